@@ -1,0 +1,86 @@
+package apps
+
+import (
+	"context"
+	"errors"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
+	"github.com/middleware-operator/middleware-operator/internal/child"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/internal/status"
+)
+
+// AppServiceReconciler keeps an AppService's Deployment and Service in the state its spec
+// describes and mirrors the Deployment's progress into the AppService's status.
+type AppServiceReconciler struct {
+	client.Client
+	Scheme   *runtime.Scheme
+	Recorder events.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=apps.middleware-operator.io,resources=appservices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps.middleware-operator.io,resources=appservices/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile enforces the Deployment, then the Service, then writes the status if it changed.
+func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	app := &appsv1api.AppService{}
+	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !app.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // the garbage collector removes the children
+	}
+	next := app.DeepCopy()
+	deployment, err := r.ensureDeployment(ctx, next)
+	if err == nil {
+		err = r.ensureService(ctx, next)
+	}
+	setAppServiceStatus(next, deployment, err)
+	if _, statusErr := status.Patch(ctx, r.Client, app, next, appServiceStatus); statusErr != nil {
+		return ctrl.Result{}, errors.Join(err, statusErr)
+	}
+	return ctrl.Result{}, err
+}
+
+func (r *AppServiceReconciler) ensureDeployment(ctx context.Context, app *appsv1api.AppService) (*appsv1.Deployment, error) {
+	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, app, resources.AppServiceDeployment(app), child.MergeDeployment)
+	r.recordOutcome(app, live, outcome, err)
+	return live, err
+}
+
+func (r *AppServiceReconciler) ensureService(ctx context.Context, app *appsv1api.AppService) error {
+	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, app, resources.AppServiceService(app), child.MergeService)
+	r.recordOutcome(app, live, outcome, err)
+	return err
+}
+
+// recordOutcome emits an event for a created or updated child, or a Warning for one that is
+// not ours (only when the AppService is not already Degraded for it, so retries stay quiet).
+func (r *AppServiceReconciler) recordOutcome(app *appsv1api.AppService, live client.Object, outcome child.Outcome, err error) {
+	recordChildOutcome(r.Recorder, app, app.Status.Conditions, live, outcome, err)
+}
+
+func appServiceStatus(obj client.Object) any { return obj.(*appsv1api.AppService).Status } //nolint:forcetypeassert // only AppServices
+
+// SetupWithManager registers the reconciler with the manager, watching AppServices and the
+// Deployments and Services they control.
+func (r *AppServiceReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&appsv1api.AppService{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		WithOptions(opts).
+		Named("appservice").
+		Complete(r)
+}

@@ -1,0 +1,91 @@
+package apps
+
+import (
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
+	"github.com/middleware-operator/middleware-operator/internal/child"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/internal/status"
+)
+
+// Condition reasons of an AppService.
+const (
+	ReasonReplicasAvailable   = "MinimumReplicasAvailable"
+	ReasonReplicasUnavailable = "ReplicasUnavailable"
+	ReasonRolloutComplete     = "RolloutComplete"
+	ReasonRollingOut          = "RollingOut"
+	ReasonReconciled          = "Reconciled"
+	ReasonNotControlled       = "ChildNotControlled"
+	ReasonReconcileError      = "ReconcileError"
+	ReasonRolloutStuck        = "ProgressDeadlineExceeded"
+)
+
+// setAppServiceStatus derives the status from the Deployment and the reconcile error.
+func setAppServiceStatus(app *appsv1api.AppService, d *appsv1.Deployment, err error) {
+	st := &app.Status
+	gen := app.Generation
+	st.ObservedGeneration = gen
+	size := resources.AppServiceSize(app)
+	if d != nil && metav1.IsControlledBy(d, app) {
+		st.Replicas, st.ReadyReplicas = d.Status.Replicas, d.Status.ReadyReplicas
+		st.AvailableReplicas, st.UpdatedReplicas = d.Status.AvailableReplicas, d.Status.UpdatedReplicas
+	}
+	st.Ready = fmt.Sprintf("%d/%d", st.ReadyReplicas, size)
+
+	if st.AvailableReplicas >= size && d != nil && metav1.IsControlledBy(d, app) {
+		status.Set(&st.Conditions, gen, appsv1api.ConditionAvailable, metav1.ConditionTrue, ReasonReplicasAvailable,
+			fmt.Sprintf("%d of %d replicas available", st.AvailableReplicas, size))
+	} else {
+		status.Set(&st.Conditions, gen, appsv1api.ConditionAvailable, metav1.ConditionFalse, ReasonReplicasUnavailable,
+			fmt.Sprintf("%d of %d replicas available", st.AvailableReplicas, size))
+	}
+	if rollingOut(d, size) {
+		status.Set(&st.Conditions, gen, appsv1api.ConditionProgressing, metav1.ConditionTrue, ReasonRollingOut,
+			fmt.Sprintf("%d of %d replicas updated, %d ready", st.UpdatedReplicas, size, st.ReadyReplicas))
+	} else {
+		status.Set(&st.Conditions, gen, appsv1api.ConditionProgressing, metav1.ConditionFalse, ReasonRolloutComplete,
+			"the Deployment runs the current spec")
+	}
+	setDegraded(&st.Conditions, gen, err, deploymentStuck(d))
+}
+
+// setDegraded sets Degraded from a reconcile error or a stuck rollout message.
+func setDegraded(conds *[]metav1.Condition, gen int64, err error, stuck string) {
+	var notOurs *child.NotControlledError
+	switch {
+	case errors.As(err, &notOurs):
+		status.Set(conds, gen, appsv1api.ConditionDegraded, metav1.ConditionTrue, ReasonNotControlled, notOurs.Error())
+	case err != nil:
+		status.Set(conds, gen, appsv1api.ConditionDegraded, metav1.ConditionTrue, ReasonReconcileError, err.Error())
+	case stuck != "":
+		status.Set(conds, gen, appsv1api.ConditionDegraded, metav1.ConditionTrue, ReasonRolloutStuck, stuck)
+	default:
+		status.Set(conds, gen, appsv1api.ConditionDegraded, metav1.ConditionFalse, ReasonReconciled, "all children match the spec")
+	}
+}
+
+func rollingOut(d *appsv1.Deployment, size int32) bool {
+	if d == nil {
+		return true
+	}
+	return d.Generation != d.Status.ObservedGeneration || d.Status.UpdatedReplicas < size ||
+		d.Status.Replicas > d.Status.UpdatedReplicas || d.Status.ReadyReplicas < size
+}
+
+// deploymentStuck returns the Deployment's message when its rollout exceeded its deadline.
+func deploymentStuck(d *appsv1.Deployment) string {
+	if d == nil {
+		return ""
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Reason == "ProgressDeadlineExceeded" {
+			return c.Message
+		}
+	}
+	return ""
+}

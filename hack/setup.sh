@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests need (redis-server and redis-tools stand in for
+# Redis pods). Idempotent: does nothing when they are already there.
+set -euo pipefail
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
+[ ${#missing[@]} -eq 0 ] && exit 0
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+echo "installing ${missing[*]} with apt-get" >&2
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# The tests start their own servers; the packaged service is not needed.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet redis-server 2>/dev/null; then
+  $SUDO systemctl stop redis-server || true
+fi

@@ -1,0 +1,123 @@
+package child
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+)
+
+// HashAnnotation records the hash of the desired object the child was last written from, so
+// a change of the desired state is seen even where the live object has server defaults.
+const HashAnnotation = "middleware-operator.io/desired-hash"
+
+// FieldOwner is the field manager name of every write the operator makes.
+const FieldOwner = "middleware-operator"
+
+// Outcome says what Ensure did.
+type Outcome string
+
+// The outcomes of Ensure.
+const (
+	Created   Outcome = "Created"
+	Updated   Outcome = "Updated"
+	Unchanged Outcome = "Unchanged"
+)
+
+// NotControlledError means a same-named object exists that the owner does not control; the
+// operator never modifies it.
+type NotControlledError struct {
+	Kind, Name string
+}
+
+func (e *NotControlledError) Error() string {
+	return fmt.Sprintf("%s %q already exists and is not controlled by this resource: rename or delete it", e.Kind, e.Name)
+}
+
+// MergeFunc copies the desired state into live, a deep copy of the object on the server,
+// keeping what the server allocated (a Service's clusterIP, a node port) and what is
+// immutable.
+type MergeFunc[PT client.Object] func(live, desired PT)
+
+// Ensure makes the child named by desired match it. desired gets owner as its controller.
+// live is the object as it is on the server after Ensure.
+func Ensure[T any, PT interface {
+	*T
+	client.Object
+}](ctx context.Context, c client.Client, scheme *runtime.Scheme, owner client.Object, desired PT, mergeFn MergeFunc[PT]) (live PT, outcome Outcome, err error) {
+	kind := fmt.Sprintf("%T", desired)
+	if gvk, gvkErr := c.GroupVersionKindFor(desired); gvkErr == nil {
+		kind = gvk.Kind
+	}
+	if err := controllerutil.SetControllerReference(owner, desired, scheme); err != nil {
+		return nil, "", fmt.Errorf("while setting the owner of %s %s: %w", kind, desired.GetName(), err)
+	}
+	hash, err := hashOf(desired)
+	if err != nil {
+		return nil, "", err
+	}
+	annotations := maps.Clone(desired.GetAnnotations())
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[HashAnnotation] = hash
+	desired.SetAnnotations(annotations)
+
+	live = PT(new(T))
+	if err := c.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, "", fmt.Errorf("while reading %s %s: %w", kind, desired.GetName(), err)
+		}
+		if err := c.Create(ctx, desired, client.FieldOwner(FieldOwner)); err != nil {
+			return nil, "", fmt.Errorf("while creating %s %s: %w", kind, desired.GetName(), err)
+		}
+		return desired, Created, nil
+	}
+	if !metav1.IsControlledBy(live, owner) {
+		return live, "", &NotControlledError{Kind: kind, Name: desired.GetName()}
+	}
+	if live.GetAnnotations()[HashAnnotation] == hash {
+		same, err := Subset(desired, live)
+		if err != nil {
+			return nil, "", err
+		}
+		if same {
+			return live, Unchanged, nil
+		}
+	}
+	updated := live.DeepCopyObject().(PT) //nolint:forcetypeassert // DeepCopyObject returns the same type
+	mergeFn(updated, desired)
+	updated.SetLabels(mergeMaps(live.GetLabels(), desired.GetLabels()))
+	updated.SetAnnotations(mergeMaps(live.GetAnnotations(), desired.GetAnnotations()))
+	updated.SetOwnerReferences(desired.GetOwnerReferences())
+	if err := c.Update(ctx, updated, client.FieldOwner(FieldOwner)); err != nil {
+		return nil, "", fmt.Errorf("while updating %s %s: %w", kind, desired.GetName(), err)
+	}
+	return updated, Updated, nil
+}
+
+func mergeMaps(live, desired map[string]string) map[string]string {
+	out := maps.Clone(live)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, desired)
+	return out
+}
+
+func hashOf(obj client.Object) (string, error) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return "", fmt.Errorf("while hashing %s: %w", obj.GetName(), err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8]), nil
+}

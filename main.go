@@ -1,0 +1,152 @@
+// Command middleware-operator runs the controllers of AppService, RedisCluster and
+// CloudManager in one controller-runtime manager.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
+	appscontrollers "github.com/middleware-operator/middleware-operator/controllers/apps"
+)
+
+// flags are the operator's command-line settings.
+type flags struct {
+	metricsAddr, probeAddr, pprofAddr      string
+	secureMetrics                          bool
+	leaderElect                            bool
+	leaderElectionID, leaderElectionNS     string
+	leaseDuration, renewDeadline, retryPer time.Duration
+	syncPeriod, gracefulShutdown           time.Duration
+	watchNamespaces                        string
+	qps                                    float64
+	burst                                  int
+	appServiceWorkers                      int
+	enableHTTP2                            bool
+}
+
+func parseFlags() (*flags, zap.Options) {
+	f := &flags{}
+	flag.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint (HTTPS with authentication and authorization unless --metrics-secure=false); 0 disables it")
+	flag.BoolVar(&f.secureMetrics, "metrics-secure", true, "serve metrics over HTTPS, allowing only callers that may GET /metrics")
+	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	flag.StringVar(&f.pprofAddr, "pprof-bind-address", "", "address of the pprof endpoints; empty disables them")
+	flag.BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader on a Lease so only one replica reconciles")
+	flag.StringVar(&f.leaderElectionID, "leader-election-id", "middleware-operator.middleware-operator.io", "name of the leader election Lease")
+	flag.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
+	flag.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long followers wait before taking over an unrenewed lease")
+	flag.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before giving up leadership")
+	flag.DurationVar(&f.retryPer, "leader-elect-retry-period", 2*time.Second, "how often candidates retry acquiring or renewing the lease")
+	flag.DurationVar(&f.syncPeriod, "sync-period", 10*time.Hour, "how often every watched object is reconciled again even without a change (resync)")
+	flag.DurationVar(&f.gracefulShutdown, "graceful-shutdown-timeout", 30*time.Second, "how long running reconciles may take to finish on shutdown")
+	flag.StringVar(&f.watchNamespaces, "watch-namespace", os.Getenv("WATCH_NAMESPACE"), "comma-separated namespaces to watch; empty watches all (default: $WATCH_NAMESPACE, which OLM sets from olm.targetNamespaces)")
+	flag.Float64Var(&f.qps, "kube-api-qps", 50, "steady queries per second to the Kubernetes API")
+	flag.IntVar(&f.burst, "kube-api-burst", 100, "burst of queries to the Kubernetes API")
+	flag.IntVar(&f.appServiceWorkers, "appservice-max-concurrent-reconciles", 4, "AppServices reconciled at once")
+	flag.BoolVar(&f.enableHTTP2, "enable-http2", false, "serve metrics over HTTP/2 (off by default against HTTP/2 rapid-reset attacks)")
+	zapOpts := zap.Options{Development: false}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	return f, zapOpts
+}
+
+func main() {
+	f, zapOpts := parseFlags()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+	if err := run(f); err != nil {
+		log.Error(err, "the operator stopped")
+		os.Exit(1)
+	}
+}
+
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(appsv1api.AddToScheme(s))
+	return s
+}
+
+func run(f *flags) error {
+	scheme := newScheme()
+	restConfig, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("while loading the kubeconfig: %w", err)
+	}
+	restConfig.QPS, restConfig.Burst = float32(f.qps), f.burst
+
+	var tlsOpts []func(*tls.Config)
+	if !f.enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{BindAddress: f.metricsAddr, SecureServing: f.secureMetrics, TLSOpts: tlsOpts}
+	if f.secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	cacheOpts := cache.Options{SyncPeriod: &f.syncPeriod}
+	if ns := splitNamespaces(f.watchNamespaces); len(ns) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, n := range ns {
+			cacheOpts.DefaultNamespaces[n] = cache.Config{}
+		}
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsOpts,
+		WebhookServer:                 webhook.NewServer(webhook.Options{TLSOpts: tlsOpts}),
+		HealthProbeBindAddress:        f.probeAddr,
+		PprofBindAddress:              f.pprofAddr,
+		LeaderElection:                f.leaderElect,
+		LeaderElectionID:              f.leaderElectionID,
+		LeaderElectionNamespace:       f.leaderElectionNS,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &f.leaseDuration,
+		RenewDeadline:                 &f.renewDeadline,
+		RetryPeriod:                   &f.retryPer,
+		GracefulShutdownTimeout:       &f.gracefulShutdown,
+		Cache:                         cacheOpts,
+	})
+	if err != nil {
+		return fmt.Errorf("while creating the manager: %w", err)
+	}
+	if err := (&appscontrollers.AppServiceReconciler{
+		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("appservice-controller"),
+	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: f.appServiceWorkers}); err != nil {
+		return fmt.Errorf("while setting up the AppService controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	ctrl.Log.WithName("setup").Info("starting the manager", "watchNamespaces", f.watchNamespaces, "leaderElection", f.leaderElect)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// splitNamespaces splits a comma-separated namespace list, dropping empty entries.
+func splitNamespaces(s string) []string {
+	var out []string
+	for n := range strings.SplitSeq(s, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}

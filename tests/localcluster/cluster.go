@@ -1,0 +1,324 @@
+package localcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// Options configures a local cluster. The zero value gives one node and a temporary directory.
+type Options struct {
+	// Nodes is the number of fake kwok nodes (default 1). Each is spread over three zones.
+	Nodes int
+	// PodsPerNode is each node's pod allocatable (default 1000, so benchmarks never stall on
+	// Pending pods).
+	PodsPerNode int
+	// Dir holds certificates, data and logs. Empty means a new temporary directory that Stop
+	// removes.
+	Dir string
+	// BinDir holds the binaries `make tools` links. Empty means $MWO_BIN_DIR, else the bin/
+	// folder of the repository that contains the working directory.
+	BinDir string
+	// Logf, when set, receives progress lines.
+	Logf func(format string, args ...any)
+}
+
+// Cluster is a running local control plane.
+type Cluster struct {
+	// Dir holds the cluster's files; Kubeconfig is the admin kubeconfig inside it.
+	Dir, Kubeconfig string
+	// Config is an admin REST config.
+	Config *rest.Config
+	// Nodes are the names of the kwok nodes.
+	Nodes []string
+	// Ports are the loopback ports each component listens on, by component name.
+	Ports map[string]int
+
+	ownDir bool
+	procs  []*process
+	logf   func(string, ...any)
+}
+
+// AdminToken is the static bearer token of the cluster-admin user (group system:masters).
+const AdminToken = "middleware-operator-local-admin"
+
+// Start brings up etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok,
+// creates the nodes and waits until they are Ready. On error everything started is stopped.
+func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+	opts = withDefaults(opts)
+	c = &Cluster{Dir: opts.Dir, ownDir: opts.Dir == "", logf: opts.Logf}
+	if c.ownDir {
+		if c.Dir, err = os.MkdirTemp("", "mwo-cluster-"); err != nil {
+			return nil, err
+		}
+	} else if err = os.MkdirAll(c.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			c.Stop()
+			c = nil
+		}
+	}()
+	bin, err := findBinDir(opts.BinDir)
+	if err != nil {
+		return c, err
+	}
+	started := time.Now()
+	pki, err := newPKI(c.Dir)
+	if err != nil {
+		return c, err
+	}
+	ports, err := freePorts(6)
+	if err != nil {
+		return c, err
+	}
+	etcdPort, peerPort, apiPort, kcmPort, schedPort, kwokPort := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]
+	c.Ports = map[string]int{"etcd": etcdPort, "etcd-peer": peerPort, "kube-apiserver": apiPort,
+		"kube-controller-manager": kcmPort, "kube-scheduler": schedPort, "kwok": kwokPort}
+
+	if err = c.startEtcd(bin, etcdPort, peerPort); err != nil {
+		return c, err
+	}
+	if err = c.startAPIServer(bin, pki, etcdPort, apiPort); err != nil {
+		return c, err
+	}
+	c.logf("kube-apiserver ready at %s after %s", c.Config.Host, time.Since(started).Round(time.Millisecond))
+	if err = c.startControllers(bin, pki, kcmPort, schedPort); err != nil {
+		return c, err
+	}
+	if err = c.startKwok(bin, kwokPort); err != nil {
+		return c, err
+	}
+	if err = c.createNodes(ctx, opts); err != nil {
+		return c, err
+	}
+	if err = c.createStorageClasses(ctx); err != nil {
+		return c, err
+	}
+	if err = c.waitNodesReady(ctx, time.Minute); err != nil {
+		return c, err
+	}
+	if err = c.WaitForDefaultServiceAccount(ctx, "default"); err != nil {
+		return c, err
+	}
+	c.logf("local cluster ready after %s (dir %s)", time.Since(started).Round(time.Millisecond), c.Dir)
+	return c, nil
+}
+
+func withDefaults(o Options) Options {
+	if o.Nodes <= 0 {
+		o.Nodes = 1
+	}
+	if o.PodsPerNode <= 0 {
+		o.PodsPerNode = 1000
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return o
+}
+
+// Stop ends every component, newest first, and removes a temporary directory. It is safe to
+// call more than once.
+func (c *Cluster) Stop() {
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		c.procs[i].stop(10 * time.Second)
+	}
+	c.procs = nil
+	if c.ownDir && c.Dir != "" && os.Getenv("MWO_KEEP_CLUSTER_DIR") == "" {
+		_ = os.RemoveAll(c.Dir)
+	}
+}
+
+// PIDs returns the process ids of the running components, for tests that check teardown.
+func (c *Cluster) PIDs() map[string]int {
+	pids := map[string]int{}
+	for _, p := range c.procs {
+		pids[p.name] = p.cmd.Process.Pid
+	}
+	return pids
+}
+
+// Clientset returns an admin clientset.
+func (c *Cluster) Clientset() (*kubernetes.Clientset, error) {
+	return kubernetes.NewForConfig(c.Config)
+}
+
+func (c *Cluster) start(name, bin string, args []string) (*process, error) {
+	p, err := startProcess(name, bin, filepath.Join(c.Dir, name+".log"), args, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.procs = append(c.procs, p)
+	return p, nil
+}
+
+func (c *Cluster) startEtcd(bin string, port, peerPort int) error {
+	client := "http://127.0.0.1:" + strconv.Itoa(port)
+	peer := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	p, err := c.start("etcd", filepath.Join(bin, "etcd"), []string{
+		"--data-dir=" + filepath.Join(c.Dir, "etcd"),
+		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=default=" + peer,
+		"--unsafe-no-fsync=true", "--quota-backend-bytes=8589934592", "--log-level=warn",
+	})
+	if err != nil {
+		return err
+	}
+	return p.waitFor(30*time.Second, func() error { return httpOK(nil, client+"/health", "") })
+}
+
+func (c *Cluster) startAPIServer(bin string, p *pki, etcdPort, port int) error {
+	tokens := filepath.Join(c.Dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(AdminToken+",admin,admin-uid,\"system:masters\"\n"), 0o600); err != nil {
+		return err
+	}
+	host := "https://127.0.0.1:" + strconv.Itoa(port)
+	proc, err := c.start("kube-apiserver", filepath.Join(bin, "kube-apiserver"), []string{
+		"--etcd-servers=http://127.0.0.1:" + strconv.Itoa(etcdPort),
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + filepath.Join(c.Dir, "apiserver-certs"),
+		"--tls-cert-file=" + p.ServingCert, "--tls-private-key-file=" + p.ServingKey,
+		"--client-ca-file=" + p.CACert,
+		"--token-auth-file=" + tokens,
+		"--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=NodeRestriction",
+		"--allow-privileged=true",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + p.SAPublic, "--service-account-signing-key-file=" + p.SAPrivate,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--requestheader-client-ca-file=" + p.FrontProxyCA,
+		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + p.FrontProxyClient, "--proxy-client-key-file=" + p.FrontProxyKey,
+		"--enable-aggregator-routing=true",
+		"--profiling=false",
+	})
+	if err != nil {
+		return err
+	}
+	c.Config = &rest.Config{Host: host, BearerToken: AdminToken, QPS: 200, Burst: 400,
+		TLSClientConfig: rest.TLSClientConfig{CAData: p.caPEM}}
+	tlsConf := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // readiness probe of our own loopback server
+	if err := proc.waitFor(90*time.Second, func() error { return httpOK(tlsConf, host+"/readyz", AdminToken) }); err != nil {
+		return err
+	}
+	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
+	return writeKubeconfig(c.Kubeconfig, host, p.caPEM, AdminToken)
+}
+
+func (c *Cluster) startControllers(bin string, p *pki, kcmPort, schedPort int) error {
+	kubeconfigFlags := []string{
+		"--kubeconfig=" + c.Kubeconfig,
+		"--authentication-kubeconfig=" + c.Kubeconfig, "--authorization-kubeconfig=" + c.Kubeconfig,
+		"--bind-address=127.0.0.1", "--leader-elect=false",
+	}
+	kcm, err := c.start("kube-controller-manager", filepath.Join(bin, "kube-controller-manager"), append([]string{
+		"--secure-port=" + strconv.Itoa(kcmPort),
+		"--cert-dir=" + filepath.Join(c.Dir, "kcm-certs"),
+		"--controllers=*",
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file=" + p.SAPrivate, "--root-ca-file=" + p.CACert,
+		"--cluster-signing-cert-file=" + p.CACert, "--cluster-signing-key-file=" + p.CAKey,
+		"--node-monitor-grace-period=60s",
+		"--concurrent-deployment-syncs=10", "--concurrent-replicaset-syncs=10", "--concurrent-statefulset-syncs=10",
+		"--concurrent-gc-syncs=40",
+		"--kube-api-qps=200", "--kube-api-burst=400",
+	}, kubeconfigFlags...))
+	if err != nil {
+		return err
+	}
+	sched, err := c.start("kube-scheduler", filepath.Join(bin, "kube-scheduler"), append([]string{
+		"--secure-port=" + strconv.Itoa(schedPort),
+		"--cert-dir=" + filepath.Join(c.Dir, "scheduler-certs"),
+		"--kube-api-qps=200", "--kube-api-burst=400",
+	}, kubeconfigFlags...))
+	if err != nil {
+		return err
+	}
+	tlsConf := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // health probe of our own loopback server
+	if err := kcm.waitFor(60*time.Second, func() error {
+		return httpOK(tlsConf, fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort), "")
+	}); err != nil {
+		return err
+	}
+	return sched.waitFor(60*time.Second, func() error {
+		return httpOK(tlsConf, fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort), "")
+	})
+}
+
+func findBinDir(dir string) (string, error) {
+	if dir == "" {
+		dir = os.Getenv("MWO_BIN_DIR")
+	}
+	if dir != "" {
+		return dir, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "bin", "kube-apiserver")); err == nil {
+			return filepath.Join(d, "bin"), nil
+		}
+		if filepath.Dir(d) == d {
+			return "", errors.New("no bin/kube-apiserver above the working directory: run `make tools` or set MWO_BIN_DIR")
+		}
+	}
+}
+
+func httpOK(tlsConf *tls.Config, url, token string) error {
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConf}}
+	defer client.CloseIdleConnections()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+func writeKubeconfig(path, host string, ca []byte, token string) error {
+	content := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: %s
+    certificate-authority-data: %s
+users:
+- name: admin
+  user:
+    token: %s
+contexts:
+- name: local
+  context: {cluster: local, user: admin}
+current-context: local
+`, host, base64.StdEncoding.EncodeToString(ca), token)
+	return os.WriteFile(path, []byte(content), 0o600)
+}

@@ -1,0 +1,144 @@
+package localcluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// process is one running component of the control plane.
+type process struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+	err     error
+}
+
+// spawner starts every child from one OS thread that lives as long as the program, so the
+// children's parent-death signal (SIGKILL) fires only when this process dies, never when the
+// Go runtime retires a thread.
+var spawner = sync.OnceValue(func() chan func() {
+	requests := make(chan func())
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread stays for the process's lifetime
+		for fn := range requests {
+			fn()
+		}
+	}()
+	return requests
+})
+
+// startProcess runs bin with args, logging its output to logPath.
+func startProcess(name, bin, logPath string, args []string, env []string) (*process, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	result := make(chan error, 1)
+	spawner() <- func() { result <- cmd.Start() }
+	if err := <-result; err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("while starting %s (%s): %w", name, bin, err)
+	}
+	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		_ = logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exited reports whether the process has ended.
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// exitError is why the process ended; an exit status 0 is an error too for a server.
+func (p *process) exitError() error {
+	if p.err != nil {
+		return p.err
+	}
+	return errors.New("exit status 0")
+}
+
+// stop sends SIGTERM to the process group, then SIGKILL after the grace period.
+func (p *process) stop(grace time.Duration) {
+	if p.exited() {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// logTail returns the last lines of the process's log, for error messages.
+func (p *process) logTail(lines int) string {
+	data, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return ""
+	}
+	all := strings.Split(string(bytes.TrimSpace(data)), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
+
+// waitFor polls check until it returns nil, the process exits, or the timeout passes.
+func (p *process) waitFor(timeout time.Duration, check func() error) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		if p.exited() {
+			return fmt.Errorf("%s exited: %w; last log lines:\n%s", p.name, p.exitError(), p.logTail(20))
+		}
+		if last = check(); last == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("%s not ready after %s: %w; last log lines:\n%s", p.name, timeout, last, p.logTail(20))
+}
+
+// freePorts returns n distinct free loopback TCP ports.
+func freePorts(n int) ([]int, error) {
+	listeners := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range listeners {
+			_ = l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, errors.Join(errors.New("no free port"), err)
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
