@@ -46,10 +46,12 @@ type AppServiceSpec struct {
 
 	// Ports are the Service's ports; the container exposes each targetPort. Any nodePort
 	// makes the Service a NodePort Service. targetPort defaults to port.
-	// +listType=atomic
+	// Port numbers are unique per protocol (the API server rejects a duplicate); names are
+	// unique too (the operator reports a duplicate name as Degraded).
+	// +listType=map
+	// +listMapKey=port
+	// +listMapKey=protocol
 	// +kubebuilder:validation:MaxItems=64
-	// +kubebuilder:validation:XValidation:rule="self.all(p, self.exists_one(q, q.port == p.port && (has(q.protocol) ? q.protocol : 'TCP') == (has(p.protocol) ? p.protocol : 'TCP')))",message="spec.ports[].port must be unique per protocol: two ports use the same number"
-	// +kubebuilder:validation:XValidation:rule="self.all(p, self.exists_one(q, (has(q.name) ? q.name : '') == (has(p.name) ? p.name : '')))",message="spec.ports[].name must be unique: give every port a different name"
 	// +kubebuilder:validation:XValidation:rule="self.size() <= 1 || self.all(p, has(p.name) && p.name != '')",message="spec.ports[].name is required when there is more than one port"
 	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.nodePort) || (p.nodePort >= 30000 && p.nodePort <= 32767))",message="spec.ports[].nodePort must be between 30000 and 32767 (the cluster's node port range)"
 	// +optional

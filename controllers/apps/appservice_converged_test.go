@@ -1,0 +1,134 @@
+package apps_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
+	"github.com/middleware-operator/middleware-operator/controllers/apps"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
+)
+
+// counting wraps a client and counts every write it makes.
+type counting struct {
+	client.Client
+	writes *atomic.Int64
+}
+
+func (c counting) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	c.writes.Add(1)
+	return c.Client.Create(ctx, obj, opts...)
+}
+
+func (c counting) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	c.writes.Add(1)
+	return c.Client.Update(ctx, obj, opts...)
+}
+
+func (c counting) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+	c.writes.Add(1)
+	return c.Client.Patch(ctx, obj, p, opts...)
+}
+
+func (c counting) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	c.writes.Add(1)
+	return c.Client.Delete(ctx, obj, opts...)
+}
+
+func (c counting) Status() client.SubResourceWriter { return countingStatus{c.Client.Status(), c.writes} }
+
+type countingStatus struct {
+	client.SubResourceWriter
+	writes *atomic.Int64
+}
+
+func (c countingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	c.writes.Add(1)
+	return c.SubResourceWriter.Update(ctx, obj, opts...)
+}
+
+func (c countingStatus) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+	c.writes.Add(1)
+	return c.SubResourceWriter.Patch(ctx, obj, p, opts...)
+}
+
+func TestAppServiceConvergedReconcileMakesNoWrites(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	app := seedAppService(ns, 30013)
+	if err := env.Client.Create(t.Context(), app); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(app)
+	waitAvailable(t, key, 2)
+
+	var writes atomic.Int64
+	recorder := events.NewFakeRecorder(10)
+	r := &apps.AppServiceReconciler{Client: counting{mgr.GetClient(), &writes}, Scheme: env.Scheme, Recorder: recorder}
+	for i := range 5 {
+		if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: key}); err != nil {
+			t.Fatalf("reconcile %d: %v", i, err)
+		}
+	}
+	if n := writes.Load(); n != 0 {
+		t.Errorf("5 reconciles of a converged AppService made %d API writes, want 0", n)
+	}
+	if n := len(recorder.Events); n != 0 {
+		t.Errorf("5 reconciles of a converged AppService emitted %d events, want 0", n)
+	}
+
+	// The counter does count: a changed spec makes the same reconciler write.
+	updateApp(t, key, func(a *appsv1api.AppService) { a.Spec.Image = "nginx:1.27" })
+	testenv.Eventually(t, 10*time.Second, func(ctx context.Context) (bool, string) {
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
+			return false, err.Error()
+		}
+		return writes.Load() > 0, "a reconcile after an image change made no write"
+	})
+}
+
+func TestAppServicePrinterColumns(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	app := seedAppService(ns, 30014)
+	if err := env.Client.Create(t.Context(), app); err != nil {
+		t.Fatal(err)
+	}
+	waitAvailable(t, client.ObjectKeyFromObject(app), 2)
+
+	cs, err := env.Cluster.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := cs.RESTClient().Get().AbsPath("/apis/apps.middleware-operator.io/v1/namespaces", ns, "appservices").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(raw, &table); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range table.ColumnDefinitions {
+		names = append(names, c.Name)
+	}
+	if got, want := fmt.Sprint(names), "[Name Ready Image Available Age]"; got != want {
+		t.Errorf("columns %s, want %s", got, want)
+	}
+	if len(table.Rows) != 1 {
+		t.Fatalf("got %d rows", len(table.Rows))
+	}
+	if got := fmt.Sprint(table.Rows[0].Cells[:4]); got != "[nginx-app 2/2 nginx:1.7.9 True]" {
+		t.Errorf("row %s, want [nginx-app 2/2 nginx:1.7.9 True]", got)
+	}
+}

@@ -1,0 +1,74 @@
+package apps_test
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
+)
+
+func TestAppServiceInvalidSpecsAreRejectedNamingTheField(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	cases := map[string]struct {
+		change func(*appsv1api.AppService)
+		want   []string // every fragment must be in the API server's message
+	}{
+		"no image": {
+			change: func(a *appsv1api.AppService) { a.Spec.Image = "" },
+			want:   []string{"spec.image"},
+		},
+		"negative size": {
+			change: func(a *appsv1api.AppService) { a.Spec.Size = ptr.To[int32](-1) },
+			want:   []string{"spec.size", "greater than or equal to 0"},
+		},
+		"size above 1000": {
+			change: func(a *appsv1api.AppService) { a.Spec.Size = ptr.To[int32](1001) },
+			want:   []string{"spec.size", "less than or equal to 1000"},
+		},
+		"nodePort outside the node port range": {
+			change: func(a *appsv1api.AppService) { a.Spec.Ports[0].NodePort = 80 },
+			want:   []string{"spec.ports", "nodePort must be between 30000 and 32767"},
+		},
+		"nodePort with a ClusterIP Service": {
+			change: func(a *appsv1api.AppService) { a.Spec.ServiceType = corev1.ServiceTypeClusterIP },
+			want:   []string{"spec.ports", "nodePort needs spec.serviceType NodePort"},
+		},
+		"duplicate port": {
+			change: func(a *appsv1api.AppService) {
+				a.Spec.Ports = []corev1.ServicePort{
+					{Name: "a", Port: 80, TargetPort: intstr.FromInt32(80)},
+					{Name: "b", Port: 80, TargetPort: intstr.FromInt32(8080)},
+				}
+			},
+			want: []string{"spec.ports[1]", "Duplicate value"},
+		},
+		"several unnamed ports": {
+			change: func(a *appsv1api.AppService) {
+				a.Spec.Ports = []corev1.ServicePort{{Port: 80}, {Port: 81}}
+			},
+			want: []string{"spec.ports", "name is required when there is more than one port"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			app := seedAppService(ns, 30020)
+			app.Name = "invalid"
+			tc.change(app)
+			err := env.Client.Create(t.Context(), app)
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("want Invalid, got %v", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("message %q does not contain %q", err.Error(), w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,48 @@
+package apps_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/middleware-operator/middleware-operator/controllers/apps"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
+)
+
+// env is the local cluster every test of this package shares; each test uses its own
+// namespace.
+var env *testenv.Env
+
+// mgr is the manager running the reconcilers under test.
+var mgr ctrl.Manager
+
+func TestMain(m *testing.M) {
+	var err error
+	env, err = testenv.Start(context.Background(), 3)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	var stop func() error
+	mgr, stop, err = env.StartManager(func(mgr ctrl.Manager) error {
+		return (&apps.AppServiceReconciler{
+			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("appservice-controller"),
+		}).SetupWithManager(mgr, controller.Options{})
+	})
+	if err != nil {
+		env.Stop()
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+	}
+	env.Stop()
+	os.Exit(code)
+}
+

@@ -1,0 +1,136 @@
+// Package testenv gives integration tests a local cluster with the project's CRDs installed
+// and a controller-runtime manager running chosen reconcilers in the test process.
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
+	"github.com/middleware-operator/middleware-operator/tests/localcluster"
+)
+
+// Env is a running local cluster with the CRDs installed.
+type Env struct {
+	Cluster *localcluster.Cluster
+	Scheme  *k8sruntime.Scheme
+	Client  client.Client
+}
+
+// RepoRoot is the repository's top folder.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Scheme has the built-in kinds and every kind of this project.
+func Scheme() *k8sruntime.Scheme {
+	s := k8sruntime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(appsv1api.AddToScheme(s))
+	return s
+}
+
+// Start starts a local cluster with nodes kwok nodes and installs the CRDs.
+func Start(ctx context.Context, nodes int) (*Env, error) {
+	if os.Getenv("MWO_TEST_VERBOSE") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: nodes})
+	if err != nil {
+		return nil, err
+	}
+	scheme := Scheme()
+	if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join(RepoRoot(), "config", "crd", "bases")}, ErrorIfPathMissing: true, Scheme: scheme,
+	}); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("while installing the CRDs: %w", err)
+	}
+	cl, err := client.New(c.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return &Env{Cluster: c, Scheme: scheme, Client: cl}, nil
+}
+
+// Stop stops the cluster.
+func (e *Env) Stop() { e.Cluster.Stop() }
+
+// StartManager runs a manager on the cluster with metrics and probes off; setup registers
+// reconcilers. The returned function stops it.
+func (e *Env) StartManager(setup func(ctrl.Manager) error) (ctrl.Manager, func() error, error) {
+	mgr, err := ctrl.NewManager(e.Cluster.Config, ctrl.Options{
+		Scheme:                 e.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := setup(mgr); err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	stop := func() error {
+		cancel()
+		return <-done
+	}
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		_ = stop()
+		return nil, nil, errors.New("the manager's cache never synced")
+	}
+	return mgr, stop, nil
+}
+
+// Namespace creates a namespace for one test and waits for its default ServiceAccount.
+func (e *Env) Namespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "t-"}}
+	if err := e.Client.Create(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Cluster.WaitForDefaultServiceAccount(t.Context(), ns.Name); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// Eventually polls cond every 100ms until it returns true or timeout passes, then fails the
+// test with the last message cond gave.
+func Eventually(t *testing.T, timeout time.Duration, cond func(ctx context.Context) (bool, string)) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, msg := cond(ctx)
+		last = msg
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("not after %s: %s", timeout, last)
+	}
+}
