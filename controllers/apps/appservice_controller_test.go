@@ -240,7 +240,7 @@ func TestAppServiceNeverTouchesAnUnownedDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	if after.ResourceVersion != before.ResourceVersion || !reflect.DeepEqual(after.Spec, before.Spec) ||
-		!reflect.DeepEqual(after.ObjectMeta.OwnerReferences, before.ObjectMeta.OwnerReferences) {
+		!reflect.DeepEqual(after.OwnerReferences, before.OwnerReferences) {
 		t.Errorf("the unowned Deployment was modified: resourceVersion %s -> %s", before.ResourceVersion, after.ResourceVersion)
 	}
 	warnings := &corev1.EventList{}

@@ -44,7 +44,9 @@ func (c counting) Delete(ctx context.Context, obj client.Object, opts ...client.
 	return c.Client.Delete(ctx, obj, opts...)
 }
 
-func (c counting) Status() client.SubResourceWriter { return countingStatus{c.Client.Status(), c.writes} }
+func (c counting) Status() client.SubResourceWriter {
+	return countingStatus{c.Client.Status(), c.writes}
+}
 
 type countingStatus struct {
 	client.SubResourceWriter

@@ -45,4 +45,3 @@ func TestMain(m *testing.M) {
 	env.Stop()
 	os.Exit(code)
 }
-

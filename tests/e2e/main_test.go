@@ -163,4 +163,3 @@ func metricsGet(token string) (int, string, error) {
 	}
 	return resp.StatusCode, sb.String(), nil
 }
-
