@@ -23,7 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	appscontrollers "github.com/middleware-operator/middleware-operator/controllers/apps"
+	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 )
 
 // flags are the operator's command-line settings.
@@ -38,6 +40,7 @@ type flags struct {
 	qps                                    float64
 	burst                                  int
 	appServiceWorkers                      int
+	redisClusterWorkers                    int
 	enableHTTP2                            bool
 }
 
@@ -59,6 +62,7 @@ func parseFlags() (*flags, zap.Options) {
 	flag.Float64Var(&f.qps, "kube-api-qps", 50, "steady queries per second to the Kubernetes API")
 	flag.IntVar(&f.burst, "kube-api-burst", 100, "burst of queries to the Kubernetes API")
 	flag.IntVar(&f.appServiceWorkers, "appservice-max-concurrent-reconciles", 4, "AppServices reconciled at once")
+	flag.IntVar(&f.redisClusterWorkers, "rediscluster-max-concurrent-reconciles", 4, "RedisClusters reconciled at once")
 	flag.BoolVar(&f.enableHTTP2, "enable-http2", false, "serve metrics over HTTP/2 (off by default against HTTP/2 rapid-reset attacks)")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -80,6 +84,7 @@ func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(appsv1api.AddToScheme(s))
+	utilruntime.Must(redisv1alpha1.AddToScheme(s))
 	return s
 }
 
@@ -129,6 +134,11 @@ func run(f *flags) error {
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("appservice-controller"),
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: f.appServiceWorkers}); err != nil {
 		return fmt.Errorf("while setting up the AppService controller: %w", err)
+	}
+	if err := (&rediscontrollers.RedisClusterReconciler{
+		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("rediscluster-controller"),
+	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: f.redisClusterWorkers}); err != nil {
+		return fmt.Errorf("while setting up the RedisCluster controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

@@ -2,7 +2,6 @@ package apps
 
 import (
 	"errors"
-	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,9 +28,6 @@ func recordChildOutcome(rec events.EventRecorder, owner runtime.Object, conds []
 	case err != nil:
 		return
 	case outcome == child.Created || outcome == child.Updated:
-		rec.Eventf(owner, live, corev1.EventTypeNormal, string(outcome), string(outcome), "%s %s %s", outcome, kindOf(live), live.GetName())
+		rec.Eventf(owner, live, corev1.EventTypeNormal, string(outcome), string(outcome), "%s %s %s", outcome, child.KindOf(live), live.GetName())
 	}
 }
-
-// kindOf is the Go type name of a typed object, which for the built-in kinds is the kind.
-func kindOf(obj client.Object) string { return reflect.TypeOf(obj).Elem().Name() }

@@ -3,6 +3,7 @@ package child
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 )
 
 // MergeDeployment replaces the whole spec.
@@ -34,3 +35,29 @@ func MergeService(live, desired *corev1.Service) {
 	}
 	live.Spec = *spec
 }
+
+// MergeStatefulSet replaces the spec but keeps the fields the API server does not let
+// change: the selector, the volumeClaimTemplates, the serviceName and the
+// podManagementPolicy. A desired change of those needs a new StatefulSet.
+func MergeStatefulSet(live, desired *appsv1.StatefulSet) {
+	spec := desired.Spec.DeepCopy()
+	spec.Selector = live.Spec.Selector
+	spec.VolumeClaimTemplates = live.Spec.VolumeClaimTemplates
+	spec.ServiceName = live.Spec.ServiceName
+	spec.PodManagementPolicy = live.Spec.PodManagementPolicy
+	live.Spec = *spec
+}
+
+// MergeSecret replaces the data but keeps the type, which is immutable.
+func MergeSecret(live, desired *corev1.Secret) {
+	live.Data = desired.Data
+	live.StringData = nil
+}
+
+// MergeConfigMap replaces the data.
+func MergeConfigMap(live, desired *corev1.ConfigMap) {
+	live.Data, live.BinaryData = desired.Data, desired.BinaryData
+}
+
+// MergePodDisruptionBudget replaces the spec.
+func MergePodDisruptionBudget(live, desired *policyv1.PodDisruptionBudget) { live.Spec = desired.Spec }

@@ -26,6 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 )
 
@@ -47,6 +48,7 @@ func Scheme() *k8sruntime.Scheme {
 	s := k8sruntime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(appsv1api.AddToScheme(s))
+	utilruntime.Must(redisv1alpha1.AddToScheme(s))
 	return s
 }
 

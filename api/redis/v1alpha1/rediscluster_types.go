@@ -1,0 +1,327 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// UpdateStrategyType says how new masters receive slots when the cluster scales out.
+// +kubebuilder:validation:Enum=AutoReceive;AssignReceive
+type UpdateStrategyType string
+
+const (
+	// AutoReceive rebalances slots evenly over every master.
+	AutoReceive UpdateStrategyType = "AutoReceive"
+	// AssignReceive moves exactly the slots listed in assignStrategies.
+	AssignReceive UpdateStrategyType = "AssignReceive"
+)
+
+// RedisClusterSpec is the desired Redis Cluster.
+// +kubebuilder:validation:XValidation:rule="self.replicas / (1 + (has(self.replicasPerMaster) ? self.replicasPerMaster : 1)) >= 3",message="spec.replicas is too small: Redis Cluster needs at least 3 masters, so replicas must be at least 3 * (1 + replicasPerMaster) (6 with one replica per master)",fieldPath=".replicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy) || self.updateStrategy.type != 'AssignReceive' || (has(self.updateStrategy.assignStrategies) && size(self.updateStrategy.assignStrategies) > 0)",message="spec.updateStrategy.assignStrategies is required when spec.updateStrategy.type is AssignReceive: list the slots to move and the nodes to take them from",fieldPath=".updateStrategy"
+type RedisClusterSpec struct {
+	// Replicas is the total number of Redis nodes, masters and replicas together.
+	// +kubebuilder:validation:Minimum=3
+	// +kubebuilder:validation:Maximum=1000
+	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Redis Nodes",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
+	Replicas int32 `json:"replicas"`
+
+	// ReplicasPerMaster is the number of replicas each master gets. Masters are
+	// replicas / (1 + replicasPerMaster); leftover nodes become extra replicas, as
+	// `redis-cli --cluster create` does.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=5
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replicas per Master"
+	ReplicasPerMaster *int32 `json:"replicasPerMaster,omitempty"`
+
+	// Pause stops every change to the cluster (scaling, healing, upgrades) until it is false
+	// again; the status says the cluster is paused.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pause",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	Pause bool `json:"pause,omitempty"`
+
+	// Finalizers says what happens to the data when the RedisCluster is deleted: foreground
+	// deletes the PersistentVolumeClaims with the cluster; anything else keeps them.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Finalizers string `json:"finalizers,omitempty"`
+
+	// Repository is the Redis image repository, for example library/redis.
+	// +kubebuilder:default="redis"
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image Repository"
+	Repository string `json:"repository,omitempty"`
+
+	// Version is the Redis image tag.
+	// +kubebuilder:default="7.0.15"
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Redis Version"
+	Version string `json:"version,omitempty"`
+
+	// UpdateStrategy says how slots move when masters are added.
+	// +optional
+	UpdateStrategy UpdateStrategy `json:"updateStrategy,omitempty"`
+
+	// Pod configures the Redis pods. Only the first entry is used (the seed's list form is
+	// kept so its manifests apply unchanged).
+	// +kubebuilder:validation:MaxItems=1
+	// +optional
+	Pod []PodSpec `json:"pod,omitempty"`
+
+	// PasswordSecret names a Secret in the same namespace whose key "password" is the Redis
+	// password. When empty, a Secret named <name>-password is generated once and kept.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PasswordSecret string `json:"passwordSecret,omitempty"`
+}
+
+// UpdateStrategy says how new masters receive slots.
+type UpdateStrategy struct {
+	// Type is AutoReceive (rebalance evenly) or AssignReceive (move the slots listed in
+	// assignStrategies).
+	// +kubebuilder:default=AutoReceive
+	// +optional
+	Type UpdateStrategyType `json:"type,omitempty"`
+
+	// Pipeline is how many keys one MIGRATE moves, 1 to 10000. The seed writes it as a
+	// string ("100"); a number works too.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? (self >= 1 && self <= 10000) : (self.matches('^[0-9]{1,5}$') && int(self) >= 1 && int(self) <= 10000)",message="spec.updateStrategy.pipeline must be a number from 1 to 10000"
+	// +optional
+	Pipeline *intstr.IntOrString `json:"pipeline,omitempty"`
+
+	// AssignStrategies list the slots new masters take, and from which nodes.
+	// +kubebuilder:validation:MaxItems=100
+	// +listType=atomic
+	// +optional
+	AssignStrategies []AssignStrategy `json:"assignStrategies,omitempty"`
+}
+
+// AssignStrategy moves Slots slots to the new masters from the nodes in FromReplicas.
+type AssignStrategy struct {
+	// Slots is how many slots to move.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16384
+	// +required
+	Slots int32 `json:"slots"`
+
+	// FromReplicas are the node ids (comma-separated) the slots are taken from.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	// +required
+	FromReplicas string `json:"fromReplicas"`
+}
+
+// VolumeType is where a Redis node keeps its data.
+// +kubebuilder:validation:Enum=hostPath;nfs;pvc
+type VolumeType string
+
+// PodSpec configures the Redis pods (the seed's pod[] entry).
+type PodSpec struct {
+	// Labels are extra pod labels.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations are extra pod annotations.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// Env are extra environment variables of the Redis container.
+	// +kubebuilder:validation:MaxItems=128
+	// +optional
+	Env []corev1.EnvVar `json:"env,omitempty"`
+	// Affinity of the pods. When empty, pods are spread over nodes (preferred).
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// Resources of the Redis container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// UpdateStrategy is accepted for compatibility with the seed; the operator always rolls
+	// pods itself, one at a time, failing masters over first.
+	// +optional
+	UpdateStrategy *UpdateStrategyHint `json:"updateStrategy,omitempty"`
+	// Volumes says where data lives.
+	// +optional
+	Volumes *Volumes `json:"volumes,omitempty"`
+	// Configmap names a ConfigMap whose "redis.conf" key is merged into the generated
+	// configuration (the operator's cluster settings win).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Configmap string `json:"configmap,omitempty"`
+	// MonitorImage, when set, adds a Prometheus exporter sidecar.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	MonitorImage string `json:"monitorImage,omitempty"`
+	// InitImage is accepted for compatibility with the seed and used for the init container.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	InitImage string `json:"initImage,omitempty"`
+	// MiddlewareImage overrides repository:version for the Redis container.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	MiddlewareImage string `json:"middlewareImage,omitempty"`
+}
+
+// UpdateStrategyHint is the seed's pod update strategy.
+type UpdateStrategyHint struct {
+	// Type is RollingUpdate or OnDelete.
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	Type string `json:"type,omitempty"`
+}
+
+// Volumes says where a Redis node keeps its data.
+// +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'nfs' || (has(self.persistentVolumeClaimName) && size(self.persistentVolumeClaimName) > 0)",message="spec.pod[].volumes.persistentVolumeClaimName is required when the volume type is nfs"
+type Volumes struct {
+	// Type is hostPath, nfs (an existing claim) or pvc (a claim per pod, the default).
+	// +kubebuilder:default=pvc
+	// +optional
+	Type VolumeType `json:"type,omitempty"`
+	// PersistentVolumeClaimName is the existing claim of the nfs type.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PersistentVolumeClaimName string `json:"persistentVolumeClaimName,omitempty"`
+	// Size of each pod's claim (pvc type), default 1Gi.
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+	// StorageClassName of each pod's claim (pvc type); empty uses the default class.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	StorageClassName string `json:"storageClassName,omitempty"`
+}
+
+// Phase is the lifecycle stage of a RedisCluster.
+// +kubebuilder:validation:Enum=None;Creating;Running;Scaling;Upgrading;Failed
+type Phase string
+
+// The phases of a RedisCluster (the seed's).
+const (
+	PhaseNone      Phase = "None"
+	PhaseCreating  Phase = "Creating"
+	PhaseRunning   Phase = "Running"
+	PhaseScaling   Phase = "Scaling"
+	PhaseUpgrading Phase = "Upgrading"
+	PhaseFailed    Phase = "Failed"
+)
+
+// RedisNode is the observed state of one Redis node (the seed's conditions[] entry).
+type RedisNode struct {
+	// Name is the pod name.
+	Name string `json:"name"`
+	// Instance is ip:port.
+	// +optional
+	Instance string `json:"instance,omitempty"`
+	// Type is master or slave.
+	// +optional
+	Type string `json:"type,omitempty"`
+	// NodeID is the Redis Cluster node id.
+	// +optional
+	NodeID string `json:"nodeId,omitempty"`
+	// MasterNodeID is the node id of its master (its own id for a master).
+	// +optional
+	MasterNodeID string `json:"masterNodeId,omitempty"`
+	// DomainName is the pod's stable DNS name.
+	// +optional
+	DomainName string `json:"domainName,omitempty"`
+	// Slots are the slot ranges it serves, for example 0-5460.
+	// +optional
+	Slots string `json:"slots,omitempty"`
+	// Hostname is the Kubernetes node the pod runs on.
+	// +optional
+	Hostname string `json:"hostname,omitempty"`
+	// HostIP is that node's IP.
+	// +optional
+	HostIP string `json:"hostIP,omitempty"`
+	// Status is True when the node is connected and healthy.
+	// +optional
+	Status corev1.ConditionStatus `json:"status,omitempty"`
+	// Reason is a machine-readable reason for Status.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Message explains Status.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// LastTransitionTime is when Status last changed.
+	// +optional
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+}
+
+// RedisClusterStatus is the observed state of a RedisCluster.
+type RedisClusterStatus struct {
+	// ObservedGeneration is the generation of the spec this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Replicas is the StatefulSet's current number of pods.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
+	Replicas int32 `json:"replicas,omitempty"`
+	// ReadyReplicas is the number of Ready Redis pods.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// Masters is the number of masters serving slots.
+	// +optional
+	Masters int32 `json:"masters,omitempty"`
+	// Phase is the lifecycle stage.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase"}
+	Phase Phase `json:"phase,omitempty"`
+	// Reason explains the phase, for example why the cluster is paused or failed.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Reason"
+	Reason string `json:"reason,omitempty"`
+	// SlotsAssigned is how many of the 16384 slots a master serves.
+	// +optional
+	SlotsAssigned int32 `json:"slotsAssigned,omitempty"`
+	// SlotsOK is how many slots are served by a healthy master.
+	// +optional
+	SlotsOK int32 `json:"slotsOk,omitempty"`
+	// Nodes are the Redis nodes (the seed's conditions[]).
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Nodes"
+	Nodes []RedisNode `json:"nodes,omitempty"`
+	// Conditions are Ready, Progressing and Degraded.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RedisCluster is Redis in cluster mode on a StatefulSet.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rec,categories=all;middleware
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Masters",type=integer,JSONPath=`.status.masters`
+// +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Slots OK",type=integer,JSONPath=`.status.slotsOk`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +operator-sdk:csv:customresourcedefinitions:displayName="Redis Cluster",resources={{StatefulSet,v1},{Service,v1},{ConfigMap,v1},{Secret,v1},{PodDisruptionBudget,v1}}
+type RedisCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired cluster.
+	// +required
+	Spec RedisClusterSpec `json:"spec"`
+	// Status is what the operator observed.
+	// +optional
+	Status RedisClusterStatus `json:"status,omitempty"`
+}
+
+// RedisClusterList is a list of RedisClusters.
+// +kubebuilder:object:root=true
+type RedisClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the RedisClusters.
+	Items []RedisCluster `json:"items"`
+}

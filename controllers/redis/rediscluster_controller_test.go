@@ -1,0 +1,265 @@
+package redis_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
+)
+
+func newCluster(ns, name string, replicas int32) *redisv1alpha1.RedisCluster {
+	return &redisv1alpha1.RedisCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       redisv1alpha1.RedisClusterSpec{Replicas: replicas, ReplicasPerMaster: ptr.To[int32](1)},
+	}
+}
+
+func waitRunning(t *testing.T, key client.ObjectKey) *redisv1alpha1.RedisCluster {
+	t.Helper()
+	rc := &redisv1alpha1.RedisCluster{}
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, key, rc); err != nil {
+			return false, err.Error()
+		}
+		ready := meta.FindStatusCondition(rc.Status.Conditions, "Ready")
+		return rc.Status.Phase == redisv1alpha1.PhaseRunning && ready != nil && ready.Status == metav1.ConditionTrue &&
+				rc.Status.ObservedGeneration == rc.Generation,
+			fmt.Sprintf("phase %q reason %q slotsOk %d", rc.Status.Phase, rc.Status.Reason, rc.Status.SlotsOK)
+	})
+	return rc
+}
+
+func password(t *testing.T, ns, name string) string {
+	t.Helper()
+	secret := &corev1.Secret{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name + "-password"}, secret); err != nil {
+		t.Fatal(err)
+	}
+	return string(secret.Data["password"])
+}
+
+func TestRedisClusterFormsOnRealRedis(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	rc := newCluster(ns, "seed", 6)
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	rc = waitRunning(t, key)
+	pw := password(t, ns, "seed")
+
+	if rc.Status.SlotsOK != 16384 || rc.Status.SlotsAssigned != 16384 || rc.Status.Masters != 3 {
+		t.Errorf("slotsOk %d slotsAssigned %d masters %d", rc.Status.SlotsOK, rc.Status.SlotsAssigned, rc.Status.Masters)
+	}
+	if len(rc.Status.Nodes) != 6 {
+		t.Fatalf("status lists %d nodes, want 6", len(rc.Status.Nodes))
+	}
+	// The status matches what Redis itself says.
+	admin := redisadmin.NewAdmin(pw, 2*time.Second)
+	defer func() { _ = admin.Close() }()
+	masters, replicasOf := 0, map[string]int{}
+	for _, n := range rc.Status.Nodes {
+		l, ok := myself(t, admin, n.Instance)
+		if !ok || l.ID != n.NodeID {
+			t.Errorf("node %s: status id %s, CLUSTER NODES says %s", n.Name, n.NodeID, l.ID)
+			continue
+		}
+		if n.Instance != l.Addr || n.Type != l.Role || n.Slots != redisadmin.FormatSlotRanges(l.Slots) || n.Status != corev1.ConditionTrue {
+			t.Errorf("status %+v does not match CLUSTER NODES %+v", n, l)
+		}
+		if n.Type == "master" {
+			masters++
+			if n.MasterNodeID != n.NodeID {
+				t.Errorf("master %s has masterNodeId %s", n.Name, n.MasterNodeID)
+			}
+		} else {
+			if n.MasterNodeID != l.MasterID {
+				t.Errorf("replica %s masterNodeId %s, CLUSTER NODES says %s", n.Name, n.MasterNodeID, l.MasterID)
+			}
+			replicasOf[n.MasterNodeID]++
+		}
+		if n.Hostname == "" || n.DomainName != n.Name+".seed."+ns+".svc.cluster.local" {
+			t.Errorf("node %s hostname %q domainName %q", n.Name, n.Hostname, n.DomainName)
+		}
+	}
+	if masters != 3 || len(replicasOf) != 3 {
+		t.Errorf("%d masters, replicas spread over %d masters; want 3 and 3", masters, len(replicasOf))
+	}
+
+	// redis-cli's own check agrees.
+	out, err := exec.CommandContext(t.Context(), "redis-cli", "--no-auth-warning", "-a", pw, "--cluster", "check", rc.Status.Nodes[0].Instance).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "[OK] All 16384 slots covered") {
+		t.Errorf("redis-cli --cluster check: %v\n%s", err, out)
+	}
+
+	// A cluster-aware client writes and reads 10,000 keys through it.
+	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{rc.Status.Nodes[0].Instance}, Password: pw})
+	defer func() { _ = cc.Close() }()
+	for i := range 10000 {
+		if err := cc.Set(t.Context(), "key:"+strconv.Itoa(i), i, 0).Err(); err != nil {
+			t.Fatalf("SET key:%d: %v", i, err)
+		}
+	}
+	for i := range 10000 {
+		v, err := cc.Get(t.Context(), "key:"+strconv.Itoa(i)).Int()
+		if err != nil || v != i {
+			t.Fatalf("GET key:%d = %d, %v", i, v, err)
+		}
+	}
+
+	// The password is in no status, no event.
+	raw, _ := json.Marshal(rc)
+	if strings.Contains(string(raw), pw) {
+		t.Error("the password appears in the RedisCluster")
+	}
+	evs := &corev1.EventList{}
+	if err := env.Client.List(t.Context(), evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if strings.Contains(e.Message, pw) {
+			t.Errorf("the password appears in event %s", e.Name)
+		}
+	}
+}
+
+// myself is the node at addr as it describes itself in CLUSTER NODES.
+func myself(t *testing.T, admin *redisadmin.Admin, addr string) (redisadmin.Node, bool) {
+	t.Helper()
+	nodes, err := admin.ClusterNodes(t.Context(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if n.Myself {
+			return n, true
+		}
+	}
+	return redisadmin.Node{}, false
+}
+
+func TestRedisClusterSevenNodesGiveThreeMastersFourReplicas(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	rc := newCluster(ns, "seven", 7)
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	rc = waitRunning(t, client.ObjectKeyFromObject(rc))
+	masters, replicas := 0, 0
+	for _, n := range rc.Status.Nodes {
+		switch n.Type {
+		case "master":
+			masters++
+		case "slave":
+			replicas++
+		}
+	}
+	if masters != 3 || replicas != 4 {
+		t.Errorf("%d masters and %d replicas, want 3 and 4", masters, replicas)
+	}
+}
+
+// TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites is not parallel: the
+// formation counter is shared by every cluster of the package.
+func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
+	ns := env.Namespace(t)
+	rc := newCluster(ns, "steady", 6)
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	before := waitRunning(t, key)
+	stsBefore := &appsv1.StatefulSet{}
+	if err := env.Client.Get(t.Context(), key, stsBefore); err != nil {
+		t.Fatal(err)
+	}
+	createsBefore := creates.Load()
+	// Trigger reconciles: an annotation change on the RedisCluster is a watch event.
+	for i := range 3 {
+		patch := client.MergeFrom(before.DeepCopy())
+		before.Annotations = map[string]string{"poke": strconv.Itoa(i)}
+		if err := env.Client.Patch(t.Context(), before, patch); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+	}
+	after := &redisv1alpha1.RedisCluster{}
+	if err := env.Client.Get(t.Context(), key, after); err != nil {
+		t.Fatal(err)
+	}
+	stsAfter := &appsv1.StatefulSet{}
+	if err := env.Client.Get(t.Context(), key, stsAfter); err != nil {
+		t.Fatal(err)
+	}
+	if n := creates.Load() - createsBefore; n != 0 {
+		t.Errorf("reconciles of a Running cluster ran %d cluster formations", n)
+	}
+	if after.ResourceVersion != before.ResourceVersion {
+		t.Errorf("the status was rewritten: resourceVersion %s -> %s", before.ResourceVersion, after.ResourceVersion)
+	}
+	if stsAfter.ResourceVersion != stsBefore.ResourceVersion {
+		t.Errorf("the StatefulSet was rewritten: resourceVersion %s -> %s", stsBefore.ResourceVersion, stsAfter.ResourceVersion)
+	}
+}
+
+func TestRedisClusterPauseStopsChanges(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	rc := newCluster(ns, "paused", 6)
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	waitRunning(t, key)
+	patch := func(spec string) {
+		t.Helper()
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(t.Context(), key, cur); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Patch(t.Context(), cur, client.RawPatch("application/merge-patch+json", []byte(spec))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	patch(`{"spec":{"pause":true}}`)
+	patch(`{"spec":{"replicas":8,"version":"7.2.4"}}`)
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(cur.Status.Conditions, "Progressing")
+		return cur.Status.ObservedGeneration == cur.Generation && strings.Contains(cur.Status.Reason, "paused") && c != nil && c.Reason == "Paused",
+			fmt.Sprintf("reason %q conditions %+v", cur.Status.Reason, cur.Status.Conditions)
+	})
+	sts := &appsv1.StatefulSet{}
+	if err := env.Client.Get(t.Context(), key, sts); err != nil {
+		t.Fatal(err)
+	}
+	if *sts.Spec.Replicas != 6 || sts.Spec.Template.Spec.Containers[0].Image != "redis:7.0.15" {
+		t.Errorf("a paused cluster's StatefulSet changed: replicas %d image %s", *sts.Spec.Replicas, sts.Spec.Template.Spec.Containers[0].Image)
+	}
+}
+
+func clientKey(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+
+func intOrString(s string) *intstr.IntOrString { v := intstr.Parse(s); return &v }

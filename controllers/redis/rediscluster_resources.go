@@ -1,0 +1,150 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/child"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+)
+
+// ensurePassword reads the user's password Secret, or keeps (creating it once) the
+// generated one. The password is never logged, evented or put in the status.
+func (r *RedisClusterReconciler) ensurePassword(ctx context.Context, s *state) (*ctrl.Result, error) {
+	rc := s.rc
+	key := client.ObjectKey{Namespace: rc.Namespace, Name: resources.RedisPasswordSecretName(rc)}
+	if rc.Spec.PasswordSecret != "" {
+		secret := &corev1.Secret{}
+		if err := r.Get(ctx, key, secret); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("spec.passwordSecret: Secret %q not found: create it with a %q key", key.Name, resources.RedisPasswordKey)
+			}
+			return nil, fmt.Errorf("while reading Secret %s: %w", key.Name, err)
+		}
+		if len(secret.Data[resources.RedisPasswordKey]) == 0 {
+			return nil, fmt.Errorf("spec.passwordSecret: Secret %q has no %q key", key.Name, resources.RedisPasswordKey)
+		}
+		s.password = string(secret.Data[resources.RedisPasswordKey])
+		return nil, nil
+	}
+	kept, err := child.KeptSecretValue(ctx, r.Client, rc, key, resources.RedisPasswordKey)
+	if err != nil {
+		return nil, err
+	}
+	if kept == nil {
+		if kept, err = child.NewPassword(); err != nil {
+			return nil, err
+		}
+	}
+	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, rc, resources.RedisPasswordSecret(rc, string(kept)), child.MergeSecret)
+	r.record(s, live, outcome, err)
+	if err != nil {
+		return nil, err
+	}
+	s.password = string(kept)
+	return nil, nil
+}
+
+// ensureConfigMap writes redis.conf, merging the user's ConfigMap (spec.pod[0].configmap).
+func (r *RedisClusterReconciler) ensureConfigMap(ctx context.Context, s *state) (*ctrl.Result, error) {
+	userConf := ""
+	if name := resources.RedisPodSpec(s.rc).Configmap; name != "" {
+		cm := &corev1.ConfigMap{}
+		if err := r.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: name}, cm); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("spec.pod[0].configmap: ConfigMap %q not found: create it with a %q key or remove the field", name, resources.RedisUserConfigKey)
+			}
+			return nil, fmt.Errorf("while reading ConfigMap %s: %w", name, err)
+		}
+		userConf = cm.Data[resources.RedisUserConfigKey]
+	}
+	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, resources.RedisConfigMap(s.rc, userConf), child.MergeConfigMap)
+	r.record(s, live, outcome, err)
+	return nil, err
+}
+
+func (r *RedisClusterReconciler) ensureServices(ctx context.Context, s *state) (*ctrl.Result, error) {
+	for _, svc := range []*corev1.Service{resources.RedisHeadlessService(s.rc), resources.RedisClientService(s.rc)} {
+		live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, svc, child.MergeService)
+		r.record(s, live, outcome, err)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+func (r *RedisClusterReconciler) ensurePodDisruptionBudget(ctx context.Context, s *state) (*ctrl.Result, error) {
+	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, resources.RedisPodDisruptionBudget(s.rc), child.MergePodDisruptionBudget)
+	r.record(s, live, outcome, err)
+	return nil, err
+}
+
+// readPassword reads the password of an existing Secret without changing anything, so a
+// paused cluster's status can still be read from Redis.
+func (r *RedisClusterReconciler) readPassword(ctx context.Context, s *state) (*ctrl.Result, error) {
+	secret := &corev1.Secret{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisPasswordSecretName(s.rc)}, secret)
+	if err == nil {
+		s.password = string(secret.Data[resources.RedisPasswordKey])
+	}
+	return nil, client.IgnoreNotFound(err)
+}
+
+// pauseGate stops the pipeline while spec.pause is true: the operator creates and changes
+// nothing, neither Kubernetes objects nor the Redis topology. The status is still read.
+func (r *RedisClusterReconciler) pauseGate(_ context.Context, s *state) (*ctrl.Result, error) {
+	if !s.rc.Spec.Pause {
+		return nil, nil
+	}
+	return &ctrl.Result{RequeueAfter: healthInterval}, nil
+}
+
+// ensureStatefulSet creates the StatefulSet with spec.replicas pods and keeps its template
+// current. Once the cluster has formed, the pod count changes only through scaling, which
+// moves slots first; until that is implemented the StatefulSet keeps its pods and the
+// status says so.
+func (r *RedisClusterReconciler) ensureStatefulSet(ctx context.Context, s *state) (*ctrl.Result, error) {
+	replicas := s.rc.Spec.Replicas
+	live := &appsv1.StatefulSet{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: s.rc.Name}, live)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("while reading StatefulSet %s: %w", s.rc.Name, err)
+	}
+	if err == nil && live.Spec.Replicas != nil && *live.Spec.Replicas != replicas && clusterFormed(s.rc) {
+		replicas = *live.Spec.Replicas
+	}
+	sts, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, resources.RedisStatefulSet(s.rc, replicas), child.MergeStatefulSet)
+	r.record(s, sts, outcome, err)
+	if err != nil {
+		return nil, err
+	}
+	s.sts = sts
+	return nil, nil
+}
+
+// clusterFormed reports whether the cluster was formed once (it has been Running).
+func clusterFormed(rc *redisv1alpha1.RedisCluster) bool {
+	return rc.Status.SlotsAssigned > 0
+}
+
+// record emits an event for a created or updated child and a Warning for one not ours.
+func (r *RedisClusterReconciler) record(s *state, live client.Object, outcome child.Outcome, err error) {
+	var notOurs *child.NotControlledError
+	switch {
+	case errors.As(err, &notOurs):
+		if s.rc.Status.Reason != notOurs.Error() {
+			r.Recorder.Eventf(s.rc, nil, corev1.EventTypeWarning, ReasonNotControlled, "Reconcile", "%s", notOurs.Error())
+		}
+	case err == nil && (outcome == child.Created || outcome == child.Updated):
+		r.Recorder.Eventf(s.rc, live, corev1.EventTypeNormal, string(outcome), string(outcome), "%s %s %s", outcome, child.KindOf(live), live.GetName())
+	}
+}

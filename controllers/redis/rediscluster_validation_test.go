@@ -1,0 +1,103 @@
+package redis_test
+
+import (
+	"context"
+	"time"
+
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
+)
+
+// TestRedisClusterSeedSampleApplies creates seed 000's RedisCluster, unchanged but for the
+// API group, including its string pipeline "100" and its 7 nodes.
+func TestRedisClusterSeedSampleApplies(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "samples", "redis_v1alpha1_rediscluster_seed.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	u.SetNamespace(ns) // the seed puts it in kube-system
+	if err := env.Client.Create(t.Context(), u); err != nil {
+		t.Fatalf("the seed's sample was rejected: %v", err)
+	}
+	rc := &redisv1alpha1.RedisCluster{}
+	if err := env.Client.Get(t.Context(), clientKey(ns, u.GetName()), rc); err != nil {
+		t.Fatal(err)
+	}
+	if rc.Spec.Replicas != 7 || rc.Spec.UpdateStrategy.Pipeline.String() != "100" || len(rc.Spec.UpdateStrategy.AssignStrategies) != 2 || !rc.Spec.Pause {
+		t.Errorf("the sample did not round-trip: %+v", rc.Spec)
+	}
+	// It is paused: the status says so and no StatefulSet is made.
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, clientKey(ns, u.GetName()), cur); err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(cur.Status.Reason, "paused"), "reason " + cur.Status.Reason
+	})
+	if err := env.Client.Get(t.Context(), clientKey(ns, u.GetName()), &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a paused cluster got a StatefulSet: %v", err)
+	}
+}
+
+func TestRedisClusterInvalidSpecsAreRejected(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	cases := map[string]struct {
+		change func(*redisv1alpha1.RedisCluster)
+		want   []string
+	}{
+		"fewer than 3 masters": {
+			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.Replicas = 4 },
+			want:   []string{"spec.replicas", "at least 3 masters"},
+		},
+		"AssignReceive without assignStrategies": {
+			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.UpdateStrategy.Type = redisv1alpha1.AssignReceive },
+			want:   []string{"spec.updateStrategy", "assignStrategies is required"},
+		},
+		"pipeline above 10000": {
+			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.UpdateStrategy.Pipeline = intOrString("20000") },
+			want:   []string{"spec.updateStrategy.pipeline", "1 to 10000"},
+		},
+		"pipeline zero": {
+			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.UpdateStrategy.Pipeline = intOrString("0") },
+			want:   []string{"spec.updateStrategy.pipeline", "1 to 10000"},
+		},
+		"replicasPerMaster 2 with 6 nodes": {
+			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.ReplicasPerMaster = ptr.To[int32](2) },
+			want:   []string{"spec.replicas", "at least 3 masters"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rc := newCluster(ns, "invalid", 6)
+			tc.change(rc)
+			err := env.Client.Create(t.Context(), rc)
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("want Invalid, got %v", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("message %q does not contain %q", err.Error(), w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,354 @@
+package resources
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+)
+
+// RedisClusterKind is the app.kubernetes.io/name of a RedisCluster's objects.
+const RedisClusterKind = "rediscluster"
+
+// Redis ports and file locations inside a Redis pod.
+const (
+	RedisPort         = 6379
+	RedisExporterPort = 9121
+	RedisConfigDir    = "/etc/redis"
+	RedisConfigFile   = "redis.conf"
+	RedisDataDir      = "/data"
+	// RedisPasswordKey is the Secret key holding the password.
+	RedisPasswordKey = "password"
+	// RedisContainer is the name of the Redis container.
+	RedisContainer = "redis"
+	// RedisDataVolume is the name of the data volume (and of the volumeClaimTemplate).
+	RedisDataVolume = "data"
+	// RedisUserConfigKey is the key of the user's ConfigMap merged into redis.conf.
+	RedisUserConfigKey = "redis.conf"
+)
+
+// RedisHeadlessServiceName is the headless Service that gives each pod a stable DNS name,
+// <pod>.<cluster>.<namespace>.svc, as in the seed.
+func RedisHeadlessServiceName(rc *redisv1alpha1.RedisCluster) string { return rc.Name }
+
+// RedisClientServiceName is the Service clients connect to.
+func RedisClientServiceName(rc *redisv1alpha1.RedisCluster) string { return rc.Name + "-client" }
+
+// RedisConfigMapName holds the generated redis.conf.
+func RedisConfigMapName(rc *redisv1alpha1.RedisCluster) string { return rc.Name + "-config" }
+
+// RedisPasswordSecretName is the Secret with the password: the user's, or a generated one.
+func RedisPasswordSecretName(rc *redisv1alpha1.RedisCluster) string {
+	if rc.Spec.PasswordSecret != "" {
+		return rc.Spec.PasswordSecret
+	}
+	return rc.Name + "-password"
+}
+
+// RedisPodSpec is the first pod[] entry, or an empty one.
+func RedisPodSpec(rc *redisv1alpha1.RedisCluster) redisv1alpha1.PodSpec {
+	if len(rc.Spec.Pod) > 0 {
+		return rc.Spec.Pod[0]
+	}
+	return redisv1alpha1.PodSpec{}
+}
+
+// RedisImage is pod[0].middlewareImage, else repository:version.
+func RedisImage(rc *redisv1alpha1.RedisCluster) string {
+	if img := RedisPodSpec(rc).MiddlewareImage; img != "" {
+		return img
+	}
+	repo, version := rc.Spec.Repository, rc.Spec.Version
+	if repo == "" {
+		repo = "redis"
+	}
+	if version == "" {
+		version = "7.0.15"
+	}
+	return repo + ":" + version
+}
+
+// RedisReplicasPerMaster is spec.replicasPerMaster, 1 when unset.
+func RedisReplicasPerMaster(rc *redisv1alpha1.RedisCluster) int {
+	return int(ptr.Deref(rc.Spec.ReplicasPerMaster, 1))
+}
+
+// RedisMasters is the number of masters: replicas / (1 + replicasPerMaster).
+func RedisMasters(rc *redisv1alpha1.RedisCluster) int {
+	return int(rc.Spec.Replicas) / (1 + RedisReplicasPerMaster(rc))
+}
+
+// RedisConf is the generated redis.conf: the user's configuration first, then the cluster
+// settings the operator depends on, which win (Redis keeps the last value of a directive).
+// The password and the announced IP come from the environment at start (see the
+// StatefulSet's args), so they are never in the ConfigMap.
+func RedisConf(userConf string) string {
+	var b strings.Builder
+	if userConf = strings.TrimSpace(userConf); userConf != "" {
+		b.WriteString("# from spec.pod[0].configmap\n")
+		b.WriteString(userConf)
+		b.WriteString("\n\n")
+	}
+	b.WriteString(`# managed by middleware-operator
+port 6379
+bind 0.0.0.0
+protected-mode no
+cluster-enabled yes
+cluster-config-file nodes.conf
+cluster-node-timeout 5000
+cluster-require-full-coverage yes
+dir /data
+appendonly yes
+appendfsync everysec
+`)
+	return b.String()
+}
+
+// RedisConfigMap holds redis.conf; userConf is the user ConfigMap's redis.conf (may be empty).
+func RedisConfigMap(rc *redisv1alpha1.RedisCluster, userConf string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: redisMeta(rc, RedisConfigMapName(rc)),
+		Data:       map[string]string{RedisConfigFile: RedisConf(userConf)},
+	}
+}
+
+// RedisPasswordSecret is the generated password Secret.
+func RedisPasswordSecret(rc *redisv1alpha1.RedisCluster, password string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: redisMeta(rc, RedisPasswordSecretName(rc)),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{RedisPasswordKey: []byte(password)},
+	}
+}
+
+// RedisHeadlessService gives each pod a DNS name and publishes not-ready pods, so nodes can
+// find each other while the cluster forms.
+func RedisHeadlessService(rc *redisv1alpha1.RedisCluster) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: redisMeta(rc, RedisHeadlessServiceName(rc)),
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			PublishNotReadyAddresses: true,
+			Selector:                 SelectorLabels(RedisClusterKind, rc.Name),
+			Ports: []corev1.ServicePort{
+				{Name: "redis", Port: RedisPort, TargetPort: intstr.FromInt32(RedisPort), Protocol: corev1.ProtocolTCP},
+				{Name: "bus", Port: RedisPort + 10000, TargetPort: intstr.FromInt32(RedisPort + 10000), Protocol: corev1.ProtocolTCP},
+			},
+		},
+	}
+}
+
+// RedisClientService is the ClusterIP Service clients use to reach any node.
+func RedisClientService(rc *redisv1alpha1.RedisCluster) *corev1.Service {
+	ports := []corev1.ServicePort{{Name: "redis", Port: RedisPort, TargetPort: intstr.FromInt32(RedisPort), Protocol: corev1.ProtocolTCP}}
+	if RedisPodSpec(rc).MonitorImage != "" {
+		ports = append(ports, corev1.ServicePort{Name: "metrics", Port: RedisExporterPort, TargetPort: intstr.FromInt32(RedisExporterPort), Protocol: corev1.ProtocolTCP})
+	}
+	return &corev1.Service{
+		ObjectMeta: redisMeta(rc, RedisClientServiceName(rc)),
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeClusterIP,
+			Selector: SelectorLabels(RedisClusterKind, rc.Name),
+			Ports:    ports,
+		},
+	}
+}
+
+// RedisPodDisruptionBudget lets at most one Redis pod be evicted at a time.
+func RedisPodDisruptionBudget(rc *redisv1alpha1.RedisCluster) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: redisMeta(rc, rc.Name),
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			Selector:       &metav1.LabelSelector{MatchLabels: SelectorLabels(RedisClusterKind, rc.Name)},
+		},
+	}
+}
+
+// RedisStatefulSet runs the Redis nodes. replicas is what the controller wants now (it
+// differs from spec.replicas while scaling). Pods are replaced by the operator (OnDelete),
+// one at a time, so a master fails over before its pod restarts.
+func RedisStatefulSet(rc *redisv1alpha1.RedisCluster, replicas int32) *appsv1.StatefulSet {
+	pod := RedisPodSpec(rc)
+	selector := SelectorLabels(RedisClusterKind, rc.Name)
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: redisMeta(rc, rc.Name),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To(replicas),
+			ServiceName:         RedisHeadlessServiceName(rc),
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
+			Selector:            &metav1.LabelSelector{MatchLabels: selector},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels:      merge(pod.Labels, ObjectLabels(RedisClusterKind, rc.Name)),
+					Annotations: pod.Annotations,
+				},
+				Spec: corev1.PodSpec{
+					Affinity:                      redisAffinity(rc, pod.Affinity),
+					TerminationGracePeriodSeconds: ptr.To[int64](30),
+					Containers:                    redisContainers(rc, pod),
+					Volumes:                       redisVolumes(rc, pod),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](999), FSGroup: ptr.To[int64](999),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+				},
+			},
+		},
+	}
+	if redisVolumeType(pod) == "pvc" {
+		size := resource.MustParse("1Gi")
+		var class *string
+		if pod.Volumes != nil {
+			if pod.Volumes.Size != nil {
+				size = *pod.Volumes.Size
+			}
+			if pod.Volumes.StorageClassName != "" {
+				class = ptr.To(pod.Volumes.StorageClassName)
+			}
+		}
+		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
+			ObjectMeta: metav1.ObjectMeta{Name: RedisDataVolume, Labels: ObjectLabels(RedisClusterKind, rc.Name)},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				StorageClassName: class,
+				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+			},
+		}}
+		sts.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+			WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+			WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+		}
+	}
+	return sts
+}
+
+func redisVolumeType(pod redisv1alpha1.PodSpec) redisv1alpha1.VolumeType {
+	if pod.Volumes == nil || pod.Volumes.Type == "" {
+		return "pvc"
+	}
+	return pod.Volumes.Type
+}
+
+func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) []corev1.Container {
+	password := corev1.EnvVar{Name: "REDIS_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: RedisPasswordSecretName(rc)}, Key: RedisPasswordKey,
+	}}}
+	env := append([]corev1.EnvVar{
+		{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		password,
+	}, pod.Env...)
+	redis := corev1.Container{
+		Name:    RedisContainer,
+		Image:   RedisImage(rc),
+		Command: []string{"redis-server"},
+		// $(VAR) is expanded by the kubelet; the password stays out of the ConfigMap.
+		Args: []string{
+			RedisConfigDir + "/" + RedisConfigFile,
+			"--cluster-announce-ip", "$(POD_IP)",
+			"--requirepass", "$(REDIS_PASSWORD)",
+			"--masterauth", "$(REDIS_PASSWORD)",
+		},
+		Env:       env,
+		Resources: pod.Resources,
+		Ports: []corev1.ContainerPort{
+			{Name: "redis", ContainerPort: RedisPort, Protocol: corev1.ProtocolTCP},
+			{Name: "bus", ContainerPort: RedisPort + 10000, Protocol: corev1.ProtocolTCP},
+		},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{
+				"sh", "-c", `redis-cli -a "$REDIS_PASSWORD" --no-auth-warning ping | grep -q PONG`,
+			}}},
+			PeriodSeconds: 5, TimeoutSeconds: 3,
+		},
+		LivenessProbe: &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(RedisPort)}},
+			InitialDelaySeconds: 15, PeriodSeconds: 10,
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "config", MountPath: RedisConfigDir},
+			{Name: RedisDataVolume, MountPath: RedisDataDir},
+		},
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+	}
+	if t := redisVolumeType(pod); t == "hostPath" || t == "nfs" {
+		// Pods share the volume: each keeps its files in a folder named after itself.
+		redis.VolumeMounts[1].SubPathExpr = "$(POD_NAME)"
+	}
+	containers := []corev1.Container{redis}
+	if pod.MonitorImage != "" {
+		containers = append(containers, corev1.Container{
+			Name:  "exporter",
+			Image: pod.MonitorImage,
+			Env: []corev1.EnvVar{
+				{Name: "REDIS_ADDR", Value: fmt.Sprintf("redis://localhost:%d", RedisPort)},
+				password,
+			},
+			Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: RedisExporterPort, Protocol: corev1.ProtocolTCP}},
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+			},
+			SecurityContext: &corev1.SecurityContext{
+				AllowPrivilegeEscalation: ptr.To(false),
+				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			},
+		})
+	}
+	return containers
+}
+
+func redisVolumes(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) []corev1.Volume {
+	volumes := []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: RedisConfigMapName(rc)},
+	}}}}
+	switch redisVolumeType(pod) {
+	case "hostPath":
+		volumes = append(volumes, corev1.Volume{Name: RedisDataVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+			Path: "/var/lib/middleware-operator/redis/" + rc.Namespace + "/" + rc.Name, Type: ptr.To(corev1.HostPathDirectoryOrCreate),
+		}}})
+	case "nfs":
+		volumes = append(volumes, corev1.Volume{Name: RedisDataVolume, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+			ClaimName: pod.Volumes.PersistentVolumeClaimName,
+		}}})
+	}
+	return volumes
+}
+
+// redisAffinity is the user's affinity, or by default a preference to spread pods over nodes.
+func redisAffinity(rc *redisv1alpha1.RedisCluster, user *corev1.Affinity) *corev1.Affinity {
+	if user != nil && (user.NodeAffinity != nil || user.PodAffinity != nil || user.PodAntiAffinity != nil) {
+		return user
+	}
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 100,
+			PodAffinityTerm: corev1.PodAffinityTerm{
+				TopologyKey:   "kubernetes.io/hostname",
+				LabelSelector: &metav1.LabelSelector{MatchLabels: SelectorLabels(RedisClusterKind, rc.Name)},
+			},
+		}},
+	}}
+}
+
+func redisMeta(rc *redisv1alpha1.RedisCluster, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: rc.Namespace, Labels: ObjectLabels(RedisClusterKind, rc.Name)}
+}
+
+// RedisPodDNSName is a pod's stable DNS name through the headless Service.
+func RedisPodDNSName(rc *redisv1alpha1.RedisCluster, pod string) string {
+	return fmt.Sprintf("%s.%s.%s.svc.cluster.local", pod, RedisHeadlessServiceName(rc), rc.Namespace)
+}
