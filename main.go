@@ -40,6 +40,7 @@ type flags struct {
 	qps                                    float64
 	burst                                  int
 	appServiceWorkers                      int
+	cloudManagerWorkers                    int
 	redisClusterWorkers                    int
 	enableHTTP2                            bool
 }
@@ -62,6 +63,7 @@ func parseFlags() (*flags, zap.Options) {
 	flag.Float64Var(&f.qps, "kube-api-qps", 50, "steady queries per second to the Kubernetes API")
 	flag.IntVar(&f.burst, "kube-api-burst", 100, "burst of queries to the Kubernetes API")
 	flag.IntVar(&f.appServiceWorkers, "appservice-max-concurrent-reconciles", 4, "AppServices reconciled at once")
+	flag.IntVar(&f.cloudManagerWorkers, "cloudmanager-max-concurrent-reconciles", 4, "CloudManagers reconciled at once")
 	flag.IntVar(&f.redisClusterWorkers, "rediscluster-max-concurrent-reconciles", 4, "RedisClusters reconciled at once")
 	flag.BoolVar(&f.enableHTTP2, "enable-http2", false, "serve metrics over HTTP/2 (off by default against HTTP/2 rapid-reset attacks)")
 	zapOpts := zap.Options{Development: false}
@@ -134,6 +136,11 @@ func run(f *flags) error {
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("appservice-controller"),
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: f.appServiceWorkers}); err != nil {
 		return fmt.Errorf("while setting up the AppService controller: %w", err)
+	}
+	if err := (&appscontrollers.CloudManagerReconciler{
+		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("cloudmanager-controller"),
+	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: f.cloudManagerWorkers}); err != nil {
+		return fmt.Errorf("while setting up the CloudManager controller: %w", err)
 	}
 	if err := (&rediscontrollers.RedisClusterReconciler{
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("rediscluster-controller"),

@@ -29,8 +29,13 @@ func TestMain(m *testing.M) {
 	}
 	var stop func() error
 	mgr, stop, err = env.StartManager(func(mgr ctrl.Manager) error {
-		return (&apps.AppServiceReconciler{
+		if err := (&apps.AppServiceReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("appservice-controller"),
+		}).SetupWithManager(mgr, controller.Options{}); err != nil {
+			return err
+		}
+		return (&apps.CloudManagerReconciler{
+			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("cloudmanager-controller"),
 		}).SetupWithManager(mgr, controller.Options{})
 	})
 	if err != nil {

@@ -44,12 +44,13 @@ func (r *RedisClusterReconciler) ensurePassword(ctx context.Context, s *state) (
 			return nil, err
 		}
 	}
-	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, rc, resources.RedisPasswordSecret(rc, string(kept)), child.MergeSecret)
+	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, rc, resources.RedisPasswordSecret(rc, string(kept)),
+		child.MergeSecretKeeping(resources.RedisPasswordKey))
 	r.record(s, live, outcome, err)
 	if err != nil {
 		return nil, err
 	}
-	s.password = string(kept)
+	s.password = string(live.Data[resources.RedisPasswordKey])
 	return nil, nil
 }
 

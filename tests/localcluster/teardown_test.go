@@ -1,6 +1,7 @@
 package localcluster_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,24 +56,30 @@ func assertNothingLeft(t *testing.T, state clusterState) {
 	}
 	for name, port := range state.Ports {
 		if listening(strconv.Itoa(port)) {
-			t.Errorf("%s's port %d is still listening", name, port)
+			out, _ := exec.Command("ss", "-ltnpH", "sport = :"+strconv.Itoa(port)).CombinedOutput()
+			t.Errorf("%s's port %d is still listening: %s", name, port, out)
 		}
 	}
 }
 
-// alive reports whether pid is a running (not zombie) process.
+// alive reports whether any thread of pid still runs. A killed Go process's main thread can
+// be a zombie while its other threads are still closing its sockets, so every thread counts.
 func alive(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 	if err != nil {
 		return false
 	}
-	// The state letter follows the command name in parentheses.
-	for i := len(data) - 1; i > 0; i-- {
-		if data[i] == ')' && i+2 < len(data) {
-			return data[i+2] != 'Z'
+	for _, task := range tasks {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + task.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The state letter follows the command name in parentheses.
+		if i := bytes.LastIndexByte(data, ')'); i > 0 && i+2 < len(data) && data[i+2] != 'Z' && data[i+2] != 'X' {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 func TestStopLeavesNoProcessOrPort(t *testing.T) {
