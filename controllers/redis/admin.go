@@ -8,11 +8,12 @@ import (
 )
 
 // Admin is what the reconciler asks of Redis. Topology commands (slot assignment, MEET,
-// REPLICATE) are only issued through Create, so a test can count them.
+// REPLICATE) are only issued through Create and Heal, so a test can count them.
 type Admin interface {
 	ClusterNodes(ctx context.Context, addr string) ([]redisadmin.Node, error)
 	ClusterInfo(ctx context.Context, addr string) (map[string]string, error)
 	Create(ctx context.Context, plan redisadmin.Plan) error
+	Heal(ctx context.Context, addrs []string) (int, error)
 	Close() error
 }
 

@@ -80,7 +80,7 @@ func (r *RedisClusterReconciler) formCluster(ctx context.Context, s *state) (*ct
 	}
 	switch {
 	case fresh == 0:
-		return nil, nil // formed
+		return r.heal(ctx, s)
 	case fresh < len(s.pods):
 		if clusterFormed(s.rc) {
 			// Nodes joining an existing cluster: scaling and healing (issue 5).
@@ -106,6 +106,25 @@ func (r *RedisClusterReconciler) formCluster(ctx context.Context, s *state) (*ct
 	r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "ClusterCreated", "Create",
 		"formed a Redis Cluster of %d masters and %d replicas over 16384 slots", len(plan.Masters), len(s.pods)-len(plan.Masters))
 	return nil, nil
+}
+
+// heal re-introduces members whose addresses changed (pods recreated with new IPs keep
+// their node ids in nodes.conf on their volume), then waits for gossip to spread it.
+func (r *RedisClusterReconciler) heal(ctx context.Context, s *state) (*ctrl.Result, error) {
+	addrs := make([]string, len(s.pods))
+	for i := range s.pods {
+		addrs[i] = podAddr(&s.pods[i])
+	}
+	sent, err := r.adminFor(s).Heal(ctx, addrs)
+	if err != nil {
+		return nil, err
+	}
+	if sent == 0 {
+		return nil, nil
+	}
+	r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "NodesReintroduced", "Heal",
+		"sent %d CLUSTER MEET to re-join nodes whose addresses changed", sent)
+	return &ctrl.Result{RequeueAfter: waitInterval}, nil
 }
 
 func (r *RedisClusterReconciler) adminFor(s *state) Admin {

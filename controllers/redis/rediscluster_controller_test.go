@@ -263,3 +263,59 @@ func TestRedisClusterPauseStopsChanges(t *testing.T) {
 func clientKey(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
 
 func intOrString(s string) *intstr.IntOrString { v := intstr.Parse(s); return &v }
+
+// TestRedisClusterHealsAfterEveryPodIsRecreated deletes every pod at once. The StatefulSet
+// recreates them (kwok may give them other IPs); each keeps its nodes.conf and data on its
+// volume; the operator re-introduces them and the cluster returns with every key.
+func TestRedisClusterHealsAfterEveryPodIsRecreated(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	rc := newCluster(ns, "phoenix", 6)
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	rc = waitRunning(t, key)
+	pw := password(t, ns, "phoenix")
+	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{rc.Status.Nodes[0].Instance}, Password: pw})
+	for i := range 2000 {
+		if err := cc.Set(t.Context(), "k"+strconv.Itoa(i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = cc.Close()
+	ips := map[string]string{}
+	for _, n := range rc.Status.Nodes {
+		ips[n.Name] = n.Instance
+	}
+
+	if err := env.Client.DeleteAllOf(t.Context(), &corev1.Pod{}, client.InNamespace(ns),
+		client.MatchingLabels{"app.kubernetes.io/instance": "phoenix"}, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the recreated pods to be seen, then for the cluster to be whole again.
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		changed := 0
+		for _, n := range cur.Status.Nodes {
+			if n.Instance != ips[n.Name] {
+				changed++
+			}
+		}
+		ready := meta.FindStatusCondition(cur.Status.Conditions, "Ready")
+		return changed > 0 && cur.Status.Phase == redisv1alpha1.PhaseRunning && ready != nil && ready.Status == metav1.ConditionTrue,
+			fmt.Sprintf("phase %s, %d nodes moved, slotsOk %d, nodes %+v", cur.Status.Phase, changed, cur.Status.SlotsOK, cur.Status.Nodes)
+	})
+	rc = waitRunning(t, key)
+	cc = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{rc.Status.Nodes[0].Instance}, Password: pw})
+	defer func() { _ = cc.Close() }()
+	for i := range 2000 {
+		v, err := cc.Get(t.Context(), "k"+strconv.Itoa(i)).Int()
+		if err != nil || v != i {
+			t.Fatalf("after the restart GET k%d = %d, %v", i, v, err)
+		}
+	}
+}

@@ -19,7 +19,7 @@ import (
 var (
 	env     *testenv.Env
 	kubelet *redispods.Kubelet
-	// creates counts the cluster formations (the only topology commands) the operator ran.
+	// creates counts the topology changes (formations and introductions) the operator made.
 	creates atomic.Int64
 )
 
@@ -29,6 +29,12 @@ type countingAdmin struct{ rediscontrollers.Admin }
 func (c countingAdmin) Create(ctx context.Context, plan redisadmin.Plan) error {
 	creates.Add(1)
 	return c.Admin.Create(ctx, plan)
+}
+
+func (c countingAdmin) Heal(ctx context.Context, addrs []string) (int, error) {
+	n, err := c.Admin.Heal(ctx, addrs)
+	creates.Add(int64(n))
+	return n, err
 }
 
 func TestMain(m *testing.M) {

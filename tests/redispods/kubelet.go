@@ -35,11 +35,16 @@ type Kubelet struct {
 }
 
 type server struct {
-	uid  string
-	ip   string
-	cmd  *exec.Cmd
-	done chan struct{}
+	uid    string
+	ip     string
+	cmd    *exec.Cmd
+	done   chan struct{}
+	exited time.Time // when the process ended; zero while it runs
 }
+
+// RestartDelay is how long a crashed redis-server stays down before the kubelet restarts it
+// (restartPolicy Always, without the growing back-off).
+const RestartDelay = 2 * time.Second
 
 // New returns a Kubelet that keeps pod data under dataDir.
 func New(c client.Client, dataDir string, logf func(string, ...any)) *Kubelet {
@@ -71,39 +76,47 @@ func (k *Kubelet) sync(ctx context.Context) error {
 	if err := k.client.List(ctx, pods, client.MatchingLabels{SelectorLabel: "rediscluster"}); err != nil {
 		return err
 	}
-	seen := map[string]bool{}
+	want := map[string]*corev1.Pod{}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		key := pod.Namespace + "/" + pod.Name
-		if pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
-			continue
+		if pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" && pod.DeletionTimestamp.IsZero() {
+			want[pod.Namespace+"/"+pod.Name] = pod
 		}
-		seen[key] = true
+	}
+	// Stop first: a new pod may have been given the IP of one that is gone.
+	k.mu.Lock()
+	var stale []string
+	for key, s := range k.running {
+		if pod := want[key]; pod == nil || s.uid != string(pod.UID) || s.ip != pod.Status.PodIP {
+			stale = append(stale, key)
+		}
+	}
+	k.mu.Unlock()
+	for _, key := range stale {
+		k.stop(key)
+	}
+	for key, pod := range want {
 		k.mu.Lock()
 		s := k.running[key]
 		k.mu.Unlock()
-		if s != nil && s.uid == string(pod.UID) && s.ip == pod.Status.PodIP {
+		if s != nil && !s.restartDue() {
 			continue
-		}
-		if s != nil {
-			k.stop(key)
 		}
 		if err := k.start(ctx, pod); err != nil {
 			k.logf("redispods: starting %s: %v", key, err)
 		}
 	}
-	k.mu.Lock()
-	var gone []string
-	for key := range k.running {
-		if !seen[key] {
-			gone = append(gone, key)
-		}
-	}
-	k.mu.Unlock()
-	for _, key := range gone {
-		k.stop(key)
-	}
 	return nil
+}
+
+// restartDue reports whether the process ended at least RestartDelay ago.
+func (s *server) restartDue() bool {
+	select {
+	case <-s.done:
+		return time.Since(s.exited) >= RestartDelay
+	default:
+		return false
+	}
 }
 
 // start launches redis-server for pod.
@@ -139,7 +152,7 @@ func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod) error {
 		return err
 	}
 	s := &server{uid: string(pod.UID), ip: ip, cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(s.done) }()
+	go func() { _ = cmd.Wait(); s.exited = time.Now(); close(s.done) }()
 	k.mu.Lock()
 	k.running[pod.Namespace+"/"+pod.Name] = s
 	k.mu.Unlock()
@@ -234,8 +247,8 @@ func expand(s string, env map[string]string) string {
 	return s
 }
 
-// Crash kills a pod's redis-server with SIGKILL, as a crashing container. The pod stays; the
-// next sync does not restart it until the pod is replaced (a new UID or IP).
+// Crash kills a pod's redis-server with SIGKILL, as a crashing container. The pod stays, and
+// the kubelet restarts the server after RestartDelay, as restartPolicy Always does.
 func (k *Kubelet) Crash(namespace, pod string) error {
 	k.mu.Lock()
 	s := k.running[namespace+"/"+pod]
