@@ -30,7 +30,7 @@ func TestAppServiceConvergedReconcileMakesNoWrites(t *testing.T) {
 
 	var writes atomic.Int64
 	recorder := events.NewFakeRecorder(10)
-	r := &apps.AppServiceReconciler{Client: counting{mgr.GetClient(), &writes}, Scheme: env.Scheme, Recorder: recorder}
+	r := &apps.AppServiceReconciler{Client: testenv.CountingClient{Client: mgr.GetClient(), Writes: &writes}, Scheme: env.Scheme, Recorder: recorder}
 	for i := range 5 {
 		if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: key}); err != nil {
 			t.Fatalf("reconcile %d: %v", i, err)

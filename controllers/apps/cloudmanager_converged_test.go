@@ -34,7 +34,7 @@ func TestCloudManagerReadyReconcileMakesNoWrites(t *testing.T) {
 
 			var writes atomic.Int64
 			recorder := events.NewFakeRecorder(10)
-			r := &apps.CloudManagerReconciler{Client: counting{mgr.GetClient(), &writes}, Scheme: env.Scheme, Recorder: recorder}
+			r := &apps.CloudManagerReconciler{Client: testenv.CountingClient{Client: mgr.GetClient(), Writes: &writes}, Scheme: env.Scheme, Recorder: recorder}
 			for i := range 5 {
 				res, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: key})
 				if err != nil {

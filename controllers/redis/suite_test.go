@@ -1,11 +1,18 @@
 package redis_test
 
 import (
+	"bytes"
 	"context"
+	"strings"
+	"sync"
+
 	"fmt"
 	"os"
 	"sync/atomic"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -19,22 +26,45 @@ import (
 var (
 	env     *testenv.Env
 	kubelet *redispods.Kubelet
-	// creates counts the topology changes (formations and introductions) the operator made.
-	creates atomic.Int64
+	// mgr runs the reconciler under test.
+	mgr ctrl.Manager
+	// logs holds everything the operator logged.
+	logs lockedBuffer
 )
 
-// countingAdmin counts Create calls.
-type countingAdmin struct{ rediscontrollers.Admin }
+// countingAdmin counts the topology commands (formations and introductions) it sends.
+type countingAdmin struct {
+	rediscontrollers.Admin
+	topology *atomic.Int64
+}
 
 func (c countingAdmin) Create(ctx context.Context, plan redisadmin.Plan) error {
-	creates.Add(1)
+	c.topology.Add(1)
 	return c.Admin.Create(ctx, plan)
 }
 
 func (c countingAdmin) Heal(ctx context.Context, addrs []string) (int, error) {
 	n, err := c.Admin.Heal(ctx, addrs)
-	creates.Add(int64(n))
+	c.topology.Add(int64(n))
 	return n, err
+}
+
+// lockedBuffer is a log sink safe for concurrent writers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestMain(m *testing.M) {
@@ -43,6 +73,7 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	var err error
+	testenv.LogWriter = &logs // the operator logs at debug level here; run greps it for passwords
 	env, err = testenv.Start(context.Background(), 3)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -56,12 +87,10 @@ func run(m *testing.M) int {
 	go func() { kubelet.Run(ctx); close(kubeletDone) }()
 	defer func() { cancel(); <-kubeletDone }()
 
-	_, stop, err := env.StartManager(func(mgr ctrl.Manager) error {
+	var stop func() error
+	mgr, stop, err = env.StartManager(func(mgr ctrl.Manager) error {
 		return (&rediscontrollers.RedisClusterReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("rediscluster-controller"),
-			NewAdmin: func(password string) rediscontrollers.Admin {
-				return countingAdmin{rediscontrollers.DefaultAdminFactory(password)}
-			},
 		}).SetupWithManager(mgr, controller.Options{})
 	})
 	if err != nil {
@@ -69,7 +98,30 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = stop() }()
-	return m.Run()
+	code := m.Run()
+	if leaked := passwordsInLogs(); leaked != "" {
+		fmt.Fprintln(os.Stderr, "FAIL: a Redis password appears in the operator's logs:", leaked)
+		return 1
+	}
+	return code
+}
+
+// passwordsInLogs returns the name of a password Secret whose value the operator logged.
+func passwordsInLogs() string {
+	secrets := &corev1.SecretList{}
+	if err := env.Client.List(context.Background(), secrets, client.MatchingLabels{"app.kubernetes.io/name": "rediscluster"}); err != nil {
+		return "cannot list Secrets: " + err.Error()
+	}
+	logged := logs.String()
+	if len(logged) == 0 {
+		return "nothing was logged: the check would prove nothing"
+	}
+	for _, s := range secrets.Items {
+		if pw := string(s.Data["password"]); pw != "" && strings.Contains(logged, pw) {
+			return s.Namespace + "/" + s.Name
+		}
+	}
+	return ""
 }
 
 // logf prints the Redis kubelet's progress when MWO_TEST_VERBOSE is set.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +31,10 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 )
+
+// LogWriter, when set before Start, receives the debug-level logs of every manager the
+// tests run (controller-runtime's logger can be set only once per process).
+var LogWriter io.Writer
 
 // Env is a running local cluster with the CRDs installed.
 type Env struct {
@@ -54,9 +60,12 @@ func Scheme() *k8sruntime.Scheme {
 
 // Start starts a local cluster with nodes kwok nodes and installs the CRDs.
 func Start(ctx context.Context, nodes int) (*Env, error) {
-	if os.Getenv("MWO_TEST_VERBOSE") != "" {
+	switch {
+	case LogWriter != nil:
+		ctrl.SetLogger(zap.New(zap.WriteTo(LogWriter), zap.Level(zapcore.DebugLevel)))
+	case os.Getenv("MWO_TEST_VERBOSE") != "":
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
+	default:
 		ctrl.SetLogger(logr.Discard())
 	}
 	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: nodes})
