@@ -13,6 +13,26 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 KUSTOMIZE := $(BIN)/kustomize
 GOLANGCI_LINT := $(BIN)/golangci-lint
 KUBECTL := $(BIN)/kubectl
+OPERATOR_SDK := $(BIN)/operator-sdk
+OPM := $(BIN)/opm
+
+# OLM packaging, as the Operator SDK's Makefile has it. The bundle is in the channel stable,
+# which is also the package's default channel.
+CHANNELS ?= stable
+DEFAULT_CHANNEL ?= stable
+BUNDLE_CHANNELS := --channels=$(CHANNELS)
+BUNDLE_DEFAULT_CHANNEL := --default-channel=$(DEFAULT_CHANNEL)
+BUNDLE_METADATA_OPTS ?= $(BUNDLE_CHANNELS) $(BUNDLE_DEFAULT_CHANNEL)
+BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
+BUNDLE_GEN_FLAGS ?= -q --overwrite --version $(VERSION) $(BUNDLE_METADATA_OPTS)
+USE_IMAGE_DIGESTS ?= false
+ifeq ($(USE_IMAGE_DIGESTS), true)
+	BUNDLE_GEN_FLAGS += --use-image-digests
+endif
+# The CSV's createdAt annotation: the release date of VERSION, so `make bundle` writes the
+# same bytes every time (operator-sdk would stamp the current time).
+BUNDLE_CREATED_AT ?= 2026-11-22T00:00:00Z
+CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
 
 .DEFAULT_GOAL := help
 
@@ -25,7 +45,7 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: tools
-tools: ## Build every pinned tool (Kubernetes, etcd, kwok, controller-gen, kustomize, golangci-lint) into the cache and link them into bin/.
+tools: ## Build every pinned tool (Kubernetes, etcd, kwok, controller-gen, kustomize, golangci-lint, operator-sdk, opm, OLM) into the cache and link them into bin/.
 	@hack/tools/build.sh
 
 .PHONY: setup
@@ -56,8 +76,12 @@ lint: tools ## Run golangci-lint.
 verify-generated: manifests generate ## Fail when generated files are out of date with the sources.
 	@git diff --exit-code -- api config || { echo "generated files are out of date: run 'make manifests generate' and commit"; exit 1; }
 
+.PHONY: verify-bundle
+verify-bundle: bundle catalog ## Fail when bundle/ or catalog/ is out of date with config/ and the API markers.
+	@test -z "$$(git status --porcelain -- bundle bundle.Dockerfile catalog config/manifests config/manager)" || { git status --short -- bundle bundle.Dockerfile catalog config/manifests config/manager; git diff --stat -- bundle catalog config; echo "bundle/ or catalog/ is out of date: run 'make bundle catalog' and commit"; exit 1; }
+
 .PHONY: test
-test: tools setup verify-generated vet lint ## Build the tools, then run unit, integration and e2e tests against the local cluster.
+test: tools setup verify-generated verify-bundle vet lint ## Build the tools, then run unit, integration and e2e tests against the local cluster.
 	go test ./... -count=1 -timeout 80m
 
 .PHONY: bench
@@ -104,3 +128,47 @@ deploy: manifests ## Deploy the operator to the cluster in KUBECONFIG.
 .PHONY: undeploy
 undeploy: ## Remove the operator from the cluster in KUBECONFIG.
 	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found -f -
+
+##@ OLM (bundle, scorecard, catalog)
+
+.PHONY: bundle
+bundle: manifests ## Generate bundle/ (CSV, CRDs, RBAC, metrics Service, metadata, scorecard config) from config/ and the API markers, then validate it.
+	hack/tools/operator-sdk/generate-kustomize-manifests.sh
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	sed -i 's|^\(    containerImage: \).*|\1$(IMG)|' config/manifests/bases/middleware-operator.clusterserviceversion.yaml
+	$(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle $(BUNDLE_GEN_FLAGS)
+	sed -i 's|^\(    createdAt: \).*|\1"$(BUNDLE_CREATED_AT)"|' bundle/manifests/middleware-operator.clusterserviceversion.yaml
+	$(OPERATOR_SDK) bundle validate ./bundle
+
+.PHONY: bundle-validate
+bundle-validate: tools ## Validate bundle/ with the operatorframework suite (OperatorHub, good practices, deprecated APIs).
+	$(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework
+
+.PHONY: scorecard
+scorecard: tools ## Run the bundle's scorecard tests (basic and OLM) with the scorecard-test program, no cluster or image needed.
+	$(BIN)/scorecard -o text ./bundle
+
+.PHONY: bundle-build
+bundle-build: ## Build the bundle image.
+	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
+
+.PHONY: bundle-push
+bundle-push: ## Push the bundle image.
+	$(MAKE) docker-push IMG=$(BUNDLE_IMG)
+
+# The bundles of the stable channel, oldest first: the released ones kept in bundle-history/
+# (see its README) and the current one.
+CATALOG_BUNDLES ?= bundle-history/0.0.9 bundle
+
+.PHONY: catalog
+catalog: tools ## Render catalog/ (File-Based Catalog: package, stable channel with its upgrade edges, bundles inlined by opm render) and validate it with opm.
+	hack/tools/opm/render-catalog.sh catalog $(DEFAULT_CHANNEL) $(CATALOG_BUNDLES)
+	$(OPM) validate catalog
+
+.PHONY: catalog-build
+catalog-build: ## Build the catalog image (opm serving catalog/).
+	$(CONTAINER_TOOL) build -f catalog.Dockerfile -t $(CATALOG_IMG) .
+
+.PHONY: catalog-push
+catalog-push: ## Push the catalog image.
+	$(MAKE) docker-push IMG=$(CATALOG_IMG)

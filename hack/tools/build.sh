@@ -12,9 +12,12 @@ cache="${MWO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/middleware-operator}/tools"
 bin="$root/bin"
 mkdir -p "$cache" "$bin"
 
-# name|module dir|package|version|extra go build flags
+# name|module dir|package|version|-ldflags|build tags (comma-separated, optional)
 KUBE_VERSION=v1.36.3
 kube_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=2026-01-01T00:00:00Z"
+osdk_ldflags="-X github.com/operator-framework/operator-sdk/internal/version.Version=v1.33.0 -X github.com/operator-framework/operator-sdk/internal/version.GitVersion=v1.33.0 -X github.com/operator-framework/operator-sdk/internal/version.GitCommit=542966812906456a8d67cf7284fc6410b104e118 -X github.com/operator-framework/operator-sdk/internal/version.KubernetesVersion=v1.27.0 -X github.com/operator-framework/operator-sdk/internal/version.ImageVersion=v1.33.0"
+opm_ldflags="-X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=v1.61.0 -X github.com/operator-framework/operator-registry/cmd/opm/version.gitCommit=b951856d801cab0e2ab128c2515f50c3b63824ba"
+olm_ldflags="-X github.com/operator-framework/operator-lifecycle-manager/pkg/version.OLMVersion=v0.38.0"
 TOOLS=(
   "kube-apiserver|kube|k8s.io/kubernetes/cmd/kube-apiserver|${KUBE_VERSION}|${kube_ldflags}"
   "kube-controller-manager|kube|k8s.io/kubernetes/cmd/kube-controller-manager|${KUBE_VERSION}|${kube_ldflags}"
@@ -25,20 +28,68 @@ TOOLS=(
   "controller-gen|controller-gen|sigs.k8s.io/controller-tools/cmd/controller-gen|v0.23.0|-s -w"
   "kustomize|kustomize|sigs.k8s.io/kustomize/kustomize/v5|v5.8.2|-s -w"
   "golangci-lint|lint|github.com/golangci/golangci-lint/v2/cmd/golangci-lint|v2.15.0|-s -w"
+  # OLM packaging: the Operator SDK CLI (generate bundle, bundle validate), its scorecard test
+  # runner and our driver of it (operator-sdk/scorecard), the catalog tool opm, and OLM's own
+  # olm and catalog operators for the OLM e2e test. operator-sdk/patches backports a fix of
+  # operator-framework/api's deprecated-API validator (see the patch).
+  "operator-sdk|operator-sdk|github.com/operator-framework/operator-sdk/cmd/operator-sdk|v1.33.0|-s -w ${osdk_ldflags}"
+  "scorecard-test|operator-sdk|github.com/operator-framework/operator-sdk/images/scorecard-test|v1.33.0|-s -w"
+  "scorecard|operator-sdk|./scorecard|v1.33.0|-s -w"
+  "opm|opm|github.com/operator-framework/operator-registry/cmd/opm|v1.61.0|-s -w ${opm_ldflags}|json1,containers_image_openpgp"
+  "olm|olm|github.com/operator-framework/operator-lifecycle-manager/cmd/olm|v0.38.0|-s -w ${olm_ldflags}|json1"
+  "catalog|olm|github.com/operator-framework/operator-lifecycle-manager/cmd/catalog|v0.38.0|-s -w ${olm_ldflags}|json1"
 )
+
+# patched_modfile copies each dependency a tool module patches, applies the patches, and
+# prints a go.mod (a copy of the tool module's, beside a copy of its go.sum) that replaces
+# the dependency with the patched copy, for `go build -modfile`. A patch lives at
+# <module dir>/patches/<module path>@<version>/<file path>.patch.
+patched_modfile() {
+  local moddir=$1 work=$2 p rel mod ver file copy
+  rm -rf "$work" && mkdir -p "$work"
+  cp "$moddir/go.mod" "$moddir/go.sum" "$work/"
+  while IFS= read -r p; do
+    rel=${p#"$moddir/patches/"}
+    mod=${rel%%@*}
+    ver=${rel#*@}; ver=${ver%%/*}
+    file=${rel#*@"$ver"/}; file=${file%.patch}
+    copy="$work/src/$mod@$ver"
+    if [ ! -d "$copy" ]; then
+      mkdir -p "$(dirname "$copy")"
+      cp -r "$(cd "$moddir" && go list -m -f '{{.Dir}}' "$mod@$ver")" "$copy"
+      chmod -R u+w "$copy"
+      (cd "$work" && go mod edit -replace "$mod@$ver=$copy")
+    fi
+    patch --quiet "$copy/$file" "$p" >&2
+  done < <(find "$moddir/patches" -type f -name '*.patch' | LC_ALL=C sort)
+  echo "$work/go.mod"
+}
 
 want=("$@")
 for entry in "${TOOLS[@]}"; do
-  IFS='|' read -r name dir pkg version ldflags <<<"$entry"
+  IFS='|' read -r name dir pkg version ldflags tags <<<"$entry"
   if [ ${#want[@]} -gt 0 ] && [[ ! " ${want[*]} " == *" $name "* ]]; then continue; fi
   # The key includes the module's go.sum so a dependency bump rebuilds.
   sum=$(sha256sum "$tools_dir/$dir/go.sum" | cut -c1-12)
+  if [[ "$pkg" == ./* ]]; then
+    # A program kept in this repository: its sources are part of the key too.
+    sum=$(cat "$tools_dir/$dir/go.sum" "$tools_dir/$dir/$pkg"/*.go | sha256sum | cut -c1-12)
+  fi
+  patches="$tools_dir/$dir/patches"
+  if [ -d "$patches" ]; then
+    # Patched dependencies: the patches are part of the key too.
+    sum=$( (echo "$sum"; cd "$patches" && find . -type f -name '*.patch' | LC_ALL=C sort | xargs cat) | sha256sum | cut -c1-12)
+  fi
   out="$cache/$name-$version-$sum/$name"
   if [ ! -x "$out" ]; then
     echo "building $name $version (cached in $(dirname "$out"))" >&2
     start=$(date +%s)
     mkdir -p "$(dirname "$out")"
-    (cd "$tools_dir/$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "$pkg")
+    modfile=()
+    if [ -d "$patches" ]; then
+      modfile=(-modfile "$(patched_modfile "$tools_dir/$dir" "$(dirname "$out")/patched")")
+    fi
+    (cd "$tools_dir/$dir" && CGO_ENABLED=0 go build -trimpath "${modfile[@]}" -tags "$tags" -ldflags "$ldflags" -o "$out.tmp" "$pkg")
     mv "$out.tmp" "$out"
     echo "built $name in $(( $(date +%s) - start ))s" >&2
   fi
@@ -55,4 +106,12 @@ for entry in "${TOOLS[@]}"; do
     mv "$(dirname "$out")/stages.tmp" "$(dirname "$out")/stages"
   fi
   if [ "$name" = kwok ]; then ln -sfn "$(dirname "$out")/stages" "$bin/kwok-stages"; fi
+  if [ "$name" = olm ] && [ ! -d "$(dirname "$out")/crds" ]; then
+    # OLM's CRDs ship in its module (deploy/chart/crds); the OLM e2e test installs them.
+    moddir=$(cd "$tools_dir/olm" && go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)
+    cp -r "$moddir/deploy/chart/crds" "$(dirname "$out")/crds.tmp"
+    chmod -R u+w "$(dirname "$out")/crds.tmp"
+    mv "$(dirname "$out")/crds.tmp" "$(dirname "$out")/crds"
+  fi
+  if [ "$name" = olm ]; then ln -sfn "$(dirname "$out")/crds" "$bin/olm-crds"; fi
 done

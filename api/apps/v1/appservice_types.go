@@ -67,19 +67,23 @@ type AppServiceSpec struct {
 
 	// LivenessProbe restarts a container that stops answering.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Liveness Probe"
 	LivenessProbe *corev1.Probe `json:"livenessProbe,omitempty"`
 
 	// ReadinessProbe keeps a pod out of the Service until it answers.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Readiness Probe"
 	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
 
 	// PodLabels are extra labels on the pods. They cannot override the labels the operator
 	// selects pods by.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Labels"
 	PodLabels map[string]string `json:"podLabels,omitempty"`
 
 	// PodAnnotations are extra annotations on the pods.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Annotations"
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 }
 
@@ -111,6 +115,7 @@ type AppServiceStatus struct {
 
 	// Ready is ReadyReplicas/Size, for `kubectl get`.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ready"
 	Ready string `json:"ready,omitempty"`
 
 	// Conditions are Available, Progressing and Degraded.

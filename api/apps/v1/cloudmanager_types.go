@@ -14,14 +14,17 @@ import (
 type CloudManagerSpec struct {
 	// Front is the web front tier, brought up first.
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Front Tier"
 	Front FrontTier `json:"front"`
 
 	// Identity is the identity tier, brought up once the front is available.
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Identity Tier"
 	Identity IdentityTier `json:"identity"`
 
 	// DB is the database tier, brought up once identity is available.
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Database Tier"
 	DB DatabaseTier `json:"db"`
 }
 
@@ -47,6 +50,7 @@ type TierDeployment struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit"
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Deployment Name"
 	Name string `json:"name"`
 
 	// Image is the container image, for example nginx:1.20. Changing it rolls the tier.
@@ -54,6 +58,7 @@ type TierDeployment struct {
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:XValidation:rule="!self.contains(' ')",message="must be an image reference without spaces, for example nginx:1.20"
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image"
 	Image string `json:"image"`
 
 	// Replicas is the number of pods.
@@ -61,6 +66,7 @@ type TierDeployment struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Command replaces the image's entrypoint; empty keeps it.
@@ -68,6 +74,7 @@ type TierDeployment struct {
 	// +kubebuilder:validation:items:MaxLength=4096
 	// +listType=atomic
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Command"
 	Command []string `json:"command,omitempty"`
 
 	// Args are the arguments of the entrypoint; empty keeps the image's.
@@ -75,6 +82,7 @@ type TierDeployment struct {
 	// +kubebuilder:validation:items:MaxLength=4096
 	// +listType=atomic
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Arguments"
 	Args []string `json:"args,omitempty"`
 }
 
@@ -91,6 +99,7 @@ type DatabaseTier struct {
 	// RootPasswordSecretRef names a key of a Secret in the CloudManager's namespace that
 	// holds the root password. This is the preferred way to give the password.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Root Password Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	RootPasswordSecretRef *SecretKeyReference `json:"rootPasswordSecretRef,omitempty"`
 
 	// RootPass is the root password in plain text, accepted for compatibility. The operator
@@ -98,6 +107,7 @@ type DatabaseTier struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Root Password (deprecated)",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:password"}
 	RootPass string `json:"rootPass,omitempty"`
 }
 
@@ -130,6 +140,7 @@ type DatabaseStatefulSet struct {
 	// +kubebuilder:validation:MaxLength=52
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit"
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="StatefulSet Name"
 	Name string `json:"name"`
 
 	// Image is the MariaDB image, for example mariadb:10.3.35. Changing it rolls the tier.
@@ -137,6 +148,7 @@ type DatabaseStatefulSet struct {
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:XValidation:rule="!self.contains(' ')",message="must be an image reference without spaces, for example mariadb:10.3.35"
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image"
 	Image string `json:"image"`
 
 	// Replicas is the number of database pods. Each is an independent MariaDB server with
@@ -145,11 +157,13 @@ type DatabaseStatefulSet struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Storage is each pod's data volume. The volumes are deleted with the StatefulSet, so
 	// deleting the CloudManager or renaming the database tier deletes the data.
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage"
 	Storage DatabaseStorage `json:"storage"`
 }
 
@@ -159,6 +173,7 @@ type DatabaseStorage struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="must be empty or a StorageClass name: lowercase letters, digits, '-' and '.'"
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage Class",xDescriptors={"urn:alm:descriptor:io.kubernetes:StorageClass"}
 	Class string `json:"class,omitempty"`
 
 	// AccessModes is the volumes' access mode (one mode; the plural name is the one the
@@ -166,6 +181,7 @@ type DatabaseStorage struct {
 	// +kubebuilder:default=ReadWriteOnce
 	// +kubebuilder:validation:Enum=ReadWriteOnce;ReadOnlyMany;ReadWriteMany;ReadWriteOncePod
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Access Mode"
 	AccessModes corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
 
 	// Size is the capacity each volume requests, a quantity such as 20Gi.
@@ -173,6 +189,7 @@ type DatabaseStorage struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))",message="must be a positive quantity such as 20Gi"
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Size"
 	Size string `json:"size"`
 }
 
@@ -213,18 +230,22 @@ type CloudManagerStatus struct {
 
 	// Phase summarizes the state: Pending, Deploying, Ready or Degraded.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase"}
 	Phase CloudManagerPhase `json:"phase,omitempty"`
 
 	// Front is the front tier's available/desired pods, for example 1/1.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Front"
 	Front string `json:"front,omitempty"`
 
 	// Identity is the identity tier's available/desired pods.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Identity"
 	Identity string `json:"identity,omitempty"`
 
 	// DB is the database tier's ready/desired pods.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Database"
 	DB string `json:"db,omitempty"`
 
 	// Conditions are FrontReady, IdentityReady, DatabaseReady, Ready and Degraded.
@@ -232,6 +253,7 @@ type CloudManagerStatus struct {
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=16
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 

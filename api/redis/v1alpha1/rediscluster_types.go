@@ -49,6 +49,7 @@ type RedisClusterSpec struct {
 	// deletes the PersistentVolumeClaims with the cluster; anything else keeps them.
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Data on Deletion"
 	Finalizers string `json:"finalizers,omitempty"`
 
 	// Repository is the Redis image repository, for example library/redis.
@@ -67,18 +68,21 @@ type RedisClusterSpec struct {
 
 	// UpdateStrategy says how slots move when masters are added.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Update Strategy"
 	UpdateStrategy UpdateStrategy `json:"updateStrategy,omitempty"`
 
 	// Pod configures the Redis pods. Only the first entry is used (the seed's list form is
 	// kept so its manifests apply unchanged).
 	// +kubebuilder:validation:MaxItems=1
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod"
 	Pod []PodSpec `json:"pod,omitempty"`
 
 	// PasswordSecret names a Secret in the same namespace whose key "password" is the Redis
 	// password. When empty, a Secret named <name>-password is generated once and kept.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Password Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	PasswordSecret string `json:"passwordSecret,omitempty"`
 }
 
@@ -262,9 +266,11 @@ type RedisClusterStatus struct {
 	Replicas int32 `json:"replicas,omitempty"`
 	// ReadyReplicas is the number of Ready Redis pods.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ready Replicas"
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 	// Masters is the number of masters serving slots.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Masters"
 	Masters int32 `json:"masters,omitempty"`
 	// Phase is the lifecycle stage.
 	// +optional
@@ -276,9 +282,11 @@ type RedisClusterStatus struct {
 	Reason string `json:"reason,omitempty"`
 	// SlotsAssigned is how many of the 16384 slots a master serves.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Slots Assigned"
 	SlotsAssigned int32 `json:"slotsAssigned,omitempty"`
 	// SlotsOK is how many slots are served by a healthy master.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Slots OK"
 	SlotsOK int32 `json:"slotsOk,omitempty"`
 	// Nodes are the Redis nodes (the seed's conditions[]).
 	// +listType=map

@@ -1,0 +1,25 @@
+# The OLM catalog image: opm serving the File-Based Catalog under catalog/ over gRPC, for a
+# CatalogSource of sourceType grpc (make catalog-build). Written by
+# `opm generate dockerfile catalog -i quay.io/operator-framework/opm:v1.61.0 -b quay.io/operator-framework/opm:v1.61.0`.
+# The builder image is expected to contain
+# /bin/opm (with serve subcommand)
+FROM quay.io/operator-framework/opm:v1.61.0 as builder
+
+# Copy FBC root into image at /configs and pre-populate serve cache
+ADD catalog /configs
+RUN ["/bin/opm", "serve", "/configs", "--cache-dir=/tmp/cache", "--cache-only"]
+
+FROM quay.io/operator-framework/opm:v1.61.0
+# The base image is expected to contain
+# /bin/opm (with serve subcommand) and /bin/grpc_health_probe
+
+# Configure the entrypoint and command
+ENTRYPOINT ["/bin/opm"]
+CMD ["serve", "/configs", "--cache-dir=/tmp/cache"]
+
+COPY --from=builder /configs /configs
+COPY --from=builder /tmp/cache /tmp/cache
+
+# Set FBC-specific label for the location of the FBC root directory
+# in the image
+LABEL operators.operatorframework.io.index.configs.v1=/configs
