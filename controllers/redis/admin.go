@@ -7,13 +7,19 @@ import (
 	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
 )
 
-// Admin is what the reconciler asks of Redis. Topology commands (slot assignment, MEET,
-// REPLICATE) are only issued through Create and Heal, so a test can count them.
+// Admin is what the reconciler asks of Redis. Every topology command goes through one of
+// the methods after ClusterInfo, so a test can count them.
 type Admin interface {
 	ClusterNodes(ctx context.Context, addr string) ([]redisadmin.Node, error)
 	ClusterInfo(ctx context.Context, addr string) (map[string]string, error)
 	Create(ctx context.Context, plan redisadmin.Plan) error
 	Heal(ctx context.Context, addrs []string) (int, error)
+	Fix(ctx context.Context, addrs []string, opts redisadmin.MoveOptions) ([]redisadmin.SlotFix, error)
+	AddNode(ctx context.Context, newAddr, existingAddr, asReplicaOf string) error
+	DelNode(ctx context.Context, clusterAddr, node string) error
+	Rebalance(ctx context.Context, addrs []string, opts redisadmin.RebalanceOptions) (redisadmin.MoveStats, error)
+	Reshard(ctx context.Context, addrs []string, n int, from []string, to string, opts redisadmin.MoveOptions) (redisadmin.MoveStats, error)
+	Failover(ctx context.Context, replicaAddr string) error
 	Close() error
 }
 

@@ -13,7 +13,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
@@ -62,31 +61,12 @@ func podAddr(p *corev1.Pod) string {
 }
 
 // formCluster forms the Redis Cluster when every node is new and empty, exactly as
-// `redis-cli --cluster create` would. A node that already knows other nodes, serves slots
-// or holds keys means the cluster exists: it is never created again (Create itself refuses
-// too), never reset, never flushed.
+// `redis-cli --cluster create` would. Once any node belongs to a cluster, it never runs
+// again: new nodes join through scaling. Create itself refuses nodes that know other nodes,
+// serve slots or hold keys, so existing data is never reset or flushed.
 func (r *RedisClusterReconciler) formCluster(ctx context.Context, s *state) (*ctrl.Result, error) {
-	admin := r.adminFor(s)
-	fresh := 0
-	for i := range s.pods {
-		nodes, err := admin.ClusterNodes(ctx, podAddr(&s.pods[i]))
-		if err != nil {
-			// The server is still starting.
-			return &ctrl.Result{RequeueAfter: waitInterval}, nil //nolint:nilerr // waiting, not failing
-		}
-		if len(nodes) == 1 && len(nodes[0].Slots) == 0 {
-			fresh++
-		}
-	}
-	switch {
-	case fresh == 0:
-		return r.heal(ctx, s)
-	case fresh < len(s.pods):
-		if clusterFormed(s.rc) {
-			// Nodes joining an existing cluster: scaling and healing (issue 5).
-			return nil, nil
-		}
-		return nil, fmt.Errorf("some nodes already belong to a cluster and others are new: refusing to create a cluster over existing data")
+	if len(s.joined()) > 0 {
+		return nil, nil
 	}
 	if s.rc.Status.SlotsAssigned > 0 {
 		return nil, fmt.Errorf("every node is empty but the cluster had %d slots assigned: refusing to create a new cluster over a lost one", s.rc.Status.SlotsAssigned)
@@ -99,23 +79,18 @@ func (r *RedisClusterReconciler) formCluster(ctx context.Context, s *state) (*ct
 	if err != nil {
 		return nil, err
 	}
-	setPhase(s.next, redisv1alpha1.PhaseCreating, "forming the cluster: assigning slots and joining nodes")
-	if err := admin.Create(ctx, plan); err != nil {
+	if err := r.adminFor(s).Create(ctx, plan); err != nil {
 		return nil, fmt.Errorf("while forming the cluster: %w", err)
 	}
 	r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "ClusterCreated", "Create",
 		"formed a Redis Cluster of %d masters and %d replicas over 16384 slots", len(plan.Masters), len(s.pods)-len(plan.Masters))
-	return nil, nil
+	return &ctrl.Result{RequeueAfter: waitInterval}, nil
 }
 
 // heal re-introduces members whose addresses changed (pods recreated with new IPs keep
 // their node ids in nodes.conf on their volume), then waits for gossip to spread it.
 func (r *RedisClusterReconciler) heal(ctx context.Context, s *state) (*ctrl.Result, error) {
-	addrs := make([]string, len(s.pods))
-	for i := range s.pods {
-		addrs[i] = podAddr(&s.pods[i])
-	}
-	sent, err := r.adminFor(s).Heal(ctx, addrs)
+	sent, err := r.adminFor(s).Heal(ctx, s.addrs())
 	if err != nil {
 		return nil, err
 	}

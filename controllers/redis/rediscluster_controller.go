@@ -41,8 +41,12 @@ type state struct {
 	password string
 	sts      *appsv1.StatefulSet
 	pods     []corev1.Pod // the cluster's pods, by ordinal
+	members  []member     // each pod's Redis node, read by readTopology
 	admin    Admin
 	err      error // the first step error, reported in Degraded
+	// opPhase and opReason name the lifecycle operation under way (Scaling, Upgrading).
+	opPhase  redisv1alpha1.Phase
+	opReason string
 }
 
 // +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisclusters,verbs=get;list;watch;update;patch
@@ -56,8 +60,11 @@ type state struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile runs the pipeline: finalizer, then (unless paused) password, configuration,
-// Services, disruption budget, StatefulSet and the cluster's formation, and finally the
-// status from what Redis reports.
+// Services, disruption budget and StatefulSet; once every pod runs, the Redis steps: form
+// the cluster, heal moved nodes, fix open slots, add new nodes, give new masters slots,
+// remove leaving nodes, replace outdated pods. Each topology step ends the reconcile when it
+// changed something, so the next one starts from a fresh view. The status comes last,
+// from what Redis reports.
 func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rc := &redisv1alpha1.RedisCluster{}
 	if err := r.Get(ctx, req.NamespacedName, rc); err != nil {
@@ -84,10 +91,17 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.ensurePodDisruptionBudget,
 		r.ensureStatefulSet,
 		r.waitForPods,
+		r.readTopology,
 		r.formCluster,
+		r.heal,
+		r.fixOpenSlots,
+		r.joinNewNodes,
+		r.distributeSlots,
+		r.removeLeavingNodes,
+		r.upgradePods,
 	)
 	r.observe(ctx, s)
-	if _, err := status.Patch(ctx, r.Client, rc, s.next, redisClusterStatus); err != nil {
+	if _, err := status.Patch(ctx, r.Client, s.rc, s.next, redisClusterStatus); err != nil {
 		return ctrl.Result{}, err
 	}
 	if s.err != nil {

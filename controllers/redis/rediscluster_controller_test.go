@@ -259,6 +259,16 @@ func TestRedisClusterPauseStopsChanges(t *testing.T) {
 	if *sts.Spec.Replicas != 6 || sts.Spec.Template.Spec.Containers[0].Image != "redis:7.0.15" {
 		t.Errorf("a paused cluster's StatefulSet changed: replicas %d image %s", *sts.Spec.Replicas, sts.Spec.Template.Spec.Containers[0].Image)
 	}
+	// Resuming carries out what was asked while paused.
+	patch(`{"spec":{"pause":false}}`)
+	rc = waitShape(t, key, 4, 8)
+	if err := env.Client.Get(t.Context(), key, sts); err != nil {
+		t.Fatal(err)
+	}
+	if img := sts.Spec.Template.Spec.Containers[0].Image; img != "redis:7.2.4" {
+		t.Errorf("after resuming the StatefulSet runs %s, want redis:7.2.4", img)
+	}
+	redisCliCheck(t, rc.Status.Nodes[0].Instance, password(t, ns, "paused"))
 }
 
 func clientKey(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }

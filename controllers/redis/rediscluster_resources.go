@@ -11,7 +11,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
@@ -110,9 +109,9 @@ func (r *RedisClusterReconciler) pauseGate(_ context.Context, s *state) (*ctrl.R
 }
 
 // ensureStatefulSet creates the StatefulSet with spec.replicas pods and keeps its template
-// current. Once the cluster has formed, the pod count changes only through scaling, which
-// moves slots first; until that is implemented the StatefulSet keeps its pods and the
-// status says so.
+// current. Pods are added at once on scale out; on scale in the StatefulSet keeps its pods
+// until their slots are moved and their nodes removed from the cluster. A template change
+// restarts no pod by itself (OnDelete): upgradePods replaces them one at a time.
 func (r *RedisClusterReconciler) ensureStatefulSet(ctx context.Context, s *state) (*ctrl.Result, error) {
 	replicas := s.rc.Spec.Replicas
 	live := &appsv1.StatefulSet{}
@@ -120,7 +119,9 @@ func (r *RedisClusterReconciler) ensureStatefulSet(ctx context.Context, s *state
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("while reading StatefulSet %s: %w", s.rc.Name, err)
 	}
-	if err == nil && live.Spec.Replicas != nil && *live.Spec.Replicas != replicas && clusterFormed(s.rc) {
+	if err == nil && live.Spec.Replicas != nil && *live.Spec.Replicas > replicas {
+		// Scale in shrinks the StatefulSet only after the leaving nodes are out of the
+		// cluster (removeLeavingNodes).
 		replicas = *live.Spec.Replicas
 	}
 	sts, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, resources.RedisStatefulSet(s.rc, replicas), child.MergeStatefulSet)
@@ -130,11 +131,6 @@ func (r *RedisClusterReconciler) ensureStatefulSet(ctx context.Context, s *state
 	}
 	s.sts = sts
 	return nil, nil
-}
-
-// clusterFormed reports whether the cluster was formed once (it has been Running).
-func clusterFormed(rc *redisv1alpha1.RedisCluster) bool {
-	return rc.Status.SlotsAssigned > 0
 }
 
 // record emits an event for a created or updated child and a Warning for one not ours.

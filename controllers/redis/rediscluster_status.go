@@ -27,7 +27,6 @@ const (
 	ReasonNotControlled    = "ChildNotControlled"
 	ReasonReconcileError   = "ReconcileError"
 	ReasonNodesUnhealthy   = "NodesUnhealthy"
-	ReasonScalePending     = "ScalingNotImplemented"
 	ReasonAllNodesHealthy  = "AllNodesHealthy"
 	ReasonWaitingForPods   = "WaitingForPods"
 	ReasonClusterNotFormed = "ClusterNotFormed"
@@ -65,6 +64,9 @@ func (r *RedisClusterReconciler) observe(ctx context.Context, s *state) {
 	case s.rc.Spec.Pause:
 		setPhaseKeep(next, "paused: spec.pause is true, so the operator makes no change to the StatefulSet or the Redis topology until it is false")
 		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionFalse, ReasonPaused, next.Status.Reason)
+	case s.opPhase != "":
+		setPhase(next, s.opPhase, s.opReason)
+		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionTrue, string(s.opPhase), s.opReason)
 	case healthy:
 		setPhase(next, redisv1alpha1.PhaseRunning, "")
 		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionFalse, ReasonClusterOK, "every slot is served and every node is connected")
@@ -85,7 +87,7 @@ func (r *RedisClusterReconciler) observe(ctx context.Context, s *state) {
 	setDegraded(s, gen)
 }
 
-// setDegraded reports a step error, or a replica count the operator cannot apply yet.
+// setDegraded reports a step error.
 func setDegraded(s *state, gen int64) {
 	conds := &s.next.Status.Conditions
 	var notOurs *child.NotControlledError
@@ -96,10 +98,6 @@ func setDegraded(s *state, gen int64) {
 	case s.err != nil:
 		status.Set(conds, gen, ConditionDegraded, metav1.ConditionTrue, ReasonReconcileError, s.err.Error())
 		s.next.Status.Reason = s.err.Error()
-	case s.sts != nil && *s.sts.Spec.Replicas != s.rc.Spec.Replicas && !s.rc.Spec.Pause:
-		status.Set(conds, gen, ConditionDegraded, metav1.ConditionTrue, ReasonScalePending,
-			fmt.Sprintf("spec.replicas is %d but the formed cluster has %d nodes: scaling with slot migration is not implemented yet, so the StatefulSet keeps its pods",
-				s.rc.Spec.Replicas, *s.sts.Spec.Replicas))
 	default:
 		status.Set(conds, gen, ConditionDegraded, metav1.ConditionFalse, ReasonAllNodesHealthy, "no error")
 	}

@@ -22,7 +22,7 @@ func endpointsOf(servers []*testServer) []Endpoint {
 }
 
 // createCluster plans and creates a cluster on servers.
-func createCluster(ctx context.Context, t *testing.T, admin *Admin, servers []*testServer, replicas int) Plan {
+func createCluster(ctx context.Context, t testing.TB, admin *Admin, servers []*testServer, replicas int) Plan {
 	t.Helper()
 	plan, err := PlanCreate(endpointsOf(servers), replicas)
 	if err != nil {
@@ -105,7 +105,7 @@ func assertTopology(ctx context.Context, t *testing.T, admin *Admin, plan Plan) 
 }
 
 // redisCliCheck runs the real `redis-cli --cluster check` and asserts it passes.
-func redisCliCheck(ctx context.Context, t *testing.T, addr, password string) {
+func redisCliCheck(ctx context.Context, t testing.TB, addr, password string) {
 	t.Helper()
 	args := []string{"--cluster", "check", addr}
 	if password != "" {

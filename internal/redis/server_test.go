@@ -44,7 +44,7 @@ var spawner = sync.OnceValue(func() chan func() {
 
 // requireTools skips the test when redis-server or redis-cli is missing, except in CI where
 // it fails.
-func requireTools(t *testing.T) {
+func requireTools(t testing.TB) {
 	t.Helper()
 	for _, bin := range []string{"redis-server", "redis-cli"} {
 		if _, err := exec.LookPath(bin); err != nil {
@@ -58,7 +58,7 @@ func requireTools(t *testing.T) {
 
 // startServers starts n empty cluster-mode redis-servers on 127.0.0.1 and stops them when
 // the test ends. extra is passed to every server (for example "--requirepass", "x").
-func startServers(t *testing.T, n int, password string, extra ...string) []*testServer {
+func startServers(t testing.TB, n int, password string, extra ...string) []*testServer {
 	t.Helper()
 	requireTools(t)
 	dir := t.TempDir()

@@ -45,8 +45,9 @@ type RedisClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pause",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Pause bool `json:"pause,omitempty"`
 
-	// Finalizers says what happens to the data when the RedisCluster is deleted: foreground
-	// deletes the PersistentVolumeClaims with the cluster; anything else keeps them.
+	// Finalizers says what happens to the data: foreground deletes the PersistentVolumeClaims
+	// of the nodes a scale in removes, and all of them when the RedisCluster is deleted;
+	// anything else keeps them.
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Data on Deletion"

@@ -1,0 +1,72 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+)
+
+// upgradePods replaces pods that run an old template (a new version, repository or pod
+// setting), one at a time, only while the cluster is healthy: replicas first; before a
+// master's pod goes, a caught-up replica takes over with CLUSTER FAILOVER, so at most one
+// failover happens at a time and clients lose no acknowledged write.
+func (r *RedisClusterReconciler) upgradePods(ctx context.Context, s *state) (*ctrl.Result, error) {
+	rev := s.sts.Status.UpdateRevision
+	if rev == "" {
+		return nil, nil
+	}
+	var outdated []member
+	for _, m := range s.members {
+		if m.pod.Labels[appsv1.ControllerRevisionHashLabelKey] != rev {
+			outdated = append(outdated, m)
+		}
+	}
+	if len(outdated) == 0 {
+		return nil, nil
+	}
+	s.operation(redisv1alpha1.PhaseUpgrading, fmt.Sprintf("%d of %d pods run an old template", len(outdated), len(s.members)))
+	if !r.clusterHealthy(ctx, s) {
+		return &ctrl.Result{RequeueAfter: waitInterval}, nil
+	}
+	next := outdated[0]
+	for _, m := range outdated {
+		if !m.self.IsMaster() {
+			next = m
+			break
+		}
+	}
+	if next.self.IsMaster() {
+		if replica := caughtUpReplica(s, next.self.ID); replica != "" {
+			if err := r.adminFor(s).Failover(ctx, replica); err != nil {
+				return nil, fmt.Errorf("while failing %s over before its upgrade: %w", next.pod.Name, err)
+			}
+			r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "FailedOver", "Upgrade",
+				"a replica took over from %s before its pod restarts", next.pod.Name)
+			return &ctrl.Result{RequeueAfter: waitInterval}, nil
+		}
+	}
+	uid := next.pod.UID
+	if err := r.Delete(ctx, next.pod, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("while replacing pod %s: %w", next.pod.Name, err)
+	}
+	r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "PodReplaced", "Upgrade", "replaced pod %s to run the new template", next.pod.Name)
+	return &ctrl.Result{RequeueAfter: waitInterval}, nil
+}
+
+// caughtUpReplica is the address of a connected replica of master (Failover itself waits
+// for its replication offset to catch up), or "".
+func caughtUpReplica(s *state, master string) string {
+	for _, m := range s.members {
+		if !m.self.IsMaster() && m.self.MasterID == master && !m.self.Failed {
+			return m.addr
+		}
+	}
+	return ""
+}

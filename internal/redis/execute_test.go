@@ -1,0 +1,104 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestExecuteMovesResumes interrupts a large move and checks a second run of the same
+// plan finishes it, and Rebalance after it, with every key kept; it also checks PlanReshard
+// against redis-cli's own reshard table.
+func TestExecuteMovesResumes(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	c := newSlotCluster(ctx, t)
+	entry := c.servers[0].addr
+	writeKeys(ctx, t, c.cc, 20000)
+
+	topo, err := c.admin.loadTopology(ctx, []string{entry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	masters := topo.masters()
+	moves, err := PlanReshard(masters, 3000, []string{masters[0].ID, masters[1].ID}, masters[2].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, stop := context.WithTimeout(ctx, 60*time.Millisecond)
+	first, err := c.admin.ExecuteMoves(short, []string{entry}, moves, MoveOptions{SlotBatch: 16})
+	stop()
+	t.Logf("first run: %d slots moved in %v, error %v", first.Slots, first.Elapsed.Round(time.Millisecond), err)
+	if err == nil {
+		t.Log("the first run was not interrupted; the second one has nothing to do")
+	}
+	second, err := c.admin.ExecuteMoves(ctx, []string{entry}, moves, MoveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("second run: %d slots moved", second.Slots)
+	// A batch whose SETSLOT NODE replies were cut off by the deadline is counted by
+	// neither run; the slots the target serves are what counts.
+	if n := first.Slots + second.Slots; n > 3000 || n < 3000-DefaultSlotBatch {
+		t.Errorf("%d + %d slots moved, want 3000", first.Slots, second.Slots)
+	}
+	res := c.healthy()
+	for _, m := range res.Masters() {
+		if want := CountSlots(masters[2].Slots) + 3000; m.ID == masters[2].ID && CountSlots(m.Slots) != want {
+			t.Errorf("the target serves %d slots, want %d", CountSlots(m.Slots), want)
+		}
+	}
+	readKeys(ctx, t, c.cc, 20000)
+
+	// Interrupt a rebalance and let the next one finish it.
+	short, stop = context.WithTimeout(ctx, 40*time.Millisecond)
+	_, err = c.admin.Rebalance(short, []string{entry}, RebalanceOptions{Move: MoveOptions{SlotBatch: 8}})
+	stop()
+	t.Logf("interrupted rebalance: %v", err)
+	if _, err := c.admin.Rebalance(ctx, []string{entry}, RebalanceOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.healthy()
+	readKeys(ctx, t, c.cc, 20000)
+	if plan := redisCliRebalancePlan(ctx, t, entry, false); plan != nil {
+		t.Errorf("redis-cli still wants to move %q", plan)
+	}
+
+	// PlanReshard gives the table redis-cli prints (and then carries out).
+	topo, err = c.admin.loadTopology(ctx, []string{entry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	masters = topo.masters()
+	from := []string{masters[1].ID, masters[2].ID}
+	moves, err = PlanReshard(masters, 37, from, masters[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours []string
+	for _, m := range moves {
+		for _, s := range m.Slots {
+			ours = append(ours, fmt.Sprintf("%d from %s", s, m.Source))
+		}
+	}
+	out, err := exec.CommandContext(ctx, "redis-cli", "--cluster", "reshard", entry, "--cluster-from", strings.Join(from, ","),
+		"--cluster-to", masters[0].ID, "--cluster-slots", "37", "--cluster-yes").CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli --cluster reshard: %v\n%s", err, out)
+	}
+	var theirs []string
+	for _, m := range regexp.MustCompile(`(?m)^\s+Moving slot (\d+ from \S+)$`).FindAllStringSubmatch(ansiColor.ReplaceAllString(string(out), ""), -1) {
+		theirs = append(theirs, m[1])
+	}
+	if !slices.Equal(ours, theirs) {
+		t.Errorf("reshard tables differ:\nours      %q\nredis-cli %q", ours, theirs)
+	}
+	c.healthy()
+	readKeys(ctx, t, c.cc, 20000)
+}
