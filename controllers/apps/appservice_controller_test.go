@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -168,25 +169,25 @@ func TestAppServiceEnforcesTheWholeSpec(t *testing.T) {
 		return len(d.Spec.Template.Spec.Containers[0].Env) == 0
 	})
 
-	// A manual scale of the Deployment is reverted.
-	d := &appsv1.Deployment{}
-	if err := env.Client.Get(t.Context(), key, d); err != nil {
+	// A manual scale of the Deployment is reverted. Patches, like kubectl's, carry no
+	// resourceVersion, so the Deployment controller's own writes cannot make them conflict.
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
+	if err := env.Client.Patch(t.Context(), d, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":1}}`))); err != nil {
 		t.Fatal(err)
 	}
-	d.Spec.Replicas = ptr.To[int32](1)
-	if err := env.Client.Update(t.Context(), d); err != nil {
-		t.Fatal(err)
+	if *d.Spec.Replicas != 1 {
+		t.Fatalf("the manual scale did not apply: replicas %d", *d.Spec.Replicas)
 	}
 	waitDeployment(t, key, "its replicas restored to 4", func(d *appsv1.Deployment) bool { return *d.Spec.Replicas == 4 })
 
 	// A manual edit of the Service is reverted too.
-	svc := &corev1.Service{}
-	if err := env.Client.Get(t.Context(), key, svc); err != nil {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
+	if err := env.Client.Patch(t.Context(), svc, client.RawPatch(types.MergePatchType,
+		[]byte(`{"spec":{"ports":[{"port":80,"targetPort":80,"protocol":"TCP","nodePort":30099}]}}`))); err != nil {
 		t.Fatal(err)
 	}
-	svc.Spec.Ports[0].NodePort = 30099
-	if err := env.Client.Update(t.Context(), svc); err != nil {
-		t.Fatal(err)
+	if svc.Spec.Ports[0].NodePort != 30099 {
+		t.Fatalf("the manual edit did not apply: nodePort %d", svc.Spec.Ports[0].NodePort)
 	}
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
 		s := &corev1.Service{}

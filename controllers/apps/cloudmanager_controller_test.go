@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -301,9 +302,12 @@ func TestCloudManagerEnforcesTheSpec(t *testing.T) {
 	waitReady(t, key, readyTimeout)
 
 	// A manual edit of the database image is reverted.
-	sts := mustGetObj(t, ns, "cm-db", &appsv1.StatefulSet{})
-	sts.Spec.Template.Spec.Containers[0].Image = "mariadb:5"
-	if err := env.Client.Update(t.Context(), sts); err != nil {
+	sts := &appsv1.StatefulSet{}
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sts = mustGetObj(t, ns, "cm-db", &appsv1.StatefulSet{})
+		sts.Spec.Template.Spec.Containers[0].Image = "mariadb:5"
+		return env.Client.Update(t.Context(), sts)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
