@@ -40,6 +40,12 @@ TOOLS=(
   "catalog|olm|github.com/operator-framework/operator-lifecycle-manager/cmd/catalog|v0.38.0|-s -w ${olm_ldflags}|json1"
 )
 
+# module_dir prints the directory of module (path@version, or a path the tool module in $1
+# requires), downloading it first: `go list -m` alone prints nothing on a fresh machine.
+module_dir() {
+  (cd "$1" && go mod download -json "$2" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+}
+
 # patched_modfile copies each dependency a tool module patches, applies the patches, and
 # prints a go.mod (a copy of the tool module's, beside a copy of its go.sum) that replaces
 # the dependency with the patched copy, for `go build -modfile`. A patch lives at
@@ -56,7 +62,7 @@ patched_modfile() {
     copy="$work/src/$mod@$ver"
     if [ ! -d "$copy" ]; then
       mkdir -p "$(dirname "$copy")"
-      cp -r "$(cd "$moddir" && go list -m -f '{{.Dir}}' "$mod@$ver")" "$copy"
+      cp -r "$(module_dir "$moddir" "$mod@$ver")" "$copy"
       chmod -R u+w "$copy"
       (cd "$work" && go mod edit -replace "$mod@$ver=$copy")
     fi
@@ -96,7 +102,7 @@ for entry in "${TOOLS[@]}"; do
   ln -sfn "$out" "$bin/$name"
   if [ "$name" = kwok ] && [ ! -d "$(dirname "$out")/stages" ]; then
     # kwok's stage definitions ship in its module; keep the ones the local cluster uses.
-    moddir=$(cd "$tools_dir/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+    moddir=$(module_dir "$tools_dir/kwok" sigs.k8s.io/kwok)
     mkdir -p "$(dirname "$out")/stages.tmp"
     for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
              pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml \
@@ -108,7 +114,7 @@ for entry in "${TOOLS[@]}"; do
   if [ "$name" = kwok ]; then ln -sfn "$(dirname "$out")/stages" "$bin/kwok-stages"; fi
   if [ "$name" = olm ] && [ ! -d "$(dirname "$out")/crds" ]; then
     # OLM's CRDs ship in its module (deploy/chart/crds); the OLM e2e test installs them.
-    moddir=$(cd "$tools_dir/olm" && go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)
+    moddir=$(module_dir "$tools_dir/olm" github.com/operator-framework/operator-lifecycle-manager)
     cp -r "$moddir/deploy/chart/crds" "$(dirname "$out")/crds.tmp"
     chmod -R u+w "$(dirname "$out")/crds.tmp"
     mv "$(dirname "$out")/crds.tmp" "$(dirname "$out")/crds"
