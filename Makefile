@@ -45,11 +45,11 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: tools
-tools: ## Build every pinned tool (Kubernetes, etcd, kwok, controller-gen, kustomize, golangci-lint, operator-sdk, opm, OLM) into the cache and link them into bin/.
+tools: setup ## Build every pinned tool (Kubernetes, etcd, kwok, controller-gen, kustomize, golangci-lint, operator-sdk, opm, OLM) into the cache and link them into bin/.
 	@hack/tools/build.sh
 
 .PHONY: setup
-setup: ## Install the Debian packages the tests need (redis-server, redis-tools).
+setup: ## Install the Debian packages the build and tests need (patch, redis-server, redis-tools).
 	@hack/setup.sh
 
 .PHONY: manifests

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the tests need (redis-server and redis-tools stand in for
-# Redis pods). Idempotent: does nothing when they are already there.
+# Installs the Debian packages the build and the tests need: patch (hack/tools/build.sh
+# patches a tool dependency), redis-server and redis-tools (they stand in for Redis pods).
+# Idempotent: does nothing when they are already there.
 set -euo pipefail
 missing=()
+command -v patch >/dev/null 2>&1 || missing+=(patch)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 [ ${#missing[@]} -eq 0 ] && exit 0
