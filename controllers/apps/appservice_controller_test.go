@@ -115,18 +115,7 @@ func mustGet(t *testing.T, key client.ObjectKey) *appsv1api.AppService {
 // updateApp re-reads the AppService and applies change, retrying on conflicts.
 func updateApp(t *testing.T, key client.ObjectKey, change func(*appsv1api.AppService)) {
 	t.Helper()
-	for range 10 {
-		app := mustGet(t, key)
-		change(app)
-		err := env.Client.Update(t.Context(), app)
-		if err == nil {
-			return
-		}
-		if !apierrors.IsConflict(err) {
-			t.Fatal(err)
-		}
-	}
-	t.Fatal("too many conflicts")
+	testenv.Update(t, env.Client, key, &appsv1api.AppService{}, change)
 }
 
 func waitDeployment(t *testing.T, key client.ObjectKey, what string, ok func(*appsv1.Deployment) bool) {

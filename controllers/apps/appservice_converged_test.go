@@ -2,13 +2,11 @@ package apps_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,23 +62,7 @@ func TestAppServicePrinterColumns(t *testing.T) {
 	}
 	waitAvailable(t, client.ObjectKeyFromObject(app), 2)
 
-	cs, err := env.Cluster.Clientset()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := cs.RESTClient().Get().AbsPath("/apis/apps.middleware-operator.io/v1/namespaces", ns, "appservices").
-		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var table metav1.Table
-	if err := json.Unmarshal(raw, &table); err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, c := range table.ColumnDefinitions {
-		names = append(names, c.Name)
-	}
+	table, names := env.Table(t, "apps.middleware-operator.io/v1", ns, "appservices")
 	if got, want := fmt.Sprint(names), "[Name Ready Image Available Age]"; got != want {
 		t.Errorf("columns %s, want %s", got, want)
 	}

@@ -85,18 +85,7 @@ func waitReady(t *testing.T, key client.ObjectKey, timeout time.Duration) *appsv
 // updateCM re-reads the CloudManager and applies change, retrying on conflicts.
 func updateCM(t *testing.T, key client.ObjectKey, change func(*appsv1api.CloudManager)) {
 	t.Helper()
-	for range 10 {
-		cm := mustGetCM(t, key)
-		change(cm)
-		err := env.Client.Update(t.Context(), cm)
-		if err == nil {
-			return
-		}
-		if !apierrors.IsConflict(err) {
-			t.Fatal(err)
-		}
-	}
-	t.Fatal("too many conflicts")
+	testenv.Update(t, env.Client, key, &appsv1api.CloudManager{}, change)
 }
 
 func createCM(t *testing.T, cm *appsv1api.CloudManager) client.ObjectKey {

@@ -2,13 +2,11 @@ package apps_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -71,23 +69,7 @@ func TestCloudManagerPrinterColumns(t *testing.T) {
 	key := createCM(t, seedCloudManager(t, ns))
 	waitReady(t, key, readyTimeout)
 
-	cs, err := env.Cluster.Clientset()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := cs.RESTClient().Get().AbsPath("/apis/apps.middleware-operator.io/v1/namespaces", ns, "cloudmanagers").
-		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var table metav1.Table
-	if err := json.Unmarshal(raw, &table); err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, c := range table.ColumnDefinitions {
-		names = append(names, c.Name)
-	}
+	table, names := env.Table(t, "apps.middleware-operator.io/v1", ns, "cloudmanagers")
 	if got, want := fmt.Sprint(names), "[Name Phase Front Identity DB Age]"; got != want {
 		t.Errorf("columns %s, want %s", got, want)
 	}
