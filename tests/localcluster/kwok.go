@@ -3,6 +3,7 @@ package localcluster
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -31,7 +32,7 @@ func (c *Cluster) startKwok(bin string, port int) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.start("kwok", filepath.Join(bin, "kwok"), []string{
+	p, err := c.start("kwok", filepath.Join(bin, "kwok"), []string{
 		"--kubeconfig=" + c.Kubeconfig,
 		"--config=" + stages,
 		"--manage-all-nodes=false",
@@ -42,7 +43,17 @@ func (c *Cluster) startKwok(bin string, port int) error {
 		"--node-lease-duration-seconds=40",
 		"--server-address=127.0.0.1:" + strconv.Itoa(port),
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	// kwok's kubelet-like server (logs, exec) is part of being ready.
+	return p.waitFor(30*time.Second, func() error {
+		conn, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
+		if err == nil {
+			_ = conn.Close()
+		}
+		return err
+	})
 }
 
 // writeStages joins kwok's stage files into one config. The PVC stage is widened from the
