@@ -68,7 +68,7 @@ func (r *AppServiceReconciler) ensureService(ctx context.Context, app *appsv1api
 // recordOutcome emits an event for a created or updated child, or a Warning for one that is
 // not ours (only when the AppService is not already Degraded for it, so retries stay quiet).
 func (r *AppServiceReconciler) recordOutcome(app *appsv1api.AppService, live client.Object, outcome child.Outcome, err error) {
-	recordChildOutcome(r.Recorder, app, app.Status.Conditions, live, outcome, err)
+	child.RecordOutcome(r.Recorder, app, app.Status.Conditions, live, outcome, err)
 }
 
 func appServiceStatus(obj client.Object) any { return obj.(*appsv1api.AppService).Status } //nolint:forcetypeassert // only AppServices

@@ -20,7 +20,7 @@ const (
 	ReasonRolloutComplete     = "RolloutComplete"
 	ReasonRollingOut          = "RollingOut"
 	ReasonReconciled          = "Reconciled"
-	ReasonNotControlled       = "ChildNotControlled"
+	ReasonNotControlled       = child.ReasonNotControlled
 	ReasonReconcileError      = "ReconcileError"
 	ReasonRolloutStuck        = "ProgressDeadlineExceeded"
 )

@@ -169,7 +169,7 @@ func (r *CloudManagerReconciler) ensurePassword(ctx context.Context, cm *appsv1a
 		}
 	}
 	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, cm, resources.CloudManagerSecret(cm, password), merge)
-	recordChildOutcome(r.Recorder, cm, cm.Status.Conditions, live, outcome, err)
+	child.RecordOutcome(r.Recorder, cm, cm.Status.Conditions, live, outcome, err)
 	if err == nil && cm.Spec.DB.RootPass != "" && outcome != child.Unchanged {
 		r.Recorder.Eventf(cm, live, corev1.EventTypeWarning, ReasonPlainTextPassword, "Reconcile",
 			"spec.db.rootPass keeps the root password in plain text in the CloudManager; it was copied into Secret %s. "+
@@ -201,7 +201,7 @@ func ensureChild[T any, PT interface {
 	client.Object
 }](ctx context.Context, r *CloudManagerReconciler, cm *appsv1api.CloudManager, desired PT, merge child.MergeFunc[PT]) (PT, error) {
 	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, cm, desired, merge)
-	recordChildOutcome(r.Recorder, cm, cm.Status.Conditions, live, outcome, err)
+	child.RecordOutcome(r.Recorder, cm, cm.Status.Conditions, live, outcome, err)
 	if err != nil {
 		return nil, err
 	}

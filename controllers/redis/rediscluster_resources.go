@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -133,15 +132,7 @@ func (r *RedisClusterReconciler) ensureStatefulSet(ctx context.Context, s *state
 	return nil, nil
 }
 
-// record emits an event for a created or updated child and a Warning for one not ours.
+// record emits the events of a child's outcome (see child.RecordOutcome).
 func (r *RedisClusterReconciler) record(s *state, live client.Object, outcome child.Outcome, err error) {
-	var notOurs *child.NotControlledError
-	switch {
-	case errors.As(err, &notOurs):
-		if s.rc.Status.Reason != notOurs.Error() {
-			r.Recorder.Eventf(s.rc, nil, corev1.EventTypeWarning, ReasonNotControlled, "Reconcile", "%s", notOurs.Error())
-		}
-	case err == nil && (outcome == child.Created || outcome == child.Updated):
-		r.Recorder.Eventf(s.rc, live, corev1.EventTypeNormal, string(outcome), string(outcome), "%s %s %s", outcome, child.KindOf(live), live.GetName())
-	}
+	child.RecordOutcome(r.Recorder, s.rc, s.rc.Status.Conditions, live, outcome, err)
 }

@@ -24,7 +24,7 @@ const (
 	ReasonClusterOK        = "ClusterOK"
 	ReasonForming          = "Forming"
 	ReasonPaused           = "Paused"
-	ReasonNotControlled    = "ChildNotControlled"
+	ReasonNotControlled    = child.ReasonNotControlled
 	ReasonReconcileError   = "ReconcileError"
 	ReasonNodesUnhealthy   = "NodesUnhealthy"
 	ReasonAllNodesHealthy  = "AllNodesHealthy"
