@@ -8,12 +8,13 @@ import (
 )
 
 // Admin is what the reconciler asks of Redis. Every topology command goes through one of
-// the methods after ClusterInfo, so a test can count them.
+// the methods after Observe, so a test can count them.
 type Admin interface {
 	ClusterNodes(ctx context.Context, addr string) ([]redisadmin.Node, error)
 	ClusterInfo(ctx context.Context, addr string) (map[string]string, error)
 	Create(ctx context.Context, plan redisadmin.Plan) error
-	Heal(ctx context.Context, addrs []string) (int, error)
+	Observe(ctx context.Context, obs []redisadmin.Observation)
+	Run(ctx context.Context, action redisadmin.Action) error
 	Fix(ctx context.Context, addrs []string, opts redisadmin.MoveOptions) ([]redisadmin.SlotFix, error)
 	AddNode(ctx context.Context, newAddr, existingAddr, asReplicaOf string) error
 	DelNode(ctx context.Context, clusterAddr, node string) error

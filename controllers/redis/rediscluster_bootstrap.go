@@ -11,8 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
@@ -21,34 +21,9 @@ import (
 // server answering is not a Kubernetes event.
 const waitInterval = time.Second
 
-// waitForPods lists the cluster's pods and goes on once every one runs with an IP.
-func (r *RedisClusterReconciler) waitForPods(ctx context.Context, s *state) (*ctrl.Result, error) {
-	if err := r.listPods(ctx, s); err != nil {
-		return nil, err
-	}
-	want := int(*s.sts.Spec.Replicas)
-	running := 0
-	for _, p := range s.pods {
-		if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && p.DeletionTimestamp.IsZero() {
-			running++
-		}
-	}
-	if running < want || len(s.pods) != want {
-		return &ctrl.Result{RequeueAfter: waitInterval}, nil
-	}
-	return nil, nil
-}
-
-// listPods reads the cluster's pods, ordered by their StatefulSet ordinal.
-func (r *RedisClusterReconciler) listPods(ctx context.Context, s *state) error {
-	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(s.rc.Namespace),
-		client.MatchingLabels(resources.SelectorLabels(resources.RedisClusterKind, s.rc.Name))); err != nil {
-		return fmt.Errorf("while listing the pods of %s: %w", s.rc.Name, err)
-	}
-	s.pods = pods.Items
-	sort.Slice(s.pods, func(i, j int) bool { return ordinal(s.pods[i].Name) < ordinal(s.pods[j].Name) })
-	return nil
+// sortByOrdinal orders pods by their StatefulSet ordinal.
+func sortByOrdinal(pods []corev1.Pod) {
+	sort.Slice(pods, func(i, j int) bool { return ordinal(pods[i].Name) < ordinal(pods[j].Name) })
 }
 
 func ordinal(pod string) int {
@@ -60,45 +35,42 @@ func podAddr(p *corev1.Pod) string {
 	return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(resources.RedisPort))
 }
 
-// formCluster forms the Redis Cluster when every node is new and empty, exactly as
-// `redis-cli --cluster create` would. Once any node belongs to a cluster, it never runs
-// again: new nodes join through scaling. Create itself refuses nodes that know other nodes,
-// serve slots or hold keys, so existing data is never reset or flushed.
+// formCluster forms the Redis Cluster when every pod runs, answers and is new and empty,
+// and no cluster was ever recorded, exactly as `redis-cli --cluster create` would. Once any
+// node belongs to a cluster, or the member record names any pod, it never runs again: new
+// nodes join through scaling, and a lost cluster is guarded by guardLostCluster. Create
+// itself refuses nodes that know other nodes, serve slots or hold keys, so existing data is
+// never reset or flushed.
 func (r *RedisClusterReconciler) formCluster(ctx context.Context, s *state) (*ctrl.Result, error) {
 	if len(s.joined()) > 0 {
-		return nil, nil
+		return nil, r.dropAcceptance(ctx, s.rc)
 	}
-	if s.rc.Status.SlotsAssigned > 0 {
-		return nil, fmt.Errorf("every node is empty but the cluster had %d slots assigned: refusing to create a new cluster over a lost one", s.rc.Status.SlotsAssigned)
+	if len(s.recorded) > 0 {
+		return nil, fmt.Errorf("every answering node is empty but the member record names %d members: refusing to form a new cluster over a lost one", len(s.recorded))
 	}
-	endpoints := make([]redisadmin.Endpoint, len(s.pods))
-	for i := range s.pods {
-		endpoints[i] = redisadmin.Endpoint{Addr: podAddr(&s.pods[i]), Host: s.pods[i].Spec.NodeName}
+	want := int(*s.sts.Spec.Replicas)
+	if len(s.pods) != want || len(s.members) != want {
+		s.waiting = fmt.Sprintf("waiting for %d Redis nodes to run before forming the cluster (%d answer)", want, len(s.members))
+		return &ctrl.Result{RequeueAfter: waitInterval}, nil
+	}
+	endpoints := make([]redisadmin.Endpoint, len(s.members))
+	for i, m := range s.members {
+		endpoints[i] = redisadmin.Endpoint{Addr: m.addr, Host: m.pod.Spec.NodeName}
 	}
 	plan, err := redisadmin.PlanCreate(endpoints, resources.RedisReplicasPerMaster(s.rc))
 	if err != nil {
 		return nil, err
 	}
-	if err := r.adminFor(s).Create(ctx, plan); err != nil {
+	inProgress, err := bounded(ctx, func(ctx context.Context) error { return r.adminFor(s).Create(ctx, plan) })
+	if err != nil {
 		return nil, fmt.Errorf("while forming the cluster: %w", err)
+	}
+	s.operation(redisv1alpha1.PhaseCreating, "forming the cluster")
+	if inProgress {
+		return &ctrl.Result{RequeueAfter: waitInterval}, nil
 	}
 	r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "ClusterCreated", "Create",
 		"formed a Redis Cluster of %d masters and %d replicas over 16384 slots", len(plan.Masters), len(s.pods)-len(plan.Masters))
-	return &ctrl.Result{RequeueAfter: waitInterval}, nil
-}
-
-// heal re-introduces members whose addresses changed (pods recreated with new IPs keep
-// their node ids in nodes.conf on their volume), then waits for gossip to spread it.
-func (r *RedisClusterReconciler) heal(ctx context.Context, s *state) (*ctrl.Result, error) {
-	sent, err := r.adminFor(s).Heal(ctx, s.addrs())
-	if err != nil {
-		return nil, err
-	}
-	if sent == 0 {
-		return nil, nil
-	}
-	r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "NodesReintroduced", "Heal",
-		"sent %d CLUSTER MEET to re-join nodes whose addresses changed", sent)
 	return &ctrl.Result{RequeueAfter: waitInterval}, nil
 }
 

@@ -7,16 +7,20 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
@@ -41,12 +45,24 @@ type state struct {
 	password string
 	sts      *appsv1.StatefulSet
 	pods     []corev1.Pod // the cluster's pods, by ordinal
-	members  []member     // each pod's Redis node, read by readTopology
+	// recorded is the member record as read (pod -> node ID); recordExists whether its
+	// ConfigMap exists.
+	recorded     map[string]string
+	recordExists bool
+	// snap is the reconcile's one look at the nodes, health what clients would see of it,
+	// members the pods whose node answered, in ordinal order.
+	observed bool
+	snap     redisadmin.Snapshot
+	health   redisadmin.Health
+	members  []member
 	admin    Admin
 	err      error // the first step error, reported in Degraded
-	// opPhase and opReason name the lifecycle operation under way (Scaling, Upgrading).
+	// opPhase and opReason name the operation under way (Scaling, Upgrading, Healing);
+	// waiting says what the operator waits for; lost says why the cluster is lost.
 	opPhase  redisv1alpha1.Phase
 	opReason string
+	waiting  string
+	lost     string
 }
 
 // +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisclusters,verbs=get;list;watch;update;patch
@@ -60,11 +76,12 @@ type state struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile runs the pipeline: finalizer, then (unless paused) password, configuration,
-// Services, disruption budget and StatefulSet; once every pod runs, the Redis steps: form
-// the cluster, heal moved nodes, fix open slots, add new nodes, give new masters slots,
-// remove leaving nodes, replace outdated pods. Each topology step ends the reconcile when it
-// changed something, so the next one starts from a fresh view. The status comes last,
-// from what Redis reports.
+// Services, disruption budget and StatefulSet; then it observes once (every pod's node read
+// once into a snapshot), records the members, and decides from that snapshot: refuse to
+// replace a lost cluster, form a new one, run the next recovery, fix open slots, and (while
+// every member answers) join new nodes, move slots, remove leaving nodes, replace outdated
+// pods. Each acting step does one bounded thing and ends the reconcile, so the next one
+// starts from a fresh look. The status comes last, derived from the same snapshot.
 func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rc := &redisv1alpha1.RedisCluster{}
 	if err := r.Get(ctx, req.NamespacedName, rc); err != nil {
@@ -84,24 +101,32 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}()
 	result := r.run(ctx, s,
 		r.readPassword,
+		r.readMembers,
 		r.pauseGate,
 		r.ensurePassword,
 		r.ensureConfigMap,
 		r.ensureServices,
 		r.ensurePodDisruptionBudget,
 		r.ensureStatefulSet,
-		r.waitForPods,
-		r.readTopology,
+		r.observeNodes,
+		r.recordMembers,
+		r.guardLostCluster,
 		r.formCluster,
-		r.heal,
+		r.recover,
 		r.fixOpenSlots,
+		r.waitForMembers,
 		r.joinNewNodes,
-		r.distributeSlots,
+		r.balanceSlots,
 		r.removeLeavingNodes,
 		r.upgradePods,
 	)
 	r.observe(ctx, s)
 	if _, err := status.Patch(ctx, r.Client, s.rc, s.next, redisClusterStatus); err != nil {
+		if apierrors.IsConflict(err) {
+			// The status was computed from a stale object; the next look recomputes it.
+			statusConflicts.Inc()
+			return ctrl.Result{RequeueAfter: waitInterval}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	if s.err != nil {
@@ -130,6 +155,23 @@ func (r *RedisClusterReconciler) run(ctx context.Context, s *state, steps ...ste
 	return ctrl.Result{}
 }
 
+// referencing maps a Secret or ConfigMap to the clusters that name it in
+// spec.passwordSecret or spec.pod[0].configmap.
+func (r *RedisClusterReconciler) referencing(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &redisv1alpha1.RedisClusterList{}
+	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	_, isSecret := obj.(*corev1.Secret)
+	for _, rc := range list.Items {
+		if (isSecret && rc.Spec.PasswordSecret == obj.GetName()) || (!isSecret && resources.RedisPodSpec(&rc).Configmap == obj.GetName()) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name}})
+		}
+	}
+	return out
+}
+
 func redisClusterStatus(obj client.Object) any { return obj.(*redisv1alpha1.RedisCluster).Status } //nolint:forcetypeassert // only RedisClusters
 
 // SetupWithManager watches RedisClusters, the objects they own, and their pods.
@@ -145,13 +187,19 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: labels[resources.LabelInstance]}}}
 	})
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&redisv1alpha1.RedisCluster{}).
+		// The operator's own status writes need no reconcile: spec, annotation and label
+		// changes (and deletion, which bumps the generation) do.
+		For(&redisv1alpha1.RedisCluster{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Secret{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&corev1.Pod{}, podToCluster).
+		// A user's Secret or ConfigMap that appears (or changes) resumes its clusters at once.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.referencing)).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.referencing)).
 		WithOptions(opts).
 		Named("rediscluster").
 		Complete(r)

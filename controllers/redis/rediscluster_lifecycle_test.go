@@ -119,7 +119,7 @@ func TestRedisClusterScalesOutAndInWithoutLosingKeys(t *testing.T) {
 	patchSpec(t, key, `{"spec":{"replicas":6}}`)
 	rc = waitShape(t, key, 3, 6)
 	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
-	w.verify(t, rc.Status.Nodes[0].Instance, pw)
+	w.verify(t, rc, pw)
 }
 
 func TestRedisClusterAssignReceiveMovesExactlyTheRequestedSlots(t *testing.T) {
@@ -204,7 +204,7 @@ func TestRedisClusterUpgradesOnePodAtATime(t *testing.T) {
 	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	_, outage := w.stop()
 	t.Logf("longest time a write failed or blocked during the upgrade: %s", outage)
-	w.verify(t, rc.Status.Nodes[0].Instance, pw)
+	w.verify(t, rc, pw)
 	evs := &corev1.EventList{}
 	if err := env.Client.List(t.Context(), evs, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
@@ -263,5 +263,5 @@ func TestRedisClusterSurvivesAMasterCrashDuringSlotMigration(t *testing.T) {
 	t.Logf("crashed %s while it was migrating a slot", crashed)
 	rc = waitShape(t, key, 4, 8)
 	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
-	w.verify(t, rc.Status.Nodes[0].Instance, pw)
+	w.verify(t, rc, pw)
 }

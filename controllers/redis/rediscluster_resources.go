@@ -37,6 +37,11 @@ func (r *RedisClusterReconciler) ensurePassword(ctx context.Context, s *state) (
 	if err != nil {
 		return nil, err
 	}
+	if kept == nil && len(s.recorded) > 0 {
+		// The nodes run with the lost password: a new one would lock the operator out and
+		// break replication for every pod restarted later.
+		return nil, &passwordLostError{secret: key.Name}
+	}
 	if kept == nil {
 		if kept, err = child.NewPassword(); err != nil {
 			return nil, err
@@ -50,6 +55,14 @@ func (r *RedisClusterReconciler) ensurePassword(ctx context.Context, s *state) (
 	}
 	s.password = string(live.Data[resources.RedisPasswordKey])
 	return nil, nil
+}
+
+// passwordLostError: the generated password Secret of a formed cluster is gone.
+type passwordLostError struct{ secret string }
+
+func (e *passwordLostError) Error() string {
+	return fmt.Sprintf("the password Secret %q of a formed cluster was deleted: recreate it with the password the nodes run with (key %q); "+
+		"the operator does not generate a new one over a running cluster", e.secret, resources.RedisPasswordKey)
 }
 
 // ensureConfigMap writes redis.conf, merging the user's ConfigMap (spec.pod[0].configmap).

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -37,15 +38,14 @@ func (r *RedisClusterReconciler) fixOpenSlots(ctx context.Context, s *state) (*c
 	return &ctrl.Result{RequeueAfter: waitInterval}, nil
 }
 
-// joinNewNodes adds new, empty nodes to the cluster: as masters until there are
-// replicas/(1+replicasPerMaster) of them, then as replicas of the master with the fewest
+// joinNewNodes adds one new, empty node per reconcile: as a master until there are
+// replicas/(1+replicasPerMaster) of them, then as a replica of the master with the fewest
 // replicas, preferring one on another Kubernetes node.
 func (r *RedisClusterReconciler) joinNewNodes(ctx context.Context, s *state) (*ctrl.Result, error) {
 	joined := s.joined()
 	if len(joined) == 0 {
 		return nil, nil
 	}
-	var added []string
 	for _, m := range s.members {
 		if !m.fresh() || leaving(s, m.pod) {
 			continue
@@ -54,22 +54,21 @@ func (r *RedisClusterReconciler) joinNewNodes(ctx context.Context, s *state) (*c
 		if masters := masterCounts(s); len(masters) >= resources.RedisMasters(s.rc) {
 			masterID = pickMaster(s, masters, m.pod.Spec.NodeName)
 		}
-		s.operation(redisv1alpha1.PhaseScaling, "adding new nodes to the cluster")
-		if err := r.adminFor(s).AddNode(ctx, m.addr, joined[0].addr, masterID); err != nil {
+		s.operation(redisv1alpha1.PhaseScaling, "adding "+m.pod.Name+" to the cluster")
+		inProgress, err := bounded(ctx, func(ctx context.Context) error {
+			return r.adminFor(s).AddNode(ctx, m.addr, joined[0].addr, masterID)
+		})
+		if err != nil {
 			return nil, fmt.Errorf("while adding %s to the cluster: %w", m.pod.Name, err)
 		}
-		role := "master"
-		if masterID != "" {
-			role = "replica"
+		if !inProgress {
+			role := "master"
+			if masterID != "" {
+				role = "replica"
+			}
+			r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "NodesAdded", "Scale", "added %s as %s", m.pod.Name, role)
 		}
-		added = append(added, m.pod.Name+" as "+role)
-		// Read the topology again: the next node's role depends on this one.
-		if res, err := r.readTopology(ctx, s); res != nil || err != nil {
-			return res, err
-		}
-	}
-	if len(added) > 0 {
-		r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "NodesAdded", "Scale", "added %s", strings.Join(added, ", "))
+		return &ctrl.Result{RequeueAfter: waitInterval}, nil
 	}
 	return nil, nil
 }
@@ -115,109 +114,165 @@ func pickMaster(s *state, counts map[string]int, host string) string {
 	return ids[0]
 }
 
-// distributeSlots gives slots to staying masters that have none (new masters after a scale
-// out): AutoReceive rebalances evenly, AssignReceive moves exactly the listed slots from the
-// listed nodes, strategy i to the i-th empty master (round robin).
-func (r *RedisClusterReconciler) distributeSlots(ctx context.Context, s *state) (*ctrl.Result, error) {
+// moveBudget bounds the slot moves of one reconcile; a rebalance goes on at the next one.
+const moveBudget = 5 * time.Second
+
+// balanceSlots moves slots, a bounded batch per reconcile: off leaving masters and off
+// staying masters beyond the spec's count (they become replicas afterwards); with
+// AutoReceive until every master is within the rebalance threshold of its share (also after
+// an interruption: the plan is made again from the current slots each time); with
+// AssignReceive exactly the listed slots from the listed nodes to new, empty masters.
+func (r *RedisClusterReconciler) balanceSlots(ctx context.Context, s *state) (*ctrl.Result, error) {
+	weights := drainWeights(s)
 	var empty []string
 	for _, m := range s.members {
 		if !m.fresh() && !leaving(s, m.pod) && m.self.IsMaster() && len(m.self.Slots) == 0 {
-			empty = append(empty, m.self.ID)
-		}
-	}
-	if len(empty) == 0 {
-		return nil, nil
-	}
-	r.announce(ctx, s, redisv1alpha1.PhaseScaling, fmt.Sprintf("moving slots to %d new masters", len(empty)))
-	var stats redisadmin.MoveStats
-	var err error
-	admin := r.adminFor(s)
-	if s.rc.Spec.UpdateStrategy.Type == redisv1alpha1.AssignReceive {
-		for i, a := range s.rc.Spec.UpdateStrategy.AssignStrategies {
-			from := strings.Split(a.FromReplicas, ",")
-			for j := range from {
-				from[j] = strings.TrimSpace(from[j])
-			}
-			st, e := admin.Reshard(ctx, s.addrs(), int(a.Slots), from, empty[i%len(empty)], moveOptions(s))
-			stats.Slots, stats.Keys, stats.Elapsed = stats.Slots+st.Slots, stats.Keys+st.Keys, stats.Elapsed+st.Elapsed
-			if err = e; err != nil {
-				break
+			if _, draining := weights[m.self.ID]; !draining {
+				empty = append(empty, m.self.ID)
 			}
 		}
-	} else {
-		stats, err = admin.Rebalance(ctx, s.addrs(), redisadmin.RebalanceOptions{
-			UseEmptyMasters: true, Weights: leavingWeights(s), Move: moveOptions(s),
-		})
 	}
+	assign := s.rc.Spec.UpdateStrategy.Type == redisv1alpha1.AssignReceive
+	if assign && len(empty) > 0 && !drainPending(s, weights) {
+		return r.assignSlots(ctx, s, empty)
+	}
+	moves, err := redisadmin.PlanRebalance(masterNodes(s), weights, redisadmin.DefaultRebalanceThreshold, !assign)
+	if err != nil || len(moves) == 0 || (assign && !drainPending(s, weights)) {
+		return nil, nil //nolint:nilerr // nothing to plan (no slots yet, say): the other steps report it
+	}
+	opts := moveOptions(s)
+	opts.Budget = moveBudget
+	s.operation(redisv1alpha1.PhaseScaling, fmt.Sprintf("moving slots: %d left to move", redisadmin.CountMovedSlots(moves)))
+	stats, err := r.adminFor(s).Rebalance(ctx, s.addrs(), redisadmin.RebalanceOptions{UseEmptyMasters: !assign, Weights: weights, Move: opts})
 	if err != nil {
-		return nil, fmt.Errorf("while moving slots to the new masters: %w", err)
+		return nil, fmt.Errorf("while moving slots: %w", err)
+	}
+	left := redisadmin.CountMovedSlots(moves) - stats.Slots
+	s.operation(redisv1alpha1.PhaseScaling, fmt.Sprintf("moving slots: %d moved, about %d left", stats.Slots, max(left, 0)))
+	if !stats.Partial {
+		r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "SlotsMoved", "Scale",
+			"balanced the slots: the last batch moved %d slots and %d keys in %s", stats.Slots, stats.Keys, stats.Elapsed.Round(time.Millisecond))
+	}
+	return &ctrl.Result{RequeueAfter: waitInterval}, nil
+}
+
+// assignSlots moves, for AssignReceive, strategy i's slots to the i-th empty master
+// (round robin).
+func (r *RedisClusterReconciler) assignSlots(ctx context.Context, s *state, empty []string) (*ctrl.Result, error) {
+	s.operation(redisv1alpha1.PhaseScaling, fmt.Sprintf("moving slots to %d new masters", len(empty)))
+	var stats redisadmin.MoveStats
+	admin := r.adminFor(s)
+	for i, a := range s.rc.Spec.UpdateStrategy.AssignStrategies {
+		from := strings.Split(a.FromReplicas, ",")
+		for j := range from {
+			from[j] = strings.TrimSpace(from[j])
+		}
+		st, err := admin.Reshard(ctx, s.addrs(), int(a.Slots), from, empty[i%len(empty)], moveOptions(s))
+		stats.Slots, stats.Keys, stats.Elapsed = stats.Slots+st.Slots, stats.Keys+st.Keys, stats.Elapsed+st.Elapsed
+		if err != nil {
+			return nil, fmt.Errorf("while moving slots to the new masters: %w", err)
+		}
 	}
 	r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "SlotsMoved", "Scale",
 		"moved %d slots and %d keys to %d new masters in %s", stats.Slots, stats.Keys, len(empty), stats.Elapsed.Round(time.Millisecond))
 	return &ctrl.Result{RequeueAfter: waitInterval}, nil
 }
 
-// leavingWeights gives every leaving master the weight 0, so a rebalance empties it.
-func leavingWeights(s *state) map[string]float64 {
-	w := map[string]float64{}
+// masterNodes are the joined masters as they describe themselves.
+func masterNodes(s *state) []redisadmin.Node {
+	var out []redisadmin.Node
 	for _, m := range s.members {
-		if !m.fresh() && leaving(s, m.pod) && m.self.IsMaster() {
-			w[m.self.ID] = 0
+		if !m.fresh() && m.self.IsMaster() {
+			out = append(out, m.self)
 		}
+	}
+	return out
+}
+
+// drainWeights gives the weight 0 to every master that must give its slots away: the
+// leaving ones, and the staying ones beyond the spec's count of masters (those with the
+// fewest slots, then the highest ordinals).
+func drainWeights(s *state) map[string]float64 {
+	w := map[string]float64{}
+	var staying []member
+	for _, m := range s.members {
+		if m.fresh() || !m.self.IsMaster() {
+			continue
+		}
+		if leaving(s, m.pod) {
+			w[m.self.ID] = 0
+		} else if len(m.self.Slots) > 0 {
+			staying = append(staying, m)
+		}
+	}
+	sort.SliceStable(staying, func(i, j int) bool {
+		a, b := redisadmin.CountSlots(staying[i].self.Slots), redisadmin.CountSlots(staying[j].self.Slots)
+		if a != b {
+			return a > b
+		}
+		return ordinal(staying[i].pod.Name) < ordinal(staying[j].pod.Name)
+	})
+	for _, m := range staying[min(len(staying), resources.RedisMasters(s.rc)):] {
+		w[m.self.ID] = 0
 	}
 	return w
 }
 
-// removeLeavingNodes scales in: it moves the slots of the masters being removed to the
-// others, removes every leaving node from the cluster (its replicas re-pointed, FORGET on
-// every node, RESET on it), and only then shrinks the StatefulSet. With spec.finalizers
-// "foreground" the removed pods' PersistentVolumeClaims are deleted too; otherwise they are
-// kept (and a later scale out reuses them: the node was reset, so it joins as a new node).
+// drainPending reports whether a master weighted 0 still has slots.
+func drainPending(s *state, weights map[string]float64) bool {
+	for _, m := range s.members {
+		if _, ok := weights[m.self.ID]; ok && len(m.self.Slots) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// removeLeavingNodes scales in, once balanceSlots moved every slot off the leaving
+// masters: it removes one leaving node per reconcile from the cluster (replicas first; its
+// replicas re-pointed, FORGET on every node, RESET on it), and only when none is left in
+// the cluster shrinks the StatefulSet. With spec.finalizers "foreground" the removed pods'
+// PersistentVolumeClaims are deleted too; otherwise they are kept (and a later scale out
+// reuses them: the node was reset, so it joins as a new node).
 func (r *RedisClusterReconciler) removeLeavingNodes(ctx context.Context, s *state) (*ctrl.Result, error) {
 	var going []member
 	for _, m := range s.members {
-		if leaving(s, m.pod) {
+		if leaving(s, m.pod) && !m.fresh() {
 			going = append(going, m)
 		}
 	}
-	if len(going) == 0 {
-		return nil, r.deleteScaledInClaims(ctx, s)
-	}
-	s.operation(redisv1alpha1.PhaseScaling, fmt.Sprintf("removing %d nodes from the cluster", len(going)))
-	admin := r.adminFor(s)
-	if w := leavingWeights(s); len(w) > 0 {
-		drained := true
-		for _, m := range going {
-			drained = drained && len(m.self.Slots) == 0
-		}
-		if !drained {
-			r.announce(ctx, s, redisv1alpha1.PhaseScaling, fmt.Sprintf("moving slots off %d leaving masters", len(w)))
-			stats, err := admin.Rebalance(ctx, s.addrs(), redisadmin.RebalanceOptions{Weights: w, Move: moveOptions(s)})
-			if err != nil {
-				return nil, fmt.Errorf("while moving slots off the leaving masters: %w", err)
-			}
-			r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "SlotsMoved", "Scale",
-				"moved %d slots and %d keys off %d leaving masters in %s", stats.Slots, stats.Keys, len(w), stats.Elapsed.Round(time.Millisecond))
+	if len(going) > 0 {
+		s.operation(redisv1alpha1.PhaseScaling, fmt.Sprintf("removing %d nodes from the cluster", len(going)))
+		if drainPending(s, drainWeights(s)) {
 			return &ctrl.Result{RequeueAfter: waitInterval}, nil
 		}
-	}
-	stay := ""
-	for _, m := range s.members {
-		if !leaving(s, m.pod) && !m.fresh() {
-			stay = m.addr
-			break
-		}
-	}
-	// Replicas first, so no leaving replica is re-pointed only to be removed.
-	sort.SliceStable(going, func(i, j int) bool { return !going[i].self.IsMaster() && going[j].self.IsMaster() })
-	var names []string
-	for _, m := range going {
-		if !m.fresh() {
-			if err := admin.DelNode(ctx, stay, m.self.ID); err != nil {
-				return nil, fmt.Errorf("while removing %s from the cluster: %w", m.pod.Name, err)
+		stay := ""
+		for _, m := range s.members {
+			if !leaving(s, m.pod) && !m.fresh() {
+				stay = m.addr
+				break
 			}
 		}
-		names = append(names, m.pod.Name)
+		// Replicas first, so no leaving replica is re-pointed only to be removed.
+		sort.SliceStable(going, func(i, j int) bool { return !going[i].self.IsMaster() && going[j].self.IsMaster() })
+		m := going[0]
+		if _, err := bounded(ctx, func(ctx context.Context) error { return r.adminFor(s).DelNode(ctx, stay, m.self.ID) }); err != nil {
+			return nil, fmt.Errorf("while removing %s from the cluster: %w", m.pod.Name, err)
+		}
+		r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "NodeRemoved", "Scale", "removed %s from the cluster", m.pod.Name)
+		return &ctrl.Result{RequeueAfter: waitInterval}, nil
+	}
+	if *s.sts.Spec.Replicas <= s.rc.Spec.Replicas {
+		return nil, r.deleteScaledInClaims(ctx, s)
+	}
+	for _, p := range s.pods {
+		if leaving(s, &p) && !slices.ContainsFunc(s.members, func(m member) bool { return m.pod.Name == p.Name }) {
+			// A leaving pod that does not answer may still be a member: wait for it.
+			if _, recorded := s.recorded[p.Name]; recorded {
+				s.waiting = "waiting for " + p.Name + " to answer before removing it"
+				return &ctrl.Result{RequeueAfter: waitPodsInterval}, nil
+			}
+		}
 	}
 	sts := resources.RedisStatefulSet(s.rc, s.rc.Spec.Replicas)
 	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, sts, child.MergeStatefulSet)
@@ -226,7 +281,7 @@ func (r *RedisClusterReconciler) removeLeavingNodes(ctx context.Context, s *stat
 		return nil, err
 	}
 	r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "NodesRemoved", "Scale",
-		"removed %s from the cluster and scaled the StatefulSet to %d", strings.Join(names, ", "), s.rc.Spec.Replicas)
+		"scaled the StatefulSet to %d once the leaving nodes were out of the cluster", s.rc.Spec.Replicas)
 	return &ctrl.Result{RequeueAfter: waitInterval}, nil
 }
 

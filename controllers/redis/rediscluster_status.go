@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
@@ -30,21 +32,22 @@ const (
 	ReasonAllNodesHealthy  = "AllNodesHealthy"
 	ReasonWaitingForPods   = "WaitingForPods"
 	ReasonClusterNotFormed = "ClusterNotFormed"
+	// ReasonDataLost: every recorded member came back without its data (or never answers).
+	ReasonDataLost = "DataLost"
+	// ReasonAuthenticationFailed: nodes refuse the password the operator has.
+	ReasonAuthenticationFailed = "AuthenticationFailed"
 )
 
-// view is the cluster as Redis reports it.
-type view struct {
-	nodes []redisadmin.Node          // CLUSTER NODES from the first node that answered
-	state string                     // cluster_state from the same node
-	self  map[string]redisadmin.Node // each reachable node's description of itself, by address
-}
-
-// observe reads the topology from Redis (read-only commands) and derives the whole status.
+// observe derives the whole status from the reconcile's snapshot (taken here when the
+// pipeline stopped before observing: paused, or a step failed).
 func (r *RedisClusterReconciler) observe(ctx context.Context, s *state) {
-	if s.pods == nil {
-		_ = r.listPods(ctx, s)
+	if !s.observed {
+		if s.recorded == nil {
+			_, _ = r.readMembers(ctx, s)
+		}
+		_ = r.snapshot(ctx, s)
 	}
-	v := r.readView(ctx, s)
+	h := s.health
 	next := s.next
 	gen := s.rc.Generation
 	next.Status.ObservedGeneration = gen
@@ -52,46 +55,109 @@ func (r *RedisClusterReconciler) observe(ctx context.Context, s *state) {
 		next.Status.Replicas = s.sts.Status.Replicas
 		next.Status.ReadyReplicas = s.sts.Status.ReadyReplicas
 	}
-	next.Status.Nodes = nodeStatuses(s, v)
-	assigned, ok, masters := slotCounts(v.nodes)
-	next.Status.SlotsAssigned, next.Status.SlotsOK, next.Status.Masters = int32(assigned), int32(ok), int32(masters) //nolint:gosec // at most 16384
+	next.Status.Nodes = nodeStatuses(s)
+	next.Status.SlotsAssigned, next.Status.SlotsOK, next.Status.Masters = int32(h.SlotsAssigned), int32(h.SlotsServed), int32(h.Masters) //nolint:gosec // at most 16384
 
-	healthy := v.state == "ok" && ok == redisadmin.SlotCount && len(v.nodes) >= len(s.pods) && len(s.pods) > 0
-	for _, n := range next.Status.Nodes {
-		healthy = healthy && n.Status == corev1.ConditionTrue
+	if missing := missingPods(s); missing != "" && s.waiting == "" {
+		s.waiting = missing
 	}
+	problems := strings.Join(h.Problems, "; ")
 	switch {
 	case s.rc.Spec.Pause:
 		setPhaseKeep(next, "paused: spec.pause is true, so the operator makes no change to the StatefulSet or the Redis topology until it is false")
 		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionFalse, ReasonPaused, next.Status.Reason)
+	case s.lost != "":
+		setPhase(next, redisv1alpha1.PhaseFailed, s.lost)
+		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionFalse, ReasonDataLost, s.lost)
 	case s.opPhase != "":
 		setPhase(next, s.opPhase, s.opReason)
 		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionTrue, string(s.opPhase), s.opReason)
-	case healthy:
+	case h.Ready() && s.waiting == "":
 		setPhase(next, redisv1alpha1.PhaseRunning, "")
 		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionFalse, ReasonClusterOK, "every slot is served and every node is connected")
-	case assigned == 0:
-		setPhase(next, redisv1alpha1.PhaseCreating, fmt.Sprintf("waiting for %d Redis nodes to run before forming the cluster", s.rc.Spec.Replicas))
-		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionTrue, ReasonForming, next.Status.Reason)
+	case h.SlotsAssigned == 0 && len(s.recorded) == 0:
+		reason := s.waiting
+		if reason == "" {
+			reason = fmt.Sprintf("waiting for %d Redis nodes to run before forming the cluster", s.rc.Spec.Replicas)
+		}
+		setPhase(next, redisv1alpha1.PhaseCreating, reason)
+		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionTrue, ReasonForming, reason)
+	case h.SlotsServed < redisadmin.SlotCount:
+		setPhase(next, redisv1alpha1.PhaseFailed, joinNonEmpty(problems, s.waiting))
+		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionTrue, ReasonNodesUnhealthy, next.Status.Reason)
 	default:
-		setPhase(next, redisv1alpha1.PhaseFailed, fmt.Sprintf("cluster_state %s, %d of 16384 slots served by healthy masters", v.state, ok))
-		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionFalse, ReasonNodesUnhealthy, next.Status.Reason)
+		reason := joinNonEmpty("every slot is served; "+problems, s.waiting)
+		setPhase(next, redisv1alpha1.PhaseHealing, reason)
+		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionTrue, string(redisv1alpha1.PhaseHealing), reason)
 	}
-	if healthy {
+	switch {
+	case h.Ready():
 		status.Set(&next.Status.Conditions, gen, ConditionReady, metav1.ConditionTrue, ReasonClusterOK,
-			fmt.Sprintf("%d masters serve all 16384 slots", masters))
-	} else {
+			fmt.Sprintf("%d masters serve all 16384 slots to clients entering at any node", h.Masters))
+	case s.lost != "":
+		status.Set(&next.Status.Conditions, gen, ConditionReady, metav1.ConditionFalse, ReasonDataLost, s.lost)
+	default:
 		status.Set(&next.Status.Conditions, gen, ConditionReady, metav1.ConditionFalse, ReasonClusterNotFormed,
-			fmt.Sprintf("%d of 16384 slots ok, cluster_state %q", ok, v.state))
+			fmt.Sprintf("%d of 16384 slots served: %s", h.SlotsServed, problems))
 	}
+	r.reportLoss(s)
 	setDegraded(s, gen)
+}
+
+// missingPods names the ordinals the StatefulSet should run but has no pod for (a quota, a
+// failed creation), or "".
+func missingPods(s *state) string {
+	if s.sts == nil || s.sts.Spec.Replicas == nil {
+		return ""
+	}
+	have := map[int]bool{}
+	for _, p := range s.pods {
+		have[ordinal(p.Name)] = true
+	}
+	var missing []string
+	for i := range int(*s.sts.Spec.Replicas) {
+		if !have[i] {
+			missing = append(missing, fmt.Sprintf("%s-%d", s.sts.Name, i))
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("waiting for the StatefulSet to create %s", strings.Join(missing, ", "))
+}
+
+// reportLoss emits the Warning event once, when the cluster is first found lost.
+func (r *RedisClusterReconciler) reportLoss(s *state) {
+	if s.lost == "" {
+		return
+	}
+	if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionReady); c != nil && c.Reason == ReasonDataLost {
+		return
+	}
+	r.Recorder.Eventf(s.rc, nil, corev1.EventTypeWarning, ReasonDataLost, "Create", "%s", s.lost)
+}
+
+func joinNonEmpty(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
 }
 
 // setDegraded reports a step error.
 func setDegraded(s *state, gen int64) {
 	conds := &s.next.Status.Conditions
 	var notOurs *child.NotControlledError
+	var lost *passwordLostError
 	switch {
+	case errors.As(s.err, &lost):
+		status.Set(conds, gen, ConditionDegraded, metav1.ConditionTrue, ReasonAuthenticationFailed, lost.Error())
+		s.next.Status.Reason = lost.Error()
+	case len(s.health.AuthFailed) > 0:
+		msg := fmt.Sprintf("%d Redis nodes refuse the password in Secret %q (%s): restore the password they were started with, or restart them with the new one",
+			len(s.health.AuthFailed), resources.RedisPasswordSecretName(s.rc), strings.Join(s.health.AuthFailed, ", "))
+		status.Set(conds, gen, ConditionDegraded, metav1.ConditionTrue, ReasonAuthenticationFailed, msg)
+		s.next.Status.Reason = msg
 	case errors.As(s.err, &notOurs):
 		status.Set(conds, gen, ConditionDegraded, metav1.ConditionTrue, ReasonNotControlled, notOurs.Error())
 		s.next.Status.Reason = notOurs.Error()
@@ -115,73 +181,23 @@ func setPhaseKeep(rc *redisv1alpha1.RedisCluster, reason string) {
 	rc.Status.Reason = reason
 }
 
-// readView asks every pod for CLUSTER NODES (read-only). Each node's own line is the
-// authority on its role, master and slots (gossip about replicas reaches the other nodes
-// only after a while); the first answer's list gives the other nodes' failure flags, and
-// its CLUSTER INFO the cluster state.
-func (r *RedisClusterReconciler) readView(ctx context.Context, s *state) view {
-	v := view{self: map[string]redisadmin.Node{}}
-	if s.password == "" { // the password step failed; its error is in Degraded
-		return v
-	}
-	admin := r.adminFor(s)
-	for i := range s.pods {
-		p := &s.pods[i]
-		if p.Status.PodIP == "" {
-			continue
-		}
-		nodes, err := admin.ClusterNodes(ctx, podAddr(p))
-		if err != nil {
-			continue
-		}
-		for _, n := range nodes {
-			if n.Myself {
-				v.self[podAddr(p)] = n
+// nodeStatuses is the seed's per-node list: one entry per pod, from the snapshot: what the
+// node says of itself, or why it does not answer. lastTransitionTime moves only when a
+// node's status does.
+func nodeStatuses(s *state) []redisv1alpha1.RedisNode {
+	failing := map[string]bool{} // by node id, in any joined view's opinion
+	for _, o := range s.snap.Nodes {
+		for _, n := range o.View {
+			if !n.Myself && (n.Failed || n.PossiblyFailed) {
+				failing[n.ID] = true
 			}
 		}
-		if v.nodes != nil {
-			continue
-		}
-		if info, err := admin.ClusterInfo(ctx, podAddr(p)); err == nil {
-			v.nodes, v.state = nodes, info["cluster_state"]
-		}
-	}
-	return v
-}
-
-// slotCounts returns the slots assigned to masters, those served by masters not failing,
-// and the number of masters serving slots.
-func slotCounts(nodes []redisadmin.Node) (assigned, ok, masters int) {
-	for _, n := range nodes {
-		if !n.IsMaster() || len(n.Slots) == 0 {
-			continue
-		}
-		c := redisadmin.CountSlots(n.Slots)
-		assigned += c
-		masters++
-		if !n.Failed && !n.PossiblyFailed {
-			ok += c
-		}
-	}
-	return assigned, ok, masters
-}
-
-// nodeStatuses is the seed's per-node list: one entry per pod, matched to its Redis node by
-// address. lastTransitionTime moves only when a node's status does.
-func nodeStatuses(s *state, v view) []redisv1alpha1.RedisNode {
-	byAddr := map[string]redisadmin.Node{}
-	for _, n := range v.nodes {
-		byAddr[n.Addr] = n
-	}
-	failing := map[string]bool{} // by node id, in the first answer's opinion
-	for _, n := range v.nodes {
-		failing[n.ID] = n.Failed || n.PossiblyFailed
 	}
 	previous := map[string]redisv1alpha1.RedisNode{}
 	for _, n := range s.rc.Status.Nodes {
 		previous[n.Name] = n
 	}
-	var out []redisv1alpha1.RedisNode
+	out := make([]redisv1alpha1.RedisNode, 0, len(s.pods))
 	for i := range s.pods {
 		p := &s.pods[i]
 		entry := redisv1alpha1.RedisNode{
@@ -193,26 +209,37 @@ func nodeStatuses(s *state, v view) []redisv1alpha1.RedisNode {
 		if p.Status.PodIP != "" {
 			entry.Instance = podAddr(p)
 		}
-		n, known := v.self[entry.Instance]
-		if !known {
-			n, known = byAddr[entry.Instance]
+		var o *redisadmin.Observation
+		if i < len(s.snap.Nodes) && s.snap.Nodes[i].Pod == p.Name {
+			o = &s.snap.Nodes[i]
 		}
+		_, recorded := s.recorded[p.Name]
 		switch {
-		case entry.Instance == "":
-			entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "NoPodIP", "the pod has no IP yet"
-		case !known:
+		case p.Status.Phase == corev1.PodPending || entry.Instance == "":
+			entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "PodPending", "the pod is not running yet"
+		case o == nil || !o.Answered():
+			entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "Unreachable", "the node does not answer"
+			if o != nil && redisadmin.IsAuthError(o.Err) {
+				entry.Reason, entry.Message = "AuthenticationFailed", "the node refuses the password"
+			} else if recorded {
+				entry.Message = "the node does not answer; if its volume was lost, its start guard holds it until its old role is settled"
+			}
+		case !o.Joined():
 			entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "NotInCluster", "the node is not part of the cluster yet"
 		default:
+			n, _ := o.Self()
 			entry.NodeID, entry.Type, entry.Slots = n.ID, n.Role, redisadmin.FormatSlotRanges(n.Slots)
 			entry.MasterNodeID = n.MasterID
 			if n.IsMaster() {
 				entry.MasterNodeID = n.ID
 			}
 			switch {
-			case n.Failed || n.PossiblyFailed || failing[n.ID]:
-				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "Failing", "the cluster flags the node as failing"
-			case len(v.self) > 0 && v.self[entry.Instance].ID == "":
-				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "Unreachable", "the node does not answer"
+			case failing[n.ID]:
+				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "Failing", "another node flags it as failing"
+			case o.Info["cluster_state"] != "ok":
+				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "ClusterStateFail", "it reports cluster_state "+o.Info["cluster_state"]
+			case n.Role == redisadmin.RoleSlave && o.Replication["master_link_status"] != "up":
+				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "ReplicationDown", "its link to its master is "+o.Replication["master_link_status"]
 			default:
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionTrue, "Connected", "serving"
 			}

@@ -32,7 +32,8 @@ func (r *RedisClusterReconciler) upgradePods(ctx context.Context, s *state) (*ct
 		return nil, nil
 	}
 	s.operation(redisv1alpha1.PhaseUpgrading, fmt.Sprintf("%d of %d pods run an old template", len(outdated), len(s.members)))
-	if !r.clusterHealthy(ctx, s) {
+	if !s.health.Ready() {
+		s.waiting = "waiting for the cluster to be Ready before replacing the next pod"
 		return &ctrl.Result{RequeueAfter: waitInterval}, nil
 	}
 	next := outdated[0]
@@ -44,8 +45,12 @@ func (r *RedisClusterReconciler) upgradePods(ctx context.Context, s *state) (*ct
 	}
 	if next.self.IsMaster() {
 		if replica := caughtUpReplica(s, next.self.ID); replica != "" {
-			if err := r.adminFor(s).Failover(ctx, replica); err != nil {
+			inProgress, err := bounded(ctx, func(ctx context.Context) error { return r.adminFor(s).Failover(ctx, replica) })
+			if err != nil {
 				return nil, fmt.Errorf("while failing %s over before its upgrade: %w", next.pod.Name, err)
+			}
+			if inProgress {
+				return &ctrl.Result{RequeueAfter: waitInterval}, nil
 			}
 			r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "FailedOver", "Upgrade",
 				"a replica took over from %s before its pod restarts", next.pod.Name)

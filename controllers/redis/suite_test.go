@@ -32,7 +32,7 @@ var (
 	logs lockedBuffer
 )
 
-// countingAdmin counts the topology commands (formations and introductions) it sends.
+// countingAdmin counts the topology commands (formations and recoveries) it sends.
 type countingAdmin struct {
 	rediscontrollers.Admin
 	topology *atomic.Int64
@@ -43,10 +43,9 @@ func (c countingAdmin) Create(ctx context.Context, plan redisadmin.Plan) error {
 	return c.Admin.Create(ctx, plan)
 }
 
-func (c countingAdmin) Heal(ctx context.Context, addrs []string) (int, error) {
-	n, err := c.Admin.Heal(ctx, addrs)
-	c.topology.Add(int64(n))
-	return n, err
+func (c countingAdmin) Run(ctx context.Context, action redisadmin.Action) error {
+	c.topology.Add(int64(len(action.Commands)))
+	return c.Admin.Run(ctx, action)
 }
 
 // lockedBuffer is a log sink safe for concurrent writers.

@@ -3,11 +3,14 @@ package redis_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 )
 
 // writer writes keys w:<n> = n through a cluster-aware client for as long as it runs,
@@ -77,27 +80,86 @@ func (w *writer) stop() (int, time.Duration) {
 	return w.written, max(w.maxOutage, w.maxWrite)
 }
 
-// verify reads back every key written, through a new client that learns the current
-// topology from addr, and fails the test for each one lost or wrong.
-func (w *writer) verify(t *testing.T, addr, password string) {
+// verify reads back every key written through each node of rc in turn, as a client whose
+// only seed is that node: GET at the node, following a MOVED redirect once to the owner it
+// names. It fails the test for every key lost, and for every key a client entering at some
+// node cannot reach.
+func (w *writer) verify(t *testing.T, rc *redisv1alpha1.RedisCluster, password string) {
 	t.Helper()
 	n, _ := w.stop()
 	_ = w.client.Close()
-	reader := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{addr}, Password: password})
-	defer func() { _ = reader.Close() }()
-	lost := 0
+	keys := make([]string, n)
 	for i := range n {
-		v, err := reader.Get(t.Context(), "w:"+strconv.Itoa(i)).Int()
-		if err != nil || v != i {
-			lost++
-			if lost <= 5 {
-				t.Errorf("key w:%d: got %d, %v", i, v, err)
+		keys[i] = "w:" + strconv.Itoa(i)
+	}
+	lost := map[string]bool{}
+	for _, node := range rc.Status.Nodes {
+		missing := readThrough(t, node.Instance, password, keys)
+		for _, k := range missing {
+			lost[k] = true
+		}
+		if len(missing) > 0 {
+			t.Errorf("a client entering at %s (%s) cannot read %d of %d keys, for example %s", node.Name, node.Instance, len(missing), n, missing[0])
+		}
+	}
+	if len(lost) > 0 {
+		t.Errorf("%d of %d acknowledged keys unreadable through some node", len(lost), n)
+	} else {
+		t.Logf("the writer wrote %d keys; every one reads back through each of the %d nodes", n, len(rc.Status.Nodes))
+	}
+}
+
+// readThrough GETs keys at the node at addr in pipelined batches, follows MOVED once, and
+// returns the keys whose value is not what the writer wrote (w:<n> = n).
+func readThrough(t *testing.T, addr, password string, keys []string) []string {
+	t.Helper()
+	clients := map[string]*goredis.Client{}
+	defer func() {
+		for _, c := range clients {
+			_ = c.Close()
+		}
+	}()
+	at := func(a string) *goredis.Client {
+		if clients[a] == nil {
+			clients[a] = goredis.NewClient(&goredis.Options{Addr: a, Password: password, MaxRetries: -1})
+		}
+		return clients[a]
+	}
+	var missing []string
+	for start := 0; start < len(keys); start += 1000 {
+		batch := keys[start:min(start+1000, len(keys))]
+		moved := map[string][]string{} // target address -> keys
+		get := func(c *goredis.Client, ks []string) []*goredis.StringCmd {
+			cmds := make([]*goredis.StringCmd, len(ks))
+			_, _ = c.Pipelined(t.Context(), func(p goredis.Pipeliner) error {
+				for i, k := range ks {
+					cmds[i] = p.Get(t.Context(), k)
+				}
+				return nil
+			})
+			return cmds
+		}
+		check := func(k string, cmd *goredis.StringCmd) bool {
+			v, err := cmd.Int()
+			return err == nil && "w:"+strconv.Itoa(v) == k
+		}
+		for i, cmd := range get(at(addr), batch) {
+			if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "MOVED ") {
+				f := strings.Fields(err.Error())
+				moved[f[len(f)-1]] = append(moved[f[len(f)-1]], batch[i])
+				continue
+			}
+			if !check(batch[i], cmd) {
+				missing = append(missing, batch[i])
+			}
+		}
+		for target, ks := range moved {
+			for i, cmd := range get(at(target), ks) {
+				if !check(ks[i], cmd) {
+					missing = append(missing, ks[i])
+				}
 			}
 		}
 	}
-	if lost > 0 {
-		t.Errorf("%d of %d keys lost", lost, n)
-	} else {
-		t.Logf("the writer wrote %d keys, none lost", n)
-	}
+	return missing
 }

@@ -70,7 +70,7 @@ func (a *Admin) executeMoves(ctx context.Context, topo *topology, moves []Move, 
 	m := a.newMover(opts, len(pairs)+2)
 	defer m.close()
 	err = m.runPairs(ctx, pairs)
-	stats.Slots, stats.Keys, stats.Elapsed = int(m.slots.Load()), m.keys.Load(), time.Since(start)
+	stats.Slots, stats.Keys, stats.Elapsed, stats.Partial = int(m.slots.Load()), m.keys.Load(), time.Since(start), m.partial.Load()
 	if err != nil {
 		return stats, fmt.Errorf("while moving slots (%d moved): %w", stats.Slots, err)
 	}
@@ -246,7 +246,7 @@ func (m *mover) runPair(ctx context.Context, p *pair, stop *atomic.Bool) error {
 		if err := ctx.Err(); err != nil {
 			return wrap(err)
 		}
-		if stop.Load() {
+		if stop.Load() || m.outOfBudget() {
 			return nil
 		}
 		batch := p.move[start:min(start+m.opts.SlotBatch, len(p.move))]

@@ -1,83 +1,109 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
-	"sort"
+	"slices"
 	"strconv"
+	"strings"
+	"time"
 )
 
-// Introduction is one CLUSTER MEET: the node at From is told to meet the node at Peer.
-type Introduction struct {
-	From, Peer string // ip:port
+// ActionKind names what a recovery does; it is also the reason of the event that reports it.
+type ActionKind string
+
+// The recoveries PlanRecovery chooses from, in the order it considers them.
+const (
+	// ActionMeet introduces members to each other at their current addresses.
+	ActionMeet ActionKind = "NodesReintroduced"
+	// ActionRepoint points a replica whose master is gone or emptied at a live master.
+	ActionRepoint ActionKind = "ReplicaRepointed"
+	// ActionForceFailover promotes the most caught-up replica of a dead master that Redis
+	// did not promote by itself (CLUSTER FAILOVER FORCE).
+	ActionForceFailover ActionKind = "FailoverForced"
+	// ActionTakeover is a forced failover without the other masters' agreement, used only
+	// when a majority of masters is lost (CLUSTER FAILOVER TAKEOVER).
+	ActionTakeover ActionKind = "FailoverTakeover"
+	// ActionForget removes a node ID that no pod answers to any more from every node.
+	ActionForget ActionKind = "GhostForgotten"
+	// ActionDemote makes a master beyond the spec's count, emptied of slots, a replica.
+	ActionDemote ActionKind = "MasterDemoted"
+	// ActionBalanceReplicas moves a replica from the master with the most to the one with
+	// the fewest.
+	ActionBalanceReplicas ActionKind = "ReplicaMoved"
+	// ActionSeparate swaps the masters of two replicas so that neither shares a Kubernetes
+	// node with its master.
+	ActionSeparate ActionKind = "ReplicasSeparated"
+)
+
+// Command is one Redis command for the node at Addr.
+type Command struct {
+	Addr string
+	Args []string
 }
 
-// PlanHeal finds the introductions that re-join cluster members whose addresses changed,
-// for example after every pod was recreated with a new IP. views maps each reachable
-// node's address to its CLUSTER NODES. Only nodes that already belong to a cluster (they
-// know other nodes or serve slots) are introduced: a new, empty node joins only through
-// scaling. The first member (by address) meets every member it does not know at its
-// current address, and every member that does not know the first member's current address
-// meets it; gossip spreads the rest.
-func PlanHeal(views map[string][]Node) []Introduction {
-	members := map[string]string{} // addr -> node id
-	for addr, view := range views {
-		self, ok := selfOf(view)
-		if ok && (len(view) > 1 || len(self.Slots) > 0) {
-			members[addr] = self.ID
-		}
-	}
-	addrs := make([]string, 0, len(members))
-	for a := range members {
-		addrs = append(addrs, a)
-	}
-	sort.Strings(addrs)
-	if len(addrs) < 2 {
-		return nil
-	}
-	first := addrs[0]
-	var out []Introduction
-	for _, addr := range addrs[1:] {
-		if !knowsAt(views[first], members[addr], addr) {
-			out = append(out, Introduction{From: first, Peer: addr})
-		}
-		if !knowsAt(views[addr], members[first], first) {
-			out = append(out, Introduction{From: addr, Peer: first})
-		}
-	}
-	return out
+// String is the command as redis-cli would print it, after the node's address.
+func (c Command) String() string { return c.Addr + ": " + strings.Join(c.Args, " ") }
+
+// Action is one recovery: commands run in order, and a message for the event (no key, no
+// value, no password).
+type Action struct {
+	Kind     ActionKind
+	Commands []Command
+	Message  string
 }
 
-// Converged reports whether every member in views knows every other member at its current
-// address.
-func Converged(views map[string][]Node) bool {
-	members := map[string]string{}
-	for addr, view := range views {
-		if self, ok := selfOf(view); ok && (len(view) > 1 || len(self.Slots) > 0) {
-			members[addr] = self.ID
+// Grace periods, in units of the node timeout: a failed master is promoted over by force
+// only after Redis had the time to fail over by itself; a failed node is forgotten only
+// after every node had the time to flag it.
+const (
+	forceFailoverAfter = 3
+	forgetAfter        = 2
+)
+
+// PlanRecovery decides the next recovery of s, or returns false when the topology needs
+// none. It is pure: it reads only s. The order matters: members must know each other
+// before anything else can be judged; a dead master's slots come before tidiness; layout
+// changes (demotions, replica moves) only while every slot owner is alive.
+func PlanRecovery(s Snapshot) (Action, bool) {
+	for _, plan := range []func(Snapshot) (Action, bool){
+		planMeet, planRepoint, planFailover, planForget, planDemote, planBalanceReplicas, planSeparate,
+	} {
+		if a, ok := plan(s); ok {
+			return a, true
 		}
 	}
-	for addr := range members {
-		for peer, id := range members {
-			if peer != addr && !knowsAt(views[addr], id, peer) {
-				return false
+	return Action{}, false
+}
+
+// planMeet: every joined member must list every other joined member at its current
+// address, without noaddr or handshake, from its own view (not only the lowest address's:
+// gossip alone leaves noaddr entries after every pod moved).
+func planMeet(s Snapshot) (Action, bool) {
+	joined := s.joined()
+	var cmds []Command
+	for _, a := range joined {
+		for _, b := range joined {
+			bself, _ := b.Self()
+			if a == b || knowsAt(a.View, bself.ID, b.Addr) {
+				continue
 			}
+			host, port, err := net.SplitHostPort(b.Addr)
+			if err != nil {
+				continue
+			}
+			cmds = append(cmds, Command{a.Addr, []string{"CLUSTER", "MEET", host, port}})
 		}
 	}
-	return true
-}
-
-func selfOf(view []Node) (Node, bool) {
-	for _, n := range view {
-		if n.Myself {
-			return n, true
-		}
+	if len(cmds) == 0 {
+		return Action{}, false
 	}
-	return Node{}, false
+	return Action{ActionMeet, cmds, fmt.Sprintf("sent %d CLUSTER MEET so every member knows every other at its current address", len(cmds))}, true
 }
 
-// knowsAt reports whether view has node id at addr, with a live address.
+// knowsAt reports whether view lists node id at addr, with a live address.
 func knowsAt(view []Node, id, addr string) bool {
 	for _, n := range view {
 		if n.ID == id {
@@ -87,36 +113,309 @@ func knowsAt(view []Node, id, addr string) bool {
 	return false
 }
 
-// Introduce sends CLUSTER MEET to the node at from, naming the node at peer.
-func (a *Admin) Introduce(ctx context.Context, from, peer string) error {
-	host, portText, err := net.SplitHostPort(peer)
-	if err != nil {
-		return fmt.Errorf("while introducing %s to %s: %w", peer, from, err)
-	}
-	port, err := strconv.Atoi(portText)
-	if err != nil {
-		return fmt.Errorf("while introducing %s to %s: %w", peer, from, err)
-	}
-	if err := a.client(from).Do(ctx, "CLUSTER", "MEET", host, port).Err(); err != nil {
-		return fmt.Errorf("while introducing %s to %s: %w", peer, from, err)
-	}
-	return nil
+// replicaLayout is the replication layout of the answering, staying members.
+type replicaLayout struct {
+	s        *Snapshot
+	masters  []*Observation            // the masters that serve or are about to serve slots
+	replicas map[string][]*Observation // by master ID
+	obs      map[string]*Observation   // by node ID
 }
 
-// Heal reads CLUSTER NODES from every address and sends the introductions PlanHeal finds.
-// It returns how many it sent; unreachable addresses are skipped.
-func (a *Admin) Heal(ctx context.Context, addrs []string) (int, error) {
-	views := map[string][]Node{}
-	for _, addr := range addrs {
-		if view, err := a.ClusterNodes(ctx, addr); err == nil {
-			views[addr] = view
+func newReplicaLayout(s *Snapshot) replicaLayout {
+	l := replicaLayout{s: s, replicas: map[string][]*Observation{}, obs: map[string]*Observation{}}
+	serving := 0
+	var empty []*Observation
+	for _, o := range s.joined() {
+		self, _ := o.Self()
+		l.obs[self.ID] = o
+		if o.Leaving || !self.IsMaster() || self.Failed {
+			continue
+		}
+		if len(self.Slots) > 0 {
+			l.masters = append(l.masters, o)
+			serving++
+		} else {
+			empty = append(empty, o)
 		}
 	}
-	plan := PlanHeal(views)
-	for _, in := range plan {
-		if err := a.Introduce(ctx, in.From, in.Peer); err != nil {
-			return 0, err
+	// Empty masters are kept while the spec needs more masters (new ones waiting for slots).
+	for _, o := range empty {
+		if serving < s.Masters {
+			l.masters = append(l.masters, o)
+			serving++
 		}
 	}
-	return len(plan), nil
+	for _, o := range s.joined() {
+		self, _ := o.Self()
+		if !o.Leaving && self.Role == RoleSlave {
+			l.replicas[self.MasterID] = append(l.replicas[self.MasterID], o)
+		}
+	}
+	return l
+}
+
+func (l replicaLayout) isMaster(id string) bool {
+	return slices.ContainsFunc(l.masters, func(o *Observation) bool { self, _ := o.Self(); return self.ID == id })
+}
+
+// fewest is the master with the fewest replicas, preferring one in another failure domain
+// than o, then the lowest ordinal; nil when there is none.
+func (l replicaLayout) fewest(o *Observation, except string) *Observation {
+	var best *Observation
+	for _, m := range l.masters {
+		id := selfID(m)
+		if id == except {
+			continue
+		}
+		if best == nil {
+			best = m
+			continue
+		}
+		a, b := len(l.replicas[id]), len(l.replicas[selfID(best)])
+		if a != b {
+			if a < b {
+				best = m
+			}
+			continue
+		}
+		if o != nil && sameDomain(best, o) && !sameDomain(m, o) {
+			best = m
+		}
+	}
+	return best
+}
+
+func selfID(o *Observation) string { self, _ := o.Self(); return self.ID }
+
+// sameDomain reports whether two pods share a Kubernetes node, or a zone when both know it.
+func sameDomain(a, b *Observation) bool {
+	return (a.Host != "" && a.Host == b.Host) || (a.Zone != "" && a.Zone == b.Zone)
+}
+
+func replicate(replica *Observation, master string) Command {
+	return Command{replica.Addr, []string{"CLUSTER", "REPLICATE", master}}
+}
+
+// planRepoint: a replica whose master is unknown, not a master, emptied beyond the spec's
+// count, or failed without slots (its replicas were not taken over) replicates the live
+// master with the fewest replicas instead. A replica of a failed master that still owns
+// slots is left alone: it is the master's successor.
+func planRepoint(s Snapshot) (Action, bool) {
+	l := newReplicaLayout(&s)
+	cluster := map[string]*known{}
+	for _, k := range s.cluster() {
+		cluster[k.node.ID] = k
+	}
+	for _, o := range s.joined() {
+		self, _ := o.Self()
+		if o.Leaving || self.Role != RoleSlave || l.isMaster(self.MasterID) {
+			continue
+		}
+		if k := cluster[self.MasterID]; k != nil && k.node.IsMaster() && len(k.slots) > 0 {
+			continue // a dead master with slots: failed over, not abandoned
+		}
+		if k := cluster[self.MasterID]; k != nil && k.answers != nil && k.answers.Leaving {
+			continue // removed with its master by scale in
+		}
+		m := l.fewest(o, "")
+		if m == nil {
+			return Action{}, false
+		}
+		return Action{ActionRepoint, []Command{replicate(o, selfID(m))},
+			fmt.Sprintf("%s replicated %s, which is gone or no longer a master: it now replicates %s", o.Pod, short(self.MasterID), m.Pod)}, true
+	}
+	return Action{}, false
+}
+
+// planFailover: a master that owns slots, is flagged fail, and has not been heard of for
+// forceFailoverAfter node timeouts, was not replaced by Redis (its replicas may have
+// cluster-replica-no-failover, or lost the election): its most caught-up answering replica
+// takes over with CLUSTER FAILOVER FORCE, or TAKEOVER when a majority of the slot-owning
+// masters is dead and no election can win.
+func planFailover(s Snapshot) (Action, bool) {
+	cluster := s.cluster()
+	owners, dead := 0, 0
+	for _, k := range cluster {
+		if k.node.IsMaster() && len(k.slots) > 0 {
+			owners++
+			if k.failed && k.answers == nil {
+				dead++
+			}
+		}
+	}
+	for _, k := range cluster {
+		if !k.node.IsMaster() || len(k.slots) == 0 || !k.failed || k.answers != nil ||
+			s.silentFor(k) < forceFailoverAfter*s.NodeTimeout {
+			continue
+		}
+		var best *Observation
+		var bestOffset int64 = -1
+		for _, o := range s.joined() {
+			self, _ := o.Self()
+			if self.Role != RoleSlave || self.MasterID != k.node.ID {
+				continue
+			}
+			offset, _ := strconv.ParseInt(o.Replication["slave_repl_offset"], 10, 64)
+			if offset > bestOffset {
+				best, bestOffset = o, offset
+			}
+		}
+		if best == nil {
+			continue // nothing to promote: the status reports the slots as not served
+		}
+		kind, mode := ActionForceFailover, "FORCE"
+		if dead*2 >= owners {
+			kind, mode = ActionTakeover, "TAKEOVER"
+		}
+		msg := fmt.Sprintf("master %s (%s) has been down for %s and no replica took over: %s promoted with CLUSTER FAILOVER %s",
+			short(k.node.ID), k.node.Addr, s.silentFor(k).Round(time.Second), best.Pod, mode)
+		if kind == ActionTakeover {
+			msg += fmt.Sprintf(" (%d of %d masters are down, so no election can win)", dead, owners)
+		}
+		return Action{kind, []Command{{best.Addr, []string{"CLUSTER", "FAILOVER", mode}}}, msg}, true
+	}
+	return Action{}, false
+}
+
+// planForget: a node ID that no pod answers to, flagged fail, owning no slot, silent for
+// forgetAfter node timeouts (a pod that came back with an empty volume, a pod removed
+// behind the operator's back) is forgotten by every node that lists it. Its replicas were
+// re-pointed first (a replica refuses to forget its master).
+func planForget(s Snapshot) (Action, bool) {
+	for _, k := range s.cluster() {
+		if k.answers != nil || !k.failed || len(k.slots) > 0 || s.silentFor(k) < forgetAfter*s.NodeTimeout {
+			continue
+		}
+		var cmds []Command
+		for _, o := range s.joined() {
+			self, _ := o.Self()
+			if self.MasterID == k.node.ID {
+				cmds = nil // wait until planRepoint moved it
+				break
+			}
+			if slices.ContainsFunc(o.View, func(n Node) bool { return n.ID == k.node.ID }) {
+				cmds = append(cmds, Command{o.Addr, []string{"CLUSTER", "FORGET", k.node.ID}})
+			}
+		}
+		if len(cmds) == 0 {
+			continue
+		}
+		return Action{ActionForget, cmds, fmt.Sprintf("forgot node %s (last at %s): it failed %s ago and no pod answers with its ID",
+			short(k.node.ID), k.node.Addr, s.silentFor(k).Round(time.Second))}, true
+	}
+	return Action{}, false
+}
+
+// layoutStable reports whether layout changes are safe: every slot-owning master answers.
+func layoutStable(s *Snapshot) bool {
+	for _, k := range s.cluster() {
+		if k.node.IsMaster() && len(k.slots) > 0 && (k.answers == nil || k.failed) {
+			return false
+		}
+	}
+	return len(s.joined()) > 0
+}
+
+// planDemote: a staying master without slots, beyond the masters the spec needs (for
+// example one emptied by a scale in), becomes a replica of the master with the fewest.
+func planDemote(s Snapshot) (Action, bool) {
+	if !layoutStable(&s) {
+		return Action{}, false
+	}
+	l := newReplicaLayout(&s)
+	for i := len(s.Nodes) - 1; i >= 0; i-- {
+		o := &s.Nodes[i]
+		self, _ := o.Self()
+		if !o.Joined() || o.Leaving || !self.IsMaster() || len(self.Slots) > 0 || l.isMaster(self.ID) {
+			continue
+		}
+		m := l.fewest(o, self.ID)
+		if m == nil {
+			return Action{}, false
+		}
+		return Action{ActionDemote, []Command{replicate(o, selfID(m))},
+			fmt.Sprintf("%s has no slots and the spec needs %d masters: it now replicates %s", o.Pod, s.Masters, m.Pod)}, true
+	}
+	return Action{}, false
+}
+
+// planBalanceReplicas: while the master with the most replicas has two more than the one
+// with the fewest (or the fewest has fewer than replicasPerMaster and another has more),
+// one replica moves, preferably one outside the new master's failure domain.
+func planBalanceReplicas(s Snapshot) (Action, bool) {
+	if !layoutStable(&s) {
+		return Action{}, false
+	}
+	l := newReplicaLayout(&s)
+	if len(l.masters) < 2 {
+		return Action{}, false
+	}
+	most, least := l.masters[0], l.masters[0]
+	for _, m := range l.masters {
+		n := len(l.replicas[selfID(m)])
+		if n > len(l.replicas[selfID(most)]) {
+			most = m
+		}
+		if n < len(l.replicas[selfID(least)]) {
+			least = m
+		}
+	}
+	hi, lo := len(l.replicas[selfID(most)]), len(l.replicas[selfID(least)])
+	if hi-lo < 2 && (lo >= s.ReplicasPerMaster || hi <= s.ReplicasPerMaster) {
+		return Action{}, false
+	}
+	donors := slices.Clone(l.replicas[selfID(most)])
+	slices.SortStableFunc(donors, func(a, b *Observation) int {
+		return cmp.Compare(boolRank(sameDomain(a, least)), boolRank(sameDomain(b, least)))
+	})
+	r := donors[0]
+	return Action{ActionBalanceReplicas, []Command{replicate(r, selfID(least))},
+		fmt.Sprintf("%s moved from %s (%d replicas) to %s (%d)", r.Pod, most.Pod, hi, least.Pod, lo)}, true
+}
+
+// planSeparate: a replica in its master's failure domain swaps masters with a replica of
+// another master, when that puts both outside their new master's domain. The counts stay.
+func planSeparate(s Snapshot) (Action, bool) {
+	if !layoutStable(&s) {
+		return Action{}, false
+	}
+	l := newReplicaLayout(&s)
+	for _, m := range l.masters {
+		for _, r := range l.replicas[selfID(m)] {
+			if !sameDomain(r, m) {
+				continue
+			}
+			for _, m2 := range l.masters {
+				if m2 == m || sameDomain(r, m2) {
+					continue
+				}
+				for _, r2 := range l.replicas[selfID(m2)] {
+					if sameDomain(r2, m) {
+						continue
+					}
+					return Action{ActionSeparate, []Command{replicate(r, selfID(m2)), replicate(r2, selfID(m))},
+						fmt.Sprintf("%s shared a Kubernetes node with its master %s: it now replicates %s, and %s replicates %s",
+							r.Pod, m.Pod, m2.Pod, r2.Pod, m.Pod)}, true
+				}
+			}
+		}
+	}
+	return Action{}, false
+}
+
+// short is the first 8 characters of a node ID, for messages.
+func short(id string) string { return id[:min(8, len(id))] }
+
+// Run sends the commands of a recovery, in order, stopping at the first error.
+func (a *Admin) Run(ctx context.Context, action Action) error {
+	for _, c := range action.Commands {
+		args := make([]any, len(c.Args))
+		for i, arg := range c.Args {
+			args[i] = arg
+		}
+		if err := a.client(c.Addr).Do(ctx, args...).Err(); err != nil {
+			return fmt.Errorf("while running %s: %w", c, err)
+		}
+	}
+	return nil
 }

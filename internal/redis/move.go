@@ -45,6 +45,10 @@ type MoveOptions struct {
 	// (redis-cli's --cluster-replace). Without it, a key on both nodes is overwritten only
 	// when both hold the same value; otherwise the move stops with ErrKeyConflict.
 	Replace bool
+	// Budget bounds how long ExecuteMoves keeps starting new batches; 0 means no bound. A
+	// batch under way is always finished, so stopping leaves no slot open, and the stats say
+	// Partial; running the same plan (or a new one) again goes on from there.
+	Budget time.Duration
 }
 
 func (o MoveOptions) withDefaults() MoveOptions {
@@ -70,6 +74,8 @@ type MoveStats struct {
 	Keys int64
 	// Elapsed is how long it took.
 	Elapsed time.Duration
+	// Partial is true when MoveOptions.Budget ran out before every slot moved.
+	Partial bool
 }
 
 // MoveSlot moves one slot exactly as redis-cli's clusterManagerMoveSlot does:
@@ -119,10 +125,26 @@ type mover struct {
 
 	slots atomic.Int64
 	keys  atomic.Int64
+	// deadline is when no new batch starts (zero: none); partial is set when one did not.
+	deadline time.Time
+	partial  atomic.Bool
 }
 
 func (a *Admin) newMover(opts MoveOptions, poolSize int) *mover {
-	return &mover{a: a, opts: opts.withDefaults(), poolSize: poolSize, clients: map[string]*goredis.Client{}}
+	m := &mover{a: a, opts: opts.withDefaults(), poolSize: poolSize, clients: map[string]*goredis.Client{}}
+	if opts.Budget > 0 {
+		m.deadline = time.Now().Add(opts.Budget)
+	}
+	return m
+}
+
+// outOfBudget reports, and remembers, that the budget ran out before a batch.
+func (m *mover) outOfBudget() bool {
+	if m.deadline.IsZero() || time.Now().Before(m.deadline) {
+		return false
+	}
+	m.partial.Store(true)
+	return true
 }
 
 func (m *mover) client(addr string) *goredis.Client {

@@ -33,7 +33,29 @@ const (
 	RedisDataVolume = "data"
 	// RedisUserConfigKey is the key of the user's ConfigMap merged into redis.conf.
 	RedisUserConfigKey = "redis.conf"
+	// RedisMembersDir is where the members ConfigMap (see RedisMembersConfigMapName) is
+	// mounted: one file per member pod, named after the pod, holding its node id.
+	RedisMembersDir = "/etc/redis-members"
+	// RedisMembersVolume is the name of the members ConfigMap volume.
+	RedisMembersVolume = "members"
 )
+
+// RedisStartScript is the redis container's command (run as sh -c RedisStartScript
+// redis-server ARGS...). A pod whose data volume has no cluster state (nodes.conf missing or
+// empty) but which the operator still records as a member (a non-empty file named after the
+// pod in RedisMembersDir) has lost its data: started at its address as a fresh node, it
+// would make its old replica full-sync from it and flush its copy. So it waits until the
+// operator has settled the old role and released the pod (deleted its key), then execs
+// redis-server with the args. POSIX sh only; no "$(" or "$$", which the kubelet would expand.
+const RedisStartScript = `trap 'exit 143' TERM
+member="` + RedisMembersDir + `/$POD_NAME"
+if [ ! -s ` + RedisDataDir + `/nodes.conf ] && [ -n "$POD_NAME" ] && [ -f "$member" ] && [ -s "$member" ]; then
+  read -r node < "$member"
+  echo "data directory ` + RedisDataDir + ` has no cluster state (nodes.conf missing or empty) but pod $POD_NAME is a recorded cluster member (node id $node); waiting for the operator to settle its old role" >&2
+  while [ -f "$member" ] && [ -s "$member" ]; do sleep 1; done
+fi
+exec redis-server "$@"
+`
 
 // RedisHeadlessServiceName is the headless Service that gives each pod a stable DNS name,
 // <pod>.<cluster>.<namespace>.svc, as in the seed.
@@ -52,6 +74,10 @@ func RedisPasswordSecretName(rc *redisv1alpha1.RedisCluster) string {
 	}
 	return rc.Name + "-password"
 }
+
+// RedisMembersConfigMapName is the ConfigMap the operator keeps of the pods that joined
+// the cluster: pod name -> Redis node id.
+func RedisMembersConfigMapName(rc *redisv1alpha1.RedisCluster) string { return rc.Name + "-members" }
 
 // RedisPodSpec is the first pod[] entry, or an empty one.
 func RedisPodSpec(rc *redisv1alpha1.RedisCluster) redisv1alpha1.PodSpec {
@@ -118,6 +144,12 @@ func RedisConfigMap(rc *redisv1alpha1.RedisCluster, userConf string) *corev1.Con
 		ObjectMeta: redisMeta(rc, RedisConfigMapName(rc)),
 		Data:       map[string]string{RedisConfigFile: RedisConf(userConf)},
 	}
+}
+
+// RedisMembersConfigMap records members (pod name -> node id); pods see it in
+// RedisMembersDir, and RedisStartScript reads it.
+func RedisMembersConfigMap(rc *redisv1alpha1.RedisCluster, members map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: redisMeta(rc, RedisMembersConfigMapName(rc)), Data: members}
 }
 
 // RedisPasswordSecret is the generated password Secret.
@@ -249,10 +281,12 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 		password,
 	}, pod.Env...)
 	redis := corev1.Container{
-		Name:    RedisContainer,
-		Image:   RedisImage(rc),
-		Command: []string{"redis-server"},
-		// $(VAR) is expanded by the kubelet; the password stays out of the ConfigMap.
+		Name:  RedisContainer,
+		Image: RedisImage(rc),
+		// The script guards against starting a member whose data was lost; the args pass
+		// through to redis-server. $(VAR) is expanded by the kubelet; the password stays out
+		// of the ConfigMap.
+		Command: []string{"sh", "-c", RedisStartScript, "redis-server"},
 		Args: []string{
 			RedisConfigDir + "/" + RedisConfigFile,
 			"--cluster-announce-ip", "$(POD_IP)",
@@ -278,6 +312,7 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: "config", MountPath: RedisConfigDir},
 			{Name: RedisDataVolume, MountPath: RedisDataDir},
+			{Name: RedisMembersVolume, MountPath: RedisMembersDir, ReadOnly: true},
 		},
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),
@@ -314,6 +349,9 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 func redisVolumes(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) []corev1.Volume {
 	volumes := []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: RedisConfigMapName(rc)},
+	}}}, {Name: RedisMembersVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		// Optional: a new cluster's pods start before the operator writes it.
+		LocalObjectReference: corev1.LocalObjectReference{Name: RedisMembersConfigMapName(rc)}, Optional: ptr.To(true),
 	}}}}
 	switch redisVolumeType(pod) {
 	case "hostPath":

@@ -1,36 +1,46 @@
 // Package redispods plays kubelet for Redis pods on the local cluster: for every Running pod
-// of a RedisCluster (kwok gives it a 127.1.x.x IP) it starts a real redis-server bound to the
-// pod's IP and port, with the configuration the pod would get (its ConfigMap volume, its
-// args with $(VAR) expanded from its env, the password from its Secret) and a data directory
-// per pod name that outlives the pod, as a PersistentVolumeClaim would.
+// of a RedisCluster (kwok gives it a 127.1.x.x IP) it runs the pod's redis container as a
+// kubelet would: its command and args with $(VAR) expanded from its env, that env (fieldRef
+// and secretKeyRef resolved) in the process environment, and each volumeMount bind-mounted
+// in a private mount namespace. ConfigMap volumes are files kept up to date from the API;
+// every other volume is the pod's data directory, named after the pod, which outlives the
+// pod as a PersistentVolumeClaim would. Only the network namespace is played, by binding
+// redis-server to the pod's IP.
 package redispods
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // SelectorLabel selects the pods this kubelet runs.
 const SelectorLabel = "app.kubernetes.io/name"
 
-// Kubelet runs redis-server processes for Redis pods.
+// Kubelet runs the redis containers of Redis pods. Under its data directory, a pod's data
+// volume is <namespace>/<pod>, and its ConfigMap volumes and log are in
+// <namespace>/.volumes/<pod>, apart from the data.
 type Kubelet struct {
 	client  client.Client
 	dataDir string
 	logf    func(string, ...any)
 
-	mu      sync.Mutex
+	mu      sync.Mutex         // guards running, and LoseData holds it until the data is gone
 	running map[string]*server // by namespace/pod
 }
 
@@ -46,7 +56,7 @@ type server struct {
 // (restartPolicy Always, without the growing back-off).
 const RestartDelay = 2 * time.Second
 
-// New returns a Kubelet that keeps pod data under dataDir.
+// New returns a Kubelet that keeps pod data, volumes and logs under dataDir.
 func New(c client.Client, dataDir string, logf func(string, ...any)) *Kubelet {
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -95,21 +105,27 @@ func (k *Kubelet) sync(ctx context.Context) error {
 	for _, key := range stale {
 		k.stop(key)
 	}
+	cms := &configMaps{client: k.client, got: map[client.ObjectKey]*corev1.ConfigMap{}}
 	for key, pod := range want {
 		k.mu.Lock()
 		s := k.running[key]
+		due := s == nil || s.restartDue()
 		k.mu.Unlock()
-		if s != nil && !s.restartDue() {
+		if !due { // the kubelet keeps a running pod's ConfigMap volumes up to date
+			if _, err := k.writeVolumes(ctx, pod, cms); err != nil {
+				k.logf("redispods: updating the volumes of %s: %v", key, err)
+			}
 			continue
 		}
-		if err := k.start(ctx, pod); err != nil {
+		if err := k.start(ctx, pod, cms); err != nil {
 			k.logf("redispods: starting %s: %v", key, err)
 		}
 	}
 	return nil
 }
 
-// restartDue reports whether the process ended at least RestartDelay ago.
+// restartDue reports whether the process ended at least RestartDelay ago. Call it holding
+// Kubelet.mu.
 func (s *server) restartDue() bool {
 	select {
 	case <-s.done:
@@ -119,29 +135,54 @@ func (s *server) restartDue() bool {
 	}
 }
 
-// start launches redis-server for pod.
-func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod) error {
+// start runs the pod's redis container as a kubelet would: its command and args with $(VAR)
+// expanded, its env in the process environment, each volumeMount a bind mount of the
+// volume's host directory in a private mount namespace. Only the network namespace is
+// played by appending --bind and --bind-source-addr with the pod's IP to the args.
+func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod, cms *configMaps) error {
 	container := redisContainer(pod)
 	if container == nil {
 		return errors.New("no redis container")
 	}
-	dir := filepath.Join(k.dataDir, pod.Namespace, pod.Name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	dataDir, podDir := k.DataDir(pod.Namespace, pod.Name), k.podDir(pod.Namespace, pod.Name)
+	for _, dir := range []string{dataDir, podDir} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	volumes, err := k.writeVolumes(ctx, pod, cms)
+	if err != nil {
 		return err
 	}
 	env, err := k.resolveEnv(ctx, pod, container)
 	if err != nil {
 		return err
 	}
-	args, err := k.resolveArgs(ctx, pod, container, env, dir)
-	if err != nil {
-		return err
+	command := container.Command
+	if len(command) == 0 {
+		command = []string{"redis-server"} // the image's entrypoint
+	}
+	var argv []string
+	for _, a := range append(slices.Clone(command), container.Args...) {
+		argv = append(argv, expand(a, env))
 	}
 	ip := pod.Status.PodIP
-	args = append(args, "--dir", dir, "--bind", ip, "--bind-source-addr", ip, "--daemonize", "no",
-		"--logfile", filepath.Join(dir, "redis.log"))
-	cmd := exec.Command("redis-server", args...)
-	out, err := os.Create(filepath.Join(dir, "stdout.log"))
+	argv = append(argv, "--bind", ip, "--bind-source-addr", ip)
+
+	hostDirs := map[string]string{}
+	for _, m := range container.VolumeMounts {
+		if hostDirs[m.Name] = volumes[m.Name]; hostDirs[m.Name] == "" {
+			hostDirs[m.Name] = dataDir // the data volume (a claim, hostPath or NFS): one directory per pod
+		}
+	}
+	cmd := mountNamespaceCommand(container.VolumeMounts, hostDirs, argv)
+	cmd.Env = os.Environ()
+	for _, e := range container.Env {
+		if v, ok := env[e.Name]; ok {
+			cmd.Env = append(cmd.Env, e.Name+"="+v)
+		}
+	}
+	out, err := os.OpenFile(k.logPath(pod.Namespace, pod.Name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -156,7 +197,126 @@ func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod) error {
 	k.mu.Lock()
 	k.running[pod.Namespace+"/"+pod.Name] = s
 	k.mu.Unlock()
-	k.logf("redispods: started redis-server for %s/%s at %s:6379", pod.Namespace, pod.Name, ip)
+	k.logf("redispods: started the redis container of %s/%s at %s:6379", pod.Namespace, pod.Name, ip)
+	return nil
+}
+
+// mountNamespaceCommand runs argv in a private mount namespace where each mount's path is a
+// bind mount of its volume's host directory (hostDirs, by volume name). The mount points are
+// created if missing, on the host's file system too.
+func mountNamespaceCommand(mounts []corev1.VolumeMount, hostDirs map[string]string, argv []string) *exec.Cmd {
+	mounts = slices.Clone(mounts) // a directory is mounted before the mounts inside it
+	slices.SortStableFunc(mounts, func(a, b corev1.VolumeMount) int { return strings.Compare(a.MountPath, b.MountPath) })
+	var script strings.Builder
+	script.WriteString("set -e\n")
+	for _, m := range mounts {
+		path := shellQuote(m.MountPath)
+		fmt.Fprintf(&script, "mkdir -p %s\nmount --bind %s %s\n", path, shellQuote(hostDirs[m.Name]), path)
+		if m.ReadOnly {
+			fmt.Fprintf(&script, "mount -o remount,bind,ro %s\n", path)
+		}
+	}
+	script.WriteString(`exec "$@"` + "\n")
+	unshare := []string{"--mount", "--propagation", "private"}
+	if os.Geteuid() != 0 {
+		unshare = append([]string{"--user", "--map-root-user"}, unshare...)
+	}
+	return exec.Command("unshare", slices.Concat(unshare, []string{"--", "sh", "-c", script.String(), "sh"}, argv)...)
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// configMaps reads each ConfigMap once per sync: every pod of a cluster mounts the same ones.
+type configMaps struct {
+	client client.Client
+	got    map[client.ObjectKey]*corev1.ConfigMap // nil when not found
+}
+
+func (c *configMaps) get(ctx context.Context, key client.ObjectKey) (*corev1.ConfigMap, error) {
+	if cm, ok := c.got[key]; ok {
+		return cm, nil
+	}
+	cm := &corev1.ConfigMap{}
+	if err := c.client.Get(ctx, key, cm); apierrors.IsNotFound(err) {
+		cm = nil
+	} else if err != nil {
+		return nil, err
+	}
+	c.got[key] = cm
+	return cm, nil
+}
+
+// writeVolumes brings the pod's ConfigMap volumes up to date, one file per key, and returns
+// their host directories by volume name. An optional volume whose ConfigMap is missing is an
+// empty directory; a required one is an error, and the files already written stay.
+func (k *Kubelet) writeVolumes(ctx context.Context, pod *corev1.Pod, cms *configMaps) (map[string]string, error) {
+	dirs := map[string]string{}
+	var errs []error
+	for _, v := range pod.Spec.Volumes {
+		if v.ConfigMap == nil {
+			continue
+		}
+		dir := filepath.Join(k.podDir(pod.Namespace, pod.Name), v.Name)
+		dirs[v.Name] = dir
+		cm, err := cms.get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: v.ConfigMap.Name})
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("volume %s: %w", v.Name, err))
+			continue
+		case cm == nil && !ptr.Deref(v.ConfigMap.Optional, false):
+			errs = append(errs, fmt.Errorf("volume %s: ConfigMap %s not found", v.Name, v.ConfigMap.Name))
+			continue
+		case cm == nil:
+			cm = &corev1.ConfigMap{}
+		}
+		files := map[string][]byte{}
+		for key, value := range cm.Data {
+			files[key] = []byte(value)
+		}
+		maps.Copy(files, cm.BinaryData)
+		if err := writeFiles(dir, files); err != nil {
+			errs = append(errs, fmt.Errorf("volume %s: %w", v.Name, err))
+		}
+	}
+	return dirs, errors.Join(errs...)
+}
+
+// writeFiles makes dir hold exactly files. Each file is replaced atomically (written next to
+// dir, then renamed), so a process never reads half a file.
+func writeFiles(dir string, files map[string][]byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if _, ok := files[e.Name()]; !ok {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	for name, content := range files {
+		path := filepath.Join(dir, name)
+		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, content) {
+			continue
+		}
+		tmp, err := os.CreateTemp(filepath.Dir(dir), ".tmp-")
+		if err != nil {
+			return err
+		}
+		_, err = tmp.Write(content)
+		err = errors.Join(err, tmp.Chmod(0o644), tmp.Close())
+		if err == nil {
+			err = os.Rename(tmp.Name(), path)
+		}
+		if err != nil {
+			_ = os.Remove(tmp.Name())
+			return err
+		}
+	}
 	return nil
 }
 
@@ -199,47 +359,6 @@ func (k *Kubelet) resolveEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 	return env, nil
 }
 
-// resolveArgs expands $(VAR) in the args and swaps the config path for a file written from
-// the pod's ConfigMap volume.
-func (k *Kubelet) resolveArgs(ctx context.Context, pod *corev1.Pod, c *corev1.Container, env map[string]string, dir string) ([]string, error) {
-	mounts := map[string]string{} // mount path -> ConfigMap name
-	var dataMounts []string       // every other mount is the pod's data directory
-	for _, m := range c.VolumeMounts {
-		for _, v := range pod.Spec.Volumes {
-			if v.Name == m.Name && v.ConfigMap != nil {
-				mounts[m.MountPath] = v.ConfigMap.Name
-			}
-		}
-		if _, isConfig := mounts[m.MountPath]; !isConfig {
-			dataMounts = append(dataMounts, m.MountPath)
-		}
-	}
-	var args []string
-	for _, a := range c.Args {
-		a = expand(a, env)
-		for path, cmName := range mounts {
-			if !strings.HasPrefix(a, path+"/") {
-				continue
-			}
-			cm := &corev1.ConfigMap{}
-			if err := k.client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: cmName}, cm); err != nil {
-				return nil, fmt.Errorf("config %s: %w", cmName, err)
-			}
-			file := filepath.Join(dir, filepath.Base(a))
-			conf := cm.Data[filepath.Base(a)]
-			for _, m := range dataMounts { // the data volume is mounted at dir
-				conf = strings.ReplaceAll(conf, " "+m+"\n", " "+dir+"\n")
-			}
-			if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
-				return nil, err
-			}
-			a = file
-		}
-		args = append(args, a)
-	}
-	return args, nil
-}
-
 func expand(s string, env map[string]string) string {
 	for name, value := range env {
 		s = strings.ReplaceAll(s, "$("+name+")", value)
@@ -247,21 +366,74 @@ func expand(s string, env map[string]string) string {
 	return s
 }
 
-// Crash kills a pod's redis-server with SIGKILL, as a crashing container. The pod stays, and
-// the kubelet restarts the server after RestartDelay, as restartPolicy Always does.
+// Crash kills a pod's redis container with SIGKILL, as a crashing container. The pod stays,
+// and the kubelet restarts the container after RestartDelay, as restartPolicy Always does.
 func (k *Kubelet) Crash(namespace, pod string) error {
 	k.mu.Lock()
 	s := k.running[namespace+"/"+pod]
 	k.mu.Unlock()
 	if s == nil {
-		return fmt.Errorf("no redis-server for %s/%s", namespace, pod)
+		return fmt.Errorf("no redis container for %s/%s", namespace, pod)
 	}
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-	<-s.done
+	s.kill()
 	return nil
 }
 
-// Addr is the ip:port a pod's redis-server listens on, empty when none runs.
+// LoseData is the "lost PVC" fault: the pod's container is killed with SIGKILL and its data
+// volume replaced by an empty one (everything in DataDir is removed). The pod stays, and the
+// kubelet restarts the container after RestartDelay, same pod, same IP, on the empty volume.
+func (k *Kubelet) LoseData(namespace, pod string) error {
+	k.mu.Lock() // no restart before the data is gone
+	defer k.mu.Unlock()
+	s := k.running[namespace+"/"+pod]
+	if s == nil {
+		return fmt.Errorf("no redis container for %s/%s", namespace, pod)
+	}
+	s.kill()
+	dir := k.DataDir(namespace, pod)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	k.logf("redispods: %s/%s lost its data", namespace, pod)
+	return nil
+}
+
+// kill kills the process group with SIGKILL and waits for the process to end.
+func (s *server) kill() {
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	<-s.done
+}
+
+// DataDir is the host directory of a pod's data volume, mounted at /data in the pod.
+func (k *Kubelet) DataDir(namespace, pod string) string {
+	return filepath.Join(k.dataDir, namespace, pod)
+}
+
+// podDir holds a pod's ConfigMap volumes and its log, apart from its data (a pod name
+// never starts with a dot).
+func (k *Kubelet) podDir(namespace, pod string) string {
+	return filepath.Join(k.dataDir, namespace, ".volumes", pod)
+}
+
+func (k *Kubelet) logPath(namespace, pod string) string {
+	return filepath.Join(k.podDir(namespace, pod), "stdout.log")
+}
+
+// Log is what a pod's redis container wrote to stdout and stderr, every run appended, empty
+// when there is none.
+func (k *Kubelet) Log(namespace, pod string) string {
+	b, _ := os.ReadFile(k.logPath(namespace, pod))
+	return string(b)
+}
+
+// Addr is the ip:port a pod's redis-server listens on (once started), empty when the pod
+// has no container.
 func (k *Kubelet) Addr(namespace, pod string) string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -286,10 +458,10 @@ func (k *Kubelet) stop(key string) {
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 		<-s.done
 	}
-	k.logf("redispods: stopped redis-server for %s", key)
+	k.logf("redispods: stopped the redis container of %s", key)
 }
 
-// StopAll stops every redis-server.
+// StopAll stops every redis container.
 func (k *Kubelet) StopAll() {
 	k.mu.Lock()
 	keys := make([]string, 0, len(k.running))

@@ -201,16 +201,19 @@ type Volumes struct {
 }
 
 // Phase is the lifecycle stage of a RedisCluster.
-// +kubebuilder:validation:Enum=None;Creating;Running;Scaling;Upgrading;Failed
+// +kubebuilder:validation:Enum=None;Creating;Running;Scaling;Upgrading;Healing;Failed
 type Phase string
 
-// The phases of a RedisCluster (the seed's).
+// The phases of a RedisCluster: the seed's, and Healing (every slot is served while the
+// operator repairs the rest: re-introductions, failovers, forgotten nodes, replica layout).
+// Failed means some slot is not served, or the cluster was lost.
 const (
 	PhaseNone      Phase = "None"
 	PhaseCreating  Phase = "Creating"
 	PhaseRunning   Phase = "Running"
 	PhaseScaling   Phase = "Scaling"
 	PhaseUpgrading Phase = "Upgrading"
+	PhaseHealing   Phase = "Healing"
 	PhaseFailed    Phase = "Failed"
 )
 

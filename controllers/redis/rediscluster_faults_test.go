@@ -1,0 +1,345 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
+)
+
+// checkLayout fails the test unless the status shows the topology invariants: the masters
+// the spec implies, each with replicasPerMaster replicas or more (at most one apart), and
+// every node Connected.
+func checkLayout(t *testing.T, rc *redisv1alpha1.RedisCluster, masters int) {
+	t.Helper()
+	replicas := map[string]int{}
+	for _, n := range rc.Status.Nodes {
+		if n.Status != corev1.ConditionTrue {
+			t.Errorf("node %s is %s: %s", n.Name, n.Reason, n.Message)
+		}
+		if n.Type == "master" {
+			replicas[n.NodeID] += 0
+		}
+	}
+	for _, n := range rc.Status.Nodes {
+		if n.Type == "slave" {
+			if _, ok := replicas[n.MasterNodeID]; !ok {
+				t.Errorf("replica %s replicates %s, which is not a master", n.Name, n.MasterNodeID)
+			}
+			replicas[n.MasterNodeID]++
+		}
+	}
+	if len(replicas) != masters {
+		t.Errorf("%d masters, want %d", len(replicas), masters)
+	}
+	lo, hi := 1<<30, 0
+	for _, c := range replicas {
+		lo, hi = min(lo, c), max(hi, c)
+	}
+	if lo < 1 || hi-lo > 1 {
+		t.Errorf("replicas per master %v: every master needs one, at most one apart", replicas)
+	}
+}
+
+// podOfRole returns the first node of the status with the given type.
+func podOfRole(rc *redisv1alpha1.RedisCluster, typ string) redisv1alpha1.RedisNode {
+	for _, n := range rc.Status.Nodes {
+		if n.Type == typ {
+			return n
+		}
+	}
+	return redisv1alpha1.RedisNode{}
+}
+
+// members reads the member record.
+func members(t *testing.T, ns, name string) map[string]string {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name + "-members"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data
+}
+
+// hasEvent reports whether the namespace has an event with reason.
+func hasEvent(ctx context.Context, ns, reason string) bool {
+	evs := &corev1.EventList{}
+	if err := env.Client.List(ctx, evs, client.InNamespace(ns)); err != nil {
+		return false
+	}
+	for _, e := range evs.Items {
+		if e.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+// loseVolume runs the lost-PVC scenario on the first node of role typ: its data is wiped
+// while a writer runs, its pod comes back at the same IP and port; the start guard must
+// hold it until its old role is settled, then it rejoins as a replica with a new ID.
+func loseVolume(t *testing.T, name, typ string, userConf string) (ns string) {
+	ns = env.Namespace(t)
+	rc := newCluster(ns, name, 6)
+	if userConf != "" {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-user", Namespace: ns}, Data: map[string]string{"redis.conf": userConf}}
+		if err := env.Client.Create(t.Context(), cm); err != nil {
+			t.Fatal(err)
+		}
+		rc.Spec.Pod = []redisv1alpha1.PodSpec{{Configmap: cm.Name}}
+	}
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	rc = waitShape(t, key, 3, 6)
+	pw := password(t, ns, name)
+	victim := podOfRole(rc, typ)
+	w := startWriter(podOfRole(rc, "slave").Instance, pw)
+	time.Sleep(3 * time.Second)
+
+	start := time.Now()
+	if err := kubelet.LoseData(ns, victim.Name); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, func(context.Context) (bool, string) {
+		return strings.Contains(kubelet.Log(ns, victim.Name), "waiting for the operator"), "the start guard has not held the pod"
+	})
+	rc = waitShape(t, key, 3, 6)
+	var back redisv1alpha1.RedisNode
+	for _, n := range rc.Status.Nodes {
+		if n.Name == victim.Name {
+			back = n
+		}
+	}
+	if back.NodeID == victim.NodeID || back.Type != "slave" || back.Instance != victim.Instance {
+		t.Errorf("%s came back as %s %s at %s, want a replica with a new ID at %s", victim.Name, back.Type, back.NodeID, back.Instance, victim.Instance)
+	}
+	if got := members(t, ns, name)[victim.Name]; got != back.NodeID {
+		t.Errorf("the member record has %s for %s, want its new ID %s", got, victim.Name, back.NodeID)
+	}
+	checkLayout(t, rc, 3)
+	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
+	t.Logf("%s (%s) lost its volume; healthy again after %s", victim.Name, typ, time.Since(start).Round(time.Second))
+	w.verify(t, rc, pw)
+	return ns
+}
+
+// TestRedisClusterMasterLosesItsVolume: the reported 18,663-key loss. The master's pod
+// returns empty at the same IP; its replica must not full-sync from it.
+func TestRedisClusterMasterLosesItsVolume(t *testing.T) {
+	t.Parallel()
+	loseVolume(t, "lostmaster", "master", "")
+}
+
+// TestRedisClusterReplicaLosesItsVolume: a replica returns empty; its old ID is forgotten
+// and it rejoins as a replica.
+func TestRedisClusterReplicaLosesItsVolume(t *testing.T) {
+	t.Parallel()
+	loseVolume(t, "lostreplica", "slave", "")
+}
+
+// TestRedisClusterForcesAFailoverWhenNoReplicaWill: every node has
+// cluster-replica-no-failover, so Redis never promotes the dead master's replica; the
+// operator does, with CLUSTER FAILOVER FORCE.
+func TestRedisClusterForcesAFailoverWhenNoReplicaWill(t *testing.T) {
+	t.Parallel()
+	ns := loseVolume(t, "noauto", "master", "cluster-replica-no-failover yes")
+	if !hasEvent(t.Context(), ns, "FailoverForced") {
+		t.Error("no FailoverForced event: the replica was promoted some other way")
+	}
+}
+
+// TestRedisClusterRefusesToReplaceALostCluster: every node loses its data at once. The
+// operator forms nothing over the lost cluster until the user accepts the loss.
+func TestRedisClusterRefusesToReplaceALostCluster(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	rc := newCluster(ns, "gone", 6)
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	rc = waitRunning(t, key)
+	for _, n := range rc.Status.Nodes {
+		if err := kubelet.LoseData(ns, n.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		ready := meta.FindStatusCondition(cur.Status.Conditions, "Ready")
+		return cur.Status.Phase == redisv1alpha1.PhaseFailed && ready != nil && ready.Reason == rediscontrollers.ReasonDataLost &&
+				strings.Contains(cur.Status.Reason, rediscontrollers.AcceptDataLossAnnotation) && hasEvent(ctx, ns, rediscontrollers.ReasonDataLost),
+			fmt.Sprintf("phase %s (%s)", cur.Status.Phase, cur.Status.Reason)
+	})
+	if got := len(members(t, ns, "gone")); got != 6 {
+		t.Errorf("the member record lists %d pods, want all 6 still held", got)
+	}
+	for _, n := range rc.Status.Nodes {
+		if strings.Contains(kubelet.Log(ns, n.Name), "Ready to accept connections") &&
+			!strings.Contains(kubelet.Log(ns, n.Name), "waiting for the operator") {
+			t.Errorf("%s started a server over the lost cluster", n.Name)
+		}
+	}
+	patchMeta := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, rediscontrollers.AcceptDataLossAnnotation)
+	cur := &redisv1alpha1.RedisCluster{}
+	if err := env.Client.Get(t.Context(), key, cur); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Patch(t.Context(), cur, client.RawPatch("application/merge-patch+json", []byte(patchMeta))); err != nil {
+		t.Fatal(err)
+	}
+	rc = waitShape(t, key, 3, 6)
+	if _, still := rc.Annotations[rediscontrollers.AcceptDataLossAnnotation]; still {
+		t.Errorf("the annotation %s is still set after the new cluster formed", rediscontrollers.AcceptDataLossAnnotation)
+	}
+	redisCliCheck(t, rc.Status.Nodes[0].Instance, password(t, ns, "gone"))
+}
+
+// TestRedisClusterPasswordSecretDeleted: the generated password Secret is deleted. The
+// operator reports AuthenticationFailed, generates no new password, touches nothing; the
+// cluster keeps serving; restoring the Secret resumes it at once.
+func TestRedisClusterPasswordSecretDeleted(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	rc := newCluster(ns, "nopass", 6)
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	rc = waitRunning(t, key)
+	pw := password(t, ns, "nopass")
+	sts := &appsv1.StatefulSet{}
+	if err := env.Client.Get(t.Context(), key, sts); err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "nopass-password", Namespace: ns}}
+	if err := env.Client.Delete(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		d := meta.FindStatusCondition(cur.Status.Conditions, "Degraded")
+		return d != nil && d.Status == metav1.ConditionTrue && d.Reason == rediscontrollers.ReasonAuthenticationFailed &&
+			strings.Contains(d.Message, "nopass-password"), fmt.Sprintf("Degraded %+v", d)
+	})
+	time.Sleep(3 * time.Second)
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(secret), &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the operator recreated the password Secret (err %v): a new password would lock it out of the running nodes", err)
+	}
+	after := &appsv1.StatefulSet{}
+	if err := env.Client.Get(t.Context(), key, after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Generation != sts.Generation {
+		t.Errorf("the StatefulSet changed (generation %d -> %d) while the password was unknown", sts.Generation, after.Generation)
+	}
+	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
+
+	secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "nopass-password", Namespace: ns}, Data: map[string][]byte{"password": []byte(pw)}}
+	if err := env.Client.Create(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		d := meta.FindStatusCondition(cur.Status.Conditions, "Degraded")
+		return d != nil && d.Status == metav1.ConditionFalse && cur.Status.Phase == redisv1alpha1.PhaseRunning, fmt.Sprintf("Degraded %+v", d)
+	})
+}
+
+// TestRedisClusterMissingPodWhileAMasterDies: a quota keeps one replica's pod from being
+// recreated (a missing ordinal, for good), then a master loses its volume. The operator
+// still heals what answers: the slots are served again, the phase never says Failed once
+// they are, and the status names the missing pod; when the quota goes, the cluster is whole.
+func TestRedisClusterMissingPodWhileAMasterDies(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	rc := newCluster(ns, "quota", 6)
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	rc = waitShape(t, key, 3, 6)
+	pw := password(t, ns, "quota")
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "five-pods", Namespace: ns},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("5")}}}
+	if err := env.Client.Create(t.Context(), quota); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // the quota controller computes the usage first
+	replica, master := podOfRole(rc, "slave"), podOfRole(rc, "master")
+	w := startWriter(replica.Instance, pw)
+	if err := env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: replica.Name, Namespace: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kubelet.LoseData(ns, master.Name); err != nil {
+		t.Fatal(err)
+	}
+	failedWhileServed := 0
+	testenv.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		if cur.Status.Phase == redisv1alpha1.PhaseFailed && cur.Status.SlotsOK == 16384 {
+			failedWhileServed++
+		}
+		return cur.Status.SlotsOK == 16384 && len(cur.Status.Nodes) == 5 && cur.Status.Phase == redisv1alpha1.PhaseHealing &&
+				strings.Contains(cur.Status.Reason, replica.Name) && cur.Status.Masters == 3,
+			fmt.Sprintf("phase %s (%s), %d nodes, slotsOk %d", cur.Status.Phase, cur.Status.Reason, len(cur.Status.Nodes), cur.Status.SlotsOK)
+	})
+	if failedWhileServed > 0 {
+		t.Errorf("the phase said Failed %d times while every slot was served", failedWhileServed)
+	}
+	if err := env.Client.Delete(t.Context(), quota); err != nil {
+		t.Fatal(err)
+	}
+	rc = waitShape(t, key, 3, 6)
+	checkLayout(t, rc, 3)
+	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
+	w.verify(t, rc, pw)
+}
+
+// TestRedisClusterScalesInToTheExactShape: 10 -> 7 with one replica per master ends with
+// exactly 3 masters, each with a replica, whichever ordinals were masters.
+func TestRedisClusterScalesInToTheExactShape(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	rc := newCluster(ns, "shrink", 10)
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	rc = waitShape(t, key, 5, 10)
+	pw := password(t, ns, "shrink")
+	w := startWriter(rc.Status.Nodes[0].Instance, pw)
+	time.Sleep(2 * time.Second)
+	patchSpec(t, key, `{"spec":{"replicas":7}}`)
+	rc = waitShape(t, key, 3, 7)
+	checkLayout(t, rc, 3)
+	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
+	w.verify(t, rc, pw)
+}

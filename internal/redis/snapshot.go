@@ -1,0 +1,220 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Observation is one pod's Redis node as one reconcile saw it: read once, with read-only
+// commands (CLUSTER NODES, CLUSTER INFO, INFO replication).
+type Observation struct {
+	// Pod is the pod's name.
+	Pod string
+	// Addr is the pod's ip:port, "" while the pod has no IP.
+	Addr string
+	// Host is the Kubernetes node the pod runs on, Zone that node's zone ("" when unknown).
+	Host, Zone string
+	// Leaving is true for a pod above the desired replica count (scale in).
+	Leaving bool
+	// Err is why the node did not answer, nil when it did.
+	Err error
+	// View is the node's CLUSTER NODES, Info its CLUSTER INFO, Replication its INFO
+	// replication; empty when it did not answer.
+	View        []Node
+	Info        map[string]string
+	Replication map[string]string
+}
+
+// Answered reports whether the node answered every read.
+func (o *Observation) Answered() bool { return o.Err == nil && len(o.View) > 0 }
+
+// Self is the node's own line of its view.
+func (o *Observation) Self() (Node, bool) {
+	for _, n := range o.View {
+		if n.Myself {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// Joined reports whether the node belongs to a cluster: it knows other nodes or serves
+// slots. A node that answers but has not joined is fresh (new, or back with an empty volume).
+func (o *Observation) Joined() bool {
+	self, ok := o.Self()
+	return o.Answered() && ok && (len(o.View) > 1 || len(self.Slots) > 0)
+}
+
+// ErrAuth is wrapped by an observation's error when the node refused the password.
+var ErrAuth = errors.New("authentication failed")
+
+// IsAuthError reports whether err is Redis refusing the password (WRONGPASS, NOAUTH, or an
+// old server's "invalid password").
+func IsAuthError(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrAuth) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH") || strings.Contains(msg, "invalid password") ||
+		strings.Contains(msg, "invalid username-password")
+}
+
+// Snapshot is what one reconcile knows about a cluster: every pod's node as read once, the
+// members the operator recorded, and the shape the spec asks for. Planners and the status
+// are derived from it alone.
+type Snapshot struct {
+	// Nodes are the cluster's pods, by ordinal.
+	Nodes []Observation
+	// Members maps each pod the operator recorded as a member of the formed cluster to its
+	// node ID. It outlives every node, so an empty node is never mistaken for a new one.
+	Members map[string]string
+	// Masters is the number of masters the spec implies, ReplicasPerMaster the replicas
+	// each should have.
+	Masters, ReplicasPerMaster int
+	// NodeTimeout is the cluster-node-timeout of the nodes.
+	NodeTimeout time.Duration
+	// Now is when the snapshot was taken (CLUSTER NODES' pong times are compared to it).
+	Now time.Time
+}
+
+// Observe reads one snapshot of the nodes at obs[i].Addr (each is asked once; a node that
+// does not answer keeps its error). obs carries the pod facts; Observe fills the rest.
+func (a *Admin) Observe(ctx context.Context, obs []Observation) {
+	for i := range obs {
+		o := &obs[i]
+		if o.Addr == "" {
+			o.Err = errors.New("the pod has no IP")
+			continue
+		}
+		if o.View, o.Err = a.ClusterNodes(ctx, o.Addr); o.Err != nil {
+			o.View = nil
+			continue
+		}
+		if o.Info, o.Err = a.ClusterInfo(ctx, o.Addr); o.Err != nil {
+			o.View = nil
+			continue
+		}
+		if o.Replication, o.Err = a.replicationInfo(ctx, o.Addr); o.Err != nil {
+			o.View, o.Info = nil, nil
+		}
+	}
+}
+
+// answering are the observations of nodes that answered.
+func (s *Snapshot) answering() []*Observation {
+	var out []*Observation
+	for i := range s.Nodes {
+		if s.Nodes[i].Answered() {
+			out = append(out, &s.Nodes[i])
+		}
+	}
+	return out
+}
+
+// joined are the observations of nodes that answered and belong to the cluster.
+func (s *Snapshot) joined() []*Observation {
+	var out []*Observation
+	for i := range s.Nodes {
+		if s.Nodes[i].Joined() {
+			out = append(out, &s.Nodes[i])
+		}
+	}
+	return out
+}
+
+// byID maps the ID of every answering node to its observation.
+func (s *Snapshot) byID() map[string]*Observation {
+	out := map[string]*Observation{}
+	for _, o := range s.answering() {
+		if self, ok := o.Self(); ok {
+			out[self.ID] = o
+		}
+	}
+	return out
+}
+
+// known is every node some joined node lists, merged: a node that answers as itself, the
+// others as the joined views see them (flags, slots and pong times merged).
+type known struct {
+	node     Node
+	answers  *Observation // nil when no pod answers with this ID
+	failed   bool         // flagged fail by some view
+	slots    []SlotRange  // the slots some view routes to it
+	lastPong int64        // the newest pong time any view recorded, in ms
+	listedBy int
+}
+
+// cluster merges the joined views into one entry per node ID, in ID order.
+func (s *Snapshot) cluster() []*known {
+	ids := s.byID()
+	byID := map[string]*known{}
+	for _, o := range s.joined() {
+		for _, n := range o.View {
+			if n.HasFlag("handshake") {
+				continue
+			}
+			k := byID[n.ID]
+			if k == nil {
+				k = &known{node: n, answers: ids[n.ID]}
+				byID[n.ID] = k
+			}
+			k.listedBy++
+			k.failed = k.failed || n.Failed
+			if n.IsMaster() && len(n.Slots) > 0 {
+				k.slots = mergeSlots(append(k.slots, n.Slots...))
+			}
+			k.lastPong = max(k.lastPong, n.PongRecv)
+			if n.Myself {
+				k.node = n
+			}
+		}
+	}
+	out := make([]*known, 0, len(byID))
+	for _, k := range byID {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b *known) int { return strings.Compare(a.node.ID, b.node.ID) })
+	return out
+}
+
+// silentFor is how long a node has not been heard of by any joined view.
+func (s *Snapshot) silentFor(k *known) time.Duration {
+	if k.lastPong == 0 {
+		return time.Duration(1<<62 - 1)
+	}
+	return s.Now.Sub(time.UnixMilli(k.lastPong))
+}
+
+// Record is the member record after s: every joined pod with its node ID, and every other
+// recorded pod (silent, back empty, or gone) whose ID some joined node still lists, so its
+// start guard keeps an empty volume from serving at its address until the old role is
+// settled (its slots taken over, its ID forgotten). With no joined node at all nothing is
+// released: a total outage is not a reason to start empty nodes.
+func Record(s Snapshot) map[string]string {
+	joined := s.joined()
+	if len(joined) == 0 {
+		return s.Members
+	}
+	listed := map[string]bool{}
+	for _, o := range joined {
+		for _, n := range o.View {
+			listed[n.ID] = true
+		}
+	}
+	out := map[string]string{}
+	for pod, id := range s.Members {
+		if listed[id] {
+			out[pod] = id
+		}
+	}
+	for _, o := range joined {
+		out[o.Pod] = selfID(o)
+	}
+	return out
+}

@@ -1,0 +1,170 @@
+package redispods
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+)
+
+const (
+	testNamespace = "ns"
+	testPod       = "kt-0"
+	testIP        = "127.1.200.7"
+	testPassword  = "kubelet-test-password"
+)
+
+// startKubelet runs a Kubelet over a fake API holding one Running pod built from the
+// operator's StatefulSet template, until the test ends.
+func startKubelet(t *testing.T) (*Kubelet, client.Client, *redisv1alpha1.RedisCluster) {
+	t.Helper()
+	for _, bin := range []string{"redis-server", "unshare", "mount"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s not found: %v", bin, err)
+		}
+	}
+	rc := &redisv1alpha1.RedisCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "kt", Namespace: testNamespace},
+		Spec:       redisv1alpha1.RedisClusterSpec{Replicas: 6},
+	}
+	template := resources.RedisStatefulSet(rc, 1).Spec.Template
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: testPod, Namespace: testNamespace, UID: "uid-kt-0",
+			Labels: template.Labels, Annotations: template.Annotations,
+		},
+		Spec:   *template.Spec.DeepCopy(),
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: testIP},
+	}
+	// The StatefulSet controller adds the claim of the volumeClaimTemplate.
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: resources.RedisDataVolume, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: resources.RedisDataVolume + "-" + testPod},
+	}})
+	config := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: resources.RedisConfigMapName(rc), Namespace: testNamespace},
+		Data: map[string]string{resources.RedisConfigFile: "port 6379\ncluster-enabled yes\n" +
+			"cluster-config-file nodes.conf\ndir /data\nappendonly no\n"},
+	}
+	c := fake.NewClientBuilder().WithObjects(pod, config, resources.RedisPasswordSecret(rc, testPassword)).Build()
+
+	k := New(c, t.TempDir(), t.Logf)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { k.Run(ctx); close(done) }()
+	t.Cleanup(func() { // before the TempDir cleanup, which was registered first
+		cancel()
+		<-done
+		if t.Failed() {
+			t.Logf("log of %s:\n%s", testPod, k.Log(testNamespace, testPod))
+		}
+	})
+	return k, c, rc
+}
+
+func ping(rdb *redis.Client) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return rdb.Ping(ctx).Err()
+}
+
+// eventually polls cond every 100ms until it holds or timeout passes.
+func eventually(timeout time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+func TestKubeletRunsTheContainerSpec(t *testing.T) {
+	k, _, _ := startKubelet(t)
+	rdb := redis.NewClient(&redis.Options{Addr: testIP + ":6379", Password: testPassword, MaxRetries: -1, DialTimeout: 500 * time.Millisecond})
+	defer func() { _ = rdb.Close() }()
+
+	start := time.Now()
+	if !eventually(15*time.Second, func() bool { return ping(rdb) == nil }) {
+		t.Fatalf("no PING answer at %s with the password: %v", testIP, ping(rdb))
+	}
+	t.Logf("answered after %v", time.Since(start).Round(time.Millisecond))
+	if addr := k.Addr(testNamespace, testPod); addr != testIP+":6379" {
+		t.Errorf("Addr %q, want %s:6379", addr, testIP)
+	}
+	nodes := filepath.Join(k.DataDir(testNamespace, testPod), "nodes.conf")
+	if !eventually(5*time.Second, func() bool { _, err := os.Stat(nodes); return err == nil }) {
+		t.Errorf("%s did not appear: /data is not the pod's data directory", nodes)
+	}
+	if _, err := os.Stat(filepath.Join(k.podDir(testNamespace, testPod), resources.RedisMembersVolume)); err != nil {
+		t.Errorf("optional members volume with no ConfigMap: %v, want an empty directory", err)
+	}
+}
+
+func TestKubeletLoseDataOfAMemberWaitsForRelease(t *testing.T) {
+	k, c, rc := startKubelet(t)
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: testIP + ":6379", Password: testPassword, MaxRetries: -1, DialTimeout: 500 * time.Millisecond})
+	defer func() { _ = rdb.Close() }()
+	if !eventually(15*time.Second, func() bool { return ping(rdb) == nil }) {
+		t.Fatalf("no PING answer: %v", ping(rdb))
+	}
+	oldID, err := rdb.ClusterMyID(ctx).Result()
+	if err != nil {
+		t.Fatalf("CLUSTER MYID: %v", err)
+	}
+
+	// The operator records the pod as a member; the kubelet updates the volume.
+	members := resources.RedisMembersConfigMap(rc, map[string]string{testPod: oldID})
+	if err := c.Create(ctx, members); err != nil {
+		t.Fatal(err)
+	}
+	memberFile := filepath.Join(k.podDir(testNamespace, testPod), resources.RedisMembersVolume, testPod)
+	if !eventually(5*time.Second, func() bool { b, _ := os.ReadFile(memberFile); return string(b) == oldID }) {
+		t.Fatalf("%s was not written from the members ConfigMap", memberFile)
+	}
+
+	lost := time.Now()
+	if err := k.LoseData(testNamespace, testPod); err != nil {
+		t.Fatalf("LoseData: %v", err)
+	}
+	if entries, err := os.ReadDir(k.DataDir(testNamespace, testPod)); err != nil || len(entries) != 0 {
+		t.Fatalf("data directory after LoseData: %v entries, %v", len(entries), err)
+	}
+	// Restarted after RestartDelay, the container must not serve at the pod's address.
+	const guard = "has no cluster state"
+	for time.Since(lost) < RestartDelay+4*time.Second {
+		if err := ping(rdb); err == nil {
+			t.Fatalf("a recorded member with lost data answers %v after LoseData", time.Since(lost).Round(time.Millisecond))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if log := k.Log(testNamespace, testPod); !strings.Contains(log, guard) || !strings.Contains(log, oldID) {
+		t.Fatalf("log lacks the guard message %q with node id %s:\n%s", guard, oldID, log)
+	}
+
+	// The operator releases the pod: it starts as a fresh node.
+	members.Data = map[string]string{}
+	if err := c.Update(ctx, members); err != nil {
+		t.Fatal(err)
+	}
+	released := time.Now()
+	if !eventually(5*time.Second, func() bool { return ping(rdb) == nil }) {
+		t.Fatalf("no PING answer 5s after the release: %v", ping(rdb))
+	}
+	t.Logf("answered %v after the release", time.Since(released).Round(time.Millisecond))
+	newID, err := rdb.ClusterMyID(ctx).Result()
+	if err != nil || newID == oldID {
+		t.Errorf("node id after the release %q (%v), want a fresh one, not %s", newID, err, oldID)
+	}
+}
