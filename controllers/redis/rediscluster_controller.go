@@ -27,7 +27,7 @@ import (
 
 // healthInterval is how often a formed cluster's nodes are read again: Redis topology
 // changes (a failover, a crashed node) are not Kubernetes events.
-const healthInterval = 30 * time.Second
+const healthInterval = 10 * time.Second
 
 // RedisClusterReconciler runs Redis clusters.
 type RedisClusterReconciler struct {

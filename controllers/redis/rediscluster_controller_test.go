@@ -295,6 +295,8 @@ func TestRedisClusterHealsAfterEveryPodIsRecreated(t *testing.T) {
 		}
 	}
 	_ = cc.Close()
+	w := startWriter(rc.Status.Nodes[0].Instance, pw)
+	time.Sleep(2 * time.Second)
 	ips := map[string]string{}
 	for _, n := range rc.Status.Nodes {
 		ips[n.Name] = n.Instance
@@ -329,4 +331,8 @@ func TestRedisClusterHealsAfterEveryPodIsRecreated(t *testing.T) {
 			t.Fatalf("after the restart GET k%d = %d, %v", i, v, err)
 		}
 	}
+	// Every key the writer was told it wrote, through each node in turn (a node that
+	// still lists a peer as noaddr would send its clients nowhere).
+	w.verify(t, rc, pw)
+	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
 }

@@ -54,6 +54,20 @@ func checkLayout(t *testing.T, rc *redisv1alpha1.RedisCluster, masters int) {
 	}
 }
 
+// waitNotReady waits until the status shows a fault (Ready False), so that waiting for
+// recovery afterwards cannot pass on the status from before it.
+func waitNotReady(t *testing.T, key client.ObjectKey) {
+	t.Helper()
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		ready := meta.FindStatusCondition(cur.Status.Conditions, "Ready")
+		return ready != nil && ready.Status == metav1.ConditionFalse, "the status still says Ready"
+	})
+}
+
 // podOfRole returns the first node of the status with the given type.
 func podOfRole(rc *redisv1alpha1.RedisCluster, typ string) redisv1alpha1.RedisNode {
 	for _, n := range rc.Status.Nodes {
@@ -118,6 +132,7 @@ func loseVolume(t *testing.T, name, typ string, userConf string) (ns string) {
 	testenv.Eventually(t, time.Minute, func(context.Context) (bool, string) {
 		return strings.Contains(kubelet.Log(ns, victim.Name), "waiting for the operator"), "the start guard has not held the pod"
 	})
+	waitNotReady(t, key)
 	rc = waitShape(t, key, 3, 6)
 	var back redisv1alpha1.RedisNode
 	for _, n := range rc.Status.Nodes {
@@ -179,6 +194,7 @@ func TestRedisClusterRefusesToReplaceALostCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	waitNotReady(t, key)
 	testenv.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
 		cur := &redisv1alpha1.RedisCluster{}
 		if err := env.Client.Get(ctx, key, cur); err != nil {
@@ -215,7 +231,7 @@ func TestRedisClusterRefusesToReplaceALostCluster(t *testing.T) {
 
 // TestRedisClusterPasswordSecretDeleted: the generated password Secret is deleted. The
 // operator reports AuthenticationFailed, generates no new password, touches nothing; the
-// cluster keeps serving; restoring the Secret resumes it at once.
+// cluster keeps serving; a Secret of the user's own with the password resumes it.
 func TestRedisClusterPasswordSecretDeleted(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
@@ -256,11 +272,13 @@ func TestRedisClusterPasswordSecretDeleted(t *testing.T) {
 	}
 	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
 
-	secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "nopass-password", Namespace: ns}, Data: map[string][]byte{"password": []byte(pw)}}
+	// As the condition says: a Secret of the user's own with the password, named in the spec.
+	secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "restored", Namespace: ns}, Data: map[string][]byte{"password": []byte(pw)}}
 	if err := env.Client.Create(t.Context(), secret); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+	patchSpec(t, key, `{"spec":{"passwordSecret":"restored"}}`)
+	testenv.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
 		cur := &redisv1alpha1.RedisCluster{}
 		if err := env.Client.Get(ctx, key, cur); err != nil {
 			return false, err.Error()
@@ -290,7 +308,13 @@ func TestRedisClusterMissingPodWhileAMasterDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second) // the quota controller computes the usage first
-	replica, master := podOfRole(rc, "slave"), podOfRole(rc, "master")
+	master := podOfRole(rc, "master")
+	var replica redisv1alpha1.RedisNode // a replica of another master, so the master's slots have a successor
+	for _, n := range rc.Status.Nodes {
+		if n.Type == "slave" && n.MasterNodeID != master.NodeID {
+			replica = n
+		}
+	}
 	w := startWriter(replica.Instance, pw)
 	if err := env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: replica.Name, Namespace: ns}}); err != nil {
 		t.Fatal(err)
@@ -298,6 +322,7 @@ func TestRedisClusterMissingPodWhileAMasterDies(t *testing.T) {
 	if err := kubelet.LoseData(ns, master.Name); err != nil {
 		t.Fatal(err)
 	}
+	waitNotReady(t, key)
 	failedWhileServed := 0
 	testenv.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
 		cur := &redisv1alpha1.RedisCluster{}

@@ -61,8 +61,8 @@ func (r *RedisClusterReconciler) ensurePassword(ctx context.Context, s *state) (
 type passwordLostError struct{ secret string }
 
 func (e *passwordLostError) Error() string {
-	return fmt.Sprintf("the password Secret %q of a formed cluster was deleted: recreate it with the password the nodes run with (key %q); "+
-		"the operator does not generate a new one over a running cluster", e.secret, resources.RedisPasswordKey)
+	return fmt.Sprintf("the password Secret %q of a formed cluster was deleted, and the operator does not generate a new password over running nodes: "+
+		"create a Secret of your own with the password the nodes run with (key %q) and name it in spec.passwordSecret", e.secret, resources.RedisPasswordKey)
 }
 
 // ensureConfigMap writes redis.conf, merging the user's ConfigMap (spec.pod[0].configmap).

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"fmt"
+	"math"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
@@ -90,7 +92,7 @@ func run(m *testing.M) int {
 	mgr, stop, err = env.StartManager(func(mgr ctrl.Manager) error {
 		return (&rediscontrollers.RedisClusterReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("rediscluster-controller"),
-		}).SetupWithManager(mgr, controller.Options{})
+		}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}) // as main.go ships it
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -98,6 +100,11 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = stop() }()
 	code := m.Run()
+	reportReconcileTimes()
+	if reconcileTooSlow && code == 0 {
+		fmt.Fprintln(os.Stderr, "FAIL: a reconcile held a worker longer than 15 s")
+		code = 1
+	}
 	if leaked := passwordsInLogs(); leaked != "" {
 		fmt.Fprintln(os.Stderr, "FAIL: a Redis password appears in the operator's logs:", leaked)
 		return 1
@@ -129,3 +136,44 @@ func logf(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, format+"\n", args...)
 	}
 }
+
+// reportReconcileTimes prints, from controller-runtime's reconcile-time histogram and the
+// operator's conflict counter, how long the longest reconciles of the whole run took and
+// how many status writes hit a conflict; it fails the run when a reconcile took over 15 s.
+func reportReconcileTimes() {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cannot read the metrics:", err)
+		return
+	}
+	for _, f := range families {
+		switch f.GetName() {
+		case "controller_runtime_reconcile_time_seconds":
+			for _, m := range f.GetMetric() {
+				h := m.GetHistogram()
+				var slowest float64 // the upper bound of the highest non-empty bucket
+				prev := uint64(0)
+				for _, b := range h.GetBucket() {
+					if b.GetCumulativeCount() > prev {
+						slowest = b.GetUpperBound()
+					}
+					prev = b.GetCumulativeCount()
+				}
+				if h.GetSampleCount() > prev {
+					slowest = math.Inf(1)
+				}
+				fmt.Fprintf(os.Stderr, "reconciles: %d in %.0f s; the longest took at most %g s\n", h.GetSampleCount(), h.GetSampleSum(), slowest)
+				if slowest > 15 {
+					reconcileTooSlow = true
+				}
+			}
+		case "middleware_operator_rediscluster_status_conflicts_total":
+			for _, m := range f.GetMetric() {
+				fmt.Fprintf(os.Stderr, "status writes refused on a conflict: %.0f\n", m.GetCounter().GetValue())
+			}
+		}
+	}
+}
+
+// reconcileTooSlow is set when a reconcile held a worker longer than 15 s.
+var reconcileTooSlow bool

@@ -116,8 +116,12 @@ func Assess(s Snapshot) Health {
 	if a, ok := planMeet(s); ok {
 		h.Problems = append(h.Problems, fmt.Sprintf("members do not all know each other at their current addresses (%d introductions missing)", len(a.Commands)))
 	}
-	failed, open, stateNotOK := 0, 0, 0
+	failed, open, stateNotOK, syncing := 0, 0, 0, 0
 	for _, o := range joined {
+		if self, _ := o.Self(); self.Role == RoleSlave &&
+			(o.Replication["master_link_status"] != "up" || o.Replication["master_sync_in_progress"] == "1") {
+			syncing++
+		}
 		if o.Info["cluster_state"] != "ok" {
 			stateNotOK++
 		}
@@ -130,12 +134,26 @@ func Assess(s Snapshot) Health {
 			failed++
 		}
 	}
+	suspected := 0
+	for _, o := range joined {
+		for _, n := range o.View {
+			if n.PossiblyFailed && !n.Failed {
+				suspected++
+			}
+		}
+	}
+	if suspected > 0 {
+		h.Problems = append(h.Problems, fmt.Sprintf("%d times a node suspects a peer of failing (fail?)", suspected))
+	}
 	h.FailedIDs = failed
 	if failed > 0 {
 		h.Problems = append(h.Problems, fmt.Sprintf("%d node IDs in the cluster's tables are failed or answer nowhere", failed))
 	}
 	if stateNotOK > 0 {
 		h.Problems = append(h.Problems, fmt.Sprintf("%d nodes report cluster_state other than ok", stateNotOK))
+	}
+	if syncing > 0 {
+		h.Problems = append(h.Problems, fmt.Sprintf("%d replicas have no live, synced link to their master", syncing))
 	}
 	if open > 0 {
 		h.Problems = append(h.Problems, fmt.Sprintf("%d nodes have slots in migrating or importing state", open))

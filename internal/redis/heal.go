@@ -230,7 +230,7 @@ func planRepoint(s Snapshot) (Action, bool) {
 // planFailover: a master that owns slots, is flagged fail, and has not been heard of for
 // forceFailoverAfter node timeouts, was not replaced by Redis (its replicas may have
 // cluster-replica-no-failover, or lost the election): its most caught-up answering replica
-// takes over with CLUSTER FAILOVER FORCE, or TAKEOVER when a majority of the slot-owning
+// that ever synced (a replication offset above 0) takes over with CLUSTER FAILOVER FORCE, or TAKEOVER when a majority of the slot-owning
 // masters is dead and no election can win.
 func planFailover(s Snapshot) (Action, bool) {
 	cluster := s.cluster()
@@ -256,6 +256,9 @@ func planFailover(s Snapshot) (Action, bool) {
 				continue
 			}
 			offset, _ := strconv.ParseInt(o.Replication["slave_repl_offset"], 10, 64)
+			if offset <= 0 {
+				continue // never synced: promoting it would serve the slots empty
+			}
 			if offset > bestOffset {
 				best, bestOffset = o, offset
 			}

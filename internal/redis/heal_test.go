@@ -32,7 +32,10 @@ func newFake(masters, replicasPerMaster int, nodes ...fakeNode) *cluster {
 		Members: map[string]string{}}
 	for i, n := range nodes {
 		o := Observation{Pod: n.pod, Addr: addrOf(i), Host: n.host, Info: map[string]string{"cluster_state": "ok"},
-			Replication: map[string]string{}}
+			Replication: map[string]string{"role": "master"}}
+		if n.master != "" {
+			o.Replication = map[string]string{"role": "slave", "master_link_status": "up", "master_sync_in_progress": "0", "slave_repl_offset": "1000"}
+		}
 		for j, m := range nodes {
 			o.View = append(o.View, line(m, addrOf(j), i == j))
 		}
@@ -130,6 +133,15 @@ func TestPlanRecovery(t *testing.T) {
 		"a healthy cluster needs nothing and is Ready": {
 			snap: six().snap, ready: true, served: SlotCount,
 		},
+		"a replica still in its first full sync: every slot served, not Ready": {
+			snap: func() Snapshot {
+				c := six()
+				c.snap.Nodes[3].Replication["master_link_status"] = "down"
+				c.snap.Nodes[3].Replication["master_sync_in_progress"] = "1"
+				return c.snap
+			}(),
+			served: SlotCount,
+		},
 		"every pod back at a new IP: every member meets every other, not only the lowest": {
 			snap: func() Snapshot {
 				c := six()
@@ -172,6 +184,22 @@ func TestPlanRecovery(t *testing.T) {
 				return c.silence(0, errDown).fail("aaaaaaaa", 20*time.Second).snap
 			}(),
 			want: ActionForceFailover, commands: []string{addrOf(4) + ": CLUSTER FAILOVER FORCE"}, served: SlotCount - 5461,
+		},
+		"a node suspects a peer (fail?): every slot served, not Ready": {
+			snap: six().each("bbbbbbbb", func(n *Node) {
+				if !n.Myself {
+					n.Flags, n.PossiblyFailed = append(n.Flags, "fail?"), true
+				}
+			}).snap,
+			served: SlotCount,
+		},
+		"a dead master's only replica never synced: it is not promoted over the data": {
+			snap: func() Snapshot {
+				c := six()
+				c.snap.Nodes[3].Replication["slave_repl_offset"] = "0"
+				return c.silence(0, errDown).fail("aaaaaaaa", time.Minute).snap
+			}(),
+			served: SlotCount - 5461,
 		},
 		"two of three masters dead: TAKEOVER, since no election can win": {
 			snap: six().silence(0, errDown).silence(1, errDown).fail("aaaaaaaa", time.Minute).fail("bbbbbbbb", time.Minute).snap,

@@ -57,6 +57,22 @@ fi
 exec redis-server "$@"
 `
 
+// RedisReadinessScript is the readiness probe: a pod is ready when its node belongs to the
+// cluster (it knows other nodes), and, for a replica, its link to its master is up and no
+// full sync is in progress. So the PodDisruptionBudget counts real redundancy: a replica
+// still loading its first copy does not let a drain take its master. The password reaches
+// redis-cli through REDISCLI_AUTH, not its arguments.
+const RedisReadinessScript = `export REDISCLI_AUTH="$REDIS_PASSWORD"
+cluster=` + "`" + `redis-cli -h 127.0.0.1 -p 6379 cluster info` + "`" + ` || exit 1
+replication=` + "`" + `redis-cli -h 127.0.0.1 -p 6379 info replication` + "`" + ` || exit 1
+echo "$cluster" | grep -q '^cluster_known_nodes:[2-9]\|^cluster_known_nodes:[1-9][0-9]' || { echo "not in a cluster"; exit 1; }
+case "$replication" in
+*role:slave*)
+  echo "$replication" | grep -q '^master_link_status:up' || { echo "link to the master is down"; exit 1; }
+  echo "$replication" | grep -q '^master_sync_in_progress:0' || { echo "full sync in progress"; exit 1; } ;;
+esac
+`
+
 // RedisHeadlessServiceName is the headless Service that gives each pod a stable DNS name,
 // <pod>.<cluster>.<namespace>.svc, as in the seed.
 func RedisHeadlessServiceName(rc *redisv1alpha1.RedisCluster) string { return rc.Name }
@@ -301,7 +317,7 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 		},
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{
-				"sh", "-c", `redis-cli -a "$REDIS_PASSWORD" --no-auth-warning ping | grep -q PONG`,
+				"sh", "-c", RedisReadinessScript,
 			}}},
 			PeriodSeconds: 5, TimeoutSeconds: 3,
 		},

@@ -1,6 +1,9 @@
 package resources_test
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -130,5 +133,36 @@ func TestRedisMembersConfigMap(t *testing.T) {
 	}
 	if want := resources.RedisConfigMap(rc, "").Labels; !reflect.DeepEqual(cm.Labels, want) {
 		t.Errorf("labels %v, want %v (those of the other children)", cm.Labels, want)
+	}
+}
+
+// TestRedisReadinessScript runs the probe with sh against a stand-in redis-cli that prints
+// what a real one prints for each state of a node.
+func TestRedisReadinessScript(t *testing.T) {
+	cases := map[string]struct {
+		cluster, replication string
+		ready                bool
+	}{
+		"a master in a cluster":               {"cluster_state:ok\r\ncluster_known_nodes:6\r\n", "# Replication\r\nrole:master\r\nconnected_slaves:1\r\n", true},
+		"a fresh node that knows only itself": {"cluster_state:fail\r\ncluster_known_nodes:1\r\n", "role:master\r\n", false},
+		"a replica with its link up":          {"cluster_known_nodes:12\r\n", "role:slave\r\nmaster_link_status:up\r\nmaster_sync_in_progress:0\r\n", true},
+		"a replica in its first full sync":    {"cluster_known_nodes:6\r\n", "role:slave\r\nmaster_link_status:down\r\nmaster_sync_in_progress:1\r\n", false},
+		"a replica whose master is gone":      {"cluster_known_nodes:6\r\n", "role:slave\r\nmaster_link_status:down\r\nmaster_sync_in_progress:0\r\n", false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			fake := "#!/bin/sh\n[ \"$REDISCLI_AUTH\" = secret ] || { echo NOAUTH; exit 1; }\n" +
+				"case \"$*\" in *cluster*) printf '" + tc.cluster + "';; *replication*) printf '" + tc.replication + "';; esac\n"
+			if err := os.WriteFile(filepath.Join(dir, "redis-cli"), []byte(fake), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("sh", "-c", resources.RedisReadinessScript)
+			cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "REDIS_PASSWORD=secret"}
+			out, err := cmd.CombinedOutput()
+			if (err == nil) != tc.ready {
+				t.Errorf("ready = %v (%v, %s), want %v", err == nil, err, out, tc.ready)
+			}
+		})
 	}
 }

@@ -21,6 +21,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -79,7 +80,11 @@ func Start(ctx context.Context, nodes int) (*Env, error) {
 		c.Stop()
 		return nil, fmt.Errorf("while installing the CRDs: %w", err)
 	}
-	cl, err := client.New(c.Config, client.Options{Scheme: scheme})
+	// Many parallel tests poll through this one client: client-go's default 5 QPS would
+	// starve them (the API server's own fairness still applies).
+	cfg := rest.CopyConfig(c.Config)
+	cfg.QPS, cfg.Burst = 500, 1000
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		c.Stop()
 		return nil, err
@@ -138,7 +143,9 @@ func Eventually(t *testing.T, timeout time.Duration, cond func(ctx context.Conte
 	var last string
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, msg := cond(ctx)
-		last = msg
+		if ctx.Err() == nil || last == "" { // a poll cut short by the timeout says nothing new
+			last = msg
+		}
 		return ok, nil
 	})
 	if err != nil {
