@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -91,7 +92,8 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, r.finalize(ctx, rc)
 	}
 	if done, err := r.ensureFinalizer(ctx, rc); done || err != nil {
-		return ctrl.Result{}, err
+		// A finalizer change passes no event filter: look again from the written object.
+		return ctrl.Result{RequeueAfter: waitInterval}, err
 	}
 	s := &state{rc: rc, next: rc.DeepCopy()}
 	defer func() {
@@ -190,7 +192,8 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 		// The operator's own status writes need no reconcile: spec, annotation and label
 		// changes (and deletion, which bumps the generation) do.
 		For(&redisv1alpha1.RedisCluster{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{},
+			predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return !e.ObjectNew.GetDeletionTimestamp().IsZero() }}))).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).

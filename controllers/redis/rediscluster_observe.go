@@ -80,6 +80,7 @@ func (r *RedisClusterReconciler) snapshot(ctx context.Context, s *state) error {
 		Nodes: obs, Members: s.recorded, Masters: resources.RedisMasters(s.rc),
 		ReplicasPerMaster: resources.RedisReplicasPerMaster(s.rc), NodeTimeout: nodeTimeout, Now: time.Now(),
 	}
+	s.snap.CheckIdentity()
 	s.health = redisadmin.Assess(s.snap)
 	s.members = s.members[:0]
 	for i := range obs {

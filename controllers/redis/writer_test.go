@@ -2,6 +2,8 @@ package redis_test
 
 import (
 	"context"
+	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -9,6 +11,8 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 )
@@ -94,24 +98,26 @@ func (w *writer) verify(t *testing.T, rc *redisv1alpha1.RedisCluster, password s
 	}
 	lost := map[string]bool{}
 	for _, node := range rc.Status.Nodes {
-		missing := readThrough(t, node.Instance, password, keys)
+		missing, firstErr := readThrough(t, node.Instance, password, keys)
 		for _, k := range missing {
 			lost[k] = true
 		}
 		if len(missing) > 0 {
-			t.Errorf("a client entering at %s (%s) cannot read %d of %d keys, for example %s", node.Name, node.Instance, len(missing), n, missing[0])
+			t.Errorf("a client entering at %s (%s) cannot read %d of %d keys: %v", node.Name, node.Instance, len(missing), n, firstErr)
 		}
 	}
 	if len(lost) > 0 {
 		t.Errorf("%d of %d acknowledged keys unreadable through some node", len(lost), n)
+		logEvents(t, rc.Namespace)
 	} else {
 		t.Logf("the writer wrote %d keys; every one reads back through each of the %d nodes", n, len(rc.Status.Nodes))
 	}
 }
 
-// readThrough GETs keys at the node at addr in pipelined batches, follows MOVED once, and
-// returns the keys whose value is not what the writer wrote (w:<n> = n).
-func readThrough(t *testing.T, addr, password string, keys []string) []string {
+// readThrough GETs keys at the node at addr in pipelined batches, follows MOVED redirects
+// (up to 3, as go-redis does) to the nodes they name, and returns the keys whose value is
+// not what the writer wrote (w:<n> = n), with the first error seen.
+func readThrough(t *testing.T, addr, password string, keys []string) ([]string, error) {
 	t.Helper()
 	clients := map[string]*goredis.Client{}
 	defer func() {
@@ -126,40 +132,49 @@ func readThrough(t *testing.T, addr, password string, keys []string) []string {
 		return clients[a]
 	}
 	var missing []string
+	var firstErr error
 	for start := 0; start < len(keys); start += 1000 {
-		batch := keys[start:min(start+1000, len(keys))]
-		moved := map[string][]string{} // target address -> keys
-		get := func(c *goredis.Client, ks []string) []*goredis.StringCmd {
-			cmds := make([]*goredis.StringCmd, len(ks))
-			_, _ = c.Pipelined(t.Context(), func(p goredis.Pipeliner) error {
-				for i, k := range ks {
-					cmds[i] = p.Get(t.Context(), k)
-				}
-				return nil
-			})
-			return cmds
-		}
-		check := func(k string, cmd *goredis.StringCmd) bool {
-			v, err := cmd.Int()
-			return err == nil && "w:"+strconv.Itoa(v) == k
-		}
-		for i, cmd := range get(at(addr), batch) {
-			if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "MOVED ") {
-				f := strings.Fields(err.Error())
-				moved[f[len(f)-1]] = append(moved[f[len(f)-1]], batch[i])
-				continue
-			}
-			if !check(batch[i], cmd) {
-				missing = append(missing, batch[i])
-			}
-		}
-		for target, ks := range moved {
-			for i, cmd := range get(at(target), ks) {
-				if !check(ks[i], cmd) {
-					missing = append(missing, ks[i])
+		pending := map[string][]string{addr: keys[start:min(start+1000, len(keys))]}
+		for hop := 0; hop <= 3 && len(pending) > 0; hop++ {
+			next := map[string][]string{}
+			for node, ks := range pending {
+				cmds := make([]*goredis.StringCmd, len(ks))
+				_, _ = at(node).Pipelined(t.Context(), func(p goredis.Pipeliner) error {
+					for i, k := range ks {
+						cmds[i] = p.Get(t.Context(), k)
+					}
+					return nil
+				})
+				for i, cmd := range cmds {
+					v, err := cmd.Int()
+					switch {
+					case err != nil && strings.HasPrefix(err.Error(), "MOVED ") && hop < 3:
+						f := strings.Fields(err.Error())
+						next[f[len(f)-1]] = append(next[f[len(f)-1]], ks[i])
+					case err != nil || "w:"+strconv.Itoa(v) != ks[i]:
+						if firstErr == nil {
+							firstErr = fmt.Errorf("GET %s at %s: %d, %v", ks[i], node, v, err)
+						}
+						missing = append(missing, ks[i])
+					}
 				}
 			}
+			pending = next
 		}
 	}
-	return missing
+	return missing, firstErr
+}
+
+// logEvents logs the namespace's events, oldest first, to explain a failure.
+func logEvents(t *testing.T, ns string) {
+	t.Helper()
+	evs := &eventsv1.EventList{}
+	if err := env.Client.List(context.Background(), evs, client.InNamespace(ns)); err != nil {
+		t.Logf("cannot list events: %v", err)
+		return
+	}
+	sort.Slice(evs.Items, func(i, j int) bool { return evs.Items[i].CreationTimestamp.Before(&evs.Items[j].CreationTimestamp) })
+	for _, e := range evs.Items {
+		t.Logf("event %s %s %s: %s", e.CreationTimestamp.Format("15:04:05"), e.Type, e.Reason, e.Note)
+	}
 }

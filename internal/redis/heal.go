@@ -280,13 +280,20 @@ func planFailover(s Snapshot) (Action, bool) {
 	return Action{}, false
 }
 
-// planForget: a node ID that no pod answers to, flagged fail, owning no slot, silent for
-// forgetAfter node timeouts (a pod that came back with an empty volume, a pod removed
-// behind the operator's back) is forgotten by every node that lists it. Its replicas were
-// re-pointed first (a replica refuses to forget its master).
+// planForget: a node ID that no pod answers to and that owns no slot, silent for
+// forgetAfter node timeouts, is forgotten by every node that lists it, when the cluster
+// agrees it is gone: flagged fail, or listed without an address, or listed by a minority of
+// the members only (the rest forgot it; a member that was away while they did brought it
+// back from its nodes.conf, and a single node can never flag it fail). That is a pod that
+// came back with an empty volume, a pod removed behind the operator's back. Its replicas
+// were re-pointed first (a replica refuses to forget its master).
 func planForget(s Snapshot) (Action, bool) {
+	joined := len(s.joined())
 	for _, k := range s.cluster() {
-		if k.answers != nil || !k.failed || len(k.slots) > 0 || s.silentFor(k) < forgetAfter*s.NodeTimeout {
+		if k.answers != nil || len(k.slots) > 0 || s.silentFor(k) < forgetAfter*s.NodeTimeout {
+			continue
+		}
+		if !k.failed && !k.node.HasFlag("noaddr") && k.listedBy*2 > joined {
 			continue
 		}
 		var cmds []Command
@@ -303,7 +310,7 @@ func planForget(s Snapshot) (Action, bool) {
 		if len(cmds) == 0 {
 			continue
 		}
-		return Action{ActionForget, cmds, fmt.Sprintf("forgot node %s (last at %s): it failed %s ago and no pod answers with its ID",
+		return Action{ActionForget, cmds, fmt.Sprintf("forgot node %s (last at %s): no pod has answered with its ID for %s",
 			short(k.node.ID), k.node.Addr, s.silentFor(k).Round(time.Second))}, true
 	}
 	return Action{}, false

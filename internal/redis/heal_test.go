@@ -222,6 +222,16 @@ func TestPlanRecovery(t *testing.T) {
 			},
 			served: SlotCount,
 		},
+		"a member that was away brought a forgotten ID back from its nodes.conf: forgotten again": {
+			snap: func() Snapshot {
+				c := six()
+				ghost := line(fakeNode{id: "99999999", master: ""}, ":0", false)
+				ghost.Host, ghost.Flags, ghost.PongRecv = "", []string{"master", "noaddr"}, now.Add(-4*time.Minute).UnixMilli()
+				c.snap.Nodes[4].View = append(c.snap.Nodes[4].View, ghost)
+				return c.snap
+			}(),
+			want: ActionForget, commands: []string{addrOf(4) + ": CLUSTER FORGET 99999999"}, served: SlotCount,
+		},
 		"a failed ID is not forgotten before the grace period": {
 			snap:   six().silence(0, errDown).promote("dddddddd", "aaaaaaaa").fail("aaaaaaaa", 6*time.Second).snap,
 			served: SlotCount,
@@ -421,5 +431,24 @@ func TestPlanMeetEveryPairEveryView(t *testing.T) {
 		if from[addrOf(i)] != 5 {
 			t.Errorf("%s sends %d MEETs, want 5", addrOf(i), from[addrOf(i)])
 		}
+	}
+}
+
+// TestCheckIdentity: a server at a reused IP that is another pod's node does not speak for
+// the pod the IP now belongs to.
+func TestCheckIdentity(t *testing.T) {
+	c := six()
+	c.snap.Nodes[0].View = slices.Clone(c.snap.Nodes[1].View) // rc-0's address answers as bbbbbbbb
+	c.snap.CheckIdentity()
+	if c.snap.Nodes[0].Answered() || !strings.Contains(c.snap.Nodes[0].Err.Error(), "member record") {
+		t.Errorf("rc-0 answered as another pod's node and was believed: err %v", c.snap.Nodes[0].Err)
+	}
+	for i := 1; i < 6; i++ {
+		if !c.snap.Nodes[i].Answered() {
+			t.Errorf("%s lost its answer: %v", c.snap.Nodes[i].Pod, c.snap.Nodes[i].Err)
+		}
+	}
+	if Assess(c.snap).Ready() {
+		t.Error("Ready with a pod whose own node did not answer")
 	}
 }

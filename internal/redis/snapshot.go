@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -103,6 +104,24 @@ func (a *Admin) Observe(ctx context.Context, obs []Observation) {
 		if o.Replication, o.Err = a.replicationInfo(ctx, o.Addr); o.Err != nil {
 			o.View, o.Info = nil, nil
 		}
+	}
+}
+
+// CheckIdentity turns into a non-answer every observation whose node is not the one the
+// member record names for its pod: a process at a reused IP (a deleted pod's server still
+// running where a new pod got its address) speaks for another pod, and its view must not
+// be taken for this pod's. A pod whose data is gone is held by its start guard until the
+// record releases it, so a recorded pod never legitimately answers with another ID.
+func (s *Snapshot) CheckIdentity() {
+	for i := range s.Nodes {
+		o := &s.Nodes[i]
+		want, recorded := s.Members[o.Pod]
+		self, ok := o.Self()
+		if !recorded || !o.Answered() || !ok || self.ID == want {
+			continue
+		}
+		o.Err = fmt.Errorf("the server at %s is node %s, but the member record has %s for pod %s", o.Addr, short(self.ID), short(want), o.Pod)
+		o.View, o.Info, o.Replication = nil, nil, nil
 	}
 }
 
