@@ -24,7 +24,8 @@ import (
 // checkLayout fails the test unless the status shows the topology invariants: the masters
 // the spec implies, each with replicasPerMaster replicas or more (at most one apart), and
 // every node Connected.
-func checkLayout(t *testing.T, rc *redisv1alpha1.RedisCluster, masters int) {
+func checkLayout(t *testing.T, rc *redisv1alpha1.RedisCluster) {
+	masters := int(rc.Spec.Replicas) / (1 + int(*rc.Spec.ReplicasPerMaster))
 	t.Helper()
 	replicas := map[string]int{}
 	for _, n := range rc.Status.Nodes {
@@ -178,7 +179,7 @@ func loseVolume(t *testing.T, name, typ string, userConf string) (ns string) {
 	if got := members(t, ns, name)[victim.Name]; got != back.NodeID {
 		t.Errorf("the member record has %s for %s, want its new ID %s", got, victim.Name, back.NodeID)
 	}
-	checkLayout(t, rc, 3)
+	checkLayout(t, rc)
 	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	t.Logf("%s (%s) lost its volume; healthy again after %s", victim.Name, typ, time.Since(start).Round(time.Second))
 	w.verify(t, rc, pw)
@@ -389,7 +390,7 @@ func TestRedisClusterMissingPodWhileAMasterDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc = waitShape(t, key, 3, 6)
-	checkLayout(t, rc, 3)
+	checkLayout(t, rc)
 	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	w.verify(t, rc, pw)
 }
@@ -410,7 +411,7 @@ func TestRedisClusterScalesInToTheExactShape(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	patchSpec(t, key, `{"spec":{"replicas":7}}`)
 	rc = waitShape(t, key, 3, 7)
-	checkLayout(t, rc, 3)
+	checkLayout(t, rc)
 	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	w.verify(t, rc, pw)
 }

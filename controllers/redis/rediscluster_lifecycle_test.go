@@ -118,7 +118,7 @@ func TestRedisClusterScalesOutAndInWithoutLosingKeys(t *testing.T) {
 
 	patchSpec(t, key, `{"spec":{"replicas":6}}`)
 	rc = waitShape(t, key, 3, 6)
-	checkLayout(t, rc, 3)
+	checkLayout(t, rc)
 	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	w.verify(t, rc, pw)
 }

@@ -153,7 +153,7 @@ func readThrough(t *testing.T, addr, password string, keys []string) ([]string, 
 						next[f[len(f)-1]] = append(next[f[len(f)-1]], ks[i])
 					case err != nil || "w:"+strconv.Itoa(v) != ks[i]:
 						if firstErr == nil {
-							firstErr = fmt.Errorf("GET %s at %s: %d, %v", ks[i], node, v, err)
+							firstErr = fmt.Errorf("GET %s at %s: %d, %w", ks[i], node, v, err)
 						}
 						missing = append(missing, ks[i])
 					}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func addrOf(i int) string { return fmt.Sprintf("127.1.0.%d:6379", i+1) }
 func line(n fakeNode, addr string, myself bool) Node {
 	host, port, _ := strings.Cut(addr, ":")
 	l := Node{ID: n.id, Addr: addr, Host: host, PongRecv: now.UnixMilli(), LinkState: "connected"}
-	fmt.Sscan(port, &l.Port)
+	l.Port, _ = strconv.Atoi(port)
 	if n.master == "" {
 		l.Role, l.Slots = RoleMaster, n.slots
 	} else {
@@ -106,6 +107,16 @@ func (c *cluster) promote(replica, old string) *cluster {
 }
 
 var errDown = errors.New("dial tcp: connection refused")
+
+// threeShards is rc-0..rc-2, masters aaaaaaaa, bbbbbbbb, cccccccc on n1..n3 with a third of
+// the slots each, then the given nodes.
+func threeShards(masters, replicasPerMaster int, others ...fakeNode) *cluster {
+	return newFake(masters, replicasPerMaster, append([]fakeNode{
+		{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{0, 5460}}},
+		{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{5461, 10922}}},
+		{"rc-2", "cccccccc", "n3", "", []SlotRange{{10923, 16383}}},
+	}, others...)...)
+}
 
 // six is three masters (a, b, c on hosts n1..n3) and their replicas (d, e, f), each
 // replica on another host than its master.
@@ -172,10 +183,7 @@ func TestPlanRecovery(t *testing.T) {
 		},
 		"master dead for three node timeouts and no replica took over: forced failover on its most caught-up replica": {
 			snap: func() Snapshot {
-				c := newFake(3, 2,
-					fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{0, 5460}}},
-					fakeNode{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{5461, 10922}}},
-					fakeNode{"rc-2", "cccccccc", "n3", "", []SlotRange{{10923, 16383}}},
+				c := threeShards(3, 2,
 					fakeNode{"rc-3", "dddddddd", "n2", "aaaaaaaa", nil},
 					fakeNode{"rc-4", "eeeeeeee", "n3", "aaaaaaaa", nil},
 				)
@@ -254,10 +262,7 @@ func TestPlanRecovery(t *testing.T) {
 		},
 		"a replica whose master was forgotten is re-pointed to the master with the fewest": {
 			snap: func() Snapshot {
-				c := newFake(3, 1,
-					fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{0, 5460}}},
-					fakeNode{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{5461, 10922}}},
-					fakeNode{"rc-2", "cccccccc", "n3", "", []SlotRange{{10923, 16383}}},
+				c := threeShards(3, 1,
 					fakeNode{"rc-3", "dddddddd", "n2", "aaaaaaaa", nil},
 					fakeNode{"rc-4", "eeeeeeee", "n3", "bbbbbbbb", nil},
 					fakeNode{"rc-5", "ffffffff", "n1", "99999999", nil},
@@ -268,10 +273,7 @@ func TestPlanRecovery(t *testing.T) {
 		},
 		"scale in left a staying master without slots beyond the spec's count: it becomes a replica": {
 			snap: func() Snapshot {
-				c := newFake(3, 1,
-					fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{0, 5460}}},
-					fakeNode{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{5461, 10922}}},
-					fakeNode{"rc-2", "cccccccc", "n3", "", []SlotRange{{10923, 16383}}},
+				c := threeShards(3, 1,
 					fakeNode{"rc-3", "dddddddd", "n2", "aaaaaaaa", nil},
 					fakeNode{"rc-4", "eeeeeeee", "n3", "bbbbbbbb", nil},
 					fakeNode{"rc-5", "ffffffff", "n1", "", nil},
@@ -282,10 +284,7 @@ func TestPlanRecovery(t *testing.T) {
 		},
 		"an empty master the spec still needs (scale out in progress) is kept": {
 			snap: func() Snapshot {
-				c := newFake(4, 1,
-					fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{0, 5460}}},
-					fakeNode{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{5461, 10922}}},
-					fakeNode{"rc-2", "cccccccc", "n3", "", []SlotRange{{10923, 16383}}},
+				c := threeShards(4, 1,
 					fakeNode{"rc-3", "dddddddd", "n2", "aaaaaaaa", nil},
 					fakeNode{"rc-4", "eeeeeeee", "n3", "bbbbbbbb", nil},
 					fakeNode{"rc-5", "ffffffff", "n1", "cccccccc", nil},
@@ -297,10 +296,7 @@ func TestPlanRecovery(t *testing.T) {
 		},
 		"one master with two replicas, another with none: one moves, from outside its new master's node": {
 			snap: func() Snapshot {
-				c := newFake(3, 1,
-					fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{0, 5460}}},
-					fakeNode{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{5461, 10922}}},
-					fakeNode{"rc-2", "cccccccc", "n3", "", []SlotRange{{10923, 16383}}},
+				c := threeShards(3, 1,
 					fakeNode{"rc-3", "dddddddd", "n3", "aaaaaaaa", nil},
 					fakeNode{"rc-4", "eeeeeeee", "n2", "aaaaaaaa", nil},
 					fakeNode{"rc-5", "ffffffff", "n1", "cccccccc", nil},
@@ -311,10 +307,7 @@ func TestPlanRecovery(t *testing.T) {
 		},
 		"a replica on its master's Kubernetes node after a failover: swapped with another master's replica": {
 			snap: func() Snapshot {
-				c := newFake(3, 1,
-					fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{0, 5460}}},
-					fakeNode{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{5461, 10922}}},
-					fakeNode{"rc-2", "cccccccc", "n3", "", []SlotRange{{10923, 16383}}},
+				c := threeShards(3, 1,
 					fakeNode{"rc-3", "dddddddd", "n1", "aaaaaaaa", nil},
 					fakeNode{"rc-4", "eeeeeeee", "n3", "bbbbbbbb", nil},
 					fakeNode{"rc-5", "ffffffff", "n2", "cccccccc", nil},

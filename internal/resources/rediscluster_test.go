@@ -109,13 +109,13 @@ func TestRedisStartScript(t *testing.T) {
 		"has no cluster state",
 		`exec redis-server "$@"`,
 	} {
-		if !strings.Contains(resources.RedisStartScript, want) {
+		if script := resources.RedisStartScript; !strings.Contains(script, want) {
 			t.Errorf("RedisStartScript lacks %q:\n%s", want, resources.RedisStartScript)
 		}
 	}
 	// The kubelet expands $(VAR) and turns $$ into $ in a command.
 	for _, bad := range []string{"$(", "$$"} {
-		if strings.Contains(resources.RedisStartScript, bad) {
+		if script := resources.RedisStartScript; strings.Contains(script, bad) {
 			t.Errorf("RedisStartScript contains %q, which the kubelet would expand", bad)
 		}
 	}
