@@ -415,3 +415,60 @@ func TestRedisClusterScalesInToTheExactShape(t *testing.T) {
 	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	w.verify(t, rc, pw)
 }
+
+// TestRedisClusterFinishesAnInterruptedRebalance: an operator killed mid-rebalance leaves
+// masters uneven; staged here by moving 1,500 slots by hand, under a writer. With
+// AutoReceive the operator moves slots again until every master is within 2% of even.
+func TestRedisClusterFinishesAnInterruptedRebalance(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	rc := newCluster(ns, "uneven", 6)
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	rc = waitShape(t, key, 3, 6)
+	pw := password(t, ns, "uneven")
+	w := startWriter(rc.Status.Nodes[0].Instance, pw)
+	time.Sleep(time.Second)
+	var masters []string
+	var addrs []string
+	for _, n := range rc.Status.Nodes {
+		addrs = append(addrs, n.Instance)
+		if n.Type == "master" {
+			masters = append(masters, n.NodeID)
+		}
+	}
+	// The operator stands still (paused) while the slots move, as a dead operator would.
+	patchSpec(t, key, `{"spec":{"pause":true}}`)
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(cur.Status.Reason, "paused"), "not paused yet: " + cur.Status.Reason
+	})
+	admin := redisadmin.NewAdmin(pw, time.Second)
+	defer func() { _ = admin.Close() }()
+	if _, err := admin.Reshard(t.Context(), addrs, 1500, masters[:1], masters[1], redisadmin.MoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	patchSpec(t, key, `{"spec":{"pause":false}}`)
+	testenv.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		slots := masterSlots(cur)
+		even := float64(redisadmin.SlotCount) / 3
+		for _, n := range slots {
+			if d := (float64(n) - even) / even; d > 0.02 || d < -0.02 {
+				return false, fmt.Sprintf("slots per master %v", slots)
+			}
+		}
+		return len(slots) == 3 && cur.Status.Phase == redisv1alpha1.PhaseRunning, fmt.Sprintf("slots per master %v, phase %s", slots, cur.Status.Phase)
+	})
+	rc = waitShape(t, key, 3, 6)
+	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
+	w.verify(t, rc, pw)
+}
