@@ -302,6 +302,7 @@ func TestRedisClusterHealsAfterEveryPodIsRecreated(t *testing.T) {
 		ips[n.Name] = n.Instance
 	}
 
+	start := time.Now()
 	if err := env.Client.DeleteAllOf(t.Context(), &corev1.Pod{}, client.InNamespace(ns),
 		client.MatchingLabels{"app.kubernetes.io/instance": "phoenix"}, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
@@ -323,6 +324,7 @@ func TestRedisClusterHealsAfterEveryPodIsRecreated(t *testing.T) {
 			fmt.Sprintf("phase %s, %d nodes moved, slotsOk %d, nodes %+v", cur.Status.Phase, changed, cur.Status.SlotsOK, cur.Status.Nodes)
 	})
 	rc = waitRunning(t, key)
+	t.Logf("every pod deleted at once; Ready again after %s", time.Since(start).Round(time.Second))
 	cc = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{rc.Status.Nodes[0].Instance}, Password: pw})
 	defer func() { _ = cc.Close() }()
 	for i := range 2000 {

@@ -3,10 +3,12 @@ package redis_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -222,6 +224,7 @@ func TestRedisClusterRefusesToReplaceALostCluster(t *testing.T) {
 	}
 	key := client.ObjectKeyFromObject(rc)
 	rc = waitRunning(t, key)
+	start := time.Now()
 	for _, n := range rc.Status.Nodes {
 		if err := kubelet.LoseData(ns, n.Name); err != nil {
 			t.Fatal(err)
@@ -238,6 +241,7 @@ func TestRedisClusterRefusesToReplaceALostCluster(t *testing.T) {
 				strings.Contains(cur.Status.Reason, rediscontrollers.AcceptDataLossAnnotation) && hasEvent(ctx, ns, rediscontrollers.ReasonDataLost),
 			fmt.Sprintf("phase %s (%s)", cur.Status.Phase, cur.Status.Reason)
 	})
+	t.Logf("refused, phase Failed with reason DataLost, %s after every volume was lost", time.Since(start).Round(time.Second))
 	if got := len(members(t, ns, "gone")); got != 6 {
 		t.Errorf("the member record lists %d pods, want all 6 still held", got)
 	}
@@ -365,6 +369,7 @@ func TestRedisClusterMissingPodWhileAMasterDies(t *testing.T) {
 	if err := env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: replica.Name, Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	if err := kubelet.LoseData(ns, master.Name); err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +387,8 @@ func TestRedisClusterMissingPodWhileAMasterDies(t *testing.T) {
 		return cur.Status.SlotsOK == 16384 && cur.Status.Masters == 3 && cur.Status.Phase != redisv1alpha1.PhaseFailed,
 			fmt.Sprintf("phase %s (%s), %d nodes, slotsOk %d: %s", cur.Status.Phase, cur.Status.Reason, len(cur.Status.Nodes), cur.Status.SlotsOK, describeNodes(cur))
 	})
-	t.Logf("every slot served again with %s missing (status named the missing pod: %v)", replica.Name, sawMissing)
+	t.Logf("every slot served again %s after the master lost its volume, with %s missing (status named the missing pod: %v)",
+		time.Since(start).Round(time.Second), replica.Name, sawMissing)
 	if failedWhileServed > 0 {
 		t.Errorf("the phase said Failed %d times while every slot was served", failedWhileServed)
 	}
@@ -391,6 +397,7 @@ func TestRedisClusterMissingPodWhileAMasterDies(t *testing.T) {
 	}
 	rc = waitShape(t, key, 3, 6)
 	checkLayout(t, rc)
+	t.Logf("whole again %s after the fault", time.Since(start).Round(time.Second))
 	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	w.verify(t, rc, pw)
 }
@@ -409,8 +416,10 @@ func TestRedisClusterScalesInToTheExactShape(t *testing.T) {
 	pw := password(t, ns, "shrink")
 	w := startWriter(rc.Status.Nodes[0].Instance, pw)
 	time.Sleep(2 * time.Second)
+	start := time.Now()
 	patchSpec(t, key, `{"spec":{"replicas":7}}`)
 	rc = waitShape(t, key, 3, 7)
+	t.Logf("10 -> 7 took %s", time.Since(start).Round(time.Second))
 	checkLayout(t, rc)
 	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	w.verify(t, rc, pw)
@@ -454,6 +463,7 @@ func TestRedisClusterFinishesAnInterruptedRebalance(t *testing.T) {
 		t.Fatal(err)
 	}
 	patchSpec(t, key, `{"spec":{"pause":false}}`)
+	start := time.Now()
 	testenv.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
 		cur := &redisv1alpha1.RedisCluster{}
 		if err := env.Client.Get(ctx, key, cur); err != nil {
@@ -468,7 +478,86 @@ func TestRedisClusterFinishesAnInterruptedRebalance(t *testing.T) {
 		}
 		return len(slots) == 3 && cur.Status.Phase == redisv1alpha1.PhaseRunning, fmt.Sprintf("slots per master %v, phase %s", slots, cur.Status.Phase)
 	})
+	t.Logf("back within 2%% of even %s after the operator resumed", time.Since(start).Round(time.Second))
 	rc = waitShape(t, key, 3, 6)
 	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	w.verify(t, rc, pw)
+}
+
+// TestRedisClusterResumesAnInterruptedAssignReceive: the operator stops (paused, as a dead
+// operator would) in the middle of an AssignReceive scale out; when it comes back it moves
+// exactly the rest: the new masters end with exactly the requested slots.
+func TestRedisClusterResumesAnInterruptedAssignReceive(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	rc := newCluster(ns, "resume", 6)
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	rc = waitShape(t, key, 3, 6)
+	pw := password(t, ns, "resume")
+	preload(t, rc.Status.Nodes[0].Instance, pw, 100000)
+	w := startWriter(rc.Status.Nodes[0].Instance, pw)
+	before := masterSlots(rc)
+	var ids []string
+	for _, n := range rc.Status.Nodes {
+		if n.Type == "master" {
+			ids = append(ids, n.NodeID)
+		}
+	}
+	time.Sleep(3 * time.Second)
+	// Small MIGRATE batches over keys: slow enough to stop in the middle.
+	patchSpec(t, key, fmt.Sprintf(`{"spec":{"replicas":8,"updateStrategy":{"type":"AssignReceive","pipeline":"1","assignStrategies":[{"slots":2000,"fromReplicas":"%s"},{"slots":900,"fromReplicas":"%s,%s"}]}}}`,
+		ids[0], ids[1], ids[2]))
+	var midway map[string]int
+	testenv.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		if len(cur.Status.AssignTargets) == 0 {
+			return false, "no targets recorded yet: " + cur.Status.Reason
+		}
+		midway = masterSlots(cur)
+		n := midway[cur.Status.AssignTargets[0]]
+		return n > 0 && n < 2900, fmt.Sprintf("the new master has %d slots", n)
+	})
+	patchSpec(t, key, `{"spec":{"pause":true}}`)
+	time.Sleep(3 * time.Second)
+	patchSpec(t, key, `{"spec":{"pause":false}}`)
+	rc = waitShape(t, key, 4, 8)
+	after := masterSlots(rc)
+	if got := before[ids[0]] - after[ids[0]]; got != 2000 {
+		t.Errorf("%d slots moved from %s, want 2000", got, ids[0])
+	}
+	if got := before[ids[1]] + before[ids[2]] - after[ids[1]] - after[ids[2]]; got != 900 {
+		t.Errorf("%d slots moved from %s and %s, want 900", got, ids[1], ids[2])
+	}
+	for id, n := range after {
+		if before[id] == 0 && n != 2900 {
+			t.Errorf("the new master %s has %d slots, want 2900", id, n)
+		}
+	}
+	t.Logf("stopped with %v; ended with %v", midway, after)
+	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
+	w.verify(t, rc, pw)
+}
+
+// preload writes n keys p:<i> through a cluster client in pipelined batches, so that slot
+// moves have keys to carry.
+func preload(t *testing.T, addr, pw string, n int) {
+	t.Helper()
+	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{addr}, Password: pw})
+	defer func() { _ = cc.Close() }()
+	for start := 0; start < n; start += 5000 {
+		if _, err := cc.Pipelined(t.Context(), func(p goredis.Pipeliner) error {
+			for i := start; i < min(start+5000, n); i++ {
+				p.Set(t.Context(), "p:"+strconv.Itoa(i), i, 0)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/internal/status"
 )
 
 // fixOpenSlots finishes or rolls back a slot move that an interruption (an operator restart,
@@ -133,8 +134,10 @@ func (r *RedisClusterReconciler) balanceSlots(ctx context.Context, s *state) (*c
 		}
 	}
 	assign := s.rc.Spec.UpdateStrategy.Type == redisv1alpha1.AssignReceive
-	if assign && len(empty) > 0 && !drainPending(s, weights) {
-		return r.assignSlots(ctx, s, empty)
+	if assign && !drainPending(s, weights) {
+		if res, err := r.assignSlots(ctx, s, empty); res != nil || err != nil {
+			return res, err
+		}
 	}
 	moves, err := redisadmin.PlanRebalance(masterNodes(s), weights, redisadmin.DefaultRebalanceThreshold, !assign)
 	if err != nil || len(moves) == 0 || (assign && !drainPending(s, weights)) {
@@ -156,26 +159,65 @@ func (r *RedisClusterReconciler) balanceSlots(ctx context.Context, s *state) (*c
 	return &ctrl.Result{RequeueAfter: waitInterval}, nil
 }
 
-// assignSlots moves, for AssignReceive, strategy i's slots to the i-th empty master
-// (round robin).
+// assignSlots moves, for AssignReceive, strategy i's slots to target i modulo the number of
+// targets, a bounded batch per reconcile. The targets (the empty masters when the scale out
+// starts) are recorded in the status before any slot moves; how far each strategy got is
+// read from the targets' slots (they started empty, and strategies run in order), so an
+// operator restarted at any point moves exactly the rest.
 func (r *RedisClusterReconciler) assignSlots(ctx context.Context, s *state, empty []string) (*ctrl.Result, error) {
-	s.operation(redisv1alpha1.PhaseScaling, fmt.Sprintf("moving slots to %d new masters", len(empty)))
-	var stats redisadmin.MoveStats
-	admin := r.adminFor(s)
-	for i, a := range s.rc.Spec.UpdateStrategy.AssignStrategies {
-		from := strings.Split(a.FromReplicas, ",")
-		for j := range from {
-			from[j] = strings.TrimSpace(from[j])
+	strategies := s.rc.Spec.UpdateStrategy.AssignStrategies
+	if s.rc.Status.AssignGeneration != s.rc.Generation || len(s.rc.Status.AssignTargets) == 0 {
+		if len(empty) == 0 || len(strategies) == 0 {
+			return nil, nil
 		}
-		st, err := admin.Reshard(ctx, s.addrs(), int(a.Slots), from, empty[i%len(empty)], moveOptions(s))
-		stats.Slots, stats.Keys, stats.Elapsed = stats.Slots+st.Slots, stats.Keys+st.Keys, stats.Elapsed+st.Elapsed
-		if err != nil {
-			return nil, fmt.Errorf("while moving slots to the new masters: %w", err)
+		next := s.rc.DeepCopy()
+		next.Status.AssignTargets, next.Status.AssignGeneration = empty, s.rc.Generation
+		if _, err := status.Patch(ctx, r.Client, s.rc, next, redisClusterStatus); err != nil {
+			return nil, err
+		}
+		s.rc, s.next.Status.AssignTargets, s.next.Status.AssignGeneration = next, empty, s.rc.Generation
+		s.next.ResourceVersion = next.ResourceVersion
+		s.operation(redisv1alpha1.PhaseScaling, fmt.Sprintf("moving the slots of %d strategies to %d new masters", len(strategies), len(empty)))
+		return &ctrl.Result{RequeueAfter: waitInterval}, nil
+	}
+	i, missing, target := nextAssignment(s, strategies, s.rc.Status.AssignTargets)
+	if missing == 0 {
+		return nil, nil
+	}
+	from := strings.Split(strategies[i].FromReplicas, ",")
+	for j := range from {
+		from[j] = strings.TrimSpace(from[j])
+	}
+	opts := moveOptions(s)
+	opts.Budget = moveBudget
+	s.operation(redisv1alpha1.PhaseScaling, fmt.Sprintf("assignStrategies[%d]: %d of %d slots left to move", i, missing, strategies[i].Slots))
+	stats, err := r.adminFor(s).Reshard(ctx, s.addrs(), missing, from, target, opts)
+	if err != nil {
+		return nil, fmt.Errorf("while moving the slots of assignStrategies[%d]: %w", i, err)
+	}
+	if !stats.Partial && stats.Slots == missing {
+		r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "SlotsMoved", "Scale",
+			"assignStrategies[%d]: moved its last %d slots and %d keys to %s", i, stats.Slots, stats.Keys, target)
+	}
+	return &ctrl.Result{RequeueAfter: waitInterval}, nil
+}
+
+// nextAssignment is the first strategy that still misses slots, how many, and its target.
+// Each target's slots are handed out to its strategies in order.
+func nextAssignment(s *state, strategies []redisv1alpha1.AssignStrategy, targets []string) (index, missing int, target string) {
+	have := map[string]int{}
+	for _, m := range s.members {
+		have[m.self.ID] = redisadmin.CountSlots(m.self.Slots)
+	}
+	for i, a := range strategies {
+		t := targets[i%len(targets)]
+		got := min(int(a.Slots), have[t])
+		have[t] -= got
+		if got < int(a.Slots) {
+			return i, int(a.Slots) - got, t
 		}
 	}
-	r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "SlotsMoved", "Scale",
-		"moved %d slots and %d keys to %d new masters in %s", stats.Slots, stats.Keys, len(empty), stats.Elapsed.Round(time.Millisecond))
-	return &ctrl.Result{RequeueAfter: waitInterval}, nil
+	return 0, 0, ""
 }
 
 // masterNodes are the joined masters as they describe themselves.

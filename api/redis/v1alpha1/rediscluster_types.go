@@ -292,6 +292,16 @@ type RedisClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Slots OK"
 	SlotsOK int32 `json:"slotsOk,omitempty"`
+	// AssignTargets are the node IDs of the new masters an AssignReceive scale out gives
+	// slots to: strategy i goes to target i modulo their number. Recorded before the first
+	// slot moves, so a restarted operator resumes each strategy exactly where it stopped.
+	// +kubebuilder:validation:MaxItems=1000
+	// +listType=atomic
+	// +optional
+	AssignTargets []string `json:"assignTargets,omitempty"`
+	// AssignGeneration is the generation whose scale out AssignTargets belong to.
+	// +optional
+	AssignGeneration int64 `json:"assignGeneration,omitempty"`
 	// Nodes are the Redis nodes (the seed's conditions[]).
 	// +listType=map
 	// +listMapKey=name
