@@ -230,7 +230,11 @@ func (c *Cluster) startControllers(bin string, p *pki, kcmPort, schedPort int) e
 	kcm, err := c.start("kube-controller-manager", filepath.Join(bin, "kube-controller-manager"), append([]string{
 		"--secure-port=" + strconv.Itoa(kcmPort),
 		"--cert-dir=" + filepath.Join(c.Dir, "kcm-certs"),
-		"--controllers=*",
+		// Pod IPs here are loopback addresses (real processes stand in for pods), which
+		// Endpoints and EndpointSlices reject: their controllers would only fill the event
+		// stream with Warnings. Without them Services have no endpoint objects; nothing
+		// here routes through a Service (there is no kube-proxy), so nothing else is lost.
+		"--controllers=*,-endpoints-controller,-endpointslice-controller,-endpointslice-mirroring-controller",
 		"--use-service-account-credentials=true",
 		"--service-account-private-key-file=" + p.SAPrivate, "--root-ca-file=" + p.CACert,
 		"--cluster-signing-cert-file=" + p.CACert, "--cluster-signing-key-file=" + p.CAKey,
