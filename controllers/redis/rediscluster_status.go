@@ -34,6 +34,9 @@ const (
 	ReasonClusterNotFormed = "ClusterNotFormed"
 	// ReasonDataLost: every recorded member came back without its data (or never answers).
 	ReasonDataLost = "DataLost"
+	// ReasonKeyConflict: a slot move stopped on keys that exist on both nodes with different
+	// values (the condition names the slot and the nodes, never the keys).
+	ReasonKeyConflict = "KeyConflict"
 	// ReasonAuthenticationFailed: nodes refuse the password the operator has.
 	ReasonAuthenticationFailed = "AuthenticationFailed"
 )
@@ -158,6 +161,9 @@ func setDegraded(s *state, gen int64) {
 			len(s.health.AuthFailed), resources.RedisPasswordSecretName(s.rc), strings.Join(s.health.AuthFailed, ", "))
 		status.Set(conds, gen, ConditionDegraded, metav1.ConditionTrue, ReasonAuthenticationFailed, msg)
 		s.next.Status.Reason = msg
+	case errors.Is(s.err, redisadmin.ErrKeyConflict):
+		status.Set(conds, gen, ConditionDegraded, metav1.ConditionTrue, ReasonKeyConflict, s.err.Error())
+		s.next.Status.Reason = s.err.Error()
 	case errors.As(s.err, &notOurs):
 		status.Set(conds, gen, ConditionDegraded, metav1.ConditionTrue, ReasonNotControlled, notOurs.Error())
 		s.next.Status.Reason = notOurs.Error()

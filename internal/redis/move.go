@@ -316,8 +316,10 @@ func (m *mover) resolveBusy(ctx context.Context, slot int, source, target Node, 
 			return fmt.Errorf("target key exists and the values could not be compared: %w", err)
 		}
 		if len(diffs) > 0 {
-			return fmt.Errorf("%d key(s) of slot %d on both %s and %s: %s: %w",
-				len(diffs), slot, source.Addr, target.Addr, strings.Join(diffs, ", "), ErrKeyConflict)
+			// Key names are user data: the error (which reaches the status and events) gives
+			// the slot and the nodes, for `redis-cli --cluster fix` or a manual look.
+			return fmt.Errorf("%d key(s) of slot %d exist on both %s and %s with different values: %w",
+				len(diffs), slot, source.Addr, target.Addr, ErrKeyConflict)
 		}
 	}
 	args, err := m.migrateArgs(target, keys, true)

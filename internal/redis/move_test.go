@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -42,8 +43,8 @@ func TestMoveSlotBusyKey(t *testing.T) {
 	setOnTarget("different")
 
 	err := c.admin.MoveSlot(ctx, slot, src, dst, others, MoveOptions{Pipeline: 10})
-	if !errors.Is(err, ErrKeyConflict) || !strings.Contains(err.Error(), conflict) {
-		t.Fatalf("MoveSlot with a conflicting key: error = %v, want ErrKeyConflict naming %s", err, conflict)
+	if !errors.Is(err, ErrKeyConflict) || strings.Contains(err.Error(), conflict) || !strings.Contains(err.Error(), fmt.Sprintf("slot %d", slot)) {
+		t.Fatalf("MoveSlot with a conflicting key: error = %v, want ErrKeyConflict naming slot %d and not the key %s", err, slot, conflict)
 	}
 	if got := c.do(src.Addr, "GET", conflict).Val(); got != "v:7" {
 		t.Errorf("the source's %s = %v, want v:7 untouched", conflict, got)
