@@ -298,9 +298,11 @@ type RedisClusterStatus struct {
 	// +kubebuilder:validation:MaxItems=1000
 	// +listType=atomic
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Assign Targets"
 	AssignTargets []string `json:"assignTargets,omitempty"`
 	// AssignGeneration is the generation whose scale out AssignTargets belong to.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Assign Generation"
 	AssignGeneration int64 `json:"assignGeneration,omitempty"`
 	// Nodes are the Redis nodes (the seed's conditions[]).
 	// +listType=map
