@@ -9,11 +9,19 @@ cd "$root"
 
 reachable() { "$bin/kubectl" version --request-timeout=3s >/dev/null 2>&1; }
 
+# The operator and the cluster run in the background and the script waits for them, so a
+# SIGINT or SIGTERM to the script (or its process group) runs cleanup at once: the operator
+# stops, then the cluster, which stops every redis-server it runs.
 cluster_pid=""
+manager_pid=""
 cleanup() {
-  if [ -n "$cluster_pid" ]; then kill -INT "$cluster_pid" 2>/dev/null || true; wait "$cluster_pid" 2>/dev/null || true; fi
+  trap - EXIT INT TERM
+  if [ -n "$manager_pid" ]; then kill -TERM "$manager_pid" 2>/dev/null || true; wait "$manager_pid" 2>/dev/null || true; fi
+  if [ -n "$cluster_pid" ]; then kill -TERM "$cluster_pid" 2>/dev/null || true; wait "$cluster_pid" 2>/dev/null || true; fi
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT
+trap 'cleanup; exit 143' TERM
 
 if ! { [ -n "${KUBECONFIG:-}" ] || [ -f "$HOME/.kube/config" ]; } || ! reachable; then
   state="${XDG_CACHE_HOME:-$HOME/.cache}/middleware-operator/run"
@@ -33,11 +41,20 @@ if ! { [ -n "${KUBECONFIG:-}" ] || [ -f "$HOME/.kube/config" ]; } || ! reachable
 
 The local cluster is up. In another terminal:
 
-  export KUBECONFIG=$KUBECONFIG
+  export KUBECONFIG=$KUBECONFIG PATH=$bin:\$PATH
   kubectl apply -f config/samples/apps_v1_appservice.yaml
   kubectl get appservices,deployments,services,pods
+  kubectl apply -f config/samples/apps_v1_cloudmanager.yaml
+  kubectl get cloudmanagers
+  kubectl apply -f config/samples/redis_v1alpha1_rediscluster.yaml
+  kubectl get redisclusters -w          # Running with 16384 slots OK in about 10 s
 
-(kubectl is in $bin.) Ctrl-C stops the operator and the cluster.
+Redis pods run real redis-server processes at their pod IPs (127.1.x.x); to use one:
+
+  REDISCLI_AUTH=\$(kubectl get secret redis-cluster-password -o jsonpath='{.data.password}' | base64 -d) \\
+    redis-cli -c -h \$(kubectl get pod redis-cluster-0 -o jsonpath='{.status.podIP}') set hello world
+
+Ctrl-C stops the operator, the cluster and every redis-server.
 
 MSG
 fi
@@ -45,6 +62,8 @@ fi
 echo "installing the CRDs"
 "$bin/kustomize" build config/crd | "$bin/kubectl" apply --server-side -f - >/dev/null
 "$bin/kubectl" wait --for condition=Established --timeout=60s -f config/crd/bases >/dev/null
-echo "running the operator (metrics on :8443, probes on :8081)"
 go build -o "$bin/manager" .
-"$bin/manager" --metrics-bind-address="${METRICS_ADDR:-:8443}" --health-probe-bind-address="${PROBE_ADDR:-:8081}" "$@"
+echo "running the operator (metrics on ${METRICS_ADDR:-:8443}, probes on ${PROBE_ADDR:-:8081})"
+"$bin/manager" --metrics-bind-address="${METRICS_ADDR:-:8443}" --health-probe-bind-address="${PROBE_ADDR:-:8081}" "$@" &
+manager_pid=$!
+wait "$manager_pid"

@@ -1,5 +1,7 @@
 // Command localcluster runs the project's local Kubernetes (see tests/localcluster) in the
-// foreground until interrupted, printing the line that points kubectl at it.
+// foreground until interrupted, printing the line that points kubectl at it. Redis pods in
+// it run real redis-server processes (tests/redispods), so a RedisCluster forms there as it
+// would on a real cluster; stopping the command stops them and the cluster.
 package main
 
 import (
@@ -9,9 +11,14 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/middleware-operator/middleware-operator/tests/localcluster"
+	"github.com/middleware-operator/middleware-operator/tests/redispods"
 )
 
 func main() {
@@ -33,6 +40,14 @@ func run(nodes int, dir, kubeconfigOut string) error {
 		return fmt.Errorf("local cluster: %w", err)
 	}
 	defer cluster.Stop()
+	c, err := client.New(cluster.Config, client.Options{Scheme: clientgoscheme.Scheme})
+	if err != nil {
+		return fmt.Errorf("local cluster: %w", err)
+	}
+	kubelet := redispods.New(c, filepath.Join(cluster.Dir, "redis-data"), log.Printf)
+	kubeletDone := make(chan struct{})
+	go func() { kubelet.Run(ctx); close(kubeletDone) }()
+	defer func() { cancel(); <-kubeletDone }() // it stops every redis-server once ctx ends
 	if kubeconfigOut != "" {
 		data, err := os.ReadFile(cluster.Kubeconfig)
 		if err == nil {

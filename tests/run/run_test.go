@@ -1,0 +1,261 @@
+// Package run drives `make run`'s script as a newcomer would: on a machine with no cluster
+// configured, it starts the local cluster and the operator; the three samples are applied
+// with kubectl and become ready, a RedisCluster is used with redis-cli, and a SIGTERM stops
+// everything it started.
+package run
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
+)
+
+// lockedBuffer collects the script's output from its pipe.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port //nolint:forcetypeassert // a TCP listener
+}
+
+func listening(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err == nil {
+		_ = c.Close()
+	}
+	return err == nil
+}
+
+// descendants lists every process below pid, from /proc.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// "pid (comm) state ppid ...": comm may hold spaces, so read after the last ')'.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) > 1 {
+			if ppid, err := strconv.Atoi(fields[1]); err == nil {
+				children[ppid] = append(children[ppid], p)
+			}
+		}
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		out = append(out, children[p]...)
+		queue = append(queue, children[p]...)
+	}
+	return out
+}
+
+// alive reports whether pid runs (a zombie does not count).
+func alive(pid int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+func TestMakeRunServesEveryKindAndStopsCleanly(t *testing.T) {
+	root := testenv.RepoRoot()
+	bin := filepath.Join(root, "bin")
+	if _, err := os.Stat(filepath.Join(bin, "kubectl")); err != nil {
+		t.Fatalf("the tools are not built (make tools): %v", err)
+	}
+	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	kubeconfig := filepath.Join(cache, "middleware-operator", "run", "kubeconfig")
+	metrics, probe := freePort(t), freePort(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+
+	start := time.Now()
+	script := exec.Command("bash", filepath.Join(root, "hack", "run.sh"))
+	script.Dir = root
+	// A newcomer's machine: no KUBECONFIG, no ~/.kube/config (HOME is empty), the Go build
+	// cache kept so the test does not rebuild the world.
+	script.Env = append(withoutVar(os.Environ(), "KUBECONFIG"), "XDG_CACHE_HOME="+cache, "HOME="+cache,
+		"GOCACHE="+strings.TrimSpace(string(gocache)), "METRICS_ADDR=127.0.0.1:"+strconv.Itoa(metrics), "PROBE_ADDR=127.0.0.1:"+strconv.Itoa(probe))
+	script.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out := &lockedBuffer{}
+	pipe, err := script.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script.Stderr = out
+	if err := script.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		s := bufio.NewScanner(pipe)
+		for s.Scan() {
+			_, _ = fmt.Fprintln(out, s.Text())
+		}
+	}()
+	exited := make(chan error, 1)
+	go func() { exited <- script.Wait() }()
+	defer func() {
+		_ = syscall.Kill(-script.Process.Pid, syscall.SIGKILL)
+		if t.Failed() {
+			t.Logf("make run's output:\n%s", out.String())
+		}
+	}()
+
+	testenv.Eventually(t, 5*time.Minute, func(context.Context) (bool, string) {
+		return strings.Contains(out.String(), "running the operator"), "the script has not started the operator yet"
+	})
+	t.Logf("make run reached \"running the operator\" in %s", time.Since(start).Round(100*time.Millisecond))
+
+	kubectl := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+		b, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(b)), err
+	}
+	applied := time.Now()
+	for _, sample := range []string{"apps_v1_appservice.yaml", "apps_v1_cloudmanager.yaml", "redis_v1alpha1_rediscluster.yaml"} {
+		if got, err := kubectl("apply", "-f", filepath.Join(root, "config", "samples", sample)); err != nil {
+			t.Fatalf("kubectl apply %s: %v: %s", sample, err, got)
+		}
+	}
+	waitFor := func(what string, args []string, want string) {
+		t.Helper()
+		testenv.Eventually(t, 3*time.Minute, func(context.Context) (bool, string) {
+			got, err := kubectl(args...)
+			return err == nil && got == want, fmt.Sprintf("%s: %q (%v)", what, got, err)
+		})
+		t.Logf("%s after %s", what, time.Since(applied).Round(100*time.Millisecond))
+	}
+	appService, _ := kubectl("get", "appservices", "-o", "jsonpath={.items[0].metadata.name}")
+	cloudManager, _ := kubectl("get", "cloudmanagers", "-o", "jsonpath={.items[0].metadata.name}")
+	waitFor("AppService Available", []string{"get", "appservice", appService, "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`}, "True")
+	waitFor("CloudManager Ready", []string{"get", "cloudmanager", cloudManager, "-o", "jsonpath={.status.phase}"}, "Ready")
+	waitFor("RedisCluster Running", []string{"get", "rediscluster", "redis-cluster", "-o", "jsonpath={.status.phase}/{.status.slotsOk}"}, "Running/16384")
+
+	password, err := kubectl("get", "secret", "redis-cluster-password", "-o", "jsonpath={.data.password}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := exec.Command("base64", "-d")
+	dec.Stdin = strings.NewReader(password)
+	pw, err := dec.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	podIP, _ := kubectl("get", "pod", "redis-cluster-0", "-o", "jsonpath={.status.podIP}")
+	redisCLI := func(args ...string) string {
+		cmd := exec.CommandContext(ctx, "redis-cli", append([]string{"-c", "-h", podIP}, args...)...)
+		cmd.Env = append(os.Environ(), "REDISCLI_AUTH="+string(pw))
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("redis-cli %v: %v: %s", args, err, b)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	for i := range 20 {
+		redisCLI("set", "k"+strconv.Itoa(i), strconv.Itoa(i))
+	}
+	for i := range 20 {
+		if got := redisCLI("get", "k"+strconv.Itoa(i)); got != strconv.Itoa(i) {
+			t.Errorf("redis-cli -c get k%d through %s = %q", i, podIP, got)
+		}
+	}
+
+	warnings, _ := kubectl("get", "events", "-A", "--field-selector", "type=Warning", "-o",
+		"custom-columns=REASON:.reason,OBJECT:.involvedObject.name,MESSAGE:.message", "--no-headers")
+	for line := range strings.SplitSeq(warnings, "\n") {
+		if strings.Contains(line, "FailedToUpdateEndpoint") || strings.Contains(line, "loopback") {
+			t.Errorf("a Warning of the simulation, not of a real problem: %s", line)
+		} else if line != "" {
+			t.Logf("Warning event (a real cluster gives it too): %s", line)
+		}
+	}
+
+	apiserver, _ := kubectl("config", "view", "-o", "jsonpath={.clusters[0].cluster.server}")
+	apiserver = strings.TrimPrefix(apiserver, "https://")
+	procs := descendants(script.Process.Pid)
+	if len(procs) < 5 {
+		t.Errorf("only %d processes under make run: the test would prove nothing", len(procs))
+	}
+	stopped := time.Now()
+	if err := syscall.Kill(-script.Process.Pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		t.Logf("make run exited: %v", err)
+	case <-time.After(90 * time.Second):
+		t.Fatal("make run did not exit within 90 s of SIGTERM")
+	}
+	t.Logf("SIGTERM to exit: %s", time.Since(stopped).Round(100*time.Millisecond))
+	time.Sleep(time.Second)
+	for _, pid := range procs {
+		if alive(pid) {
+			cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+			t.Errorf("process %d outlived make run: %s", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+		}
+	}
+	for _, addr := range []string{apiserver, podIP + ":6379", "127.0.0.1:" + strconv.Itoa(metrics), "127.0.0.1:" + strconv.Itoa(probe)} {
+		if listening(addr) {
+			t.Errorf("%s still accepts connections after make run stopped", addr)
+		}
+	}
+}
+
+// withoutVar is env without the variable name.
+func withoutVar(env []string, name string) []string {
+	var out []string
+	for _, e := range env {
+		if !strings.HasPrefix(e, name+"=") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
