@@ -21,7 +21,7 @@ import (
 
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
-	"github.com/middleware-operator/middleware-operator/tests/redispods"
+	"github.com/middleware-operator/middleware-operator/internal/redispods"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
