@@ -48,16 +48,28 @@ help: ## Show this help.
 tools: setup ## Build every pinned tool (Kubernetes, etcd, kwok, controller-gen, kustomize, golangci-lint, operator-sdk, opm, OLM) into the cache and link them into bin/.
 	@hack/tools/build.sh
 
+# RUN_TOOLS are the tools `make run` and `make cluster` need: the local cluster, kubectl,
+# and what renders the CRDs. The OLM tools and the linters are left for `make tools`.
+RUN_TOOLS := kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok controller-gen kustomize
+
+.PHONY: run-tools
+run-tools: setup ## Build only the tools make run and make cluster need.
+	@hack/tools/build.sh $(RUN_TOOLS)
+
+.PHONY: controller-gen-tool
+controller-gen-tool: setup
+	@hack/tools/build.sh controller-gen
+
 .PHONY: setup
 setup: ## Install the Debian packages the build and tests need (patch, redis-server, redis-tools).
 	@hack/setup.sh
 
 .PHONY: manifests
-manifests: tools ## Generate the CRDs and the RBAC role from the markers.
+manifests: controller-gen-tool ## Generate the CRDs and the RBAC role from the markers.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
 
 .PHONY: generate
-generate: tools ## Generate the DeepCopy methods.
+generate: controller-gen-tool ## Generate the DeepCopy methods.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: fmt
@@ -95,11 +107,11 @@ build: manifests generate ## Build the operator binary.
 	go build -o $(BIN)/manager .
 
 .PHONY: run
-run: tools manifests ## Run the operator against the configured cluster, or start the local cluster first when none is reachable.
+run: run-tools manifests ## Run the operator against the configured cluster, or start the local cluster first when none is reachable.
 	@hack/run.sh
 
 .PHONY: cluster
-cluster: tools ## Run the local cluster in the foreground and print the KUBECONFIG line.
+cluster: run-tools ## Run the local cluster in the foreground and print the KUBECONFIG line.
 	go run ./hack/localcluster $(CLUSTER_ARGS)
 
 .PHONY: docker-build
@@ -113,11 +125,11 @@ docker-push: ## Push the operator image.
 ##@ Deployment
 
 .PHONY: install
-install: manifests ## Install the CRDs into the cluster in KUBECONFIG.
+install: run-tools manifests ## Install the CRDs into the cluster in KUBECONFIG.
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
 
 .PHONY: uninstall
-uninstall: manifests ## Remove the CRDs from the cluster in KUBECONFIG.
+uninstall: run-tools manifests ## Remove the CRDs from the cluster in KUBECONFIG.
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found -f -
 
 .PHONY: deploy
