@@ -95,7 +95,13 @@ for entry in "${TOOLS[@]}"; do
     if [ -d "$patches" ]; then
       modfile=(-modfile "$(patched_modfile "$tools_dir/$dir" "$(dirname "$out")/patched")")
     fi
-    (cd "$tools_dir/$dir" && CGO_ENABLED=0 go build -trimpath "${modfile[@]}" -tags "$tags" -ldflags "$ldflags" -o "$out.tmp" "$pkg")
+    if ! (cd "$tools_dir/$dir" && CGO_ENABLED=0 go build -trimpath "${modfile[@]}" -tags "$tags" -ldflags "$ldflags" -o "$out.tmp" "$pkg"); then
+      echo "hack/tools/build.sh: building $name $version failed (above)." >&2
+      echo "  A module download that failed (a 'dial', 'timeout' or '403' from the proxy) needs the Go module proxy" >&2
+      echo "  reachable (go env GOPROXY); run 'make tools' again, which keeps what it already built." >&2
+      echo "  A version the proxy refuses must be pinned to one it serves in hack/tools/$dir/go.mod." >&2
+      exit 1
+    fi
     mv "$out.tmp" "$out"
     echo "built $name in $(( $(date +%s) - start ))s" >&2
   fi
