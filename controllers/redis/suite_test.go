@@ -1,10 +1,8 @@
 package redis_test
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 
 	"fmt"
 	"math"
@@ -31,7 +29,7 @@ var (
 	// mgr runs the reconciler under test.
 	mgr ctrl.Manager
 	// logs holds everything the operator logged.
-	logs lockedBuffer
+	logs testenv.LockedBuffer
 )
 
 // countingAdmin counts the topology commands (formations and recoveries) it sends.
@@ -48,24 +46,6 @@ func (c countingAdmin) Create(ctx context.Context, plan redisadmin.Plan) error {
 func (c countingAdmin) Run(ctx context.Context, action redisadmin.Action) error {
 	c.topology.Add(int64(len(action.Commands)))
 	return c.Admin.Run(ctx, action)
-}
-
-// lockedBuffer is a log sink safe for concurrent writers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestMain(m *testing.M) {

@@ -15,31 +15,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
-
-// lockedBuffer collects the script's output from its pipe.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -125,7 +106,7 @@ func TestMakeRunServesEveryKindAndStopsCleanly(t *testing.T) {
 	script.Env = append(withoutVar(os.Environ(), "KUBECONFIG"), "XDG_CACHE_HOME="+cache, "HOME="+cache,
 		"GOCACHE="+strings.TrimSpace(string(gocache)), "METRICS_ADDR=127.0.0.1:"+strconv.Itoa(metrics), "PROBE_ADDR=127.0.0.1:"+strconv.Itoa(probe))
 	script.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out := &lockedBuffer{}
+	out := &testenv.LockedBuffer{}
 	pipe, err := script.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

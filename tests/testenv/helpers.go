@@ -1,7 +1,9 @@
 package testenv
 
 import (
+	"bytes"
 	"encoding/json"
+	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,4 +50,24 @@ func (e *Env) Table(t *testing.T, gv, namespace, resource string) (metav1.Table,
 		names[i] = c.Name
 	}
 	return table, names
+}
+
+// LockedBuffer is an output sink safe for concurrent writers (a process's output, a logger).
+type LockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *LockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *LockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
