@@ -47,7 +47,7 @@ The local cluster is up. In another terminal:
   kubectl apply -f config/samples/apps_v1_cloudmanager.yaml
   kubectl get cloudmanagers
   kubectl apply -f config/samples/redis_v1alpha1_rediscluster.yaml
-  kubectl get redisclusters -w          # Running with 16384 slots OK in about 10 s
+  kubectl get redisclusters -w          # Running with 16384 slots OK in about 15 s
 
 Redis pods run real redis-server processes at their pod IPs (127.1.x.x); to use one:
 

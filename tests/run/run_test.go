@@ -88,9 +88,13 @@ func TestMakeRunServesEveryKindAndStopsCleanly(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(bin, "kubectl")); err != nil {
 		t.Fatalf("the tools are not built (make tools): %v", err)
 	}
-	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
+	goenv, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH").Output()
 	if err != nil {
 		t.Fatal(err)
+	}
+	goVars := strings.Split(strings.TrimSpace(string(goenv)), "\n")
+	if len(goVars) != 3 {
+		t.Fatalf("go env printed %q", goenv)
 	}
 	cache := t.TempDir()
 	kubeconfig := filepath.Join(cache, "middleware-operator", "run", "kubeconfig")
@@ -101,10 +105,10 @@ func TestMakeRunServesEveryKindAndStopsCleanly(t *testing.T) {
 	start := time.Now()
 	script := exec.Command("bash", filepath.Join(root, "hack", "run.sh"))
 	script.Dir = root
-	// A newcomer's machine: no KUBECONFIG, no ~/.kube/config (HOME is empty), the Go build
-	// cache kept so the test does not rebuild the world.
+	// A newcomer's machine: no KUBECONFIG, no ~/.kube/config (HOME is empty); the Go build
+	// and module caches are kept, so the test neither rebuilds nor downloads the world.
 	script.Env = append(withoutVar(os.Environ(), "KUBECONFIG"), "XDG_CACHE_HOME="+cache, "HOME="+cache,
-		"GOCACHE="+strings.TrimSpace(string(gocache)), "METRICS_ADDR=127.0.0.1:"+strconv.Itoa(metrics), "PROBE_ADDR=127.0.0.1:"+strconv.Itoa(probe))
+		"GOCACHE="+goVars[0], "GOMODCACHE="+goVars[1], "GOPATH="+goVars[2], "METRICS_ADDR=127.0.0.1:"+strconv.Itoa(metrics), "PROBE_ADDR=127.0.0.1:"+strconv.Itoa(probe))
 	script.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out := &testenv.LockedBuffer{}
 	pipe, err := script.StdoutPipe()
