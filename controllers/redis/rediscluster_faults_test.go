@@ -58,6 +58,19 @@ func checkLayout(t *testing.T, rc *redisv1alpha1.RedisCluster) {
 	}
 }
 
+// formed creates a RedisCluster of replicas nodes in a new namespace, waits until it is
+// Running with masters masters, and returns it with its password.
+func formed(t *testing.T, name string, replicas int32, masters int) (ns string, key client.ObjectKey, rc *redisv1alpha1.RedisCluster, pw string) {
+	t.Helper()
+	ns = env.Namespace(t)
+	rc = newCluster(ns, name, replicas)
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key = client.ObjectKeyFromObject(rc)
+	return ns, key, waitShape(t, key, masters, int(replicas)), password(t, ns, name)
+}
+
 // waitNotReady waits until the status shows a fault (Ready False), so that waiting for
 // recovery afterwards cannot pass on the status from before it.
 func waitNotReady(t *testing.T, key client.ObjectKey) {
@@ -331,14 +344,7 @@ func TestRedisClusterPasswordSecretDeleted(t *testing.T) {
 // while every slot is served, and once the quota goes the cluster is whole, with no key lost.
 func TestRedisClusterMissingPodWhileAMasterDies(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	rc := newCluster(ns, "quota", 6)
-	if err := env.Client.Create(t.Context(), rc); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(rc)
-	rc = waitShape(t, key, 3, 6)
-	pw := password(t, ns, "quota")
+	ns, key, rc, pw := formed(t, "quota", 6, 3)
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpViews(t, ns, pw)
@@ -406,14 +412,7 @@ func TestRedisClusterMissingPodWhileAMasterDies(t *testing.T) {
 // exactly 3 masters, each with a replica, whichever ordinals were masters.
 func TestRedisClusterScalesInToTheExactShape(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	rc := newCluster(ns, "shrink", 10)
-	if err := env.Client.Create(t.Context(), rc); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(rc)
-	rc = waitShape(t, key, 5, 10)
-	pw := password(t, ns, "shrink")
+	_, key, rc, pw := formed(t, "shrink", 10, 5)
 	w := startWriter(rc.Status.Nodes[0].Instance, pw)
 	time.Sleep(2 * time.Second)
 	start := time.Now()
@@ -430,14 +429,7 @@ func TestRedisClusterScalesInToTheExactShape(t *testing.T) {
 // AutoReceive the operator moves slots again until every master is within 2% of even.
 func TestRedisClusterFinishesAnInterruptedRebalance(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	rc := newCluster(ns, "uneven", 6)
-	if err := env.Client.Create(t.Context(), rc); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(rc)
-	rc = waitShape(t, key, 3, 6)
-	pw := password(t, ns, "uneven")
+	_, key, rc, pw := formed(t, "uneven", 6, 3)
 	w := startWriter(rc.Status.Nodes[0].Instance, pw)
 	time.Sleep(time.Second)
 	var masters []string
@@ -507,14 +499,7 @@ func TestRedisClusterFinishesAnInterruptedRebalance(t *testing.T) {
 // exactly the rest: the new masters end with exactly the requested slots.
 func TestRedisClusterResumesAnInterruptedAssignReceive(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	rc := newCluster(ns, "resume", 6)
-	if err := env.Client.Create(t.Context(), rc); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(rc)
-	rc = waitShape(t, key, 3, 6)
-	pw := password(t, ns, "resume")
+	_, key, rc, pw := formed(t, "resume", 6, 3)
 	preload(t, rc.Status.Nodes[0].Instance, pw, 100000)
 	w := startWriter(rc.Status.Nodes[0].Instance, pw)
 	before := masterSlots(rc)

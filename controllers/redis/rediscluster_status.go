@@ -149,30 +149,33 @@ func joinNonEmpty(a, b string) string {
 
 // setDegraded reports a step error.
 func setDegraded(s *state, gen int64) {
-	conds := &s.next.Status.Conditions
+	reason, msg := degradedBecause(s)
+	if reason == "" {
+		status.Set(&s.next.Status.Conditions, gen, ConditionDegraded, metav1.ConditionFalse, ReasonAllNodesHealthy, "no error")
+		return
+	}
+	status.Set(&s.next.Status.Conditions, gen, ConditionDegraded, metav1.ConditionTrue, reason, msg)
+	s.next.Status.Reason = msg
+}
+
+// degradedBecause names what keeps the operator from doing its work, or "" for nothing.
+func degradedBecause(s *state) (reason, message string) {
 	var notOurs *child.NotControlledError
 	var lost *passwordLostError
 	switch {
 	case errors.As(s.err, &lost):
-		status.Set(conds, gen, ConditionDegraded, metav1.ConditionTrue, ReasonAuthenticationFailed, lost.Error())
-		s.next.Status.Reason = lost.Error()
+		return ReasonAuthenticationFailed, lost.Error()
 	case len(s.health.AuthFailed) > 0:
-		msg := fmt.Sprintf("%d Redis nodes refuse the password in Secret %q (%s): restore the password they were started with, or restart them with the new one",
+		return ReasonAuthenticationFailed, fmt.Sprintf("%d Redis nodes refuse the password in Secret %q (%s): restore the password they were started with, or restart them with the new one",
 			len(s.health.AuthFailed), resources.RedisPasswordSecretName(s.rc), strings.Join(s.health.AuthFailed, ", "))
-		status.Set(conds, gen, ConditionDegraded, metav1.ConditionTrue, ReasonAuthenticationFailed, msg)
-		s.next.Status.Reason = msg
 	case errors.Is(s.err, redisadmin.ErrKeyConflict):
-		status.Set(conds, gen, ConditionDegraded, metav1.ConditionTrue, ReasonKeyConflict, s.err.Error())
-		s.next.Status.Reason = s.err.Error()
+		return ReasonKeyConflict, s.err.Error()
 	case errors.As(s.err, &notOurs):
-		status.Set(conds, gen, ConditionDegraded, metav1.ConditionTrue, ReasonNotControlled, notOurs.Error())
-		s.next.Status.Reason = notOurs.Error()
+		return ReasonNotControlled, notOurs.Error()
 	case s.err != nil:
-		status.Set(conds, gen, ConditionDegraded, metav1.ConditionTrue, ReasonReconcileError, s.err.Error())
-		s.next.Status.Reason = s.err.Error()
-	default:
-		status.Set(conds, gen, ConditionDegraded, metav1.ConditionFalse, ReasonAllNodesHealthy, "no error")
+		return ReasonReconcileError, s.err.Error()
 	}
+	return "", ""
 }
 
 func setPhase(rc *redisv1alpha1.RedisCluster, phase redisv1alpha1.Phase, reason string) {

@@ -115,19 +115,16 @@ func knowsAt(view []Node, id, addr string) bool {
 
 // replicaLayout is the replication layout of the answering, staying members.
 type replicaLayout struct {
-	s        *Snapshot
 	masters  []*Observation            // the masters that serve or are about to serve slots
 	replicas map[string][]*Observation // by master ID
-	obs      map[string]*Observation   // by node ID
 }
 
 func newReplicaLayout(s *Snapshot) replicaLayout {
-	l := replicaLayout{s: s, replicas: map[string][]*Observation{}, obs: map[string]*Observation{}}
+	l := replicaLayout{replicas: map[string][]*Observation{}}
 	serving := 0
 	var empty []*Observation
 	for _, o := range s.joined() {
 		self, _ := o.Self()
-		l.obs[self.ID] = o
 		if o.Leaving || !self.IsMaster() || self.Failed {
 			continue
 		}

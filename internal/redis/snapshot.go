@@ -49,17 +49,11 @@ func (o *Observation) Joined() bool {
 	return o.Answered() && ok && (len(o.View) > 1 || len(self.Slots) > 0)
 }
 
-// ErrAuth is wrapped by an observation's error when the node refused the password.
-var ErrAuth = errors.New("authentication failed")
-
 // IsAuthError reports whether err is Redis refusing the password (WRONGPASS, NOAUTH, or an
 // old server's "invalid password").
 func IsAuthError(err error) bool {
 	if err == nil {
 		return false
-	}
-	if errors.Is(err, ErrAuth) {
-		return true
 	}
 	msg := err.Error()
 	return strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH") || strings.Contains(msg, "invalid password") ||
@@ -93,16 +87,15 @@ func (a *Admin) Observe(ctx context.Context, obs []Observation) {
 			o.Err = errors.New("the pod has no IP")
 			continue
 		}
-		if o.View, o.Err = a.ClusterNodes(ctx, o.Addr); o.Err != nil {
-			o.View = nil
-			continue
+		o.View, o.Err = a.ClusterNodes(ctx, o.Addr)
+		if o.Err == nil {
+			o.Info, o.Err = a.ClusterInfo(ctx, o.Addr)
 		}
-		if o.Info, o.Err = a.ClusterInfo(ctx, o.Addr); o.Err != nil {
-			o.View = nil
-			continue
+		if o.Err == nil {
+			o.Replication, o.Err = a.replicationInfo(ctx, o.Addr)
 		}
-		if o.Replication, o.Err = a.replicationInfo(ctx, o.Addr); o.Err != nil {
-			o.View, o.Info = nil, nil
+		if o.Err != nil { // a node answers every read or counts as silent
+			o.View, o.Info, o.Replication = nil, nil, nil
 		}
 	}
 }
