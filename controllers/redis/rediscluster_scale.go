@@ -163,11 +163,18 @@ func (r *RedisClusterReconciler) balanceSlots(ctx context.Context, s *state) (*c
 // targets, a bounded batch per reconcile. The targets (the empty masters when the scale out
 // starts) are recorded in the status before any slot moves; how far each strategy got is
 // read from the targets' slots (they started empty, and strategies run in order), so an
-// operator restarted at any point moves exactly the rest.
+// operator restarted (or paused and resumed, which changes the generation) at any point
+// moves exactly the rest.
 func (r *RedisClusterReconciler) assignSlots(ctx context.Context, s *state, empty []string) (*ctrl.Result, error) {
 	strategies := s.rc.Spec.UpdateStrategy.AssignStrategies
-	if s.rc.Status.AssignGeneration != s.rc.Generation || len(s.rc.Status.AssignTargets) == 0 {
-		if len(empty) == 0 || len(strategies) == 0 {
+	i, missing, target := 0, 0, ""
+	if targets := s.rc.Status.AssignTargets; len(targets) > 0 && len(strategies) > 0 {
+		// Resume whatever the generation: pausing (a spec change) must not abandon a move.
+		i, missing, target = nextAssignment(s, strategies, targets)
+	}
+	if missing == 0 {
+		// A new assignment starts only with a new spec (a scale out) that left empty masters.
+		if len(empty) == 0 || len(strategies) == 0 || s.rc.Status.AssignGeneration == s.rc.Generation {
 			return nil, nil
 		}
 		next := s.rc.DeepCopy()
@@ -179,10 +186,6 @@ func (r *RedisClusterReconciler) assignSlots(ctx context.Context, s *state, empt
 		s.next.ResourceVersion = next.ResourceVersion
 		s.operation(redisv1alpha1.PhaseScaling, fmt.Sprintf("moving the slots of %d strategies to %d new masters", len(strategies), len(empty)))
 		return &ctrl.Result{RequeueAfter: waitInterval}, nil
-	}
-	i, missing, target := nextAssignment(s, strategies, s.rc.Status.AssignTargets)
-	if missing == 0 {
-		return nil, nil
 	}
 	from := strings.Split(strategies[i].FromReplicas, ",")
 	for j := range from {
