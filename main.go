@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/caching"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -106,6 +108,7 @@ func run(f *flags) error {
 	if f.secureMetrics {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
+	// The cache holds only what the operator owns; see internal/caching.
 	cacheOpts := cache.Options{SyncPeriod: &f.syncPeriod}
 	if ns := splitNamespaces(f.watchNamespaces); len(ns) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
@@ -113,6 +116,7 @@ func run(f *flags) error {
 			cacheOpts.DefaultNamespaces[n] = cache.Config{}
 		}
 	}
+	cacheOpts = caching.Options(cacheOpts)
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsOpts,
@@ -132,6 +136,12 @@ func run(f *flags) error {
 	if err != nil {
 		return fmt.Errorf("while creating the manager: %w", err)
 	}
+	// One metadata cache of Secret and ConfigMap names wakes every controller whose
+	// resources name one; the objects themselves are read through the API reader.
+	references, err := caching.NewReferences(mgr, cacheOpts.DefaultNamespaces)
+	if err != nil {
+		return fmt.Errorf("while creating the cache of user-named Secrets and ConfigMaps: %w", err)
+	}
 	if err := (&appscontrollers.AppServiceReconciler{
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("appservice-controller"),
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: f.appServiceWorkers}); err != nil {
@@ -139,11 +149,13 @@ func run(f *flags) error {
 	}
 	if err := (&appscontrollers.CloudManagerReconciler{
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("cloudmanager-controller"),
+		APIReader: mgr.GetAPIReader(), References: references,
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: f.cloudManagerWorkers}); err != nil {
 		return fmt.Errorf("while setting up the CloudManager controller: %w", err)
 	}
 	if err := (&rediscontrollers.RedisClusterReconciler{
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("rediscluster-controller"),
+		APIReader: mgr.GetAPIReader(), References: references,
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: f.redisClusterWorkers}); err != nil {
 		return fmt.Errorf("while setting up the RedisCluster controller: %w", err)
 	}

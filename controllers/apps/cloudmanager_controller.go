@@ -9,16 +9,20 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
+	"github.com/middleware-operator/middleware-operator/internal/caching"
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
@@ -31,6 +35,11 @@ type CloudManagerReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
 	Recorder events.EventRecorder
+	// APIReader reads the Secret a user names (the manager's when nil).
+	APIReader client.Reader
+	// References is the metadata cache through which that Secret is watched
+	// (caching.NewReferences over all namespaces when nil).
+	References cache.Cache
 }
 
 // safetyRequeue bounds how long a CloudManager that waits for a tier goes unreconciled. The
@@ -182,8 +191,8 @@ func (r *CloudManagerReconciler) ensurePassword(ctx context.Context, cm *appsv1a
 // missing or lacks the key; the Secret watch reconciles again when it appears.
 func (r *CloudManagerReconciler) checkPasswordSecret(ctx context.Context, cm *appsv1api.CloudManager) error {
 	name, key := resources.CloudManagerPasswordSource(cm)
-	secret := &corev1.Secret{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: cm.Namespace, Name: name}, secret); err != nil {
+	secret := &corev1.Secret{} // the user's: not in the cache, which holds only the operator's own
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: cm.Namespace, Name: name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return &passwordSecretError{msg: fmt.Sprintf("Secret %q named by spec.db.rootPasswordSecretRef does not exist", name)}
 		}
@@ -264,6 +273,9 @@ const passwordSecretIndex = "cloudmanager.spec.db.rootPasswordSecretRef.name"
 // root password from. It also registers the field indexes the cleanup and the Secret watch
 // use.
 func (r *CloudManagerReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if err := caching.UserObjects(mgr, &r.APIReader, &r.References); err != nil {
+		return err
+	}
 	ctx := context.Background()
 	for _, obj := range ownedKinds() {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, cloudManagerOwnerIndex, controllingCloudManager); err != nil {
@@ -284,14 +296,14 @@ func (r *CloudManagerReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.Secret{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.cloudManagersReading)).
+		WatchesRawSource(source.Kind(r.References, caching.Metadata("Secret"), handler.TypedEnqueueRequestsFromMapFunc(r.cloudManagersReading))).
 		WithOptions(opts).
 		Named("cloudmanager").
 		Complete(r)
 }
 
 // cloudManagersReading maps a Secret to the CloudManagers whose rootPasswordSecretRef names it.
-func (r *CloudManagerReconciler) cloudManagersReading(ctx context.Context, secret client.Object) []reconcile.Request {
+func (r *CloudManagerReconciler) cloudManagersReading(ctx context.Context, secret *metav1.PartialObjectMetadata) []reconcile.Request {
 	list := &appsv1api.CloudManagerList{}
 	if err := r.List(ctx, list, client.InNamespace(secret.GetNamespace()), client.MatchingFields{passwordSecretIndex: secret.GetName()}); err != nil {
 		log.FromContext(ctx).Error(err, "while listing the CloudManagers that read a Secret", "secret", secret.GetName())

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/caching"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
 	"github.com/go-logr/logr/funcr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -65,6 +68,7 @@ func startSecondOperator(t *testing.T) (ctrl.Manager, *logBuffer) {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Logger:                 funcr.New(logs.write, funcr.Options{Verbosity: logVerbosity}),
+		Cache:                  caching.Options(cache.Options{}),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +123,7 @@ func TestCloudManagerGeneratedPasswordIsStable(t *testing.T) {
 	// A restarted operator (a second instance with a fresh cache) keeps it, however often
 	// it reconciles, and so does the first one.
 	second, _ := startSecondOperator(t)
-	r := &apps.CloudManagerReconciler{Client: second.GetClient(), Scheme: env.Scheme, Recorder: events.NewFakeRecorder(100)}
+	r := &apps.CloudManagerReconciler{Client: second.GetClient(), APIReader: second.GetAPIReader(), Scheme: env.Scheme, Recorder: events.NewFakeRecorder(100)}
 	for i := range 3 {
 		if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: key}); err != nil {
 			t.Fatalf("reconcile %d: %v", i, err)

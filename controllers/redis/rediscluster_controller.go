@@ -8,19 +8,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/caching"
 	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
@@ -37,6 +41,11 @@ type RedisClusterReconciler struct {
 	Recorder events.EventRecorder
 	// NewAdmin opens a Redis admin; DefaultAdminFactory when nil.
 	NewAdmin AdminFactory
+	// APIReader reads the Secrets and ConfigMaps a user names (the manager's when nil).
+	APIReader client.Reader
+	// References is the metadata cache through which those are watched (caching.NewReferences
+	// over all namespaces when nil).
+	References cache.Cache
 }
 
 // state is what one reconcile learns and decides, passed from step to step.
@@ -159,13 +168,13 @@ func (r *RedisClusterReconciler) run(ctx context.Context, s *state, steps ...ste
 
 // referencing maps a Secret or ConfigMap to the clusters that name it in
 // spec.passwordSecret or spec.pod[0].configmap.
-func (r *RedisClusterReconciler) referencing(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *RedisClusterReconciler) referencing(ctx context.Context, obj *metav1.PartialObjectMetadata) []reconcile.Request {
 	list := &redisv1alpha1.RedisClusterList{}
 	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
-	_, isSecret := obj.(*corev1.Secret)
+	isSecret := obj.Kind == "Secret"
 	for _, rc := range list.Items {
 		if (isSecret && rc.Spec.PasswordSecret == obj.GetName()) || (!isSecret && resources.RedisPodSpec(&rc).Configmap == obj.GetName()) {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name}})
@@ -180,6 +189,9 @@ func redisClusterStatus(obj client.Object) any { return obj.(*redisv1alpha1.Redi
 func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.NewAdmin == nil {
 		r.NewAdmin = DefaultAdminFactory
+	}
+	if err := caching.UserObjects(mgr, &r.APIReader, &r.References); err != nil {
+		return err
 	}
 	podToCluster := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
 		labels := obj.GetLabels()
@@ -201,8 +213,8 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&corev1.Pod{}, podToCluster).
 		// A user's Secret or ConfigMap that appears (or changes) resumes its clusters at once.
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.referencing)).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.referencing)).
+		WatchesRawSource(source.Kind(r.References, caching.Metadata("Secret"), handler.TypedEnqueueRequestsFromMapFunc(r.referencing))).
+		WatchesRawSource(source.Kind(r.References, caching.Metadata("ConfigMap"), handler.TypedEnqueueRequestsFromMapFunc(r.referencing))).
 		WithOptions(opts).
 		Named("rediscluster").
 		Complete(r)

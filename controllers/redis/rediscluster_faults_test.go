@@ -23,39 +23,73 @@ import (
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
-// checkLayout fails the test unless the status shows the topology invariants: the masters
-// the spec implies, each with replicasPerMaster replicas or more (at most one apart), and
-// every node Connected.
-func checkLayout(t *testing.T, rc *redisv1alpha1.RedisCluster) {
-	masters := int(rc.Spec.Replicas) / (1 + int(*rc.Spec.ReplicasPerMaster))
+// checkLayout waits up to a minute for the topology invariants in the status, and fails
+// the test with what is still wrong when they do not come: the masters the spec implies,
+// each with replicasPerMaster replicas or more (at most one apart), every node Connected,
+// and no replica on its master's Kubernetes node wherever the pods' nodes allow it. It
+// returns the last status read.
+func checkLayout(t *testing.T, key client.ObjectKey) *redisv1alpha1.RedisCluster {
 	t.Helper()
-	replicas := map[string]int{}
+	rc := &redisv1alpha1.RedisCluster{}
+	var problems []string
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if err := env.Client.Get(t.Context(), key, rc); err != nil {
+			t.Fatal(err)
+		}
+		if problems = layoutProblems(rc); len(problems) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+	return rc
+}
+
+// layoutProblems lists how the status breaks the topology invariants (see checkLayout).
+func layoutProblems(rc *redisv1alpha1.RedisCluster) []string {
+	var problems []string
+	masters := int(rc.Spec.Replicas) / (1 + int(*rc.Spec.ReplicasPerMaster))
+	replicas, hostOf, podsOn := map[string]int{}, map[string]string{}, map[string]int{}
 	for _, n := range rc.Status.Nodes {
 		if n.Status != corev1.ConditionTrue {
-			t.Errorf("node %s is %s: %s", n.Name, n.Reason, n.Message)
+			problems = append(problems, fmt.Sprintf("node %s is %s: %s", n.Name, n.Reason, n.Message))
 		}
 		if n.Type == "master" {
 			replicas[n.NodeID] += 0
+			hostOf[n.NodeID] = n.Hostname
 		}
+		podsOn[n.Hostname]++
+	}
+	crowded := 0 // the most pods on one Kubernetes node: above the masters, some pair must share
+	for _, c := range podsOn {
+		crowded = max(crowded, c)
 	}
 	for _, n := range rc.Status.Nodes {
-		if n.Type == "slave" {
-			if _, ok := replicas[n.MasterNodeID]; !ok {
-				t.Errorf("replica %s replicates %s, which is not a master", n.Name, n.MasterNodeID)
-			}
-			replicas[n.MasterNodeID]++
+		if n.Type != "slave" {
+			continue
+		}
+		if _, ok := replicas[n.MasterNodeID]; !ok {
+			problems = append(problems, fmt.Sprintf("replica %s replicates %s, which is not a master", n.Name, n.MasterNodeID))
+		}
+		replicas[n.MasterNodeID]++
+		if crowded <= masters && n.Hostname != "" && n.Hostname == hostOf[n.MasterNodeID] {
+			problems = append(problems, fmt.Sprintf("replica %s shares Kubernetes node %s with its master (pods per node %v)", n.Name, n.Hostname, podsOn))
 		}
 	}
 	if len(replicas) != masters {
-		t.Errorf("%d masters, want %d", len(replicas), masters)
+		problems = append(problems, fmt.Sprintf("%d masters, want %d", len(replicas), masters))
 	}
 	lo, hi := 1<<30, 0
 	for _, c := range replicas {
 		lo, hi = min(lo, c), max(hi, c)
 	}
 	if lo < 1 || hi-lo > 1 {
-		t.Errorf("replicas per master %v: every master needs one, at most one apart", replicas)
+		problems = append(problems, fmt.Sprintf("replicas per master %v: every master needs one, at most one apart", replicas))
 	}
+	return problems
 }
 
 // formed creates a RedisCluster of replicas nodes in a new namespace, waits until it is
@@ -97,7 +131,7 @@ func dumpViews(t *testing.T, ns, pw string) {
 		nodes, err := admin.ClusterNodes(context.Background(), p.Status.PodIP+":6379")
 		var lines []string
 		for _, n := range nodes {
-			lines = append(lines, fmt.Sprintf("%.8s@%s%v pong=%d slots=%d", n.ID, n.Addr, n.Flags, n.PongRecv, redisadmin.CountSlots(n.Slots)))
+			lines = append(lines, fmt.Sprintf("%.8s@%s%v epoch=%d pong=%d slots=%v", n.ID, n.Addr, n.Flags, n.ConfigEpoch, n.PongRecv, n.Slots))
 		}
 		t.Logf("%s: %v %s", p.Name, err, strings.Join(lines, " | "))
 	}
@@ -194,7 +228,7 @@ func loseVolume(t *testing.T, name, typ string, userConf string) (ns string) {
 	if got := members(t, ns, name)[victim.Name]; got != back.NodeID {
 		t.Errorf("the member record has %s for %s, want its new ID %s", got, victim.Name, back.NodeID)
 	}
-	checkLayout(t, rc)
+	rc = checkLayout(t, key)
 	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	t.Logf("%s (%s) lost its volume; healthy again after %s", victim.Name, typ, time.Since(start).Round(time.Second))
 	w.verify(t, rc, pw)
@@ -339,12 +373,40 @@ func TestRedisClusterPasswordSecretDeleted(t *testing.T) {
 }
 
 // TestRedisClusterMissingPodWhileAMasterDies: a quota keeps a deleted replica's pod from
-// being recreated (a missing ordinal) while a master loses its volume. The operator heals
-// what answers: the dead master's slots are served again, the phase never says Failed
-// while every slot is served, and once the quota goes the cluster is whole, with no key lost.
+// being recreated (a missing ordinal) while a master loses its volume.
 func TestRedisClusterMissingPodWhileAMasterDies(t *testing.T) {
 	t.Parallel()
 	ns, key, rc, pw := formed(t, "quota", 6, 3)
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "five-pods", Namespace: ns},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("5")}}}
+	keepOut := func(string) {
+		if err := env.Client.Create(t.Context(), quota); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) { // the quota controller counts the pods first
+			cur := &corev1.ResourceQuota{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(quota), cur); err != nil {
+				return false, err.Error()
+			}
+			used := cur.Status.Used[corev1.ResourcePods]
+			return used.Value() == 6, "quota usage not counted yet"
+		})
+	}
+	letIn := func() {
+		if err := env.Client.Delete(t.Context(), quota); err != nil {
+			t.Fatal(err)
+		}
+	}
+	healsWithAReplicaGone(t, ns, key, rc, pw, keepOut, letIn)
+}
+
+// healsWithAReplicaGone deletes a replica's pod after keepOut (given its name) has made
+// sure it cannot come back, makes another shard's master lose its volume under a writer,
+// and checks that the operator heals what answers: the dead master's slots are served
+// again, the phase never says Failed while every slot is served, and after letIn the
+// cluster is whole, with its layout and no key lost.
+func healsWithAReplicaGone(t *testing.T, ns string, key client.ObjectKey, rc *redisv1alpha1.RedisCluster, pw string, keepOut func(pod string), letIn func()) {
+	t.Helper()
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpViews(t, ns, pw)
@@ -357,19 +419,7 @@ func TestRedisClusterMissingPodWhileAMasterDies(t *testing.T) {
 			replica = n
 		}
 	}
-	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "five-pods", Namespace: ns},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("5")}}}
-	if err := env.Client.Create(t.Context(), quota); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) { // the quota controller counts the pods first
-		cur := &corev1.ResourceQuota{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(quota), cur); err != nil {
-			return false, err.Error()
-		}
-		used := cur.Status.Used[corev1.ResourcePods]
-		return used.Value() == 6, "quota usage not counted yet"
-	})
+	keepOut(replica.Name)
 	w := startWriter(replica.Instance, pw)
 	time.Sleep(time.Second)
 	if err := env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: replica.Name, Namespace: ns}}); err != nil {
@@ -380,7 +430,7 @@ func TestRedisClusterMissingPodWhileAMasterDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitNotReady(t, key)
-	failedWhileServed, sawMissing := 0, false
+	failedWhileServed, sawGone := 0, false
 	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
 		cur := &redisv1alpha1.RedisCluster{}
 		if err := env.Client.Get(ctx, key, cur); err != nil {
@@ -389,39 +439,43 @@ func TestRedisClusterMissingPodWhileAMasterDies(t *testing.T) {
 		if cur.Status.Phase == redisv1alpha1.PhaseFailed && cur.Status.SlotsOK == 16384 {
 			failedWhileServed++
 		}
-		sawMissing = sawMissing || (len(cur.Status.Nodes) == 5 && strings.Contains(cur.Status.Reason, replica.Name))
+		sawGone = sawGone || strings.Contains(cur.Status.Reason, replica.Name)
 		return cur.Status.SlotsOK == 16384 && cur.Status.Masters == 3 && cur.Status.Phase != redisv1alpha1.PhaseFailed,
 			fmt.Sprintf("phase %s (%s), %d nodes, slotsOk %d: %s", cur.Status.Phase, cur.Status.Reason, len(cur.Status.Nodes), cur.Status.SlotsOK, describeNodes(cur))
 	})
-	t.Logf("every slot served again %s after the master lost its volume, with %s missing (status named the missing pod: %v)",
-		time.Since(start).Round(time.Second), replica.Name, sawMissing)
+	t.Logf("every slot served again %s after the master lost its volume, with %s gone (the status named it: %v)",
+		time.Since(start).Round(time.Second), replica.Name, sawGone)
 	if failedWhileServed > 0 {
 		t.Errorf("the phase said Failed %d times while every slot was served", failedWhileServed)
 	}
-	if err := env.Client.Delete(t.Context(), quota); err != nil {
-		t.Fatal(err)
-	}
-	rc = waitShape(t, key, 3, 6)
-	checkLayout(t, rc)
+	letIn()
+	waitShape(t, key, 3, 6)
+	rc = checkLayout(t, key)
 	t.Logf("whole again %s after the fault", time.Since(start).Round(time.Second))
 	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	w.verify(t, rc, pw)
 }
 
-// TestRedisClusterScalesInToTheExactShape: 10 -> 7 with one replica per master ends with
-// exactly 3 masters, each with a replica, whichever ordinals were masters.
+// TestRedisClusterScalesInToTheExactShape: 10 -> 8 and 10 -> 7 with one replica per
+// master end with exactly the masters the spec implies (4 and 3), each with a replica,
+// whichever ordinals were masters (10 -> 6 is in TestRedisClusterScalesOutAndInWithoutLosingKeys).
 func TestRedisClusterScalesInToTheExactShape(t *testing.T) {
 	t.Parallel()
-	_, key, rc, pw := formed(t, "shrink", 10, 5)
-	w := startWriter(rc.Status.Nodes[0].Instance, pw)
-	time.Sleep(2 * time.Second)
-	start := time.Now()
-	patchSpec(t, key, `{"spec":{"replicas":7}}`)
-	rc = waitShape(t, key, 3, 7)
-	t.Logf("10 -> 7 took %s", time.Since(start).Round(time.Second))
-	checkLayout(t, rc)
-	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
-	w.verify(t, rc, pw)
+	for _, to := range []int32{8, 7} {
+		t.Run(fmt.Sprintf("10to%d", to), func(t *testing.T) {
+			t.Parallel()
+			_, key, rc, pw := formed(t, fmt.Sprintf("shrink%d", to), 10, 5)
+			w := startWriter(rc.Status.Nodes[0].Instance, pw)
+			time.Sleep(2 * time.Second)
+			start := time.Now()
+			patchSpec(t, key, fmt.Sprintf(`{"spec":{"replicas":%d}}`, to))
+			waitShape(t, key, int(to)/2, int(to))
+			t.Logf("10 -> %d took %s", to, time.Since(start).Round(time.Second))
+			rc = checkLayout(t, key)
+			redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
+			w.verify(t, rc, pw)
+		})
+	}
 }
 
 // TestRedisClusterFinishesAnInterruptedRebalance: an operator killed mid-rebalance leaves
@@ -440,15 +494,7 @@ func TestRedisClusterFinishesAnInterruptedRebalance(t *testing.T) {
 			masters = append(masters, n.NodeID)
 		}
 	}
-	// The operator stands still (paused) while the slots move, as a dead operator would.
-	patchSpec(t, key, `{"spec":{"pause":true}}`)
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
-		cur := &redisv1alpha1.RedisCluster{}
-		if err := env.Client.Get(ctx, key, cur); err != nil {
-			return false, err.Error()
-		}
-		return strings.Contains(cur.Status.Reason, "paused"), "not paused yet: " + cur.Status.Reason
-	})
+	pause(t, key) // the operator stands still while the slots move, as a dead operator would
 	admin := redisadmin.NewAdmin(pw, time.Second)
 	defer func() { _ = admin.Close() }()
 	if _, err := admin.Reshard(t.Context(), addrs, 1500, masters[:1], masters[1], redisadmin.MoveOptions{}); err != nil {
@@ -545,6 +591,19 @@ func TestRedisClusterResumesAnInterruptedAssignReceive(t *testing.T) {
 	t.Logf("stopped with %v; ended with %v", midway, after)
 	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	w.verify(t, rc, pw)
+}
+
+// pause pauses the cluster and waits until the status says the operator stands still.
+func pause(t *testing.T, key client.ObjectKey) {
+	t.Helper()
+	patchSpec(t, key, `{"spec":{"pause":true}}`)
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(cur.Status.Reason, "paused"), "not paused yet: " + cur.Status.Reason
+	})
 }
 
 // preload writes n keys p:<i> through a cluster client in pipelined batches, so that slot

@@ -103,6 +103,11 @@ func TestRedisClusterScalesOutAndInWithoutLosingKeys(t *testing.T) {
 	key := client.ObjectKeyFromObject(rc)
 	rc = waitRunning(t, key)
 	pw := password(t, ns, "elastic")
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpViews(t, ns, pw)
+		}
+	})
 	w := startWriter(rc.Status.Nodes[0].Instance, pw)
 	time.Sleep(time.Second)
 
@@ -117,8 +122,8 @@ func TestRedisClusterScalesOutAndInWithoutLosingKeys(t *testing.T) {
 	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
 
 	patchSpec(t, key, `{"spec":{"replicas":6}}`)
-	rc = waitShape(t, key, 3, 6)
-	checkLayout(t, rc)
+	waitShape(t, key, 3, 6)
+	rc = checkLayout(t, key)
 	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	w.verify(t, rc, pw)
 }

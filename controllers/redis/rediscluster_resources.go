@@ -20,8 +20,11 @@ func (r *RedisClusterReconciler) ensurePassword(ctx context.Context, s *state) (
 	rc := s.rc
 	key := client.ObjectKey{Namespace: rc.Namespace, Name: resources.RedisPasswordSecretName(rc)}
 	if rc.Spec.PasswordSecret != "" {
+		if s.password != "" { // readPassword found it
+			return nil, nil
+		}
 		secret := &corev1.Secret{}
-		if err := r.Get(ctx, key, secret); err != nil {
+		if err := r.APIReader.Get(ctx, key, secret); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, fmt.Errorf("spec.passwordSecret: Secret %q not found: create it with a %q key", key.Name, resources.RedisPasswordKey)
 			}
@@ -69,8 +72,8 @@ func (e *passwordLostError) Error() string {
 func (r *RedisClusterReconciler) ensureConfigMap(ctx context.Context, s *state) (*ctrl.Result, error) {
 	userConf := ""
 	if name := resources.RedisPodSpec(s.rc).Configmap; name != "" {
-		cm := &corev1.ConfigMap{}
-		if err := r.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: name}, cm); err != nil {
+		cm := &corev1.ConfigMap{} // the user's: not in the cache, which holds only the operator's own
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: name}, cm); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, fmt.Errorf("spec.pod[0].configmap: ConfigMap %q not found: create it with a %q key or remove the field", name, resources.RedisUserConfigKey)
 			}
@@ -101,10 +104,15 @@ func (r *RedisClusterReconciler) ensurePodDisruptionBudget(ctx context.Context, 
 }
 
 // readPassword reads the password of an existing Secret without changing anything, so a
-// paused cluster's status can still be read from Redis.
+// paused cluster's status can still be read from Redis. A user's Secret is read through the
+// API reader: the cache holds only the operator's own Secrets.
 func (r *RedisClusterReconciler) readPassword(ctx context.Context, s *state) (*ctrl.Result, error) {
+	var reader client.Reader = r.Client
+	if s.rc.Spec.PasswordSecret != "" {
+		reader = r.APIReader
+	}
 	secret := &corev1.Secret{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisPasswordSecretName(s.rc)}, secret)
+	err := reader.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisPasswordSecretName(s.rc)}, secret)
 	if err == nil {
 		s.password = string(secret.Data[resources.RedisPasswordKey])
 	}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -36,9 +38,15 @@ const (
 // operator never modifies it.
 type NotControlledError struct {
 	Kind, Name string
+	// Unlabelled is set when the object lacks the label the operator's objects carry.
+	Unlabelled bool
 }
 
 func (e *NotControlledError) Error() string {
+	if e.Unlabelled {
+		return fmt.Sprintf("%s %q already exists and is not controlled by this resource (it lacks the label %s=%s): rename or delete it",
+			e.Kind, e.Name, resources.LabelManagedBy, resources.ManagedBy)
+	}
 	return fmt.Sprintf("%s %q already exists and is not controlled by this resource: rename or delete it", e.Kind, e.Name)
 }
 
@@ -77,6 +85,9 @@ func Ensure[T any, PT interface {
 			return nil, "", fmt.Errorf("while reading %s %s: %w", kind, desired.GetName(), err)
 		}
 		if err := c.Create(ctx, desired, client.FieldOwner(FieldOwner)); err != nil {
+			if apierrors.IsAlreadyExists(err) { // there, but not in the cache, which holds only labelled objects
+				return nil, "", &NotControlledError{Kind: kind, Name: desired.GetName(), Unlabelled: true}
+			}
 			return nil, "", fmt.Errorf("while creating %s %s: %w", kind, desired.GetName(), err)
 		}
 		return desired, Created, nil

@@ -79,6 +79,19 @@ func (c *Cluster) writeStages(dir string) (string, error) {
 }
 
 func (c *Cluster) createNodes(ctx context.Context, opts Options) error {
+	for i := range opts.Nodes {
+		name := fmt.Sprintf("kwok-node-%d", i)
+		if err := c.AddNode(ctx, name, Zones[i%len(Zones)], opts.PodsPerNode, nil); err != nil {
+			return err
+		}
+		c.Nodes = append(c.Nodes, name)
+	}
+	return nil
+}
+
+// AddNode registers one more fake node, managed by kwok, in zone with room for pods pods
+// and the extra labels; a test uses it for nodes of its own (to cordon them, say).
+func (c *Cluster) AddNode(ctx context.Context, name, zone string, pods int, labels map[string]string) error {
 	cs, err := c.Clientset()
 	if err != nil {
 		return err
@@ -86,29 +99,28 @@ func (c *Cluster) createNodes(ctx context.Context, opts Options) error {
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("64"),
 		corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods:   resource.MustParse(strconv.Itoa(opts.PodsPerNode)),
+		corev1.ResourcePods:   resource.MustParse(strconv.Itoa(pods)),
 	}
-	for i := range opts.Nodes {
-		name := fmt.Sprintf("kwok-node-%d", i)
-		node := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:        name,
-				Annotations: map[string]string{kwokManagedAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
-				Labels: map[string]string{
-					"type":                          "kwok",
-					"kubernetes.io/os":              "linux",
-					"kubernetes.io/arch":            "amd64",
-					"kubernetes.io/hostname":        name,
-					"topology.kubernetes.io/zone":   Zones[i%len(Zones)],
-					"topology.kubernetes.io/region": "local",
-				},
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Annotations: map[string]string{kwokManagedAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Labels: map[string]string{
+				"type":                          "kwok",
+				"kubernetes.io/os":              "linux",
+				"kubernetes.io/arch":            "amd64",
+				"kubernetes.io/hostname":        name,
+				"topology.kubernetes.io/zone":   zone,
+				"topology.kubernetes.io/region": "local",
 			},
-			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
-		}
-		if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("while creating node %s: %w", name, err)
-		}
-		c.Nodes = append(c.Nodes, name)
+		},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	}
+	for k, v := range labels {
+		node.Labels[k] = v
+	}
+	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("while creating node %s: %w", name, err)
 	}
 	return nil
 }

@@ -56,17 +56,7 @@ func Assess(s Snapshot) Health {
 		agreed[i] = true
 	}
 	for vi, o := range joined {
-		var mine [SlotCount]string
-		for _, n := range o.View {
-			if !n.IsMaster() || n.HasFlag("handshake") {
-				continue
-			}
-			for _, r := range n.Slots {
-				for slot := r.Start; slot <= r.End; slot++ {
-					mine[slot] = n.ID
-				}
-			}
-		}
+		mine := routes(o)
 		for slot := range mine {
 			if vi == 0 {
 				owner[slot] = mine[slot]

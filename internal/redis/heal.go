@@ -26,6 +26,8 @@ const (
 	// ActionTakeover is a forced failover without the other masters' agreement, used only
 	// when a majority of masters is lost (CLUSTER FAILOVER TAKEOVER).
 	ActionTakeover ActionKind = "FailoverTakeover"
+	// ActionRoute makes every node route a slot to the one master that serves it.
+	ActionRoute ActionKind = "SlotRouted"
 	// ActionForget removes a node ID that no pod answers to any more from every node.
 	ActionForget ActionKind = "GhostForgotten"
 	// ActionDemote makes a master beyond the spec's count, emptied of slots, a replica.
@@ -69,7 +71,7 @@ const (
 // changes (demotions, replica moves) only while every slot owner is alive.
 func PlanRecovery(s Snapshot) (Action, bool) {
 	for _, plan := range []func(Snapshot) (Action, bool){
-		planMeet, planRepoint, planFailover, planForget, planDemote, planBalanceReplicas, planSeparate,
+		planMeet, planRepoint, planFailover, planRoute, planForget, planDemote, planBalanceReplicas, planSeparate,
 	} {
 		if a, ok := plan(s); ok {
 			return a, true

@@ -193,6 +193,31 @@ func TestPlanRecovery(t *testing.T) {
 			}(),
 			want: ActionForceFailover, commands: []string{addrOf(4) + ": CLUSTER FAILOVER FORCE"}, served: SlotCount - 5461,
 		},
+		"one master's view routes two slots to a removed node with a higher epoch: the owner bumps its epoch, the master is told": {
+			snap: func() Snapshot {
+				c := six()
+				v := &c.snap.Nodes[1].View[0] // rc-1's line for aaaaaaaa
+				v.Slots = []SlotRange{{0, 99}, {102, 5460}}
+				c.snap.Nodes[1].View = append(c.snap.Nodes[1].View, Node{ID: "gggggggg", Addr: "127.1.9.9:6379", Role: RoleMaster,
+					Flags: []string{"master", "fail"}, Failed: true, ConfigEpoch: 99, Slots: []SlotRange{{100, 101}}})
+				return c.snap
+			}(),
+			want: ActionRoute, commands: []string{addrOf(0) + ": CLUSTER BUMPEPOCH",
+				addrOf(1) + ": CLUSTER SETSLOT 100 NODE aaaaaaaa", addrOf(1) + ": CLUSTER SETSLOT 101 NODE aaaaaaaa"},
+			served: SlotCount - 2,
+		},
+		"a replica's view has a slot unassigned: only the owner's epoch is bumped (a replica refuses SETSLOT)": {
+			snap: func() Snapshot {
+				c := six()
+				c.snap.Nodes[4].View[2].Slots = []SlotRange{{10923, 16382}}
+				return c.snap
+			}(),
+			want: ActionRoute, commands: []string{addrOf(2) + ": CLUSTER BUMPEPOCH"}, served: SlotCount - 1,
+		},
+		"an old master back with its data claims slots most views give its silent promoted replica: its claim is not pushed": {
+			snap: six().promote("eeeeeeee", "bbbbbbbb").silence(4, errDown).snap,
+			want: "", served: SlotCount - 5462,
+		},
 		"a node suspects a peer (fail?): every slot served, not Ready": {
 			snap: six().each("bbbbbbbb", func(n *Node) {
 				if !n.Myself {

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/caching"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
 	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
@@ -103,6 +106,7 @@ func (e *Env) StartManager(setup func(ctrl.Manager) error) (ctrl.Manager, func()
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		Cache:                  caching.Options(cache.Options{}), // as main.go ships it
 	})
 	if err != nil {
 		return nil, nil, err

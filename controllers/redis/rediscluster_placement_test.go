@@ -1,0 +1,195 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/localcluster"
+	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
+)
+
+// poolLabel marks the Kubernetes nodes a test owns, with its namespace as the value.
+const poolLabel = "middleware-operator.io/test-pool"
+
+// onPool creates a RedisCluster of replicas pods whose pods run only on n Kubernetes nodes
+// of the test's own (spread over them as the operator's default affinity would), so the
+// test can cordon them without touching other tests; it waits for masters masters.
+func onPool(t *testing.T, name string, n int, replicas int32, masters int) (ns string, nodes []string, key client.ObjectKey, rc *redisv1alpha1.RedisCluster, pw string) {
+	t.Helper()
+	ns = env.Namespace(t)
+	for i := range n {
+		node := fmt.Sprintf("%s-%d", ns, i)
+		if err := env.Cluster.AddNode(t.Context(), node, localcluster.Zones[i%len(localcluster.Zones)], 100, map[string]string{poolLabel: ns}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = env.Client.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
+		})
+		nodes = append(nodes, node)
+	}
+	rc = newCluster(ns, name, replicas)
+	rc.Spec.Pod = []redisv1alpha1.PodSpec{{Affinity: &corev1.Affinity{
+		NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: poolLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{ns}},
+			}}},
+		}},
+		PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 100,
+			PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname",
+				LabelSelector: &metav1.LabelSelector{MatchLabels: resources.SelectorLabels(resources.RedisClusterKind, name)}},
+		}}},
+	}}}
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key = client.ObjectKeyFromObject(rc)
+	return ns, nodes, key, waitShape(t, key, masters, int(replicas)), password(t, ns, name)
+}
+
+// cordon marks nodes unschedulable (or schedulable again), as kubectl cordon does.
+func cordon(t *testing.T, nodes []string, unschedulable bool) {
+	t.Helper()
+	for _, name := range nodes {
+		testenv.Update(t, env.Client, client.ObjectKey{Name: name}, &corev1.Node{}, func(n *corev1.Node) { n.Spec.Unschedulable = unschedulable })
+	}
+}
+
+// TestRedisClusterPendingPodWhileAMasterDies: a replica's pod is recreated but stays
+// Pending (every node it may run on is cordoned) while another shard's master loses its
+// volume. The Pending pod stops no healing; once the nodes take pods again, all is whole.
+func TestRedisClusterPendingPodWhileAMasterDies(t *testing.T) {
+	t.Parallel()
+	ns, nodes, key, rc, pw := onPool(t, "pending", 3, 6, 3)
+	keepOut := func(string) { cordon(t, nodes, true) }
+	letIn := func() {
+		pending := 0
+		pods := &corev1.PodList{}
+		if err := env.Client.List(t.Context(), pods, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodPending && p.Spec.NodeName == "" {
+				pending++
+			}
+		}
+		if pending != 1 {
+			t.Errorf("%d pods Pending unscheduled while the master healed, want the deleted replica's", pending)
+		}
+		cordon(t, nodes, false)
+	}
+	healsWithAReplicaGone(t, ns, key, rc, pw, keepOut, letIn)
+}
+
+// TestRedisClusterSeparatesAReplicaFromItsMaster: a replica's pod is rescheduled onto its
+// master's Kubernetes node (every other node cordoned, as in a drain); once the nodes are
+// back, the operator swaps replicas between masters so no master shares a node with its
+// replica again, moving no data and losing no key.
+func TestRedisClusterSeparatesAReplicaFromItsMaster(t *testing.T) {
+	t.Parallel()
+	ns, nodes, key, _, pw := onPool(t, "apart", 3, 6, 3)
+	rc := checkLayout(t, key) // separated from the start
+	replica := podOfRole(rc, "slave")
+	var masterHost string
+	for _, n := range rc.Status.Nodes {
+		if n.NodeID == replica.MasterNodeID {
+			masterHost = n.Hostname
+		}
+	}
+	w := startWriter(rc.Status.Nodes[0].Instance, pw)
+	time.Sleep(time.Second)
+	var others []string
+	for _, n := range nodes {
+		if n != masterHost {
+			others = append(others, n)
+		}
+	}
+	cordon(t, others, true)
+	if err := env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: replica.Name, Namespace: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		for _, n := range cur.Status.Nodes {
+			if n.Name == replica.Name {
+				return n.Hostname == masterHost && n.Instance != replica.Instance, fmt.Sprintf("%s is on %s at %s", n.Name, n.Hostname, n.Instance)
+			}
+		}
+		return false, replica.Name + " is not in the status"
+	})
+	cordon(t, others, false)
+	waitShape(t, key, 3, 6)
+	rc = checkLayout(t, key)
+	testenv.Eventually(t, 10*time.Second, func(ctx context.Context) (bool, string) {
+		return hasEvent(ctx, ns, string(redisadmin.ActionSeparate)), "no event says a replica was moved"
+	})
+	t.Logf("%s landed on its master's node %s; separated again %s later", replica.Name, masterHost, time.Since(start).Round(time.Second))
+	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
+	w.verify(t, rc, pw)
+}
+
+// TestRedisClusterFinishesAnInterruptedJoin: an operator killed between CLUSTER MEET and
+// CLUSTER REPLICATE of a join leaves the new node an empty master. Staged with the
+// operator paused (as a dead one would stand still): the StatefulSet grows to 7, the new
+// node is met, then the spec asks for 7. The operator must make it a replica, not a
+// fourth master: 3 masters, 7 nodes.
+func TestRedisClusterFinishesAnInterruptedJoin(t *testing.T) {
+	t.Parallel()
+	ns, key, rc, pw := formed(t, "join", 6, 3)
+	w := startWriter(rc.Status.Nodes[0].Instance, pw)
+	time.Sleep(time.Second)
+	pause(t, key)
+	testenv.Update(t, env.Client, key, &appsv1.StatefulSet{}, func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](7) })
+	admin := redisadmin.NewAdmin(pw, time.Second)
+	defer func() { _ = admin.Close() }()
+	newPod := rc.Name + "-6"
+	var newAddr string
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		newAddr = kubelet.Addr(ns, newPod)
+		if newAddr == "" {
+			return false, newPod + " does not run yet"
+		}
+		_, err := admin.ClusterNodes(ctx, newAddr)
+		return err == nil, fmt.Sprintf("%s does not answer: %v", newPod, err)
+	})
+	host, port, err := net.SplitHostPort(newAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meet := redisadmin.Action{Commands: []redisadmin.Command{{Addr: rc.Status.Nodes[0].Instance, Args: []string{"CLUSTER", "MEET", host, port}}}}
+	if err := admin.Run(t.Context(), meet); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		nodes, err := admin.ClusterNodes(ctx, newAddr)
+		return err == nil && len(nodes) == 7, fmt.Sprintf("%s knows %d nodes (%v)", newPod, len(nodes), err)
+	})
+	patchSpec(t, key, `{"spec":{"replicas":7,"pause":false}}`)
+	start := time.Now()
+	waitShape(t, key, 3, 7)
+	rc = checkLayout(t, key)
+	for _, n := range rc.Status.Nodes {
+		if n.Name == newPod && n.Type != "slave" {
+			t.Errorf("%s is a %s, want a replica", newPod, n.Type)
+		}
+	}
+	t.Logf("the half-joined %s became a replica %s after the operator resumed", newPod, time.Since(start).Round(time.Second))
+	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
+	w.verify(t, rc, pw)
+}
