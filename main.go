@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/metrics"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
 	"github.com/middleware-operator/middleware-operator/internal/caching"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -158,6 +161,10 @@ func run(f *flags) error {
 		APIReader: mgr.GetAPIReader(), References: references,
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: f.redisClusterWorkers}); err != nil {
 		return fmt.Errorf("while setting up the RedisCluster controller: %w", err)
+	}
+	// Resources by phase and condition, and replicas, from the cache at scrape time.
+	if err := ctrlmetrics.Registry.Register(&metrics.ResourceCollector{Reader: mgr.GetCache()}); err != nil {
+		return fmt.Errorf("while registering the resource metrics: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

@@ -54,6 +54,18 @@ func TestAppServiceInvalidSpecsAreRejectedNamingTheField(t *testing.T) {
 			},
 			want: []string{"spec.ports", "name is required when there is more than one port"},
 		},
+		"port 0": {
+			change: func(a *appsv1api.AppService) { a.Spec.Ports[0].Port = 0 },
+			want:   []string{"spec.ports", "port must be between 1 and 65535"},
+		},
+		"port 70000": {
+			change: func(a *appsv1api.AppService) { a.Spec.Ports[0].Port = 70000 },
+			want:   []string{"spec.ports", "port must be between 1 and 65535"},
+		},
+		"an environment variable without a name": {
+			change: func(a *appsv1api.AppService) { a.Spec.Envs = []corev1.EnvVar{{Name: "", Value: "x"}} },
+			want:   []string{"spec.envs", "name must be set"},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -25,6 +25,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/caching"
+	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
@@ -95,9 +96,13 @@ type state struct {
 func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rc := &redisv1alpha1.RedisCluster{}
 	if err := r.Get(ctx, req.NamespacedName, rc); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.ForgetRedisCluster(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !rc.DeletionTimestamp.IsZero() {
+		metrics.ForgetRedisCluster(req.Namespace, req.Name)
 		return ctrl.Result{}, r.finalize(ctx, rc)
 	}
 	if done, err := r.ensureFinalizer(ctx, rc); done || err != nil {
@@ -132,10 +137,11 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.upgradePods,
 	)
 	r.observe(ctx, s)
+	recordMetrics(s)
 	if _, err := status.Patch(ctx, r.Client, s.rc, s.next, redisClusterStatus); err != nil {
 		if apierrors.IsConflict(err) {
 			// The status was computed from a stale object; the next look recomputes it.
-			statusConflicts.Inc()
+			metrics.RedisStatusConflicts.WithLabelValues().Inc()
 			return ctrl.Result{RequeueAfter: waitInterval}, nil
 		}
 		return ctrl.Result{}, err

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
@@ -119,6 +120,48 @@ func waitNotReady(t *testing.T, key client.ObjectKey) {
 	})
 }
 
+// metricSum adds up the series of the operator's metric name that belong to cluster
+// ns/name, read from the registry the operator's metrics endpoint serves.
+func metricSum(t *testing.T, name, ns, cluster string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == ns && labels["name"] == cluster {
+				sum += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// healthyMetrics waits until the cluster's metrics say what a healthy 3-master, 3-replica
+// cluster is: state ok, every slot reachable, no pfail/fail, no silent node.
+func healthyMetrics(t *testing.T, ns, name string) {
+	t.Helper()
+	want := map[string]float64{"state_ok": 1, "slots_assigned": 16384, "slots_ok": 16384, "slots_pfail": 0, "slots_fail": 0,
+		"masters": 3, "replicas": 3, "masters_without_replica": 0, "nodes_silent": 0, "known_nodes": 6}
+	testenv.Eventually(t, 30*time.Second, func(context.Context) (bool, string) {
+		for m, v := range want {
+			if got := metricSum(t, "middleware_operator_rediscluster_"+m, ns, name); got != v {
+				return false, fmt.Sprintf("%s is %v, want %v", m, got, v)
+			}
+		}
+		return true, ""
+	})
+}
+
 // dumpViews logs every pod's CLUSTER NODES, to explain a failure.
 func dumpViews(t *testing.T, ns, pw string) {
 	pods := &corev1.PodList{}
@@ -203,6 +246,8 @@ func loseVolume(t *testing.T, name, typ string, userConf string) (ns string) {
 	key := client.ObjectKeyFromObject(rc)
 	rc = waitShape(t, key, 3, 6)
 	pw := password(t, ns, name)
+	healthyMetrics(t, ns, name)
+	recoveries := metricSum(t, "middleware_operator_rediscluster_recoveries_total", ns, name)
 	victim := podOfRole(rc, typ)
 	w := startWriter(podOfRole(rc, "slave").Instance, pw)
 	time.Sleep(3 * time.Second)
@@ -215,7 +260,15 @@ func loseVolume(t *testing.T, name, typ string, userConf string) (ns string) {
 		return strings.Contains(kubelet.Log(ns, victim.Name), "waiting for the operator"), "the start guard has not held the pod"
 	})
 	waitNotReady(t, key)
+	testenv.Eventually(t, time.Minute, func(context.Context) (bool, string) {
+		silent := metricSum(t, "middleware_operator_rediscluster_nodes_silent", ns, name)
+		return silent >= 1, fmt.Sprintf("nodes_silent %v while %s is held", silent, victim.Name)
+	})
 	rc = waitShape(t, key, 3, 6)
+	healthyMetrics(t, ns, name)
+	if after := metricSum(t, "middleware_operator_rediscluster_recoveries_total", ns, name); after <= recoveries {
+		t.Errorf("recoveries_total went from %v to %v over a healed fault", recoveries, after)
+	}
 	var back redisv1alpha1.RedisNode
 	for _, n := range rc.Status.Nodes {
 		if n.Name == victim.Name {

@@ -59,12 +59,15 @@ func onPool(t *testing.T, name string, n int, replicas int32, masters int) (ns s
 	return ns, nodes, key, waitShape(t, key, masters, int(replicas)), password(t, ns, name)
 }
 
-// cordon marks nodes unschedulable (or schedulable again), as kubectl cordon does.
+// cordon marks nodes unschedulable (or schedulable again), as kubectl cordon does, and
+// gives the scheduler's informer a moment to see it (a pod created at once could still
+// land on a node just cordoned).
 func cordon(t *testing.T, nodes []string, unschedulable bool) {
 	t.Helper()
 	for _, name := range nodes {
 		testenv.Update(t, env.Client, client.ObjectKey{Name: name}, &corev1.Node{}, func(n *corev1.Node) { n.Spec.Unschedulable = unschedulable })
 	}
+	time.Sleep(2 * time.Second)
 }
 
 // TestRedisClusterPendingPodWhileAMasterDies: a replica's pod is recreated but stays
@@ -108,6 +111,9 @@ func TestRedisClusterSeparatesAReplicaFromItsMaster(t *testing.T) {
 			masterHost = n.Hostname
 		}
 	}
+	if masterHost == "" {
+		t.Fatalf("the status names no Kubernetes node for %s's master: %s", replica.Name, describeNodes(rc))
+	}
 	w := startWriter(rc.Status.Nodes[0].Instance, pw)
 	time.Sleep(time.Second)
 	var others []string
@@ -117,18 +123,32 @@ func TestRedisClusterSeparatesAReplicaFromItsMaster(t *testing.T) {
 		}
 	}
 	cordon(t, others, true)
-	if err := env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: replica.Name, Namespace: ns}}); err != nil {
+	old := &corev1.Pod{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: replica.Name}, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(t.Context(), old); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		pod := &corev1.Pod{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: replica.Name}, pod); err != nil {
+			return false, err.Error()
+		}
+		if pod.Spec.NodeName != "" && pod.Spec.NodeName != masterHost && pod.DeletionTimestamp.IsZero() && pod.UID != old.UID {
+			// Scheduled before the scheduler saw the cordon: move it again, as a drain would.
+			_ = env.Client.Delete(ctx, pod)
+			return false, fmt.Sprintf("%s was scheduled on %s; deleted it again", pod.Name, pod.Spec.NodeName)
+		}
+		where := fmt.Sprintf("pod %s on %q, %s, deleting %v", pod.UID, pod.Spec.NodeName, pod.Status.Phase, !pod.DeletionTimestamp.IsZero())
 		cur := &redisv1alpha1.RedisCluster{}
 		if err := env.Client.Get(ctx, key, cur); err != nil {
 			return false, err.Error()
 		}
 		for _, n := range cur.Status.Nodes {
 			if n.Name == replica.Name {
-				return n.Hostname == masterHost && n.Instance != replica.Instance, fmt.Sprintf("%s is on %s at %s", n.Name, n.Hostname, n.Instance)
+				return n.Hostname == masterHost && pod.UID != old.UID, fmt.Sprintf("%s is on %s at %s in the status; %s", n.Name, n.Hostname, n.Instance, where)
 			}
 		}
 		return false, replica.Name + " is not in the status"

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
 )
 
@@ -115,9 +116,15 @@ func (r *RedisClusterReconciler) recover(ctx context.Context, s *state) (*ctrl.R
 	if err := r.adminFor(s).Run(ctx, action); err != nil {
 		return nil, fmt.Errorf("while healing the cluster (%s): %w", action.Kind, err)
 	}
+	metrics.RedisRecoveries.WithLabelValues(s.rc.Namespace, s.rc.Name, string(action.Kind)).Inc()
 	kind := corev1.EventTypeNormal
-	if action.Kind == redisadmin.ActionForceFailover || action.Kind == redisadmin.ActionTakeover {
+	switch action.Kind {
+	case redisadmin.ActionForceFailover:
 		kind = corev1.EventTypeWarning
+		metrics.RedisFailovers.WithLabelValues(s.rc.Namespace, s.rc.Name, "forced").Inc()
+	case redisadmin.ActionTakeover:
+		kind = corev1.EventTypeWarning
+		metrics.RedisFailovers.WithLabelValues(s.rc.Namespace, s.rc.Name, "takeover").Inc()
 	}
 	r.Recorder.Eventf(s.rc, nil, kind, string(action.Kind), "Heal", "%s", action.Message)
 	s.operation(redisv1alpha1.PhaseHealing, action.Message)

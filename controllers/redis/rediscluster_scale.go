@@ -151,6 +151,7 @@ func (r *RedisClusterReconciler) balanceSlots(ctx context.Context, s *state) (*c
 		return nil, fmt.Errorf("while moving slots: %w", err)
 	}
 	left := redisadmin.CountMovedSlots(moves) - stats.Slots
+	countMoves(s, stats, left)
 	s.operation(redisv1alpha1.PhaseScaling, fmt.Sprintf("moving slots: %d moved, about %d left", stats.Slots, max(left, 0)))
 	if !stats.Partial {
 		r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "SlotsMoved", "Scale",
@@ -198,6 +199,7 @@ func (r *RedisClusterReconciler) assignSlots(ctx context.Context, s *state, empt
 	if err != nil {
 		return nil, fmt.Errorf("while moving the slots of assignStrategies[%d]: %w", i, err)
 	}
+	countMoves(s, stats, missing-stats.Slots)
 	if !stats.Partial && stats.Slots == missing {
 		r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "SlotsMoved", "Scale",
 			"assignStrategies[%d]: moved its last %d slots and %d keys to %s", i, stats.Slots, stats.Keys, target)

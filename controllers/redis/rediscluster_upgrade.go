@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/middleware-operator/middleware-operator/internal/metrics"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,6 +54,7 @@ func (r *RedisClusterReconciler) upgradePods(ctx context.Context, s *state) (*ct
 			if inProgress {
 				return &ctrl.Result{RequeueAfter: waitInterval}, nil
 			}
+			metrics.RedisFailovers.WithLabelValues(s.rc.Namespace, s.rc.Name, "coordinated").Inc()
 			r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "FailedOver", "Upgrade",
 				"a replica took over from %s before its pod restarts", next.pod.Name)
 			return &ctrl.Result{RequeueAfter: waitInterval}, nil

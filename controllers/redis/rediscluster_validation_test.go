@@ -84,6 +84,14 @@ func TestRedisClusterInvalidSpecsAreRejected(t *testing.T) {
 			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.ReplicasPerMaster = ptr.To[int32](2) },
 			want:   []string{"spec.replicas", "at least 3 masters"},
 		},
+		"a version with a space": {
+			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.Version = "7 0" },
+			want:   []string{"spec.version", "must be an image tag"},
+		},
+		"a repository with capitals": {
+			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.Repository = "Library/Redis" },
+			want:   []string{"spec.repository", "must be an image repository"},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -40,20 +40,23 @@ type AppServiceSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:XValidation:rule="self.all(e, size(e.name) > 0)",message="spec.envs[].name must be set: name each variable, for example LOG_LEVEL"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Environment"
 	Envs []corev1.EnvVar `json:"envs,omitempty"`
 
 	// Ports are the Service's ports; the container exposes each targetPort. Any nodePort
 	// makes the Service a NodePort Service. targetPort defaults to port.
-	// Port numbers are unique per protocol (the API server rejects a duplicate); names are
-	// unique too (the operator reports a duplicate name as Degraded).
+	// Port numbers (1-65535) are unique per protocol (the API server rejects a duplicate);
+	// names are unique too (the operator reports a duplicate name as Degraded: a CEL rule
+	// comparing names exceeds the cost budget, as ServicePort.name has no maximum length).
 	// +listType=map
 	// +listMapKey=port
 	// +listMapKey=protocol
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:XValidation:rule="self.size() <= 1 || self.all(p, has(p.name) && p.name != '')",message="spec.ports[].name is required when there is more than one port"
 	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.nodePort) || (p.nodePort >= 30000 && p.nodePort <= 32767))",message="spec.ports[].nodePort must be between 30000 and 32767 (the cluster's node port range)"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, p.port >= 1 && p.port <= 65535)",message="spec.ports[].port must be between 1 and 65535"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Ports"
 	Ports []corev1.ServicePort `json:"ports,omitempty"`

@@ -56,6 +56,7 @@ type RedisClusterSpec struct {
 	// Repository is the Redis image repository, for example library/redis.
 	// +kubebuilder:default="redis"
 	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([a-z0-9._/:-]*[a-z0-9])?$')",message="spec.repository must be an image repository (lowercase letters, digits, '.', '_', '-', '/' and a registry port), for example redis or registry.example.com:5000/redis"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image Repository"
 	Repository string `json:"repository,omitempty"`
@@ -63,6 +64,7 @@ type RedisClusterSpec struct {
 	// Version is the Redis image tag.
 	// +kubebuilder:default="7.0.15"
 	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9_][A-Za-z0-9_.-]*$')",message="spec.version must be an image tag (letters, digits, '_', '.', '-'), for example 7.0.15"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Redis Version"
 	Version string `json:"version,omitempty"`

@@ -1,0 +1,101 @@
+// Package metrics defines the operator's own Prometheus metrics, all named
+// middleware_operator_*: per-RedisCluster gauges and counters the RedisCluster reconciler
+// sets from the snapshot it already took (no extra Redis or API call), and a collector that
+// counts the custom resources by phase and condition and reports AppService and CloudManager
+// replicas from the manager's cache at scrape time. Labels are bounded: kind, namespace,
+// name, tier, phase, condition, action; never pod IPs, node IDs or keys. Specs lists them
+// all; docs/metrics.md is generated from it (go run ./hack/metricsdoc).
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Spec describes one metric: its full name, type, help and labels.
+type Spec struct {
+	Name, Type, Help string
+	Labels           []string
+}
+
+const prefix = "middleware_operator_"
+
+var cluster = []string{"namespace", "name"}
+
+// specs is every metric of the operator, in the order docs/metrics.md lists them.
+var specs []Spec
+
+func gauge(name, help string, labels ...string) *prometheus.GaugeVec {
+	specs = append(specs, Spec{prefix + name, "gauge", help, labels})
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: prefix + name, Help: help}, labels)
+}
+
+func counter(name, help string, labels ...string) *prometheus.CounterVec {
+	specs = append(specs, Spec{prefix + name, "counter", help, labels})
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: prefix + name, Help: help}, labels)
+}
+
+// The RedisCluster metrics, one series per cluster (and per action or kind for counters).
+var (
+	RedisStateOK = gauge("rediscluster_state_ok",
+		"1 when every answering node of the cluster reports cluster_state ok, else 0.", cluster...)
+	RedisSlotsAssigned = gauge("rediscluster_slots_assigned",
+		"Slots some node routes to some master.", cluster...)
+	RedisSlotsOK = gauge("rediscluster_slots_ok",
+		"Slots a client reaches through any node: every node routes the slot to the master that serves it.", cluster...)
+	RedisSlotsPFail = gauge("rediscluster_slots_pfail",
+		"Slots whose master some node suspects of failing (the highest cluster_slots_pfail of the nodes).", cluster...)
+	RedisSlotsFail = gauge("rediscluster_slots_fail",
+		"Slots whose master the cluster agrees has failed (the highest cluster_slots_fail of the nodes).", cluster...)
+	RedisKnownNodes = gauge("rediscluster_known_nodes",
+		"Node IDs in the cluster's tables, failed ones included.", cluster...)
+	RedisMasters = gauge("rediscluster_masters",
+		"Masters that serve slots.", cluster...)
+	RedisReplicas = gauge("rediscluster_replicas",
+		"Answering replicas.", cluster...)
+	RedisMastersWithoutReplica = gauge("rediscluster_masters_without_replica",
+		"Masters serving slots with no answering replica.", cluster...)
+	RedisNodesSilent = gauge("rediscluster_nodes_silent",
+		"Pods whose Redis node does not answer (Pending, starting, held by the start guard, or down).", cluster...)
+	RedisLastCheck = gauge("rediscluster_last_check_timestamp_seconds",
+		"When the operator last read every answering node's view (Unix time).", cluster...)
+	RedisSlotsMoved = counter("rediscluster_slots_moved_total",
+		"Slots the operator moved between masters (scale, rebalance, AssignReceive).", cluster...)
+	RedisKeysMoved = counter("rediscluster_keys_moved_total",
+		"Keys the operator migrated with those slots.", cluster...)
+	RedisRecoveries = counter("rediscluster_recoveries_total",
+		"Recoveries the operator ran, by action (the event reason: NodesReintroduced, FailoverForced, GhostForgotten, ...).",
+		"namespace", "name", "action")
+	RedisFailovers = counter("rediscluster_failovers_total",
+		"Failovers the operator started, by kind: coordinated (upgrade), forced, takeover.", "namespace", "name", "kind")
+	RedisMigrationSlotsLeft = gauge("rediscluster_migration_slots_left",
+		"Slots the operation under way (scale, rebalance, AssignReceive) still has to move; 0 when none is under way.", cluster...)
+	// RedisStatusConflicts counts RedisCluster status writes refused because the status was
+	// computed from a stale object (the reconcile looks again instead of failing).
+	RedisStatusConflicts = counter("rediscluster_status_conflicts_total",
+		"RedisCluster status writes refused on a conflict (computed from a stale object; the operator looks again).")
+)
+
+// redisVecs are the per-cluster series, deleted with the cluster.
+var redisVecs = []interface{ DeletePartialMatch(prometheus.Labels) int }{
+	RedisStateOK, RedisSlotsAssigned, RedisSlotsOK, RedisSlotsPFail, RedisSlotsFail, RedisKnownNodes, RedisMasters,
+	RedisReplicas, RedisMastersWithoutReplica, RedisNodesSilent, RedisLastCheck, RedisSlotsMoved, RedisKeysMoved,
+	RedisRecoveries, RedisFailovers, RedisMigrationSlotsLeft,
+}
+
+// ForgetRedisCluster drops every series of a deleted cluster.
+func ForgetRedisCluster(namespace, name string) {
+	for _, v := range redisVecs {
+		v.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "name": name})
+	}
+}
+
+// Specs returns every metric the operator exposes, for documentation.
+func Specs() []Spec { return specs }
+
+func init() {
+	for _, v := range redisVecs {
+		ctrlmetrics.Registry.MustRegister(v.(prometheus.Collector)) //nolint:forcetypeassert // every vec is a collector
+	}
+	ctrlmetrics.Registry.MustRegister(RedisStatusConflicts)
+}
