@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"os"
 	"sync/atomic"
 
 	"k8s.io/client-go/tools/events"
@@ -129,6 +130,31 @@ func TestRedisClusterFormsOnRealRedis(t *testing.T) {
 		v, err := cc.Get(t.Context(), "key:"+strconv.Itoa(i)).Int()
 		if err != nil || v != i {
 			t.Fatalf("GET key:%d = %d, %v", i, v, err)
+		}
+	}
+
+	// The password is in no process's arguments, nor in redis-server's environment, and
+	// the servers require it.
+	for _, n := range rc.Status.Nodes {
+		pids := kubelet.Processes(ns, n.Name)
+		servers := 0
+		for _, pid := range pids {
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if strings.Contains(string(cmdline), pw) {
+				t.Errorf("%s: the password is in the arguments of %q", n.Name, strings.ReplaceAll(string(cmdline), pw, "<password>"))
+			}
+			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "redis-server" {
+				servers++
+				if environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); strings.Contains(string(environ), pw) {
+					t.Errorf("%s: the password is in redis-server's environment", n.Name)
+				}
+			}
+		}
+		if servers != 1 {
+			t.Errorf("%s: %d redis-server processes among %v, want 1 (else the check above proved nothing)", n.Name, servers, pids)
+		}
+		if err := goredis.NewClient(&goredis.Options{Addr: n.Instance}).Ping(t.Context()).Err(); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+			t.Errorf("%s answers PING without the password: %v", n.Name, err)
 		}
 	}
 

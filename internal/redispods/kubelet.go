@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/proctable"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
@@ -253,6 +255,13 @@ func (k *Kubelet) writeVolumes(ctx context.Context, pod *corev1.Pod, cms *config
 	dirs := map[string]string{}
 	var errs []error
 	for _, v := range pod.Spec.Volumes {
+		if v.EmptyDir != nil { // lives as long as the pod, across container restarts
+			dirs[v.Name] = filepath.Join(k.podDir(pod.Namespace, pod.Name), v.Name)
+			if err := os.MkdirAll(dirs[v.Name], 0o777); err != nil {
+				errs = append(errs, fmt.Errorf("volume %s: %w", v.Name, err))
+			}
+			continue
+		}
 		if v.ConfigMap == nil {
 			continue
 		}
@@ -408,6 +417,18 @@ func (k *Kubelet) LoseData(namespace, pod string) error {
 func (s *server) kill() {
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 	<-s.done
+}
+
+// Processes returns the PIDs of every process of a pod's redis container (its process
+// group: the start script, redis-server, anything they run), for a test to inspect.
+func (k *Kubelet) Processes(namespace, pod string) []int {
+	k.mu.Lock()
+	s := k.running[namespace+"/"+pod]
+	k.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return proctable.Group(s.cmd.Process.Pid)
 }
 
 // DataDir is the host directory of a pod's data volume, mounted at /data in the pod.

@@ -38,16 +38,31 @@ const (
 	RedisMembersDir = "/etc/redis-members"
 	// RedisMembersVolume is the name of the members ConfigMap volume.
 	RedisMembersVolume = "members"
+	// RedisAuthDir is an in-memory emptyDir where RedisStartScript writes the password as
+	// redis.conf directives (RedisAuthFile), included by redis-server: the password is in
+	// no process's arguments, and redis-server's environment does not hold it.
+	RedisAuthDir = "/run/redis-auth"
+	// RedisAuthFile is the file in RedisAuthDir.
+	RedisAuthFile = RedisAuthDir + "/auth.conf"
+	// RedisAuthVolume is the name of that emptyDir.
+	RedisAuthVolume = "auth"
 )
 
 // RedisStartScript is the redis container's command (run as sh -c RedisStartScript
-// redis-server ARGS...). A pod whose data volume has no cluster state (nodes.conf missing or
+// redis-server ARGS...). It first writes the password from $REDIS_PASSWORD into
+// RedisAuthFile as requirepass and masterauth (quoted for redis.conf) and unsets the
+// variable, so the password reaches redis-server through a file it includes, never its
+// arguments or environment. A pod whose data volume has no cluster state (nodes.conf missing or
 // empty) but which the operator still records as a member (a non-empty file named after the
 // pod in RedisMembersDir) has lost its data: started at its address as a fresh node, it
 // would make its old replica full-sync from it and flush its copy. So it waits until the
 // operator has settled the old role and released the pod (deleted its key), then execs
 // redis-server with the args. POSIX sh only; no "$(" or "$$", which the kubelet would expand.
 const RedisStartScript = `trap 'exit 143' TERM
+umask 077
+{ printf 'requirepass "'; printf '%s' "$REDIS_PASSWORD" | sed 's/[\\"]/\\&/g'
+  printf '"\nmasterauth "'; printf '%s' "$REDIS_PASSWORD" | sed 's/[\\"]/\\&/g'; printf '"\n'; } > ` + RedisAuthFile + `
+unset REDIS_PASSWORD
 member="` + RedisMembersDir + `/$POD_NAME"
 if [ ! -s ` + RedisDataDir + `/nodes.conf ] && [ -n "$POD_NAME" ] && [ -f "$member" ] && [ -s "$member" ]; then
   read -r node < "$member"
@@ -299,15 +314,14 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 	redis := corev1.Container{
 		Name:  RedisContainer,
 		Image: RedisImage(rc),
-		// The script guards against starting a member whose data was lost; the args pass
-		// through to redis-server. $(VAR) is expanded by the kubelet; the password stays out
-		// of the ConfigMap.
+		// The script writes the password file and guards against starting a member whose
+		// data was lost; the args pass through to redis-server. $(VAR) is expanded by the
+		// kubelet; the password stays out of the ConfigMap and of every argument.
 		Command: []string{"sh", "-c", RedisStartScript, "redis-server"},
 		Args: []string{
 			RedisConfigDir + "/" + RedisConfigFile,
 			"--cluster-announce-ip", "$(POD_IP)",
-			"--requirepass", "$(REDIS_PASSWORD)",
-			"--masterauth", "$(REDIS_PASSWORD)",
+			"--include", RedisAuthFile,
 		},
 		Env:       env,
 		Resources: pod.Resources,
@@ -329,6 +343,7 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 			{Name: "config", MountPath: RedisConfigDir},
 			{Name: RedisDataVolume, MountPath: RedisDataDir},
 			{Name: RedisMembersVolume, MountPath: RedisMembersDir, ReadOnly: true},
+			{Name: RedisAuthVolume, MountPath: RedisAuthDir},
 		},
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),
@@ -368,6 +383,8 @@ func redisVolumes(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) []c
 	}}}, {Name: RedisMembersVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		// Optional: a new cluster's pods start before the operator writes it.
 		LocalObjectReference: corev1.LocalObjectReference{Name: RedisMembersConfigMapName(rc)}, Optional: ptr.To(true),
+	}}}, {Name: RedisAuthVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+		Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("1Mi")),
 	}}}}
 	switch redisVolumeType(pod) {
 	case "hostPath":

@@ -1,12 +1,15 @@
 package resources_test
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,8 +53,7 @@ func TestRedisStatefulSetRedisContainer(t *testing.T) {
 			wantArgs := []string{
 				"/etc/redis/redis.conf",
 				"--cluster-announce-ip", "$(POD_IP)",
-				"--requirepass", "$(REDIS_PASSWORD)",
-				"--masterauth", "$(REDIS_PASSWORD)",
+				"--include", "/run/redis-auth/auth.conf", // the password, written by the start script
 			}
 			if !reflect.DeepEqual(c.Args, wantArgs) {
 				t.Errorf("args %q, want %q", c.Args, wantArgs)
@@ -60,9 +62,17 @@ func TestRedisStatefulSetRedisContainer(t *testing.T) {
 				{Name: "config", MountPath: "/etc/redis"},
 				{Name: "data", MountPath: "/data", SubPathExpr: tc.dataSubPathExp},
 				{Name: "members", MountPath: "/etc/redis-members", ReadOnly: true},
+				{Name: "auth", MountPath: "/run/redis-auth"},
 			}
 			if !reflect.DeepEqual(c.VolumeMounts, wantMounts) {
 				t.Errorf("mounts %+v, want %+v", c.VolumeMounts, wantMounts)
+			}
+			inMemory := false
+			for _, v := range spec.Volumes {
+				inMemory = inMemory || (v.Name == "auth" && v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory)
+			}
+			if !inMemory {
+				t.Errorf("no in-memory emptyDir named auth for the password file: %+v", spec.Volumes)
 			}
 			if !hasEnvFieldRef(c.Env, "POD_NAME", "metadata.name") {
 				t.Errorf("env %+v lacks POD_NAME from metadata.name, which the start script reads", c.Env)
@@ -121,6 +131,72 @@ func TestRedisStartScript(t *testing.T) {
 	}
 }
 
+// TestRedisStartScriptPassesThePasswordThroughAFile runs the start script with a password
+// that needs quoting, in front of a stand-in redis-server that records its arguments and
+// environment and then starts the real one with the same arguments: the password is in
+// neither, and the real server requires exactly it.
+func TestRedisStartScriptPassesThePasswordThroughAFile(t *testing.T) {
+	real, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server is not installed")
+	}
+	dir := t.TempDir()
+	const password = `p"a\ss 'w$rd`
+	port := freePort(t)
+	stub := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + dir + "/args\nenv > " + dir + "/env\n" +
+		"exec " + real + " --port " + port + " --save '' --appendonly no --dir " + dir + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "redis-server"), []byte(stub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := strings.ReplaceAll(resources.RedisStartScript, resources.RedisAuthFile, dir+"/auth.conf")
+	cmd := exec.Command("sh", "-c", script, "redis-server", "--include", dir+"/auth.conf")
+	cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "REDIS_PASSWORD=" + password, "POD_NAME=cache-0"}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var out []byte
+	for range 50 { // until the server answers
+		out, _ = exec.Command("redis-cli", "-p", port, "--no-auth-warning", "-a", password, "ping").CombinedOutput()
+		if strings.TrimSpace(string(out)) == "PONG" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if strings.TrimSpace(string(out)) != "PONG" {
+		t.Fatalf("the server does not accept the password: %s", out)
+	}
+	if out, _ := exec.Command("redis-cli", "-p", port, "ping").CombinedOutput(); !strings.Contains(string(out), "NOAUTH") {
+		t.Errorf("the server answers without the password: %s", out)
+	}
+	if out, _ := exec.Command("redis-cli", "-p", port, "--no-auth-warning", "-a", password, "config", "get", "masterauth").CombinedOutput(); !strings.Contains(string(out), password) {
+		t.Errorf("masterauth is not the password: %s", out)
+	}
+	for _, f := range []string{"args", "env"} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), password) || strings.Contains(string(data), "REDIS_PASSWORD") {
+			t.Errorf("redis-server's %s hold the password:\n%s", f, data)
+		}
+	}
+	if info, err := os.Stat(dir + "/auth.conf"); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("auth file: %v, mode %v, want 0600", err, info.Mode().Perm())
+	}
+}
+
+// freePort returns a TCP port nothing listens on.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port) //nolint:forcetypeassert // a TCP listener
+}
+
 func TestRedisMembersConfigMap(t *testing.T) {
 	rc := redisCluster(nil)
 	members := map[string]string{"cache-0": "0123abcd", "cache-1": "4567ef01"}
@@ -153,6 +229,7 @@ func TestRedisReadinessScript(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			fake := "#!/bin/sh\n[ \"$REDISCLI_AUTH\" = secret ] || { echo NOAUTH; exit 1; }\n" +
+				"case \"$*\" in *secret*) echo 'the password is in the arguments'; exit 1;; esac\n" +
 				"case \"$*\" in *cluster*) printf '" + tc.cluster + "';; *replication*) printf '" + tc.replication + "';; esac\n"
 			if err := os.WriteFile(filepath.Join(dir, "redis-cli"), []byte(fake), 0o755); err != nil {
 				t.Fatal(err)

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/proctable"
+
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
@@ -38,38 +40,6 @@ func listening(addr string) bool {
 		_ = c.Close()
 	}
 	return err == nil
-}
-
-// descendants lists every process below pid, from /proc.
-func descendants(pid int) []int {
-	children := map[int][]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// "pid (comm) state ppid ...": comm may hold spaces, so read after the last ')'.
-		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(fields) > 1 {
-			if ppid, err := strconv.Atoi(fields[1]); err == nil {
-				children[ppid] = append(children[ppid], p)
-			}
-		}
-	}
-	var out []int
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		out = append(out, children[p]...)
-		queue = append(queue, children[p]...)
-	}
-	return out
 }
 
 // alive reports whether pid runs (a zombie does not count).
@@ -205,7 +175,7 @@ func TestMakeRunServesEveryKindAndStopsCleanly(t *testing.T) {
 
 	apiserver, _ := kubectl("config", "view", "-o", "jsonpath={.clusters[0].cluster.server}")
 	apiserver = strings.TrimPrefix(apiserver, "https://")
-	procs := descendants(script.Process.Pid)
+	procs := proctable.Descendants(script.Process.Pid)
 	if len(procs) < 5 {
 		t.Errorf("only %d processes under make run: the test would prove nothing", len(procs))
 	}
