@@ -10,17 +10,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/middleware-operator/middleware-operator/internal/metrics"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	"github.com/middleware-operator/middleware-operator/internal/caching"
+	"github.com/middleware-operator/middleware-operator/internal/operator"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -29,8 +24,6 @@ import (
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	appscontrollers "github.com/middleware-operator/middleware-operator/controllers/apps"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 )
 
 // flags are the operator's command-line settings.
@@ -52,6 +45,7 @@ type flags struct {
 
 func parseFlags() (*flags, zap.Options) {
 	f := &flags{}
+	defaults := operator.Defaults()
 	flag.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint (HTTPS with authentication and authorization unless --metrics-secure=false); 0 disables it")
 	flag.BoolVar(&f.secureMetrics, "metrics-secure", true, "serve metrics over HTTPS, allowing only callers that may GET /metrics")
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
@@ -62,14 +56,14 @@ func parseFlags() (*flags, zap.Options) {
 	flag.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long followers wait before taking over an unrenewed lease")
 	flag.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before giving up leadership")
 	flag.DurationVar(&f.retryPer, "leader-elect-retry-period", 2*time.Second, "how often candidates retry acquiring or renewing the lease")
-	flag.DurationVar(&f.syncPeriod, "sync-period", 10*time.Hour, "how often every watched object is reconciled again even without a change (resync)")
+	flag.DurationVar(&f.syncPeriod, "sync-period", defaults.SyncPeriod, "how often every watched object is reconciled again even without a change (resync)")
 	flag.DurationVar(&f.gracefulShutdown, "graceful-shutdown-timeout", 30*time.Second, "how long running reconciles may take to finish on shutdown")
 	flag.StringVar(&f.watchNamespaces, "watch-namespace", os.Getenv("WATCH_NAMESPACE"), "comma-separated namespaces to watch; empty watches all (default: $WATCH_NAMESPACE, which OLM sets from olm.targetNamespaces)")
-	flag.Float64Var(&f.qps, "kube-api-qps", 50, "steady queries per second to the Kubernetes API")
-	flag.IntVar(&f.burst, "kube-api-burst", 100, "burst of queries to the Kubernetes API")
-	flag.IntVar(&f.appServiceWorkers, "appservice-max-concurrent-reconciles", 4, "AppServices reconciled at once")
-	flag.IntVar(&f.cloudManagerWorkers, "cloudmanager-max-concurrent-reconciles", 4, "CloudManagers reconciled at once")
-	flag.IntVar(&f.redisClusterWorkers, "rediscluster-max-concurrent-reconciles", 4, "RedisClusters reconciled at once")
+	flag.Float64Var(&f.qps, "kube-api-qps", float64(defaults.QPS), "steady queries per second to the Kubernetes API")
+	flag.IntVar(&f.burst, "kube-api-burst", defaults.Burst, "burst of queries to the Kubernetes API")
+	flag.IntVar(&f.appServiceWorkers, "appservice-max-concurrent-reconciles", defaults.AppServiceWorkers, "AppServices reconciled at once")
+	flag.IntVar(&f.cloudManagerWorkers, "cloudmanager-max-concurrent-reconciles", defaults.CloudManagerWorkers, "CloudManagers reconciled at once")
+	flag.IntVar(&f.redisClusterWorkers, "rediscluster-max-concurrent-reconciles", defaults.RedisClusterWorkers, "RedisClusters reconciled at once")
 	flag.BoolVar(&f.enableHTTP2, "enable-http2", false, "serve metrics over HTTP/2 (off by default against HTTP/2 rapid-reset attacks)")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -111,15 +105,10 @@ func run(f *flags) error {
 	if f.secureMetrics {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
-	// The cache holds only what the operator owns; see internal/caching.
-	cacheOpts := cache.Options{SyncPeriod: &f.syncPeriod}
-	if ns := splitNamespaces(f.watchNamespaces); len(ns) > 0 {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, n := range ns {
-			cacheOpts.DefaultNamespaces[n] = cache.Config{}
-		}
+	cfg := operator.Config{
+		WatchNamespaces: splitNamespaces(f.watchNamespaces), SyncPeriod: f.syncPeriod,
+		AppServiceWorkers: f.appServiceWorkers, CloudManagerWorkers: f.cloudManagerWorkers, RedisClusterWorkers: f.redisClusterWorkers,
 	}
-	cacheOpts = caching.Options(cacheOpts)
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsOpts,
@@ -134,37 +123,13 @@ func run(f *flags) error {
 		RenewDeadline:                 &f.renewDeadline,
 		RetryPeriod:                   &f.retryPer,
 		GracefulShutdownTimeout:       &f.gracefulShutdown,
-		Cache:                         cacheOpts,
+		Cache:                         operator.CacheOptions(cfg),
 	})
 	if err != nil {
 		return fmt.Errorf("while creating the manager: %w", err)
 	}
-	// One metadata cache of Secret and ConfigMap names wakes every controller whose
-	// resources name one; the objects themselves are read through the API reader.
-	references, err := caching.NewReferences(mgr, cacheOpts.DefaultNamespaces)
-	if err != nil {
-		return fmt.Errorf("while creating the cache of user-named Secrets and ConfigMaps: %w", err)
-	}
-	if err := (&appscontrollers.AppServiceReconciler{
-		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("appservice-controller"),
-	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: f.appServiceWorkers}); err != nil {
-		return fmt.Errorf("while setting up the AppService controller: %w", err)
-	}
-	if err := (&appscontrollers.CloudManagerReconciler{
-		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("cloudmanager-controller"),
-		APIReader: mgr.GetAPIReader(), References: references,
-	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: f.cloudManagerWorkers}); err != nil {
-		return fmt.Errorf("while setting up the CloudManager controller: %w", err)
-	}
-	if err := (&rediscontrollers.RedisClusterReconciler{
-		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("rediscluster-controller"),
-		APIReader: mgr.GetAPIReader(), References: references,
-	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: f.redisClusterWorkers}); err != nil {
-		return fmt.Errorf("while setting up the RedisCluster controller: %w", err)
-	}
-	// Resources by phase and condition, and replicas, from the cache at scrape time.
-	if err := ctrlmetrics.Registry.Register(&metrics.ResourceCollector{Reader: mgr.GetCache()}); err != nil {
-		return fmt.Errorf("while registering the resource metrics: %w", err)
+	if err := operator.Setup(mgr, cfg); err != nil {
+		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

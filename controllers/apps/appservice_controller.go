@@ -47,7 +47,7 @@ func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		err = r.ensureService(ctx, next)
 	}
 	setAppServiceStatus(next, deployment, err)
-	if _, statusErr := status.Patch(ctx, r.Client, app, next, appServiceStatus); statusErr != nil {
+	if _, statusErr := status.PatchDerived(ctx, r.Client, app, next, appServiceStatus); statusErr != nil {
 		return ctrl.Result{}, errors.Join(err, statusErr)
 	}
 	return ctrl.Result{}, err

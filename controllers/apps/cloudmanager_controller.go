@@ -97,7 +97,7 @@ func (r *CloudManagerReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, err // a stale cache: retry before reporting anything
 	}
 	setCloudManagerStatus(next, tiers, err)
-	if _, statusErr := status.Patch(ctx, r.Client, cm, next, cloudManagerStatus); statusErr != nil {
+	if _, statusErr := status.PatchDerived(ctx, r.Client, cm, next, cloudManagerStatus); statusErr != nil {
 		return ctrl.Result{}, errors.Join(err, statusErr)
 	}
 	r.recordPhase(cm, next)

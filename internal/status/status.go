@@ -1,5 +1,6 @@
-// Package status writes a custom resource's status only when it changed, with optimistic
-// locking, and sets conditions stamped with the generation they describe.
+// Package status writes a custom resource's status only when it changed (with optimistic
+// locking where the status carries state of its own), and sets conditions stamped with the
+// generation they describe.
 package status
 
 import (
@@ -16,11 +17,24 @@ import (
 // It returns whether it wrote. The patch carries before's resourceVersion, so a status
 // computed from a stale object fails with a conflict instead of overwriting a newer one.
 func Patch(ctx context.Context, c client.Client, before, obj client.Object, statusOf func(client.Object) any) (bool, error) {
+	return patch(ctx, c, before, obj, statusOf, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+}
+
+// PatchDerived is Patch without the lock, for a status derived wholly from what the
+// reconcile observed (an AppService's, a CloudManager's): a status computed from a cached
+// object a moment old is still what was observed, and the reconcile that the newer change
+// triggers writes the newer one. A lock would only turn each such moment into a failed
+// write, a retry and a delay (measured in tests/bench: 27 of 361 reconciles of 30
+// AppServices).
+func PatchDerived(ctx context.Context, c client.Client, before, obj client.Object, statusOf func(client.Object) any) (bool, error) {
+	return patch(ctx, c, before, obj, statusOf, client.MergeFrom(before))
+}
+
+func patch(ctx context.Context, c client.Client, before, obj client.Object, statusOf func(client.Object) any, p client.Patch) (bool, error) {
 	if equality.Semantic.DeepEqual(statusOf(before), statusOf(obj)) {
 		return false, nil
 	}
-	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-	if err := c.Status().Patch(ctx, obj, patch); err != nil {
+	if err := c.Status().Patch(ctx, obj, p); err != nil {
 		return false, fmt.Errorf("while writing the status of %s: %w", obj.GetName(), err)
 	}
 	return true, nil

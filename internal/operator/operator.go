@@ -1,0 +1,87 @@
+// Package operator assembles the operator as main.go ships it: what its cache holds and
+// which controllers run with how many workers. main.go, the benchmarks and tests that need
+// the real thing build the manager from here, so they measure what users run.
+package operator
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	appscontrollers "github.com/middleware-operator/middleware-operator/controllers/apps"
+	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/caching"
+	"github.com/middleware-operator/middleware-operator/internal/metrics"
+)
+
+// Config is what the operator's flags decide about its controllers and cache.
+type Config struct {
+	// WatchNamespaces limits the cache to these namespaces; empty watches all.
+	WatchNamespaces []string
+	// SyncPeriod is how often every cached object is reconciled again without a change.
+	SyncPeriod time.Duration
+	// Workers per kind: how many objects of the kind are reconciled at once.
+	AppServiceWorkers, CloudManagerWorkers, RedisClusterWorkers int
+	// QPS and Burst limit the operator's requests to the API server on the client side.
+	QPS   float32
+	Burst int
+}
+
+// Defaults are the shipped settings (main.go's flag defaults).
+func Defaults() Config {
+	return Config{SyncPeriod: 10 * time.Hour, AppServiceWorkers: 16, CloudManagerWorkers: 4, RedisClusterWorkers: 4, QPS: -1, Burst: 0}
+}
+
+// CacheOptions is what the manager's cache holds: only the operator's own objects (see
+// internal/caching), in the watched namespaces.
+func CacheOptions(c Config) cache.Options {
+	opts := cache.Options{SyncPeriod: &c.SyncPeriod}
+	if len(c.WatchNamespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, n := range c.WatchNamespaces {
+			opts.DefaultNamespaces[n] = cache.Config{}
+		}
+	}
+	return caching.Options(opts)
+}
+
+// Setup registers the three controllers, the metadata cache of user-named Secrets and
+// ConfigMaps they share, and the resource metrics collector.
+func Setup(mgr ctrl.Manager, c Config) error {
+	// One metadata cache of Secret and ConfigMap names wakes every controller whose
+	// resources name one; the objects themselves are read through the API reader.
+	references, err := caching.NewReferences(mgr, CacheOptions(c).DefaultNamespaces)
+	if err != nil {
+		return fmt.Errorf("while creating the cache of user-named Secrets and ConfigMaps: %w", err)
+	}
+	scheme := mgr.GetScheme()
+	if err := (&appscontrollers.AppServiceReconciler{
+		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("appservice-controller"),
+	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: c.AppServiceWorkers}); err != nil {
+		return fmt.Errorf("while setting up the AppService controller: %w", err)
+	}
+	if err := (&appscontrollers.CloudManagerReconciler{
+		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("cloudmanager-controller"),
+		APIReader: mgr.GetAPIReader(), References: references,
+	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: c.CloudManagerWorkers}); err != nil {
+		return fmt.Errorf("while setting up the CloudManager controller: %w", err)
+	}
+	if err := (&rediscontrollers.RedisClusterReconciler{
+		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("rediscluster-controller"),
+		APIReader: mgr.GetAPIReader(), References: references,
+	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: c.RedisClusterWorkers}); err != nil {
+		return fmt.Errorf("while setting up the RedisCluster controller: %w", err)
+	}
+	// Resources by phase and condition, and replicas, from the cache at scrape time.
+	err = ctrlmetrics.Registry.Register(&metrics.ResourceCollector{Reader: mgr.GetCache()})
+	if already := (prometheus.AlreadyRegisteredError{}); err != nil && !errors.As(err, &already) {
+		return fmt.Errorf("while registering the resource metrics: %w", err)
+	}
+	return nil
+}

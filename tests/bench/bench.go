@@ -1,0 +1,187 @@
+// Package bench measures the AppService controller at scale on the local cluster, side by
+// side with a floor: a plain client-go program that creates the same Deployments and
+// Services with 16 workers and no client-side limit. BenchmarkAppServices prints the table
+// and writes the figures as JSON; TestBenchSmoke runs it with a small N in make test.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+)
+
+// Figures are one run's measurements; durations in seconds.
+type Figures struct {
+	N int `json:"n"`
+	// The floor: N Deployments and N Services created by client-go directly.
+	FloorChildren  float64 `json:"floorChildrenSeconds"`
+	FloorAvailable float64 `json:"floorAvailableSeconds"`
+	FloorUpdate    float64 `json:"floorUpdateSeconds"`
+	// The operator: N AppServices.
+	Children  float64 `json:"childrenSeconds"`
+	Converged float64 `json:"convergedSeconds"`
+	Update    float64 `json:"updateSeconds"`
+	// Writes the operator made, by verb and kind, per wave.
+	CreateWrites map[string]int64 `json:"createWrites"`
+	UpdateWrites map[string]int64 `json:"updateWrites"`
+	// Steady state after convergence.
+	SteadySeconds float64          `json:"steadySeconds"`
+	SteadyWrites  map[string]int64 `json:"steadyWrites"`
+	SteadyCPU     float64          `json:"steadyCPUSecondsPerMinute"`
+	// Go heap in use after a GC: with the AppServices, then also with unrelated objects.
+	HeapBytes          uint64 `json:"heapBytes"`
+	HeapUnrelatedBytes uint64 `json:"heapWithUnrelatedBytes"`
+	// Latency from an AppService's creation to its Deployment's, while N exist.
+	LatencyP50 float64 `json:"latencyP50Seconds"`
+	LatencyP99 float64 `json:"latencyP99Seconds"`
+}
+
+// Table renders figures as the README's table.
+func Table(fs []Figures) string {
+	var b strings.Builder
+	b.WriteString("| N | floor: children / Available / update (s) | operator: children / converged / update (s) | ratio converged / update | writes per AppService: create / update | steady writes, CPU s/min | heap per AppService | +unrelated | latency p50 / p99 (s) |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, f := range fs {
+		fmt.Fprintf(&b, "| %d | %.1f / %.1f / %.1f | %.1f / %.1f / %.1f | %.2f / %.2f | %.2f / %.2f | %d, %.2f | %.1f KiB | %+.1f%% | %.2f / %.2f |\n",
+			f.N, f.FloorChildren, f.FloorAvailable, f.FloorUpdate, f.Children, f.Converged, f.Update,
+			f.Converged/f.FloorAvailable, f.Update/f.FloorUpdate,
+			float64(sum(f.CreateWrites))/float64(f.N), float64(sum(f.UpdateWrites))/float64(f.N),
+			sum(f.SteadyWrites), f.SteadyCPU, float64(f.HeapBytes)/float64(f.N)/1024,
+			100*(float64(f.HeapUnrelatedBytes)-float64(f.HeapBytes))/float64(f.HeapBytes), f.LatencyP50, f.LatencyP99)
+	}
+	return b.String()
+}
+
+func sum(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// app is the i-th AppService of a run: one pod, one port.
+func app(ns string, i int, image string) *appsv1api.AppService {
+	return &appsv1api.AppService{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%05d", i), Namespace: ns},
+		Spec: appsv1api.AppServiceSpec{
+			Size: ptr.To[int32](1), Image: image,
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(80)}},
+		},
+	}
+}
+
+// parallel runs f(i) for i in [0, n) on the bench's workers; the first error wins.
+func parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
+	var next atomic.Int64
+	var first error
+	var once sync.Once
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := f(ctx, i); err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// waitFor polls cond every 200 ms until it holds (for at most the bench's timeout), and
+// returns how long that took from start.
+func waitFor(ctx context.Context, start time.Time, what string, cond func(ctx context.Context) (bool, error)) (float64, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			return time.Since(start).Seconds(), nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("%s: not after %s", what, timeout)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// deploymentsDone reports whether ns holds n Deployments that all run image and, when
+// available is set, have every replica available.
+func deploymentsDone(c client.Reader, ns string, n int, image string, available bool) func(ctx context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		list := &appsv1.DeploymentList{}
+		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		done := 0
+		for _, d := range list.Items {
+			if d.Spec.Template.Spec.Containers[0].Image != image {
+				continue
+			}
+			if available && (d.Status.ObservedGeneration != d.Generation || d.Status.AvailableReplicas != ptr.Deref(d.Spec.Replicas, 1)) {
+				continue
+			}
+			done++
+		}
+		return done == n, nil
+	}
+}
+
+// servicesExist reports whether ns holds n Services.
+func servicesExist(c client.Reader, ns string, n int) func(ctx context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		list := &corev1.ServiceList{}
+		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		return len(list.Items) >= n, nil
+	}
+}
+
+// floorChildren are the Deployment and Service the operator would make for the i-th app.
+func floorChildren(ns string, i int, image string) (*appsv1.Deployment, *corev1.Service) {
+	a := app(ns, i, image)
+	return resources.AppServiceDeployment(a), resources.AppServiceService(a)
+}
+
+// heapInUse is the Go heap in use after a GC.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// percentile is the p-th percentile (0-100) of xs.
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(float64(len(s))*p/100))]
+}

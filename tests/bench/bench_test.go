@@ -1,0 +1,88 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
+)
+
+// BenchmarkAppServices runs the side-by-side measurement for each N in MWO_BENCH_N
+// (comma-separated, default 1000), prints the table and writes bin/bench-appservices.json.
+// MWO_BENCH_STEADY sets the steady-state window (default 2m).
+func BenchmarkAppServices(b *testing.B) {
+	ns := []int{1000}
+	if v := os.Getenv("MWO_BENCH_N"); v != "" {
+		ns = nil
+		for s := range strings.SplitSeq(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil {
+				b.Fatalf("MWO_BENCH_N=%q: %v", v, err)
+			}
+			ns = append(ns, n)
+		}
+	}
+	steady := 2 * time.Minute
+	if v := os.Getenv("MWO_BENCH_STEADY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.Fatalf("MWO_BENCH_STEADY=%q: %v", v, err)
+		}
+		steady = d
+	}
+	var all []Figures
+	for range b.N {
+		for _, n := range ns {
+			f, err := Run(b.Context(), Options{N: n, Steady: steady, Unrelated: 3000, Logf: func(format string, args ...any) { b.Logf(format, args...) }})
+			if err != nil {
+				b.Fatal(err)
+			}
+			all = append(all, f)
+			b.ReportMetric(f.Converged/f.FloorAvailable, fmt.Sprintf("converged/floor@%d", n))
+			b.ReportMetric(f.Update/f.FloorUpdate, fmt.Sprintf("update/floor@%d", n))
+		}
+	}
+	fmt.Print("\n" + Table(all))
+	data, _ := json.MarshalIndent(all, "", "  ")
+	path := filepath.Join(testenv.RepoRoot(), "bin", "bench-appservices.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	fmt.Println("figures written to", path)
+}
+
+// TestBenchSmoke runs the benchmark with 30 AppServices, so make test keeps it working,
+// and checks what does not depend on the machine's speed: the create wave writes one
+// Deployment and one Service per AppService and a few status writes (one per change of
+// what the Deployment reports), the update wave updates each Deployment once and follows
+// its rollout in the status, and at steady state the operator writes nothing.
+func TestBenchSmoke(t *testing.T) {
+	const n = 30
+	f, err := Run(t.Context(), Options{N: n, Steady: 5 * time.Second, Unrelated: 30, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + Table([]Figures{f}))
+	t.Logf("writes: create %v, update %v, steady %v", f.CreateWrites, f.UpdateWrites, f.SteadyWrites)
+	if got := f.CreateWrites["create Deployment"] + f.CreateWrites["create Service"]; got != 2*n {
+		t.Errorf("%d children created for %d AppServices, want %d", got, n, 2*n)
+	}
+	if got := sum(f.CreateWrites); got > 5*n {
+		t.Errorf("%d writes to create %d AppServices (%v), want at most %d", got, n, f.CreateWrites, 5*n)
+	}
+	if got := f.UpdateWrites["update Deployment"]; got != n {
+		t.Errorf("%d Deployment updates for an image change of %d AppServices, want %d", got, n, n)
+	}
+	if got := sum(f.UpdateWrites); got > 7*n {
+		t.Errorf("%d writes for an image change of %d AppServices (%v), want at most %d", got, n, f.UpdateWrites, 7*n)
+	}
+	if got := sum(f.SteadyWrites); got != 0 {
+		t.Errorf("%d writes at steady state (%v), want 0", got, f.SteadyWrites)
+	}
+}

@@ -1,0 +1,382 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
+	"github.com/middleware-operator/middleware-operator/internal/operator"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
+)
+
+// Options sizes a run.
+type Options struct {
+	// N is the number of AppServices (and of the floor's Deployment + Service pairs).
+	N int
+	// Steady is how long the operator is watched after convergence.
+	Steady time.Duration
+	// Unrelated is how many unrelated Secrets and ConfigMaps (16 KiB each) are added, and a
+	// third as many Deployments, in another namespace.
+	Unrelated int
+	// Logf receives progress lines.
+	Logf func(format string, args ...any)
+}
+
+const (
+	workers = 16
+	image1  = "nginx:1.27"
+	image2  = "nginx:1.28"
+	timeout = 20 * time.Minute
+)
+
+// Run measures the floor and the operator for o.N, each on a fresh local cluster.
+func Run(ctx context.Context, o Options) (Figures, error) {
+	f := Figures{N: o.N, SteadySeconds: o.Steady.Seconds()}
+	if err := runFloor(ctx, o, &f); err != nil {
+		return f, fmt.Errorf("floor: %w", err)
+	}
+	if err := runOperator(ctx, o, &f); err != nil {
+		return f, fmt.Errorf("operator: %w", err)
+	}
+	return f, nil
+}
+
+// nodes is enough kwok nodes (1,000 pods each) for n pods and room to spare.
+func nodes(n int) int { return n/900 + 1 }
+
+// unlimited is a client without a client-side rate limit, as the floor and the load use.
+func unlimited(env *testenv.Env) (client.Client, *kubernetes.Clientset, error) {
+	cfg := rest.CopyConfig(env.Cluster.Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	return c, cs, err
+}
+
+func namespace(ctx context.Context, c client.Client, name string) error {
+	return c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+}
+
+func runFloor(ctx context.Context, o Options, f *Figures) error {
+	env, err := testenv.Start(ctx, nodes(o.N))
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	c, _, err := unlimited(env)
+	if err != nil {
+		return err
+	}
+	const ns = "floor"
+	if err := namespace(ctx, c, ns); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
+		dep, svc := floorChildren(ns, i, image1)
+		if err := c.Create(ctx, dep); err != nil {
+			return err
+		}
+		return c.Create(ctx, svc)
+	}); err != nil {
+		return err
+	}
+	f.FloorChildren = time.Since(start).Seconds()
+	if f.FloorAvailable, err = waitFor(ctx, start, "floor Deployments Available", deploymentsDone(c, ns, o.N, image1, true)); err != nil {
+		return err
+	}
+	o.Logf("floor: %d Deployments and Services created in %.1f s, Available in %.1f s", o.N, f.FloorChildren, f.FloorAvailable)
+	start = time.Now()
+	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
+		dep, _ := floorChildren(ns, i, image1)
+		patch := client.RawPatch("application/strategic-merge-patch+json",
+			fmt.Appendf(nil, `{"spec":{"template":{"spec":{"containers":[{"name":%q,"image":%q}]}}}}`, dep.Spec.Template.Spec.Containers[0].Name, image2))
+		return c.Patch(ctx, dep, patch)
+	}); err != nil {
+		return err
+	}
+	if f.FloorUpdate, err = waitFor(ctx, start, "floor update", deploymentsDone(c, ns, o.N, image2, false)); err != nil {
+		return err
+	}
+	o.Logf("floor: every Deployment carries the new image after %.1f s", f.FloorUpdate)
+	return nil
+}
+
+func runOperator(ctx context.Context, o Options, f *Figures) error {
+	env, err := testenv.Start(ctx, nodes(o.N))
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	c, cs, err := unlimited(env)
+	if err != nil {
+		return err
+	}
+	const ns = "apps"
+	if err := namespace(ctx, c, ns); err != nil {
+		return err
+	}
+	baseline := heapInUse()
+	writes := &writeCounter{counts: map[string]int64{}}
+	cfg := operator.Defaults()
+	restConfig := rest.CopyConfig(env.Cluster.Config)
+	restConfig.QPS, restConfig.Burst = cfg.QPS, cfg.Burst
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Cache: operator.CacheOptions(cfg),
+		NewClient: func(config *rest.Config, options client.Options) (client.Client, error) {
+			inner, err := client.New(config, options)
+			return &countingClient{Client: inner, counter: writes}, err
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := operator.Setup(mgr, cfg); err != nil {
+		return err
+	}
+	mctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			o.Logf("the operator stopped with %v", err)
+		}
+	}()
+	if !mgr.GetCache().WaitForCacheSync(mctx) {
+		return fmt.Errorf("the operator's cache never synced")
+	}
+
+	// The controllers start once every watch they use has synced: wait for a first
+	// AppService to be served, so the figures measure work, not start-up.
+	warm := app("default", 0, image1)
+	if err := c.Create(ctx, warm); err != nil {
+		return err
+	}
+	if _, err := waitFor(ctx, time.Now(), "the controllers to start", deploymentsDone(c, "default", 1, image1, false)); err != nil {
+		return err
+	}
+
+	// Latency: from just before each AppService's Create to its Deployment's ADDED event.
+	sent, seen := sync.Map{}, sync.Map{}
+	w, err := cs.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	go func() {
+		for ev := range w.ResultChan() {
+			if d, ok := ev.Object.(*appsv1.Deployment); ok && ev.Type == watch.Added {
+				seen.LoadOrStore(d.Name, time.Now())
+			}
+		}
+	}()
+	defer w.Stop()
+
+	writes.reset()
+	start := time.Now()
+	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
+		a := app(ns, i, image1)
+		sent.Store(a.Name, time.Now())
+		return c.Create(ctx, a)
+	}); err != nil {
+		return err
+	}
+	childrenExist := deploymentsDone(c, ns, o.N, image1, false)
+	if f.Children, err = waitFor(ctx, start, "children", func(ctx context.Context) (bool, error) {
+		ok, err := childrenExist(ctx)
+		if !ok || err != nil {
+			return ok, err
+		}
+		return servicesExist(c, ns, o.N)(ctx)
+	}); err != nil {
+		return err
+	}
+	if f.Converged, err = waitFor(ctx, start, "converged", converged(c, ns, o.N)); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second) // writes still under way are part of the wave
+	f.CreateWrites = writes.reset()
+	o.Logf("operator: children of %d AppServices exist after %.1f s, every status converged after %.1f s, %d writes", o.N, f.Children, f.Converged, sum(f.CreateWrites))
+	var latencies []float64
+	sent.Range(func(k, v any) bool {
+		if t, ok := seen.Load(k); ok {
+			latencies = append(latencies, t.(time.Time).Sub(v.(time.Time)).Seconds()) //nolint:forcetypeassert // times only
+		}
+		return true
+	})
+	f.LatencyP50, f.LatencyP99 = percentile(latencies, 50), percentile(latencies, 99)
+
+	start = time.Now()
+	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
+		a := app(ns, i, image1)
+		return c.Patch(ctx, a, client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"image":%q}}`, image2)))
+	}); err != nil {
+		return err
+	}
+	if f.Update, err = waitFor(ctx, start, "update", deploymentsDone(c, ns, o.N, image2, false)); err != nil {
+		return err
+	}
+	if _, err := waitFor(ctx, start, "converged after the update", converged(c, ns, o.N)); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	f.UpdateWrites = writes.reset()
+	o.Logf("operator: every Deployment carries the new image after %.1f s, %d writes", f.Update, sum(f.UpdateWrites))
+
+	cpu0 := cpuSeconds()
+	time.Sleep(o.Steady)
+	f.SteadyCPU = (cpuSeconds() - cpu0) / o.Steady.Minutes()
+	f.SteadyWrites = writes.reset()
+	f.HeapBytes = heapInUse() - min(baseline, heapInUse())
+	o.Logf("operator: steady for %s: %d writes, %.2f CPU s/min; heap %d MiB", o.Steady, sum(f.SteadyWrites), f.SteadyCPU, f.HeapBytes>>20)
+
+	if err := unrelated(ctx, c, o.Unrelated); err != nil {
+		return err
+	}
+	time.Sleep(5 * time.Second)
+	f.HeapUnrelatedBytes = heapInUse() - min(baseline, heapInUse())
+	o.Logf("operator: heap %d MiB after %d unrelated Secrets and ConfigMaps and %d Deployments", f.HeapUnrelatedBytes>>20, o.Unrelated, o.Unrelated/3)
+	return nil
+}
+
+// converged reports whether ns holds n AppServices whose status describes their spec and
+// says Available, with no rollout under way.
+func converged(c client.Reader, ns string, n int) func(ctx context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		list := &appsv1api.AppServiceList{}
+		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		done := 0
+		for _, a := range list.Items {
+			if a.Status.ObservedGeneration == a.Generation && meta.IsStatusConditionTrue(a.Status.Conditions, "Available") &&
+				meta.IsStatusConditionFalse(a.Status.Conditions, "Progressing") {
+				done++
+			}
+		}
+		return done == n, nil
+	}
+}
+
+// unrelated creates n Secrets and n ConfigMaps of 16 KiB, and n/3 Deployments without pods,
+// in a namespace of their own: objects the operator must not hold in memory.
+func unrelated(ctx context.Context, c client.Client, n int) error {
+	const ns = "unrelated"
+	if err := namespace(ctx, c, ns); err != nil {
+		return err
+	}
+	blob := strings.Repeat("x", 16<<10)
+	return parallel(ctx, n, func(ctx context.Context, i int) error {
+		name := fmt.Sprintf("u-%05d", i)
+		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: map[string]string{"v": blob}}); err != nil {
+			return err
+		}
+		if err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"v": blob}}); err != nil {
+			return err
+		}
+		if i%3 != 0 {
+			return nil
+		}
+		dep, _ := floorChildren(ns, i, image1)
+		dep.Labels, dep.Spec.Replicas = map[string]string{"app": name}, ptr.To[int32](0)
+		return c.Create(ctx, dep)
+	})
+}
+
+// cpuSeconds is the user and system CPU time this process has used.
+func cpuSeconds() float64 {
+	var u syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &u)
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano()).Seconds()
+}
+
+// writeCounter counts API writes by "verb kind".
+type writeCounter struct {
+	mu     sync.Mutex
+	counts map[string]int64
+}
+
+func (w *writeCounter) add(verb string, c client.Client, obj client.Object) {
+	kind := fmt.Sprintf("%T", obj)
+	if gvk, err := c.GroupVersionKindFor(obj); err == nil {
+		kind = gvk.Kind
+	}
+	w.mu.Lock()
+	w.counts[verb+" "+kind]++
+	w.mu.Unlock()
+}
+
+// reset returns the counts so far and starts again from zero.
+func (w *writeCounter) reset() map[string]int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := maps.Clone(w.counts)
+	clear(w.counts)
+	return out
+}
+
+// countingClient counts every write the operator's controllers make.
+type countingClient struct {
+	client.Client
+	counter *writeCounter
+}
+
+func (c *countingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	c.counter.add("create", c.Client, obj)
+	return c.Client.Create(ctx, obj, opts...)
+}
+
+func (c *countingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	c.counter.add("update", c.Client, obj)
+	return c.Client.Update(ctx, obj, opts...)
+}
+
+func (c *countingClient) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+	c.counter.add("patch", c.Client, obj)
+	return c.Client.Patch(ctx, obj, p, opts...)
+}
+
+func (c *countingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	c.counter.add("delete", c.Client, obj)
+	return c.Client.Delete(ctx, obj, opts...)
+}
+
+func (c *countingClient) Status() client.SubResourceWriter {
+	return &countingStatus{SubResourceWriter: c.Client.Status(), client: c}
+}
+
+type countingStatus struct {
+	client.SubResourceWriter
+	client *countingClient
+}
+
+func (s *countingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	s.client.counter.add("update-status", s.client.Client, obj)
+	return s.SubResourceWriter.Update(ctx, obj, opts...)
+}
+
+func (s *countingStatus) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+	s.client.counter.add("patch-status", s.client.Client, obj)
+	return s.SubResourceWriter.Patch(ctx, obj, p, opts...)
+}
