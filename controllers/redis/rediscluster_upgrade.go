@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,6 +39,18 @@ func (r *RedisClusterReconciler) upgradePods(ctx context.Context, s *state) (*ct
 		s.waiting = "waiting for the cluster to be Ready before replacing the next pod"
 		return &ctrl.Result{RequeueAfter: waitInterval}, nil
 	}
+	// The pod replaced last may still answer while it terminates (its process stops after
+	// the delete): replacing the next one then would take two down at once.
+	for i := range s.pods {
+		if p := &s.pods[i]; !p.DeletionTimestamp.IsZero() || p.Status.Phase != corev1.PodRunning {
+			s.waiting = fmt.Sprintf("waiting for pod %s to be replaced before the next one", p.Name)
+			return &ctrl.Result{RequeueAfter: waitInterval}, nil
+		}
+	}
+	if len(s.pods) < int(s.rc.Spec.Replicas) {
+		s.waiting = fmt.Sprintf("waiting for %d of %d pods to exist before replacing the next one", len(s.pods), s.rc.Spec.Replicas)
+		return &ctrl.Result{RequeueAfter: waitInterval}, nil
+	}
 	next := outdated[0]
 	for _, m := range outdated {
 		if !m.self.IsMaster() {
@@ -46,7 +59,13 @@ func (r *RedisClusterReconciler) upgradePods(ctx context.Context, s *state) (*ct
 		}
 	}
 	if next.self.IsMaster() {
-		if replica := caughtUpReplica(s, next.self.ID); replica != "" {
+		replica := caughtUpReplica(s, next.self.ID)
+		if replica == "" && ptr.Deref(s.rc.Spec.ReplicasPerMaster, 1) > 0 {
+			// Without a replica to take over, its slots would be down until the pod is back.
+			s.waiting = fmt.Sprintf("waiting for a connected replica of master %s before replacing its pod", next.pod.Name)
+			return &ctrl.Result{RequeueAfter: waitInterval}, nil
+		}
+		if replica != "" {
 			inProgress, err := bounded(ctx, func(ctx context.Context) error { return r.adminFor(s).Failover(ctx, replica) })
 			if err != nil {
 				return nil, fmt.Errorf("while failing %s over before its upgrade: %w", next.pod.Name, err)
