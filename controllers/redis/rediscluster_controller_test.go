@@ -133,6 +133,18 @@ func TestRedisClusterFormsOnRealRedis(t *testing.T) {
 		}
 	}
 
+	// The pods carry their node's zone (Kubernetes copies it at scheduling), which the
+	// operator reads to keep a master and its replicas apart.
+	pods := &corev1.PodList{}
+	if err := env.Client.List(t.Context(), pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Labels[corev1.LabelTopologyZone] == "" {
+			t.Errorf("pod %s has no %s label: the operator cannot see zones", p.Name, corev1.LabelTopologyZone)
+		}
+	}
+
 	// The password is in no process's arguments, nor in redis-server's environment, and
 	// the servers require it.
 	for _, n := range rc.Status.Nodes {

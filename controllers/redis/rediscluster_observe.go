@@ -64,7 +64,9 @@ func (r *RedisClusterReconciler) snapshot(ctx context.Context, s *state) error {
 	obs := make([]redisadmin.Observation, len(s.pods))
 	for i := range s.pods {
 		p := &s.pods[i]
-		obs[i] = redisadmin.Observation{Pod: p.Name, Host: p.Spec.NodeName, Leaving: leaving(s, p)}
+		// Kubernetes 1.35+ copies the node's zone onto the pod when it is scheduled (the
+		// PodTopologyLabels admission plugin), so no Node has to be read.
+		obs[i] = redisadmin.Observation{Pod: p.Name, Host: p.Spec.NodeName, Zone: p.Labels[corev1.LabelTopologyZone], Leaving: leaving(s, p)}
 		if p.Status.PodIP != "" && p.Status.Phase == corev1.PodRunning {
 			obs[i].Addr = podAddr(p)
 		}

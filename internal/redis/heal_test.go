@@ -330,6 +330,17 @@ func TestPlanRecovery(t *testing.T) {
 			}(),
 			want: ActionBalanceReplicas, commands: []string{addrOf(3) + ": CLUSTER REPLICATE bbbbbbbb"}, served: SlotCount, ready: true,
 		},
+		"a replica on another node but in its master's zone: swapped with another master's replica": {
+			snap: func() Snapshot {
+				c := six()
+				for i, zone := range []string{"z1", "z2", "z3", "z1", "z3", "z2"} { // rc-3 shares z1 with its master rc-0
+					c.snap.Nodes[i].Zone = zone
+				}
+				c.snap.Nodes[3].Host = "n4"
+				return c.snap
+			}(),
+			want: ActionSeparate, served: SlotCount, ready: true,
+		},
 		"a replica on its master's Kubernetes node after a failover: swapped with another master's replica": {
 			snap: func() Snapshot {
 				c := threeShards(3, 1,
