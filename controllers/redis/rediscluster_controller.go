@@ -47,7 +47,13 @@ type RedisClusterReconciler struct {
 	// References is the metadata cache through which those are watched (caching.NewReferences
 	// over all namespaces when nil).
 	References cache.Cache
+	// stale keeps reconciles off cached objects older than the operator's last status write.
+	stale staleGuard
 }
+
+// staleRetry is how soon a reconcile that read an object older than its own last status
+// write looks again: the cache catches up within milliseconds.
+const staleRetry = 100 * time.Millisecond
 
 // state is what one reconcile learns and decides, passed from step to step.
 type state struct {
@@ -101,6 +107,9 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.stale.stale(req.NamespacedName, rc.ResourceVersion) {
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
 	if !rc.DeletionTimestamp.IsZero() {
 		metrics.ForgetRedisCluster(req.Namespace, req.Name)
 		return ctrl.Result{}, r.finalize(ctx, rc)
@@ -138,7 +147,11 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	)
 	r.observe(ctx, s)
 	recordMetrics(s)
-	if _, err := status.Patch(ctx, r.Client, s.rc, s.next, redisClusterStatus); err != nil {
+	wrote, err := status.Patch(ctx, r.Client, s.rc, s.next, redisClusterStatus)
+	if wrote {
+		r.stale.wrote(req.NamespacedName, s.rc.ResourceVersion)
+	}
+	if err != nil {
 		if apierrors.IsConflict(err) {
 			// The status was computed from a stale object; the next look recomputes it.
 			metrics.RedisStatusConflicts.WithLabelValues().Inc()

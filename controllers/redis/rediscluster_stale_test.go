@@ -1,0 +1,28 @@
+package redis
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestStaleGuard(t *testing.T) {
+	var g staleGuard
+	a, b := types.NamespacedName{Namespace: "ns", Name: "a"}, types.NamespacedName{Namespace: "ns", Name: "b"}
+	if g.stale(a, "1") {
+		t.Error("nothing written yet, but version 1 is stale")
+	}
+	g.wrote(a, "1") // a status write replaced 1 (with 2)
+	g.wrote(a, "2") // and a second one in the same reconcile replaced 2 (with 3)
+	for _, v := range []string{"1", "2"} {
+		if !g.stale(a, v) {
+			t.Errorf("version %s was written over, but is not stale", v)
+		}
+	}
+	if g.stale(b, "1") {
+		t.Error("another cluster's version counts as stale")
+	}
+	if g.stale(a, "3") || g.stale(a, "1") {
+		t.Error("once the cache shows the written version, older ones must be forgotten (no unbounded memory) and not block")
+	}
+}
