@@ -3,9 +3,11 @@ package apps
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -60,9 +62,27 @@ func (r *AppServiceReconciler) ensureDeployment(ctx context.Context, app *appsv1
 }
 
 func (r *AppServiceReconciler) ensureService(ctx context.Context, app *appsv1api.AppService) error {
+	if len(app.Spec.Ports) == 0 { // nothing to expose: no Service (a Service needs a port)
+		return r.deleteService(ctx, app)
+	}
 	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, app, resources.AppServiceService(app), child.MergeService)
 	r.recordOutcome(app, live, outcome, err)
 	return err
+}
+
+// deleteService deletes the AppService's Service, if it has one, once no port is left.
+func (r *AppServiceReconciler) deleteService(ctx context.Context, app *appsv1api.AppService) error {
+	svc := &corev1.Service{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: app.Name}, svc); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(svc, app) {
+		return nil
+	}
+	if err := r.Delete(ctx, svc, client.Preconditions{UID: &svc.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("while deleting Service %s, which no port needs any more: %w", svc.Name, err)
+	}
+	return nil
 }
 
 // recordOutcome emits an event for a created or updated child, or a Warning for one that is

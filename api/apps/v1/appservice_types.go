@@ -46,7 +46,8 @@ type AppServiceSpec struct {
 	Envs []corev1.EnvVar `json:"envs,omitempty"`
 
 	// Ports are the Service's ports; the container exposes each targetPort. Any nodePort
-	// makes the Service a NodePort Service. targetPort defaults to port.
+	// makes the Service a NodePort Service. targetPort defaults to port. Without ports there
+	// is no Service (and a Service the operator made is deleted once no port is left).
 	// Port numbers (1-65535) are unique per protocol (the API server rejects a duplicate);
 	// names are unique too (the operator reports a duplicate name as Degraded: a CEL rule
 	// comparing names exceeds the cost budget, as ServicePort.name has no maximum length).
