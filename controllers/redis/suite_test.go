@@ -2,7 +2,11 @@ package redis_test
 
 import (
 	"context"
+	"encoding/json"
+	"regexp"
 	"strings"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 
 	"fmt"
 	"math"
@@ -89,6 +93,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "FAIL: a Redis password appears in the operator's logs:", leaked)
 		return 1
 	}
+	if leaked := keysShown(); leaked != "" {
+		fmt.Fprintln(os.Stderr, "FAIL: a key name the tests wrote appears where the operator reports:", leaked)
+		return 1
+	}
 	return code
 }
 
@@ -105,6 +113,38 @@ func passwordsInLogs() string {
 	for _, s := range secrets.Items {
 		if pw := string(s.Data["password"]); pw != "" && strings.Contains(logged, pw) {
 			return s.Namespace + "/" + s.Name
+		}
+	}
+	return ""
+}
+
+// testKey matches the names of the keys the tests write (w:<n> by the writers, p:<n> by
+// preload), standing alone.
+var testKey = regexp.MustCompile(`(^|[^A-Za-z0-9_.])[wp]:[0-9]+([^0-9]|$)`)
+
+// keysShown returns where a key name the tests wrote appears in what the operator reports:
+// its logs, the events, the RedisClusters' statuses. None may hold key names or values.
+func keysShown() string {
+	if m := testKey.FindString(logs.String()); m != "" {
+		return "the operator's logs: " + m
+	}
+	evs := &corev1.EventList{}
+	if err := env.Client.List(context.Background(), evs); err != nil {
+		return "cannot list events: " + err.Error()
+	}
+	for _, e := range evs.Items {
+		if m := testKey.FindString(e.Message); m != "" {
+			return "event " + e.Namespace + "/" + e.Name + ": " + m
+		}
+	}
+	rcs := &redisv1alpha1.RedisClusterList{}
+	if err := env.Client.List(context.Background(), rcs); err != nil {
+		return "cannot list RedisClusters: " + err.Error()
+	}
+	for _, rc := range rcs.Items {
+		status, _ := json.Marshal(rc.Status)
+		if m := testKey.FindString(string(status)); m != "" {
+			return "the status of " + rc.Namespace + "/" + rc.Name + ": " + m
 		}
 	}
 	return ""
