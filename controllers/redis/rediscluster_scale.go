@@ -180,10 +180,13 @@ func (r *RedisClusterReconciler) assignSlots(ctx context.Context, s *state, empt
 		}
 		next := s.rc.DeepCopy()
 		next.Status.AssignTargets, next.Status.AssignGeneration = empty, s.rc.Generation
-		if _, err := status.Patch(ctx, r.Client, s.rc, next, redisClusterStatus); err != nil {
+		wrote, err := status.Patch(ctx, r.Client, s.rc, next, redisClusterStatus)
+		if err != nil {
 			return nil, err
 		}
-		r.stale.wrote(client.ObjectKeyFromObject(s.rc), s.rc.ResourceVersion)
+		if wrote {
+			r.stale.wrote(client.ObjectKeyFromObject(s.rc), s.rc.ResourceVersion)
+		}
 		s.rc, s.next.Status.AssignTargets, s.next.Status.AssignGeneration = next, empty, s.rc.Generation
 		s.next.ResourceVersion = next.ResourceVersion
 		s.operation(redisv1alpha1.PhaseScaling, fmt.Sprintf("moving the slots of %d strategies to %d new masters", len(strategies), len(empty)))

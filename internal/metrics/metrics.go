@@ -76,8 +76,14 @@ var (
 		"RedisCluster status writes refused on a conflict (computed from a stale object; the operator looks again).")
 )
 
+// clusterVec is a metric vector with series per cluster.
+type clusterVec interface {
+	prometheus.Collector
+	DeletePartialMatch(prometheus.Labels) int
+}
+
 // redisVecs are the per-cluster series, deleted with the cluster.
-var redisVecs = []interface{ DeletePartialMatch(prometheus.Labels) int }{
+var redisVecs = []clusterVec{
 	RedisStateOK, RedisSlotsAssigned, RedisSlotsOK, RedisSlotsPFail, RedisSlotsFail, RedisKnownNodes, RedisMasters,
 	RedisReplicas, RedisMastersWithoutReplica, RedisNodesSilent, RedisLastCheck, RedisSlotsMoved, RedisKeysMoved,
 	RedisRecoveries, RedisFailovers, RedisMigrationSlotsLeft,
@@ -95,7 +101,7 @@ func Specs() []Spec { return specs }
 
 func init() {
 	for _, v := range redisVecs {
-		ctrlmetrics.Registry.MustRegister(v.(prometheus.Collector)) //nolint:forcetypeassert // every vec is a collector
+		ctrlmetrics.Registry.MustRegister(v)
 	}
 	ctrlmetrics.Registry.MustRegister(RedisStatusConflicts)
 }

@@ -23,7 +23,7 @@ import (
 func collectors() []prometheus.Collector {
 	out := []prometheus.Collector{RedisStatusConflicts, &ResourceCollector{}}
 	for _, v := range redisVecs {
-		out = append(out, v.(prometheus.Collector)) //nolint:forcetypeassert // every vec is a collector
+		out = append(out, v)
 	}
 	return out
 }

@@ -176,6 +176,12 @@ func heapInUse() uint64 {
 	return m.HeapInuse
 }
 
+// heapAbove is the Go heap in use after a GC beyond baseline (0 when below it).
+func heapAbove(baseline uint64) uint64 {
+	h := heapInUse()
+	return h - min(baseline, h)
+}
+
 // percentile is the p-th percentile (0-100) of xs.
 func percentile(xs []float64, p float64) float64 {
 	if len(xs) == 0 {

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"maps"
 	"strings"
 	"sync"
 	"syscall"
@@ -61,16 +60,28 @@ func Run(ctx context.Context, o Options) (Figures, error) {
 // nodes is enough kwok nodes (1,000 pods each) for n pods and room to spare.
 func nodes(n int) int { return n/900 + 1 }
 
-// unlimited is a client without a client-side rate limit, as the floor and the load use.
-func unlimited(env *testenv.Env) (client.Client, *kubernetes.Clientset, error) {
+// freshCluster starts a local cluster with room for n pods and namespace ns in it, and
+// clients without a client-side rate limit, as the floor and the load use.
+func freshCluster(ctx context.Context, n int, ns string) (*testenv.Env, client.Client, *kubernetes.Clientset, error) {
+	env, err := testenv.Start(ctx, nodes(n))
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	cfg := rest.CopyConfig(env.Cluster.Config)
 	cfg.QPS, cfg.Burst = -1, 0
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		return nil, nil, err
+	if err == nil {
+		err = namespace(ctx, c, ns)
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	return c, cs, err
+	var cs *kubernetes.Clientset
+	if err == nil {
+		cs, err = kubernetes.NewForConfig(cfg)
+	}
+	if err != nil {
+		env.Stop()
+		return nil, nil, nil, err
+	}
+	return env, c, cs, nil
 }
 
 func namespace(ctx context.Context, c client.Client, name string) error {
@@ -78,19 +89,12 @@ func namespace(ctx context.Context, c client.Client, name string) error {
 }
 
 func runFloor(ctx context.Context, o Options, f *Figures) error {
-	env, err := testenv.Start(ctx, nodes(o.N))
+	const ns = "floor"
+	env, c, _, err := freshCluster(ctx, o.N, ns)
 	if err != nil {
 		return err
 	}
 	defer env.Stop()
-	c, _, err := unlimited(env)
-	if err != nil {
-		return err
-	}
-	const ns = "floor"
-	if err := namespace(ctx, c, ns); err != nil {
-		return err
-	}
 	start := time.Now()
 	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
 		dep, svc := floorChildren(ns, i, image1)
@@ -123,21 +127,14 @@ func runFloor(ctx context.Context, o Options, f *Figures) error {
 }
 
 func runOperator(ctx context.Context, o Options, f *Figures) error {
-	env, err := testenv.Start(ctx, nodes(o.N))
+	const ns = "apps"
+	env, c, cs, err := freshCluster(ctx, o.N, ns)
 	if err != nil {
 		return err
 	}
 	defer env.Stop()
-	c, cs, err := unlimited(env)
-	if err != nil {
-		return err
-	}
-	const ns = "apps"
-	if err := namespace(ctx, c, ns); err != nil {
-		return err
-	}
 	baseline := heapInUse()
-	writes := &writeCounter{counts: map[string]int64{}}
+	writes := &testenv.WriteCounts{}
 	cfg := operator.Defaults()
 	restConfig := rest.CopyConfig(env.Cluster.Config)
 	restConfig.QPS, restConfig.Burst = cfg.QPS, cfg.Burst
@@ -146,7 +143,7 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 		Cache: operator.CacheOptions(cfg),
 		NewClient: func(config *rest.Config, options client.Options) (client.Client, error) {
 			inner, err := client.New(config, options)
-			return &countingClient{Client: inner, counter: writes}, err
+			return testenv.CountingClient{Client: inner, ByWrite: writes}, err
 		},
 	})
 	if err != nil {
@@ -193,7 +190,7 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	}()
 	defer w.Stop()
 
-	writes.reset()
+	writes.Reset()
 	start := time.Now()
 	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
 		a := app(ns, i, image1)
@@ -216,7 +213,7 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 		return err
 	}
 	time.Sleep(2 * time.Second) // writes still under way are part of the wave
-	f.CreateWrites = writes.reset()
+	f.CreateWrites = writes.Reset()
 	o.Logf("operator: children of %d AppServices exist after %.1f s, every status converged after %.1f s, %d writes", o.N, f.Children, f.Converged, sum(f.CreateWrites))
 	var latencies []float64
 	sent.Range(func(k, v any) bool {
@@ -241,21 +238,21 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 		return err
 	}
 	time.Sleep(2 * time.Second)
-	f.UpdateWrites = writes.reset()
+	f.UpdateWrites = writes.Reset()
 	o.Logf("operator: every Deployment carries the new image after %.1f s, %d writes", f.Update, sum(f.UpdateWrites))
 
 	cpu0 := cpuSeconds()
 	time.Sleep(o.Steady)
 	f.SteadyCPU = (cpuSeconds() - cpu0) / o.Steady.Minutes()
-	f.SteadyWrites = writes.reset()
-	f.HeapBytes = heapInUse() - min(baseline, heapInUse())
+	f.SteadyWrites = writes.Reset()
+	f.HeapBytes = heapAbove(baseline)
 	o.Logf("operator: steady for %s: %d writes, %.2f CPU s/min; heap %d MiB", o.Steady, sum(f.SteadyWrites), f.SteadyCPU, f.HeapBytes>>20)
 
 	if err := unrelated(ctx, c, o.Unrelated); err != nil {
 		return err
 	}
 	time.Sleep(5 * time.Second)
-	f.HeapUnrelatedBytes = heapInUse() - min(baseline, heapInUse())
+	f.HeapUnrelatedBytes = heapAbove(baseline)
 	o.Logf("operator: heap %d MiB after %d unrelated Secrets and ConfigMaps and %d Deployments", f.HeapUnrelatedBytes>>20, o.Unrelated, o.Unrelated/3)
 	return nil
 }
@@ -309,74 +306,4 @@ func cpuSeconds() float64 {
 	var u syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &u)
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano()).Seconds()
-}
-
-// writeCounter counts API writes by "verb kind".
-type writeCounter struct {
-	mu     sync.Mutex
-	counts map[string]int64
-}
-
-func (w *writeCounter) add(verb string, c client.Client, obj client.Object) {
-	kind := fmt.Sprintf("%T", obj)
-	if gvk, err := c.GroupVersionKindFor(obj); err == nil {
-		kind = gvk.Kind
-	}
-	w.mu.Lock()
-	w.counts[verb+" "+kind]++
-	w.mu.Unlock()
-}
-
-// reset returns the counts so far and starts again from zero.
-func (w *writeCounter) reset() map[string]int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := maps.Clone(w.counts)
-	clear(w.counts)
-	return out
-}
-
-// countingClient counts every write the operator's controllers make.
-type countingClient struct {
-	client.Client
-	counter *writeCounter
-}
-
-func (c *countingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	c.counter.add("create", c.Client, obj)
-	return c.Client.Create(ctx, obj, opts...)
-}
-
-func (c *countingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	c.counter.add("update", c.Client, obj)
-	return c.Client.Update(ctx, obj, opts...)
-}
-
-func (c *countingClient) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-	c.counter.add("patch", c.Client, obj)
-	return c.Client.Patch(ctx, obj, p, opts...)
-}
-
-func (c *countingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	c.counter.add("delete", c.Client, obj)
-	return c.Client.Delete(ctx, obj, opts...)
-}
-
-func (c *countingClient) Status() client.SubResourceWriter {
-	return &countingStatus{SubResourceWriter: c.Client.Status(), client: c}
-}
-
-type countingStatus struct {
-	client.SubResourceWriter
-	client *countingClient
-}
-
-func (s *countingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	s.client.counter.add("update-status", s.client.Client, obj)
-	return s.SubResourceWriter.Update(ctx, obj, opts...)
-}
-
-func (s *countingStatus) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-	s.client.counter.add("patch-status", s.client.Client, obj)
-	return s.SubResourceWriter.Patch(ctx, obj, p, opts...)
 }

@@ -2,57 +2,100 @@ package testenv
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"sync"
 	"sync/atomic"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// CountingClient wraps a client and counts every write it makes in Writes.
+// CountingClient wraps a client and counts every write it makes: in Writes, and by verb
+// and kind in ByWrite (either may be nil).
 type CountingClient struct {
 	client.Client
-	Writes *atomic.Int64
+	Writes  *atomic.Int64
+	ByWrite *WriteCounts
+}
+
+// WriteCounts counts writes by "verb Kind" (verb: create, update, patch, delete,
+// update-status, patch-status).
+type WriteCounts struct {
+	mu     sync.Mutex
+	counts map[string]int64
+}
+
+// Reset returns the counts so far and starts again from zero.
+func (w *WriteCounts) Reset() map[string]int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := maps.Clone(w.counts)
+	if out == nil {
+		out = map[string]int64{}
+	}
+	clear(w.counts)
+	return out
+}
+
+func (c CountingClient) count(verb string, obj client.Object) {
+	if c.Writes != nil {
+		c.Writes.Add(1)
+	}
+	if c.ByWrite == nil {
+		return
+	}
+	kind := fmt.Sprintf("%T", obj)
+	if gvk, err := c.GroupVersionKindFor(obj); err == nil {
+		kind = gvk.Kind
+	}
+	c.ByWrite.mu.Lock()
+	defer c.ByWrite.mu.Unlock()
+	if c.ByWrite.counts == nil {
+		c.ByWrite.counts = map[string]int64{}
+	}
+	c.ByWrite.counts[verb+" "+kind]++
 }
 
 // Create counts a write and passes it on.
 func (c CountingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	c.Writes.Add(1)
+	c.count("create", obj)
 	return c.Client.Create(ctx, obj, opts...)
 }
 
 // Update counts a write and passes it on.
 func (c CountingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	c.Writes.Add(1)
+	c.count("update", obj)
 	return c.Client.Update(ctx, obj, opts...)
 }
 
 // Patch counts a write and passes it on.
 func (c CountingClient) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-	c.Writes.Add(1)
+	c.count("patch", obj)
 	return c.Client.Patch(ctx, obj, p, opts...)
 }
 
 // Delete counts a write and passes it on.
 func (c CountingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	c.Writes.Add(1)
+	c.count("delete", obj)
 	return c.Client.Delete(ctx, obj, opts...)
 }
 
 // Status returns a status writer that counts its writes too.
 func (c CountingClient) Status() client.SubResourceWriter {
-	return countingStatus{c.Client.Status(), c.Writes}
+	return countingStatus{c.Client.Status(), c}
 }
 
 type countingStatus struct {
 	client.SubResourceWriter
-	Writes *atomic.Int64
+	client CountingClient
 }
 
 func (c countingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	c.Writes.Add(1)
+	c.client.count("update-status", obj)
 	return c.SubResourceWriter.Update(ctx, obj, opts...)
 }
 
 func (c countingStatus) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-	c.Writes.Add(1)
+	c.client.count("patch-status", obj)
 	return c.SubResourceWriter.Patch(ctx, obj, p, opts...)
 }
