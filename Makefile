@@ -45,7 +45,7 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: tools
-tools: setup ## Build every pinned tool (Kubernetes, etcd, kwok, controller-gen, kustomize, golangci-lint, operator-sdk, opm, OLM) into the cache and link them into bin/.
+tools: setup ## Build every pinned tool (Kubernetes, etcd, kwok, controller-gen, kustomize, golangci-lint, promtool, operator-sdk, opm, OLM) into the cache and link them into bin/.
 	@hack/tools/build.sh
 
 # RUN_TOOLS are the tools `make run` and `make cluster` need: the local cluster, kubectl,

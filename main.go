@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -35,6 +36,7 @@ type flags struct {
 	leaseDuration, renewDeadline, retryPer time.Duration
 	syncPeriod, gracefulShutdown           time.Duration
 	watchNamespaces                        string
+	monitoringObjects                      bool
 	qps                                    float64
 	burst                                  int
 	appServiceWorkers                      int
@@ -64,6 +66,7 @@ func parseFlags() (*flags, zap.Options) {
 	flag.IntVar(&f.appServiceWorkers, "appservice-max-concurrent-reconciles", defaults.AppServiceWorkers, "AppServices reconciled at once")
 	flag.IntVar(&f.cloudManagerWorkers, "cloudmanager-max-concurrent-reconciles", defaults.CloudManagerWorkers, "CloudManagers reconciled at once")
 	flag.IntVar(&f.redisClusterWorkers, "rediscluster-max-concurrent-reconciles", defaults.RedisClusterWorkers, "RedisClusters reconciled at once")
+	flag.BoolVar(&f.monitoringObjects, "monitoring-objects", true, "keep a ServiceMonitor and a PrometheusRule for the operator in its namespace ($POD_NAMESPACE) once the Prometheus Operator's API is served")
 	flag.BoolVar(&f.enableHTTP2, "enable-http2", false, "serve metrics over HTTP/2 (off by default against HTTP/2 rapid-reset attacks)")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -96,6 +99,13 @@ func run(f *flags) error {
 		return fmt.Errorf("while loading the kubeconfig: %w", err)
 	}
 	restConfig.QPS, restConfig.Burst = float32(f.qps), f.burst
+	ctx := ctrl.SetupSignalHandler()
+	if err := operator.WaitForAPIServer(ctx, restConfig, f.probeAddr, ctrl.Log.WithName("setup")); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped by a signal before the API server answered
+		}
+		return fmt.Errorf("while waiting for the API server: %w", err)
+	}
 
 	var tlsOpts []func(*tls.Config)
 	if !f.enableHTTP2 {
@@ -109,24 +119,38 @@ func run(f *flags) error {
 		WatchNamespaces: splitNamespaces(f.watchNamespaces), SyncPeriod: f.syncPeriod,
 		AppServiceWorkers: f.appServiceWorkers, CloudManagerWorkers: f.cloudManagerWorkers, RedisClusterWorkers: f.redisClusterWorkers,
 	}
+	var lock *resourcelock.LeaseLock
+	if f.leaderElect {
+		if lock, err = operator.LeaderLock(restConfig, f.leaderElectionNS, f.leaderElectionID); err != nil {
+			return fmt.Errorf("while setting up leader election: %w", err)
+		}
+	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                        scheme,
-		Metrics:                       metricsOpts,
-		WebhookServer:                 webhook.NewServer(webhook.Options{TLSOpts: tlsOpts}),
-		HealthProbeBindAddress:        f.probeAddr,
-		PprofBindAddress:              f.pprofAddr,
-		LeaderElection:                f.leaderElect,
-		LeaderElectionID:              f.leaderElectionID,
-		LeaderElectionNamespace:       f.leaderElectionNS,
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 &f.leaseDuration,
-		RenewDeadline:                 &f.renewDeadline,
-		RetryPeriod:                   &f.retryPer,
-		GracefulShutdownTimeout:       &f.gracefulShutdown,
-		Cache:                         operator.CacheOptions(cfg),
+		Scheme:                              scheme,
+		Metrics:                             metricsOpts,
+		WebhookServer:                       webhook.NewServer(webhook.Options{TLSOpts: tlsOpts}),
+		HealthProbeBindAddress:              f.probeAddr,
+		PprofBindAddress:                    f.pprofAddr,
+		LeaderElection:                      f.leaderElect,
+		LeaderElectionID:                    f.leaderElectionID,
+		LeaderElectionNamespace:             f.leaderElectionNS,
+		LeaderElectionResourceLockInterface: leaderLock(lock),
+		LeaderElectionReleaseOnCancel:       true,
+		LeaseDuration:                       &f.leaseDuration,
+		RenewDeadline:                       &f.renewDeadline,
+		RetryPeriod:                         &f.retryPer,
+		GracefulShutdownTimeout:             &f.gracefulShutdown,
+		Cache:                               operator.CacheOptions(cfg),
 	})
 	if err != nil {
 		return fmt.Errorf("while creating the manager: %w", err)
+	}
+	if lock != nil {
+		cfg.Fence = operator.FenceOf(lock, mgr.GetAPIReader()).Check
+	}
+	if f.monitoringObjects {
+		// Set from the downward API in the shipped Deployment; `make run` has none to use.
+		cfg.MonitoringNamespace = os.Getenv("POD_NAMESPACE")
 	}
 	if err := operator.Setup(mgr, cfg); err != nil {
 		return err
@@ -138,7 +162,15 @@ func run(f *flags) error {
 		return err
 	}
 	ctrl.Log.WithName("setup").Info("starting the manager", "watchNamespaces", f.watchNamespaces, "leaderElection", f.leaderElect)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
+}
+
+// leaderLock is lock as the manager's option: nil (not a nil pointer) without leader election.
+func leaderLock(lock *resourcelock.LeaseLock) resourcelock.Interface {
+	if lock == nil {
+		return nil
+	}
+	return lock
 }
 
 // splitNamespaces splits a comma-separated namespace list, dropping empty entries.

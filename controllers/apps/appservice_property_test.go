@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -68,29 +69,9 @@ func randomAppService(r *rand.Rand, ns string, i int) *appsv1api.AppService {
 // reconcile panics.
 func TestAppServiceRandomSpecsAreRejectedOrReconciled(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(uint64(seed), 7)) //nolint:gosec // test data, not secrets
-	panicsBefore := reconcilePanics(t)
-	rejected, accepted, degraded := 0, 0, 0
-	var keys []client.ObjectKey
-	for i := range 60 {
-		app := randomAppService(r, ns, i)
-		err := env.Client.Create(t.Context(), app)
-		switch {
-		case apierrors.IsInvalid(err):
-			rejected++
-			if !strings.Contains(err.Error(), "spec.") && !strings.Contains(err.Error(), "metadata.") {
-				t.Errorf("%s rejected without naming a field: %v", app.Name, err)
-			}
-		case err != nil:
-			t.Fatalf("%s: %v", app.Name, err)
-		default:
-			accepted++
-			keys = append(keys, client.ObjectKeyFromObject(app))
-		}
-	}
+	panicsBefore := reconcilePanics(t, "appservice")
+	keys, rejected := admitRandom(t, 60, 7, nil, func(r *rand.Rand, ns string, i int) client.Object { return randomAppService(r, ns, i) })
+	accepted, degraded := len(keys), 0
 	for _, key := range keys {
 		testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
 			app := &appsv1api.AppService{}
@@ -115,7 +96,7 @@ func TestAppServiceRandomSpecsAreRejectedOrReconciled(t *testing.T) {
 			t.Logf("%s accepted but Degraded: %s", key.Name, meta.FindStatusCondition(app.Status.Conditions, appsv1api.ConditionDegraded).Message)
 		}
 	}
-	if panics := reconcilePanics(t) - panicsBefore; panics > 0 {
+	if panics := reconcilePanics(t, "appservice") - panicsBefore; panics > 0 {
 		t.Errorf("%.0f reconciles panicked", panics)
 	}
 	t.Logf("60 random specs: %d rejected at admission, %d accepted (%d of them Degraded with a reason)", rejected, accepted, degraded)
@@ -124,8 +105,8 @@ func TestAppServiceRandomSpecsAreRejectedOrReconciled(t *testing.T) {
 	}
 }
 
-// reconcilePanics is controller-runtime's count of panicked reconciles of AppServices.
-func reconcilePanics(t *testing.T) float64 {
+// reconcilePanics is controller-runtime's count of panicked reconciles of a controller.
+func reconcilePanics(t *testing.T, controller string) float64 {
 	t.Helper()
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
@@ -138,11 +119,52 @@ func reconcilePanics(t *testing.T) float64 {
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "appservice" {
+				if l.GetName() == "controller" && l.GetValue() == controller {
 					total += m.GetCounter().GetValue()
 				}
 			}
 		}
 	}
 	return total
+}
+
+// admitRandom creates n objects drawn by gen (a random source seeded from the clock, with
+// salt) in a new namespace, after setup (if any) prepared it, and returns the keys of those
+// the API server accepted and how many it rejected; a rejection must name a spec or metadata
+// field. The namespace is capped at 10 pods: valid sizes go up to 1000, and a few such
+// objects would fill the shared cluster's nodes and starve every other test of this
+// package (a CI run saw pods of parallel tests stay Pending for minutes). The properties
+// are about admission and status, not pods.
+func admitRandom(t *testing.T, n int, salt uint64, setup func(ns string), gen func(r *rand.Rand, ns string, i int) client.Object) (keys []client.ObjectKey, rejected int) {
+	t.Helper()
+	ns := env.Namespace(t)
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "pods", Namespace: ns},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}},
+	}
+	if err := env.Client.Create(t.Context(), quota); err != nil {
+		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(ns)
+	}
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(uint64(seed), salt)) //nolint:gosec // test data, not secrets
+	for i := range n {
+		obj := gen(r, ns, i)
+		err := env.Client.Create(t.Context(), obj)
+		switch {
+		case apierrors.IsInvalid(err):
+			rejected++
+			if !strings.Contains(err.Error(), "spec.") && !strings.Contains(err.Error(), "metadata.") {
+				t.Errorf("%s rejected without naming a field: %v", obj.GetName(), err)
+			}
+		case err != nil:
+			t.Fatalf("%s: %v", obj.GetName(), err)
+		default:
+			keys = append(keys, client.ObjectKeyFromObject(obj))
+		}
+	}
+	return keys, rejected
 }

@@ -29,3 +29,61 @@ type AdminFactory func(password string) Admin
 
 // DefaultAdminFactory speaks the Redis protocol with go-redis.
 func DefaultAdminFactory(password string) Admin { return redisadmin.NewAdmin(password, 2*time.Second) }
+
+// fencedAdmin checks the fence before every command that changes the cluster and hands it
+// to slot moves, which check it before every batch: a replica that lost the leader election
+// (frozen past its lease, say) stops touching Redis at once, not when its elector notices.
+type fencedAdmin struct {
+	Admin
+	fence func(context.Context) error
+}
+
+func (f fencedAdmin) Create(ctx context.Context, plan redisadmin.Plan) error {
+	if err := f.fence(ctx); err != nil {
+		return err
+	}
+	return f.Admin.Create(ctx, plan)
+}
+
+func (f fencedAdmin) Run(ctx context.Context, action redisadmin.Action) error {
+	if err := f.fence(ctx); err != nil {
+		return err
+	}
+	return f.Admin.Run(ctx, action)
+}
+
+func (f fencedAdmin) Fix(ctx context.Context, addrs []string, opts redisadmin.MoveOptions) ([]redisadmin.SlotFix, error) {
+	opts.Fence = f.fence
+	return f.Admin.Fix(ctx, addrs, opts)
+}
+
+func (f fencedAdmin) AddNode(ctx context.Context, newAddr, existingAddr, asReplicaOf string) error {
+	if err := f.fence(ctx); err != nil {
+		return err
+	}
+	return f.Admin.AddNode(ctx, newAddr, existingAddr, asReplicaOf)
+}
+
+func (f fencedAdmin) DelNode(ctx context.Context, clusterAddr, node string) error {
+	if err := f.fence(ctx); err != nil {
+		return err
+	}
+	return f.Admin.DelNode(ctx, clusterAddr, node)
+}
+
+func (f fencedAdmin) Rebalance(ctx context.Context, addrs []string, opts redisadmin.RebalanceOptions) (redisadmin.MoveStats, error) {
+	opts.Move.Fence = f.fence
+	return f.Admin.Rebalance(ctx, addrs, opts)
+}
+
+func (f fencedAdmin) Reshard(ctx context.Context, addrs []string, n int, from []string, to string, opts redisadmin.MoveOptions) (redisadmin.MoveStats, error) {
+	opts.Fence = f.fence
+	return f.Admin.Reshard(ctx, addrs, n, from, to, opts)
+}
+
+func (f fencedAdmin) Failover(ctx context.Context, replicaAddr string) error {
+	if err := f.fence(ctx); err != nil {
+		return err
+	}
+	return f.Admin.Failover(ctx, replicaAddr)
+}

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sort"
@@ -77,6 +78,24 @@ func (r *RedisClusterReconciler) formCluster(ctx context.Context, s *state) (*ct
 func (r *RedisClusterReconciler) adminFor(s *state) Admin {
 	if s.admin == nil {
 		s.admin = r.NewAdmin(s.password)
+		if r.Fence != nil {
+			s.admin = fencedAdmin{Admin: s.admin, fence: r.fence}
+		}
 	}
 	return s.admin
+}
+
+// ErrFenced wraps the error of a Fence that forbids this replica to act.
+var ErrFenced = errors.New("not acting on Redis")
+
+// fence checks Fence, if any: nil while this replica may act on Redis, an error wrapping
+// ErrFenced otherwise.
+func (r *RedisClusterReconciler) fence(ctx context.Context) error {
+	if r.Fence == nil {
+		return nil
+	}
+	if err := r.Fence(ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrFenced, err)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -47,6 +48,13 @@ type RedisClusterReconciler struct {
 	// References is the metadata cache through which those are watched (caching.NewReferences
 	// over all namespaces when nil).
 	References cache.Cache
+	// PasswordGrace is how long both passwords work during a rotation (DefaultPasswordGrace
+	// when 0).
+	PasswordGrace time.Duration
+	// Fence, when set, is checked before every command that changes a cluster (and every
+	// batch of slot moves); an error means this replica must not act, and the reconcile
+	// ends without writing the status (operator.LeaseFence with leader election).
+	Fence func(context.Context) error
 	// stale keeps reconciles off cached objects older than the operator's last status write.
 	stale staleGuard
 }
@@ -80,6 +88,9 @@ type state struct {
 	opReason string
 	waiting  string
 	lost     string
+	// rotation is rotationCurrent when the nodes run the Secret's password, what a password
+	// rotation under way waits for, or "" when the step did not run.
+	rotation string
 }
 
 // +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisclusters,verbs=get;list;watch;update;patch
@@ -93,7 +104,8 @@ type state struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile runs the pipeline: finalizer, then (unless paused) password, configuration,
-// Services, disruption budget and StatefulSet; then it observes once (every pod's node read
+// Services, disruption budget and StatefulSet, and a password rotation when the password
+// Secret changed; then it observes once (every pod's node read
 // once into a snapshot), records the members, and decides from that snapshot: refuse to
 // replace a lost cluster, form a new one, run the next recovery, fix open slots, and (while
 // every member answers) join new nodes, move slots, remove leaving nodes, replace outdated
@@ -133,9 +145,11 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.ensureServices,
 		r.ensurePodDisruptionBudget,
 		r.ensureStatefulSet,
+		r.rotatePassword,
 		r.observeNodes,
 		r.recordMembers,
 		r.guardLostCluster,
+		r.guardLostShards,
 		r.formCluster,
 		r.recover,
 		r.fixOpenSlots,
@@ -145,6 +159,10 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.removeLeavingNodes,
 		r.upgradePods,
 	)
+	if s.err != nil && errors.Is(s.err, ErrFenced) {
+		// Another replica leads now: what this one saw is not its to report.
+		return ctrl.Result{}, s.err
+	}
 	r.observe(ctx, s)
 	recordMetrics(s)
 	wrote, err := status.Patch(ctx, r.Client, s.rc, s.next, redisClusterStatus)

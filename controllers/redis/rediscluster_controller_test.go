@@ -24,20 +24,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
+	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
-
-func newCluster(ns, name string, replicas int32) *redisv1alpha1.RedisCluster {
-	return &redisv1alpha1.RedisCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec:       redisv1alpha1.RedisClusterSpec{Replicas: replicas, ReplicasPerMaster: ptr.To[int32](1)},
-	}
-}
 
 func waitRunning(t *testing.T, key client.ObjectKey) *redisv1alpha1.RedisCluster {
 	t.Helper()
@@ -54,25 +47,16 @@ func waitRunning(t *testing.T, key client.ObjectKey) *redisv1alpha1.RedisCluster
 	return rc
 }
 
-func password(t *testing.T, ns, name string) string {
-	t.Helper()
-	secret := &corev1.Secret{}
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name + "-password"}, secret); err != nil {
-		t.Fatal(err)
-	}
-	return string(secret.Data["password"])
-}
-
 func TestRedisClusterFormsOnRealRedis(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	rc := newCluster(ns, "seed", 6)
+	rc := redistest.NewCluster(ns, "seed", 6)
 	if err := env.Client.Create(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(rc)
 	rc = waitRunning(t, key)
-	pw := password(t, ns, "seed")
+	pw := redistest.Password(t, env.Client, ns, "seed")
 
 	if rc.Status.SlotsOK != 16384 || rc.Status.SlotsAssigned != 16384 || rc.Status.Masters != 3 {
 		t.Errorf("slotsOk %d slotsAssigned %d masters %d", rc.Status.SlotsOK, rc.Status.SlotsAssigned, rc.Status.Masters)
@@ -208,7 +192,7 @@ func myself(t *testing.T, admin *redisadmin.Admin, addr string) (redisadmin.Node
 func TestRedisClusterSevenNodesGiveThreeMastersFourReplicas(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	rc := newCluster(ns, "seven", 7)
+	rc := redistest.NewCluster(ns, "seven", 7)
 	if err := env.Client.Create(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +216,7 @@ func TestRedisClusterSevenNodesGiveThreeMastersFourReplicas(t *testing.T) {
 func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	rc := newCluster(ns, "steady", 6)
+	rc := redistest.NewCluster(ns, "steady", 6)
 	if err := env.Client.Create(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +251,7 @@ func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 func TestRedisClusterPauseStopsChanges(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	rc := newCluster(ns, "paused", 6)
+	rc := redistest.NewCluster(ns, "paused", 6)
 	if err := env.Client.Create(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}
@@ -303,14 +287,14 @@ func TestRedisClusterPauseStopsChanges(t *testing.T) {
 	}
 	// Resuming carries out what was asked while paused.
 	patch(`{"spec":{"pause":false}}`)
-	rc = waitShape(t, key, 4, 8)
+	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
 	if err := env.Client.Get(t.Context(), key, sts); err != nil {
 		t.Fatal(err)
 	}
 	if img := sts.Spec.Template.Spec.Containers[0].Image; img != "redis:7.2.4" {
 		t.Errorf("after resuming the StatefulSet runs %s, want redis:7.2.4", img)
 	}
-	redisCliCheck(t, rc.Status.Nodes[0].Instance, password(t, ns, "paused"))
+	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, redistest.Password(t, env.Client, ns, "paused"))
 }
 
 func clientKey(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
@@ -323,13 +307,13 @@ func intOrString(s string) *intstr.IntOrString { v := intstr.Parse(s); return &v
 func TestRedisClusterHealsAfterEveryPodIsRecreated(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	rc := newCluster(ns, "phoenix", 6)
+	rc := redistest.NewCluster(ns, "phoenix", 6)
 	if err := env.Client.Create(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(rc)
 	rc = waitRunning(t, key)
-	pw := password(t, ns, "phoenix")
+	pw := redistest.Password(t, env.Client, ns, "phoenix")
 	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{rc.Status.Nodes[0].Instance}, Password: pw})
 	for i := range 2000 {
 		if err := cc.Set(t.Context(), "k"+strconv.Itoa(i), i, 0).Err(); err != nil {
@@ -337,7 +321,7 @@ func TestRedisClusterHealsAfterEveryPodIsRecreated(t *testing.T) {
 		}
 	}
 	_ = cc.Close()
-	w := startWriter(rc.Status.Nodes[0].Instance, pw)
+	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
 	time.Sleep(2 * time.Second)
 	ips := map[string]string{}
 	for _, n := range rc.Status.Nodes {
@@ -377,6 +361,6 @@ func TestRedisClusterHealsAfterEveryPodIsRecreated(t *testing.T) {
 	}
 	// Every key the writer was told it wrote, through each node in turn (a node that
 	// still lists a peer as noaddr would send its clients nowhere).
-	w.verify(t, rc, pw)
-	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
+	w.Verify(t, env.Client, rc, pw)
+	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
 }

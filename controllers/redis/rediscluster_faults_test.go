@@ -3,12 +3,11 @@ package redis_test
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
+	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,89 +20,21 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
+	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
-
-// checkLayout waits up to a minute for the topology invariants in the status, and fails
-// the test with what is still wrong when they do not come: the masters the spec implies,
-// each with replicasPerMaster replicas or more (at most one apart), every node Connected,
-// and no replica on its master's Kubernetes node wherever the pods' nodes allow it. It
-// returns the last status read.
-func checkLayout(t *testing.T, key client.ObjectKey) *redisv1alpha1.RedisCluster {
-	t.Helper()
-	rc := &redisv1alpha1.RedisCluster{}
-	var problems []string
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if err := env.Client.Get(t.Context(), key, rc); err != nil {
-			t.Fatal(err)
-		}
-		if problems = layoutProblems(rc); len(problems) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Second)
-	}
-	for _, p := range problems {
-		t.Error(p)
-	}
-	return rc
-}
-
-// layoutProblems lists how the status breaks the topology invariants (see checkLayout).
-func layoutProblems(rc *redisv1alpha1.RedisCluster) []string {
-	var problems []string
-	masters := int(rc.Spec.Replicas) / (1 + int(*rc.Spec.ReplicasPerMaster))
-	replicas, hostOf, podsOn := map[string]int{}, map[string]string{}, map[string]int{}
-	for _, n := range rc.Status.Nodes {
-		if n.Status != corev1.ConditionTrue {
-			problems = append(problems, fmt.Sprintf("node %s is %s: %s", n.Name, n.Reason, n.Message))
-		}
-		if n.Type == "master" {
-			replicas[n.NodeID] += 0
-			hostOf[n.NodeID] = n.Hostname
-		}
-		podsOn[n.Hostname]++
-	}
-	crowded := 0 // the most pods on one Kubernetes node: above the masters, some pair must share
-	for _, c := range podsOn {
-		crowded = max(crowded, c)
-	}
-	for _, n := range rc.Status.Nodes {
-		if n.Type != "slave" {
-			continue
-		}
-		if _, ok := replicas[n.MasterNodeID]; !ok {
-			problems = append(problems, fmt.Sprintf("replica %s replicates %s, which is not a master", n.Name, n.MasterNodeID))
-		}
-		replicas[n.MasterNodeID]++
-		if crowded <= masters && n.Hostname != "" && n.Hostname == hostOf[n.MasterNodeID] {
-			problems = append(problems, fmt.Sprintf("replica %s shares Kubernetes node %s with its master (pods per node %v)", n.Name, n.Hostname, podsOn))
-		}
-	}
-	if len(replicas) != masters {
-		problems = append(problems, fmt.Sprintf("%d masters, want %d", len(replicas), masters))
-	}
-	lo, hi := 1<<30, 0
-	for _, c := range replicas {
-		lo, hi = min(lo, c), max(hi, c)
-	}
-	if lo < 1 || hi-lo > 1 {
-		problems = append(problems, fmt.Sprintf("replicas per master %v: every master needs one, at most one apart", replicas))
-	}
-	return problems
-}
 
 // formed creates a RedisCluster of replicas nodes in a new namespace, waits until it is
 // Running with masters masters, and returns it with its password.
 func formed(t *testing.T, name string, replicas int32, masters int) (ns string, key client.ObjectKey, rc *redisv1alpha1.RedisCluster, pw string) {
 	t.Helper()
 	ns = env.Namespace(t)
-	rc = newCluster(ns, name, replicas)
+	rc = redistest.NewCluster(ns, name, replicas)
 	if err := env.Client.Create(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}
 	key = client.ObjectKeyFromObject(rc)
-	return ns, key, waitShape(t, key, masters, int(replicas)), password(t, ns, name)
+	return ns, key, redistest.WaitShape(t, env.Client, key, masters, int(replicas)), redistest.Password(t, env.Client, ns, name)
 }
 
 // waitNotReady waits until the status shows a fault (Ready False), so that waiting for
@@ -120,14 +51,21 @@ func waitNotReady(t *testing.T, key client.ObjectKey) {
 	})
 }
 
-// metricSum adds up the series of the operator's metric name that belong to cluster
-// ns/name, read from the registry the operator's metrics endpoint serves.
-func metricSum(t *testing.T, name, ns, cluster string) float64 {
+// gather reads what the operator's metrics endpoint serves.
+func gather(t *testing.T) []*dto.MetricFamily {
 	t.Helper()
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return families
+}
+
+// metricSum adds up the series of the operator's metric name that belong to cluster
+// ns/name, read from the registry the operator's metrics endpoint serves.
+func metricSum(t *testing.T, name, ns, cluster string) float64 {
+	t.Helper()
+	families := gather(t)
 	sum := 0.0
 	for _, f := range families {
 		if f.GetName() != name {
@@ -232,7 +170,7 @@ func hasEvent(ctx context.Context, ns, reason string) bool {
 // hold it until its old role is settled, then it rejoins as a replica with a new ID.
 func loseVolume(t *testing.T, name, typ string, userConf string) (ns string) {
 	ns = env.Namespace(t)
-	rc := newCluster(ns, name, 6)
+	rc := redistest.NewCluster(ns, name, 6)
 	if userConf != "" {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-user", Namespace: ns}, Data: map[string]string{"redis.conf": userConf}}
 		if err := env.Client.Create(t.Context(), cm); err != nil {
@@ -244,12 +182,12 @@ func loseVolume(t *testing.T, name, typ string, userConf string) (ns string) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(rc)
-	rc = waitShape(t, key, 3, 6)
-	pw := password(t, ns, name)
+	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
+	pw := redistest.Password(t, env.Client, ns, name)
 	healthyMetrics(t, ns, name)
 	recoveries := metricSum(t, "middleware_operator_rediscluster_recoveries_total", ns, name)
 	victim := podOfRole(rc, typ)
-	w := startWriter(podOfRole(rc, "slave").Instance, pw)
+	w := redistest.StartWriter(podOfRole(rc, "slave").Instance, pw)
 	time.Sleep(3 * time.Second)
 
 	start := time.Now()
@@ -260,12 +198,31 @@ func loseVolume(t *testing.T, name, typ string, userConf string) (ns string) {
 		return strings.Contains(kubelet.Log(ns, victim.Name), "waiting for the operator"), "the start guard has not held the pod"
 	})
 	waitNotReady(t, key)
+	// A master no replica takes over from stays failed until the operator forces a
+	// failover: its slots show as pfail/fail and not served meanwhile.
+	slotsFail := typ == "master" && strings.Contains(userConf, "cluster-replica-no-failover")
+	var failing []*dto.MetricFamily
 	testenv.Eventually(t, time.Minute, func(context.Context) (bool, string) {
+		failing = gather(t)
 		silent := metricSum(t, "middleware_operator_rediscluster_nodes_silent", ns, name)
-		return silent >= 1, fmt.Sprintf("nodes_silent %v while %s is held", silent, victim.Name)
+		pfail := metricSum(t, "middleware_operator_rediscluster_slots_pfail", ns, name)
+		fail := metricSum(t, "middleware_operator_rediscluster_slots_fail", ns, name)
+		return silent >= 1 && (!slotsFail || pfail+fail > 0),
+			fmt.Sprintf("nodes_silent %v, slots_pfail %v, slots_fail %v while %s is held", silent, pfail, fail, victim.Name)
 	})
-	rc = waitShape(t, key, 3, 6)
+	// What Prometheus scrapes now makes the alerts' conditions true for this cluster.
+	redistest.AlertSelects(t, failing, ns, "RedisClusterNodeFailed", true)
+	if slotsFail {
+		redistest.AlertSelects(t, failing, ns, "RedisClusterSlotsNotCovered", true)
+	}
+	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
 	healthyMetrics(t, ns, name)
+	healed := gather(t)
+	for _, alert := range []string{"RedisClusterNodeFailed", "RedisClusterDown", "RedisClusterSlotsNotCovered", "RedisClusterMasterWithoutReplica"} {
+		redistest.AlertSelects(t, healed, ns, alert, false)
+	}
+	t.Logf("metrics: a node silent while %s was held (slots pfail/fail and not covered: %v), the alerts' conditions true; all clear once healed",
+		victim.Name, slotsFail)
 	if after := metricSum(t, "middleware_operator_rediscluster_recoveries_total", ns, name); after <= recoveries {
 		t.Errorf("recoveries_total went from %v to %v over a healed fault", recoveries, after)
 	}
@@ -281,10 +238,10 @@ func loseVolume(t *testing.T, name, typ string, userConf string) (ns string) {
 	if got := members(t, ns, name)[victim.Name]; got != back.NodeID {
 		t.Errorf("the member record has %s for %s, want its new ID %s", got, victim.Name, back.NodeID)
 	}
-	rc = checkLayout(t, key)
-	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
+	rc = redistest.CheckLayout(t, env.Client, key)
+	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	t.Logf("%s (%s) lost its volume; healthy again after %s", victim.Name, typ, time.Since(start).Round(time.Second))
-	w.verify(t, rc, pw)
+	w.Verify(t, env.Client, rc, pw)
 	return ns
 }
 
@@ -318,7 +275,7 @@ func TestRedisClusterForcesAFailoverWhenNoReplicaWill(t *testing.T) {
 func TestRedisClusterRefusesToReplaceALostCluster(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	rc := newCluster(ns, "gone", 6)
+	rc := redistest.NewCluster(ns, "gone", 6)
 	if err := env.Client.Create(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}
@@ -359,11 +316,11 @@ func TestRedisClusterRefusesToReplaceALostCluster(t *testing.T) {
 	if err := env.Client.Patch(t.Context(), cur, client.RawPatch("application/merge-patch+json", []byte(patchMeta))); err != nil {
 		t.Fatal(err)
 	}
-	rc = waitShape(t, key, 3, 6)
+	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
 	if _, still := rc.Annotations[rediscontrollers.AcceptDataLossAnnotation]; still {
 		t.Errorf("the annotation %s is still set after the new cluster formed", rediscontrollers.AcceptDataLossAnnotation)
 	}
-	redisCliCheck(t, rc.Status.Nodes[0].Instance, password(t, ns, "gone"))
+	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, redistest.Password(t, env.Client, ns, "gone"))
 }
 
 // TestRedisClusterPasswordSecretDeleted: the generated password Secret is deleted. The
@@ -372,13 +329,13 @@ func TestRedisClusterRefusesToReplaceALostCluster(t *testing.T) {
 func TestRedisClusterPasswordSecretDeleted(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	rc := newCluster(ns, "nopass", 6)
+	rc := redistest.NewCluster(ns, "nopass", 6)
 	if err := env.Client.Create(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(rc)
 	rc = waitRunning(t, key)
-	pw := password(t, ns, "nopass")
+	pw := redistest.Password(t, env.Client, ns, "nopass")
 	sts := &appsv1.StatefulSet{}
 	if err := env.Client.Get(t.Context(), key, sts); err != nil {
 		t.Fatal(err)
@@ -407,14 +364,14 @@ func TestRedisClusterPasswordSecretDeleted(t *testing.T) {
 	if after.Generation != sts.Generation {
 		t.Errorf("the StatefulSet changed (generation %d -> %d) while the password was unknown", sts.Generation, after.Generation)
 	}
-	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
+	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
 
 	// As the condition says: a Secret of the user's own with the password, named in the spec.
 	secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "restored", Namespace: ns}, Data: map[string][]byte{"password": []byte(pw)}}
 	if err := env.Client.Create(t.Context(), secret); err != nil {
 		t.Fatal(err)
 	}
-	patchSpec(t, key, `{"spec":{"passwordSecret":"restored"}}`)
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"passwordSecret":"restored"}}`)
 	testenv.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
 		cur := &redisv1alpha1.RedisCluster{}
 		if err := env.Client.Get(ctx, key, cur); err != nil {
@@ -473,7 +430,7 @@ func healsWithAReplicaGone(t *testing.T, ns string, key client.ObjectKey, rc *re
 		}
 	}
 	keepOut(replica.Name)
-	w := startWriter(replica.Instance, pw)
+	w := redistest.StartWriter(replica.Instance, pw)
 	time.Sleep(time.Second)
 	if err := env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: replica.Name, Namespace: ns}}); err != nil {
 		t.Fatal(err)
@@ -502,11 +459,11 @@ func healsWithAReplicaGone(t *testing.T, ns string, key client.ObjectKey, rc *re
 		t.Errorf("the phase said Failed %d times while every slot was served", failedWhileServed)
 	}
 	letIn()
-	waitShape(t, key, 3, 6)
-	rc = checkLayout(t, key)
+	redistest.WaitShape(t, env.Client, key, 3, 6)
+	rc = redistest.CheckLayout(t, env.Client, key)
 	t.Logf("whole again %s after the fault", time.Since(start).Round(time.Second))
-	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
-	w.verify(t, rc, pw)
+	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
+	w.Verify(t, env.Client, rc, pw)
 }
 
 // TestRedisClusterScalesInToTheExactShape: 10 -> 8 and 10 -> 7 with one replica per
@@ -518,15 +475,15 @@ func TestRedisClusterScalesInToTheExactShape(t *testing.T) {
 		t.Run(fmt.Sprintf("10to%d", to), func(t *testing.T) {
 			t.Parallel()
 			_, key, rc, pw := formed(t, fmt.Sprintf("shrink%d", to), 10, 5)
-			w := startWriter(rc.Status.Nodes[0].Instance, pw)
+			w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
 			time.Sleep(2 * time.Second)
 			start := time.Now()
-			patchSpec(t, key, fmt.Sprintf(`{"spec":{"replicas":%d}}`, to))
-			waitShape(t, key, int(to)/2, int(to))
+			redistest.PatchSpec(t, env.Client, key, fmt.Sprintf(`{"spec":{"replicas":%d}}`, to))
+			redistest.WaitShape(t, env.Client, key, int(to)/2, int(to))
 			t.Logf("10 -> %d took %s", to, time.Since(start).Round(time.Second))
-			rc = checkLayout(t, key)
-			redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
-			w.verify(t, rc, pw)
+			rc = redistest.CheckLayout(t, env.Client, key)
+			redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
+			w.Verify(t, env.Client, rc, pw)
 		})
 	}
 }
@@ -537,7 +494,7 @@ func TestRedisClusterScalesInToTheExactShape(t *testing.T) {
 func TestRedisClusterFinishesAnInterruptedRebalance(t *testing.T) {
 	t.Parallel()
 	_, key, rc, pw := formed(t, "uneven", 6, 3)
-	w := startWriter(rc.Status.Nodes[0].Instance, pw)
+	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
 	time.Sleep(time.Second)
 	var masters []string
 	var addrs []string
@@ -581,16 +538,16 @@ func TestRedisClusterFinishesAnInterruptedRebalance(t *testing.T) {
 	if uneven := slotsPerMaster(t.Context()); balanced(uneven) {
 		t.Fatalf("the staged interruption left the masters balanced: %v", uneven)
 	}
-	patchSpec(t, key, `{"spec":{"pause":false}}`)
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pause":false}}`)
 	start := time.Now()
 	testenv.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
 		slots := slotsPerMaster(ctx)
 		return balanced(slots), fmt.Sprintf("slots per master %v", slots)
 	})
 	t.Logf("back within 2%% of even %s after the operator resumed", time.Since(start).Round(100*time.Millisecond))
-	rc = waitShape(t, key, 3, 6)
-	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
-	w.verify(t, rc, pw)
+	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
+	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
+	w.Verify(t, env.Client, rc, pw)
 }
 
 // TestRedisClusterResumesAnInterruptedAssignReceive: the operator stops (paused, as a dead
@@ -599,9 +556,9 @@ func TestRedisClusterFinishesAnInterruptedRebalance(t *testing.T) {
 func TestRedisClusterResumesAnInterruptedAssignReceive(t *testing.T) {
 	t.Parallel()
 	_, key, rc, pw := formed(t, "resume", 6, 3)
-	preload(t, rc.Status.Nodes[0].Instance, pw, 100000)
-	w := startWriter(rc.Status.Nodes[0].Instance, pw)
-	before := masterSlots(rc)
+	redistest.Preload(t, rc.Status.Nodes[0].Instance, pw, 100000)
+	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
+	before := redistest.MasterSlots(rc)
 	var ids []string
 	for _, n := range rc.Status.Nodes {
 		if n.Type == "master" {
@@ -610,7 +567,7 @@ func TestRedisClusterResumesAnInterruptedAssignReceive(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second)
 	// Small MIGRATE batches over keys: slow enough to stop in the middle.
-	patchSpec(t, key, fmt.Sprintf(`{"spec":{"replicas":8,"updateStrategy":{"type":"AssignReceive","pipeline":"1","assignStrategies":[{"slots":2000,"fromReplicas":"%s"},{"slots":900,"fromReplicas":"%s,%s"}]}}}`,
+	redistest.PatchSpec(t, env.Client, key, fmt.Sprintf(`{"spec":{"replicas":8,"updateStrategy":{"type":"AssignReceive","pipeline":"1","assignStrategies":[{"slots":2000,"fromReplicas":"%s"},{"slots":900,"fromReplicas":"%s,%s"}]}}}`,
 		ids[0], ids[1], ids[2]))
 	var midway map[string]int
 	testenv.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
@@ -621,15 +578,15 @@ func TestRedisClusterResumesAnInterruptedAssignReceive(t *testing.T) {
 		if len(cur.Status.AssignTargets) == 0 {
 			return false, "no targets recorded yet: " + cur.Status.Reason
 		}
-		midway = masterSlots(cur)
+		midway = redistest.MasterSlots(cur)
 		n := midway[cur.Status.AssignTargets[0]]
 		return n > 0 && n < 2900, fmt.Sprintf("the new master has %d slots", n)
 	})
-	patchSpec(t, key, `{"spec":{"pause":true}}`)
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pause":true}}`)
 	time.Sleep(3 * time.Second)
-	patchSpec(t, key, `{"spec":{"pause":false}}`)
-	rc = waitShape(t, key, 4, 8)
-	after := masterSlots(rc)
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pause":false}}`)
+	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
+	after := redistest.MasterSlots(rc)
 	if got := before[ids[0]] - after[ids[0]]; got != 2000 {
 		t.Errorf("%d slots moved from %s, want 2000", got, ids[0])
 	}
@@ -642,14 +599,14 @@ func TestRedisClusterResumesAnInterruptedAssignReceive(t *testing.T) {
 		}
 	}
 	t.Logf("stopped with %v; ended with %v", midway, after)
-	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
-	w.verify(t, rc, pw)
+	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
+	w.Verify(t, env.Client, rc, pw)
 }
 
 // pause pauses the cluster and waits until the status says the operator stands still.
 func pause(t *testing.T, key client.ObjectKey) {
 	t.Helper()
-	patchSpec(t, key, `{"spec":{"pause":true}}`)
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pause":true}}`)
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
 		cur := &redisv1alpha1.RedisCluster{}
 		if err := env.Client.Get(ctx, key, cur); err != nil {
@@ -657,22 +614,4 @@ func pause(t *testing.T, key client.ObjectKey) {
 		}
 		return strings.Contains(cur.Status.Reason, "paused"), "not paused yet: " + cur.Status.Reason
 	})
-}
-
-// preload writes n keys p:<i> through a cluster client in pipelined batches, so that slot
-// moves have keys to carry.
-func preload(t *testing.T, addr, pw string, n int) {
-	t.Helper()
-	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{addr}, Password: pw})
-	defer func() { _ = cc.Close() }()
-	for start := 0; start < n; start += 5000 {
-		if _, err := cc.Pipelined(t.Context(), func(p goredis.Pipeliner) error {
-			for i := start; i < min(start+5000, n); i++ {
-				p.Set(t.Context(), "p:"+strconv.Itoa(i), i, 0)
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
 }

@@ -3,151 +3,74 @@ package redis_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
+	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
-
-// waitShape waits until the cluster is Running with masters masters and nodes nodes.
-func waitShape(t *testing.T, key client.ObjectKey, masters, nodes int) *redisv1alpha1.RedisCluster {
-	t.Helper()
-	rc := &redisv1alpha1.RedisCluster{}
-	testenv.Eventually(t, 4*time.Minute, func(ctx context.Context) (bool, string) {
-		if err := env.Client.Get(ctx, key, rc); err != nil {
-			return false, err.Error()
-		}
-		sts := &appsv1.StatefulSet{}
-		if err := env.Client.Get(ctx, key, sts); err != nil {
-			return false, err.Error()
-		}
-		ready := meta.FindStatusCondition(rc.Status.Conditions, "Ready")
-		return rc.Status.Phase == redisv1alpha1.PhaseRunning && ready != nil && ready.Status == metav1.ConditionTrue &&
-				int(rc.Status.Masters) == masters && len(rc.Status.Nodes) == nodes && int(*sts.Spec.Replicas) == nodes &&
-				rc.Status.ObservedGeneration == rc.Generation,
-			fmt.Sprintf("phase %s (%s), masters %d, nodes %d, slotsOk %d", rc.Status.Phase, rc.Status.Reason, rc.Status.Masters, len(rc.Status.Nodes), rc.Status.SlotsOK)
-	})
-	return rc
-}
-
-func patchSpec(t *testing.T, key client.ObjectKey, patch string) {
-	t.Helper()
-	rc := &redisv1alpha1.RedisCluster{}
-	if err := env.Client.Get(t.Context(), key, rc); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Client.Patch(t.Context(), rc, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// redisCliCheck runs `redis-cli --cluster check` until it passes, for up to 15 s: right
-// after slots move, a master not involved can briefly hold stale gossip ("Nodes don't agree")
-// until the cluster bus catches up.
-func redisCliCheck(t *testing.T, addr, pw string) {
-	t.Helper()
-	var out []byte
-	var err error
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(500 * time.Millisecond) {
-		out, err = exec.CommandContext(t.Context(), "redis-cli", "--no-auth-warning", "-a", pw, "--cluster", "check", addr).CombinedOutput()
-		ok := err == nil && strings.Contains(string(out), "[OK] All 16384 slots covered") && !strings.Contains(string(out), "[WARNING]")
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-	}
-	t.Errorf("redis-cli --cluster check %s: %v\n%s", addr, err, out)
-}
-
-// masterSlots maps each master's node id to its slot count, from the status.
-func masterSlots(rc *redisv1alpha1.RedisCluster) map[string]int {
-	out := map[string]int{}
-	for _, n := range rc.Status.Nodes {
-		if n.Type != "master" {
-			continue
-		}
-		for r := range strings.SplitSeq(n.Slots, ",") {
-			if r == "" {
-				continue
-			}
-			var a, b int
-			if _, err := fmt.Sscanf(r, "%d-%d", &a, &b); err != nil {
-				_, _ = fmt.Sscanf(r, "%d", &a)
-				b = a
-			}
-			out[n.NodeID] += b - a + 1
-		}
-	}
-	return out
-}
 
 func TestRedisClusterScalesOutAndInWithoutLosingKeys(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	rc := newCluster(ns, "elastic", 6)
+	rc := redistest.NewCluster(ns, "elastic", 6)
 	if err := env.Client.Create(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(rc)
 	rc = waitRunning(t, key)
-	pw := password(t, ns, "elastic")
+	pw := redistest.Password(t, env.Client, ns, "elastic")
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpViews(t, ns, pw)
 		}
 	})
-	w := startWriter(rc.Status.Nodes[0].Instance, pw)
+	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
 	time.Sleep(time.Second)
 
-	patchSpec(t, key, `{"spec":{"replicas":10}}`)
-	rc = waitShape(t, key, 5, 10)
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"replicas":10}}`)
+	rc = redistest.WaitShape(t, env.Client, key, 5, 10)
 	even := float64(redisadmin.SlotCount) / 5
-	for id, n := range masterSlots(rc) {
+	for id, n := range redistest.MasterSlots(rc) {
 		if d := (float64(n) - even) / even; d > 0.02 || d < -0.02 {
 			t.Errorf("master %s has %d slots, more than 2%% from %0.f", id, n, even)
 		}
 	}
-	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
+	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
 
-	patchSpec(t, key, `{"spec":{"replicas":6}}`)
-	waitShape(t, key, 3, 6)
-	rc = checkLayout(t, key)
-	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
-	w.verify(t, rc, pw)
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"replicas":6}}`)
+	redistest.WaitShape(t, env.Client, key, 3, 6)
+	rc = redistest.CheckLayout(t, env.Client, key)
+	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
+	w.Verify(t, env.Client, rc, pw)
 }
 
 func TestRedisClusterAssignReceiveMovesExactlyTheRequestedSlots(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	rc := newCluster(ns, "assign", 6)
+	rc := redistest.NewCluster(ns, "assign", 6)
 	if err := env.Client.Create(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(rc)
 	rc = waitRunning(t, key)
-	before := masterSlots(rc)
+	before := redistest.MasterSlots(rc)
 	var ids []string
 	for _, n := range rc.Status.Nodes {
 		if n.Type == "master" {
 			ids = append(ids, n.NodeID)
 		}
 	}
-	patchSpec(t, key, fmt.Sprintf(`{"spec":{"replicas":8,"updateStrategy":{"type":"AssignReceive","pipeline":"50","assignStrategies":[{"slots":1000,"fromReplicas":"%s"},{"slots":600,"fromReplicas":"%s,%s"}]}}}`,
+	redistest.PatchSpec(t, env.Client, key, fmt.Sprintf(`{"spec":{"replicas":8,"updateStrategy":{"type":"AssignReceive","pipeline":"50","assignStrategies":[{"slots":1000,"fromReplicas":"%s"},{"slots":600,"fromReplicas":"%s,%s"}]}}}`,
 		ids[0], ids[1], ids[2]))
-	rc = waitShape(t, key, 4, 8)
-	after := masterSlots(rc)
+	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
+	after := redistest.MasterSlots(rc)
 	if got := before[ids[0]] - after[ids[0]]; got != 1000 {
 		t.Errorf("%d slots moved from %s, want 1000", got, ids[0])
 	}
@@ -159,7 +82,7 @@ func TestRedisClusterAssignReceiveMovesExactlyTheRequestedSlots(t *testing.T) {
 			t.Errorf("the new master %s has %d slots, want 1600", id, n)
 		}
 	}
-	redisCliCheck(t, rc.Status.Nodes[0].Instance, password(t, ns, "assign"))
+	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, redistest.Password(t, env.Client, ns, "assign"))
 }
 
 // TestRedisClusterUpgradesOnePodAtATime changes the version: every pod is replaced, at most
@@ -167,17 +90,17 @@ func TestRedisClusterAssignReceiveMovesExactlyTheRequestedSlots(t *testing.T) {
 func TestRedisClusterUpgradesOnePodAtATime(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	rc := newCluster(ns, "upgrade", 6)
+	rc := redistest.NewCluster(ns, "upgrade", 6)
 	if err := env.Client.Create(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(rc)
 	rc = waitRunning(t, key)
-	pw := password(t, ns, "upgrade")
-	w := startWriter(rc.Status.Nodes[0].Instance, pw)
+	pw := redistest.Password(t, env.Client, ns, "upgrade")
+	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
 	time.Sleep(time.Second)
 
-	patchSpec(t, key, `{"spec":{"version":"7.2.4"}}`)
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"version":"7.2.4"}}`)
 	maxDown := 0
 	testenv.Eventually(t, 5*time.Minute, func(ctx context.Context) (bool, string) {
 		sts := &appsv1.StatefulSet{}
@@ -206,11 +129,11 @@ func TestRedisClusterUpgradesOnePodAtATime(t *testing.T) {
 	if maxDown > 1 {
 		t.Errorf("%d pods were down at once, want at most 1", maxDown)
 	}
-	rc = waitShape(t, key, 3, 6)
-	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
-	_, outage := w.stop()
+	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
+	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
+	_, outage := w.Stop()
 	t.Logf("longest time a write failed or blocked during the upgrade: %s", outage)
-	w.verify(t, rc, pw)
+	w.Verify(t, env.Client, rc, pw)
 	evs := &corev1.EventList{}
 	if err := env.Client.List(t.Context(), evs, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
@@ -232,21 +155,21 @@ func TestRedisClusterUpgradesOnePodAtATime(t *testing.T) {
 func TestRedisClusterSurvivesAMasterCrashDuringSlotMigration(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	rc := newCluster(ns, "crash", 6)
+	rc := redistest.NewCluster(ns, "crash", 6)
 	rc.Spec.UpdateStrategy.Pipeline = intOrString("10") // small batches: a longer migration to crash into
 	if err := env.Client.Create(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(rc)
 	rc = waitRunning(t, key)
-	pw := password(t, ns, "crash")
-	w := startWriter(rc.Status.Nodes[0].Instance, pw)
+	pw := redistest.Password(t, env.Client, ns, "crash")
+	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
 	time.Sleep(3 * time.Second)
 	pods := map[string]string{} // address -> pod
 	for _, n := range rc.Status.Nodes {
 		pods[n.Instance] = n.Name
 	}
-	patchSpec(t, key, `{"spec":{"replicas":8}}`)
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"replicas":8}}`)
 	// Crash the source of a slot being migrated, caught in the act.
 	admin := redisadmin.NewAdmin(pw, time.Second)
 	defer func() { _ = admin.Close() }()
@@ -267,7 +190,7 @@ func TestRedisClusterSurvivesAMasterCrashDuringSlotMigration(t *testing.T) {
 		return false, "no slot seen migrating"
 	})
 	t.Logf("crashed %s while it was migrating a slot", crashed)
-	rc = waitShape(t, key, 4, 8)
-	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
-	w.verify(t, rc, pw)
+	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
+	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
+	w.Verify(t, env.Client, rc, pw)
 }

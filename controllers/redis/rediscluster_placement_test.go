@@ -17,6 +17,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/localcluster"
 	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
@@ -39,7 +40,7 @@ func onPool(t *testing.T, name string, n int, replicas int32, masters int) (ns s
 		})
 		nodes = append(nodes, node)
 	}
-	rc = newCluster(ns, name, replicas)
+	rc = redistest.NewCluster(ns, name, replicas)
 	rc.Spec.Pod = []redisv1alpha1.PodSpec{{Affinity: &corev1.Affinity{
 		NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
@@ -56,7 +57,7 @@ func onPool(t *testing.T, name string, n int, replicas int32, masters int) (ns s
 		t.Fatal(err)
 	}
 	key = client.ObjectKeyFromObject(rc)
-	return ns, nodes, key, waitShape(t, key, masters, int(replicas)), password(t, ns, name)
+	return ns, nodes, key, redistest.WaitShape(t, env.Client, key, masters, int(replicas)), redistest.Password(t, env.Client, ns, name)
 }
 
 // cordon marks nodes unschedulable (or schedulable again), as kubectl cordon does, and
@@ -103,7 +104,7 @@ func TestRedisClusterPendingPodWhileAMasterDies(t *testing.T) {
 func TestRedisClusterSeparatesAReplicaFromItsMaster(t *testing.T) {
 	t.Parallel()
 	ns, nodes, key, _, pw := onPool(t, "apart", 3, 6, 3)
-	rc := checkLayout(t, key) // separated from the start
+	rc := redistest.CheckLayout(t, env.Client, key) // separated from the start
 	replica := podOfRole(rc, "slave")
 	var masterHost string
 	for _, n := range rc.Status.Nodes {
@@ -114,7 +115,7 @@ func TestRedisClusterSeparatesAReplicaFromItsMaster(t *testing.T) {
 	if masterHost == "" {
 		t.Fatalf("the status names no Kubernetes node for %s's master: %s", replica.Name, describeNodes(rc))
 	}
-	w := startWriter(rc.Status.Nodes[0].Instance, pw)
+	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
 	time.Sleep(time.Second)
 	var others []string
 	for _, n := range nodes {
@@ -154,14 +155,14 @@ func TestRedisClusterSeparatesAReplicaFromItsMaster(t *testing.T) {
 		return false, replica.Name + " is not in the status"
 	})
 	cordon(t, others, false)
-	waitShape(t, key, 3, 6)
-	rc = checkLayout(t, key)
+	redistest.WaitShape(t, env.Client, key, 3, 6)
+	rc = redistest.CheckLayout(t, env.Client, key)
 	testenv.Eventually(t, 10*time.Second, func(ctx context.Context) (bool, string) {
 		return hasEvent(ctx, ns, string(redisadmin.ActionSeparate)), "no event says a replica was moved"
 	})
 	t.Logf("%s landed on its master's node %s; separated again %s later", replica.Name, masterHost, time.Since(start).Round(time.Second))
-	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
-	w.verify(t, rc, pw)
+	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
+	w.Verify(t, env.Client, rc, pw)
 }
 
 // TestRedisClusterFinishesAnInterruptedJoin: an operator killed between CLUSTER MEET and
@@ -172,7 +173,7 @@ func TestRedisClusterSeparatesAReplicaFromItsMaster(t *testing.T) {
 func TestRedisClusterFinishesAnInterruptedJoin(t *testing.T) {
 	t.Parallel()
 	ns, key, rc, pw := formed(t, "join", 6, 3)
-	w := startWriter(rc.Status.Nodes[0].Instance, pw)
+	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
 	time.Sleep(time.Second)
 	pause(t, key)
 	testenv.Update(t, env.Client, key, &appsv1.StatefulSet{}, func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](7) })
@@ -200,16 +201,16 @@ func TestRedisClusterFinishesAnInterruptedJoin(t *testing.T) {
 		nodes, err := admin.ClusterNodes(ctx, newAddr)
 		return err == nil && len(nodes) == 7, fmt.Sprintf("%s knows %d nodes (%v)", newPod, len(nodes), err)
 	})
-	patchSpec(t, key, `{"spec":{"replicas":7,"pause":false}}`)
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"replicas":7,"pause":false}}`)
 	start := time.Now()
-	waitShape(t, key, 3, 7)
-	rc = checkLayout(t, key)
+	redistest.WaitShape(t, env.Client, key, 3, 7)
+	rc = redistest.CheckLayout(t, env.Client, key)
 	for _, n := range rc.Status.Nodes {
 		if n.Name == newPod && n.Type != "slave" {
 			t.Errorf("%s is a %s, want a replica", newPod, n.Type)
 		}
 	}
 	t.Logf("the half-joined %s became a replica %s after the operator resumed", newPod, time.Since(start).Round(time.Second))
-	redisCliCheck(t, rc.Status.Nodes[0].Instance, pw)
-	w.verify(t, rc, pw)
+	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
+	w.Verify(t, env.Client, rc, pw)
 }

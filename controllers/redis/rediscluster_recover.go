@@ -61,6 +61,50 @@ func (r *RedisClusterReconciler) guardLostCluster(ctx context.Context, s *state)
 	return &ctrl.Result{RequeueAfter: healthInterval}, nil
 }
 
+// guardLostShards handles masters whose slots have no copy left (redisadmin.LostShards: the
+// master and every replica came back without data, or never came back). Redis cannot serve
+// those slots, and with cluster-require-full-coverage the whole cluster refuses writes. The
+// operator never gives those slots up by itself: the status names them and how to accept
+// the loss. With AcceptDataLossAnnotation, every member forgets the lost masters
+// (redisadmin.PlanAbandon), the annotation is removed, and the next recoveries serve the
+// slots again, empty (planCover), while the held pods are released to rejoin.
+func (r *RedisClusterReconciler) guardLostShards(ctx context.Context, s *state) (*ctrl.Result, error) {
+	shards := redisadmin.LostShards(s.snap)
+	if len(shards) == 0 {
+		return nil, nil
+	}
+	var names []string
+	slots := 0
+	for _, sh := range shards {
+		names = append(names, fmt.Sprintf("%s (last at %s, slots %s)", sh.ID[:min(8, len(sh.ID))], sh.Addr, redisadmin.FormatSlotRanges(sh.Slots)))
+		slots += redisadmin.CountSlots(sh.Slots)
+	}
+	if s.rc.Annotations[AcceptDataLossAnnotation] != "true" {
+		s.lost = fmt.Sprintf("%d slots have no copy left: master %s and every replica of it came back without data or never answered; "+
+			"the cluster serves nothing while slots are uncovered. The operator gives no slot up by itself; to accept the loss of the keys "+
+			"in those slots and serve them again, empty, run: kubectl annotate rediscluster %s %s=true",
+			slots, strings.Join(names, ", "), s.rc.Name, AcceptDataLossAnnotation)
+		return &ctrl.Result{RequeueAfter: healthInterval}, nil
+	}
+	action, ok := redisadmin.PlanAbandon(s.snap)
+	if !ok {
+		s.waiting = "waiting for the members of the lost shards to settle before forgetting them"
+		return &ctrl.Result{RequeueAfter: waitPodsInterval}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if err := r.adminFor(s).Run(ctx, action); err != nil {
+		return nil, fmt.Errorf("while forgetting the lost shards: %w", err)
+	}
+	metrics.RedisRecoveries.WithLabelValues(s.rc.Namespace, s.rc.Name, string(action.Kind)).Inc()
+	r.Recorder.Eventf(s.rc, nil, corev1.EventTypeWarning, "DataLossAccepted", "Heal", "%s is set: %s", AcceptDataLossAnnotation, action.Message)
+	if err := r.dropAcceptance(ctx, s.rc); err != nil {
+		return nil, err
+	}
+	s.operation(redisv1alpha1.PhaseHealing, action.Message)
+	return &ctrl.Result{RequeueAfter: waitInterval}, nil
+}
+
 // silentSince is since when the cluster may have been lost: the later of when it stopped
 // being Ready and when its newest pod started (now while the last status still says Ready).
 func silentSince(s *state) time.Time {

@@ -22,6 +22,11 @@ const (
 	ConditionReady       = "Ready"
 	ConditionProgressing = "Progressing"
 	ConditionDegraded    = "Degraded"
+	// ConditionPasswordApplied: the nodes require exactly the password Secret's password.
+	ConditionPasswordApplied = "PasswordApplied"
+	// ReasonPasswordCurrent and ReasonPasswordRotating are its reasons.
+	ReasonPasswordCurrent  = "Current"
+	ReasonPasswordRotating = "Rotating"
 
 	ReasonClusterOK        = "ClusterOK"
 	ReasonForming          = "Forming"
@@ -103,8 +108,22 @@ func (r *RedisClusterReconciler) observe(ctx context.Context, s *state) {
 		status.Set(&next.Status.Conditions, gen, ConditionReady, metav1.ConditionFalse, ReasonClusterNotFormed,
 			fmt.Sprintf("%d of 16384 slots served: %s", h.SlotsServed, problems))
 	}
+	setPasswordApplied(s, gen)
 	r.reportLoss(s)
 	setDegraded(s, gen)
+}
+
+// setPasswordApplied says whether the nodes run the password Secret's password, or what a
+// rotation under way waits for; it keeps the condition when the rotation step did not run.
+func setPasswordApplied(s *state, gen int64) {
+	switch s.rotation {
+	case "":
+	case rotationCurrent:
+		status.Set(&s.next.Status.Conditions, gen, ConditionPasswordApplied, metav1.ConditionTrue, ReasonPasswordCurrent,
+			fmt.Sprintf("every node requires the password of Secret %s", resources.RedisPasswordSecretName(s.rc)))
+	default:
+		status.Set(&s.next.Status.Conditions, gen, ConditionPasswordApplied, metav1.ConditionFalse, ReasonPasswordRotating, s.rotation)
+	}
 }
 
 // missingPods names the ordinals the StatefulSet should run but has no pod for (a quota, a

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
@@ -95,7 +96,7 @@ func TestRedisClusterInvalidSpecsAreRejected(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rc := newCluster(ns, "invalid", 6)
+			rc := redistest.NewCluster(ns, "invalid", 6)
 			tc.change(rc)
 			err := env.Client.Create(t.Context(), rc)
 			if !apierrors.IsInvalid(err) {

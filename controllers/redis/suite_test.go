@@ -13,6 +13,7 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,6 +77,7 @@ func run(m *testing.M) int {
 	mgr, stop, err = env.StartManager(func(mgr ctrl.Manager) error {
 		return (&rediscontrollers.RedisClusterReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("rediscluster-controller"),
+			PasswordGrace: 5 * time.Second, // this runner refreshes Secret volumes at once; a kubelet takes up to 2 min
 		}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}) // as main.go ships it
 	})
 	if err != nil {

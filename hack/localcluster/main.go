@@ -45,6 +45,7 @@ func run(nodes int, dir, kubeconfigOut string) error {
 		return fmt.Errorf("local cluster: %w", err)
 	}
 	kubelet := redispods.New(c, filepath.Join(cluster.Dir, "redis-data"), log.Printf)
+	kubelet.Probes = true // a pod is Ready as a real kubelet would say
 	kubeletDone := make(chan struct{})
 	go func() { kubelet.Run(ctx); close(kubeletDone) }()
 	defer func() { cancel(); <-kubeletDone }() // it stops every redis-server once ctx ends

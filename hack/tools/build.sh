@@ -28,6 +28,8 @@ TOOLS=(
   "controller-gen|controller-gen|sigs.k8s.io/controller-tools/cmd/controller-gen|v0.23.0|-s -w"
   "kustomize|kustomize|sigs.k8s.io/kustomize/kustomize/v5|v5.8.2|-s -w"
   "golangci-lint|lint|github.com/golangci/golangci-lint/v2/cmd/golangci-lint|v2.15.0|-s -w"
+  # promtool checks and unit-tests the alerting rules (config/prometheus).
+  "promtool|promtool|github.com/prometheus/prometheus/cmd/promtool|v0.316.0|-s -w"
   # OLM packaging: the Operator SDK CLI (generate bundle, bundle validate), its scorecard test
   # runner and our driver of it (operator-sdk/scorecard), the catalog tool opm, and OLM's own
   # olm and catalog operators for the OLM e2e test. operator-sdk/patches backports a fix of
@@ -127,3 +129,21 @@ for entry in "${TOOLS[@]}"; do
   fi
   if [ "$name" = olm ]; then ln -sfn "$(dirname "$out")/crds" "$bin/olm-crds"; fi
 done
+
+# The Prometheus Operator's ServiceMonitor and PrometheusRule CRDs ship in its module; the
+# OLM e2e test installs them to see the operator create its monitoring objects. Not a tool,
+# so `make tools` (no names) fetches them and `make run` does not.
+monitoring_crds_version=v0.85.0
+if [ ${#want[@]} -eq 0 ] || [[ " ${want[*]} " == *" monitoring-crds "* ]]; then
+  crds="$cache/monitoring-crds-$monitoring_crds_version"
+  if [ ! -d "$crds" ]; then
+    moddir=$(module_dir "$tools_dir/olm" "github.com/prometheus-operator/prometheus-operator@$monitoring_crds_version")
+    mkdir -p "$crds.tmp"
+    for kind in servicemonitors prometheusrules; do
+      cp "$moddir/example/prometheus-operator-crd/monitoring.coreos.com_$kind.yaml" "$crds.tmp/"
+    done
+    chmod -R u+w "$crds.tmp"
+    mv "$crds.tmp" "$crds"
+  fi
+  ln -sfn "$crds" "$bin/monitoring-crds"
+fi

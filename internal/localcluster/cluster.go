@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -150,6 +151,48 @@ func (c *Cluster) PIDs() map[string]int {
 	return pids
 }
 
+// Halt stops the component name (SIGTERM, then SIGKILL after 10 s) and leaves it down until
+// Resume: tests stage outages with it, such as the API server gone for a minute.
+func (c *Cluster) Halt(name string) error {
+	p, err := c.process(name)
+	if err != nil {
+		return err
+	}
+	p.stop(10 * time.Second)
+	return nil
+}
+
+// Resume starts a halted component again, with the same flags, data and log, and waits up
+// to 90 s until it serves.
+func (c *Cluster) Resume(name string) error {
+	p, err := c.process(name)
+	if err != nil {
+		return err
+	}
+	if !p.exited() {
+		return fmt.Errorf("%s is running", name)
+	}
+	np, err := p.again()
+	if err != nil {
+		return err
+	}
+	c.procs[slices.Index(c.procs, p)] = np
+	if np.ready == nil {
+		return nil
+	}
+	return np.waitFor(90*time.Second, np.ready)
+}
+
+// process finds the component name.
+func (c *Cluster) process(name string) (*process, error) {
+	for _, p := range c.procs {
+		if p.name == name {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("the local cluster has no component %q", name)
+}
+
 // Clientset returns an admin clientset.
 func (c *Cluster) Clientset() (*kubernetes.Clientset, error) {
 	return kubernetes.NewForConfig(c.Config)
@@ -214,7 +257,8 @@ func (c *Cluster) startAPIServer(bin string, p *pki, etcdPort, port int) error {
 	c.Config = &rest.Config{Host: host, BearerToken: AdminToken, QPS: 200, Burst: 400,
 		TLSClientConfig: rest.TLSClientConfig{CAData: p.caPEM}}
 	tlsConf := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // readiness probe of our own loopback server
-	if err := proc.waitFor(90*time.Second, func() error { return httpOK(tlsConf, host+"/readyz", AdminToken) }); err != nil {
+	proc.ready = func() error { return httpOK(tlsConf, host+"/readyz", AdminToken) }
+	if err := proc.waitFor(90*time.Second, proc.ready); err != nil {
 		return err
 	}
 	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")

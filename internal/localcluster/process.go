@@ -21,6 +21,10 @@ type process struct {
 	logPath string
 	done    chan struct{}
 	err     error
+	// env is the environment added to this process's own.
+	env []string
+	// ready, when set, says whether the component serves (Resume waits for it).
+	ready func() error
 }
 
 // spawner starts every child from one OS thread that lives as long as the program, so the
@@ -39,7 +43,7 @@ var spawner = sync.OnceValue(func() chan func() {
 
 // startProcess runs bin with args, logging its output to logPath.
 func startProcess(name, bin, logPath string, args []string, env []string) (*process, error) {
-	logFile, err := os.Create(logPath)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600) // a resumed component logs on
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +57,7 @@ func startProcess(name, bin, logPath string, args []string, env []string) (*proc
 		_ = logFile.Close()
 		return nil, fmt.Errorf("while starting %s (%s): %w", name, bin, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	p := &process{name: name, cmd: cmd, logPath: logPath, env: env, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		_ = logFile.Close()
@@ -92,6 +96,16 @@ func (p *process) stop(grace time.Duration) {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		<-p.done
 	}
+}
+
+// again starts a new process with the same binary, arguments, environment and log.
+func (p *process) again() (*process, error) {
+	np, err := startProcess(p.name, p.cmd.Path, p.logPath, p.cmd.Args[1:], p.env)
+	if err != nil {
+		return nil, err
+	}
+	np.ready = p.ready
+	return np, nil
 }
 
 // logTail returns the last lines of the process's log, for error messages.

@@ -4,20 +4,24 @@
 package operator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	alerts "github.com/middleware-operator/middleware-operator/config/prometheus"
 	appscontrollers "github.com/middleware-operator/middleware-operator/controllers/apps"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/caching"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
+	"github.com/middleware-operator/middleware-operator/internal/monitoring"
 )
 
 // Config is what the operator's flags decide about its controllers and cache.
@@ -31,6 +35,13 @@ type Config struct {
 	// QPS and Burst limit the operator's requests to the API server on the client side.
 	QPS   float32
 	Burst int
+	// Fence, when set, is checked by the RedisCluster controller before it changes a cluster
+	// (LeaseFence.Check with leader election).
+	Fence func(context.Context) error
+	// MonitoringNamespace is where the leader keeps the operator's ServiceMonitor and
+	// PrometheusRule once the Prometheus Operator's API is served (monitoring.Keeper);
+	// empty keeps none.
+	MonitoringNamespace string
 }
 
 // Defaults are the shipped settings (main.go's flag defaults).
@@ -74,9 +85,21 @@ func Setup(mgr ctrl.Manager, c Config) error {
 	}
 	if err := (&rediscontrollers.RedisClusterReconciler{
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("rediscluster-controller"),
-		APIReader: mgr.GetAPIReader(), References: references,
+		APIReader: mgr.GetAPIReader(), References: references, Fence: c.Fence,
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: c.RedisClusterWorkers}); err != nil {
 		return fmt.Errorf("while setting up the RedisCluster controller: %w", err)
+	}
+	if c.MonitoringNamespace != "" {
+		dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(&monitoring.Keeper{
+			Client: mgr.GetClient(), Discovery: dc, Namespace: c.MonitoringNamespace, Rules: alerts.Alerts,
+			Log: mgr.GetLogger().WithName("monitoring"),
+		}); err != nil {
+			return err
+		}
 	}
 	// Resources by phase and condition, and replicas, from the cache at scrape time.
 	err = ctrlmetrics.Registry.Register(&metrics.ResourceCollector{Reader: mgr.GetCache()})

@@ -61,22 +61,28 @@ func (a *Admin) client(addr string) *goredis.Client {
 	if c, ok := a.clients[addr]; ok {
 		return c
 	}
-	c := goredis.NewClient(&goredis.Options{
-		Addr:        addr,
-		Password:    a.password,
-		DialTimeout: a.dialTimeout,
-		// Waits poll again anyway: one dial, no back-off, when a node is down.
-		DialerRetries:         1,
-		ContextTimeoutEnabled: true,
-		// Admin commands are not idempotent (ADDSLOTSRANGE, MEET): never resend one.
+	c := goredis.NewClient(nodeOptions(addr, a.password, a.dialTimeout, 2))
+	a.clients[addr] = c
+	return c
+}
+
+// nodeOptions are the options of every client the operator opens to one node: one dial
+// without back-off when the node is down (callers poll again anyway), the caller's context
+// deadlines honoured, and no command ever resent (admin commands such as ADDSLOTSRANGE and
+// MEET are not idempotent); RESP2, no CLIENT SETINFO, no maintenance notifications.
+func nodeOptions(addr, password string, dialTimeout time.Duration, poolSize int) *goredis.Options {
+	return &goredis.Options{
+		Addr:                     addr,
+		Password:                 password,
+		DialTimeout:              dialTimeout,
+		DialerRetries:            1,
+		ContextTimeoutEnabled:    true,
 		MaxRetries:               -1,
-		PoolSize:                 2,
+		PoolSize:                 poolSize,
 		Protocol:                 2,
 		DisableIdentity:          true,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-	})
-	a.clients[addr] = c
-	return c
+	}
 }
 
 // ClusterNodes returns the cluster as the node at addr sees it.

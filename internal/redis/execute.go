@@ -238,7 +238,10 @@ func (m *mover) runPair(ctx context.Context, p *pair, stop *atomic.Bool) error {
 		return fmt.Errorf("while moving slots from %s to %s: %w", p.source.Addr, p.target.Addr, err)
 	}
 	if len(p.finish) > 0 {
-		if err := m.finishBatch(ctx, p, p.finish); err != nil {
+		if err := m.fenced(ctx); err != nil {
+			return wrap(err)
+		}
+		if err := underWay(ctx, func(ctx context.Context) error { return m.finishBatch(ctx, p, p.finish) }); err != nil {
 			return wrap(err)
 		}
 	}
@@ -249,8 +252,11 @@ func (m *mover) runPair(ctx context.Context, p *pair, stop *atomic.Bool) error {
 		if stop.Load() || m.outOfBudget() {
 			return nil
 		}
+		if err := m.fenced(ctx); err != nil {
+			return wrap(err)
+		}
 		batch := p.move[start:min(start+m.opts.SlotBatch, len(p.move))]
-		if err := m.moveBatch(ctx, p, batch); err != nil {
+		if err := underWay(ctx, func(ctx context.Context) error { return m.moveBatch(ctx, p, batch) }); err != nil {
 			return wrap(err)
 		}
 	}
@@ -314,6 +320,11 @@ func (m *mover) moveBatch(ctx context.Context, p *pair, slots []int) error {
 		if len(keys[i]) == 0 {
 			empty = append(empty, s)
 		}
+	}
+	// A replica fenced off while its keys moved (it lost the lease meanwhile) leaves the
+	// slots open for the leader's Fix rather than hand them over under its nose.
+	if err := m.fenced(ctx); err != nil {
+		return errors.Join(failure, err)
 	}
 	if err := m.assignBatch(ctx, p, empty); err != nil {
 		return errors.Join(failure, err)

@@ -94,7 +94,19 @@ func (a *Admin) fix(ctx context.Context, topo *topology, opts MoveOptions) ([]Sl
 	var fixes []SlotFix
 	var errs []error
 	for _, s := range open {
-		f, err := m.fixSlot(ctx, topo, s, counts)
+		if ctx.Err() != nil {
+			errs = append(errs, fmt.Errorf("stopped before slot %d: %w", s, ctx.Err()))
+			break
+		}
+		if err := m.fenced(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stopped before slot %d: %w", s, err))
+			break
+		}
+		var f SlotFix
+		err := underWay(ctx, func(ctx context.Context) (err error) {
+			f, err = m.fixSlot(ctx, topo, s, counts)
+			return err
+		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("slot %d: %w", s, err))
 			if ctx.Err() != nil {

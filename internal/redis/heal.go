@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -38,6 +37,11 @@ const (
 	// ActionSeparate swaps the masters of two replicas so that neither shares a Kubernetes
 	// node with its master.
 	ActionSeparate ActionKind = "ReplicasSeparated"
+	// ActionCover gives slots no master serves, and no master holds keys in, to a master.
+	ActionCover ActionKind = "SlotsCovered"
+	// ActionAbandon forgets the masters of lost shards once the user accepted the loss
+	// (PlanAbandon; never chosen by PlanRecovery).
+	ActionAbandon ActionKind = "LostShardForgotten"
 )
 
 // Command is one Redis command for the node at Addr.
@@ -71,7 +75,7 @@ const (
 // changes (demotions, replica moves) only while every slot owner is alive.
 func PlanRecovery(s Snapshot) (Action, bool) {
 	for _, plan := range []func(Snapshot) (Action, bool){
-		planMeet, planRepoint, planFailover, planRoute, planForget, planDemote, planBalanceReplicas, planSeparate,
+		planMeet, planRepoint, planFailover, planRoute, planCover, planForget, planDemote, planBalanceReplicas, planSeparate,
 	} {
 		if a, ok := plan(s); ok {
 			return a, true
@@ -247,23 +251,9 @@ func planFailover(s Snapshot) (Action, bool) {
 			s.silentFor(k) < forceFailoverAfter*s.NodeTimeout {
 			continue
 		}
-		var best *Observation
-		var bestOffset int64 = -1
-		for _, o := range s.joined() {
-			self, _ := o.Self()
-			if self.Role != RoleSlave || self.MasterID != k.node.ID {
-				continue
-			}
-			offset, _ := strconv.ParseInt(o.Replication["slave_repl_offset"], 10, 64)
-			if offset <= 0 {
-				continue // never synced: promoting it would serve the slots empty
-			}
-			if offset > bestOffset {
-				best, bestOffset = o, offset
-			}
-		}
+		best := promotable(s, k.node.ID)
 		if best == nil {
-			continue // nothing to promote: the status reports the slots as not served
+			continue // nothing to promote: the status reports the slots as not served (LostShards)
 		}
 		kind, mode := ActionForceFailover, "FORCE"
 		if dead*2 >= owners {

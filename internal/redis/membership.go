@@ -7,6 +7,8 @@ import (
 	"net"
 	"slices"
 	"strings"
+
+	"github.com/middleware-operator/middleware-operator/internal/crashpoint"
 )
 
 // NodeState is what a node says about itself: its CLUSTER NODES and its number of keys.
@@ -188,6 +190,7 @@ func (a *Admin) AddNode(ctx context.Context, newAddr, existingAddr, asReplicaOf 
 		if err := a.client(newAddr).Do(ctx, args...).Err(); err != nil {
 			return fmt.Errorf("while adding %s: while running CLUSTER MEET %s %d: %w", newAddr, ip, plan.MeetPort, err)
 		}
+		crashpoint.Reach(crashpoint.JoinAfterMeet)
 	}
 	if err := a.waitKnown(ctx, newAddr, plan.ID, cluster); err != nil {
 		return fmt.Errorf("while adding %s: %w", newAddr, err)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // DefaultPipeline is redis-cli's default --cluster-pipeline: how many keys one
@@ -49,6 +48,11 @@ type MoveOptions struct {
 	// batch under way is always finished, so stopping leaves no slot open, and the stats say
 	// Partial; running the same plan (or a new one) again goes on from there.
 	Budget time.Duration
+	// Fence, when set, is checked before every batch, again before a batch's slots are
+	// handed to their target, and before every slot Fix closes; an error stops the moves
+	// there and is returned (slots of a batch stopped before the hand-over stay open, for
+	// Fix). The operator's fence fails once another replica holds the leader election lease.
+	Fence func(context.Context) error
 }
 
 func (o MoveOptions) withDefaults() MoveOptions {
@@ -147,26 +151,24 @@ func (m *mover) outOfBudget() bool {
 	return true
 }
 
+// fenced checks MoveOptions.Fence, if any.
+func (m *mover) fenced(ctx context.Context) error {
+	if m.opts.Fence == nil {
+		return nil
+	}
+	return m.opts.Fence(ctx)
+}
+
 func (m *mover) client(addr string) *goredis.Client {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if c, ok := m.clients[addr]; ok {
 		return c
 	}
-	c := goredis.NewClient(&goredis.Options{
-		Addr:                     addr,
-		Password:                 m.a.password,
-		DialTimeout:              m.a.dialTimeout,
-		DialerRetries:            1,
-		ReadTimeout:              m.opts.Timeout + 10*time.Second,
-		WriteTimeout:             m.opts.Timeout + 10*time.Second,
-		ContextTimeoutEnabled:    true,
-		MaxRetries:               -1,
-		PoolSize:                 m.poolSize,
-		Protocol:                 2,
-		DisableIdentity:          true,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-	})
+	opts := nodeOptions(addr, m.a.password, m.a.dialTimeout, m.poolSize)
+	opts.ReadTimeout = m.opts.Timeout + 10*time.Second // a MIGRATE may take its whole timeout
+	opts.WriteTimeout = opts.ReadTimeout
+	c := goredis.NewClient(opts)
 	m.clients[addr] = c
 	return c
 }
@@ -376,4 +378,28 @@ func (m *mover) compareValues(ctx context.Context, source, target Node, keys []s
 		}
 	}
 	return diffs, nil
+}
+
+// batchGrace bounds how long a batch of slot moves (or one slot being fixed) that is under
+// way keeps going after its caller's context ends. A shutdown then finishes the batch
+// instead of leaving its slots open, well within a pod's 30 s termination grace period.
+const batchGrace = 15 * time.Second
+
+// underWay runs step, which must not be stopped half way, with a context that the end of
+// ctx does not cancel at once but batchGrace later. Callers check ctx before starting the
+// next step.
+func underWay(ctx context.Context, step func(context.Context) error) error {
+	detached, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(batchGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-detached.Done():
+		}
+	})
+	defer stop()
+	return step(detached)
 }

@@ -27,6 +27,9 @@ type Observation struct {
 	View        []Node
 	Info        map[string]string
 	Replication map[string]string
+	// KeysInUncovered counts, on a master, its keys in each slot its view routes to no
+	// master (CLUSTER COUNTKEYSINSLOT, asked only when there are such slots).
+	KeysInUncovered map[int]int64
 }
 
 // Answered reports whether the node answered every read.
@@ -94,8 +97,11 @@ func (a *Admin) Observe(ctx context.Context, obs []Observation) {
 		if o.Err == nil {
 			o.Replication, o.Err = a.replicationInfo(ctx, o.Addr)
 		}
+		if self, ok := o.Self(); o.Err == nil && ok && self.IsMaster() && len(o.View) > 1 {
+			o.KeysInUncovered, o.Err = a.countKeys(ctx, o.Addr, uncoveredIn(o))
+		}
 		if o.Err != nil { // a node answers every read or counts as silent
-			o.View, o.Info, o.Replication = nil, nil, nil
+			o.View, o.Info, o.Replication, o.KeysInUncovered = nil, nil, nil, nil
 		}
 	}
 }

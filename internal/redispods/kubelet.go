@@ -4,8 +4,9 @@
 // and secretKeyRef resolved) in the process environment, and each volumeMount bind-mounted
 // in a private mount namespace. ConfigMap volumes are files kept up to date from the API;
 // every other volume is the pod's data directory, named after the pod, which outlives the
-// pod as a PersistentVolumeClaim would. Only the network namespace is played, by binding
-// redis-server to the pod's IP.
+// pod as a PersistentVolumeClaim would. With Probes, the container's readiness probe runs
+// as a kubelet runs it, and its result is the pod's Ready condition. Only the network namespace is
+// played, by binding redis-server to the pod's IP.
 package redispods
 
 import (
@@ -38,6 +39,12 @@ const SelectorLabel = "app.kubernetes.io/name"
 // volume is <namespace>/<pod>, and its ConfigMap volumes and log are in
 // <namespace>/.volumes/<pod>, apart from the data.
 type Kubelet struct {
+	// Probes makes it run each container's readiness probe and write the pod's Ready
+	// condition (off: kwok's Ready from the start stands). Each probe starts about a dozen
+	// processes; with 150 pods every 5 s that slowed the whole test run several-fold, so
+	// the heavy suites leave it off and `make run` and the runner's own tests turn it on.
+	Probes bool
+
 	client  client.Client
 	dataDir string
 	logf    func(string, ...any)
@@ -177,13 +184,8 @@ func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod, cms *configMaps) e
 			hostDirs[m.Name] = dataDir // the data volume (a claim, hostPath or NFS): one directory per pod
 		}
 	}
-	cmd := mountNamespaceCommand(container.VolumeMounts, hostDirs, argv)
-	cmd.Env = os.Environ()
-	for _, e := range container.Env {
-		if v, ok := env[e.Name]; ok {
-			cmd.Env = append(cmd.Env, e.Name+"="+v)
-		}
-	}
+	cmd := mountNamespaceCommand(context.Background(), container.VolumeMounts, hostDirs, argv) // stopped by stop, not by ctx
+	cmd.Env = containerEnv(container, env)
 	out, err := os.OpenFile(k.logPath(pod.Namespace, pod.Name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -196,6 +198,9 @@ func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod, cms *configMaps) e
 	}
 	s := &server{uid: string(pod.UID), ip: ip, cmd: cmd, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); s.exited = time.Now(); close(s.done) }()
+	if p := newProbe(pod, container, hostDirs, containerEnv(container, env)); p != nil && k.Probes {
+		go p.run(ctx, k, client.ObjectKeyFromObject(pod), s.done)
+	}
 	k.mu.Lock()
 	k.running[pod.Namespace+"/"+pod.Name] = s
 	k.mu.Unlock()
@@ -205,8 +210,8 @@ func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod, cms *configMaps) e
 
 // mountNamespaceCommand runs argv in a private mount namespace where each mount's path is a
 // bind mount of its volume's host directory (hostDirs, by volume name). The mount points are
-// created if missing, on the host's file system too.
-func mountNamespaceCommand(mounts []corev1.VolumeMount, hostDirs map[string]string, argv []string) *exec.Cmd {
+// created if missing, on the host's file system too. ctx ending kills the process.
+func mountNamespaceCommand(ctx context.Context, mounts []corev1.VolumeMount, hostDirs map[string]string, argv []string) *exec.Cmd {
 	mounts = slices.Clone(mounts) // a directory is mounted before the mounts inside it
 	slices.SortStableFunc(mounts, func(a, b corev1.VolumeMount) int { return strings.Compare(a.MountPath, b.MountPath) })
 	var script strings.Builder
@@ -223,7 +228,7 @@ func mountNamespaceCommand(mounts []corev1.VolumeMount, hostDirs map[string]stri
 	if os.Geteuid() != 0 {
 		unshare = append([]string{"--user", "--map-root-user"}, unshare...)
 	}
-	return exec.Command("unshare", slices.Concat(unshare, []string{"--", "sh", "-c", script.String(), "sh"}, argv)...)
+	return exec.CommandContext(ctx, "unshare", slices.Concat(unshare, []string{"--", "sh", "-c", script.String(), "sh"}, argv)...)
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
@@ -262,6 +267,13 @@ func (k *Kubelet) writeVolumes(ctx context.Context, pod *corev1.Pod, cms *config
 			}
 			continue
 		}
+		if v.Secret != nil {
+			dirs[v.Name] = filepath.Join(k.podDir(pod.Namespace, pod.Name), v.Name)
+			if err := k.writeSecretVolume(ctx, pod.Namespace, v.Secret, dirs[v.Name]); err != nil {
+				errs = append(errs, fmt.Errorf("volume %s: %w", v.Name, err))
+			}
+			continue
+		}
 		if v.ConfigMap == nil {
 			continue
 		}
@@ -288,6 +300,28 @@ func (k *Kubelet) writeVolumes(ctx context.Context, pod *corev1.Pod, cms *config
 		}
 	}
 	return dirs, errors.Join(errs...)
+}
+
+// writeSecretVolume writes a Secret volume's files into dir (its items, or every key), kept
+// up to date on every sync as a kubelet refreshes Secret volumes (here at once, where a real
+// kubelet takes up to its sync period and cache TTL).
+func (k *Kubelet) writeSecretVolume(ctx context.Context, namespace string, v *corev1.SecretVolumeSource, dir string) error {
+	secret := &corev1.Secret{}
+	if err := k.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: v.SecretName}, secret); err != nil {
+		return err
+	}
+	files := map[string][]byte{}
+	if len(v.Items) == 0 {
+		maps.Copy(files, secret.Data)
+	}
+	for _, item := range v.Items {
+		data, ok := secret.Data[item.Key]
+		if !ok {
+			return fmt.Errorf("secret %s has no key %q", v.SecretName, item.Key)
+		}
+		files[item.Path] = data
+	}
+	return writeFiles(dir, files)
 }
 
 // writeFiles makes dir hold exactly files. Each file is replaced atomically (written next to

@@ -57,9 +57,11 @@ func startKubelet(t *testing.T) (*Kubelet, client.Client, *redisv1alpha1.RedisCl
 		Data: map[string]string{resources.RedisConfigFile: "port 6379\ncluster-enabled yes\n" +
 			"cluster-config-file nodes.conf\ndir /data\nappendonly no\n"},
 	}
-	c := fake.NewClientBuilder().WithObjects(pod, config, resources.RedisPasswordSecret(rc, testPassword)).Build()
+	c := fake.NewClientBuilder().WithObjects(pod, config, resources.RedisPasswordSecret(rc, testPassword)).
+		WithStatusSubresource(&corev1.Pod{}).Build()
 
 	k := New(c, t.TempDir(), t.Logf)
+	k.Probes = true
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { k.Run(ctx); close(done) }()
@@ -166,5 +168,48 @@ func TestKubeletLoseDataOfAMemberWaitsForRelease(t *testing.T) {
 	newID, err := rdb.ClusterMyID(ctx).Result()
 	if err != nil || newID == oldID {
 		t.Errorf("node id after the release %q (%v), want a fresh one, not %s", newID, err, oldID)
+	}
+}
+
+// TestKubeletRunsTheReadinessProbe: the pod's Ready condition follows the readiness probe of
+// the spec the operator builds, run in the container's file system: not Ready while the
+// node is alone (not in a cluster), Ready once it knows another node, not Ready once its
+// container has crashed.
+func TestKubeletRunsTheReadinessProbe(t *testing.T) {
+	k, c, _ := startKubelet(t)
+	ready := func() (corev1.ConditionStatus, string) {
+		pod := &corev1.Pod{}
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: testNamespace, Name: testPod}, pod); err != nil {
+			t.Fatal(err)
+		}
+		for _, cond := range pod.Status.Conditions {
+			if cond.Type == corev1.PodReady {
+				return cond.Status, cond.Message
+			}
+		}
+		return "", ""
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: testIP + ":6379", Password: testPassword})
+	defer func() { _ = rdb.Close() }()
+	if !eventually(15*time.Second, func() bool { return ping(rdb) == nil }) {
+		t.Fatal("redis-server never answered")
+	}
+	time.Sleep(6 * time.Second) // one probe period (5 s) after the server answers
+	if s, msg := ready(); s != corev1.ConditionFalse || !strings.Contains(msg, "[redis]") {
+		t.Fatalf("a node alone, not in a cluster: Ready %q (%s), want False naming the redis container", s, msg)
+	}
+	// A node it is introduced to counts as known (in handshake) for the node timeout.
+	if err := rdb.Do(context.Background(), "CLUSTER", "MEET", "127.1.200.8", "6379").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(15*time.Second, func() bool { s, _ := ready(); return s == corev1.ConditionTrue }) {
+		s, msg := ready()
+		t.Fatalf("a node that knows another: Ready %q (%s), want True", s, msg)
+	}
+	if err := k.Crash(testNamespace, testPod); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(RestartDelay, func() bool { s, _ := ready(); return s == corev1.ConditionFalse }) {
+		t.Fatal("the pod stayed Ready after its container crashed")
 	}
 }

@@ -3,6 +3,7 @@ package resources
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -46,23 +47,32 @@ const (
 	RedisAuthFile = RedisAuthDir + "/auth.conf"
 	// RedisAuthVolume is the name of that emptyDir.
 	RedisAuthVolume = "auth"
+	// RedisPasswordDir is where the password Secret is mounted (RedisPasswordVolume): the
+	// start script and the readiness probe read the password from RedisPasswordFile there.
+	// The kubelet refreshes a Secret volume when the Secret changes, so a probe keeps
+	// working across a password rotation.
+	RedisPasswordDir = "/etc/redis-password"
+	// RedisPasswordFile is the password file in RedisPasswordDir.
+	RedisPasswordFile = RedisPasswordDir + "/" + RedisPasswordKey
+	// RedisPasswordVolume is the name of the password Secret's volume.
+	RedisPasswordVolume = "password"
 )
 
 // RedisStartScript is the redis container's command (run as sh -c RedisStartScript
-// redis-server ARGS...). It first writes the password from $REDIS_PASSWORD into
-// RedisAuthFile as requirepass and masterauth (quoted for redis.conf) and unsets the
-// variable, so the password reaches redis-server through a file it includes, never its
-// arguments or environment. A pod whose data volume has no cluster state (nodes.conf missing or
-// empty) but which the operator still records as a member (a non-empty file named after the
+// redis-server ARGS...). It first writes the password from RedisPasswordFile into
+// RedisAuthFile as requirepass and masterauth (quoted for redis.conf), so the password
+// reaches redis-server through a file it includes, never its arguments or environment; with
+// no password file it does not start. A pod whose data volume has no cluster state
+// (nodes.conf missing or empty) but which the operator still records as a member (a non-empty file named after the
 // pod in RedisMembersDir) has lost its data: started at its address as a fresh node, it
 // would make its old replica full-sync from it and flush its copy. So it waits until the
 // operator has settled the old role and released the pod (deleted its key), then execs
 // redis-server with the args. POSIX sh only; no "$(" or "$$", which the kubelet would expand.
 const RedisStartScript = `trap 'exit 143' TERM
 umask 077
-{ printf 'requirepass "'; printf '%s' "$REDIS_PASSWORD" | sed 's/[\\"]/\\&/g'
-  printf '"\nmasterauth "'; printf '%s' "$REDIS_PASSWORD" | sed 's/[\\"]/\\&/g'; printf '"\n'; } > ` + RedisAuthFile + `
-unset REDIS_PASSWORD
+[ -s ` + RedisPasswordFile + ` ] || { echo "the password file ` + RedisPasswordFile + ` is missing or empty" >&2; exit 1; }
+{ printf 'requirepass "'; sed 's/[\\"]/\\&/g' ` + RedisPasswordFile + ` | tr -d '\n'
+  printf '"\nmasterauth "'; sed 's/[\\"]/\\&/g' ` + RedisPasswordFile + ` | tr -d '\n'; printf '"\n'; } > ` + RedisAuthFile + `
 member="` + RedisMembersDir + `/$POD_NAME"
 if [ ! -s ` + RedisDataDir + `/nodes.conf ] && [ -n "$POD_NAME" ] && [ -f "$member" ] && [ -s "$member" ]; then
   read -r node < "$member"
@@ -76,8 +86,10 @@ exec redis-server "$@"
 // cluster (it knows other nodes), and, for a replica, its link to its master is up and no
 // full sync is in progress. So the PodDisruptionBudget counts real redundancy: a replica
 // still loading its first copy does not let a drain take its master. The password reaches
-// redis-cli through REDISCLI_AUTH, not its arguments.
-const RedisReadinessScript = `export REDISCLI_AUTH="$REDIS_PASSWORD"
+// redis-cli through REDISCLI_AUTH, not its arguments, read from the Secret volume each time,
+// so the probe follows a password rotation.
+const RedisReadinessScript = `REDISCLI_AUTH=` + "`" + `cat ` + RedisPasswordFile + "`" + ` || exit 1
+export REDISCLI_AUTH
 cluster=` + "`" + `redis-cli -h 127.0.0.1 -p 6379 cluster info` + "`" + ` || exit 1
 replication=` + "`" + `redis-cli -h 127.0.0.1 -p 6379 info replication` + "`" + ` || exit 1
 echo "$cluster" | grep -q '^cluster_known_nodes:[2-9]\|^cluster_known_nodes:[1-9][0-9]' || { echo "not in a cluster"; exit 1; }
@@ -105,6 +117,36 @@ func RedisPasswordSecretName(rc *redisv1alpha1.RedisCluster) string {
 	}
 	return rc.Name + "-password"
 }
+
+// RedisAppliedPasswordSecretName is the operator's record of the password the nodes run
+// with (and, during a rotation, the one they are leaving), so that a changed password
+// Secret is rotated onto the nodes instead of locking the operator out.
+func RedisAppliedPasswordSecretName(rc *redisv1alpha1.RedisCluster) string {
+	return rc.Name + "-password-applied"
+}
+
+// RedisAppliedPasswordSecret is that record: RedisPasswordKey holds the password every node
+// accepts, RedisPreviousPasswordKey (during a rotation) the one being retired, and
+// RedisPasswordSwitchedAnnotation when every node started accepting the new one.
+func RedisAppliedPasswordSecret(rc *redisv1alpha1.RedisCluster, password, previous string, switchedAt time.Time) *corev1.Secret {
+	secret := &corev1.Secret{
+		ObjectMeta: redisMeta(rc, RedisAppliedPasswordSecretName(rc)),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{RedisPasswordKey: []byte(password)},
+	}
+	if previous != "" {
+		secret.Data[RedisPreviousPasswordKey] = []byte(previous)
+		secret.Annotations = map[string]string{RedisPasswordSwitchedAnnotation: switchedAt.UTC().Format(time.RFC3339)}
+	}
+	return secret
+}
+
+const (
+	// RedisPreviousPasswordKey holds the password a rotation retires.
+	RedisPreviousPasswordKey = "previous"
+	// RedisPasswordSwitchedAnnotation is when every node began to accept the new password.
+	RedisPasswordSwitchedAnnotation = "redis.middleware-operator.io/password-switched-at"
+)
 
 // RedisMembersConfigMapName is the ConfigMap the operator keeps of the pods that joined
 // the cluster: pod name -> Redis node id.
@@ -193,28 +235,32 @@ func RedisPasswordSecret(rc *redisv1alpha1.RedisCluster, password string) *corev
 }
 
 // RedisHeadlessService gives each pod a DNS name and publishes not-ready pods, so nodes can
-// find each other while the cluster forms.
+// find each other while the cluster forms. With an exporter it also names its port: every
+// pod is a scrape target of its own (a ServiceMonitor on this Service scrapes each endpoint),
+// where the client Service would hand each scrape to any one pod.
 func RedisHeadlessService(rc *redisv1alpha1.RedisCluster) *corev1.Service {
+	ports := []corev1.ServicePort{
+		{Name: "redis", Port: RedisPort, TargetPort: intstr.FromInt32(RedisPort), Protocol: corev1.ProtocolTCP},
+		{Name: "bus", Port: RedisPort + 10000, TargetPort: intstr.FromInt32(RedisPort + 10000), Protocol: corev1.ProtocolTCP},
+	}
+	if RedisPodSpec(rc).MonitorImage != "" {
+		ports = append(ports, corev1.ServicePort{Name: "metrics", Port: RedisExporterPort, TargetPort: intstr.FromInt32(RedisExporterPort), Protocol: corev1.ProtocolTCP})
+	}
 	return &corev1.Service{
 		ObjectMeta: redisMeta(rc, RedisHeadlessServiceName(rc)),
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
 			PublishNotReadyAddresses: true,
 			Selector:                 SelectorLabels(RedisClusterKind, rc.Name),
-			Ports: []corev1.ServicePort{
-				{Name: "redis", Port: RedisPort, TargetPort: intstr.FromInt32(RedisPort), Protocol: corev1.ProtocolTCP},
-				{Name: "bus", Port: RedisPort + 10000, TargetPort: intstr.FromInt32(RedisPort + 10000), Protocol: corev1.ProtocolTCP},
-			},
+			Ports:                    ports,
 		},
 	}
 }
 
-// RedisClientService is the ClusterIP Service clients use to reach any node.
+// RedisClientService is the ClusterIP Service clients use to reach any node: the Redis
+// port only (the exporter's is on the headless Service).
 func RedisClientService(rc *redisv1alpha1.RedisCluster) *corev1.Service {
 	ports := []corev1.ServicePort{{Name: "redis", Port: RedisPort, TargetPort: intstr.FromInt32(RedisPort), Protocol: corev1.ProtocolTCP}}
-	if RedisPodSpec(rc).MonitorImage != "" {
-		ports = append(ports, corev1.ServicePort{Name: "metrics", Port: RedisExporterPort, TargetPort: intstr.FromInt32(RedisExporterPort), Protocol: corev1.ProtocolTCP})
-	}
 	return &corev1.Service{
 		ObjectMeta: redisMeta(rc, RedisClientServiceName(rc)),
 		Spec: corev1.ServiceSpec{
@@ -309,7 +355,6 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 	env := append([]corev1.EnvVar{
 		{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-		password,
 	}, pod.Env...)
 	redis := corev1.Container{
 		Name:  RedisContainer,
@@ -344,6 +389,7 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 			{Name: RedisDataVolume, MountPath: RedisDataDir},
 			{Name: RedisMembersVolume, MountPath: RedisMembersDir, ReadOnly: true},
 			{Name: RedisAuthVolume, MountPath: RedisAuthDir},
+			{Name: RedisPasswordVolume, MountPath: RedisPasswordDir, ReadOnly: true},
 		},
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),
@@ -385,6 +431,9 @@ func redisVolumes(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) []c
 		LocalObjectReference: corev1.LocalObjectReference{Name: RedisMembersConfigMapName(rc)}, Optional: ptr.To(true),
 	}}}, {Name: RedisAuthVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
 		Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("1Mi")),
+	}}}, {Name: RedisPasswordVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: RedisPasswordSecretName(rc), Items: []corev1.KeyToPath{{Key: RedisPasswordKey, Path: RedisPasswordKey}},
+		DefaultMode: ptr.To[int32](0o440), // readable by the pod's fsGroup only
 	}}}}
 	switch redisVolumeType(pod) {
 	case "hostPath":

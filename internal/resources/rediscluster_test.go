@@ -63,6 +63,7 @@ func TestRedisStatefulSetRedisContainer(t *testing.T) {
 				{Name: "data", MountPath: "/data", SubPathExpr: tc.dataSubPathExp},
 				{Name: "members", MountPath: "/etc/redis-members", ReadOnly: true},
 				{Name: "auth", MountPath: "/run/redis-auth"},
+				{Name: "password", MountPath: "/etc/redis-password", ReadOnly: true}, // the Secret, refreshed on a rotation
 			}
 			if !reflect.DeepEqual(c.VolumeMounts, wantMounts) {
 				t.Errorf("mounts %+v, want %+v", c.VolumeMounts, wantMounts)
@@ -148,9 +149,13 @@ func TestRedisStartScriptPassesThePasswordThroughAFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "redis-server"), []byte(stub), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "password"), []byte(password), 0o400); err != nil {
+		t.Fatal(err)
+	}
 	script := strings.ReplaceAll(resources.RedisStartScript, resources.RedisAuthFile, dir+"/auth.conf")
+	script = strings.ReplaceAll(script, resources.RedisPasswordFile, dir+"/password")
 	cmd := exec.Command("sh", "-c", script, "redis-server", "--include", dir+"/auth.conf")
-	cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "REDIS_PASSWORD=" + password, "POD_NAME=cache-0"}
+	cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "POD_NAME=cache-0"}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +182,7 @@ func TestRedisStartScriptPassesThePasswordThroughAFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(string(data), password) || strings.Contains(string(data), "REDIS_PASSWORD") {
+		if strings.Contains(string(data), password) {
 			t.Errorf("redis-server's %s hold the password:\n%s", f, data)
 		}
 	}
@@ -234,12 +239,74 @@ func TestRedisReadinessScript(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "redis-cli"), []byte(fake), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command("sh", "-c", resources.RedisReadinessScript)
-			cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "REDIS_PASSWORD=secret"}
+			if err := os.WriteFile(filepath.Join(dir, "password"), []byte("secret"), 0o400); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("sh", "-c", strings.ReplaceAll(resources.RedisReadinessScript, resources.RedisPasswordFile, dir+"/password"))
+			cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin"}
 			out, err := cmd.CombinedOutput()
 			if (err == nil) != tc.ready {
 				t.Errorf("ready = %v (%v, %s), want %v", err == nil, err, out, tc.ready)
 			}
 		})
+	}
+}
+
+// TestRedisStartScriptRefusesToStartWithoutAPassword: with no password file (an empty or
+// missing Secret volume), the script exits before redis-server runs, so no node ever runs
+// without a password.
+func TestRedisStartScriptRefusesToStartWithoutAPassword(t *testing.T) {
+	dir := t.TempDir()
+	stub := "#!/bin/sh\ntouch " + dir + "/started\n"
+	if err := os.WriteFile(filepath.Join(dir, "redis-server"), []byte(stub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]*string{"missing": nil, "empty": new(string)} {
+		if content != nil {
+			if err := os.WriteFile(filepath.Join(dir, "password"), []byte(*content), 0o400); err != nil {
+				t.Fatal(err)
+			}
+		}
+		script := strings.ReplaceAll(resources.RedisStartScript, resources.RedisAuthFile, dir+"/auth.conf")
+		script = strings.ReplaceAll(script, resources.RedisPasswordFile, dir+"/password")
+		cmd := exec.Command("sh", "-c", script, "redis-server")
+		cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "POD_NAME=cache-0"}
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "password file") {
+			t.Errorf("%s password file: the script ended with %v: %s; want a failure naming the password file", name, err, out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
+			t.Errorf("%s password file: redis-server was started", name)
+		}
+	}
+}
+
+// TestRedisExporterPortIsOnTheHeadlessServiceOnly: with monitorImage the pods get the
+// exporter sidecar, each pod's exporter is reachable through the headless Service (one
+// scrape target per pod), and the client Service still offers only Redis; without it there
+// is no exporter at all.
+func TestRedisExporterPortIsOnTheHeadlessServiceOnly(t *testing.T) {
+	portNames := func(svc *corev1.Service) []string {
+		var names []string
+		for _, p := range svc.Spec.Ports {
+			names = append(names, p.Name)
+		}
+		return names
+	}
+	for _, monitor := range []string{"", "oliver006/redis_exporter:v1.62.0"} {
+		rc := redisCluster(nil)
+		rc.Spec.Pod[0].MonitorImage = monitor
+		headless, client := portNames(resources.RedisHeadlessService(rc)), portNames(resources.RedisClientService(rc))
+		containers := resources.RedisStatefulSet(rc, 6).Spec.Template.Spec.Containers
+		wantHeadless := []string{"redis", "bus"}
+		if monitor != "" {
+			wantHeadless = append(wantHeadless, "metrics")
+		}
+		if !reflect.DeepEqual(headless, wantHeadless) || !reflect.DeepEqual(client, []string{"redis"}) {
+			t.Errorf("monitorImage %q: headless ports %v (want %v), client ports %v (want [redis])", monitor, headless, wantHeadless, client)
+		}
+		if hasExporter := len(containers) == 2 && containers[1].Name == "exporter"; hasExporter != (monitor != "") {
+			t.Errorf("monitorImage %q: %d containers", monitor, len(containers))
+		}
 	}
 }

@@ -47,6 +47,11 @@ type Figures struct {
 	HeapBytes          uint64 `json:"heapBytes"`
 	HeapUnrelatedBytes uint64 `json:"heapWithUnrelatedBytes"`
 	// Latency from an AppService's creation to its Deployment's, while N exist.
+	// ScrapeBytes is the size of the operator's metrics page (text format) at steady state;
+	// OwnSeries counts its middleware_operator_* series there.
+	ScrapeBytes int `json:"scrapeBytes"`
+	OwnSeries   int `json:"ownSeries"`
+
 	LatencyP50 float64 `json:"latencyP50Seconds"`
 	LatencyP99 float64 `json:"latencyP99Seconds"`
 }
@@ -54,15 +59,16 @@ type Figures struct {
 // Table renders figures as the README's table.
 func Table(fs []Figures) string {
 	var b strings.Builder
-	b.WriteString("| N | floor: children / Available / update (s) | operator: children / converged / update (s) | ratio converged / update | writes per AppService: create / update | steady writes, CPU s/min | heap per AppService | +unrelated | latency p50 / p99 (s) |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| N | floor: children / Available / update (s) | operator: children / converged / update (s) | ratio converged / update | writes per AppService: create / update | steady writes, CPU s/min | heap per AppService | +unrelated | latency p50 / p99 (s) | metrics page: bytes / own series |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, f := range fs {
-		fmt.Fprintf(&b, "| %d | %.1f / %.1f / %.1f | %.1f / %.1f / %.1f | %.2f / %.2f | %.2f / %.2f | %d, %.2f | %.1f KiB | %+.1f%% | %.2f / %.2f |\n",
+		fmt.Fprintf(&b, "| %d | %.1f / %.1f / %.1f | %.1f / %.1f / %.1f | %.2f / %.2f | %.2f / %.2f | %d, %.2f | %.1f KiB | %+.1f%% | %.2f / %.2f | %d / %d |\n",
 			f.N, f.FloorChildren, f.FloorAvailable, f.FloorUpdate, f.Children, f.Converged, f.Update,
 			f.Converged/f.FloorAvailable, f.Update/f.FloorUpdate,
 			float64(sum(f.CreateWrites))/float64(f.N), float64(sum(f.UpdateWrites))/float64(f.N),
 			sum(f.SteadyWrites), f.SteadyCPU, float64(f.HeapBytes)/float64(f.N)/1024,
-			100*(float64(f.HeapUnrelatedBytes)-float64(f.HeapBytes))/float64(f.HeapBytes), f.LatencyP50, f.LatencyP99)
+			100*(float64(f.HeapUnrelatedBytes)-float64(f.HeapBytes))/float64(f.HeapBytes), f.LatencyP50, f.LatencyP99,
+			f.ScrapeBytes, f.OwnSeries)
 	}
 	return b.String()
 }

@@ -85,4 +85,9 @@ func TestBenchSmoke(t *testing.T) {
 	if got := sum(f.SteadyWrites); got != 0 {
 		t.Errorf("%d writes at steady state (%v), want 0", got, f.SteadyWrites)
 	}
+	// Labels stay bounded: two series (desired, ready) per AppService, plus a fixed set by
+	// kind, phase and condition.
+	if f.OwnSeries < 2*n || f.OwnSeries > 2*(n+1)+64 {
+		t.Errorf("%d middleware_operator_* series for %d AppServices, want between %d and %d", f.OwnSeries, n, 2*n, 2*(n+1)+64)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
@@ -247,6 +249,10 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	f.SteadyWrites = writes.Reset()
 	f.HeapBytes = heapAbove(baseline)
 	o.Logf("operator: steady for %s: %d writes, %.2f CPU s/min; heap %d MiB", o.Steady, sum(f.SteadyWrites), f.SteadyCPU, f.HeapBytes>>20)
+	if f.ScrapeBytes, f.OwnSeries, err = scrape(); err != nil {
+		return err
+	}
+	o.Logf("operator: the metrics page is %d bytes, %d of its series the operator's own", f.ScrapeBytes, f.OwnSeries)
 
 	if err := unrelated(ctx, c, o.Unrelated); err != nil {
 		return err
@@ -306,4 +312,25 @@ func cpuSeconds() float64 {
 	var u syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &u)
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano()).Seconds()
+}
+
+// scrape renders what the operator's metrics endpoint serves (controller-runtime's
+// registry, which holds the operator's own metrics too) in the text format Prometheus
+// scrapes, and returns its size and the number of middleware_operator_* series.
+func scrape() (bytes, own int, err error) {
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return 0, 0, err
+	}
+	var page strings.Builder
+	enc := expfmt.NewEncoder(&page, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range families {
+		if err := enc.Encode(mf); err != nil {
+			return 0, 0, err
+		}
+		if strings.HasPrefix(mf.GetName(), "middleware_operator_") {
+			own += len(mf.GetMetric())
+		}
+	}
+	return page.Len(), own, nil
 }

@@ -37,7 +37,7 @@ type replica struct {
 	log string
 }
 
-func start(t *testing.T, env *testenv.Env, bin string, n int) *replica {
+func start(t *testing.T, env *testenv.Env, bin string, n int, environ ...string) *replica {
 	t.Helper()
 	log := filepath.Join(env.Cluster.Dir, fmt.Sprintf("operator-%d.log", n))
 	f, err := os.Create(log)
@@ -47,6 +47,7 @@ func start(t *testing.T, env *testenv.Env, bin string, n int) *replica {
 	cmd := exec.Command(bin, "--kubeconfig="+env.Cluster.Kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
 		"--leader-elect", "--leader-election-namespace=default")
 	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append(os.Environ(), environ...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -78,11 +79,9 @@ func TestLeaderFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer env.Stop()
-	bin := filepath.Join(env.Cluster.Dir, "manager")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = testenv.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := operatorBinary()
+	if err != nil {
+		t.Fatal(err)
 	}
 	ns := env.Namespace(t)
 	replicas := []*replica{start(t, env, bin, 0), start(t, env, bin, 1)}

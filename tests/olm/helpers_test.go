@@ -29,18 +29,7 @@ import (
 )
 
 // binPath is a program `make tools` links into bin/ (or $MWO_BIN_DIR).
-func binPath(t *testing.T, name string) string {
-	t.Helper()
-	dir := os.Getenv("MWO_BIN_DIR")
-	if dir == "" {
-		dir = filepath.Join(testenv.RepoRoot(), "bin")
-	}
-	p := filepath.Join(dir, name)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s is not built: run make tools (%v)", name, err)
-	}
-	return p
-}
+func binPath(t *testing.T, name string) string { return testenv.Tool(t, name) }
 
 // start runs a program next to the cluster, logging to <dir>/<name>.log, and stops it when
 // the test ends (unless stopped before).

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/middleware-operator/middleware-operator/internal/localcluster"
+	"github.com/middleware-operator/middleware-operator/internal/monitoring"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
@@ -129,6 +130,44 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 	f.checkIntact(crs)
 	f.checkStillReconciled(crs, operator)
 	ph.done("custom resources intact and still reconciled after the upgrade")
+
+	// Installed on a cluster without the Prometheus Operator; its CRDs arrive later.
+	f.checkMonitoringObjectsAppear(operator)
+	ph.done("Prometheus Operator CRDs installed: the operator created its ServiceMonitor and PrometheusRule")
+}
+
+// checkMonitoringObjectsAppear installs the Prometheus Operator's ServiceMonitor and
+// PrometheusRule CRDs (v0.85.0, from its module) after the operator runs, and waits for the
+// operator to create both objects in its namespace, within the minute the README promises.
+// The API server validates them against the real CRD schemas.
+func (f *flow) checkMonitoringObjectsAppear(operator *localcluster.Process) {
+	t := f.t
+	crds, err := filepath.EvalSymlinks(binPath(t, "monitoring-crds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, f.cluster.Kubeconfig, "apply", "--server-side", "-f", crds)
+	kubectl(t, f.cluster.Kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", "-f", crds)
+	installed := time.Now()
+	eventually(t, time.Minute, "the operator's ServiceMonitor and PrometheusRule", func(ctx context.Context) (bool, string) {
+		var missing []string
+		for kind, name := range map[string]string{"ServiceMonitor": monitoring.ServiceMonitorName, "PrometheusRule": monitoring.PrometheusRuleName} {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(monitoring.GroupVersion.WithKind(kind))
+			if err := f.cl.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name}, u); err != nil {
+				missing = append(missing, fmt.Sprintf("%s %s: %v", kind, name, err))
+				continue
+			}
+			if kind == "PrometheusRule" {
+				groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "groups")
+				if len(groups) == 0 {
+					missing = append(missing, "PrometheusRule without groups")
+				}
+			}
+		}
+		return len(missing) == 0, strings.Join(missing, "; ")
+	}, operator)
+	t.Logf("the ServiceMonitor and the PrometheusRule appeared %s after their CRDs", time.Since(installed).Round(100*time.Millisecond))
 }
 
 // bundleVersions reads the current bundle's version and the version it replaces.

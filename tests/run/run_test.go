@@ -281,6 +281,17 @@ func scrapeMetrics(t *testing.T, kubectl func(args ...string) (string, error), r
 			t.Logf("lint (not ours): %s: %s", p.Metric, p.Text)
 		}
 	}
+	// And the real promtool (make tools builds it), whose findings on others' metrics are
+	// only logged.
+	check := exec.CommandContext(t.Context(), filepath.Join(root, "bin", "promtool"), "check", "metrics")
+	check.Stdin = strings.NewReader(body)
+	out, err := check.CombinedOutput()
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		if strings.HasPrefix(line, "middleware_operator_") {
+			t.Errorf("promtool check metrics: %s", line)
+		}
+	}
+	t.Logf("promtool check metrics: %v; %d lines about others' metrics", err, strings.Count(string(out), "\n"))
 	if code, _ := get(token("stranger")); code != http.StatusForbidden {
 		t.Errorf("GET /metrics as a ServiceAccount without metrics-reader: %d, want 403", code)
 	}

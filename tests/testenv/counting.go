@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -19,7 +20,8 @@ type CountingClient struct {
 }
 
 // WriteCounts counts writes by "verb Kind" (verb: create, update, patch, delete,
-// update-status, patch-status).
+// update-status, patch-status); a write the API server refused on a conflict (made from a
+// stale cached object) counts as "conflict verb Kind" instead.
 type WriteCounts struct {
 	mu     sync.Mutex
 	counts map[string]int64
@@ -37,9 +39,12 @@ func (w *WriteCounts) Reset() map[string]int64 {
 	return out
 }
 
-func (c CountingClient) count(verb string, obj client.Object) {
+func (c CountingClient) count(verb string, obj client.Object, err error) {
 	if c.Writes != nil {
 		c.Writes.Add(1)
+	}
+	if apierrors.IsConflict(err) {
+		verb = "conflict " + verb
 	}
 	if c.ByWrite == nil {
 		return
@@ -58,26 +63,30 @@ func (c CountingClient) count(verb string, obj client.Object) {
 
 // Create counts a write and passes it on.
 func (c CountingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	c.count("create", obj)
-	return c.Client.Create(ctx, obj, opts...)
+	err := c.Client.Create(ctx, obj, opts...)
+	c.count("create", obj, err)
+	return err
 }
 
 // Update counts a write and passes it on.
 func (c CountingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	c.count("update", obj)
-	return c.Client.Update(ctx, obj, opts...)
+	err := c.Client.Update(ctx, obj, opts...)
+	c.count("update", obj, err)
+	return err
 }
 
 // Patch counts a write and passes it on.
 func (c CountingClient) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-	c.count("patch", obj)
-	return c.Client.Patch(ctx, obj, p, opts...)
+	err := c.Client.Patch(ctx, obj, p, opts...)
+	c.count("patch", obj, err)
+	return err
 }
 
 // Delete counts a write and passes it on.
 func (c CountingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	c.count("delete", obj)
-	return c.Client.Delete(ctx, obj, opts...)
+	err := c.Client.Delete(ctx, obj, opts...)
+	c.count("delete", obj, err)
+	return err
 }
 
 // Status returns a status writer that counts its writes too.
@@ -91,11 +100,13 @@ type countingStatus struct {
 }
 
 func (c countingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	c.client.count("update-status", obj)
-	return c.SubResourceWriter.Update(ctx, obj, opts...)
+	err := c.SubResourceWriter.Update(ctx, obj, opts...)
+	c.client.count("update-status", obj, err)
+	return err
 }
 
 func (c countingStatus) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-	c.client.count("patch-status", obj)
-	return c.SubResourceWriter.Patch(ctx, obj, p, opts...)
+	err := c.SubResourceWriter.Patch(ctx, obj, p, opts...)
+	c.client.count("patch-status", obj, err)
+	return err
 }

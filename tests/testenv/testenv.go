@@ -157,3 +157,18 @@ func Eventually(t *testing.T, timeout time.Duration, cond func(ctx context.Conte
 		t.Fatalf("not after %s: %s", timeout, last)
 	}
 }
+
+// Tool is the path of a tool `make tools` builds, in $MWO_BIN_DIR or the repository's bin/;
+// the test fails when it is not built.
+func Tool(t *testing.T, name string) string {
+	t.Helper()
+	dir := os.Getenv("MWO_BIN_DIR")
+	if dir == "" {
+		dir = filepath.Join(RepoRoot(), "bin")
+	}
+	bin := filepath.Join(dir, name)
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s is not built (run make tools): %v", name, err)
+	}
+	return bin
+}

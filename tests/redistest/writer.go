@@ -1,4 +1,7 @@
-package redis_test
+// Package redistest has what tests of RedisClusters on real redis-server share: a writer
+// that records every acknowledged write and reads each back through every node, and waits
+// on what the status and redis-cli say.
+package redistest
 
 import (
 	"context"
@@ -17,11 +20,11 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 )
 
-// writer writes keys w:<n> = n through a cluster-aware client for as long as it runs,
+// Writer writes keys w:<n> = n through a cluster-aware client for as long as it runs,
 // retrying a failed write until it succeeds, and remembers every key it was told was
 // written, so a test can check that none is lost. It measures the longest stretch during
 // which writes kept failing.
-type writer struct {
+type Writer struct {
 	client    *goredis.ClusterClient
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -31,9 +34,10 @@ type writer struct {
 	maxWrite  time.Duration // the slowest single SET, the client's own retries included
 }
 
-func startWriter(addr, password string) *writer {
+// StartWriter starts a Writer whose client knows only the node at addr.
+func StartWriter(addr, password string) *Writer {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &writer{
+	w := &Writer{
 		client: goredis.NewClusterClient(&goredis.ClusterOptions{
 			Addrs: []string{addr}, Password: password, MaxRedirects: 16,
 			ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: time.Second,
@@ -44,7 +48,7 @@ func startWriter(addr, password string) *writer {
 	return w
 }
 
-func (w *writer) run(ctx context.Context) {
+func (w *Writer) run(ctx context.Context) {
 	defer close(w.done)
 	for n := 0; ctx.Err() == nil; n++ {
 		var failingSince time.Time
@@ -74,9 +78,9 @@ func (w *writer) run(ctx context.Context) {
 	}
 }
 
-// stop ends the writer and returns how many keys it wrote and the longest time a write
+// Stop ends the writer and returns how many keys it wrote and the longest time a write
 // was failing or blocked.
-func (w *writer) stop() (int, time.Duration) {
+func (w *Writer) Stop() (int, time.Duration) {
 	w.cancel()
 	<-w.done
 	w.mu.Lock()
@@ -84,17 +88,31 @@ func (w *writer) stop() (int, time.Duration) {
 	return w.written, max(w.maxOutage, w.maxWrite)
 }
 
-// verify reads back every key written through each node of rc in turn, as a client whose
+// Verify reads back every key written through each node of rc in turn, as a client whose
 // only seed is that node: GET at the node, following a MOVED redirect once to the owner it
 // names. It fails the test for every key lost, and for every key a client entering at some
 // node cannot reach.
-func (w *writer) verify(t *testing.T, rc *redisv1alpha1.RedisCluster, password string) {
+func (w *Writer) Verify(t *testing.T, c client.Client, rc *redisv1alpha1.RedisCluster, password string) {
 	t.Helper()
-	n, _ := w.stop()
+	w.VerifyExcept(t, c, rc, password, func(int) bool { return false })
+}
+
+// VerifyExcept is Verify for a test that gave up some slots on purpose (a loss the user
+// accepted): a key in a slot for which given returns true may be missing; it returns how
+// many were. Every other key must read back through every node.
+func (w *Writer) VerifyExcept(t *testing.T, c client.Client, rc *redisv1alpha1.RedisCluster, password string, given func(slot int) bool) int {
+	t.Helper()
+	n, _ := w.Stop()
 	_ = w.client.Close()
-	keys := make([]string, n)
+	var keys []string
+	expected := 0
 	for i := range n {
-		keys[i] = "w:" + strconv.Itoa(i)
+		k := "w:" + strconv.Itoa(i)
+		if given(KeySlot(k)) {
+			expected++
+			continue
+		}
+		keys = append(keys, k)
 	}
 	lost := map[string]bool{}
 	for _, node := range rc.Status.Nodes {
@@ -103,15 +121,42 @@ func (w *writer) verify(t *testing.T, rc *redisv1alpha1.RedisCluster, password s
 			lost[k] = true
 		}
 		if len(missing) > 0 {
-			t.Errorf("a client entering at %s (%s) cannot read %d of %d keys: %v", node.Name, node.Instance, len(missing), n, firstErr)
+			t.Errorf("a client entering at %s (%s) cannot read %d of %d keys: %v", node.Name, node.Instance, len(missing), len(keys), firstErr)
 		}
 	}
-	if len(lost) > 0 {
-		t.Errorf("%d of %d acknowledged keys unreadable through some node", len(lost), n)
-		logEvents(t, rc.Namespace)
-	} else {
+	switch {
+	case len(lost) > 0:
+		t.Errorf("%d of %d acknowledged keys outside the given-up slots unreadable through some node", len(lost), len(keys))
+		LogEvents(t, c, rc.Namespace)
+	case expected > 0:
+		t.Logf("the writer wrote %d keys; the %d outside the given-up slots read back through each of the %d nodes (%d were in them)",
+			n, len(keys), len(rc.Status.Nodes), expected)
+	default:
 		t.Logf("the writer wrote %d keys; every one reads back through each of the %d nodes", n, len(rc.Status.Nodes))
 	}
+	return expected
+}
+
+// KeySlot is the hash slot of key, as Redis Cluster computes it: CRC16 (XMODEM) of the key,
+// or of its hash tag (the part between the first { and the next }, when not empty), mod 16384.
+func KeySlot(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % 16384
 }
 
 // readThrough GETs keys at the node at addr in pipelined batches, follows MOVED redirects
@@ -165,11 +210,11 @@ func readThrough(t *testing.T, addr, password string, keys []string) ([]string, 
 	return missing, firstErr
 }
 
-// logEvents logs the namespace's events, oldest first, to explain a failure.
-func logEvents(t *testing.T, ns string) {
+// LogEvents logs the namespace's events, oldest first, to explain a failure.
+func LogEvents(t *testing.T, c client.Client, ns string) {
 	t.Helper()
 	evs := &eventsv1.EventList{}
-	if err := env.Client.List(context.Background(), evs, client.InNamespace(ns)); err != nil {
+	if err := c.List(context.Background(), evs, client.InNamespace(ns)); err != nil {
 		t.Logf("cannot list events: %v", err)
 		return
 	}

@@ -1,0 +1,115 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
+	"github.com/middleware-operator/middleware-operator/tests/redistest"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
+)
+
+// TestRedisClusterRotatesThePassword: the user changes the password in the cluster's
+// Secret while a writer runs with the old one. The operator rotates it without downtime:
+// every node first accepts both passwords (a second writer with the new one starts then
+// and never fails for long), then, after the grace period, only the new one. Every key the
+// old writer had acknowledged reads back with the new password through every node; the
+// old password works nowhere; a pod restarted afterwards starts with the new one; the old
+// password never appears in the operator's logs or events.
+func TestRedisClusterRotatesThePassword(t *testing.T) {
+	t.Parallel()
+	ns, key, rc, oldPw := formed(t, "rotate", 6, 3)
+	entry := rc.Status.Nodes[0].Instance
+	before := redistest.StartWriter(entry, oldPw)
+	time.Sleep(2 * time.Second)
+	newPw := "rotated-" + strings.Repeat("x", 8) + fmt.Sprint(time.Now().UnixNano())
+	testenv.Update(t, env.Client, client.ObjectKey{Namespace: ns, Name: "rotate-password"}, &corev1.Secret{}, func(s *corev1.Secret) {
+		s.Data["password"] = []byte(newPw)
+	})
+	changed := time.Now()
+	condition := func(ctx context.Context) *metav1.Condition {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return nil
+		}
+		return meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionPasswordApplied)
+	}
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		c := condition(ctx)
+		return c != nil && c.Reason == rediscontrollers.ReasonPasswordRotating && strings.Contains(c.Message, "accepts both"),
+			fmt.Sprintf("condition %v", c)
+	})
+	t.Logf("every node accepts both passwords %s after the Secret changed", time.Since(changed).Round(100*time.Millisecond))
+	after := redistest.StartWriter(entry, newPw)
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		c := condition(ctx)
+		return c != nil && c.Status == metav1.ConditionTrue && hasEvent(ctx, ns, "PasswordRotated"), fmt.Sprintf("condition %v", c)
+	})
+	t.Logf("the previous password was retired %s after the Secret changed", time.Since(changed).Round(100*time.Millisecond))
+	time.Sleep(time.Second)
+	written, outage := after.Stop()
+	t.Logf("the writer with the new password wrote %d keys; its longest failing stretch %s", written, outage.Round(time.Millisecond))
+	if outage > 2*time.Second {
+		t.Errorf("the writer with the new password failed for %s during the rotation", outage)
+	}
+	for _, n := range rc.Status.Nodes {
+		if ok, err := redisadmin.Accepts(t.Context(), n.Instance, oldPw); err != nil || ok {
+			t.Errorf("%s still accepts the old password (%v)", n.Name, err)
+		}
+		if ok, err := redisadmin.Accepts(t.Context(), n.Instance, newPw); err != nil || !ok {
+			t.Errorf("%s refuses the new password (%v)", n.Name, err)
+		}
+	}
+	// A pod that restarts now starts with the new password from its Secret volume. The old
+	// writer (its connections authenticated before the retirement still write) stops first:
+	// a SIGKILL'd master loses a write it acknowledged before replicating it (Redis's
+	// asynchronous replication; a fresh-machine run lost one key so), which is not what this
+	// step is about.
+	before.Stop()
+	restarted := rc.Status.Nodes[1]
+	if err := kubelet.Crash(ns, restarted.Name); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		ok, err := redisadmin.Accepts(ctx, restarted.Instance, newPw)
+		return ok, fmt.Sprintf("%s after its restart: accepts the new password %t (%v)", restarted.Name, ok, err)
+	})
+	admin := redisadmin.NewAdmin(newPw, time.Second)
+	defer func() { _ = admin.Close() }()
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		for _, n := range rc.Status.Nodes {
+			info, err := admin.ClusterInfo(ctx, n.Instance)
+			if err != nil || info["cluster_state"] != "ok" {
+				return false, fmt.Sprintf("%s: cluster_state %q (%v)", n.Name, info["cluster_state"], err)
+			}
+		}
+		return true, ""
+	})
+	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
+	redistest.CliCheck(t, entry, newPw)
+	before.Verify(t, env.Client, rc, newPw)
+	after.Verify(t, env.Client, rc, newPw)
+	if strings.Contains(logs.String(), oldPw) || strings.Contains(logs.String(), newPw) {
+		t.Error("a password appears in the operator's logs")
+	}
+	evs := &corev1.EventList{}
+	if err := env.Client.List(t.Context(), evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if strings.Contains(e.Message, oldPw) || strings.Contains(e.Message, newPw) {
+			t.Errorf("event %s shows a password", e.Reason)
+		}
+	}
+}

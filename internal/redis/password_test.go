@@ -1,0 +1,56 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// TestPasswordRotationSteps: after AddPassword a node accepts both passwords and its
+// masterauth is the new one; after KeepOnlyPassword only the new one works; both steps can
+// run again; a node that refuses every password offered says so with ErrWrongPassword.
+func TestPasswordRotationSteps(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := startServers(t, 1, "old-secret", "--requirepass", "old-secret")[0]
+	accepts := func(pw string) bool {
+		t.Helper()
+		ok, err := Accepts(ctx, s.addr, pw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !accepts("old-secret") || accepts("new-secret") {
+		t.Fatal("before the rotation, the node should accept exactly the old password")
+	}
+	for range 2 {
+		if err := AddPassword(ctx, s.addr, []string{"new-secret", "old-secret"}, "new-secret"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !accepts("old-secret") || !accepts("new-secret") {
+		t.Error("after AddPassword, the node should accept both passwords")
+	}
+	c := goredis.NewClient(&goredis.Options{Addr: s.addr, Password: "new-secret"})
+	defer func() { _ = c.Close() }()
+	if got, err := c.ConfigGet(ctx, "masterauth").Result(); err != nil || got["masterauth"] != "new-secret" {
+		t.Errorf("masterauth is %q (%v), want the new password", got["masterauth"], err)
+	}
+	for range 2 {
+		if err := KeepOnlyPassword(ctx, s.addr, "new-secret"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if accepts("old-secret") || !accepts("new-secret") {
+		t.Error("after KeepOnlyPassword, the node should accept exactly the new password")
+	}
+	err := AddPassword(ctx, s.addr, []string{"old-secret", "wrong"}, "third")
+	if !errors.Is(err, ErrWrongPassword) {
+		t.Errorf("AddPassword with only refused passwords: %v, want ErrWrongPassword", err)
+	}
+}
