@@ -28,10 +28,10 @@ type AppServiceReconciler struct {
 	Recorder events.EventRecorder
 }
 
-// +kubebuilder:rbac:groups=apps.middleware-operator.io,resources=appservices,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps.middleware-operator.io,resources=appservices/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps.middleware-operator.io,resources=appservices,verbs=list;watch
+// +kubebuilder:rbac:groups=apps.middleware-operator.io,resources=appservices/status,verbs=patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;update;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile enforces the Deployment, then the Service, then writes the status if it changed.

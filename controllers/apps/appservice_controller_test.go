@@ -26,9 +26,10 @@ func seedAppService(ns string, nodePort int32) *appsv1api.AppService {
 	return &appsv1api.AppService{
 		ObjectMeta: metav1.ObjectMeta{Name: "nginx-app", Namespace: ns},
 		Spec: appsv1api.AppServiceSpec{
-			Size:  ptr.To[int32](2),
-			Image: "nginx:1.7.9",
-			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(80), NodePort: nodePort}},
+			Size:     ptr.To[int32](2),
+			Image:    "nginx:1.7.9",
+			Ports:    []appsv1api.AppServicePort{{Port: 80, TargetPort: intstr.FromInt32(80), NodePort: nodePort}},
+			Security: testenv.RestrictedSecurity(), // the test namespaces enforce "restricted"
 		},
 	}
 }
@@ -185,6 +186,14 @@ func TestAppServiceEnforcesTheWholeSpec(t *testing.T) {
 		}
 		return s.Spec.Ports[0].NodePort == 30010, fmt.Sprintf("nodePort %d", s.Spec.Ports[0].NodePort)
 	})
+
+	// Without ports there is nothing to expose: the Service goes, the Deployment stays.
+	updateApp(t, key, func(a *appsv1api.AppService) { a.Spec.Ports = nil })
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		err := env.Client.Get(ctx, key, &corev1.Service{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("the Service: %v", err)
+	})
+	waitAvailable(t, key, 4)
 }
 
 func TestAppServiceNeverTouchesAnUnownedDeployment(t *testing.T) {
@@ -272,5 +281,51 @@ func TestAppServiceDeletionCascades(t *testing.T) {
 		}
 		return apierrors.IsNotFound(dErr) && apierrors.IsNotFound(sErr) && running == 0,
 			fmt.Sprintf("deployment: %v, service: %v, pods not terminating: %d", dErr, sErr, running)
+	})
+}
+
+// TestAppServiceInARestrictedNamespace: pods the namespace's Pod Security level refuses make
+// the AppService Degraded (ReplicaFailure, with the admission's message naming what to
+// change); once spec.podSecurityContext and spec.securityContext ask for a non-root user
+// without capabilities, the pods are admitted. Unset, the operator still adds the seccomp
+// profile and allowPrivilegeEscalation false.
+func TestAppServiceInARestrictedNamespace(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	app := seedAppService(ns, 30012)
+	app.Spec.Security = appsv1api.Security{} // nginx as it comes: root, every default capability
+	if err := env.Client.Create(t.Context(), app); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(app)
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		cur, err := getApp(ctx, key)
+		if err != nil {
+			return false, err.Error()
+		}
+		d := meta.FindStatusCondition(cur.Status.Conditions, "Degraded")
+		return d != nil && d.Status == metav1.ConditionTrue && d.Reason == "ReplicaFailure" &&
+			strings.Contains(d.Message, "PodSecurity") && strings.Contains(d.Message, "runAsNonRoot"), fmt.Sprintf("Degraded %+v", d)
+	})
+	d := &appsv1.Deployment{}
+	if err := env.Client.Get(t.Context(), key, d); err != nil {
+		t.Fatal(err)
+	}
+	pod, c := d.Spec.Template.Spec.SecurityContext, d.Spec.Template.Spec.Containers[0].SecurityContext
+	if pod == nil || pod.SeccompProfile == nil || pod.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault ||
+		c == nil || c.AllowPrivilegeEscalation == nil || *c.AllowPrivilegeEscalation {
+		t.Errorf("pod security %+v, container security %+v: want seccomp RuntimeDefault and allowPrivilegeEscalation false", pod, c)
+	}
+
+	testenv.Update(t, env.Client, key, &appsv1api.AppService{}, func(a *appsv1api.AppService) {
+		a.Spec.Security = testenv.RestrictedSecurity()
+	})
+	waitAvailable(t, key, 2)
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		cur, err := getApp(ctx, key)
+		if err != nil {
+			return false, err.Error()
+		}
+		return condition(cur, "Degraded") == "False/Reconciled", "Degraded " + condition(cur, "Degraded") + " after the pods were admitted"
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
@@ -23,6 +24,7 @@ const (
 	ReasonNotControlled       = child.ReasonNotControlled
 	ReasonReconcileError      = "ReconcileError"
 	ReasonRolloutStuck        = "ProgressDeadlineExceeded"
+	ReasonReplicaFailure      = "ReplicaFailure"
 )
 
 // setAppServiceStatus derives the status from the Deployment and the reconcile error.
@@ -55,15 +57,15 @@ func setAppServiceStatus(app *appsv1api.AppService, d *appsv1.Deployment, err er
 }
 
 // setDegraded sets Degraded from a reconcile error or a stuck rollout message.
-func setDegraded(conds *[]metav1.Condition, gen int64, err error, stuck string) {
+func setDegraded(conds *[]metav1.Condition, gen int64, err error, stuck rolloutProblem) {
 	var notOurs *child.NotControlledError
 	switch {
 	case errors.As(err, &notOurs):
 		status.Set(conds, gen, appsv1api.ConditionDegraded, metav1.ConditionTrue, ReasonNotControlled, notOurs.Error())
 	case err != nil:
 		status.Set(conds, gen, appsv1api.ConditionDegraded, metav1.ConditionTrue, ReasonReconcileError, err.Error())
-	case stuck != "":
-		status.Set(conds, gen, appsv1api.ConditionDegraded, metav1.ConditionTrue, ReasonRolloutStuck, stuck)
+	case stuck.reason != "":
+		status.Set(conds, gen, appsv1api.ConditionDegraded, metav1.ConditionTrue, stuck.reason, stuck.message)
 	default:
 		status.Set(conds, gen, appsv1api.ConditionDegraded, metav1.ConditionFalse, ReasonReconciled, "all children match the spec")
 	}
@@ -77,15 +79,25 @@ func rollingOut(d *appsv1.Deployment, size int32) bool {
 		d.Status.Replicas > d.Status.UpdatedReplicas || d.Status.ReadyReplicas < size
 }
 
-// deploymentStuck returns the Deployment's message when its rollout exceeded its deadline.
-func deploymentStuck(d *appsv1.Deployment) string {
+// rolloutProblem is why a Deployment cannot reach its spec (reason ReplicaFailure or
+// ProgressDeadlineExceeded, with the Deployment's message); zero when there is none.
+type rolloutProblem struct{ reason, message string }
+
+// deploymentStuck is the Deployment's problem: its pods refused (ReplicaFailure, for example
+// by Pod Security admission or a quota) or its rollout past its deadline.
+func deploymentStuck(d *appsv1.Deployment) rolloutProblem {
 	if d == nil {
-		return ""
+		return rolloutProblem{}
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
+			return rolloutProblem{ReasonReplicaFailure, c.Message}
+		}
 	}
 	for _, c := range d.Status.Conditions {
 		if c.Type == appsv1.DeploymentProgressing && c.Reason == "ProgressDeadlineExceeded" {
-			return c.Message
+			return rolloutProblem{ReasonRolloutStuck, c.Message}
 		}
 	}
-	return ""
+	return rolloutProblem{}
 }

@@ -41,7 +41,7 @@ func TestAppServiceInvalidSpecsAreRejectedNamingTheField(t *testing.T) {
 		},
 		"duplicate port": {
 			change: func(a *appsv1api.AppService) {
-				a.Spec.Ports = []corev1.ServicePort{
+				a.Spec.Ports = []appsv1api.AppServicePort{
 					{Name: "a", Port: 80, TargetPort: intstr.FromInt32(80)},
 					{Name: "b", Port: 80, TargetPort: intstr.FromInt32(8080)},
 				}
@@ -50,7 +50,7 @@ func TestAppServiceInvalidSpecsAreRejectedNamingTheField(t *testing.T) {
 		},
 		"several unnamed ports": {
 			change: func(a *appsv1api.AppService) {
-				a.Spec.Ports = []corev1.ServicePort{{Port: 80}, {Port: 81}}
+				a.Spec.Ports = []appsv1api.AppServicePort{{Port: 80}, {Port: 81}}
 			},
 			want: []string{"spec.ports", "name is required when there is more than one port"},
 		},
@@ -61,6 +61,24 @@ func TestAppServiceInvalidSpecsAreRejectedNamingTheField(t *testing.T) {
 		"port 70000": {
 			change: func(a *appsv1api.AppService) { a.Spec.Ports[0].Port = 70000 },
 			want:   []string{"spec.ports", "port must be between 1 and 65535"},
+		},
+		"two ports with the same name": {
+			change: func(a *appsv1api.AppService) {
+				a.Spec.Ports = []appsv1api.AppServicePort{{Name: "web", Port: 80}, {Name: "web", Port: 81}}
+			},
+			want: []string{"spec.ports", "name must be unique"},
+		},
+		"a port name that is not a DNS label": {
+			change: func(a *appsv1api.AppService) { a.Spec.Ports[0].Name = "Web_Port" },
+			want:   []string{"spec.ports[0].name", "lowercase DNS label"},
+		},
+		"a port name over 63 characters": {
+			change: func(a *appsv1api.AppService) { a.Spec.Ports[0].Name = strings.Repeat("n", 64) },
+			want:   []string{"spec.ports[0].name", "63"},
+		},
+		"an unknown protocol": {
+			change: func(a *appsv1api.AppService) { a.Spec.Ports[0].Protocol = "HTTP" },
+			want:   []string{"spec.ports[0].protocol", "Unsupported value"},
 		},
 		"an environment variable without a name": {
 			change: func(a *appsv1api.AppService) { a.Spec.Envs = []corev1.EnvVar{{Name: "", Value: "x"}} },

@@ -61,11 +61,12 @@ type cloudManagerStep struct {
 	run  func(context.Context, *appsv1api.CloudManager, *cloudManagerTiers) error
 }
 
-// +kubebuilder:rbac:groups=apps.middleware-operator.io,resources=cloudmanagers,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps.middleware-operator.io,resources=cloudmanagers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps.middleware-operator.io,resources=cloudmanagers,verbs=list;watch
+// +kubebuilder:rbac:groups=apps.middleware-operator.io,resources=cloudmanagers/status,verbs=patch
 // +kubebuilder:rbac:groups=apps.middleware-operator.io,resources=cloudmanagers/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=services;secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile validates the spec, deletes stale children, enforces the front, identity and

@@ -42,6 +42,10 @@ func seedCloudManager(t *testing.T, ns string) *appsv1api.CloudManager {
 		t.Fatal(err)
 	}
 	cm.Namespace = ns
+	// The sample's images run as root; the test namespaces enforce "restricted".
+	cm.Spec.Front.Deployment.Security = testenv.RestrictedSecurity()
+	cm.Spec.Identity.Deployment.Security = testenv.RestrictedSecurity()
+	cm.Spec.DB.StatefulSet.Security = testenv.RestrictedSecurity()
 	return cm
 }
 
@@ -242,9 +246,12 @@ func TestCloudManagerWaitsForEachTier(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return cm.Status.Phase == appsv1api.CloudManagerDeploying && cmCondition(cm, "FrontReady") == "False/Progressing" &&
+		// The refused pods are a problem the user must fix: Degraded, with the quota's message.
+		d := meta.FindStatusCondition(cm.Status.Conditions, "Degraded")
+		return cm.Status.Phase == appsv1api.CloudManagerDegraded && cmCondition(cm, "FrontReady") == "False/Progressing" &&
 				cmCondition(cm, "IdentityReady") == "False/WaitingForPreviousTier" &&
-				cmCondition(cm, "DatabaseReady") == "False/WaitingForPreviousTier",
+				cmCondition(cm, "DatabaseReady") == "False/WaitingForPreviousTier" &&
+				d != nil && d.Reason == "ReplicaFailure" && strings.Contains(d.Message, "exceeded quota"),
 			fmt.Sprintf("status %+v", cm.Status)
 	})
 	time.Sleep(2 * time.Second) // give any (wrong) creation time to happen
@@ -323,6 +330,21 @@ func TestCloudManagerEnforcesTheSpec(t *testing.T) {
 	if reasons := eventReasons(t, ns, cm.Name); len(reasons["Deleted"]) != 1 || !strings.Contains(reasons["Deleted"][0], "Deployment cm-identity:") {
 		t.Errorf("Deleted events %q, want one for Deployment cm-identity", reasons["Deleted"])
 	}
+
+	// Renaming the database (with its storage, which a StatefulSet cannot change) deletes the
+	// old StatefulSet and its headless Service and creates new ones.
+	updateCM(t, key, func(cm *appsv1api.CloudManager) {
+		cm.Spec.DB.StatefulSet.Name = "cm-db-v2"
+		cm.Spec.DB.StatefulSet.Storage.Size = "30Gi"
+	})
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		oldSts := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cm-db"}, &appsv1.StatefulSet{})
+		oldSvc := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cm-db"}, &corev1.Service{})
+		newSts := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cm-db-v2"}, &appsv1.StatefulSet{})
+		return apierrors.IsNotFound(oldSts) && apierrors.IsNotFound(oldSvc) && newSts == nil,
+			fmt.Sprintf("old StatefulSet: %v, old Service: %v, new StatefulSet: %v", oldSts, oldSvc, newSts)
+	})
+	waitReady(t, key, readyTimeout)
 }
 
 func TestCloudManagerNeverTouchesAnUnownedObject(t *testing.T) {

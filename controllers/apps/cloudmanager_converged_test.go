@@ -28,7 +28,17 @@ func TestCloudManagerReadyReconcileMakesNoWrites(t *testing.T) {
 			cm := seedCloudManager(t, ns)
 			change(cm)
 			key := createCM(t, cm)
-			waitReady(t, key, readyTimeout)
+			ready := waitReady(t, key, readyTimeout)
+			// The reconciler below reads the manager's cache: wait until it has the Ready status
+			// too, or a stale read would make it write what is already there.
+			testenv.Eventually(t, 10*time.Second, func(ctx context.Context) (bool, string) {
+				cached := &appsv1api.CloudManager{}
+				if err := mgr.GetClient().Get(ctx, key, cached); err != nil {
+					return false, err.Error()
+				}
+				return cached.Status.Phase == ready.Status.Phase && cached.Status.ObservedGeneration == ready.Generation,
+					fmt.Sprintf("the cache has phase %s of generation %d", cached.Status.Phase, cached.Status.ObservedGeneration)
+			})
 
 			var writes atomic.Int64
 			recorder := events.NewFakeRecorder(10)

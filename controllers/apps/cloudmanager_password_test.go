@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -63,7 +64,9 @@ const logVerbosity = 7
 func startSecondOperator(t *testing.T) (ctrl.Manager, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
-	m, err := ctrl.NewManager(env.Cluster.Config, ctrl.Options{
+	cfg := rest.CopyConfig(env.Cluster.Config)
+	cfg.Wrap(env.ManagerRequests.Wrap) // the same operator code: its requests count for RBAC too
+	m, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

@@ -86,7 +86,7 @@ func setCloudManagerStatus(cm *appsv1api.CloudManager, t *cloudManagerTiers, err
 		*pods[i] = tier.pods
 	}
 
-	setCloudManagerDegraded(&st.Conditions, gen, err, firstNonEmpty(deploymentStuck(t.front), deploymentStuck(t.identity)))
+	setCloudManagerDegraded(&st.Conditions, gen, err, firstProblem(deploymentStuck(t.front), deploymentStuck(t.identity)))
 	degraded := meta.IsStatusConditionTrue(st.Conditions, appsv1api.ConditionDegraded)
 	notReady := ""
 	for _, tc := range tierConditions {
@@ -212,12 +212,12 @@ func degradedReason(err error) string {
 // setCloudManagerDegraded sets Degraded from a reconcile error or a stuck rollout. For a
 // child that is not ours the message is the error's, which recordChildOutcome compares to
 // emit its Warning once.
-func setCloudManagerDegraded(conds *[]metav1.Condition, gen int64, err error, stuck string) {
+func setCloudManagerDegraded(conds *[]metav1.Condition, gen int64, err error, stuck rolloutProblem) {
 	switch {
 	case err != nil:
 		status.Set(conds, gen, appsv1api.ConditionDegraded, metav1.ConditionTrue, degradedReason(err), err.Error())
-	case stuck != "":
-		status.Set(conds, gen, appsv1api.ConditionDegraded, metav1.ConditionTrue, ReasonRolloutStuck, stuck)
+	case stuck.reason != "":
+		status.Set(conds, gen, appsv1api.ConditionDegraded, metav1.ConditionTrue, stuck.reason, stuck.message)
 	default:
 		status.Set(conds, gen, appsv1api.ConditionDegraded, metav1.ConditionFalse, ReasonReconciled, "all children match the spec")
 	}
@@ -231,11 +231,12 @@ func readyMessage(cm *appsv1api.CloudManager) string {
 	return ""
 }
 
-func firstNonEmpty(values ...string) string {
-	for _, v := range values {
-		if v != "" {
-			return v
+// firstProblem is the first of the tiers' rollout problems.
+func firstProblem(problems ...rolloutProblem) rolloutProblem {
+	for _, p := range problems {
+		if p.reason != "" {
+			return p
 		}
 	}
-	return ""
+	return rolloutProblem{}
 }

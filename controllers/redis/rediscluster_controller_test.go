@@ -51,12 +51,17 @@ func TestRedisClusterFormsOnRealRedis(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
 	rc := redistest.NewCluster(ns, "seed", 6)
+	// With the exporter sidecar: its pods too pass the namespace's "restricted" Pod Security.
+	rc.Spec.Pod[0].MonitorImage = "oliver006/redis_exporter:v1.62.0"
 	if err := env.Client.Create(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(rc)
 	rc = waitRunning(t, key)
 	pw := redistest.Password(t, env.Client, ns, "seed")
+	if ns := mustNamespace(t, ns); ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+		t.Fatalf("namespace %s enforces %q, want restricted", ns.Name, ns.Labels["pod-security.kubernetes.io/enforce"])
+	}
 
 	if rc.Status.SlotsOK != 16384 || rc.Status.SlotsAssigned != 16384 || rc.Status.Masters != 3 {
 		t.Errorf("slotsOk %d slotsAssigned %d masters %d", rc.Status.SlotsOK, rc.Status.SlotsAssigned, rc.Status.Masters)
@@ -363,4 +368,13 @@ func TestRedisClusterHealsAfterEveryPodIsRecreated(t *testing.T) {
 	// still lists a peer as noaddr would send its clients nowhere).
 	w.Verify(t, env.Client, rc, pw)
 	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
+}
+
+func mustNamespace(t *testing.T, name string) *corev1.Namespace {
+	t.Helper()
+	ns := &corev1.Namespace{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: name}, ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns
 }

@@ -35,6 +35,7 @@ func AppServiceDeployment(app *appsv1api.AppService) *appsv1.Deployment {
 					Annotations: app.Spec.PodAnnotations,
 				},
 				Spec: corev1.PodSpec{
+					SecurityContext: PodSecurityContext(app.Spec.Security),
 					Containers: []corev1.Container{{
 						Name:            AppServiceContainer,
 						Image:           app.Spec.Image,
@@ -44,6 +45,7 @@ func AppServiceDeployment(app *appsv1api.AppService) *appsv1.Deployment {
 						Ports:           containerPorts(app.Spec.Ports),
 						LivenessProbe:   app.Spec.LivenessProbe,
 						ReadinessProbe:  app.Spec.ReadinessProbe,
+						SecurityContext: ContainerSecurityContext(app.Spec.Security),
 					}},
 				},
 			},
@@ -55,13 +57,7 @@ func AppServiceDeployment(app *appsv1api.AppService) *appsv1.Deployment {
 func AppServiceService(app *appsv1api.AppService) *corev1.Service {
 	ports := make([]corev1.ServicePort, len(app.Spec.Ports))
 	for i, p := range app.Spec.Ports {
-		ports[i] = *p.DeepCopy()
-		if ports[i].Protocol == "" {
-			ports[i].Protocol = corev1.ProtocolTCP
-		}
-		if ports[i].TargetPort.IntValue() == 0 && ports[i].TargetPort.Type == intstr.Int {
-			ports[i].TargetPort = intstr.FromInt32(p.Port)
-		}
+		ports[i] = p.ServicePort()
 	}
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: app.Name, Namespace: app.Namespace, Labels: ObjectLabels(AppServiceKind, app.Name)},
@@ -89,7 +85,7 @@ func AppServiceServiceType(app *appsv1api.AppService) corev1.ServiceType {
 
 // containerPorts are the ports the container listens on: each Service port's targetPort
 // (its port when targetPort is unset). A named targetPort names the container port.
-func containerPorts(ports []corev1.ServicePort) []corev1.ContainerPort {
+func containerPorts(ports []appsv1api.AppServicePort) []corev1.ContainerPort {
 	var out []corev1.ContainerPort
 	seen := map[int32]bool{}
 	for _, p := range ports {

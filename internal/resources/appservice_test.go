@@ -23,17 +23,17 @@ func TestAppServiceDeployment(t *testing.T) {
 		wantLabel    map[string]string
 	}{
 		"seed sample": {
-			spec:         appsv1api.AppServiceSpec{Size: ptr.To[int32](2), Image: "nginx:1.7.9", Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(80), NodePort: 30002}}},
+			spec:         appsv1api.AppServiceSpec{Size: ptr.To[int32](2), Image: "nginx:1.7.9", Ports: []appsv1api.AppServicePort{{Port: 80, TargetPort: intstr.FromInt32(80), NodePort: 30002}}},
 			wantReplicas: 2,
 			wantPorts:    []corev1.ContainerPort{{ContainerPort: 80, Protocol: corev1.ProtocolTCP}},
 		},
 		"size defaults to 1, targetPort defaults to port": {
-			spec:         appsv1api.AppServiceSpec{Image: "nginx", Ports: []corev1.ServicePort{{Port: 8080}}},
+			spec:         appsv1api.AppServiceSpec{Image: "nginx", Ports: []appsv1api.AppServicePort{{Port: 8080}}},
 			wantReplicas: 1,
 			wantPorts:    []corev1.ContainerPort{{ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
 		},
 		"named targetPort names the container port; duplicates collapse": {
-			spec: appsv1api.AppServiceSpec{Image: "nginx", Ports: []corev1.ServicePort{
+			spec: appsv1api.AppServiceSpec{Image: "nginx", Ports: []appsv1api.AppServicePort{
 				{Name: "a", Port: 80, TargetPort: intstr.FromInt32(8080)},
 				{Name: "b", Port: 81, TargetPort: intstr.FromInt32(8080)},
 				{Name: "c", Port: 9000, TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolUDP},
@@ -96,17 +96,17 @@ func TestAppServiceService(t *testing.T) {
 		wantTarget []intstr.IntOrString
 	}{
 		"nodePort makes it NodePort": {
-			spec:       appsv1api.AppServiceSpec{Ports: []corev1.ServicePort{{Port: 80, NodePort: 30002}}},
+			spec:       appsv1api.AppServiceSpec{Ports: []appsv1api.AppServicePort{{Port: 80, NodePort: 30002}}},
 			wantType:   corev1.ServiceTypeNodePort,
 			wantTarget: []intstr.IntOrString{intstr.FromInt32(80)},
 		},
 		"no nodePort is ClusterIP": {
-			spec:       appsv1api.AppServiceSpec{Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+			spec:       appsv1api.AppServiceSpec{Ports: []appsv1api.AppServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
 			wantType:   corev1.ServiceTypeClusterIP,
 			wantTarget: []intstr.IntOrString{intstr.FromInt32(8080)},
 		},
 		"serviceType overrides": {
-			spec:       appsv1api.AppServiceSpec{ServiceType: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 443, TargetPort: intstr.FromString("https")}}},
+			spec:       appsv1api.AppServiceSpec{ServiceType: corev1.ServiceTypeLoadBalancer, Ports: []appsv1api.AppServicePort{{Port: 443, TargetPort: intstr.FromString("https")}}},
 			wantType:   corev1.ServiceTypeLoadBalancer,
 			wantTarget: []intstr.IntOrString{intstr.FromString("https")},
 		},

@@ -79,11 +79,13 @@ func tierDeployment(cm *appsv1api.CloudManager, component string, t *appsv1api.T
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: CloudManagerLabels(cm, component)},
 				Spec: corev1.PodSpec{
+					SecurityContext: PodSecurityContext(t.Security),
 					Containers: []corev1.Container{{
-						Name:    component,
-						Image:   t.Image,
-						Command: t.Command,
-						Args:    t.Args,
+						Name:            component,
+						Image:           t.Image,
+						Command:         t.Command,
+						Args:            t.Args,
+						SecurityContext: ContainerSecurityContext(t.Security),
 					}},
 				},
 			},
@@ -179,9 +181,11 @@ func CloudManagerStatefulSet(cm *appsv1api.CloudManager) *appsv1.StatefulSet {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: CloudManagerLabels(cm, ComponentDB)},
 				Spec: corev1.PodSpec{
+					SecurityContext: PodSecurityContext(s.Security),
 					Containers: []corev1.Container{{
-						Name:  ComponentDB,
-						Image: s.Image,
+						Name:            ComponentDB,
+						Image:           s.Image,
+						SecurityContext: ContainerSecurityContext(s.Security),
 						Env: []corev1.EnvVar{{
 							Name: MariaDBRootPasswordEnv,
 							ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{

@@ -87,7 +87,7 @@ func app(ns string, i int, image string) *appsv1api.AppService {
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%05d", i), Namespace: ns},
 		Spec: appsv1api.AppServiceSpec{
 			Size: ptr.To[int32](1), Image: image,
-			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(80)}},
+			Ports: []appsv1api.AppServicePort{{Port: 80, TargetPort: intstr.FromInt32(80)}},
 		},
 	}
 }

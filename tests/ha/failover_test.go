@@ -65,7 +65,7 @@ func appService(ns, name string) *appsv1api.AppService {
 	return &appsv1api.AppService{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: appsv1api.AppServiceSpec{Size: ptr.To[int32](1), Image: "nginx:1.27",
-			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(80)}}},
+			Ports: []appsv1api.AppServicePort{{Port: 80, TargetPort: intstr.FromInt32(80)}}},
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -46,6 +47,8 @@ type Env struct {
 	Cluster *localcluster.Cluster
 	Scheme  *k8sruntime.Scheme
 	Client  client.Client
+	// ManagerRequests records every request of the managers StartManager runs.
+	ManagerRequests RequestLog
 }
 
 // RepoRoot is the repository's top folder.
@@ -102,7 +105,9 @@ func (e *Env) Stop() { e.Cluster.Stop() }
 // StartManager runs a manager on the cluster with metrics and probes off; setup registers
 // reconcilers. The returned function stops it.
 func (e *Env) StartManager(setup func(ctrl.Manager) error) (ctrl.Manager, func() error, error) {
-	mgr, err := ctrl.NewManager(e.Cluster.Config, ctrl.Options{
+	cfg := rest.CopyConfig(e.Cluster.Config)
+	cfg.Wrap(e.ManagerRequests.Wrap)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -128,10 +133,19 @@ func (e *Env) StartManager(setup func(ctrl.Manager) error) (ctrl.Manager, func()
 	return mgr, stop, nil
 }
 
-// Namespace creates a namespace for one test and waits for its default ServiceAccount.
+// Namespace creates a namespace for one test that enforces the Pod Security "restricted"
+// level, as a hardened cluster's would, and waits for its default ServiceAccount.
 func (e *Env) Namespace(t *testing.T) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "t-"}}
+	return e.NamespaceAt(t, "restricted")
+}
+
+// NamespaceAt creates a namespace for one test that enforces the Pod Security level
+// (privileged, baseline or restricted) and waits for its default ServiceAccount.
+func (e *Env) NamespaceAt(t *testing.T, level string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "t-",
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": level}}}
 	if err := e.Client.Create(t.Context(), ns); err != nil {
 		t.Fatal(err)
 	}
@@ -171,4 +185,14 @@ func Tool(t *testing.T, name string) string {
 		t.Fatalf("%s is not built (run make tools): %v", name, err)
 	}
 	return bin
+}
+
+// RestrictedSecurity is a workload's security that passes the Pod Security "restricted"
+// level: a non-root user, no capabilities (the operator adds the seccomp profile and
+// allowPrivilegeEscalation false itself).
+func RestrictedSecurity() appsv1api.Security {
+	return appsv1api.Security{
+		PodSecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](101)},
+		SecurityContext:    &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+	}
 }

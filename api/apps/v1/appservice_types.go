@@ -3,11 +3,12 @@ package v1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // AppServiceSpec describes a stateless web application: a Deployment of Size pods running
 // Image, exposed by a Service on Ports.
-// +kubebuilder:validation:XValidation:rule="!has(self.serviceType) || self.serviceType != 'ClusterIP' || !has(self.ports) || self.ports.all(p, !has(p.nodePort))",message="spec.ports[].nodePort needs spec.serviceType NodePort (or leave serviceType unset): remove the nodePort or change the serviceType",fieldPath=".ports"
+// +kubebuilder:validation:XValidation:rule="!has(self.serviceType) || self.serviceType != 'ClusterIP' || !has(self.ports) || self.ports.all(p, !has(p.nodePort) || p.nodePort == 0)",message="spec.ports[].nodePort needs spec.serviceType NodePort (or leave serviceType unset): remove the nodePort or change the serviceType",fieldPath=".ports"
 type AppServiceSpec struct {
 	// Size is the number of pods.
 	// +kubebuilder:default=1
@@ -48,19 +49,17 @@ type AppServiceSpec struct {
 	// Ports are the Service's ports; the container exposes each targetPort. Any nodePort
 	// makes the Service a NodePort Service. targetPort defaults to port. Without ports there
 	// is no Service (and a Service the operator made is deleted once no port is left).
-	// Port numbers (1-65535) are unique per protocol (the API server rejects a duplicate);
-	// names are unique too (the operator reports a duplicate name as Degraded: a CEL rule
-	// comparing names exceeds the cost budget, as ServicePort.name has no maximum length).
+	// Port numbers (1-65535) are unique per protocol and names are unique: the API server
+	// rejects a duplicate of either.
 	// +listType=map
 	// +listMapKey=port
 	// +listMapKey=protocol
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:XValidation:rule="self.size() <= 1 || self.all(p, has(p.name) && p.name != '')",message="spec.ports[].name is required when there is more than one port"
-	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.nodePort) || (p.nodePort >= 30000 && p.nodePort <= 32767))",message="spec.ports[].nodePort must be between 30000 and 32767 (the cluster's node port range)"
-	// +kubebuilder:validation:XValidation:rule="self.all(p, p.port >= 1 && p.port <= 65535)",message="spec.ports[].port must be between 1 and 65535"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.name) || self.exists_one(q, has(q.name) && q.name == p.name))",message="spec.ports[].name must be unique: give each port its own name"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Ports"
-	Ports []corev1.ServicePort `json:"ports,omitempty"`
+	Ports []AppServicePort `json:"ports,omitempty"`
 
 	// ServiceType overrides the Service type. Empty means NodePort when any port has a
 	// nodePort and ClusterIP otherwise.
@@ -89,6 +88,59 @@ type AppServiceSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Annotations"
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+	// Security holds the pods' and the container's security contexts.
+	Security `json:",inline"`
+}
+
+// AppServicePort is one port of an AppService's Service: the fields of corev1.ServicePort an
+// AppService uses (the same JSON), bounded the way the API server bounds a Service's ports so
+// that a mistake is rejected on the AppService rather than later on its Service.
+type AppServicePort struct {
+	// Name is the port's name, a lowercase DNS label; required when there are several ports.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="spec.ports[].name must be a lowercase DNS label (a-z, 0-9 and '-', at most 63 characters), for example http"
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// Protocol is TCP, UDP or SCTP.
+	// +kubebuilder:default=TCP
+	// +kubebuilder:validation:Enum=TCP;UDP;SCTP
+	// +optional
+	Protocol corev1.Protocol `json:"protocol,omitempty"`
+
+	// AppProtocol is the application protocol, for example http or kubernetes.io/h2c.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	AppProtocol *string `json:"appProtocol,omitempty"`
+
+	// Port is the Service's port.
+	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 65535",message="spec.ports[].port must be between 1 and 65535"
+	// +required
+	Port int32 `json:"port"`
+
+	// TargetPort is the container's port, a number or the name of a container port; unset
+	// (or 0) means Port.
+	// +optional
+	TargetPort intstr.IntOrString `json:"targetPort,omitempty"`
+
+	// NodePort is the port on every node when the Service is a NodePort Service.
+	// +kubebuilder:validation:XValidation:rule="self == 0 || (self >= 30000 && self <= 32767)",message="spec.ports[].nodePort must be between 30000 and 32767 (the cluster's node port range)"
+	// +optional
+	NodePort int32 `json:"nodePort,omitempty"`
+}
+
+// ServicePort is the port as the Service has it: Protocol defaults to TCP and TargetPort to
+// Port.
+func (p AppServicePort) ServicePort() corev1.ServicePort {
+	out := corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, AppProtocol: p.AppProtocol,
+		Port: p.Port, TargetPort: p.TargetPort, NodePort: p.NodePort}
+	if out.Protocol == "" {
+		out.Protocol = corev1.ProtocolTCP
+	}
+	if out.TargetPort.Type == intstr.Int && out.TargetPort.IntVal == 0 {
+		out.TargetPort = intstr.FromInt32(p.Port)
+	}
+	return out
 }
 
 // AppServiceStatus is the observed state of an AppService, mirrored from its Deployment.

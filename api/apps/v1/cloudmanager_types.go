@@ -84,6 +84,8 @@ type TierDeployment struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Arguments"
 	Args []string `json:"args,omitempty"`
+	// Security holds the pods' and the container's security contexts.
+	Security `json:",inline"`
 }
 
 // DatabaseTier is the database tier of a CloudManager: a MariaDB StatefulSet, its headless
@@ -165,6 +167,9 @@ type DatabaseStatefulSet struct {
 	// +required
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage"
 	Storage DatabaseStorage `json:"storage"`
+	// Security holds the pods' and the container's security contexts. MariaDB's image
+	// starts as root and switches to its mysql user, so "restricted" needs a non-root image.
+	Security `json:",inline"`
 }
 
 // DatabaseStorage describes the volume claim of each database pod.
