@@ -93,14 +93,15 @@ type state struct {
 	rotation string
 }
 
-// +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisclusters,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisclusters,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisclusters/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=services;configmaps;secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;delete;deletecollection
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch;delete;deletecollection
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile runs the pipeline: finalizer, then (unless paused) password, configuration,

@@ -52,7 +52,7 @@ func TestRedisClusterFormsOnRealRedis(t *testing.T) {
 	ns := env.Namespace(t)
 	rc := redistest.NewCluster(ns, "seed", 6)
 	// With the exporter sidecar: its pods too pass the namespace's "restricted" Pod Security.
-	rc.Spec.Pod[0].MonitorImage = "oliver006/redis_exporter:v1.62.0"
+	rc.Spec.Pod = []redisv1alpha1.PodSpec{{MonitorImage: "oliver006/redis_exporter:v1.62.0"}}
 	if err := env.Client.Create(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}

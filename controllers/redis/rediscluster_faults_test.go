@@ -474,7 +474,11 @@ func TestRedisClusterScalesInToTheExactShape(t *testing.T) {
 	for _, to := range []int32{8, 7} {
 		t.Run(fmt.Sprintf("10to%d", to), func(t *testing.T) {
 			t.Parallel()
-			_, key, rc, pw := formed(t, fmt.Sprintf("shrink%d", to), 10, 5)
+			ns, key, rc, pw := formed(t, fmt.Sprintf("shrink%d", to), 10, 5)
+			foreground := to == 7 // the seed's "foreground": the removed nodes' claims go too
+			if foreground {
+				redistest.PatchSpec(t, env.Client, key, `{"spec":{"finalizers":"foreground"}}`)
+			}
 			w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
 			time.Sleep(2 * time.Second)
 			start := time.Now()
@@ -484,6 +488,34 @@ func TestRedisClusterScalesInToTheExactShape(t *testing.T) {
 			rc = redistest.CheckLayout(t, env.Client, key)
 			redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
 			w.Verify(t, env.Client, rc, pw)
+			if !foreground {
+				return
+			}
+			claimsLeft := func(ctx context.Context) []string {
+				claims := &corev1.PersistentVolumeClaimList{}
+				if err := env.Client.List(ctx, claims, client.InNamespace(ns)); err != nil {
+					return []string{err.Error()}
+				}
+				var names []string
+				for _, c := range claims.Items {
+					if c.DeletionTimestamp.IsZero() {
+						names = append(names, c.Name)
+					}
+				}
+				return names
+			}
+			testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+				left := claimsLeft(ctx)
+				return len(left) == int(to), fmt.Sprintf("claims %v, want only the %d of the pods that stay", left, to)
+			})
+			// Deleting the cluster deletes every claim with it.
+			if err := env.Client.Delete(t.Context(), rc); err != nil {
+				t.Fatal(err)
+			}
+			testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+				left := claimsLeft(ctx)
+				return len(left) == 0, fmt.Sprintf("claims %v left after the RedisCluster was deleted", left)
+			})
 		})
 	}
 }

@@ -17,67 +17,75 @@ import (
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
-// randomRedisCluster draws a spec at and around every boundary the API knows of: sizes and
-// replicas per master, image repository and tag, update strategies and their slots, the pod
-// settings (labels that try to override the operator's, env names, volumes, quantities), and
-// password Secrets that exist, do not, or have an invalid name.
+// randomRedisCluster draws a valid spec (sizes, replicas per master, strategies, pod
+// settings, password source), then changes up to two fields to values at and around the
+// boundaries the API knows of: sizes, image repository and tag, update strategies and their
+// slots, pipelines, pod labels that try to override the operator's, env names, volumes,
+// quantities, exporter images, and password Secrets that do not exist or cannot.
 func randomRedisCluster(r *rand.Rand, ns string, i int) *redisv1alpha1.RedisCluster {
 	pick := func(xs ...string) string { return xs[r.IntN(len(xs))] }
 	rc := &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("prop-%03d", i), Namespace: ns}}
-	rc.Spec.Replicas = pick32(r, 0, 3, 5, 6, 6, 7, 9, 1000, 1001)
-	if r.IntN(2) == 0 {
-		rc.Spec.ReplicasPerMaster = ptr.To(pick32(r, -1, 0, 1, 2, 5, 6))
+	rc.Spec.Replicas = pick32(r, 3, 6, 7, 9)
+	if rc.Spec.Replicas >= 6 || r.IntN(2) == 0 {
+		rc.Spec.ReplicasPerMaster = ptr.To(min(pick32(r, 0, 1), rc.Spec.Replicas/3-1))
+	} else {
+		rc.Spec.ReplicasPerMaster = ptr.To[int32](0)
 	}
 	if r.IntN(3) == 0 {
-		rc.Spec.Repository = pick("redis", "registry.example.com:5000/cache/redis", "Redis", "bad repo", strings.Repeat("r", 256))
-	}
-	if r.IntN(3) == 0 {
-		rc.Spec.Version = pick("7.0.15", "7.2", "7 0", "-bad", strings.Repeat("v", 129))
-	}
-	switch r.IntN(5) {
-	case 1:
 		rc.Spec.UpdateStrategy.Type = redisv1alpha1.AutoReceive
-	case 2:
-		rc.Spec.UpdateStrategy.Type = redisv1alpha1.AssignReceive
-		for range r.IntN(3) {
-			rc.Spec.UpdateStrategy.AssignStrategies = append(rc.Spec.UpdateStrategy.AssignStrategies,
-				redisv1alpha1.AssignStrategy{Slots: pick32(r, -1, 0, 100, 16384, 16385), FromReplicas: pick("", "n1,n2", "bad id")})
-		}
-	case 3:
-		rc.Spec.UpdateStrategy.Type = redisv1alpha1.UpdateStrategyType(pick("Bogus", ""))
 	}
-	if r.IntN(4) == 0 {
-		rc.Spec.UpdateStrategy.Pipeline = ptr.To(intstr.FromString(pick("0", "100", "10000", "10001", "lots")))
+	pod := redisv1alpha1.PodSpec{}
+	if r.IntN(2) == 0 {
+		pod.Labels = map[string]string{"team": "cache"}
+		q := resource.MustParse(pick("1Gi", "10Gi"))
+		pod.Volumes = &redisv1alpha1.Volumes{Type: redisv1alpha1.VolumeType(pick("pvc", "hostPath")), Size: &q}
+		pod.MonitorImage = pick("", "oliver006/redis_exporter:v1.62.0")
 	}
 	if r.IntN(3) == 0 {
-		p := redisv1alpha1.PodSpec{}
-		if r.IntN(2) == 0 {
-			p.Labels = map[string]string{pick("app.kubernetes.io/instance", "team", "bad key!"): pick("x", "", "bad value!")}
-		}
-		if r.IntN(3) == 0 {
-			p.Env = []corev1.EnvVar{{Name: pick("A", "", "x=y"), Value: "v"}}
-		}
-		if r.IntN(3) == 0 {
+		rc.Spec.PasswordSecret = "cache-auth"
+	}
+	mutations := []func(){
+		func() { rc.Spec.Replicas = pick32(r, 0, 2, 5, 1000, 1001) },
+		func() { rc.Spec.ReplicasPerMaster = ptr.To(pick32(r, -1, 2, 5, 6)) },
+		func() {
+			rc.Spec.Repository = pick("registry.example.com:5000/cache/redis", "Redis", "bad repo", strings.Repeat("r", 256))
+		},
+		func() { rc.Spec.Version = pick("7.2", "7 0", "-bad", strings.Repeat("v", 129)) },
+		func() {
+			rc.Spec.UpdateStrategy.Type = redisv1alpha1.AssignReceive
+			for range r.IntN(3) {
+				rc.Spec.UpdateStrategy.AssignStrategies = append(rc.Spec.UpdateStrategy.AssignStrategies,
+					redisv1alpha1.AssignStrategy{Slots: pick32(r, -1, 0, 100, 16384, 16385), FromReplicas: pick("", "n1,n2", "bad id")})
+			}
+		},
+		func() { rc.Spec.UpdateStrategy.Type = redisv1alpha1.UpdateStrategyType(pick("Bogus", "")) },
+		func() {
+			rc.Spec.UpdateStrategy.Pipeline = ptr.To(intstr.FromString(pick("0", "100", "10000", "10001", "lots")))
+		},
+		func() {
+			pod.Labels = map[string]string{pick("app.kubernetes.io/instance", "team", "bad key!"): pick("x", "", "bad value!")}
+		},
+		func() { pod.Env = []corev1.EnvVar{{Name: pick("A", "", "x=y"), Value: "v"}} },
+		func() {
 			q := resource.MustParse(pick("1Gi", "0", "100Ti"))
-			p.Volumes = &redisv1alpha1.Volumes{Type: redisv1alpha1.VolumeType(pick("pvc", "hostPath", "nfs", "bogus")), Size: &q,
+			pod.Volumes = &redisv1alpha1.Volumes{Type: redisv1alpha1.VolumeType(pick("pvc", "hostPath", "nfs", "bogus")), Size: &q,
 				PersistentVolumeClaimName: pick("", "shared"), StorageClassName: pick("", "Bad Class!")}
-		}
-		if r.IntN(3) == 0 {
-			p.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(pick("64Mi", "1Gi"))}
-			p.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(pick("64Mi", "2Gi"))}
-		}
-		if r.IntN(3) == 0 {
-			p.MonitorImage = pick("oliver006/redis_exporter:v1.62.0", strings.Repeat("m", 513))
-		}
-		rc.Spec.Pod = []redisv1alpha1.PodSpec{p}
-		if r.IntN(6) == 0 {
-			rc.Spec.Pod = append(rc.Spec.Pod, p)
-		}
+		},
+		func() {
+			pod.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(pick("64Mi", "1Gi"))}
+			pod.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(pick("64Mi", "2Gi"))}
+		},
+		func() { pod.MonitorImage = pick("oliver006/redis_exporter:v1.62.0", strings.Repeat("m", 513)) },
+		func() { rc.Spec.PasswordSecret = pick("missing", "Bad_Name") },
+		func() { rc.Spec.Pause = true },
 	}
-	if r.IntN(3) == 0 {
-		rc.Spec.PasswordSecret = pick("cache-auth", "missing", "Bad_Name")
+	for range r.IntN(3) {
+		mutations[r.IntN(len(mutations))]()
 	}
-	rc.Spec.Pause = r.IntN(6) == 0
+	rc.Spec.Pod = []redisv1alpha1.PodSpec{pod}
+	if r.IntN(10) == 0 {
+		rc.Spec.Pod = append(rc.Spec.Pod, pod) // at most one entry
+	}
 	return rc
 }
 

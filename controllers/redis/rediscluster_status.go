@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,6 +70,15 @@ func (r *RedisClusterReconciler) observe(ctx context.Context, s *state) {
 	if missing := missingPods(s); missing != "" && s.waiting == "" {
 		s.waiting = missing
 	}
+	// A step before the upgrade may have stopped the pipeline: pods on an old template still
+	// mean an upgrade, whatever the steps did. And a terminating pod answers only until its
+	// process stops, so the cluster is not Ready while one is.
+	if n := outdatedPods(s); n > 0 && s.opPhase == "" && s.lost == "" {
+		s.operation(redisv1alpha1.PhaseUpgrading, fmt.Sprintf("%d of %d pods run an old template", n, len(s.pods)))
+	}
+	if p := terminatingPod(s); p != "" {
+		h.Problems = append(h.Problems, "pod "+p+" is terminating")
+	}
 	problems := strings.Join(h.Problems, "; ")
 	switch {
 	case s.rc.Spec.Pause:
@@ -128,6 +138,30 @@ func setPasswordApplied(s *state, gen int64) {
 
 // missingPods names the ordinals the StatefulSet should run but has no pod for (a quota, a
 // failed creation), or "".
+// outdatedPods counts the pods whose revision is not the StatefulSet's update revision.
+func outdatedPods(s *state) int {
+	if s.sts == nil || s.sts.Status.UpdateRevision == "" {
+		return 0
+	}
+	n := 0
+	for _, p := range s.pods {
+		if p.Labels[appsv1.ControllerRevisionHashLabelKey] != s.sts.Status.UpdateRevision {
+			n++
+		}
+	}
+	return n
+}
+
+// terminatingPod is the name of a pod being deleted, or "".
+func terminatingPod(s *state) string {
+	for _, p := range s.pods {
+		if !p.DeletionTimestamp.IsZero() {
+			return p.Name
+		}
+	}
+	return ""
+}
+
 func missingPods(s *state) string {
 	if s.sts == nil || s.sts.Spec.Replicas == nil {
 		return ""

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -88,6 +89,17 @@ func TestRedisClusterInvalidSpecsAreRejected(t *testing.T) {
 		"a version with a space": {
 			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.Version = "7 0" },
 			want:   []string{"spec.version", "must be an image tag"},
+		},
+		"a password Secret that cannot exist": {
+			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.PasswordSecret = "Bad_Name" },
+			want:   []string{"spec.passwordSecret", "must be a Secret's name"},
+		},
+		"a volume of size 0": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				zero := resource.MustParse("0")
+				rc.Spec.Pod = []redisv1alpha1.PodSpec{{Volumes: &redisv1alpha1.Volumes{Size: &zero}}}
+			},
+			want: []string{"spec.pod[0].volumes.size", "greater than zero"},
 		},
 		"a repository with capitals": {
 			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.Repository = "Library/Redis" },

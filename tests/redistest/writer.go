@@ -5,11 +5,14 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -184,12 +187,20 @@ func readThrough(t *testing.T, addr, password string, keys []string) ([]string, 
 			next := map[string][]string{}
 			for node, ks := range pending {
 				cmds := make([]*goredis.StringCmd, len(ks))
-				_, _ = at(node).Pipelined(t.Context(), func(p goredis.Pipeliner) error {
-					for i, k := range ks {
-						cmds[i] = p.Get(t.Context(), k)
+				// A connection the server closed (EOF, reset) is retried on a new one, as every
+				// client does; a wrong value or a refusal is not.
+				for try := 0; try < 3; try++ {
+					_, err := at(node).Pipelined(t.Context(), func(p goredis.Pipeliner) error {
+						for i, k := range ks {
+							cmds[i] = p.Get(t.Context(), k)
+						}
+						return nil
+					})
+					if !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+						break
 					}
-					return nil
-				})
+					time.Sleep(200 * time.Millisecond)
+				}
 				for i, cmd := range cmds {
 					v, err := cmd.Int()
 					switch {

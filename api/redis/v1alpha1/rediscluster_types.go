@@ -84,6 +84,7 @@ type RedisClusterSpec struct {
 	// PasswordSecret names a Secret in the same namespace whose key "password" is the Redis
 	// password. When empty, a Secret named <name>-password is generated once and kept.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="spec.passwordSecret must be a Secret's name (lowercase letters, digits, '-' and '.'), for example cache-auth"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Password Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	PasswordSecret string `json:"passwordSecret,omitempty"`
@@ -194,6 +195,7 @@ type Volumes struct {
 	// +optional
 	PersistentVolumeClaimName string `json:"persistentVolumeClaimName,omitempty"`
 	// Size of each pod's claim (pvc type), default 1Gi.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.pod[].volumes.size must be greater than zero, for example 1Gi"
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 	// StorageClassName of each pod's claim (pvc type); empty uses the default class.
