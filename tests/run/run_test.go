@@ -119,6 +119,19 @@ func TestMakeRunServesEveryKindAndStopsCleanly(t *testing.T) {
 		b, err := cmd.CombinedOutput()
 		return strings.TrimSpace(string(b)), err
 	}
+	defer func() { // runs before the script is killed: the cluster is still there to ask
+		if !t.Failed() {
+			return
+		}
+		got, _ := kubectl("get", "pods,redisclusters", "-o", "wide")
+		t.Logf("pods and RedisClusters when the test failed:\n%s", got)
+		got, _ = kubectl("get", "rediscluster", "redis-cluster", "-o", "jsonpath={.status.reason} {.status.conditions}")
+		t.Logf("the RedisCluster's reason and conditions: %s", got)
+		if b, err := os.ReadFile(filepath.Join(filepath.Dir(kubeconfig), "cluster.log")); err == nil {
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			t.Logf("the last lines of cluster.log (the local cluster and its Redis pod runner):\n%s", strings.Join(lines[max(0, len(lines)-80):], "\n"))
+		}
+	}()
 	applied := time.Now()
 	for _, sample := range []string{"apps_v1_appservice.yaml", "apps_v1_cloudmanager.yaml", "redis_v1alpha1_rediscluster.yaml"} {
 		if got, err := kubectl("apply", "-f", filepath.Join(root, "config", "samples", sample)); err != nil {
