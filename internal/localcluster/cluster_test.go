@@ -192,8 +192,16 @@ func TestServiceAccountTokenAuthenticatesAndRBACDecides(t *testing.T) {
 		t.Fatal(err)
 	}
 	asReader := tokenClient(t, tr.Status.Token)
-	if _, err := asReader.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err != nil {
-		t.Errorf("the Role allows listing pods, got %v", err)
+	// The RBAC authorizer reads Roles and RoleBindings from its informers: a binding made a
+	// moment ago may not be there yet (a make test run saw Forbidden 0.15 s after it).
+	var listErr error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if _, listErr = asReader.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); listErr == nil {
+			break
+		}
+	}
+	if listErr != nil {
+		t.Errorf("the Role allows listing pods, got %v", listErr)
 	}
 	if _, err := asReader.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("the Role does not allow listing secrets, want Forbidden, got %v", err)
