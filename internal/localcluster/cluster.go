@@ -45,9 +45,11 @@ type Cluster struct {
 	// Ports are the loopback ports each component listens on, by component name.
 	Ports map[string]int
 
-	ownDir bool
-	procs  []*process
-	logf   func(string, ...any)
+	ownDir    bool
+	procs     []*process
+	logf      func(string, ...any)
+	podRange  string   // the pod addresses kwok gives out
+	rangeLock *os.File // holds podRange while the cluster runs
 }
 
 // AdminToken is the static bearer token of the cluster-admin user (group system:masters).
@@ -137,6 +139,10 @@ func (c *Cluster) Stop() {
 		c.procs[i].stop(10 * time.Second)
 	}
 	c.procs = nil
+	if c.rangeLock != nil {
+		_ = c.rangeLock.Close()
+		c.rangeLock = nil
+	}
 	if c.ownDir && c.Dir != "" && os.Getenv("MWO_KEEP_CLUSTER_DIR") == "" {
 		_ = os.RemoveAll(c.Dir)
 	}

@@ -32,13 +32,16 @@ func (c *Cluster) startKwok(bin string, port int) error {
 	if err != nil {
 		return err
 	}
+	if c.podRange == "" {
+		c.podRange, c.rangeLock = takePodRange()
+	}
 	p, err := c.start("kwok", filepath.Join(bin, "kwok"), []string{
 		"--kubeconfig=" + c.Kubeconfig,
 		"--config=" + stages,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + kwokManagedAnnotation + "=fake",
 		"--disregard-status-with-annotation-selector=kwok.x-k8s.io/status=custom",
-		"--cidr=127.1.0.0/16",
+		"--cidr=" + c.podRange,
 		"--node-ip=127.0.0.1",
 		"--node-lease-duration-seconds=40",
 		"--server-address=127.0.0.1:" + strconv.Itoa(port),
