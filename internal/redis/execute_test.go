@@ -19,15 +19,7 @@ func TestExecuteMovesResumes(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
-	c := newSlotCluster(ctx, t)
-	entry := c.servers[0].addr
-	writeKeys(ctx, t, c.cc, 20000)
-
-	topo, err := c.admin.loadTopology(ctx, []string{entry})
-	if err != nil {
-		t.Fatal(err)
-	}
-	masters := topo.masters()
+	c, entry, masters := loadedSlotCluster(ctx, t)
 	moves, err := PlanReshard(masters, 3000, []string{masters[0].ID, masters[1].ID}, masters[2].ID)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +70,7 @@ func TestExecuteMovesResumes(t *testing.T) {
 	}
 
 	// PlanReshard gives the table redis-cli prints (and then carries out).
-	topo, err = c.admin.loadTopology(ctx, []string{entry})
+	topo, err := c.admin.loadTopology(ctx, []string{entry})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,14 +110,7 @@ func TestExecuteMovesStopsAtTheFence(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
-	c := newSlotCluster(ctx, t)
-	entry := c.servers[0].addr
-	writeKeys(ctx, t, c.cc, 20000)
-	topo, err := c.admin.loadTopology(ctx, []string{entry})
-	if err != nil {
-		t.Fatal(err)
-	}
-	masters := topo.masters()
+	c, entry, masters := loadedSlotCluster(ctx, t)
 	moves, err := PlanReshard(masters, 1000, []string{masters[0].ID}, masters[2].ID)
 	if err != nil {
 		t.Fatal(err)
@@ -158,4 +143,18 @@ func TestExecuteMovesStopsAtTheFence(t *testing.T) {
 	}
 	c.healthy()
 	readKeys(ctx, t, c.cc, 20000)
+}
+
+// loadedSlotCluster is a three-master cluster holding 20,000 keys, an entry address and
+// its masters.
+func loadedSlotCluster(ctx context.Context, t *testing.T) (*slotCluster, string, []Node) {
+	t.Helper()
+	c := newSlotCluster(ctx, t)
+	entry := c.servers[0].addr
+	writeKeys(ctx, t, c.cc, 20000)
+	topo, err := c.admin.loadTopology(ctx, []string{entry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, entry, topo.masters()
 }
