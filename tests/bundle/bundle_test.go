@@ -18,6 +18,8 @@ import (
 	"github.com/operator-framework/api/pkg/validation"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
 // The package, its channel and the bundles of the channel, oldest first. The current bundle
@@ -289,24 +291,10 @@ func envVar(env []corev1.EnvVar, name string) *corev1.EnvVar {
 	return nil
 }
 
-// binPath is a program `make tools` links into bin/ (or $MWO_BIN_DIR).
-func binPath(t *testing.T, name string) string {
-	t.Helper()
-	dir := os.Getenv("MWO_BIN_DIR")
-	if dir == "" {
-		dir = filepath.Join(repoRoot(), "bin")
-	}
-	p := filepath.Join(dir, name)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s is not built: run make tools (%v)", name, err)
-	}
-	return p
-}
-
 // TestScorecard runs `make scorecard` (the scorecard-test program on bundle/) and checks the
 // six basic and OLM tests of bundle/tests/scorecard/config.yaml all ran and passed.
 func TestScorecard(t *testing.T) {
-	cmd := exec.Command(binPath(t, "scorecard"), "-o", "json", filepath.Join(repoRoot(), "bundle"))
+	cmd := exec.Command(testenv.Tool(t, "scorecard"), "-o", "json", filepath.Join(repoRoot(), "bundle"))
 	out, err := cmd.Output()
 	var list scorecardv1alpha3.TestList
 	if jsonErr := json.Unmarshal(out, &list); jsonErr != nil {
@@ -378,7 +366,7 @@ func TestUpgradeChain(t *testing.T) {
 		}
 	}
 
-	if out, err := exec.Command(binPath(t, "opm"), "validate", filepath.Join(repoRoot(), "catalog")).CombinedOutput(); err != nil {
+	if out, err := exec.Command(testenv.Tool(t, "opm"), "validate", filepath.Join(repoRoot(), "catalog")).CombinedOutput(); err != nil {
 		t.Errorf("opm validate catalog: %v\n%s", err, out)
 	}
 }
