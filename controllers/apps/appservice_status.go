@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
@@ -69,6 +70,18 @@ func setDegraded(conds *[]metav1.Condition, gen int64, err error, stuck rolloutP
 	default:
 		status.Set(conds, gen, appsv1api.ConditionDegraded, metav1.ConditionFalse, ReasonReconciled, "all children match the spec")
 	}
+}
+
+// rollingOutQuietly reports whether next is the status of a rollout under way that nothing
+// has gone wrong with: Progressing, not Degraded, and available as before (a change of
+// availability is news; the Available condition's first setting is not).
+func rollingOutQuietly(before, next appsv1api.AppServiceStatus) bool {
+	if !meta.IsStatusConditionTrue(next.Conditions, appsv1api.ConditionProgressing) ||
+		meta.IsStatusConditionTrue(next.Conditions, appsv1api.ConditionDegraded) {
+		return false
+	}
+	was := meta.FindStatusCondition(before.Conditions, appsv1api.ConditionAvailable)
+	return was == nil || meta.IsStatusConditionPresentAndEqual(next.Conditions, appsv1api.ConditionAvailable, was.Status)
 }
 
 func rollingOut(d *appsv1.Deployment, size int32) bool {

@@ -46,31 +46,64 @@ type Figures struct {
 	// Go heap in use after a GC: with the AppServices, then also with unrelated objects.
 	HeapBytes          uint64 `json:"heapBytes"`
 	HeapUnrelatedBytes uint64 `json:"heapWithUnrelatedBytes"`
-	// Latency from an AppService's creation to its Deployment's, while N exist.
+	// The operator's binary started as a process once N exist: how long until it had
+	// reconciled them all and was idle, the writes that took, and its resident set then
+	// (current and peak), and after the unrelated objects were added.
+	RestartSeconds        float64 `json:"restartSeconds"`
+	RestartWrites         int64   `json:"restartWrites"`
+	RSSBytes              uint64  `json:"rssBytes"`
+	PeakRSSBytes          uint64  `json:"peakRSSBytes"`
+	RSSUnrelatedBytes     uint64  `json:"rssWithUnrelatedBytes"`
+	PeakRSSUnrelatedBytes uint64  `json:"peakRSSWithUnrelatedBytes"`
 	// ScrapeBytes is the size of the operator's metrics page (text format) at steady state;
 	// OwnSeries counts its middleware_operator_* series there.
 	ScrapeBytes int `json:"scrapeBytes"`
 	OwnSeries   int `json:"ownSeries"`
-
-	LatencyP50 float64 `json:"latencyP50Seconds"`
-	LatencyP99 float64 `json:"latencyP99Seconds"`
+	// Latency from an AppService's creation to its Deployment's: while N exist (probes
+	// created one every 100 ms), and during the creation wave of N.
+	LatencyP50     float64 `json:"latencyP50Seconds"`
+	LatencyP99     float64 `json:"latencyP99Seconds"`
+	WaveLatencyP50 float64 `json:"waveLatencyP50Seconds"`
+	WaveLatencyP99 float64 `json:"waveLatencyP99Seconds"`
+	// Memcached is the Operator SDK memcached sample's pattern on its own fresh cluster.
+	Memcached MemcachedFigures `json:"memcached"`
 }
 
-// Table renders figures as the README's table.
+// Table renders figures as the README's tables: speed and writes, then memory and the
+// memcached sample's pattern side by side.
 func Table(fs []Figures) string {
 	var b strings.Builder
-	b.WriteString("| N | floor: children / Available / update (s) | operator: children / converged / update (s) | ratio converged / update | writes per AppService: create / update | steady writes, CPU s/min | heap per AppService | +unrelated | latency p50 / p99 (s) | metrics page: bytes / own series |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| N | floor: children / Available / update (s) | operator: children / converged / update (s) | ratio converged / update | writes per AppService: create / update | steady writes, CPU s/min | latency p50 / p99 with N (s) | creation wave latency p50 / p99 (s) | metrics page: bytes / own series |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, f := range fs {
-		fmt.Fprintf(&b, "| %d | %.1f / %.1f / %.1f | %.1f / %.1f / %.1f | %.2f / %.2f | %.2f / %.2f | %d, %.2f | %.1f KiB | %+.1f%% | %.2f / %.2f | %d / %d |\n",
+		fmt.Fprintf(&b, "| %d | %.1f / %.1f / %.1f | %.1f / %.1f / %.1f | %.2f / %.2f | %.2f / %.2f | %d, %.2f | %.3f / %.3f | %.1f / %.1f | %d / %d |\n",
 			f.N, f.FloorChildren, f.FloorAvailable, f.FloorUpdate, f.Children, f.Converged, f.Update,
 			f.Converged/f.FloorAvailable, f.Update/f.FloorUpdate,
 			float64(sum(f.CreateWrites))/float64(f.N), float64(sum(f.UpdateWrites))/float64(f.N),
-			sum(f.SteadyWrites), f.SteadyCPU, float64(f.HeapBytes)/float64(f.N)/1024,
-			100*(float64(f.HeapUnrelatedBytes)-float64(f.HeapBytes))/float64(f.HeapBytes), f.LatencyP50, f.LatencyP99,
+			sum(f.SteadyWrites), f.SteadyCPU, f.LatencyP50, f.LatencyP99, f.WaveLatencyP50, f.WaveLatencyP99,
 			f.ScrapeBytes, f.OwnSeries)
 	}
+	b.WriteString("\n| N | operator heap per AppService | operator process: RSS / peak (MiB) | +unrelated: RSS / peak | restart: settled (s) / writes | memcached: Deployments / Available (s) | memcached writes: create / steady | memcached steady CPU s/min | memcached RSS / peak (MiB) | +unrelated: RSS / peak |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, f := range fs {
+		m := f.Memcached
+		fmt.Fprintf(&b, "| %d | %.1f KiB | %.1f / %.1f | %+.1f%% / %+.1f%% | %.1f / %d | %.1f / %.1f | %d / %d | %.2f | %.1f / %.1f | %+.1f%% / %+.1f%% |\n",
+			f.N, float64(f.HeapBytes)/float64(f.N)/1024, mib(f.RSSBytes), mib(f.PeakRSSBytes),
+			growth(f.RSSBytes, f.RSSUnrelatedBytes), growth(f.PeakRSSBytes, f.PeakRSSUnrelatedBytes), f.RestartSeconds, f.RestartWrites,
+			m.Children, m.Available, m.CreateWrites, m.SteadyWrites, m.SteadyCPU, mib(m.RSSBytes), mib(m.PeakRSSBytes),
+			growth(m.RSSBytes, m.RSSUnrelatedBytes), growth(m.PeakRSSBytes, m.PeakRSSUnrelatedBytes))
+	}
 	return b.String()
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// growth is how much after is above before, in percent.
+func growth(before, after uint64) float64 {
+	if before == 0 {
+		return 0
+	}
+	return 100 * (float64(after) - float64(before)) / float64(before)
 }
 
 func sum(m map[string]int64) int64 {

@@ -85,6 +85,17 @@ func TestBenchSmoke(t *testing.T) {
 	if got := sum(f.SteadyWrites); got != 0 {
 		t.Errorf("%d writes at steady state (%v), want 0", got, f.SteadyWrites)
 	}
+	// A restarted operator finds everything converged: it reads, it does not write.
+	if f.RestartWrites != 0 {
+		t.Errorf("the operator's process made %d writes reconciling %d converged AppServices, want 0", f.RestartWrites, n+1+probes)
+	}
+	if f.RSSBytes == 0 || f.PeakRSSBytes < f.RSSBytes || f.RSSUnrelatedBytes == 0 {
+		t.Errorf("operator process RSS %d, peak %d, with unrelated objects %d: want each above 0, peak at least RSS", f.RSSBytes, f.PeakRSSBytes, f.RSSUnrelatedBytes)
+	}
+	// The sample's pattern writes at least its Deployments, and its RSS is read too.
+	if m := f.Memcached; m.CreateWrites < n || m.RSSBytes == 0 {
+		t.Errorf("memcached sample: %d writes for %d Memcached, RSS %d: want at least %d writes and an RSS", m.CreateWrites, n, m.RSSBytes, n)
+	}
 	// Labels stay bounded: two series (desired, ready) per AppService, plus a fixed set by
 	// kind, phase and condition.
 	if f.OwnSeries < 2*n || f.OwnSeries > 2*(n+1)+64 {

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -47,7 +48,8 @@ const (
 	timeout = 20 * time.Minute
 )
 
-// Run measures the floor and the operator for o.N, each on a fresh local cluster.
+// Run measures the floor, the operator and the memcached sample's pattern for o.N, each on
+// a fresh local cluster.
 func Run(ctx context.Context, o Options) (Figures, error) {
 	f := Figures{N: o.N, SteadySeconds: o.Steady.Seconds()}
 	if err := runFloor(ctx, o, &f); err != nil {
@@ -56,8 +58,18 @@ func Run(ctx context.Context, o Options) (Figures, error) {
 	if err := runOperator(ctx, o, &f); err != nil {
 		return f, fmt.Errorf("operator: %w", err)
 	}
+	if o.N > memcachedMaxN {
+		o.Logf("memcached sample: skipped at N = %d (above %d): one reconcile at a time under client-go's default 20 requests/s, it would take most of an hour", o.N, memcachedMaxN)
+		return f, nil
+	}
+	if err := runMemcached(ctx, o, &f.Memcached); err != nil {
+		return f, fmt.Errorf("memcached sample: %w", err)
+	}
 	return f, nil
 }
+
+// memcachedMaxN is the largest N the memcached sample's pattern is measured at.
+const memcachedMaxN = 1000
 
 // nodes is enough kwok nodes (1,000 pods each) for n pods and room to spare.
 func nodes(n int) int { return n/900 + 1 }
@@ -224,7 +236,7 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 		}
 		return true
 	})
-	f.LatencyP50, f.LatencyP99 = percentile(latencies, 50), percentile(latencies, 99)
+	f.WaveLatencyP50, f.WaveLatencyP99 = percentile(latencies, 50), percentile(latencies, 99)
 
 	start = time.Now()
 	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
@@ -243,6 +255,16 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	f.UpdateWrites = writes.Reset()
 	o.Logf("operator: every Deployment carries the new image after %.1f s, %d writes", f.Update, sum(f.UpdateWrites))
 
+	if f.LatencyP50, f.LatencyP99, err = probeLatency(ctx, c, cs, ns); err != nil {
+		return err
+	}
+	if _, err := waitFor(ctx, time.Now(), "probes converged", converged(c, ns, o.N+probes)); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	o.Logf("operator: with %d AppServices, creation to Deployment p50 %.3f s, p99 %.3f s (%d probes, 10/s); %v writes",
+		o.N, f.LatencyP50, f.LatencyP99, probes, writes.Reset())
+
 	cpu0 := cpuSeconds()
 	time.Sleep(o.Steady)
 	f.SteadyCPU = (cpuSeconds() - cpu0) / o.Steady.Minutes()
@@ -254,13 +276,98 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	}
 	o.Logf("operator: the metrics page is %d bytes, %d of its series the operator's own", f.ScrapeBytes, f.OwnSeries)
 
+	// The operator as a process of its own, as a pod runs it, started now that N exist:
+	// its start-up lists and reconciles them all, the peak of its life.
+	proc, err := startOperatorProcess(env)
+	if err != nil {
+		return err
+	}
+	defer proc.stop()
+	if f.RestartSeconds, err = proc.waitSettled(ctx, "appservice", o.N+1+probes); err != nil {
+		return err
+	}
+	families, err := proc.scrape(ctx)
+	if err != nil {
+		return err
+	}
+	f.RestartWrites = apiWrites(families)
+	if f.RSSBytes, f.PeakRSSBytes, err = proc.memory(); err != nil {
+		return err
+	}
+	o.Logf("operator process: reconciled the %d existing AppServices in %.1f s with %d writes; RSS %d MiB, peak %d MiB",
+		o.N+1+probes, f.RestartSeconds, f.RestartWrites, f.RSSBytes>>20, f.PeakRSSBytes>>20)
+
 	if err := unrelated(ctx, c, o.Unrelated); err != nil {
 		return err
 	}
-	time.Sleep(5 * time.Second)
+	time.Sleep(10 * time.Second)
 	f.HeapUnrelatedBytes = heapAbove(baseline)
-	o.Logf("operator: heap %d MiB after %d unrelated Secrets and ConfigMaps and %d Deployments", f.HeapUnrelatedBytes>>20, o.Unrelated, o.Unrelated/3)
+	if f.RSSUnrelatedBytes, f.PeakRSSUnrelatedBytes, err = proc.memory(); err != nil {
+		return err
+	}
+	o.Logf("operator: heap %d MiB, process RSS %d MiB (peak %d MiB) after %d unrelated Secrets and ConfigMaps and %d Deployments",
+		f.HeapUnrelatedBytes>>20, f.RSSUnrelatedBytes>>20, f.PeakRSSUnrelatedBytes>>20, o.Unrelated, o.Unrelated/3)
 	return nil
+}
+
+// startOperatorProcess runs the operator's binary against env with the shipped defaults,
+// its metrics in plain HTTP for the bench to read and no leader election: at steady state
+// the in-process operator writes nothing, so the two do not contend.
+func startOperatorProcess(env *testenv.Env) (*process, error) {
+	bin, err := binary(".")
+	if err != nil {
+		return nil, err
+	}
+	return startProcess(bin, env.Cluster.Kubeconfig, filepath.Join(env.Cluster.Dir, "operator.log"), "--metrics-bind-address",
+		"--metrics-secure=false", "--health-probe-bind-address=0", "--monitoring-objects=false")
+}
+
+// probes is how many AppServices are created one at a time, once N exist, to measure the
+// latency from an AppService's creation to its Deployment's.
+const probes = 100
+
+// probeLatency creates probes AppServices in ns, one every 100 ms, and returns the 50th and
+// 99th percentiles of the time from each Create call to its Deployment's ADDED event.
+func probeLatency(ctx context.Context, c client.Client, cs *kubernetes.Clientset, ns string) (p50, p99 float64, err error) {
+	w, err := cs.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer w.Stop()
+	seen := map[string]time.Time{}
+	sent := map[string]time.Time{}
+	events := w.ResultChan()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(timeout)
+	for next := 0; len(seen) < probes; {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return 0, 0, fmt.Errorf("the Deployment watch ended")
+			}
+			if d, isDep := ev.Object.(*appsv1.Deployment); isDep && ev.Type == watch.Added && strings.HasPrefix(d.Name, "probe-") {
+				seen[d.Name] = time.Now()
+			}
+		case <-tick.C:
+			if next < probes {
+				a := app(ns, next, image2)
+				a.Name = fmt.Sprintf("probe-%03d", next)
+				sent[a.Name] = time.Now()
+				if err := c.Create(ctx, a); err != nil {
+					return 0, 0, err
+				}
+				next++
+			}
+		case <-deadline:
+			return 0, 0, fmt.Errorf("%d of %d probe Deployments after %s", len(seen), probes, timeout)
+		}
+	}
+	var latencies []float64
+	for name, t := range seen {
+		latencies = append(latencies, t.Sub(sent[name]).Seconds())
+	}
+	return percentile(latencies, 50), percentile(latencies, 99), nil
 }
 
 // converged reports whether ns holds n AppServices whose status describes their spec and

@@ -1,0 +1,189 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
+)
+
+// buildDir holds the binaries the bench runs as processes, built once per test binary.
+var buildDir = sync.OnceValues(func() (string, error) { return os.MkdirTemp("", "mwo-bench-") })
+
+// binary builds the main package at pkg (relative to the repository) once and returns its path.
+func binary(pkg string) (string, error) {
+	dir, err := buildDir()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, strings.ReplaceAll(strings.Trim(pkg, "./"), "/", "-")+"manager")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	build := exec.Command("go", "build", "-o", bin, pkg)
+	build.Dir = testenv.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
+	}
+	return bin, nil
+}
+
+// process is an operator run as a process of its own, as a pod runs it, so its memory is
+// its own: peak and current resident set from /proc, its API requests from its metrics.
+type process struct {
+	cmd     *exec.Cmd
+	metrics string // host:port of its plain-HTTP metrics endpoint
+	log     *os.File
+}
+
+// startProcess runs bin with kubeconfig and args, its metrics on a free local port (given to
+// it as metricsFlag=host:port) and its output in logPath.
+func startProcess(bin, kubeconfig, logPath, metricsFlag string, args ...string) (*process, error) {
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, append([]string{metricsFlag + "=" + addr}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		_ = log.Close()
+		return nil, err
+	}
+	return &process{cmd: cmd, metrics: addr, log: log}, nil
+}
+
+// stop ends the process and closes its log.
+func (p *process) stop() {
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	_ = p.log.Close()
+}
+
+// memory is the process's resident set now and at its peak (VmRSS and VmHWM), in bytes.
+func (p *process) memory() (rss, peak uint64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		field, value, ok := strings.Cut(line, ":")
+		if !ok || (field != "VmRSS" && field != "VmHWM") {
+			continue
+		}
+		kib, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s in /proc/%d/status: %w", field, p.cmd.Process.Pid, err)
+		}
+		if field == "VmRSS" {
+			rss = kib << 10
+		} else {
+			peak = kib << 10
+		}
+	}
+	return rss, peak, nil
+}
+
+// cpuSeconds is the user and system CPU time the process has used.
+func (p *process) cpuSeconds() (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", p.cmd.Process.Pid)
+	}
+	utime, err1 := strconv.ParseFloat(fields[11], 64)
+	stime, err2 := strconv.ParseFloat(fields[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %w", p.cmd.Process.Pid, err1)
+	}
+	return (utime + stime) / 100, nil // clock ticks: 100 per second on Linux
+}
+
+// scrape reads the process's metrics.
+func (p *process) scrape(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.metrics+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(resp.Body)
+}
+
+// apiWrites counts the process's API requests that write (POST, PUT, PATCH, DELETE), from
+// client-go's rest_client_requests_total.
+func apiWrites(families map[string]*dto.MetricFamily) int64 {
+	var n float64
+	for _, m := range families["rest_client_requests_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "method" && l.GetValue() != http.MethodGet {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return int64(n)
+}
+
+// settled reports whether the named controller has reconciled at least n times and has
+// nothing queued or in progress.
+func settled(families map[string]*dto.MetricFamily, controller string, n int) bool {
+	value := func(family, label string) float64 {
+		var v float64
+		for _, m := range families[family].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == controller {
+					v += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				}
+			}
+		}
+		return v
+	}
+	return value("controller_runtime_reconcile_total", "controller") >= float64(n) &&
+		value("workqueue_depth", "name") == 0 && value("controller_runtime_active_workers", "controller") == 0
+}
+
+// waitSettled waits until the process's controller has reconciled n objects and is idle.
+func (p *process) waitSettled(ctx context.Context, controller string, n int) (float64, error) {
+	return waitFor(ctx, time.Now(), controller+" settled", func(ctx context.Context) (bool, error) {
+		families, err := p.scrape(ctx)
+		if err != nil {
+			return false, nil // not serving yet
+		}
+		return settled(families, controller, n), nil
+	})
+}
+
+// freePort is a free local TCP address.
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String(), nil
+}
