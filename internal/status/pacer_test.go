@@ -20,13 +20,13 @@ func TestPacerSpacesTransitionalWrites(t *testing.T) {
 		transitional bool
 		want         time.Duration
 	}{
-		{0, a, true, 5 * time.Second},              // a's rollout starts: its first progress waits
+		{0, a, true, 5 * time.Second},               // a's rollout starts: its first progress waits
 		{2 * time.Second, a, true, 3 * time.Second}, // what is left of the interval
-		{0, b, true, 5 * time.Second},              // b is paced on its own
-		{3 * time.Second, a, true, 0},              // a's interval is over: write
-		{time.Second, a, true, 4 * time.Second},    // and the next progress waits a whole interval
-		{0, a, false, 0},                           // a settles: written at once
-		{0, a, true, 5 * time.Second},              // a new rollout of a starts afresh
+		{0, b, true, 5 * time.Second},               // b is paced on its own
+		{3 * time.Second, a, true, 0},               // a's interval is over: write
+		{time.Second, a, true, 4 * time.Second},     // and the next progress waits a whole interval
+		{0, a, false, 0},                            // a settles: written at once
+		{0, a, true, 5 * time.Second},               // a new rollout of a starts afresh
 		{0, b, false, 0},
 	}
 	for i, s := range steps {

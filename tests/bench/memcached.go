@@ -83,7 +83,7 @@ func runMemcached(ctx context.Context, o Options, f *MemcachedFigures) error {
 	if err != nil {
 		return err
 	}
-	proc, err := startProcess(bin, env.Cluster.Kubeconfig, filepath.Join(env.Cluster.Dir, "memcached.log"), "--metrics-bind-address")
+	proc, err := startProcess(bin, env.Cluster.Kubeconfig, filepath.Join(env.Cluster.Dir, "memcached.log"), "--metrics-bind-address", "--metrics-secure=false")
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,9 @@ func runMemcached(ctx context.Context, o Options, f *MemcachedFigures) error {
 	if f.RSSBytes, f.PeakRSSBytes, err = proc.memory(); err != nil {
 		return err
 	}
-	o.Logf("memcached: steady for %s: %d writes, %.2f CPU s/min; RSS %d MiB, peak %d MiB", o.Steady, f.SteadyWrites, f.SteadyCPU, f.RSSBytes>>20, f.PeakRSSBytes>>20)
+	heap, sys := goMemory(families)
+	o.Logf("memcached: steady for %s: %d writes, %.2f CPU s/min; RSS %d MiB, peak %d MiB; Go heap in use %d MiB, Go runtime %d MiB",
+		o.Steady, f.SteadyWrites, f.SteadyCPU, f.RSSBytes>>20, f.PeakRSSBytes>>20, heap>>20, sys>>20)
 
 	if err := unrelated(ctx, c, o.Unrelated); err != nil {
 		return err

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -131,8 +132,28 @@ func (p *process) scrape(ctx context.Context) (map[string]*dto.MetricFamily, err
 		return nil, err
 	}
 	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, &scrapeRefused{status: resp.Status}
+	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	return parser.TextToMetricFamilies(resp.Body)
+}
+
+// scrapeRefused is a metrics endpoint's answer other than 200 OK.
+type scrapeRefused struct{ status string }
+
+func (e *scrapeRefused) Error() string { return "the metrics endpoint answered " + e.status }
+
+// goMemory is the Go heap in use and all the memory the Go runtime holds from the system,
+// from the process's go_memstats_* metrics.
+func goMemory(families map[string]*dto.MetricFamily) (heap, sys uint64) {
+	gauge := func(name string) uint64 {
+		for _, m := range families[name].GetMetric() {
+			return uint64(m.GetGauge().GetValue())
+		}
+		return 0
+	}
+	return gauge("go_memstats_heap_inuse_bytes"), gauge("go_memstats_sys_bytes")
 }
 
 // apiWrites counts the process's API requests that write (POST, PUT, PATCH, DELETE), from
@@ -171,6 +192,10 @@ func settled(families map[string]*dto.MetricFamily, controller string, n int) bo
 func (p *process) waitSettled(ctx context.Context, controller string, n int) (float64, error) {
 	return waitFor(ctx, time.Now(), controller+" settled", func(ctx context.Context) (bool, error) {
 		families, err := p.scrape(ctx)
+		var refused *scrapeRefused
+		if errors.As(err, &refused) {
+			return false, err
+		}
 		if err != nil {
 			return false, nil // not serving yet
 		}

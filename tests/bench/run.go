@@ -59,7 +59,7 @@ func Run(ctx context.Context, o Options) (Figures, error) {
 		return f, fmt.Errorf("operator: %w", err)
 	}
 	if o.N > memcachedMaxN {
-		o.Logf("memcached sample: skipped at N = %d (above %d): one reconcile at a time under client-go's default 20 requests/s, it would take most of an hour", o.N, memcachedMaxN)
+		o.Logf("memcached sample: skipped at N = %d (above %d): one reconcile at a time (the sample's default), it would take most of an hour", o.N, memcachedMaxN)
 		return f, nil
 	}
 	if err := runMemcached(ctx, o, &f.Memcached); err != nil {
@@ -294,8 +294,9 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	if f.RSSBytes, f.PeakRSSBytes, err = proc.memory(); err != nil {
 		return err
 	}
-	o.Logf("operator process: reconciled the %d existing AppServices in %.1f s with %d writes; RSS %d MiB, peak %d MiB",
-		o.N+1+probes, f.RestartSeconds, f.RestartWrites, f.RSSBytes>>20, f.PeakRSSBytes>>20)
+	heap, sys := goMemory(families)
+	o.Logf("operator process: reconciled the %d existing AppServices in %.1f s with %d writes; RSS %d MiB, peak %d MiB; Go heap in use %d MiB, Go runtime %d MiB",
+		o.N+1+probes, f.RestartSeconds, f.RestartWrites, f.RSSBytes>>20, f.PeakRSSBytes>>20, heap>>20, sys>>20)
 
 	if err := unrelated(ctx, c, o.Unrelated); err != nil {
 		return err

@@ -4,7 +4,9 @@
 // Deployment of that many replicas. As in the tutorial, the manager's cache is the default
 // one (every Deployment of the cluster, whole objects), one reconcile runs at a time, a
 // finalizer is added, the status is written with Update after each reconcile, and a new
-// Deployment's reconcile is requeued after a minute. tests/bench runs it as a process.
+// Deployment's reconcile is requeued after a minute; the metrics endpoint is the scaffold's
+// (HTTPS with authentication and authorization, off with --metrics-secure=false). tests/bench
+// runs it as a process.
 package main
 
 import (
@@ -27,6 +29,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -55,7 +59,7 @@ type MemcachedStatus struct {
 // DeepCopyObject copies the Memcached.
 func (m *Memcached) DeepCopyObject() runtime.Object {
 	c := *m
-	m.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	m.DeepCopyInto(&c.ObjectMeta)
 	c.Status.Conditions = slices.Clone(m.Status.Conditions)
 	return &c
 }
@@ -70,7 +74,7 @@ type MemcachedList struct {
 // DeepCopyObject copies the list.
 func (l *MemcachedList) DeepCopyObject() runtime.Object {
 	c := *l
-	l.ListMeta.DeepCopyInto(&c.ListMeta)
+	l.DeepCopyInto(&c.ListMeta)
 	c.Items = make([]Memcached, len(l.Items))
 	for i := range l.Items {
 		c.Items[i] = *l.Items[i].DeepCopyObject().(*Memcached) //nolint:forcetypeassert // a Memcached's copy
@@ -126,7 +130,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.Update(ctx, found); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{Requeue: true}, nil
+		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
 	}
 	meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: "Available", Status: metav1.ConditionTrue, Reason: "Reconciling",
 		Message: fmt.Sprintf("Deployment for custom resource (%s) with %d replicas created successfully", m.Name, m.Spec.Size)})
@@ -161,7 +165,9 @@ func (r *reconciler) deployment(m *Memcached) (*appsv1.Deployment, error) {
 }
 
 func main() {
-	metricsAddr := flag.String("metrics-bind-address", ":8080", "address of the metrics endpoint (plain HTTP)")
+	ctrl.SetLogger(zap.New())
+	metricsAddr := flag.String("metrics-bind-address", ":8443", "address of the metrics endpoint")
+	secure := flag.Bool("metrics-secure", true, "serve metrics over HTTPS to callers allowed to GET /metrics")
 	flag.Parse()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -169,9 +175,12 @@ func main() {
 	}
 	scheme.AddKnownTypes(groupVersion, &Memcached{}, &MemcachedList{})
 	metav1.AddToGroupVersion(scheme, groupVersion)
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: *metricsAddr}, HealthProbeBindAddress: "0",
-	})
+	// As today's scaffold serves them: authenticated and authorized unless turned off.
+	metrics := metricsserver.Options{BindAddress: *metricsAddr, SecureServing: *secure}
+	if *secure {
+		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme, HealthProbeBindAddress: "0", Metrics: metrics})
 	if err == nil {
 		err = ctrl.NewControllerManagedBy(mgr).For(&Memcached{}).Owns(&appsv1.Deployment{}).Named("memcached").
 			Complete(&reconciler{Client: mgr.GetClient(), scheme: scheme})
