@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"sync"
 	"time"
 
 	"github.com/middleware-operator/middleware-operator/internal/resources"
@@ -86,9 +87,14 @@ func Ensure[T any, PT interface {
 		if !apierrors.IsNotFound(err) {
 			return nil, "", fmt.Errorf("while reading %s %s: %w", kind, desired.GetName(), err)
 		}
+		if recent.created(kind, key) && awaitCache(ctx, c, key, live) {
+			// Created by this process a moment ago, and now in the cache.
+			return ensureLive(ctx, c, kind, owner, desired, live, hash, mergeFn)
+		}
 		err := c.Create(ctx, desired, client.FieldOwner(FieldOwner))
 		switch {
 		case err == nil:
+			recent.add(kind, key)
 			return desired, Created, nil
 		case !apierrors.IsAlreadyExists(err):
 			return nil, "", fmt.Errorf("while creating %s %s: %w", kind, desired.GetName(), err)
@@ -98,13 +104,20 @@ func Ensure[T any, PT interface {
 		}
 		// The cache was behind: a reconcile a moment ago created it.
 	}
+	return ensureLive(ctx, c, kind, owner, desired, live, hash, mergeFn)
+}
+
+// ensureLive updates live, the child as the cache has it, to desired when they differ.
+func ensureLive[PT client.Object](ctx context.Context, c client.Client, kind string, owner client.Object, desired, live PT, hash string,
+	mergeFn MergeFunc[PT]) (PT, Outcome, error) {
+	var none PT
 	if !metav1.IsControlledBy(live, owner) {
 		return live, "", &NotControlledError{Kind: kind, Name: desired.GetName()}
 	}
 	if live.GetAnnotations()[HashAnnotation] == hash {
 		same, err := Subset(desired, live)
 		if err != nil {
-			return nil, "", err
+			return none, "", err
 		}
 		if same {
 			return live, Unchanged, nil
@@ -116,7 +129,7 @@ func Ensure[T any, PT interface {
 	updated.SetAnnotations(mergeMaps(live.GetAnnotations(), desired.GetAnnotations()))
 	updated.SetOwnerReferences(desired.GetOwnerReferences())
 	if err := c.Update(ctx, updated, client.FieldOwner(FieldOwner)); err != nil {
-		return nil, "", fmt.Errorf("while updating %s %s: %w", kind, desired.GetName(), err)
+		return none, "", fmt.Errorf("while updating %s %s: %w", kind, desired.GetName(), err)
 	}
 	return updated, Updated, nil
 }
@@ -128,6 +141,40 @@ const cacheLag = time.Second
 
 // awaitCache polls the cache for key into live for up to cacheLag; it reports whether the
 // object arrived.
+// recent remembers the children this process created within cacheLag.
+var recent = &recentCreates{at: map[string]time.Time{}}
+
+// recentCreates lets a reconcile that runs before the cache holds a child created a moment
+// ago (one started by the event of its sibling) wait for the cache instead of sending a
+// Create that can only fail with AlreadyExists.
+type recentCreates struct {
+	mu     sync.Mutex
+	at     map[string]time.Time
+	pruned time.Time
+}
+
+func (r *recentCreates) add(kind string, key client.ObjectKey) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if now.Sub(r.pruned) > cacheLag {
+		for k, at := range r.at {
+			if now.Sub(at) > cacheLag {
+				delete(r.at, k)
+			}
+		}
+		r.pruned = now
+	}
+	r.at[kind+"/"+key.String()] = now
+}
+
+func (r *recentCreates) created(kind string, key client.ObjectKey) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, ok := r.at[kind+"/"+key.String()]
+	return ok && time.Since(at) <= cacheLag
+}
+
 func awaitCache(ctx context.Context, c client.Reader, key client.ObjectKey, live client.Object) bool {
 	deadline := time.Now().Add(cacheLag)
 	for time.Now().Before(deadline) && ctx.Err() == nil {

@@ -88,3 +88,46 @@ func TestEnsureWaitsForACacheBehindItsOwnCreate(t *testing.T) {
 		})
 	}
 }
+
+// TestEnsureDoesNotRecreateWhatItJustCreated: a second reconcile that runs before the cache
+// holds the child the first one created (started by a sibling's event) waits for the cache
+// and sends no Create, which could only fail with AlreadyExists.
+func TestEnsureDoesNotRecreateWhatItJustCreated(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: "ns", UID: "owner-uid-2"}}
+	desired := func() *corev1.Service {
+		return &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "just-created", Namespace: "ns"},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+		}
+	}
+	server := fake.NewClientBuilder().WithScheme(scheme).Build()
+	misses, creates := 0, 0
+	c := interceptor.NewClient(server, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if misses > 0 {
+				misses--
+				return apierrors.NewNotFound(corev1.Resource("services"), key.Name)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			creates++
+			return c.Create(ctx, obj, opts...)
+		},
+	})
+	if _, outcome, err := child.Ensure(t.Context(), c, scheme, owner, desired(), child.MergeService); err != nil || outcome != child.Created {
+		t.Fatalf("first Ensure = %q, %v; want Created", outcome, err)
+	}
+	misses = 3 // the cache is three polls behind
+	live, outcome, err := child.Ensure(t.Context(), c, scheme, owner, desired(), child.MergeService)
+	if err != nil || live == nil || outcome != child.Unchanged {
+		t.Fatalf("second Ensure = %v, %q, %v; want the created child, Unchanged", live, outcome, err)
+	}
+	if creates != 1 {
+		t.Errorf("%d creates, want 1: the second reconcile should have waited for the cache", creates)
+	}
+}

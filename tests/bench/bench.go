@@ -7,6 +7,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -39,6 +40,7 @@ type Figures struct {
 	// Writes the operator made, by verb and kind, per wave.
 	CreateWrites map[string]int64 `json:"createWrites"`
 	UpdateWrites map[string]int64 `json:"updateWrites"`
+	ProbeWrites  map[string]int64 `json:"probeWrites"`
 	// Steady state after convergence.
 	SteadySeconds float64          `json:"steadySeconds"`
 	SteadyWrites  map[string]int64 `json:"steadyWrites"`
@@ -92,6 +94,24 @@ func Table(fs []Figures) string {
 			growth(f.RSSBytes, f.RSSUnrelatedBytes), growth(f.PeakRSSBytes, f.PeakRSSUnrelatedBytes), f.RestartSeconds, f.RestartWrites,
 			m.Children, m.Available, m.CreateWrites, m.SteadyWrites, m.SteadyCPU, mib(m.RSSBytes), mib(m.PeakRSSBytes),
 			growth(m.RSSBytes, m.RSSUnrelatedBytes), growth(m.PeakRSSBytes, m.PeakRSSUnrelatedBytes))
+	}
+	b.WriteString("\n| N | wave | writes per AppService by verb and resource |\n| --- | --- | --- |\n")
+	for _, f := range fs {
+		for _, w := range []struct {
+			name   string
+			writes map[string]int64
+			per    int
+		}{{"create N", f.CreateWrites, f.N}, {"update N", f.UpdateWrites, f.N}, {"create one at a time", f.ProbeWrites, probes},
+			{"steady", f.SteadyWrites, f.N}} {
+			perApp := make([]string, 0, len(w.writes))
+			for _, k := range slices.Sorted(maps.Keys(w.writes)) {
+				perApp = append(perApp, fmt.Sprintf("%s %.2f", k, float64(w.writes[k])/float64(w.per)))
+			}
+			if len(perApp) == 0 {
+				perApp = append(perApp, "none")
+			}
+			fmt.Fprintf(&b, "| %d | %s | %s |\n", f.N, w.name, strings.Join(perApp, ", "))
+		}
 	}
 	return b.String()
 }

@@ -82,14 +82,17 @@ func TestBenchSmoke(t *testing.T) {
 	if got := f.CreateWrites["create Deployment"] + f.CreateWrites["create Service"]; got != 2*n {
 		t.Errorf("%d children created for %d AppServices, want %d", got, n, 2*n)
 	}
-	if got := sum(f.CreateWrites); got > 5*n {
-		t.Errorf("%d writes to create %d AppServices (%v), want at most %d", got, n, f.CreateWrites, 5*n)
+	if got := sum(f.CreateWrites); got > 4*n {
+		t.Errorf("%d writes to create %d AppServices (%v), want at most %d", got, n, f.CreateWrites, 4*n)
 	}
 	if got := f.UpdateWrites["update Deployment"]; got != n {
 		t.Errorf("%d Deployment updates for an image change of %d AppServices, want %d", got, n, n)
 	}
-	if got := sum(f.UpdateWrites); got > 7*n {
-		t.Errorf("%d writes for an image change of %d AppServices (%v), want at most %d", got, n, f.UpdateWrites, 7*n)
+	if got := sum(f.UpdateWrites); got > 3*n {
+		t.Errorf("%d writes for an image change of %d AppServices (%v), want at most %d", got, n, f.UpdateWrites, 3*n)
+	}
+	if got := f.ProbeWrites["create Deployment"] + f.ProbeWrites["create Service"]; got != 2*probes {
+		t.Errorf("%d children created for %d AppServices created one at a time (%v), want %d: a create that can only fail", got, probes, f.ProbeWrites, 2*probes)
 	}
 	if got := sum(f.SteadyWrites); got != 0 {
 		t.Errorf("%d writes at steady state (%v), want 0", got, f.SteadyWrites)

@@ -262,8 +262,9 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 		return err
 	}
 	time.Sleep(2 * time.Second)
+	f.ProbeWrites = writes.Reset()
 	o.Logf("operator: with %d AppServices, creation to Deployment p50 %.3f s, p99 %.3f s (%d probes, 10/s); %v writes",
-		o.N, f.LatencyP50, f.LatencyP99, probes, writes.Reset())
+		o.N, f.LatencyP50, f.LatencyP99, probes, f.ProbeWrites)
 
 	cpu0 := cpuSeconds()
 	time.Sleep(o.Steady)
