@@ -54,19 +54,7 @@ func TestEnsureWaitsForACacheBehindItsOwnCreate(t *testing.T) {
 			}
 			misses := tc.missesLeft
 			creates := 0
-			c := interceptor.NewClient(server, interceptor.Funcs{
-				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-					if misses > 0 {
-						misses--
-						return apierrors.NewNotFound(corev1.Resource("services"), key.Name)
-					}
-					return c.Get(ctx, key, obj, opts...)
-				},
-				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-					creates++
-					return c.Create(ctx, obj, opts...)
-				},
-			})
+			c := laggingCache(server, &misses, &creates)
 			start := time.Now()
 			live, outcome, err := child.Ensure(t.Context(), c, scheme, owner, desired(), child.MergeService)
 			var notOurs *child.NotControlledError
@@ -106,19 +94,7 @@ func TestEnsureDoesNotRecreateWhatItJustCreated(t *testing.T) {
 	}
 	server := fake.NewClientBuilder().WithScheme(scheme).Build()
 	misses, creates := 0, 0
-	c := interceptor.NewClient(server, interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if misses > 0 {
-				misses--
-				return apierrors.NewNotFound(corev1.Resource("services"), key.Name)
-			}
-			return c.Get(ctx, key, obj, opts...)
-		},
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			creates++
-			return c.Create(ctx, obj, opts...)
-		},
-	})
+	c := laggingCache(server, &misses, &creates)
 	if _, outcome, err := child.Ensure(t.Context(), c, scheme, owner, desired(), child.MergeService); err != nil || outcome != child.Created {
 		t.Fatalf("first Ensure = %q, %v; want Created", outcome, err)
 	}
@@ -130,4 +106,21 @@ func TestEnsureDoesNotRecreateWhatItJustCreated(t *testing.T) {
 	if creates != 1 {
 		t.Errorf("%d creates, want 1: the second reconcile should have waited for the cache", creates)
 	}
+}
+
+// laggingCache is server seen through a cache *misses Gets behind it; it counts Creates.
+func laggingCache(server client.WithWatch, misses, creates *int) client.WithWatch {
+	return interceptor.NewClient(server, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if *misses > 0 {
+				*misses--
+				return apierrors.NewNotFound(corev1.Resource("services"), key.Name)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			*creates++
+			return c.Create(ctx, obj, opts...)
+		},
+	})
 }
