@@ -21,7 +21,9 @@ const RedisClusterKind = "rediscluster"
 
 // Redis ports and file locations inside a Redis pod.
 const (
-	RedisPort         = 6379
+	RedisPort = 6379
+	// RedisBusPort is the Redis Cluster bus port: the client port plus 10000.
+	RedisBusPort      = RedisPort + 10000
 	RedisExporterPort = 9121
 	RedisConfigDir    = "/etc/redis"
 	RedisConfigFile   = "redis.conf"
@@ -241,7 +243,7 @@ func RedisPasswordSecret(rc *redisv1alpha1.RedisCluster, password string) *corev
 func RedisHeadlessService(rc *redisv1alpha1.RedisCluster) *corev1.Service {
 	ports := []corev1.ServicePort{
 		{Name: "redis", Port: RedisPort, TargetPort: intstr.FromInt32(RedisPort), Protocol: corev1.ProtocolTCP},
-		{Name: "bus", Port: RedisPort + 10000, TargetPort: intstr.FromInt32(RedisPort + 10000), Protocol: corev1.ProtocolTCP},
+		{Name: "bus", Port: RedisBusPort, TargetPort: intstr.FromInt32(RedisBusPort), Protocol: corev1.ProtocolTCP},
 	}
 	if RedisPodSpec(rc).MonitorImage != "" {
 		ports = append(ports, corev1.ServicePort{Name: "metrics", Port: RedisExporterPort, TargetPort: intstr.FromInt32(RedisExporterPort), Protocol: corev1.ProtocolTCP})
@@ -372,7 +374,7 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 		Resources: pod.Resources,
 		Ports: []corev1.ContainerPort{
 			{Name: "redis", ContainerPort: RedisPort, Protocol: corev1.ProtocolTCP},
-			{Name: "bus", ContainerPort: RedisPort + 10000, Protocol: corev1.ProtocolTCP},
+			{Name: "bus", ContainerPort: RedisBusPort, Protocol: corev1.ProtocolTCP},
 		},
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{
