@@ -81,9 +81,27 @@ func (r *RedisClusterReconciler) ensureNetworkPolicy(ctx context.Context, s *sta
 	if err != nil {
 		return nil, err
 	}
-	status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionTrue, ReasonNetworkPolicyApplied,
-		fmt.Sprintf("NetworkPolicy %s admits only the ports and sources the README's Security section lists", desired.Name))
+	status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionTrue, ReasonNetworkPolicyApplied, r.networkPolicySummary(s, desired.Name))
 	return nil, nil
+}
+
+// networkPolicySummary says who the NetworkPolicy admits to which port.
+func (r *RedisClusterReconciler) networkPolicySummary(s *state, name string) string {
+	clients, operator, metrics := "any source", "", "no source"
+	if np := s.rc.Spec.NetworkPolicy; np != nil && len(np.Clients) > 0 {
+		clients = fmt.Sprintf("the %d peers of spec.networkPolicy.clients", len(np.Clients))
+	}
+	if r.OperatorNamespace != "" {
+		operator = " and namespace " + r.OperatorNamespace
+	}
+	if np := s.rc.Spec.NetworkPolicy; np != nil && np.MetricsNamespace != "" {
+		metrics = "namespace " + np.MetricsNamespace
+	}
+	if resources.RedisPodSpec(s.rc).MonitorImage == "" {
+		metrics = "no source (no exporter)"
+	}
+	return fmt.Sprintf("NetworkPolicy %s admits to port %d %s, the cluster's pods%s; to port %d the cluster's pods only; to port %d %s",
+		name, resources.RedisPort, clients, operator, resources.RedisBusPort, resources.RedisExporterPort, metrics)
 }
 
 const networkPolicyDisabled = "spec.networkPolicy.enabled is false: any pod may reach every port of the Redis pods"

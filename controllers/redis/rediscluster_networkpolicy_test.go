@@ -77,7 +77,12 @@ func TestRedisClusterNetworkPolicy(t *testing.T) {
 	if got := sourcesByPort(np); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("sources by port\n got %v\nwant %v", got, want)
 	}
-	waitNetworkPolicyCondition(t, key, metav1.ConditionTrue, rediscontrollers.ReasonNetworkPolicyApplied)
+	c := waitNetworkPolicyCondition(t, key, metav1.ConditionTrue, rediscontrollers.ReasonNetworkPolicyApplied)
+	for _, part := range []string{"to port 6379 any source, the cluster's pods and namespace " + operatorNamespace, "to port 16379 the cluster's pods only", "to port 9121 namespace monitoring"} {
+		if !strings.Contains(c.Message, part) {
+			t.Errorf("condition message %q does not say %q", c.Message, part)
+		}
+	}
 
 	// A hand edit opening the bus port to everyone is reverted.
 	testenv.Update(t, env.Client, key, &networkingv1.NetworkPolicy{}, func(np *networkingv1.NetworkPolicy) {
@@ -164,17 +169,19 @@ func TestRedisClusterNetworkPolicyWithoutGrant(t *testing.T) {
 	})
 }
 
-func waitNetworkPolicyCondition(t *testing.T, key client.ObjectKey, want metav1.ConditionStatus, reason string) {
+func waitNetworkPolicyCondition(t *testing.T, key client.ObjectKey, want metav1.ConditionStatus, reason string) *metav1.Condition {
 	t.Helper()
+	var c *metav1.Condition
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
 		rc := &redisv1alpha1.RedisCluster{}
 		if err := env.Client.Get(ctx, key, rc); err != nil {
 			return false, err.Error()
 		}
-		c := meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionNetworkPolicy)
+		c = meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionNetworkPolicy)
 		return c != nil && c.Status == want && c.Reason == reason && c.ObservedGeneration == rc.Generation,
 			fmt.Sprintf("NetworkPolicy condition %+v, want %s %s", c, want, reason)
 	})
+	return c
 }
 
 // sourcesByPort lists, for each port, who the rules let reach it.
