@@ -148,6 +148,8 @@ func run(f *flags) error {
 	if lock != nil {
 		cfg.Fence = operator.FenceOf(lock, mgr.GetAPIReader()).Check
 	}
+	// Set from the downward API in the shipped Deployment; empty with make run.
+	cfg.OperatorNamespace = os.Getenv("POD_NAMESPACE")
 	if f.monitoringObjects {
 		// Set from the downward API in the shipped Deployment; `make run` has none to use.
 		cfg.MonitoringNamespace = os.Getenv("POD_NAMESPACE")

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -55,6 +56,13 @@ type RedisClusterReconciler struct {
 	// batch of slot moves); an error means this replica must not act, and the reconcile
 	// ends without writing the status (operator.LeaseFence with leader election).
 	Fence func(context.Context) error
+	// OperatorNamespace is the namespace the operator runs in: its pods may reach the Redis
+	// client port through the NetworkPolicy (none when empty, as outside a cluster).
+	OperatorNamespace string
+	// NetworkPolicyAccess tells whether the operator may manage NetworkPolicies
+	// (NewNetworkPolicyAccess through Client when nil).
+	NetworkPolicyAccess AccessChecker
+	accessOnce          sync.Once
 	// stale keeps reconciles off cached objects older than the operator's last status write.
 	stale staleGuard
 }
@@ -102,10 +110,12 @@ type state struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch;delete;deletecollection
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;update
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;create;update;delete
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=selfsubjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile runs the pipeline: finalizer, then (unless paused) password, configuration,
-// Services, disruption budget and StatefulSet, and a password rotation when the password
+// Services, disruption budget, NetworkPolicy and StatefulSet, and a password rotation when the password
 // Secret changed; then it observes once (every pod's node read
 // once into a snapshot), records the members, and decides from that snapshot: refuse to
 // replace a lost cluster, form a new one, run the next recovery, fix open slots, and (while
@@ -145,6 +155,7 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.ensureConfigMap,
 		r.ensureServices,
 		r.ensurePodDisruptionBudget,
+		r.ensureNetworkPolicy,
 		r.ensureStatefulSet,
 		r.rotatePassword,
 		r.observeNodes,
@@ -223,10 +234,14 @@ func (r *RedisClusterReconciler) referencing(ctx context.Context, obj *metav1.Pa
 
 func redisClusterStatus(obj client.Object) any { return obj.(*redisv1alpha1.RedisCluster).Status } //nolint:forcetypeassert // only RedisClusters
 
-// SetupWithManager watches RedisClusters, the objects they own, and their pods.
+// SetupWithManager watches RedisClusters, the objects they own, and their pods. It does not
+// watch NetworkPolicies (see NetworkPolicyVerbs).
 func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.NewAdmin == nil {
 		r.NewAdmin = DefaultAdminFactory
+	}
+	if r.NetworkPolicyAccess == nil {
+		r.NetworkPolicyAccess = NewNetworkPolicyAccess(mgr.GetClient())
 	}
 	if err := caching.UserObjects(mgr, &r.APIReader, &r.References); err != nil {
 		return err

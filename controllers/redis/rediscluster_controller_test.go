@@ -235,6 +235,7 @@ func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 	recorder := events.NewFakeRecorder(10)
 	r := &rediscontrollers.RedisClusterReconciler{
 		Client: testenv.CountingClient{Client: mgr.GetClient(), Writes: &writes}, Scheme: env.Scheme, Recorder: recorder,
+		APIReader: mgr.GetAPIReader(), OperatorNamespace: operatorNamespace, // as the suite's reconciler, or the two rewrite the NetworkPolicy in turn
 		NewAdmin: func(password string) rediscontrollers.Admin {
 			return countingAdmin{Admin: rediscontrollers.DefaultAdminFactory(password), topology: &topology}
 		},

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -47,6 +48,12 @@ func (r *RedisClusterReconciler) rotatePassword(ctx context.Context, s *state) (
 	current := string(applied.Data[resources.RedisPasswordKey])
 	previous := string(applied.Data[resources.RedisPreviousPasswordKey])
 	secretName := resources.RedisPasswordSecretName(s.rc)
+	if !bytes.Equal(applied.Data[resources.RedisExporterPasswordFileKey], resources.RedisExporterPasswordJSON(current)) {
+		// Recorded by an operator from before the exporter's password file: add it, as it
+		// is (the exporter sidecars of the new pod template mount it), and go on next time.
+		switched, _ := time.Parse(time.RFC3339, applied.Annotations[resources.RedisPasswordSwitchedAnnotation])
+		return nil, r.writeApplied(ctx, s, applied, current, previous, switched)
+	}
 	switch {
 	case current == s.password && previous == "":
 		s.rotation = rotationCurrent

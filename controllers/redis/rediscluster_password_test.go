@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -32,6 +34,9 @@ func TestRedisClusterRotatesThePassword(t *testing.T) {
 	entry := rc.Status.Nodes[0].Instance
 	before := redistest.StartWriter(entry, oldPw)
 	time.Sleep(2 * time.Second)
+	if got := exporterPassword(t.Context(), ns, "rotate"); got != oldPw {
+		t.Errorf("before the rotation the exporter's password file holds %q, want the nodes' password", got)
+	}
 	newPw := "rotated-" + strings.Repeat("x", 8) + fmt.Sprint(time.Now().UnixNano())
 	testenv.Update(t, env.Client, client.ObjectKey{Namespace: ns, Name: "rotate-password"}, &corev1.Secret{}, func(s *corev1.Secret) {
 		s.Data["password"] = []byte(newPw)
@@ -50,6 +55,10 @@ func TestRedisClusterRotatesThePassword(t *testing.T) {
 			fmt.Sprintf("condition %v", c)
 	})
 	t.Logf("every node accepts both passwords %s after the Secret changed", time.Since(changed).Round(100*time.Millisecond))
+	// Only now that every node accepts it does the exporter's password file move to it.
+	if got := exporterPassword(t.Context(), ns, "rotate"); got != newPw {
+		t.Errorf("once every node accepts both, the exporter's password file holds %q, want the new password", got)
+	}
 	after := redistest.StartWriter(entry, newPw)
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
 		c := condition(ctx)
@@ -112,4 +121,39 @@ func TestRedisClusterRotatesThePassword(t *testing.T) {
 			t.Errorf("event %s shows a password", e.Reason)
 		}
 	}
+}
+
+// exporterPassword is the password in the exporter's password file of cluster ns/name (the
+// applied-password Secret's key the exporter sidecar mounts), or what went wrong.
+func exporterPassword(ctx context.Context, ns, name string) string {
+	secret := &corev1.Secret{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-password-applied"}, secret); err != nil {
+		return err.Error()
+	}
+	var file map[string]string
+	if err := json.Unmarshal(secret.Data[resources.RedisExporterPasswordFileKey], &file); err != nil {
+		return "not JSON: " + err.Error()
+	}
+	return file[resources.RedisExporterAddr]
+}
+
+// TestRedisClusterAddsTheExporterFileToAnOldRecord: an applied-password record written by an
+// operator from before the exporter's password file (no such key) gets it, so the exporter
+// sidecars of the new pod template can mount it.
+func TestRedisClusterAddsTheExporterFileToAnOldRecord(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	rc := smallCluster(ns, "oldrecord")
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, client.ObjectKeyFromObject(rc))
+	pw := redistest.Password(t, env.Client, ns, "oldrecord")
+	testenv.Update(t, env.Client, client.ObjectKey{Namespace: ns, Name: "oldrecord-password-applied"}, &corev1.Secret{}, func(s *corev1.Secret) {
+		delete(s.Data, resources.RedisExporterPasswordFileKey)
+	})
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		got := exporterPassword(ctx, ns, "oldrecord")
+		return got == pw, fmt.Sprintf("the exporter's password file holds %q", got)
+	})
 }

@@ -105,6 +105,12 @@ func TestRedisClusterInvalidSpecsAreRejected(t *testing.T) {
 			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.Repository = "Library/Redis" },
 			want:   []string{"spec.repository", "must be an image repository"},
 		},
+		"a metrics namespace that cannot exist": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.NetworkPolicy = &redisv1alpha1.NetworkPolicySpec{MetricsNamespace: "Monitoring"}
+			},
+			want: []string{"spec.networkPolicy.metricsNamespace", "must be a namespace's name"},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

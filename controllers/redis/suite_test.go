@@ -77,7 +77,8 @@ func run(m *testing.M) int {
 	mgr, stop, err = env.StartManager(func(mgr ctrl.Manager) error {
 		return (&rediscontrollers.RedisClusterReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("rediscluster-controller"),
-			PasswordGrace: 5 * time.Second, // this runner refreshes Secret volumes at once; a kubelet takes up to 2 min
+			PasswordGrace:     5 * time.Second, // this runner refreshes Secret volumes at once; a kubelet takes up to 2 min
+			OperatorNamespace: operatorNamespace,
 		}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}) // as main.go ships it
 	})
 	if err != nil {

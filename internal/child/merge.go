@@ -3,6 +3,7 @@ package child
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 )
 
@@ -61,3 +62,6 @@ func MergeConfigMap(live, desired *corev1.ConfigMap) {
 
 // MergePodDisruptionBudget replaces the spec.
 func MergePodDisruptionBudget(live, desired *policyv1.PodDisruptionBudget) { live.Spec = desired.Spec }
+
+// MergeNetworkPolicy replaces the spec.
+func MergeNetworkPolicy(live, desired *networkingv1.NetworkPolicy) { live.Spec = desired.Spec }

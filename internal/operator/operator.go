@@ -42,6 +42,10 @@ type Config struct {
 	// PrometheusRule once the Prometheus Operator's API is served (monitoring.Keeper);
 	// empty keeps none.
 	MonitoringNamespace string
+	// OperatorNamespace is the namespace the operator runs in ($POD_NAMESPACE): each
+	// RedisCluster's NetworkPolicy lets its pods reach the Redis client port. Empty (the
+	// operator outside a cluster) adds no such rule.
+	OperatorNamespace string
 }
 
 // Defaults are the shipped settings (main.go's flag defaults).
@@ -85,7 +89,7 @@ func Setup(mgr ctrl.Manager, c Config) error {
 	}
 	if err := (&rediscontrollers.RedisClusterReconciler{
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("rediscluster-controller"),
-		APIReader: mgr.GetAPIReader(), References: references, Fence: c.Fence,
+		APIReader: mgr.GetAPIReader(), References: references, Fence: c.Fence, OperatorNamespace: c.OperatorNamespace,
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: c.RedisClusterWorkers}); err != nil {
 		return fmt.Errorf("while setting up the RedisCluster controller: %w", err)
 	}

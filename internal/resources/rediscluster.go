@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -21,7 +22,9 @@ const RedisClusterKind = "rediscluster"
 
 // Redis ports and file locations inside a Redis pod.
 const (
-	RedisPort         = 6379
+	RedisPort = 6379
+	// RedisBusPort is the Redis Cluster bus port: the client port plus 10000.
+	RedisBusPort      = RedisPort + 10000
 	RedisExporterPort = 9121
 	RedisConfigDir    = "/etc/redis"
 	RedisConfigFile   = "redis.conf"
@@ -56,6 +59,21 @@ const (
 	RedisPasswordFile = RedisPasswordDir + "/" + RedisPasswordKey
 	// RedisPasswordVolume is the name of the password Secret's volume.
 	RedisPasswordVolume = "password"
+	// RedisExporterAddr is the address the exporter sidecar scrapes.
+	RedisExporterAddr = "redis://localhost:6379"
+	// RedisExporterPasswordFileKey is the key of the applied-password Secret that holds the
+	// exporter's password file (RedisExporterPasswordJSON).
+	RedisExporterPasswordFileKey = "exporter-password-file.json"
+	// RedisExporterAuthDir is where the exporter container mounts that key
+	// (RedisExporterAuthVolume), as RedisExporterPasswordFile.
+	RedisExporterAuthDir = "/etc/redis-exporter"
+	// RedisExporterPasswordFile is the exporter's password file in RedisExporterAuthDir.
+	RedisExporterPasswordFile = RedisExporterAuthDir + "/password-file.json"
+	// RedisExporterAuthVolume is the name of the exporter's password file volume.
+	RedisExporterAuthVolume = "exporter-auth"
+	// RedisExporterReloadPath is redis_exporter's endpoint (v1.50.0 and later) that reads
+	// its password file again.
+	RedisExporterReloadPath = "/-/reload"
 )
 
 // RedisStartScript is the redis container's command (run as sh -c RedisStartScript
@@ -128,17 +146,32 @@ func RedisAppliedPasswordSecretName(rc *redisv1alpha1.RedisCluster) string {
 // RedisAppliedPasswordSecret is that record: RedisPasswordKey holds the password every node
 // accepts, RedisPreviousPasswordKey (during a rotation) the one being retired, and
 // RedisPasswordSwitchedAnnotation when every node started accepting the new one.
+// RedisExporterPasswordFileKey holds the same password as the exporter's password file: the
+// exporter sidecar mounts it, so it moves to a rotation's new password only once every node
+// accepts it, and the grace period leaves the kubelet time to refresh the volume before the
+// old one stops working.
 func RedisAppliedPasswordSecret(rc *redisv1alpha1.RedisCluster, password, previous string, switchedAt time.Time) *corev1.Secret {
 	secret := &corev1.Secret{
 		ObjectMeta: redisMeta(rc, RedisAppliedPasswordSecretName(rc)),
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{RedisPasswordKey: []byte(password)},
+		Data: map[string][]byte{
+			RedisPasswordKey:             []byte(password),
+			RedisExporterPasswordFileKey: RedisExporterPasswordJSON(password),
+		},
 	}
 	if previous != "" {
 		secret.Data[RedisPreviousPasswordKey] = []byte(previous)
 		secret.Annotations = map[string]string{RedisPasswordSwitchedAnnotation: switchedAt.UTC().Format(time.RFC3339)}
 	}
 	return secret
+}
+
+// RedisExporterPasswordJSON is redis_exporter's password file (its --redis.password-file,
+// or REDIS_PASSWORD_FILE): a JSON object from the address it scrapes, RedisExporterAddr, to
+// the password.
+func RedisExporterPasswordJSON(password string) []byte {
+	data, _ := json.Marshal(map[string]string{RedisExporterAddr: password}) //nolint:errchkjson // a map of strings always encodes
+	return data
 }
 
 const (
@@ -241,7 +274,7 @@ func RedisPasswordSecret(rc *redisv1alpha1.RedisCluster, password string) *corev
 func RedisHeadlessService(rc *redisv1alpha1.RedisCluster) *corev1.Service {
 	ports := []corev1.ServicePort{
 		{Name: "redis", Port: RedisPort, TargetPort: intstr.FromInt32(RedisPort), Protocol: corev1.ProtocolTCP},
-		{Name: "bus", Port: RedisPort + 10000, TargetPort: intstr.FromInt32(RedisPort + 10000), Protocol: corev1.ProtocolTCP},
+		{Name: "bus", Port: RedisBusPort, TargetPort: intstr.FromInt32(RedisBusPort), Protocol: corev1.ProtocolTCP},
 	}
 	if RedisPodSpec(rc).MonitorImage != "" {
 		ports = append(ports, corev1.ServicePort{Name: "metrics", Port: RedisExporterPort, TargetPort: intstr.FromInt32(RedisExporterPort), Protocol: corev1.ProtocolTCP})
@@ -349,9 +382,6 @@ func redisVolumeType(pod redisv1alpha1.PodSpec) redisv1alpha1.VolumeType {
 }
 
 func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) []corev1.Container {
-	password := corev1.EnvVar{Name: "REDIS_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: RedisPasswordSecretName(rc)}, Key: RedisPasswordKey,
-	}}}
 	env := append([]corev1.EnvVar{
 		{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
@@ -372,7 +402,7 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 		Resources: pod.Resources,
 		Ports: []corev1.ContainerPort{
 			{Name: "redis", ContainerPort: RedisPort, Protocol: corev1.ProtocolTCP},
-			{Name: "bus", ContainerPort: RedisPort + 10000, Protocol: corev1.ProtocolTCP},
+			{Name: "bus", ContainerPort: RedisBusPort, Protocol: corev1.ProtocolTCP},
 		},
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{
@@ -402,25 +432,44 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 	}
 	containers := []corev1.Container{redis}
 	if pod.MonitorImage != "" {
-		containers = append(containers, corev1.Container{
-			Name:  "exporter",
-			Image: pod.MonitorImage,
-			Env: []corev1.EnvVar{
-				{Name: "REDIS_ADDR", Value: fmt.Sprintf("redis://localhost:%d", RedisPort)},
-				password,
-			},
-			Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: RedisExporterPort, Protocol: corev1.ProtocolTCP}},
-			Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
-				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
-			},
-			SecurityContext: &corev1.SecurityContext{
-				AllowPrivilegeEscalation: ptr.To(false),
-				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			},
-		})
+		containers = append(containers, redisExporterContainer(pod.MonitorImage))
 	}
 	return containers
+}
+
+// redisExporterContainer is the Prometheus exporter sidecar (oliver006/redis_exporter). It
+// reads the password from its password file (REDIS_PASSWORD_FILE, the applied-password
+// Secret's RedisExporterPasswordFileKey), never from its arguments or environment. The
+// exporter reads that file at start and again on each request to RedisExporterReloadPath;
+// its readiness probe makes that request every 10 s, so after a rotation it picks up the new
+// password within 10 s of the kubelet refreshing the volume, without a restart. An exporter
+// older than v1.50.0 has no such endpoint (its index page answers the probe) and keeps the
+// password it started with.
+func redisExporterContainer(image string) corev1.Container {
+	return corev1.Container{
+		Name:  "exporter",
+		Image: image,
+		Env: []corev1.EnvVar{
+			{Name: "REDIS_ADDR", Value: RedisExporterAddr},
+			{Name: "REDIS_PASSWORD_FILE", Value: RedisExporterPasswordFile},
+		},
+		Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: RedisExporterPort, Protocol: corev1.ProtocolTCP}},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+				Path: RedisExporterReloadPath, Port: intstr.FromInt32(RedisExporterPort),
+			}},
+			PeriodSeconds: 10, TimeoutSeconds: 3,
+		},
+		VolumeMounts: []corev1.VolumeMount{{Name: RedisExporterAuthVolume, MountPath: RedisExporterAuthDir, ReadOnly: true}},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+		},
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+	}
 }
 
 func redisVolumes(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) []corev1.Volume {
@@ -435,6 +484,13 @@ func redisVolumes(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) []c
 		SecretName: RedisPasswordSecretName(rc), Items: []corev1.KeyToPath{{Key: RedisPasswordKey, Path: RedisPasswordKey}},
 		DefaultMode: ptr.To[int32](0o440), // readable by the pod's fsGroup only
 	}}}}
+	if pod.MonitorImage != "" {
+		volumes = append(volumes, corev1.Volume{Name: RedisExporterAuthVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName:  RedisAppliedPasswordSecretName(rc),
+			Items:       []corev1.KeyToPath{{Key: RedisExporterPasswordFileKey, Path: "password-file.json"}},
+			DefaultMode: ptr.To[int32](0o440),
+		}}})
+	}
 	switch redisVolumeType(pod) {
 	case "hostPath":
 		volumes = append(volumes, corev1.Volume{Name: RedisDataVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{

@@ -1,6 +1,7 @@
 package resources_test
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
@@ -307,6 +308,71 @@ func TestRedisExporterPortIsOnTheHeadlessServiceOnly(t *testing.T) {
 		}
 		if hasExporter := len(containers) == 2 && containers[1].Name == "exporter"; hasExporter != (monitor != "") {
 			t.Errorf("monitorImage %q: %d containers", monitor, len(containers))
+		}
+	}
+}
+
+// TestRedisExporterReadsThePasswordFromAFile: the exporter sidecar gets no password in its
+// arguments or environment; it reads redis_exporter's password file from the applied-password
+// Secret, whose key maps exactly the address it scrapes to the password, and its readiness
+// probe asks it to read the file again, so it follows a rotation without a restart.
+func TestRedisExporterReadsThePasswordFromAFile(t *testing.T) {
+	rc := redisCluster(nil)
+	rc.Spec.Pod[0].MonitorImage = "oliver006/redis_exporter:v1.62.0"
+	spec := resources.RedisStatefulSet(rc, 6).Spec.Template.Spec
+	exporter := spec.Containers[1]
+	if len(exporter.Command) != 0 || len(exporter.Args) != 0 {
+		t.Errorf("command %q args %q: want the image's entrypoint alone", exporter.Command, exporter.Args)
+	}
+	env := map[string]string{}
+	for _, e := range exporter.Env {
+		if e.ValueFrom != nil {
+			t.Errorf("env %s comes from %+v: no value of the exporter's environment may come from a Secret", e.Name, e.ValueFrom)
+		}
+		env[e.Name] = e.Value
+	}
+	if want := map[string]string{"REDIS_ADDR": "redis://localhost:6379", "REDIS_PASSWORD_FILE": "/etc/redis-exporter/password-file.json"}; !reflect.DeepEqual(env, want) {
+		t.Errorf("env %v, want %v", env, want)
+	}
+	if want := []corev1.VolumeMount{{Name: "exporter-auth", MountPath: "/etc/redis-exporter", ReadOnly: true}}; !reflect.DeepEqual(exporter.VolumeMounts, want) {
+		t.Errorf("mounts %+v, want %+v", exporter.VolumeMounts, want)
+	}
+	var volume *corev1.Volume
+	for i := range spec.Volumes {
+		if spec.Volumes[i].Name == "exporter-auth" {
+			volume = &spec.Volumes[i]
+		}
+	}
+	if volume == nil || volume.Secret == nil || volume.Secret.SecretName != "cache-password-applied" ||
+		!reflect.DeepEqual(volume.Secret.Items, []corev1.KeyToPath{{Key: resources.RedisExporterPasswordFileKey, Path: "password-file.json"}}) ||
+		ptr.Deref(volume.Secret.DefaultMode, 0) != 0o440 {
+		t.Errorf("volume exporter-auth %+v: want the applied-password Secret's exporter key as password-file.json, mode 0440", volume)
+	}
+	probe := exporter.ReadinessProbe
+	if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != "/-/reload" || probe.HTTPGet.Port.IntValue() != resources.RedisExporterPort || probe.PeriodSeconds != 10 {
+		t.Errorf("readiness probe %+v: want GET /-/reload on 9121 every 10 s", probe)
+	}
+
+	// The file is redis_exporter's format: a JSON object from the scraped address to the
+	// password, whatever characters the password has.
+	const password = "p\"a\\ss 'w$rd\n{}"
+	secret := resources.RedisAppliedPasswordSecret(rc, password, "", time.Time{})
+	var file map[string]string
+	if err := json.Unmarshal(secret.Data[resources.RedisExporterPasswordFileKey], &file); err != nil {
+		t.Fatalf("the exporter's password file is not JSON: %v", err)
+	}
+	if want := map[string]string{env["REDIS_ADDR"]: password}; !reflect.DeepEqual(file, want) {
+		t.Errorf("password file %q, want %q", file, want)
+	}
+	if string(secret.Data[resources.RedisPasswordKey]) != password {
+		t.Errorf("the record's password %q, want %q", secret.Data[resources.RedisPasswordKey], password)
+	}
+
+	// Without an exporter, no exporter volume.
+	rc.Spec.Pod[0].MonitorImage = ""
+	for _, v := range resources.RedisStatefulSet(rc, 6).Spec.Template.Spec.Volumes {
+		if v.Name == "exporter-auth" {
+			t.Error("a pod without an exporter mounts its password file")
 		}
 	}
 }

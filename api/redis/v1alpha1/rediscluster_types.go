@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -88,6 +89,38 @@ type RedisClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Password Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	PasswordSecret string `json:"passwordSecret,omitempty"`
+
+	// NetworkPolicy limits who may reach the Redis pods. On unless enabled is false: clients
+	// (any, or those listed) reach the client port 6379, only the cluster's own pods reach
+	// the cluster bus port 16379, the operator's namespace reaches 6379 for its admin
+	// commands, and the exporter port 9121 only from metricsNamespace.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network Policy"
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+}
+
+// NetworkPolicySpec configures the NetworkPolicy the operator keeps for a RedisCluster.
+type NetworkPolicySpec struct {
+	// Enabled keeps the NetworkPolicy (the default); false deletes it, so any pod may reach
+	// every port of the Redis pods.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// Clients may reach the client port 6379, as NetworkPolicy peers (pods, namespaces or
+	// address blocks). When empty, any source may; the cluster's own pods and the operator's
+	// namespace always may.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	Clients []networkingv1.NetworkPolicyPeer `json:"clients,omitempty"`
+
+	// MetricsNamespace names the namespace (your Prometheus's) whose pods may reach the
+	// exporter port 9121 (spec.pod[0].monitorImage). When empty, no pod may scrape it.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="spec.networkPolicy.metricsNamespace must be a namespace's name (lowercase letters, digits and '-'), for example monitoring"
+	// +optional
+	MetricsNamespace string `json:"metricsNamespace,omitempty"`
 }
 
 // UpdateStrategy says how new masters receive slots.
@@ -332,7 +365,7 @@ type RedisClusterStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Slots OK",type=integer,JSONPath=`.status.slotsOk`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +operator-sdk:csv:customresourcedefinitions:displayName="Redis Cluster",resources={{StatefulSet,v1},{Service,v1},{ConfigMap,v1},{Secret,v1},{PodDisruptionBudget,v1}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="Redis Cluster",resources={{StatefulSet,v1},{Service,v1},{ConfigMap,v1},{Secret,v1},{PodDisruptionBudget,v1},{NetworkPolicy,v1}}
 type RedisCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -1,0 +1,155 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/middleware-operator/middleware-operator/internal/child"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/internal/status"
+)
+
+// The NetworkPolicy condition and its reasons.
+const (
+	// ConditionNetworkPolicy: the cluster's NetworkPolicy is in place (True), turned off or
+	// not permitted (False), or the operator could not tell whether it may keep one (Unknown).
+	ConditionNetworkPolicy = "NetworkPolicy"
+	// ReasonNetworkPolicyApplied: the NetworkPolicy is as the spec asks.
+	ReasonNetworkPolicyApplied = "Applied"
+	// ReasonNetworkPolicyDisabled: spec.networkPolicy.enabled is false.
+	ReasonNetworkPolicyDisabled = "Disabled"
+	// ReasonMissingPermission: the operator's RBAC lacks a verb on NetworkPolicies (an
+	// older bundle's RBAC during an upgrade); the cluster runs without a policy.
+	ReasonMissingPermission = "MissingPermission"
+	// ReasonPermissionCheckFailed: the API server did not answer the access review.
+	ReasonPermissionCheckFailed = "PermissionCheckFailed"
+)
+
+// NetworkPolicyVerbs are the verbs ensureNetworkPolicy uses on NetworkPolicies. It reads them
+// through the API reader, so the operator has no NetworkPolicy informer: one started under
+// an RBAC without these grants would never sync and would stall the manager.
+var NetworkPolicyVerbs = []string{"get", "create", "update", "delete"}
+
+// NewNetworkPolicyAccess is the access check of NetworkPolicyVerbs through c.
+func NewNetworkPolicyAccess(c client.Client) *child.Access {
+	return &child.Access{Client: c, Group: networkingv1.GroupName, Resource: "networkpolicies", Verbs: NetworkPolicyVerbs}
+}
+
+// ensureNetworkPolicy keeps the cluster's NetworkPolicy (resources.RedisNetworkPolicy), or
+// deletes it when spec.networkPolicy.enabled is false. When the operator may not manage
+// NetworkPolicies it goes on without one: the NetworkPolicy condition and a Warning event
+// name the missing grant and the fix. A policy deleted or edited by hand is put back at the
+// next reconcile (within healthInterval), not at once: there is no watch.
+func (r *RedisClusterReconciler) ensureNetworkPolicy(ctx context.Context, s *state) (*ctrl.Result, error) {
+	gen, conds := s.rc.Generation, &s.next.Status.Conditions
+	enabled := resources.RedisNetworkPolicyEnabled(s.rc)
+	access := r.networkPolicyAccess()
+	missing, err := access.Missing(ctx, s.rc.Namespace)
+	switch {
+	case err != nil:
+		status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionUnknown, ReasonPermissionCheckFailed, err.Error())
+		return nil, nil
+	case !enabled && len(missing) > 0:
+		status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionFalse, ReasonNetworkPolicyDisabled, networkPolicyDisabled)
+		return nil, nil
+	case len(missing) > 0:
+		msg := access.Describe(s.rc.Namespace, missing) + "; until then the cluster runs without a NetworkPolicy"
+		if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionNetworkPolicy); c == nil || c.Reason != ReasonMissingPermission || c.Message != msg {
+			r.Recorder.Eventf(s.rc, nil, corev1.EventTypeWarning, ReasonMissingPermission, "Reconcile", "%s", msg)
+		}
+		status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionFalse, ReasonMissingPermission, msg)
+		return nil, nil
+	case !enabled:
+		if err := r.deleteNetworkPolicy(ctx, s); err != nil {
+			return nil, err
+		}
+		status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionFalse, ReasonNetworkPolicyDisabled, networkPolicyDisabled)
+		return nil, nil
+	}
+	uncached := uncachedClient{Client: r.Client, reader: r.APIReader}
+	desired := resources.RedisNetworkPolicy(s.rc, r.OperatorNamespace)
+	live, outcome, err := child.Ensure(ctx, uncached, r.Scheme, s.rc, desired, child.MergeNetworkPolicy)
+	r.record(s, live, outcome, err)
+	if err != nil {
+		return nil, err
+	}
+	status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionTrue, ReasonNetworkPolicyApplied, r.networkPolicySummary(s, desired.Name))
+	return nil, nil
+}
+
+// networkPolicySummary says who the NetworkPolicy admits to which port.
+func (r *RedisClusterReconciler) networkPolicySummary(s *state, name string) string {
+	clients, operator, metrics := "any source", "", "no source"
+	if np := s.rc.Spec.NetworkPolicy; np != nil && len(np.Clients) > 0 {
+		clients = fmt.Sprintf("the %d peers of spec.networkPolicy.clients", len(np.Clients))
+	}
+	if r.OperatorNamespace != "" {
+		operator = " and namespace " + r.OperatorNamespace
+	}
+	if np := s.rc.Spec.NetworkPolicy; np != nil && np.MetricsNamespace != "" {
+		metrics = "namespace " + np.MetricsNamespace
+	}
+	if resources.RedisPodSpec(s.rc).MonitorImage == "" {
+		metrics = "no source (no exporter)"
+	}
+	return fmt.Sprintf("NetworkPolicy %s admits to port %d %s, the cluster's pods%s; to port %d the cluster's pods only; to port %d %s",
+		name, resources.RedisPort, clients, operator, resources.RedisBusPort, resources.RedisExporterPort, metrics)
+}
+
+const networkPolicyDisabled = "spec.networkPolicy.enabled is false: any pod may reach every port of the Redis pods"
+
+// deleteNetworkPolicy deletes the cluster's NetworkPolicy if it exists and is the cluster's.
+func (r *RedisClusterReconciler) deleteNetworkPolicy(ctx context.Context, s *state) error {
+	np := &networkingv1.NetworkPolicy{}
+	key := client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisNetworkPolicyName(s.rc)}
+	if err := r.APIReader.Get(ctx, key, np); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("while reading NetworkPolicy %s: %w", key.Name, err)
+	}
+	if !metav1.IsControlledBy(np, s.rc) {
+		return nil // not ours: left alone
+	}
+	if err := r.Delete(ctx, np, client.Preconditions{UID: &np.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("while deleting NetworkPolicy %s: %w", key.Name, err)
+	}
+	r.Recorder.Eventf(s.rc, np, corev1.EventTypeNormal, "Deleted", "Delete", "Deleted NetworkPolicy %s: spec.networkPolicy.enabled is false", np.Name)
+	return nil
+}
+
+// networkPolicyAccess is r.NetworkPolicyAccess, or one through r.Client made once.
+func (r *RedisClusterReconciler) networkPolicyAccess() AccessChecker {
+	r.accessOnce.Do(func() {
+		if r.NetworkPolicyAccess == nil {
+			r.NetworkPolicyAccess = NewNetworkPolicyAccess(r.Client)
+		}
+	})
+	return r.NetworkPolicyAccess
+}
+
+// AccessChecker tells which verbs the operator may not use in a namespace (child.Access).
+type AccessChecker interface {
+	Missing(ctx context.Context, namespace string) ([]string, error)
+	Describe(namespace string, missing []string) string
+}
+
+// uncachedClient reads through the API reader: for kinds the manager's cache does not hold,
+// whose Get through the cache would start an informer.
+type uncachedClient struct {
+	client.Client
+	reader client.Reader
+}
+
+// Get reads obj from the API server.
+func (c uncachedClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return c.reader.Get(ctx, key, obj, opts...)
+}

@@ -1,0 +1,76 @@
+package resources
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+)
+
+// namespaceNameLabel is the label the API server puts on every namespace with its name.
+const namespaceNameLabel = "kubernetes.io/metadata.name"
+
+// RedisNetworkPolicyEnabled is spec.networkPolicy.enabled, true when unset.
+func RedisNetworkPolicyEnabled(rc *redisv1alpha1.RedisCluster) bool {
+	np := rc.Spec.NetworkPolicy
+	return np == nil || np.Enabled == nil || *np.Enabled
+}
+
+// RedisNetworkPolicyName is the NetworkPolicy of a RedisCluster's pods.
+func RedisNetworkPolicyName(rc *redisv1alpha1.RedisCluster) string { return rc.Name }
+
+// RedisNetworkPolicy isolates a RedisCluster's pods for ingress and then allows, rule by
+// rule (NetworkPolicy rules add up):
+//   - the client port 6379 from spec.networkPolicy.clients, or from anywhere when none are
+//     listed;
+//   - the client port and the cluster bus port 16379 from the cluster's own pods (the bus,
+//     and replication, which uses the client port); nothing else reaches the bus;
+//   - the client port from operatorNamespace, where the operator runs its admin commands
+//     (no rule when it is empty: an operator outside the cluster, as with make run);
+//   - with an exporter, its port 9121 from spec.networkPolicy.metricsNamespace only (no rule,
+//     so no source, when that is empty).
+//
+// Egress is not limited.
+func RedisNetworkPolicy(rc *redisv1alpha1.RedisCluster, operatorNamespace string) *networkingv1.NetworkPolicy {
+	var spec redisv1alpha1.NetworkPolicySpec
+	if rc.Spec.NetworkPolicy != nil {
+		spec = *rc.Spec.NetworkPolicy
+	}
+	own := &metav1.LabelSelector{MatchLabels: SelectorLabels(RedisClusterKind, rc.Name)}
+	rules := []networkingv1.NetworkPolicyIngressRule{
+		{Ports: tcpPorts(RedisPort), From: spec.Clients},
+		{Ports: tcpPorts(RedisPort, RedisBusPort), From: []networkingv1.NetworkPolicyPeer{{PodSelector: own}}},
+	}
+	if operatorNamespace != "" {
+		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(RedisPort), From: namespaceNamed(operatorNamespace)})
+	}
+	if RedisPodSpec(rc).MonitorImage != "" && spec.MetricsNamespace != "" {
+		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(RedisExporterPort), From: namespaceNamed(spec.MetricsNamespace)})
+	}
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: redisMeta(rc, RedisNetworkPolicyName(rc)),
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: *own,
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress:     rules,
+		},
+	}
+}
+
+// tcpPorts are NetworkPolicy ports for TCP port numbers.
+func tcpPorts(ports ...int32) []networkingv1.NetworkPolicyPort {
+	out := make([]networkingv1.NetworkPolicyPort, 0, len(ports))
+	for _, p := range ports {
+		port := intstr.FromInt32(p)
+		protocol := corev1.ProtocolTCP
+		out = append(out, networkingv1.NetworkPolicyPort{Protocol: &protocol, Port: &port})
+	}
+	return out
+}
+
+// namespaceNamed is a peer of every pod of the namespace name.
+func namespaceNamed(name string) []networkingv1.NetworkPolicyPeer {
+	return []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{namespaceNameLabel: name}}}}
+}

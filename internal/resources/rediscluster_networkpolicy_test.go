@@ -1,0 +1,134 @@
+package resources_test
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+)
+
+// The rules below are written "ports <- sources", one per ingress rule, in order.
+const (
+	anyClient  = "TCP/6379 <- any source"
+	ownPods    = "TCP/6379,TCP/16379 <- pods app.kubernetes.io/instance=cache,app.kubernetes.io/name=rediscluster"
+	operatorNS = "TCP/6379 <- namespace kubernetes.io/metadata.name=ops"
+)
+
+func TestRedisNetworkPolicy(t *testing.T) {
+	cases := map[string]struct {
+		policy     *redisv1alpha1.NetworkPolicySpec
+		exporter   bool
+		operatorNS string
+		want       []string
+	}{
+		"default: clients from anywhere, bus from own pods, admin from the operator's namespace": {
+			operatorNS: "ops",
+			want:       []string{anyClient, ownPods, operatorNS},
+		},
+		"operator outside the cluster: no operator rule": {
+			want: []string{anyClient, ownPods},
+		},
+		"exporter without a metrics namespace: its port stays closed": {
+			exporter: true, operatorNS: "ops",
+			want: []string{anyClient, ownPods, operatorNS},
+		},
+		"exporter with a metrics namespace": {
+			exporter: true, operatorNS: "ops", policy: &redisv1alpha1.NetworkPolicySpec{MetricsNamespace: "monitoring"},
+			want: []string{anyClient, ownPods, operatorNS, "TCP/9121 <- namespace kubernetes.io/metadata.name=monitoring"},
+		},
+		"a metrics namespace without an exporter opens nothing": {
+			operatorNS: "ops", policy: &redisv1alpha1.NetworkPolicySpec{MetricsNamespace: "monitoring"},
+			want: []string{anyClient, ownPods, operatorNS},
+		},
+		"clients limited to the app's pods": {
+			operatorNS: "ops", policy: &redisv1alpha1.NetworkPolicySpec{Clients: []networkingv1.NetworkPolicyPeer{
+				{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "shop"}}},
+			}},
+			want: []string{"TCP/6379 <- pods app=shop", ownPods, operatorNS},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rc := redisCluster(nil)
+			rc.Spec.NetworkPolicy = tc.policy
+			if tc.exporter {
+				rc.Spec.Pod[0].MonitorImage = "oliver006/redis_exporter:v1.62.0"
+			}
+			np := resources.RedisNetworkPolicy(rc, tc.operatorNS)
+			if np.Name != "cache" || np.Namespace != "ns" || np.Labels[resources.LabelManagedBy] != resources.ManagedBy {
+				t.Errorf("name %s/%s labels %v", np.Namespace, np.Name, np.Labels)
+			}
+			if want := resources.SelectorLabels(resources.RedisClusterKind, "cache"); !reflect.DeepEqual(np.Spec.PodSelector.MatchLabels, want) {
+				t.Errorf("selects %v, want the cluster's pods %v", np.Spec.PodSelector.MatchLabels, want)
+			}
+			if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) || np.Spec.Egress != nil {
+				t.Errorf("policy types %v egress %v: want ingress only", np.Spec.PolicyTypes, np.Spec.Egress)
+			}
+			if got := describeRules(np.Spec.Ingress); !slices.Equal(got, tc.want) {
+				t.Errorf("rules\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "))
+			}
+		})
+	}
+}
+
+func TestRedisNetworkPolicyEnabled(t *testing.T) {
+	for name, tc := range map[string]struct {
+		policy *redisv1alpha1.NetworkPolicySpec
+		want   bool
+	}{
+		"unset":         {nil, true},
+		"enabled unset": {&redisv1alpha1.NetworkPolicySpec{MetricsNamespace: "monitoring"}, true},
+		"enabled":       {&redisv1alpha1.NetworkPolicySpec{Enabled: ptr.To(true)}, true},
+		"disabled":      {&redisv1alpha1.NetworkPolicySpec{Enabled: ptr.To(false)}, false},
+	} {
+		rc := redisCluster(nil)
+		rc.Spec.NetworkPolicy = tc.policy
+		if got := resources.RedisNetworkPolicyEnabled(rc); got != tc.want {
+			t.Errorf("%s: enabled %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+// describeRules writes each ingress rule as "ports <- sources".
+func describeRules(rules []networkingv1.NetworkPolicyIngressRule) []string {
+	var out []string
+	for _, r := range rules {
+		var ports, from []string
+		for _, p := range r.Ports {
+			ports = append(ports, fmt.Sprintf("%s/%s", ptr.Deref(p.Protocol, "TCP"), p.Port))
+		}
+		for _, f := range r.From {
+			switch {
+			case f.NamespaceSelector != nil && f.PodSelector == nil:
+				from = append(from, "namespace "+labelString(f.NamespaceSelector))
+			case f.PodSelector != nil && f.NamespaceSelector == nil:
+				from = append(from, "pods "+labelString(f.PodSelector))
+			default:
+				from = append(from, fmt.Sprintf("peer %+v", f))
+			}
+		}
+		if len(from) == 0 {
+			from = []string{"any source"}
+		}
+		out = append(out, strings.Join(ports, ",")+" <- "+strings.Join(from, "; "))
+	}
+	return out
+}
+
+func labelString(s *metav1.LabelSelector) string {
+	var kv []string
+	for k, v := range s.MatchLabels {
+		kv = append(kv, k+"="+v)
+	}
+	sort.Strings(kv)
+	return strings.Join(kv, ",")
+}
