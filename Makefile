@@ -66,7 +66,7 @@ setup: ## Install the Debian packages the build and tests need (patch, redis-ser
 
 .PHONY: manifests
 manifests: controller-gen-tool ## Generate the CRDs and the RBAC role from the markers.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="{./api/...,./controllers/...,./internal/...}" output:crd:artifacts:config=config/crd/bases
 
 .PHONY: generate
 generate: controller-gen-tool ## Generate the DeepCopy methods.
