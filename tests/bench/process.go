@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -47,6 +48,7 @@ func binary(pkg string) (string, error) {
 type process struct {
 	cmd     *exec.Cmd
 	metrics string // host:port of its plain-HTTP metrics endpoint
+	pprof   string // host:port of its pprof endpoints, if it serves them
 	log     *os.File
 }
 
@@ -69,6 +71,32 @@ func startProcess(bin, kubeconfig, logPath, metricsFlag string, args ...string) 
 		return nil, err
 	}
 	return &process{cmd: cmd, metrics: addr, log: log}, nil
+}
+
+// saveHeapProfile writes the process's heap profile (after a GC) to path, for
+// go tool pprof -sample_index=inuse_space -top.
+func (p *process) saveHeapProfile(ctx context.Context, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.pprof+"/debug/pprof/heap?gc=1", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("while reading the heap profile: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the pprof endpoint answered %s", resp.Status)
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // stop ends the process and closes its log.

@@ -296,6 +296,9 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 		return err
 	}
 	heap, sys := goMemory(families)
+	if err := proc.saveHeapProfile(ctx, filepath.Join(testenv.RepoRoot(), "bin", fmt.Sprintf("bench-heap-%d.pprof", o.N))); err != nil {
+		return err
+	}
 	o.Logf("operator process: reconciled the %d existing AppServices in %.1f s with %d writes; RSS %d MiB, peak %d MiB; Go heap in use %d MiB, Go runtime %d MiB",
 		o.N+1+probes, f.RestartSeconds, f.RestartWrites, f.RSSBytes>>20, f.PeakRSSBytes>>20, heap>>20, sys>>20)
 
@@ -320,8 +323,16 @@ func startOperatorProcess(env *testenv.Env) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	return startProcess(bin, env.Cluster.Kubeconfig, filepath.Join(env.Cluster.Dir, "operator.log"), "--metrics-bind-address",
-		"--metrics-secure=false", "--health-probe-bind-address=0", "--monitoring-objects=false")
+	pprof, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	p, err := startProcess(bin, env.Cluster.Kubeconfig, filepath.Join(env.Cluster.Dir, "operator.log"), "--metrics-bind-address",
+		"--metrics-secure=false", "--health-probe-bind-address=0", "--monitoring-objects=false", "--pprof-bind-address="+pprof)
+	if p != nil {
+		p.pprof = pprof
+	}
+	return p, err
 }
 
 // probes is how many AppServices are created one at a time, once N exist, to measure the
