@@ -105,9 +105,16 @@ func Setup(mgr ctrl.Manager, c Config) error {
 			return err
 		}
 	}
-	// Resources by phase and condition, and replicas, from the cache at scrape time.
-	err = ctrlmetrics.Registry.Register(&metrics.ResourceCollector{Reader: mgr.GetCache()})
-	if already := (prometheus.AlreadyRegisteredError{}); err != nil && !errors.As(err, &already) {
+	// Resources by phase and condition, and replicas, from the cache at scrape time. A
+	// collector of an earlier manager in this process (tests and benchmarks start several)
+	// gives way: it would report that manager's cache.
+	collector := &metrics.ResourceCollector{Reader: mgr.GetCache()}
+	err = ctrlmetrics.Registry.Register(collector)
+	if already := (prometheus.AlreadyRegisteredError{}); errors.As(err, &already) {
+		ctrlmetrics.Registry.Unregister(already.ExistingCollector)
+		err = ctrlmetrics.Registry.Register(collector)
+	}
+	if err != nil {
 		return fmt.Errorf("while registering the resource metrics: %w", err)
 	}
 	return nil

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -155,6 +156,8 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Cache: operator.CacheOptions(cfg),
+		// Each N of a run starts a manager with the same controllers in this process.
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 		NewClient: func(config *rest.Config, options client.Options) (client.Client, error) {
 			inner, err := client.New(config, options)
 			return testenv.CountingClient{Client: inner, ByWrite: writes}, err
