@@ -113,7 +113,7 @@ func TestRedisClusterUpgradesOnePodAtATime(t *testing.T) {
 		}
 		down, updated := 6-len(pods.Items), 0
 		for _, p := range pods.Items {
-			if !p.DeletionTimestamp.IsZero() || p.Status.Phase != corev1.PodRunning {
+			if !p.DeletionTimestamp.IsZero() || p.Status.Phase != corev1.PodRunning || !podReady(&p) {
 				down++
 			}
 			if p.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision && p.Spec.Containers[0].Image == "redis:7.2.4" {
@@ -123,8 +123,10 @@ func TestRedisClusterUpgradesOnePodAtATime(t *testing.T) {
 		maxDown = max(maxDown, down)
 		cur := &redisv1alpha1.RedisCluster{}
 		_ = env.Client.Get(ctx, key, cur)
-		return updated == 6 && cur.Status.Phase == redisv1alpha1.PhaseRunning,
-			fmt.Sprintf("%d of 6 pods updated, phase %s (%s)", updated, cur.Status.Phase, cur.Status.Reason)
+		// All six updated and ready: a Running status read just before the last pod's
+		// replacement is not the end of the upgrade.
+		return updated == 6 && down == 0 && cur.Status.Phase == redisv1alpha1.PhaseRunning,
+			fmt.Sprintf("%d of 6 pods updated, %d down, phase %s (%s)", updated, down, cur.Status.Phase, cur.Status.Reason)
 	})
 	if maxDown > 1 {
 		t.Errorf("%d pods were down at once, want at most 1", maxDown)
@@ -193,4 +195,15 @@ func TestRedisClusterSurvivesAMasterCrashDuringSlotMigration(t *testing.T) {
 	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
 	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	w.Verify(t, env.Client, rc, pw)
+}
+
+// podReady is the pod's Ready condition (set by the local cluster's readiness runner from
+// the pod's readiness probe against its redis-server).
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
