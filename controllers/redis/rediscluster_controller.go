@@ -77,10 +77,12 @@ type state struct {
 	rc       *redisv1alpha1.RedisCluster // as read, never modified
 	next     *redisv1alpha1.RedisCluster // the status being built
 	password string
-	// tls is the configuration of TLS connections to the nodes, nil without spec.tls.
-	tls  *tls.Config
-	sts  *appsv1.StatefulSet
-	pods []corev1.Pod // the cluster's pods, by ordinal
+	// tls is the configuration of TLS connections to the nodes, nil without spec.tls;
+	// tlsCert the certificate (DER) of the TLS Secret, which every node should serve.
+	tls     *tls.Config
+	tlsCert []byte
+	sts     *appsv1.StatefulSet
+	pods    []corev1.Pod // the cluster's pods, by ordinal
 	// recorded is the member record as read (pod -> node ID); recordExists whether its
 	// ConfigMap exists.
 	recorded     map[string]string
@@ -163,6 +165,7 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.ensureNetworkPolicy,
 		r.ensureStatefulSet,
 		r.rotatePassword,
+		r.reloadCertificates,
 		r.observeNodes,
 		r.recordMembers,
 		r.guardLostCluster,

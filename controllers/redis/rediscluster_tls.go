@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/certs"
 	"github.com/middleware-operator/middleware-operator/internal/child"
+	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
@@ -37,6 +39,8 @@ const (
 	ReasonTLSInvalid = "InvalidCertificate"
 	// ReasonTLSRenewed is the event of a renewed generated certificate.
 	ReasonTLSRenewed = "CertificateRenewed"
+	// ReasonTLSReloaded is the event of nodes that loaded a new certificate while running.
+	ReasonTLSReloaded = "CertificateReloaded"
 )
 
 // tlsNow is the clock of certificate checks and renewals (a test may move it).
@@ -99,6 +103,7 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) (*ctrl
 		return nil, err
 	}
 	cert, _ := certs.ParseCert(secret.Data[resources.RedisTLSCertKey]) // verified by nodeTLSConfig
+	s.tlsCert = cert.Raw
 	msg := fmt.Sprintf("the nodes serve the certificate of Secret %s, valid until %s; clients verify it with its %s and the name %s",
 		secret.Name, cert.NotAfter.UTC().Format(time.RFC3339), resources.RedisTLSCAKey, resources.RedisTLSServerName(s.rc))
 	if reason == ReasonTLSGenerated {
@@ -106,6 +111,42 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) (*ctrl
 		msg += fmt.Sprintf("; renewed from %s", at.UTC().Format(time.RFC3339))
 	}
 	status.Set(conds, gen, ConditionTLS, metav1.ConditionTrue, reason, msg)
+	return nil, nil
+}
+
+// reloadCertificates makes every running node that does not serve the TLS Secret's
+// certificate (a renewed one, or a user's Secret that changed) read its files again
+// (redisadmin.ReloadTLS), without a restart. Until the kubelet has refreshed a pod's Secret
+// volume (up to its sync period plus its cache TTL) the node reads the old files again, so
+// this repeats at each reconcile until every node serves the new one. A node that does not
+// answer is left to the other steps.
+func (r *RedisClusterReconciler) reloadCertificates(ctx context.Context, s *state) (*ctrl.Result, error) {
+	if s.tls == nil || s.tlsCert == nil {
+		return nil, nil
+	}
+	addrs, _, err := r.runningAddrs(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	var reloaded []string
+	for _, addr := range addrs {
+		if ok, err := redisadmin.ServesCertificate(ctx, addr, s.tls, s.tlsCert); err != nil || ok {
+			continue
+		}
+		if err := r.fence(ctx); err != nil {
+			return nil, err
+		}
+		if err := redisadmin.ReloadTLS(ctx, addr, s.tls, s.password, resources.RedisTLSCertFile); err != nil {
+			continue // not readable yet (the files are being replaced) or the node went away
+		}
+		if ok, err := redisadmin.ServesCertificate(ctx, addr, s.tls, s.tlsCert); err == nil && ok {
+			reloaded = append(reloaded, addr)
+		}
+	}
+	if len(reloaded) > 0 {
+		r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, ReasonTLSReloaded, "Reload",
+			"%d nodes now serve the certificate of Secret %s (%s)", len(reloaded), resources.RedisTLSSecretName(s.rc), strings.Join(reloaded, ", "))
+	}
 	return nil, nil
 }
 
@@ -195,7 +236,7 @@ func (r *RedisClusterReconciler) ensureGeneratedTLS(ctx context.Context, s *stat
 	}
 	if current != nil && outcome == child.Updated {
 		r.Recorder.Eventf(s.rc, live, corev1.EventTypeNormal, ReasonTLSRenewed, "Renew",
-			"issued a new certificate in Secret %s (the previous one was due for renewal or did not verify); nodes load it when they restart", live.Name)
+			"issued a new certificate in Secret %s (the previous one was due for renewal or did not verify); the nodes load it once their Secret volume shows it", live.Name)
 	}
 	return live, nil
 }

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/middleware-operator/middleware-operator/internal/certs"
 )
 
 // testServer is a redis-server process in cluster mode started for a test.
@@ -85,6 +87,7 @@ func startServers(t testing.TB, n int, password string, extra ...string) []*test
 // testTLS is the TLS setup of test servers: the files redis-server reads and the client
 // configuration that verifies it.
 type testTLS struct {
+	ca                        certs.Pair
 	certFile, keyFile, caFile string
 	client                    *tls.Config
 }

@@ -16,8 +16,9 @@ import (
 
 // startTLSServers is startServers with TLS only (port 0, TLS on the client port, the
 // cluster bus and replication), one certificate for all, signed by a fresh CA and naming
-// "redis.test"; it returns the servers and the client configuration that verifies them.
-func startTLSServers(t *testing.T, n int, password string) ([]*testServer, *tls.Config) {
+// "redis.test"; it returns the servers and the TLS setup (the client configuration that
+// verifies them is its client).
+func startTLSServers(t *testing.T, n int, password string) ([]*testServer, *testTLS) {
 	t.Helper()
 	requireTools(t)
 	dir := t.TempDir()
@@ -41,6 +42,7 @@ func startTLSServers(t *testing.T, n int, password string) ([]*testServer, *tls.
 		t.Fatal(err)
 	}
 	setup := &testTLS{
+		ca:       ca,
 		certFile: filepath.Join(dir, "tls.crt"), keyFile: filepath.Join(dir, "tls.key"), caFile: filepath.Join(dir, "ca.crt"),
 		client: &tls.Config{RootCAs: pool, ServerName: "redis.test", MinVersion: tls.VersionTLS12},
 	}
@@ -55,7 +57,7 @@ func startTLSServers(t *testing.T, n int, password string) ([]*testServer, *tls.
 		}
 		stopAtCleanup(t, servers[i])
 	}
-	return servers, setup.client
+	return servers, setup
 }
 
 // TestAdminOverTLS forms a cluster of TLS-only nodes through an Admin with the cluster's
@@ -67,7 +69,8 @@ func TestAdminOverTLS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	const pw = "tls-secret"
-	servers, cfg := startTLSServers(t, 4, pw)
+	servers, setup := startTLSServers(t, 4, pw)
+	cfg := setup.client
 	admin := NewAdmin(pw, 2*time.Second).WithTLS(cfg)
 	defer func() { _ = admin.Close() }()
 	createCluster(ctx, t, admin, servers[:3], 0)
@@ -117,5 +120,37 @@ func TestAdminOverTLS(t *testing.T) {
 	}
 	if ok, err := Accepts(ctx, entry, nil, pw); err == nil || ok {
 		t.Errorf("Accepts in plain text = %v, %v; want an error", ok, err)
+	}
+}
+
+// TestReloadTLS: a node serves a certificate written over its files once ReloadTLS asks it
+// to read them again, and not before.
+func TestReloadTLS(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	servers, setup := startTLSServers(t, 1, "pw")
+	addr := servers[0].addr
+	renewed, err := certs.NewServer(setup.ca, []string{"redis.test"}, nil, time.Now(), 2*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newCert, err := certs.ParseCert(renewed.Cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, data := range map[string][]byte{setup.certFile: renewed.Cert, setup.keyFile: renewed.Key} {
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := ServesCertificate(ctx, addr, setup.client, newCert.Raw); err != nil || ok {
+		t.Fatalf("before the reload the node serves the new certificate: %v, %v", ok, err)
+	}
+	if err := ReloadTLS(ctx, addr, setup.client, "pw", setup.certFile); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := ServesCertificate(ctx, addr, setup.client, newCert.Raw); err != nil || !ok {
+		t.Errorf("after the reload the node does not serve the new certificate: %v, %v", ok, err)
 	}
 }
