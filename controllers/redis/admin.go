@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
 	"time"
 
 	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
@@ -24,11 +25,14 @@ type Admin interface {
 	Close() error
 }
 
-// AdminFactory opens an Admin that authenticates with password.
-type AdminFactory func(password string) Admin
+// AdminFactory opens an Admin that authenticates with password, over TLS with tlsConfig
+// when it is not nil.
+type AdminFactory func(password string, tlsConfig *tls.Config) Admin
 
 // DefaultAdminFactory speaks the Redis protocol with go-redis.
-func DefaultAdminFactory(password string) Admin { return redisadmin.NewAdmin(password, 2*time.Second) }
+func DefaultAdminFactory(password string, tlsConfig *tls.Config) Admin {
+	return redisadmin.NewAdmin(password, 2*time.Second).WithTLS(tlsConfig)
+}
 
 // fencedAdmin checks the fence before every command that changes the cluster and hands it
 // to slot moves, which check it before every batch: a replica that lost the leader election

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"sync"
 	"time"
@@ -76,8 +77,12 @@ type state struct {
 	rc       *redisv1alpha1.RedisCluster // as read, never modified
 	next     *redisv1alpha1.RedisCluster // the status being built
 	password string
-	sts      *appsv1.StatefulSet
-	pods     []corev1.Pod // the cluster's pods, by ordinal
+	// tls is the configuration of TLS connections to the nodes, nil without spec.tls;
+	// tlsCert the certificate (DER) of the TLS Secret, which every node should serve.
+	tls     *tls.Config
+	tlsCert []byte
+	sts     *appsv1.StatefulSet
+	pods    []corev1.Pod // the cluster's pods, by ordinal
 	// recorded is the member record as read (pod -> node ID); recordExists whether its
 	// ConfigMap exists.
 	recorded     map[string]string
@@ -149,15 +154,18 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}()
 	result := r.run(ctx, s,
 		r.readPassword,
+		r.readTLS,
 		r.readMembers,
 		r.pauseGate,
 		r.ensurePassword,
+		r.ensureTLS,
 		r.ensureConfigMap,
 		r.ensureServices,
 		r.ensurePodDisruptionBudget,
 		r.ensureNetworkPolicy,
 		r.ensureStatefulSet,
 		r.rotatePassword,
+		r.reloadCertificates,
 		r.observeNodes,
 		r.recordMembers,
 		r.guardLostCluster,
@@ -216,7 +224,7 @@ func (r *RedisClusterReconciler) run(ctx context.Context, s *state, steps ...ste
 }
 
 // referencing maps a Secret or ConfigMap to the clusters that name it in
-// spec.passwordSecret or spec.pod[0].configmap.
+// spec.passwordSecret, spec.tls.secretName or spec.pod[0].configmap.
 func (r *RedisClusterReconciler) referencing(ctx context.Context, obj *metav1.PartialObjectMetadata) []reconcile.Request {
 	list := &redisv1alpha1.RedisClusterList{}
 	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
@@ -225,7 +233,8 @@ func (r *RedisClusterReconciler) referencing(ctx context.Context, obj *metav1.Pa
 	var out []reconcile.Request
 	isSecret := obj.Kind == "Secret"
 	for _, rc := range list.Items {
-		if (isSecret && rc.Spec.PasswordSecret == obj.GetName()) || (!isSecret && resources.RedisPodSpec(&rc).Configmap == obj.GetName()) {
+		named := isSecret && (rc.Spec.PasswordSecret == obj.GetName() || (resources.RedisTLSUserSecret(&rc) && rc.Spec.TLS.SecretName == obj.GetName()))
+		if named || (!isSecret && resources.RedisPodSpec(&rc).Configmap == obj.GetName()) {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name}})
 		}
 	}

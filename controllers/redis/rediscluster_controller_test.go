@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"crypto/tls"
 	"os"
 	"sync/atomic"
 
@@ -236,8 +237,8 @@ func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 	r := &rediscontrollers.RedisClusterReconciler{
 		Client: testenv.CountingClient{Client: mgr.GetClient(), Writes: &writes}, Scheme: env.Scheme, Recorder: recorder,
 		APIReader: mgr.GetAPIReader(), OperatorNamespace: operatorNamespace, // as the suite's reconciler, or the two rewrite the NetworkPolicy in turn
-		NewAdmin: func(password string) rediscontrollers.Admin {
-			return countingAdmin{Admin: rediscontrollers.DefaultAdminFactory(password), topology: &topology}
+		NewAdmin: func(password string, tlsConfig *tls.Config) rediscontrollers.Admin {
+			return countingAdmin{Admin: rediscontrollers.DefaultAdminFactory(password, tlsConfig), topology: &topology}
 		},
 	}
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
@@ -56,6 +57,30 @@ func TestRedisClusterSeedSampleApplies(t *testing.T) {
 	})
 	if err := env.Client.Get(t.Context(), clientKey(ns, u.GetName()), &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a paused cluster got a StatefulSet: %v", err)
+	}
+}
+
+// TestRedisClusterTLSCannotBeSwitched: spec.tls.enabled is fixed at creation, both ways.
+func TestRedisClusterTLSCannotBeSwitched(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	for name, enabled := range map[string]bool{"plain": false, "secure": true} {
+		rc := redistest.NewCluster(ns, name, 6)
+		rc.Spec.Pause = true // no pods: only the API is under test
+		rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: enabled}
+		if err := env.Client.Create(t.Context(), rc); err != nil {
+			t.Fatal(err)
+		}
+		patch := `{"spec":{"tls":{"enabled":` + map[bool]string{true: "false", false: "true"}[enabled] + `}}}`
+		err := env.Client.Patch(t.Context(), rc, client.RawPatch("application/merge-patch+json", []byte(patch)))
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.tls.enabled cannot change") {
+			t.Errorf("%s: switching TLS: %v, want Invalid naming spec.tls.enabled", name, err)
+		}
+		if err := env.Client.Patch(t.Context(), rc, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"tls":null}}`))); enabled && !apierrors.IsInvalid(err) {
+			t.Errorf("%s: removing spec.tls from a TLS cluster: %v, want Invalid", name, err)
+		} else if !enabled && err != nil {
+			t.Errorf("%s: removing spec.tls (off) from a plain cluster: %v", name, err)
+		}
 	}
 }
 
@@ -110,6 +135,16 @@ func TestRedisClusterInvalidSpecsAreRejected(t *testing.T) {
 				rc.Spec.NetworkPolicy = &redisv1alpha1.NetworkPolicySpec{MetricsNamespace: "Monitoring"}
 			},
 			want: []string{"spec.networkPolicy.metricsNamespace", "must be a namespace's name"},
+		},
+		"a TLS Secret with TLS off": {
+			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.TLS = &redisv1alpha1.TLSSpec{SecretName: "cache-tls"} },
+			want:   []string{"spec.tls.secretName", "set enabled: true"},
+		},
+		"a TLS Secret that cannot exist": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: true, SecretName: "Cache TLS"}
+			},
+			want: []string{"spec.tls.secretName", "must be a Secret's name"},
 		},
 	}
 	for name, tc := range cases {

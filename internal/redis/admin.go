@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync"
@@ -22,6 +23,7 @@ const DefaultWaitTimeout = 2 * time.Minute
 // concurrent use.
 type Admin struct {
 	password     string
+	tls          *tls.Config // nil: plain text
 	dialTimeout  time.Duration
 	pollInterval time.Duration
 
@@ -38,6 +40,14 @@ func NewAdmin(password string, dialTimeout time.Duration) *Admin {
 		pollInterval: DefaultPollInterval,
 		clients:      map[string]*goredis.Client{},
 	}
+}
+
+// WithTLS makes the Admin speak TLS with cfg (nil: plain text) to every node. Call it before
+// the first command. MIGRATE between nodes then runs over TLS too, by the nodes themselves,
+// when they run with tls-cluster yes.
+func (a *Admin) WithTLS(cfg *tls.Config) *Admin {
+	a.tls = cfg
+	return a
 }
 
 // Close closes every client the Admin opened.
@@ -61,7 +71,7 @@ func (a *Admin) client(addr string) *goredis.Client {
 	if c, ok := a.clients[addr]; ok {
 		return c
 	}
-	c := goredis.NewClient(nodeOptions(addr, a.password, a.dialTimeout, 2))
+	c := goredis.NewClient(nodeOptions(addr, a.password, a.tls, a.dialTimeout, 2))
 	a.clients[addr] = c
 	return c
 }
@@ -69,11 +79,16 @@ func (a *Admin) client(addr string) *goredis.Client {
 // nodeOptions are the options of every client the operator opens to one node: one dial
 // without back-off when the node is down (callers poll again anyway), the caller's context
 // deadlines honoured, and no command ever resent (admin commands such as ADDSLOTSRANGE and
-// MEET are not idempotent); RESP2, no CLIENT SETINFO, no maintenance notifications.
-func nodeOptions(addr, password string, dialTimeout time.Duration, poolSize int) *goredis.Options {
+// MEET are not idempotent); RESP2, no CLIENT SETINFO, no maintenance notifications. With
+// tlsConfig (not nil) the connection is TLS.
+func nodeOptions(addr, password string, tlsConfig *tls.Config, dialTimeout time.Duration, poolSize int) *goredis.Options {
+	if tlsConfig != nil {
+		tlsConfig = tlsConfig.Clone()
+	}
 	return &goredis.Options{
 		Addr:                     addr,
 		Password:                 password,
+		TLSConfig:                tlsConfig,
 		DialTimeout:              dialTimeout,
 		DialerRetries:            1,
 		ContextTimeoutEnabled:    true,

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,9 +25,10 @@ import (
 
 // AddPassword makes the node at addr accept newPassword as well as the password it has:
 // ACL SETUSER default on >new, then CONFIG SET masterauth new. It authenticates with the
-// first of passwords the node accepts. It is idempotent.
-func AddPassword(ctx context.Context, addr string, passwords []string, newPassword string) error {
-	c, err := dialAuthenticated(ctx, addr, passwords)
+// first of passwords the node accepts. It is idempotent. tlsConfig (nil: plain text) is the
+// cluster's, as for every function here.
+func AddPassword(ctx context.Context, addr string, tlsConfig *tls.Config, passwords []string, newPassword string) error {
+	c, err := dialAuthenticated(ctx, addr, tlsConfig, passwords)
 	if err != nil {
 		return err
 	}
@@ -43,8 +45,8 @@ func AddPassword(ctx context.Context, addr string, passwords []string, newPasswo
 // KeepOnlyPassword makes password the only one the node at addr accepts (ACL SETUSER
 // default on resetpass >password), authenticated with password, and sets masterauth to it.
 // It is idempotent.
-func KeepOnlyPassword(ctx context.Context, addr, password string) error {
-	c, err := dialAuthenticated(ctx, addr, []string{password})
+func KeepOnlyPassword(ctx context.Context, addr string, tlsConfig *tls.Config, password string) error {
+	c, err := dialAuthenticated(ctx, addr, tlsConfig, []string{password})
 	if err != nil {
 		return err
 	}
@@ -60,8 +62,8 @@ func KeepOnlyPassword(ctx context.Context, addr, password string) error {
 
 // Accepts reports whether the node at addr accepts password: a new connection's AUTH
 // succeeds. An error means the node could not be asked.
-func Accepts(ctx context.Context, addr, password string) (bool, error) {
-	c, err := dialAuthenticated(ctx, addr, []string{password})
+func Accepts(ctx context.Context, addr string, tlsConfig *tls.Config, password string) (bool, error) {
+	c, err := dialAuthenticated(ctx, addr, tlsConfig, []string{password})
 	if err == nil {
 		_ = c.Close()
 		return true, nil
@@ -77,13 +79,13 @@ var ErrWrongPassword = errors.New("the node refuses the password")
 
 // dialAuthenticated opens a connection to addr authenticated with the first of passwords
 // the node accepts.
-func dialAuthenticated(ctx context.Context, addr string, passwords []string) (*goredis.Client, error) {
+func dialAuthenticated(ctx context.Context, addr string, tlsConfig *tls.Config, passwords []string) (*goredis.Client, error) {
 	var last error
 	for _, pw := range passwords {
 		if pw == "" {
 			continue
 		}
-		opts := nodeOptions(addr, pw, 2*time.Second, 1)
+		opts := nodeOptions(addr, pw, tlsConfig, 2*time.Second, 1)
 		opts.ReadTimeout, opts.WriteTimeout = 5*time.Second, 5*time.Second
 		c := goredis.NewClient(opts)
 		err := c.Ping(ctx).Err()

@@ -19,7 +19,7 @@ func TestPasswordRotationSteps(t *testing.T) {
 	s := startServers(t, 1, "old-secret", "--requirepass", "old-secret")[0]
 	accepts := func(pw string) bool {
 		t.Helper()
-		ok, err := Accepts(ctx, s.addr, pw)
+		ok, err := Accepts(ctx, s.addr, nil, pw)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,7 +29,7 @@ func TestPasswordRotationSteps(t *testing.T) {
 		t.Fatal("before the rotation, the node should accept exactly the old password")
 	}
 	for range 2 {
-		if err := AddPassword(ctx, s.addr, []string{"new-secret", "old-secret"}, "new-secret"); err != nil {
+		if err := AddPassword(ctx, s.addr, nil, []string{"new-secret", "old-secret"}, "new-secret"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,14 +42,14 @@ func TestPasswordRotationSteps(t *testing.T) {
 		t.Errorf("masterauth is %q (%v), want the new password", got["masterauth"], err)
 	}
 	for range 2 {
-		if err := KeepOnlyPassword(ctx, s.addr, "new-secret"); err != nil {
+		if err := KeepOnlyPassword(ctx, s.addr, nil, "new-secret"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if accepts("old-secret") || !accepts("new-secret") {
 		t.Error("after KeepOnlyPassword, the node should accept exactly the new password")
 	}
-	err := AddPassword(ctx, s.addr, []string{"old-secret", "wrong"}, "third")
+	err := AddPassword(ctx, s.addr, nil, []string{"old-secret", "wrong"}, "third")
 	if !errors.Is(err, ErrWrongPassword) {
 		t.Errorf("AddPassword with only refused passwords: %v, want ErrWrongPassword", err)
 	}

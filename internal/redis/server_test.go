@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -17,10 +18,13 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/middleware-operator/middleware-operator/internal/certs"
 )
 
 // testServer is a redis-server process in cluster mode started for a test.
 type testServer struct {
+	tls     *tls.Config // nil: plain text
 	addr    string
 	port    int
 	logPath string
@@ -66,7 +70,7 @@ func startServers(t testing.TB, n int, password string, extra ...string) []*test
 	for i := range servers {
 		var err error
 		for attempt := range 5 {
-			servers[i], err = startServer(dir, password, extra)
+			servers[i], err = startServer(dir, password, extra, nil)
 			if err == nil {
 				break
 			}
@@ -75,20 +79,38 @@ func startServers(t testing.TB, n int, password string, extra ...string) []*test
 		if err != nil {
 			t.Fatalf("while starting redis-server: %v", err)
 		}
-		s := servers[i]
-		t.Cleanup(func() {
-			s.stop()
-			if t.Failed() {
-				if log, err := os.ReadFile(s.logPath); err == nil {
-					t.Logf("log of redis-server %s:\n%s", s.addr, tail(string(log), 20))
-				}
-			}
-		})
+		stopAtCleanup(t, servers[i])
 	}
 	return servers
 }
 
-func startServer(dir, password string, extra []string) (*testServer, error) {
+// testTLS is the TLS setup of test servers: the files redis-server reads and the client
+// configuration that verifies it.
+type testTLS struct {
+	ca                        certs.Pair
+	certFile, keyFile, caFile string
+	client                    *tls.Config
+}
+
+// args are redis-server's TLS arguments: TLS only on port, and on the bus and replication.
+func (c *testTLS) args(port string) []string {
+	return []string{"--port", "0", "--tls-port", port, "--tls-cluster", "yes", "--tls-replication", "yes",
+		"--tls-auth-clients", "optional", "--tls-cert-file", c.certFile, "--tls-key-file", c.keyFile, "--tls-ca-cert-file", c.caFile}
+}
+
+// stopAtCleanup stops s when the test ends, and logs the tail of its log if the test failed.
+func stopAtCleanup(t testing.TB, s *testServer) {
+	t.Cleanup(func() {
+		s.stop()
+		if t.Failed() {
+			if log, err := os.ReadFile(s.logPath); err == nil {
+				t.Logf("log of redis-server %s:\n%s", s.addr, tail(string(log), 20))
+			}
+		}
+	})
+}
+
+func startServer(dir, password string, extra []string, tlsSetup *testTLS) (*testServer, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -107,12 +129,18 @@ func startServer(dir, password string, extra []string) (*testServer, error) {
 		// not depend on it.
 		"--cluster-node-timeout", "3000",
 	}, extra...)
+	if tlsSetup != nil {
+		args = append(args, tlsSetup.args(p)...)
+	}
 	s := &testServer{
 		addr:    net.JoinHostPort("127.0.0.1", p),
 		port:    port,
 		logPath: filepath.Join(dir, "redis-"+p+".log"),
 		cmd:     exec.Command("redis-server", args...),
 		done:    make(chan struct{}),
+	}
+	if tlsSetup != nil {
+		s.tls = tlsSetup.client
 	}
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	started := make(chan error, 1)
@@ -133,7 +161,7 @@ func startServer(dir, password string, extra []string) (*testServer, error) {
 
 // waitPing waits until the server answers PING.
 func (s *testServer) waitPing(password string) error {
-	c := goredis.NewClient(&goredis.Options{Addr: s.addr, Password: password, DialTimeout: time.Second, MaxRetries: -1})
+	c := goredis.NewClient(&goredis.Options{Addr: s.addr, Password: password, DialTimeout: time.Second, MaxRetries: -1, TLSConfig: s.tls})
 	defer func() { _ = c.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

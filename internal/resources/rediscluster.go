@@ -167,10 +167,10 @@ func RedisAppliedPasswordSecret(rc *redisv1alpha1.RedisCluster, password, previo
 }
 
 // RedisExporterPasswordJSON is redis_exporter's password file (its --redis.password-file,
-// or REDIS_PASSWORD_FILE): a JSON object from the address it scrapes, RedisExporterAddr, to
-// the password.
+// or REDIS_PASSWORD_FILE): a JSON object from the address it scrapes, RedisExporterAddr or
+// with TLS RedisExporterTLSAddr (both are listed), to the password.
 func RedisExporterPasswordJSON(password string) []byte {
-	data, _ := json.Marshal(map[string]string{RedisExporterAddr: password}) //nolint:errchkjson // a map of strings always encodes
+	data, _ := json.Marshal(map[string]string{RedisExporterAddr: password, RedisExporterTLSAddr: password}) //nolint:errchkjson // a map of strings always encodes
 	return data
 }
 
@@ -221,8 +221,9 @@ func RedisMasters(rc *redisv1alpha1.RedisCluster) int {
 // RedisConf is the generated redis.conf: the user's configuration first, then the cluster
 // settings the operator depends on, which win (Redis keeps the last value of a directive).
 // The password and the announced IP come from the environment at start (see the
-// StatefulSet's args), so they are never in the ConfigMap.
-func RedisConf(userConf string) string {
+// StatefulSet's args), so they are never in the ConfigMap. With tls, 6379 speaks TLS only,
+// and so do replication and the cluster bus (see redisTLSConf).
+func RedisConf(userConf string, tls bool) string {
 	var b strings.Builder
 	if userConf = strings.TrimSpace(userConf); userConf != "" {
 		b.WriteString("# from spec.pod[0].configmap\n")
@@ -241,6 +242,9 @@ dir /data
 appendonly yes
 appendfsync everysec
 `)
+	if tls {
+		b.WriteString(redisTLSConf())
+	}
 	return b.String()
 }
 
@@ -248,7 +252,7 @@ appendfsync everysec
 func RedisConfigMap(rc *redisv1alpha1.RedisCluster, userConf string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: redisMeta(rc, RedisConfigMapName(rc)),
-		Data:       map[string]string{RedisConfigFile: RedisConf(userConf)},
+		Data:       map[string]string{RedisConfigFile: RedisConf(userConf, RedisTLSEnabled(rc))},
 	}
 }
 
@@ -406,7 +410,7 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 		},
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{
-				"sh", "-c", RedisReadinessScript,
+				"sh", "-c", redisReadinessScript(RedisTLSEnabled(rc)),
 			}}},
 			PeriodSeconds: 5, TimeoutSeconds: 3,
 		},
@@ -430,9 +434,12 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 		// Pods share the volume: each keeps its files in a folder named after itself.
 		redis.VolumeMounts[1].SubPathExpr = "$(POD_NAME)"
 	}
+	if RedisTLSEnabled(rc) {
+		redis.VolumeMounts = append(redis.VolumeMounts, redisTLSMount())
+	}
 	containers := []corev1.Container{redis}
 	if pod.MonitorImage != "" {
-		containers = append(containers, redisExporterContainer(pod.MonitorImage))
+		containers = append(containers, redisExporterContainer(pod.MonitorImage, RedisTLSEnabled(rc)))
 	}
 	return containers
 }
@@ -444,9 +451,11 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 // its readiness probe makes that request every 10 s, so after a rotation it picks up the new
 // password within 10 s of the kubelet refreshing the volume, without a restart. An exporter
 // older than v1.50.0 has no such endpoint (its index page answers the probe) and keeps the
-// password it started with.
-func redisExporterContainer(image string) corev1.Container {
-	return corev1.Container{
+// password it started with. With tls it scrapes RedisExporterTLSAddr and verifies the node
+// against the CA (REDIS_EXPORTER_TLS_CA_CERT_FILE, its --tls-ca-cert-file); the certificate
+// names localhost.
+func redisExporterContainer(image string, tls bool) corev1.Container {
+	c := corev1.Container{
 		Name:  "exporter",
 		Image: image,
 		Env: []corev1.EnvVar{
@@ -470,6 +479,12 @@ func redisExporterContainer(image string) corev1.Container {
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		},
 	}
+	if tls {
+		c.Env[0].Value = RedisExporterTLSAddr
+		c.Env = append(c.Env, corev1.EnvVar{Name: "REDIS_EXPORTER_TLS_CA_CERT_FILE", Value: RedisTLSCAFile})
+		c.VolumeMounts = append(c.VolumeMounts, redisTLSMount())
+	}
+	return c
 }
 
 func redisVolumes(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) []corev1.Volume {
@@ -490,6 +505,9 @@ func redisVolumes(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) []c
 			Items:       []corev1.KeyToPath{{Key: RedisExporterPasswordFileKey, Path: "password-file.json"}},
 			DefaultMode: ptr.To[int32](0o440),
 		}}})
+	}
+	if RedisTLSEnabled(rc) {
+		volumes = append(volumes, redisTLSVolume(rc))
 	}
 	switch redisVolumeType(pod) {
 	case "hostPath":

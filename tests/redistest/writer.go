@@ -5,6 +5,7 @@ package redistest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,7 @@ import (
 // which writes kept failing.
 type Writer struct {
 	client    *goredis.ClusterClient
+	tls       *tls.Config // nil: plain text
 	cancel    context.CancelFunc
 	done      chan struct{}
 	mu        sync.Mutex
@@ -38,13 +40,18 @@ type Writer struct {
 }
 
 // StartWriter starts a Writer whose client knows only the node at addr.
-func StartWriter(addr, password string) *Writer {
+func StartWriter(addr, password string) *Writer { return StartTLSWriter(addr, password, nil) }
+
+// StartTLSWriter is StartWriter over TLS with tlsConfig (plain text when nil); Verify reads
+// back over TLS too.
+func StartTLSWriter(addr, password string, tlsConfig *tls.Config) *Writer {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &Writer{
 		client: goredis.NewClusterClient(&goredis.ClusterOptions{
-			Addrs: []string{addr}, Password: password, MaxRedirects: 16,
+			Addrs: []string{addr}, Password: password, MaxRedirects: 16, TLSConfig: tlsConfig,
 			ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: time.Second,
 		}),
+		tls:    tlsConfig,
 		cancel: cancel, done: make(chan struct{}),
 	}
 	go w.run(ctx)
@@ -119,7 +126,7 @@ func (w *Writer) VerifyExcept(t *testing.T, c client.Client, rc *redisv1alpha1.R
 	}
 	lost := map[string]bool{}
 	for _, node := range rc.Status.Nodes {
-		missing, firstErr := readThrough(t, node.Instance, password, keys)
+		missing, firstErr := readThrough(t, node.Instance, password, w.tls, keys)
 		for _, k := range missing {
 			lost[k] = true
 		}
@@ -165,7 +172,7 @@ func KeySlot(key string) int {
 // readThrough GETs keys at the node at addr in pipelined batches, follows MOVED redirects
 // (up to 3, as go-redis does) to the nodes they name, and returns the keys whose value is
 // not what the writer wrote (w:<n> = n), with the first error seen.
-func readThrough(t *testing.T, addr, password string, keys []string) ([]string, error) {
+func readThrough(t *testing.T, addr, password string, tlsConfig *tls.Config, keys []string) ([]string, error) {
 	t.Helper()
 	clients := map[string]*goredis.Client{}
 	defer func() {
@@ -175,7 +182,7 @@ func readThrough(t *testing.T, addr, password string, keys []string) ([]string, 
 	}()
 	at := func(a string) *goredis.Client {
 		if clients[a] == nil {
-			clients[a] = goredis.NewClient(&goredis.Options{Addr: a, Password: password, MaxRetries: -1})
+			clients[a] = goredis.NewClient(&goredis.Options{Addr: a, Password: password, MaxRetries: -1, TLSConfig: tlsConfig})
 		}
 		return clients[a]
 	}

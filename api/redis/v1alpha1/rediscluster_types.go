@@ -22,6 +22,7 @@ const (
 // RedisClusterSpec is the desired Redis Cluster.
 // +kubebuilder:validation:XValidation:rule="self.replicas / (1 + (has(self.replicasPerMaster) ? self.replicasPerMaster : 1)) >= 3",message="spec.replicas is too small: Redis Cluster needs at least 3 masters, so replicas must be at least 3 * (1 + replicasPerMaster) (6 with one replica per master)",fieldPath=".replicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy) || self.updateStrategy.type != 'AssignReceive' || (has(self.updateStrategy.assignStrategies) && size(self.updateStrategy.assignStrategies) > 0)",message="spec.updateStrategy.assignStrategies is required when spec.updateStrategy.type is AssignReceive: list the slots to move and the nodes to take them from",fieldPath=".updateStrategy"
+// +kubebuilder:validation:XValidation:rule="(has(self.tls) && has(self.tls.enabled) && self.tls.enabled) == (has(oldSelf.tls) && has(oldSelf.tls.enabled) && oldSelf.tls.enabled)",message="spec.tls.enabled cannot change on an existing RedisCluster: nodes with and without TLS cannot reach each other, so a running cluster cannot switch; create a new RedisCluster with the setting you want",fieldPath=".tls"
 type RedisClusterSpec struct {
 	// Replicas is the total number of Redis nodes, masters and replicas together.
 	// +kubebuilder:validation:Minimum=3
@@ -97,6 +98,38 @@ type RedisClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network Policy"
 	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
+	// TLS encrypts client connections, replication and the cluster bus. Off unless enabled
+	// is true; when on, the nodes refuse plain-text connections.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS"
+	TLS *TLSSpec `json:"tls,omitempty"`
+}
+
+// TLSSpec configures TLS for a RedisCluster.
+// +kubebuilder:validation:XValidation:rule="!has(self.secretName) || size(self.secretName) == 0 || (has(self.enabled) && self.enabled)",message="spec.tls.secretName is set but spec.tls.enabled is not true: set enabled: true to use the certificate, or remove secretName",fieldPath=".secretName"
+type TLSSpec struct {
+	// Enabled turns TLS on: redis-server listens on 6379 with TLS only (plain text is
+	// refused), and replication, the cluster bus, slot migration, the operator's admin
+	// connections and the exporter use TLS. It is set when the RedisCluster is created and
+	// cannot change afterwards.
+	// +kubebuilder:default=false
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// SecretName names a Secret of type kubernetes.io/tls in the same namespace with the keys
+	// ca.crt, tls.crt and tls.key: the certificate every node presents (to clients, and to
+	// other nodes as a client certificate, so it needs both server and client
+	// authentication usages) and the CA that signed it. It must name
+	// <name>-client.<namespace>.svc, which the operator verifies. When empty, the operator
+	// generates a CA (<name>-tls-ca) and a certificate (<name>-tls) and renews the
+	// certificate before it expires. Changing it rolls the pods one at a time: keep the same
+	// CA (or list the old and the new CA in ca.crt) so that rolled and waiting nodes still
+	// trust each other on the cluster bus.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="spec.tls.secretName must be a Secret's name (lowercase letters, digits, '-' and '.'), for example cache-tls"
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
 }
 
 // NetworkPolicySpec configures the NetworkPolicy the operator keeps for a RedisCluster.

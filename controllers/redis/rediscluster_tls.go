@@ -1,0 +1,253 @@
+package redis
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/middleware-operator/middleware-operator/internal/certs"
+	"github.com/middleware-operator/middleware-operator/internal/child"
+	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/internal/status"
+)
+
+// The TLS condition and its reasons.
+const (
+	// ConditionTLS: the nodes' certificate is valid and the operator speaks TLS to them
+	// (True), TLS is off (False, Disabled), or the certificate is missing or wrong (False).
+	ConditionTLS = "TLS"
+	// ReasonTLSDisabled: spec.tls.enabled is not true.
+	ReasonTLSDisabled = "Disabled"
+	// ReasonTLSGenerated: the operator's CA signed the certificate, which it renews.
+	ReasonTLSGenerated = "Generated"
+	// ReasonTLSUserCertificate: the certificate of spec.tls.secretName is valid.
+	ReasonTLSUserCertificate = "UserCertificate"
+	// ReasonTLSInvalid: the Secret is missing, lacks a key, or its certificate does not
+	// verify; the message says which and how to fix it.
+	ReasonTLSInvalid = "InvalidCertificate"
+	// ReasonTLSRenewed is the event of a renewed generated certificate.
+	ReasonTLSRenewed = "CertificateRenewed"
+	// ReasonTLSReloaded is the event of nodes that loaded a new certificate while running.
+	ReasonTLSReloaded = "CertificateReloaded"
+)
+
+// tlsNow is the clock of certificate checks and renewals (a test may move it).
+var tlsNow = time.Now
+
+// readTLS builds the TLS configuration of the connections to the nodes from the Secret the
+// pods mount, when it exists and verifies, without changing anything: a paused cluster is
+// still read over TLS. ensureTLS reports what is wrong otherwise.
+func (r *RedisClusterReconciler) readTLS(ctx context.Context, s *state) (*ctrl.Result, error) {
+	if !resources.RedisTLSEnabled(s.rc) {
+		return nil, nil
+	}
+	secret, err := r.tlsSecret(ctx, s)
+	if err != nil || secret == nil {
+		return nil, err
+	}
+	if cfg, err := nodeTLSConfig(s, secret); err == nil {
+		s.tls = cfg
+	}
+	return nil, nil
+}
+
+// ensureTLS keeps the cluster's certificate: with spec.tls.secretName it checks the user's
+// Secret (keys, key pair, chain to ca.crt, the client Service's name, server and client
+// usages); otherwise it keeps a generated CA (<name>-tls-ca, made once) and a certificate it
+// signs (<name>-tls), made again when missing, invalid or two thirds through its life. A
+// Secret that is missing or wrong stops the reconcile: the TLS condition and a Warning
+// event say what to fix, and a change of the Secret resumes it.
+func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) (*ctrl.Result, error) {
+	gen, conds := s.rc.Generation, &s.next.Status.Conditions
+	if !resources.RedisTLSEnabled(s.rc) {
+		status.Set(conds, gen, ConditionTLS, metav1.ConditionFalse, ReasonTLSDisabled, "spec.tls.enabled is not true: clients, replication and the cluster bus use plain text")
+		return nil, nil
+	}
+	reason := ReasonTLSUserCertificate
+	var secret *corev1.Secret
+	var err error
+	if resources.RedisTLSUserSecret(s.rc) {
+		secret, err = r.tlsSecret(ctx, s)
+		if err == nil && secret == nil {
+			err = &tlsInvalidError{fmt.Sprintf("spec.tls.secretName: Secret %q not found: create a kubernetes.io/tls Secret with the keys %s, %s and %s",
+				s.rc.Spec.TLS.SecretName, resources.RedisTLSCAKey, resources.RedisTLSCertKey, resources.RedisTLSKeyKey)}
+		}
+	} else {
+		reason = ReasonTLSGenerated
+		secret, err = r.ensureGeneratedTLS(ctx, s)
+	}
+	if err == nil {
+		s.tls, err = nodeTLSConfig(s, secret)
+	}
+	var invalid *tlsInvalidError
+	if errors.As(err, &invalid) {
+		if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionTLS); c == nil || c.Reason != ReasonTLSInvalid || c.Message != invalid.msg {
+			r.Recorder.Eventf(s.rc, nil, corev1.EventTypeWarning, ReasonTLSInvalid, "Reconcile", "%s", invalid.msg)
+		}
+		status.Set(conds, gen, ConditionTLS, metav1.ConditionFalse, ReasonTLSInvalid, invalid.msg)
+		return nil, reconcile.TerminalError(err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cert, _ := certs.ParseCert(secret.Data[resources.RedisTLSCertKey]) // verified by nodeTLSConfig
+	s.tlsCert = cert.Raw
+	msg := fmt.Sprintf("the nodes serve the certificate of Secret %s, valid until %s; clients verify it with its %s and the name %s",
+		secret.Name, cert.NotAfter.UTC().Format(time.RFC3339), resources.RedisTLSCAKey, resources.RedisTLSServerName(s.rc))
+	if reason == ReasonTLSGenerated {
+		at, _ := certs.RenewAt(secret.Data[resources.RedisTLSCertKey])
+		msg += fmt.Sprintf("; renewed from %s", at.UTC().Format(time.RFC3339))
+	}
+	status.Set(conds, gen, ConditionTLS, metav1.ConditionTrue, reason, msg)
+	return nil, nil
+}
+
+// reloadCertificates makes every running node that does not serve the TLS Secret's
+// certificate (a renewed one, or a user's Secret that changed) read its files again
+// (redisadmin.ReloadTLS), without a restart. Until the kubelet has refreshed a pod's Secret
+// volume (up to its sync period plus its cache TTL) the node reads the old files again, so
+// this repeats at each reconcile until every node serves the new one. A node that does not
+// answer is left to the other steps.
+func (r *RedisClusterReconciler) reloadCertificates(ctx context.Context, s *state) (*ctrl.Result, error) {
+	if s.tls == nil || s.tlsCert == nil {
+		return nil, nil
+	}
+	addrs, _, err := r.runningAddrs(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	var reloaded []string
+	for _, addr := range addrs {
+		if ok, err := redisadmin.ServesCertificate(ctx, addr, s.tls, s.tlsCert); err != nil || ok {
+			continue
+		}
+		if err := r.fence(ctx); err != nil {
+			return nil, err
+		}
+		if err := redisadmin.ReloadTLS(ctx, addr, s.tls, s.password, resources.RedisTLSCertFile); err != nil {
+			continue // not readable yet (the files are being replaced) or the node went away
+		}
+		if ok, err := redisadmin.ServesCertificate(ctx, addr, s.tls, s.tlsCert); err == nil && ok {
+			reloaded = append(reloaded, addr)
+		}
+	}
+	if len(reloaded) > 0 {
+		r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, ReasonTLSReloaded, "Reload",
+			"%d nodes now serve the certificate of Secret %s (%s)", len(reloaded), resources.RedisTLSSecretName(s.rc), strings.Join(reloaded, ", "))
+	}
+	return nil, nil
+}
+
+// tlsInvalidError: the TLS Secret is missing or its content is wrong.
+type tlsInvalidError struct{ msg string }
+
+func (e *tlsInvalidError) Error() string { return e.msg }
+
+// tlsSecret reads the Secret the pods mount (the user's through the API reader: the cache
+// holds only the operator's own), nil when it does not exist.
+func (r *RedisClusterReconciler) tlsSecret(ctx context.Context, s *state) (*corev1.Secret, error) {
+	var reader client.Reader = r.Client
+	if resources.RedisTLSUserSecret(s.rc) {
+		reader = r.APIReader
+	}
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisTLSSecretName(s.rc)}
+	if err := reader.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("while reading Secret %s: %w", key.Name, err)
+	}
+	return secret, nil
+}
+
+// nodeTLSConfig checks secret's certificate (see certs.Check) and returns the configuration
+// that verifies the nodes: its CA, and the client Service's name, which the certificate of
+// every node carries.
+func nodeTLSConfig(s *state, secret *corev1.Secret) (*tls.Config, error) {
+	for _, key := range []string{resources.RedisTLSCAKey, resources.RedisTLSCertKey, resources.RedisTLSKeyKey} {
+		if len(secret.Data[key]) == 0 {
+			return nil, &tlsInvalidError{fmt.Sprintf("Secret %q has no %q key: it needs %s, %s and %s",
+				secret.Name, key, resources.RedisTLSCAKey, resources.RedisTLSCertKey, resources.RedisTLSKeyKey)}
+		}
+	}
+	serverName := resources.RedisTLSServerName(s.rc)
+	pair := certs.Pair{Cert: secret.Data[resources.RedisTLSCertKey], Key: secret.Data[resources.RedisTLSKeyKey]}
+	if err := certs.Check(secret.Data[resources.RedisTLSCAKey], pair, serverName, tlsNow()); err != nil {
+		return nil, &tlsInvalidError{fmt.Sprintf("Secret %q: %v; the certificate must be signed by %s, valid now, name %s (and may name *.%s.%s.svc for the pods), and allow server and client authentication",
+			secret.Name, err, resources.RedisTLSCAKey, serverName, resources.RedisHeadlessServiceName(s.rc), s.rc.Namespace)}
+	}
+	pool, _ := certs.Pool(secret.Data[resources.RedisTLSCAKey]) // checked above
+	return &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}, nil
+}
+
+// ensureGeneratedTLS keeps the generated CA and certificate Secrets and returns the
+// certificate's.
+func (r *RedisClusterReconciler) ensureGeneratedTLS(ctx context.Context, s *state) (*corev1.Secret, error) {
+	rc := s.rc
+	caKey := client.ObjectKey{Namespace: rc.Namespace, Name: resources.RedisTLSCASecretName(rc)}
+	caCert, err := child.KeptSecretValue(ctx, r.Client, rc, caKey, resources.RedisTLSCertKey)
+	if err != nil {
+		return nil, err
+	}
+	ca := certs.Pair{Cert: caCert}
+	if caCert == nil {
+		if ca, err = certs.NewCA(rc.Name+"."+rc.Namespace+" Redis CA", tlsNow(), certs.CAValidity); err != nil {
+			return nil, err
+		}
+	}
+	// The live CA is kept even over a stale read: a fresh one would not sign what the
+	// nodes' clients already trust.
+	liveCA, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, rc, resources.RedisTLSCASecret(rc, ca),
+		child.MergeSecretKeeping(resources.RedisTLSCertKey, resources.RedisTLSKeyKey))
+	r.record(s, liveCA, outcome, err)
+	if err != nil {
+		return nil, err
+	}
+	ca = certs.Pair{Cert: liveCA.Data[resources.RedisTLSCertKey], Key: liveCA.Data[resources.RedisTLSKeyKey]}
+
+	current, err := r.tlsSecret(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if current != nil && metav1.IsControlledBy(current, rc) && generatedCertCurrent(s, current, ca.Cert) {
+		return current, nil
+	}
+	server, err := certs.NewServer(ca, resources.RedisTLSDNSNames(rc), resources.RedisTLSIPs(), tlsNow(), certs.ServerValidity)
+	if err != nil {
+		return nil, err
+	}
+	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, rc, resources.RedisTLSSecret(rc, ca.Cert, server), child.MergeSecret)
+	r.record(s, live, outcome, err)
+	if err != nil {
+		return nil, err
+	}
+	if current != nil && outcome == child.Updated {
+		r.Recorder.Eventf(s.rc, live, corev1.EventTypeNormal, ReasonTLSRenewed, "Renew",
+			"issued a new certificate in Secret %s (the previous one was due for renewal or did not verify); the nodes load it once their Secret volume shows it", live.Name)
+	}
+	return live, nil
+}
+
+// generatedCertCurrent reports whether the generated Secret holds a certificate of ca that
+// verifies and is not yet due for renewal.
+func generatedCertCurrent(s *state, secret *corev1.Secret, caCert []byte) bool {
+	cert := secret.Data[resources.RedisTLSCertKey]
+	if string(secret.Data[resources.RedisTLSCAKey]) != string(caCert) || certs.NeedsRenewal(cert, tlsNow()) {
+		return false
+	}
+	_, err := nodeTLSConfig(s, secret)
+	return err == nil
+}

@@ -1,0 +1,144 @@
+package resources
+
+import (
+	"net"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/certs"
+)
+
+// TLS files inside a Redis pod, and the keys of the Secrets that hold them (a
+// kubernetes.io/tls Secret's, plus ca.crt).
+const (
+	// RedisTLSDir is where the TLS Secret is mounted (RedisTLSVolume).
+	RedisTLSDir = "/etc/redis-tls"
+	// RedisTLSVolume is the name of the TLS Secret's volume.
+	RedisTLSVolume = "tls"
+	// RedisTLSCAKey, RedisTLSCertKey and RedisTLSKeyKey are the Secret keys (and file names).
+	RedisTLSCAKey   = "ca.crt"
+	RedisTLSCertKey = corev1.TLSCertKey
+	RedisTLSKeyKey  = corev1.TLSPrivateKeyKey
+	// RedisTLSCAFile, RedisTLSCertFile and RedisTLSKeyFile are the files in RedisTLSDir.
+	RedisTLSCAFile   = RedisTLSDir + "/" + RedisTLSCAKey
+	RedisTLSCertFile = RedisTLSDir + "/" + RedisTLSCertKey
+	RedisTLSKeyFile  = RedisTLSDir + "/" + RedisTLSKeyKey
+	// RedisExporterTLSAddr is the address the exporter sidecar scrapes when TLS is on.
+	RedisExporterTLSAddr = "rediss://localhost:6379"
+)
+
+// RedisTLSEnabled reports whether spec.tls.enabled is true.
+func RedisTLSEnabled(rc *redisv1alpha1.RedisCluster) bool {
+	return rc.Spec.TLS != nil && rc.Spec.TLS.Enabled
+}
+
+// RedisTLSUserSecret reports whether the certificate is the user's (spec.tls.secretName).
+func RedisTLSUserSecret(rc *redisv1alpha1.RedisCluster) bool {
+	return rc.Spec.TLS != nil && rc.Spec.TLS.SecretName != ""
+}
+
+// RedisTLSSecretName is the Secret the pods mount: the user's, or the generated <name>-tls.
+func RedisTLSSecretName(rc *redisv1alpha1.RedisCluster) string {
+	if RedisTLSUserSecret(rc) {
+		return rc.Spec.TLS.SecretName
+	}
+	return rc.Name + "-tls"
+}
+
+// RedisTLSCASecretName is the operator's CA of a cluster without a user Secret: its
+// certificate and key, which sign RedisTLSSecretName's certificate.
+func RedisTLSCASecretName(rc *redisv1alpha1.RedisCluster) string { return rc.Name + "-tls-ca" }
+
+// RedisTLSServerName is the name the operator verifies every node's certificate against:
+// the client Service's, which every node serves. Redis Cluster clients reach nodes by IP
+// (CLUSTER SLOTS and MOVED name IPs), so a client that checks host names sets this as its
+// TLS server name.
+func RedisTLSServerName(rc *redisv1alpha1.RedisCluster) string {
+	return RedisClientServiceName(rc) + "." + rc.Namespace + ".svc"
+}
+
+// RedisTLSDNSNames are the names of the generated certificate: the client Service's and
+// the headless Service's (short, namespaced, .svc and .svc.cluster.local), each pod through
+// the headless Service as a wildcard, and localhost (the exporter and the probe reach their
+// own node there). One certificate serves every pod. It names no pod IP: a pod comes back at
+// a new IP, and the wildcard keeps working where an IP list would have to be reissued and
+// reloaded on every node.
+func RedisTLSDNSNames(rc *redisv1alpha1.RedisCluster) []string {
+	var names []string
+	for _, svc := range []string{RedisClientServiceName(rc), RedisHeadlessServiceName(rc)} {
+		base := svc + "." + rc.Namespace
+		names = append(names, svc, base, base+".svc", base+".svc.cluster.local")
+	}
+	headless := RedisHeadlessServiceName(rc) + "." + rc.Namespace + ".svc"
+	return append(names, "*."+headless, "*."+headless+".cluster.local", "localhost")
+}
+
+// RedisTLSIPs are the IP addresses of the generated certificate: the loopback address only.
+func RedisTLSIPs() []net.IP { return []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback} }
+
+// RedisTLSCASecret is the generated CA's Secret.
+func RedisTLSCASecret(rc *redisv1alpha1.RedisCluster, ca certs.Pair) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: redisMeta(rc, RedisTLSCASecretName(rc)),
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{RedisTLSCertKey: ca.Cert, RedisTLSKeyKey: ca.Key},
+	}
+}
+
+// RedisTLSSecret is the generated certificate's Secret, with the CA's certificate as ca.crt.
+func RedisTLSSecret(rc *redisv1alpha1.RedisCluster, caCert []byte, server certs.Pair) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: redisMeta(rc, RedisTLSSecretName(rc)),
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{RedisTLSCAKey: caCert, RedisTLSCertKey: server.Cert, RedisTLSKeyKey: server.Key},
+	}
+}
+
+// redisTLSConf are the redis.conf directives of TLS: TLS only on 6379 (port 0 refuses plain
+// text), on the cluster bus (whose port follows the TLS port, 16379) and for replication.
+// tls-auth-clients is optional: clients authenticate with the password and need only the
+// CA, not a certificate of their own; one that presents a certificate must present a valid
+// one. The cluster bus always demands a valid client certificate (Redis accepts bus
+// connections with client authentication whatever tls-auth-clients says), so only holders
+// of the cluster's certificate can join it; replicas and MIGRATE present it too.
+func redisTLSConf() string {
+	return strings.Join([]string{
+		"port 0",
+		"tls-port 6379",
+		"tls-cluster yes",
+		"tls-replication yes",
+		"tls-auth-clients optional",
+		"tls-cert-file " + RedisTLSCertFile,
+		"tls-key-file " + RedisTLSKeyFile,
+		"tls-ca-cert-file " + RedisTLSCAFile,
+	}, "\n") + "\n"
+}
+
+// redisCLITLS are redis-cli's TLS arguments, verifying the node against the CA.
+const redisCLITLS = "--tls --cacert " + RedisTLSCAFile + " "
+
+// redisReadinessScript is RedisReadinessScript, over TLS when tls is true.
+func redisReadinessScript(tls bool) string {
+	if !tls {
+		return RedisReadinessScript
+	}
+	return strings.ReplaceAll(RedisReadinessScript, "redis-cli -h", "redis-cli "+redisCLITLS+"-h")
+}
+
+// redisTLSVolume is the TLS Secret's volume, readable by the pod's fsGroup only.
+func redisTLSVolume(rc *redisv1alpha1.RedisCluster) corev1.Volume {
+	mode := int32(0o440)
+	return corev1.Volume{Name: RedisTLSVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: RedisTLSSecretName(rc),
+		Items: []corev1.KeyToPath{
+			{Key: RedisTLSCAKey, Path: RedisTLSCAKey}, {Key: RedisTLSCertKey, Path: RedisTLSCertKey}, {Key: RedisTLSKeyKey, Path: RedisTLSKeyKey},
+		},
+		DefaultMode: &mode,
+	}}}
+}
+
+func redisTLSMount() corev1.VolumeMount {
+	return corev1.VolumeMount{Name: RedisTLSVolume, MountPath: RedisTLSDir, ReadOnly: true}
+}
