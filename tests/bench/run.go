@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -345,11 +346,21 @@ const probes = 100
 // probeLatency creates probes AppServices in ns, one every 100 ms, and returns the 50th and
 // 99th percentiles of the time from each Create call to its Deployment's ADDED event.
 func probeLatency(ctx context.Context, c client.Client, cs *kubernetes.Clientset, ns string) (p50, p99 float64, err error) {
-	w, err := cs.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{})
+	// Watch from now on (no initial events for the N existing), and reopen a watch the API
+	// server ends (at N = 5,000 one ended during the probes) where it stopped.
+	list, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
 		return 0, 0, err
 	}
-	defer w.Stop()
+	rv := list.ResourceVersion
+	open := func() (watch.Interface, error) {
+		return cs.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+	}
+	w, err := open()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { w.Stop() }()
 	seen := map[string]time.Time{}
 	sent := map[string]time.Time{}
 	events := w.ResultChan()
@@ -360,9 +371,21 @@ func probeLatency(ctx context.Context, c client.Client, cs *kubernetes.Clientset
 		select {
 		case ev, ok := <-events:
 			if !ok {
-				return 0, 0, fmt.Errorf("the Deployment watch ended")
+				if w, err = open(); err != nil {
+					return 0, 0, fmt.Errorf("while reopening the Deployment watch: %w", err)
+				}
+				events = w.ResultChan()
+				continue
 			}
-			if d, isDep := ev.Object.(*appsv1.Deployment); isDep && ev.Type == watch.Added && strings.HasPrefix(d.Name, "probe-") {
+			if ev.Type == watch.Error {
+				return 0, 0, fmt.Errorf("the Deployment watch failed: %w", apierrors.FromObject(ev.Object))
+			}
+			d, isDep := ev.Object.(*appsv1.Deployment)
+			if !isDep {
+				continue
+			}
+			rv = d.ResourceVersion
+			if ev.Type == watch.Added && strings.HasPrefix(d.Name, "probe-") {
 				seen[d.Name] = time.Now()
 			}
 		case <-tick.C:
