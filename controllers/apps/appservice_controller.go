@@ -35,8 +35,9 @@ type AppServiceReconciler struct {
 	StatusPace *status.Pacer
 }
 
-// StatusInterval is how long an AppService's rollout goes between two status writes while it
-// is under way. A rollout that completes within it writes only its completion: measured with
+// StatusInterval is how long an AppService's rollout goes before its first progress write
+// (later ones come a minute apart: status.LaterIntervals). A rollout that completes within it
+// writes only its completion: measured with
 // tests/bench, each step the Deployment reported was a write of its own, and those writes
 // competed with the next Deployments' updates on the API server.
 const StatusInterval = 5 * time.Second

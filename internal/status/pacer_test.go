@@ -8,9 +8,8 @@ import (
 )
 
 // TestPacerSpacesTransitionalWrites: the first transitional status of a resource waits one
-// interval, then writes go through after gaps of 2, 4, then at most MaxGaps intervals; a
-// settled status is never held back and starts the next transition afresh; resources are
-// paced apart.
+// interval, later ones LaterIntervals intervals (a minute at 5 s); a settled status is never
+// held back and starts the next transition afresh; resources are paced apart.
 func TestPacerSpacesTransitionalWrites(t *testing.T) {
 	now := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
 	p := &Pacer{Interval: 5 * time.Second, Now: func() time.Time { return now }}
@@ -25,16 +24,12 @@ func TestPacerSpacesTransitionalWrites(t *testing.T) {
 		{2 * time.Second, a, true, 3 * time.Second}, // what is left of the interval
 		{0, b, true, 5 * time.Second},               // b is paced on its own
 		{3 * time.Second, a, true, 0},               // a's interval is over: write
-		{time.Second, a, true, 9 * time.Second},     // the next progress waits two intervals
-		{9 * time.Second, a, true, 0},               // written
-		{0, a, true, 20 * time.Second},              // then four
-		{20 * time.Second, a, true, 0},              // written; then eight
-		{40 * time.Second, a, true, 0},              // written
-		{39 * time.Second, a, true, time.Second},    // and never more than eight
-		{time.Second, a, true, 0},
-		{0, a, true, 40 * time.Second},
-		{0, a, false, 0},              // a settles: written at once
-		{0, a, true, 5 * time.Second}, // a new rollout of a starts afresh
+		{time.Second, a, true, 59 * time.Second},    // later progress waits a minute
+		{30 * time.Second, a, true, 29 * time.Second},
+		{29 * time.Second, a, true, 0},  // written
+		{0, a, true, time.Minute},       // and the next a minute later
+		{10 * time.Second, a, false, 0}, // a settles: written at once
+		{0, a, true, 5 * time.Second},   // a new rollout of a starts afresh
 		{0, b, false, 0},
 	}
 	for i, s := range steps {
