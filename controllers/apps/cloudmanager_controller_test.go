@@ -203,8 +203,8 @@ func TestCloudManagerSeedSampleBecomesReadyInOrder(t *testing.T) {
 	for _, v := range pod.Spec.Volumes {
 		claimed = claimed || (v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "data-cm-db-0")
 	}
-	if pod.Status.Phase != corev1.PodRunning || !podReady(pod) || !claimed {
-		t.Errorf("pod %s ready %v volumes %+v, want Running, Ready, with claim data-cm-db-0", pod.Status.Phase, podReady(pod), pod.Spec.Volumes)
+	if pod.Status.Phase != corev1.PodRunning || !testenv.PodReady(pod) || !claimed {
+		t.Errorf("pod %s ready %v volumes %+v, want Running, Ready, with claim data-cm-db-0", pod.Status.Phase, testenv.PodReady(pod), pod.Spec.Volumes)
 	}
 
 	testenv.Eventually(t, 10*time.Second, func(context.Context) (bool, string) {
@@ -216,15 +216,6 @@ func TestCloudManagerSeedSampleBecomesReadyInOrder(t *testing.T) {
 		}
 		return len(reasons["Created"]) == 5, fmt.Sprintf("Created events %q, want one per child", reasons["Created"])
 	})
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func TestCloudManagerWaitsForEachTier(t *testing.T) {

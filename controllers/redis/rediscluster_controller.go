@@ -81,8 +81,11 @@ type state struct {
 	// tlsCert the certificate (DER) of the TLS Secret, which every node should serve.
 	tls     *tls.Config
 	tlsCert []byte
-	sts     *appsv1.StatefulSet
-	pods    []corev1.Pod // the cluster's pods, by ordinal
+	// tlsSecret is the TLS Secret as read this reconcile (nil: none), once tlsSecretRead.
+	tlsSecret     *corev1.Secret
+	tlsSecretRead bool
+	sts           *appsv1.StatefulSet
+	pods          []corev1.Pod // the cluster's pods, by ordinal
 	// recorded is the member record as read (pod -> node ID); recordExists whether its
 	// ConfigMap exists.
 	recorded     map[string]string

@@ -113,7 +113,7 @@ func TestRedisClusterUpgradesOnePodAtATime(t *testing.T) {
 		}
 		down, updated := 6-len(pods.Items), 0
 		for _, p := range pods.Items {
-			if !p.DeletionTimestamp.IsZero() || p.Status.Phase != corev1.PodRunning || !podReady(&p) {
+			if !p.DeletionTimestamp.IsZero() || p.Status.Phase != corev1.PodRunning || !testenv.PodReady(&p) {
 				down++
 			}
 			if p.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision && p.Spec.Containers[0].Image == "redis:7.2.4" {
@@ -200,17 +200,6 @@ func TestRedisClusterSurvivesAMasterCrashDuringSlotMigration(t *testing.T) {
 	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
 	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	w.Verify(t, env.Client, rc, pw)
-}
-
-// podReady is the pod's Ready condition (set by the local cluster's readiness runner from
-// the pod's readiness probe against its redis-server).
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // waitStateOKFor waits until every node of rc has reported cluster_state:ok, polled each

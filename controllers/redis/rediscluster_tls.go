@@ -88,7 +88,7 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) (*ctrl
 		reason = ReasonTLSGenerated
 		secret, err = r.ensureGeneratedTLS(ctx, s)
 	}
-	if err == nil {
+	if err == nil && (s.tls == nil || secret != s.tlsSecret) { // readTLS checked this one already
 		s.tls, err = nodeTLSConfig(s, secret)
 	}
 	var invalid *tlsInvalidError
@@ -156,8 +156,12 @@ type tlsInvalidError struct{ msg string }
 func (e *tlsInvalidError) Error() string { return e.msg }
 
 // tlsSecret reads the Secret the pods mount (the user's through the API reader: the cache
-// holds only the operator's own), nil when it does not exist.
+// holds only the operator's own), nil when it does not exist; once per reconcile, as readTLS
+// and ensureTLS both need it.
 func (r *RedisClusterReconciler) tlsSecret(ctx context.Context, s *state) (*corev1.Secret, error) {
+	if s.tlsSecretRead {
+		return s.tlsSecret, nil
+	}
 	var reader client.Reader = r.Client
 	if resources.RedisTLSUserSecret(s.rc) {
 		reader = r.APIReader
@@ -165,11 +169,12 @@ func (r *RedisClusterReconciler) tlsSecret(ctx context.Context, s *state) (*core
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisTLSSecretName(s.rc)}
 	if err := reader.Get(ctx, key, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("while reading Secret %s: %w", key.Name, err)
 		}
-		return nil, fmt.Errorf("while reading Secret %s: %w", key.Name, err)
+		secret = nil
 	}
+	s.tlsSecret, s.tlsSecretRead = secret, true
 	return secret, nil
 }
 
