@@ -206,6 +206,11 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if result.RequeueAfter == 0 {
 		result.RequeueAfter = healthInterval
 	}
+	if settled := s.health.SettledIn; settled > 0 && settled < result.RequeueAfter {
+		// A node that just started turns Ready as soon as it has settled, not a health
+		// interval later.
+		result.RequeueAfter = settled + 100*time.Millisecond
+	}
 	return result, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -300,6 +301,10 @@ func nodeStatuses(s *state) []redisv1alpha1.RedisNode {
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "Failing", "another node flags it as failing"
 			case o.Info["cluster_state"] != "ok":
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "ClusterStateFail", "it reports cluster_state "+o.Info["cluster_state"]
+			case !o.Started.IsZero() && s.snap.Now.Sub(o.Started) < redisadmin.SettleTime(nodeTimeout):
+				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "Settling",
+					fmt.Sprintf("it started %s ago; it is trusted after cluster-node-timeout + 2 s (%s), when it has heard from every peer",
+						s.snap.Now.Sub(o.Started).Round(time.Second), redisadmin.SettleTime(nodeTimeout))
 			case n.Role == redisadmin.RoleSlave && o.Replication["master_link_status"] != "up":
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "ReplicationDown", "its link to its master is "+o.Replication["master_link_status"]
 			default:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Health is what clients would see of a cluster, derived from one Snapshot.
@@ -23,7 +24,20 @@ type Health struct {
 	FailedIDs int
 	// Problems says, in a few words each, what keeps the cluster from being Ready.
 	Problems []string
+	// SettledIn is how long until the most recently started node has settled (0 when all
+	// have): the next look should come no later.
+	SettledIn time.Duration
 }
+
+// writableDelay is how long a restarted Redis master waits before it turns its cluster state
+// ok (CLUSTER_WRITABLE_DELAY in cluster_legacy.c).
+const writableDelay = 2 * time.Second
+
+// SettleTime is how long after its start a node is not trusted to report its cluster state:
+// a restarted node reloads nodes.conf and turns ok after the writable delay, then may flag a
+// peer failing, or hear that one was, only within cluster-node-timeout; until then a client
+// it answers may still meet CLUSTERDOWN.
+func SettleTime(nodeTimeout time.Duration) time.Duration { return nodeTimeout + writableDelay }
 
 // HasFailedNodes reports whether a node ID in the cluster's tables is failed or answers nowhere.
 func (h Health) HasFailedNodes() bool { return h.FailedIDs > 0 }
@@ -138,6 +152,20 @@ func Assess(s Snapshot) Health {
 	h.FailedIDs = failed
 	if failed > 0 {
 		h.Problems = append(h.Problems, fmt.Sprintf("%d node IDs in the cluster's tables are failed or answer nowhere", failed))
+	}
+	settling := 0
+	for _, o := range joined {
+		if o.Started.IsZero() {
+			continue
+		}
+		if left := SettleTime(s.NodeTimeout) - s.Now.Sub(o.Started); left > 0 {
+			settling++
+			h.SettledIn = max(h.SettledIn, left)
+		}
+	}
+	if settling > 0 {
+		h.Problems = append(h.Problems, fmt.Sprintf("%d nodes started less than %s ago and may still learn of a failing peer (settling)",
+			settling, SettleTime(s.NodeTimeout)))
 	}
 	if stateNotOK > 0 {
 		h.Problems = append(h.Problems, fmt.Sprintf("%d nodes report cluster_state other than ok", stateNotOK))

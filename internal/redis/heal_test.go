@@ -144,6 +144,27 @@ func TestPlanRecovery(t *testing.T) {
 		"a healthy cluster needs nothing and is Ready": {
 			snap: six().snap, ready: true, served: SlotCount,
 		},
+		"a master restarted 3 s ago reports ok: every slot served, not Ready until it settles": {
+			snap: func() Snapshot {
+				c := six()
+				for i := range c.snap.Nodes {
+					c.snap.Nodes[i].Started = now.Add(-time.Hour)
+				}
+				c.snap.Nodes[1].Started = now.Add(-3 * time.Second)
+				return c.snap
+			}(),
+			served: SlotCount,
+		},
+		"every node started more than cluster-node-timeout + 2 s ago: Ready": {
+			snap: func() Snapshot {
+				c := six()
+				for i := range c.snap.Nodes {
+					c.snap.Nodes[i].Started = now.Add(-SettleTime(5*time.Second) - time.Second)
+				}
+				return c.snap
+			}(),
+			ready: true, served: SlotCount,
+		},
 		"a replica still in its first full sync: every slot served, not Ready": {
 			snap: func() Snapshot {
 				c := six()
@@ -479,5 +500,20 @@ func TestCheckIdentity(t *testing.T) {
 	}
 	if Assess(c.snap).Ready() {
 		t.Error("Ready with a pod whose own node did not answer")
+	}
+}
+
+// TestSettledInIsTheLongestWait: the next look is due when the most recently started node
+// has settled.
+func TestSettledInIsTheLongestWait(t *testing.T) {
+	c := six()
+	c.snap.Nodes[0].Started = now.Add(-1 * time.Second)
+	c.snap.Nodes[4].Started = now.Add(-4 * time.Second)
+	h := Assess(c.snap)
+	if want := SettleTime(5*time.Second) - time.Second; h.SettledIn != want {
+		t.Errorf("SettledIn = %s, want %s", h.SettledIn, want)
+	}
+	if h.Ready() {
+		t.Error("Ready while two nodes settle")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -23,10 +24,13 @@ type Observation struct {
 	// Err is why the node did not answer, nil when it did.
 	Err error
 	// View is the node's CLUSTER NODES, Info its CLUSTER INFO, Replication its INFO
-	// replication; empty when it did not answer.
+	// server and replication; empty when it did not answer.
 	View        []Node
 	Info        map[string]string
 	Replication map[string]string
+	// Started is when the node's process started (from INFO server's uptime_in_seconds),
+	// zero when unknown.
+	Started time.Time
 	// KeysInUncovered counts, on a master, its keys in each slot its view routes to no
 	// master (CLUSTER COUNTKEYSINSLOT, asked only when there are such slots).
 	KeysInUncovered map[int]int64
@@ -95,13 +99,16 @@ func (a *Admin) Observe(ctx context.Context, obs []Observation) {
 			o.Info, o.Err = a.ClusterInfo(ctx, o.Addr)
 		}
 		if o.Err == nil {
-			o.Replication, o.Err = a.replicationInfo(ctx, o.Addr)
+			o.Replication, o.Err = a.serverInfo(ctx, o.Addr)
+		}
+		if up, err := strconv.ParseInt(o.Replication["uptime_in_seconds"], 10, 64); o.Err == nil && err == nil {
+			o.Started = time.Now().Add(-time.Duration(up) * time.Second)
 		}
 		if self, ok := o.Self(); o.Err == nil && ok && self.IsMaster() && len(o.View) > 1 {
 			o.KeysInUncovered, o.Err = a.countKeys(ctx, o.Addr, uncoveredIn(o))
 		}
 		if o.Err != nil { // a node answers every read or counts as silent
-			o.View, o.Info, o.Replication, o.KeysInUncovered = nil, nil, nil, nil
+			o.View, o.Info, o.Replication, o.KeysInUncovered, o.Started = nil, nil, nil, nil, time.Time{}
 		}
 	}
 }

@@ -35,6 +35,12 @@ import (
 // SelectorLabel selects the pods this kubelet runs.
 const SelectorLabel = "app.kubernetes.io/name"
 
+// Finalizer holds a pod this kubelet runs until its process has stopped, as a real kubelet
+// confirms a pod's deletion only after its containers stopped: without it kwok removes the
+// pod at once, the StatefulSet creates its successor, and the old process still answers at
+// an address the new pod may be given, for a moment speaking for it.
+const Finalizer = "redispods.middleware-operator.io/process-stopped"
+
 // Kubelet runs the redis containers of Redis pods. Under its data directory, a pod's data
 // volume is <namespace>/<pod>, and its ConfigMap volumes and log are in
 // <namespace>/.volumes/<pod>, apart from the data.
@@ -96,8 +102,12 @@ func (k *Kubelet) sync(ctx context.Context) error {
 		return err
 	}
 	want := map[string]*corev1.Pod{}
+	var deleting []*corev1.Pod
 	for i := range pods.Items {
 		pod := &pods.Items[i]
+		if !pod.DeletionTimestamp.IsZero() && slices.Contains(pod.Finalizers, Finalizer) {
+			deleting = append(deleting, pod)
+		}
 		if pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" && pod.DeletionTimestamp.IsZero() {
 			want[pod.Namespace+"/"+pod.Name] = pod
 		}
@@ -113,6 +123,11 @@ func (k *Kubelet) sync(ctx context.Context) error {
 	k.mu.Unlock()
 	for _, key := range stale {
 		k.stop(key)
+	}
+	for _, pod := range deleting { // stopped above, or never started
+		if err := k.release(ctx, pod); err != nil {
+			k.logf("redispods: releasing %s/%s: %v", pod.Namespace, pod.Name, err)
+		}
 	}
 	cms := &configMaps{client: k.client, got: map[client.ObjectKey]*corev1.ConfigMap{}}
 	for key, pod := range want {
@@ -166,6 +181,13 @@ func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod, cms *configMaps) e
 	env, err := k.resolveEnv(ctx, pod, container)
 	if err != nil {
 		return err
+	}
+	if !slices.Contains(pod.Finalizers, Finalizer) {
+		patch := client.MergeFrom(pod.DeepCopy())
+		pod.Finalizers = append(pod.Finalizers, Finalizer)
+		if err := k.client.Patch(ctx, pod, patch); err != nil {
+			return fmt.Errorf("while adding the finalizer: %w", err)
+		}
 	}
 	command := container.Command
 	if len(command) == 0 {
@@ -514,6 +536,16 @@ func (k *Kubelet) stop(key string) {
 		<-s.done
 	}
 	k.logf("redispods: stopped the redis container of %s", key)
+}
+
+// release removes Finalizer from a pod whose process has stopped, so its deletion completes.
+func (k *Kubelet) release(ctx context.Context, pod *corev1.Pod) error {
+	patch := client.MergeFrom(pod.DeepCopy())
+	pod.Finalizers = slices.DeleteFunc(pod.Finalizers, func(f string) bool { return f == Finalizer })
+	if err := k.client.Patch(ctx, pod, patch); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
 }
 
 // StopAll stops every redis container.

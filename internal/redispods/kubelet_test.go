@@ -5,12 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -211,5 +213,34 @@ func TestKubeletRunsTheReadinessProbe(t *testing.T) {
 	}
 	if !eventually(RestartDelay, func() bool { s, _ := ready(); return s == corev1.ConditionFalse }) {
 		t.Fatal("the pod stayed Ready after its container crashed")
+	}
+}
+
+// TestKubeletHoldsADeletedPodUntilItsProcessStopped: as with a real kubelet, a deleted
+// pod's object goes away only after its process stopped, so no successor can be given its
+// address while the old process still answers there.
+func TestKubeletHoldsADeletedPodUntilItsProcessStopped(t *testing.T) {
+	_, c, _ := startKubelet(t)
+	rdb := redis.NewClient(&redis.Options{Addr: testIP + ":6379", Password: testPassword, MaxRetries: -1, DialTimeout: 500 * time.Millisecond})
+	defer func() { _ = rdb.Close() }()
+	if !eventually(15*time.Second, func() bool { return ping(rdb) == nil }) {
+		t.Fatalf("no PING answer at %s: %v", testIP, ping(rdb))
+	}
+	pod := &corev1.Pod{}
+	key := client.ObjectKey{Namespace: testNamespace, Name: testPod}
+	if err := c.Get(t.Context(), key, pod); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(pod.Finalizers, Finalizer) {
+		t.Fatalf("finalizers %v of a running pod, want %s", pod.Finalizers, Finalizer)
+	}
+	if err := c.Delete(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(15*time.Second, func() bool { return apierrors.IsNotFound(c.Get(t.Context(), key, &corev1.Pod{})) }) {
+		t.Fatal("the deleted pod was never released")
+	}
+	if err := ping(rdb); err == nil {
+		t.Error("the pod's object is gone while its redis-server still answers")
 	}
 }
