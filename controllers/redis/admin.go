@@ -25,13 +25,13 @@ type Admin interface {
 	Close() error
 }
 
-// AdminFactory opens an Admin that authenticates with password, over TLS with tlsConfig
-// when it is not nil.
-type AdminFactory func(password string, tlsConfig *tls.Config) Admin
+// AdminFactory opens an Admin that authenticates with login, over TLS with tlsConfig when
+// it is not nil.
+type AdminFactory func(login redisadmin.Login, tlsConfig *tls.Config) Admin
 
 // DefaultAdminFactory speaks the Redis protocol with go-redis.
-func DefaultAdminFactory(password string, tlsConfig *tls.Config) Admin {
-	return redisadmin.NewAdmin(password, 2*time.Second).WithTLS(tlsConfig)
+func DefaultAdminFactory(login redisadmin.Login, tlsConfig *tls.Config) Admin {
+	return redisadmin.NewAdmin(login.Password, 2*time.Second).WithUser(login.User).WithTLS(tlsConfig)
 }
 
 // fencedAdmin checks the fence before every command that changes the cluster and hands it

@@ -77,7 +77,7 @@ func (r *RedisClusterReconciler) formCluster(ctx context.Context, s *state) (*ct
 
 func (r *RedisClusterReconciler) adminFor(s *state) Admin {
 	if s.admin == nil {
-		s.admin = r.NewAdmin(s.password, s.tls)
+		s.admin = r.NewAdmin(s.login(), s.tls)
 		if r.Fence != nil {
 			s.admin = fencedAdmin{Admin: s.admin, fence: r.fence}
 		}

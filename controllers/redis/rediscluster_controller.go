@@ -77,6 +77,8 @@ type state struct {
 	rc       *redisv1alpha1.RedisCluster // as read, never modified
 	next     *redisv1alpha1.RedisCluster // the status being built
 	password string
+	// operatorPassword is the password of resources.RedisOperatorUser with ACL users.
+	operatorPassword string
 	// tls is the configuration of TLS connections to the nodes, nil without spec.tls;
 	// tlsCert the certificate (DER) of the TLS Secret, which every node should serve.
 	tls     *tls.Config
@@ -157,10 +159,12 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}()
 	result := r.run(ctx, s,
 		r.readPassword,
+		r.readUsers,
 		r.readTLS,
 		r.readMembers,
 		r.pauseGate,
 		r.ensurePassword,
+		r.ensureUsers,
 		r.ensureTLS,
 		r.ensureConfigMap,
 		r.ensureServices,

@@ -137,28 +137,7 @@ func TestRedisClusterFormsOnRealRedis(t *testing.T) {
 
 	// The password is in no process's arguments, nor in redis-server's environment, and
 	// the servers require it.
-	for _, n := range rc.Status.Nodes {
-		pids := kubelet.Processes(ns, n.Name)
-		servers := 0
-		for _, pid := range pids {
-			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-			if strings.Contains(string(cmdline), pw) {
-				t.Errorf("%s: the password is in the arguments of %q", n.Name, strings.ReplaceAll(string(cmdline), pw, "<password>"))
-			}
-			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "redis-server" {
-				servers++
-				if environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); strings.Contains(string(environ), pw) {
-					t.Errorf("%s: the password is in redis-server's environment", n.Name)
-				}
-			}
-		}
-		if servers != 1 {
-			t.Errorf("%s: %d redis-server processes among %v, want 1 (else the check above proved nothing)", n.Name, servers, pids)
-		}
-		if err := goredis.NewClient(&goredis.Options{Addr: n.Instance}).Ping(t.Context()).Err(); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
-			t.Errorf("%s answers PING without the password: %v", n.Name, err)
-		}
-	}
+	assertNoSecretInProcesses(t, ns, rc.Status.Nodes, pw)
 
 	// The password is in no status, no event.
 	raw, _ := json.Marshal(rc)
@@ -237,8 +216,8 @@ func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 	r := &rediscontrollers.RedisClusterReconciler{
 		Client: testenv.CountingClient{Client: mgr.GetClient(), Writes: &writes}, Scheme: env.Scheme, Recorder: recorder,
 		APIReader: mgr.GetAPIReader(), OperatorNamespace: operatorNamespace, // as the suite's reconciler, or the two rewrite the NetworkPolicy in turn
-		NewAdmin: func(password string, tlsConfig *tls.Config) rediscontrollers.Admin {
-			return countingAdmin{Admin: rediscontrollers.DefaultAdminFactory(password, tlsConfig), topology: &topology}
+		NewAdmin: func(login redisadmin.Login, tlsConfig *tls.Config) rediscontrollers.Admin {
+			return countingAdmin{Admin: rediscontrollers.DefaultAdminFactory(login, tlsConfig), topology: &topology}
 		},
 	}
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
@@ -379,4 +358,68 @@ func mustNamespace(t *testing.T, name string) *corev1.Namespace {
 		t.Fatal(err)
 	}
 	return ns
+}
+
+// createRunning creates rc, waits until it runs, logs how long forming it (how: "over TLS")
+// took, and returns its key, the running cluster and its password.
+func createRunning(t *testing.T, rc *redisv1alpha1.RedisCluster, how string) (client.ObjectKey, *redisv1alpha1.RedisCluster, string) {
+	t.Helper()
+	start := time.Now()
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	running := waitRunning(t, key)
+	t.Logf("formed %s in %.1f s", how, time.Since(start).Seconds())
+	return key, running, redistest.Password(t, env.Client, rc.Namespace, rc.Name)
+}
+
+// scaleOutToFourMasters scales a 3x1 cluster to 8 nodes, waits for 4 masters with their
+// replicas, checks that each master serves about a quarter of the slots, logs how long it
+// took, and returns the cluster.
+func scaleOutToFourMasters(t *testing.T, key client.ObjectKey, how string) *redisv1alpha1.RedisCluster {
+	t.Helper()
+	start := time.Now()
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"replicas":8}}`)
+	rc := redistest.WaitShape(t, env.Client, key, 4, 8)
+	t.Logf("scaled out to 4 masters %s in %.1f s", how, time.Since(start).Seconds())
+	for id, n := range redistest.MasterSlots(rc) {
+		if n < 4000 {
+			t.Errorf("master %s serves %d slots after the scale out, want about 4096", id, n)
+		}
+	}
+	return rc
+}
+
+// assertNoSecretInProcesses checks every process of each node's pod: no secret in its
+// arguments, none in redis-server's environment; and each server requires a password.
+func assertNoSecretInProcesses(t *testing.T, ns string, nodes []redisv1alpha1.RedisNode, secrets ...string) {
+	t.Helper()
+	for _, n := range nodes {
+		pids := kubelet.Processes(ns, n.Name)
+		servers := 0
+		for _, pid := range pids {
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+			isServer := strings.TrimSpace(string(comm)) == "redis-server"
+			if isServer {
+				servers++
+			}
+			environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+			for i, secret := range secrets {
+				if strings.Contains(string(cmdline), secret) {
+					t.Errorf("%s: password %d is in the arguments of %q", n.Name, i, strings.ReplaceAll(string(cmdline), secret, "<password>"))
+				}
+				if isServer && strings.Contains(string(environ), secret) {
+					t.Errorf("%s: password %d is in redis-server's environment", n.Name, i)
+				}
+			}
+		}
+		if servers != 1 {
+			t.Errorf("%s: %d redis-server processes among %v, want 1 (else the check above proved nothing)", n.Name, servers, pids)
+		}
+		if err := goredis.NewClient(&goredis.Options{Addr: n.Instance}).Ping(t.Context()).Err(); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+			t.Errorf("%s answers PING without the password: %v", n.Name, err)
+		}
+	}
 }

@@ -71,7 +71,7 @@ func (r *RedisClusterReconciler) snapshot(ctx context.Context, s *state) error {
 			obs[i].Addr = podAddr(p)
 		}
 	}
-	if s.password != "" {
+	if s.login().Password != "" {
 		r.adminFor(s).Observe(ctx, obs)
 	} else {
 		for i := range obs {

@@ -68,7 +68,7 @@ func (r *RedisClusterReconciler) rotatePassword(ctx context.Context, s *state) (
 		}
 		accepted := 0
 		for _, addr := range addrs {
-			if silent, err := rotationStep(redisadmin.AddPassword(ctx, addr, s.tls, []string{current, previous, s.password}, s.password)); err != nil {
+			if silent, err := rotationStep(redisadmin.AddPassword(ctx, addr, s.tls, s.rotationLogin(), []string{current, previous, s.password}, s.password)); err != nil {
 				return nil, fmt.Errorf("while adding the new password of Secret %s: %w", secretName, err)
 			} else if silent {
 				missing = append(missing, addr)
@@ -103,7 +103,7 @@ func (r *RedisClusterReconciler) rotatePassword(ctx context.Context, s *state) (
 		return nil, err
 	}
 	for _, addr := range addrs {
-		if silent, err := rotationStep(redisadmin.KeepOnlyPassword(ctx, addr, s.tls, s.password)); err != nil {
+		if silent, err := rotationStep(redisadmin.KeepOnlyPassword(ctx, addr, s.tls, s.rotationLogin(), s.password)); err != nil {
 			return nil, fmt.Errorf("while retiring the previous password: %w", err)
 		} else if silent {
 			missing = append(missing, addr)

@@ -60,10 +60,18 @@ func (r *RedisClusterReconciler) ensurePassword(ctx context.Context, s *state) (
 	return nil, nil
 }
 
-// passwordLostError: the generated password Secret of a formed cluster is gone.
-type passwordLostError struct{ secret string }
+// passwordLostError: the generated password Secret (or with users the users Secret) of a
+// formed cluster is gone.
+type passwordLostError struct {
+	secret string
+	users  bool
+}
 
 func (e *passwordLostError) Error() string {
+	if e.users {
+		return fmt.Sprintf("the users Secret %q of a formed cluster was deleted, and the operator does not generate new passwords over running nodes: "+
+			"recreate it with the passwords the nodes run with (keys %q and %q), or create a new RedisCluster", e.secret, resources.RedisUsersOperatorKey, resources.RedisUsersExporterKey)
+	}
 	return fmt.Sprintf("the password Secret %q of a formed cluster was deleted, and the operator does not generate a new password over running nodes: "+
 		"create a Secret of your own with the password the nodes run with (key %q) and name it in spec.passwordSecret", e.secret, resources.RedisPasswordKey)
 }

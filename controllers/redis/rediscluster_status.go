@@ -219,6 +219,9 @@ func degradedBecause(s *state) (reason, message string) {
 	switch {
 	case errors.As(s.err, &lost):
 		return ReasonAuthenticationFailed, lost.Error()
+	case len(s.health.AuthFailed) > 0 && resources.RedisACLEnabled(s.rc):
+		return ReasonAuthenticationFailed, fmt.Sprintf("%d Redis nodes refuse user %s with the password in Secret %q, key %q (%s): restore the password they were started with, or restart them with the new one",
+			len(s.health.AuthFailed), resources.RedisOperatorUser, resources.RedisUsersSecretName(s.rc), resources.RedisUsersOperatorKey, strings.Join(s.health.AuthFailed, ", "))
 	case len(s.health.AuthFailed) > 0:
 		return ReasonAuthenticationFailed, fmt.Sprintf("%d Redis nodes refuse the password in Secret %q (%s): restore the password they were started with, or restart them with the new one",
 			len(s.health.AuthFailed), resources.RedisPasswordSecretName(s.rc), strings.Join(s.health.AuthFailed, ", "))

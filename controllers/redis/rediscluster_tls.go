@@ -136,7 +136,7 @@ func (r *RedisClusterReconciler) reloadCertificates(ctx context.Context, s *stat
 		if err := r.fence(ctx); err != nil {
 			return nil, err
 		}
-		if err := redisadmin.ReloadTLS(ctx, addr, s.tls, s.password, resources.RedisTLSCertFile); err != nil {
+		if err := redisadmin.ReloadTLS(ctx, addr, s.tls, s.login(), resources.RedisTLSCertFile); err != nil {
 			continue // not readable yet (the files are being replaced) or the node went away
 		}
 		if ok, err := redisadmin.ServesCertificate(ctx, addr, s.tls, s.tlsCert); err == nil && ok {

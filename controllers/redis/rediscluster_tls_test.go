@@ -36,14 +36,7 @@ func TestRedisClusterTLS(t *testing.T) {
 	ns := env.Namespace(t)
 	rc := redistest.NewCluster(ns, "secure", 6)
 	rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: true}
-	start := time.Now()
-	if err := env.Client.Create(t.Context(), rc); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(rc)
-	rc = waitRunning(t, key)
-	t.Logf("formed over TLS in %.1f s", time.Since(start).Seconds())
-	pw := redistest.Password(t, env.Client, ns, "secure")
+	key, rc, pw := createRunning(t, rc, "over TLS")
 
 	cond := meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionTLS)
 	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != rediscontrollers.ReasonTLSGenerated {
@@ -122,16 +115,7 @@ func TestRedisClusterTLS(t *testing.T) {
 
 	w := redistest.StartTLSWriter(rc.Status.Nodes[0].Instance, pw, tlsConfig)
 	time.Sleep(2 * time.Second)
-	scaleStart := time.Now()
-	redistest.PatchSpec(t, env.Client, key, `{"spec":{"replicas":8}}`)
-	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
-	t.Logf("scaled out to 4 masters over TLS in %.1f s", time.Since(scaleStart).Seconds())
-	slots := redistest.MasterSlots(rc)
-	for id, n := range slots {
-		if n < 4000 {
-			t.Errorf("master %s serves %d slots after the scale out, want about 4096", id, n)
-		}
-	}
+	rc = scaleOutToFourMasters(t, key, "over TLS")
 	time.Sleep(time.Second)
 	w.Verify(t, env.Client, rc, pw)
 

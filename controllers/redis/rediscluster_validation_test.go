@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"os"
@@ -60,26 +61,39 @@ func TestRedisClusterSeedSampleApplies(t *testing.T) {
 	}
 }
 
-// TestRedisClusterTLSCannotBeSwitched: spec.tls.enabled is fixed at creation, both ways.
-func TestRedisClusterTLSCannotBeSwitched(t *testing.T) {
+// TestRedisClusterTLSAndACLCannotBeSwitched: spec.tls.enabled and spec.acl.enabled are
+// fixed at creation, both ways.
+func TestRedisClusterTLSAndACLCannotBeSwitched(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	for name, enabled := range map[string]bool{"plain": false, "secure": true} {
-		rc := redistest.NewCluster(ns, name, 6)
-		rc.Spec.Pause = true // no pods: only the API is under test
-		rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: enabled}
-		if err := env.Client.Create(t.Context(), rc); err != nil {
-			t.Fatal(err)
-		}
-		patch := `{"spec":{"tls":{"enabled":` + map[bool]string{true: "false", false: "true"}[enabled] + `}}}`
-		err := env.Client.Patch(t.Context(), rc, client.RawPatch("application/merge-patch+json", []byte(patch)))
-		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.tls.enabled cannot change") {
-			t.Errorf("%s: switching TLS: %v, want Invalid naming spec.tls.enabled", name, err)
-		}
-		if err := env.Client.Patch(t.Context(), rc, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"tls":null}}`))); enabled && !apierrors.IsInvalid(err) {
-			t.Errorf("%s: removing spec.tls from a TLS cluster: %v, want Invalid", name, err)
-		} else if !enabled && err != nil {
-			t.Errorf("%s: removing spec.tls (off) from a plain cluster: %v", name, err)
+	fields := map[string]func(rc *redisv1alpha1.RedisCluster, enabled bool){
+		"tls": func(rc *redisv1alpha1.RedisCluster, enabled bool) {
+			rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: enabled}
+		},
+		"acl": func(rc *redisv1alpha1.RedisCluster, enabled bool) {
+			rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: enabled}
+		},
+	}
+	for field, set := range fields {
+		for _, enabled := range []bool{false, true} {
+			name := fmt.Sprintf("%s-%t", field, enabled)
+			rc := redistest.NewCluster(ns, name, 6)
+			rc.Spec.Pause = true // no pods: only the API is under test
+			set(rc, enabled)
+			if err := env.Client.Create(t.Context(), rc); err != nil {
+				t.Fatal(err)
+			}
+			patch := fmt.Sprintf(`{"spec":{%q:{"enabled":%t}}}`, field, !enabled)
+			err := env.Client.Patch(t.Context(), rc, client.RawPatch("application/merge-patch+json", []byte(patch)))
+			if want := "spec." + field + ".enabled cannot change"; !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: switching %s: %v, want Invalid saying %q", name, field, err, want)
+			}
+			err = env.Client.Patch(t.Context(), rc, client.RawPatch("application/merge-patch+json", []byte(fmt.Sprintf(`{"spec":{%q:null}}`, field))))
+			if enabled && !apierrors.IsInvalid(err) {
+				t.Errorf("%s: removing spec.%s from a cluster with it on: %v, want Invalid", name, field, err)
+			} else if !enabled && err != nil {
+				t.Errorf("%s: removing spec.%s (off): %v", name, field, err)
+			}
 		}
 	}
 }

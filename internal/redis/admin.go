@@ -22,6 +22,7 @@ const DefaultWaitTimeout = 2 * time.Minute
 // (non-cluster) client per node address and keeps it until Close. It is safe for
 // concurrent use.
 type Admin struct {
+	user         string // "" for the default user
 	password     string
 	tls          *tls.Config // nil: plain text
 	dialTimeout  time.Duration
@@ -40,6 +41,14 @@ func NewAdmin(password string, dialTimeout time.Duration) *Admin {
 		pollInterval: DefaultPollInterval,
 		clients:      map[string]*goredis.Client{},
 	}
+}
+
+// WithUser makes the Admin authenticate as user (an ACL user; "" for the default user) with
+// its password. Call it before the first command. MIGRATE then authenticates to the target
+// as the same user (AUTH2).
+func (a *Admin) WithUser(user string) *Admin {
+	a.user = user
+	return a
 }
 
 // WithTLS makes the Admin speak TLS with cfg (nil: plain text) to every node. Call it before
@@ -71,7 +80,7 @@ func (a *Admin) client(addr string) *goredis.Client {
 	if c, ok := a.clients[addr]; ok {
 		return c
 	}
-	c := goredis.NewClient(nodeOptions(addr, a.password, a.tls, a.dialTimeout, 2))
+	c := goredis.NewClient(nodeOptions(addr, Login{a.user, a.password}, a.tls, a.dialTimeout, 2))
 	a.clients[addr] = c
 	return c
 }
@@ -81,13 +90,14 @@ func (a *Admin) client(addr string) *goredis.Client {
 // deadlines honoured, and no command ever resent (admin commands such as ADDSLOTSRANGE and
 // MEET are not idempotent); RESP2, no CLIENT SETINFO, no maintenance notifications. With
 // tlsConfig (not nil) the connection is TLS.
-func nodeOptions(addr, password string, tlsConfig *tls.Config, dialTimeout time.Duration, poolSize int) *goredis.Options {
+func nodeOptions(addr string, login Login, tlsConfig *tls.Config, dialTimeout time.Duration, poolSize int) *goredis.Options {
 	if tlsConfig != nil {
 		tlsConfig = tlsConfig.Clone()
 	}
 	return &goredis.Options{
 		Addr:                     addr,
-		Password:                 password,
+		Username:                 login.User,
+		Password:                 login.Password,
 		TLSConfig:                tlsConfig,
 		DialTimeout:              dialTimeout,
 		DialerRetries:            1,

@@ -165,7 +165,7 @@ func (m *mover) client(addr string) *goredis.Client {
 	if c, ok := m.clients[addr]; ok {
 		return c
 	}
-	opts := nodeOptions(addr, m.a.password, m.a.tls, m.a.dialTimeout, m.poolSize)
+	opts := nodeOptions(addr, Login{m.a.user, m.a.password}, m.a.tls, m.a.dialTimeout, m.poolSize)
 	opts.ReadTimeout = m.opts.Timeout + 10*time.Second // a MIGRATE may take its whole timeout
 	opts.WriteTimeout = opts.ReadTimeout
 	c := goredis.NewClient(opts)
@@ -286,7 +286,8 @@ func (m *mover) migrateKeys(ctx context.Context, slot int, source, target Node) 
 	}
 }
 
-// migrateArgs builds MIGRATE <ip> <port> "" 0 <timeout> [REPLACE] [AUTH <password>] KEYS
+// migrateArgs builds MIGRATE <ip> <port> "" 0 <timeout> [REPLACE] [AUTH <password> | AUTH2
+// <user> <password>] KEYS
 // <keys...>.
 func (m *mover) migrateArgs(target Node, keys []string, replace bool) ([]any, error) {
 	host, port, err := hostPort(target)
@@ -298,7 +299,10 @@ func (m *mover) migrateArgs(target Node, keys []string, replace bool) ([]any, er
 	if replace {
 		args = append(args, "REPLACE")
 	}
-	if m.a.password != "" {
+	switch {
+	case m.a.user != "":
+		args = append(args, "AUTH2", m.a.user, m.a.password)
+	case m.a.password != "":
 		args = append(args, "AUTH", m.a.password)
 	}
 	args = append(args, "KEYS")

@@ -21,20 +21,33 @@ import (
 //  2. KeepOnlyPassword: the default user keeps only the new password; the old one stops
 //     working.
 //
+// With ACL users (an admin Login), the steps run as the admin user, and masterauth is left
+// alone: replicas then authenticate to their masters as that user, not with the password
+// being rotated.
+//
 // Neither step is ever logged with its arguments.
+
+// Login is a Redis user and its password; User "" is the default user.
+type Login struct {
+	User, Password string
+}
 
 // AddPassword makes the node at addr accept newPassword as well as the password it has:
 // ACL SETUSER default on >new, then CONFIG SET masterauth new. It authenticates with the
 // first of passwords the node accepts. It is idempotent. tlsConfig (nil: plain text) is the
-// cluster's, as for every function here.
-func AddPassword(ctx context.Context, addr string, tlsConfig *tls.Config, passwords []string, newPassword string) error {
-	c, err := dialAuthenticated(ctx, addr, tlsConfig, passwords)
+// cluster's, as for every function here. With admin set it authenticates as admin instead
+// and leaves masterauth alone.
+func AddPassword(ctx context.Context, addr string, tlsConfig *tls.Config, admin *Login, passwords []string, newPassword string) error {
+	c, err := dialRotating(ctx, addr, tlsConfig, admin, passwords)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = c.Close() }()
 	if err := c.Do(ctx, "ACL", "SETUSER", "default", "on", ">"+newPassword).Err(); err != nil {
 		return fmt.Errorf("while adding the new password on %s (ACL SETUSER default): %s", addr, redact(err, newPassword))
+	}
+	if admin != nil {
+		return nil
 	}
 	if err := c.Do(ctx, "CONFIG", "SET", "masterauth", newPassword).Err(); err != nil {
 		return fmt.Errorf("while setting masterauth on %s: %s", addr, redact(err, newPassword))
@@ -44,15 +57,17 @@ func AddPassword(ctx context.Context, addr string, tlsConfig *tls.Config, passwo
 
 // KeepOnlyPassword makes password the only one the node at addr accepts (ACL SETUSER
 // default on resetpass >password), authenticated with password, and sets masterauth to it.
-// It is idempotent.
-func KeepOnlyPassword(ctx context.Context, addr string, tlsConfig *tls.Config, password string) error {
-	c, err := dialAuthenticated(ctx, addr, tlsConfig, []string{password})
+// It is idempotent. With admin set it authenticates as admin and leaves masterauth alone.
+func KeepOnlyPassword(ctx context.Context, addr string, tlsConfig *tls.Config, admin *Login, password string) error {
+	c, err := dialRotating(ctx, addr, tlsConfig, admin, []string{password})
 	if err != nil {
 		return err
 	}
 	defer func() { _ = c.Close() }()
-	if err := c.Do(ctx, "CONFIG", "SET", "masterauth", password).Err(); err != nil {
-		return fmt.Errorf("while setting masterauth on %s: %s", addr, redact(err, password))
+	if admin == nil {
+		if err := c.Do(ctx, "CONFIG", "SET", "masterauth", password).Err(); err != nil {
+			return fmt.Errorf("while setting masterauth on %s: %s", addr, redact(err, password))
+		}
 	}
 	if err := c.Do(ctx, "ACL", "SETUSER", "default", "on", "resetpass", ">"+password).Err(); err != nil {
 		return fmt.Errorf("while removing the old passwords on %s (ACL SETUSER default): %s", addr, redact(err, password))
@@ -63,7 +78,7 @@ func KeepOnlyPassword(ctx context.Context, addr string, tlsConfig *tls.Config, p
 // Accepts reports whether the node at addr accepts password: a new connection's AUTH
 // succeeds. An error means the node could not be asked.
 func Accepts(ctx context.Context, addr string, tlsConfig *tls.Config, password string) (bool, error) {
-	c, err := dialAuthenticated(ctx, addr, tlsConfig, []string{password})
+	c, err := dialAuthenticated(ctx, addr, tlsConfig, "", []string{password})
 	if err == nil {
 		_ = c.Close()
 		return true, nil
@@ -77,15 +92,24 @@ func Accepts(ctx context.Context, addr string, tlsConfig *tls.Config, password s
 // ErrWrongPassword is wrapped by errors of nodes that refused every password offered.
 var ErrWrongPassword = errors.New("the node refuses the password")
 
-// dialAuthenticated opens a connection to addr authenticated with the first of passwords
-// the node accepts.
-func dialAuthenticated(ctx context.Context, addr string, tlsConfig *tls.Config, passwords []string) (*goredis.Client, error) {
+// dialRotating opens the connection a rotation step runs on: as admin when set, else as the
+// default user with the first of passwords the node accepts.
+func dialRotating(ctx context.Context, addr string, tlsConfig *tls.Config, admin *Login, passwords []string) (*goredis.Client, error) {
+	if admin != nil {
+		return dialAuthenticated(ctx, addr, tlsConfig, admin.User, []string{admin.Password})
+	}
+	return dialAuthenticated(ctx, addr, tlsConfig, "", passwords)
+}
+
+// dialAuthenticated opens a connection to addr authenticated as user ("" for the default
+// user) with the first of passwords the node accepts.
+func dialAuthenticated(ctx context.Context, addr string, tlsConfig *tls.Config, user string, passwords []string) (*goredis.Client, error) {
 	var last error
 	for _, pw := range passwords {
 		if pw == "" {
 			continue
 		}
-		opts := nodeOptions(addr, pw, tlsConfig, 2*time.Second, 1)
+		opts := nodeOptions(addr, Login{user, pw}, tlsConfig, 2*time.Second, 1)
 		opts.ReadTimeout, opts.WriteTimeout = 5*time.Second, 5*time.Second
 		c := goredis.NewClient(opts)
 		err := c.Ping(ctx).Err()

@@ -27,8 +27,8 @@ func ServesCertificate(ctx context.Context, addr string, tlsConfig *tls.Config, 
 // setting), so a renewed certificate takes effect without a restart. Connections already
 // open keep the old one; the node refuses the reload, keeping its current certificate, when
 // the files do not form a valid pair.
-func ReloadTLS(ctx context.Context, addr string, tlsConfig *tls.Config, password, certFile string) error {
-	c, err := dialAuthenticated(ctx, addr, tlsConfig, []string{password})
+func ReloadTLS(ctx context.Context, addr string, tlsConfig *tls.Config, login Login, certFile string) error {
+	c, err := dialAuthenticated(ctx, addr, tlsConfig, login.User, []string{login.Password})
 	if err != nil {
 		return err
 	}

@@ -115,7 +115,7 @@ func TestAdminOverTLS(t *testing.T) {
 	if ok, err := Accepts(ctx, entry, cfg, pw); err != nil || !ok {
 		t.Errorf("Accepts over TLS = %v, %v", ok, err)
 	}
-	if err := AddPassword(ctx, entry, cfg, []string{pw}, "next"); err != nil {
+	if err := AddPassword(ctx, entry, cfg, nil, []string{pw}, "next"); err != nil {
 		t.Errorf("AddPassword over TLS: %v", err)
 	}
 	if ok, err := Accepts(ctx, entry, nil, pw); err == nil || ok {
@@ -147,7 +147,7 @@ func TestReloadTLS(t *testing.T) {
 	if ok, err := ServesCertificate(ctx, addr, setup.client, newCert.Raw); err != nil || ok {
 		t.Fatalf("before the reload the node serves the new certificate: %v, %v", ok, err)
 	}
-	if err := ReloadTLS(ctx, addr, setup.client, "pw", setup.certFile); err != nil {
+	if err := ReloadTLS(ctx, addr, setup.client, Login{Password: "pw"}, setup.certFile); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := ServesCertificate(ctx, addr, setup.client, newCert.Raw); err != nil || !ok {

@@ -86,12 +86,22 @@ const (
 // would make its old replica full-sync from it and flush its copy. So it waits until the
 // operator has settled the old role and released the pod (deleted its key), then execs
 // redis-server with the args. POSIX sh only; no "$(" or "$$", which the kubelet would expand.
-const RedisStartScript = `trap 'exit 143' TERM
+const RedisStartScript = redisStartHead + redisPasswordAuth + redisStartGuard
+
+// redisStartHead makes the start script exit on TERM and create files for itself only.
+const redisStartHead = `trap 'exit 143' TERM
 umask 077
-[ -s ` + RedisPasswordFile + ` ] || { echo "the password file ` + RedisPasswordFile + ` is missing or empty" >&2; exit 1; }
+`
+
+// redisPasswordAuth writes the password as requirepass and masterauth into RedisAuthFile.
+const redisPasswordAuth = `[ -s ` + RedisPasswordFile + ` ] || { echo "the password file ` + RedisPasswordFile + ` is missing or empty" >&2; exit 1; }
 { printf 'requirepass "'; sed 's/[\\"]/\\&/g' ` + RedisPasswordFile + ` | tr -d '\n'
   printf '"\nmasterauth "'; sed 's/[\\"]/\\&/g' ` + RedisPasswordFile + ` | tr -d '\n'; printf '"\n'; } > ` + RedisAuthFile + `
-member="` + RedisMembersDir + `/$POD_NAME"
+`
+
+// redisStartGuard holds a recorded member whose data is gone until the operator releases
+// it, then starts redis-server.
+const redisStartGuard = `member="` + RedisMembersDir + `/$POD_NAME"
 if [ ! -s ` + RedisDataDir + `/nodes.conf ] && [ -n "$POD_NAME" ] && [ -f "$member" ] && [ -s "$member" ]; then
   read -r node < "$member"
   echo "data directory ` + RedisDataDir + ` has no cluster state (nodes.conf missing or empty) but pod $POD_NAME is a recorded cluster member (node id $node); waiting for the operator to settle its old role" >&2
@@ -396,7 +406,7 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 		// The script writes the password file and guards against starting a member whose
 		// data was lost; the args pass through to redis-server. $(VAR) is expanded by the
 		// kubelet; the password stays out of the ConfigMap and of every argument.
-		Command: []string{"sh", "-c", RedisStartScript, "redis-server"},
+		Command: []string{"sh", "-c", redisStartScript(rc), "redis-server"},
 		Args: []string{
 			RedisConfigDir + "/" + RedisConfigFile,
 			"--cluster-announce-ip", "$(POD_IP)",
@@ -437,9 +447,12 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 	if RedisTLSEnabled(rc) {
 		redis.VolumeMounts = append(redis.VolumeMounts, redisTLSMount())
 	}
+	if RedisACLEnabled(rc) {
+		redis.VolumeMounts = append(redis.VolumeMounts, redisUsersMount())
+	}
 	containers := []corev1.Container{redis}
 	if pod.MonitorImage != "" {
-		containers = append(containers, redisExporterContainer(pod.MonitorImage, RedisTLSEnabled(rc)))
+		containers = append(containers, redisExporterContainer(pod.MonitorImage, RedisTLSEnabled(rc), RedisACLEnabled(rc)))
 	}
 	return containers
 }
@@ -453,8 +466,9 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 // older than v1.50.0 has no such endpoint (its index page answers the probe) and keeps the
 // password it started with. With tls it scrapes RedisExporterTLSAddr and verifies the node
 // against the CA (REDIS_EXPORTER_TLS_CA_CERT_FILE, its --tls-ca-cert-file); the certificate
-// names localhost.
-func redisExporterContainer(image string, tls bool) corev1.Container {
+// names localhost. With acl it authenticates as RedisExporterUser (REDIS_USER), its password
+// file then from the users Secret.
+func redisExporterContainer(image string, tls, acl bool) corev1.Container {
 	c := corev1.Container{
 		Name:  "exporter",
 		Image: image,
@@ -484,6 +498,9 @@ func redisExporterContainer(image string, tls bool) corev1.Container {
 		c.Env = append(c.Env, corev1.EnvVar{Name: "REDIS_EXPORTER_TLS_CA_CERT_FILE", Value: RedisTLSCAFile})
 		c.VolumeMounts = append(c.VolumeMounts, redisTLSMount())
 	}
+	if acl {
+		c.Env = append(c.Env, corev1.EnvVar{Name: "REDIS_USER", Value: RedisExporterUser})
+	}
 	return c
 }
 
@@ -500,14 +517,23 @@ func redisVolumes(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) []c
 		DefaultMode: ptr.To[int32](0o440), // readable by the pod's fsGroup only
 	}}}}
 	if pod.MonitorImage != "" {
+		// Without users the exporter is the default user and follows its password's
+		// rotation through the applied-password record; with users it has its own.
+		passwords := RedisAppliedPasswordSecretName(rc)
+		if RedisACLEnabled(rc) {
+			passwords = RedisUsersSecretName(rc)
+		}
 		volumes = append(volumes, corev1.Volume{Name: RedisExporterAuthVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName:  RedisAppliedPasswordSecretName(rc),
+			SecretName:  passwords,
 			Items:       []corev1.KeyToPath{{Key: RedisExporterPasswordFileKey, Path: "password-file.json"}},
 			DefaultMode: ptr.To[int32](0o440),
 		}}})
 	}
 	if RedisTLSEnabled(rc) {
 		volumes = append(volumes, redisTLSVolume(rc))
+	}
+	if RedisACLEnabled(rc) {
+		volumes = append(volumes, redisUsersVolume(rc))
 	}
 	switch redisVolumeType(pod) {
 	case "hostPath":

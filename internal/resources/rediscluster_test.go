@@ -138,56 +138,100 @@ func TestRedisStartScript(t *testing.T) {
 // environment and then starts the real one with the same arguments: the password is in
 // neither, and the real server requires exactly it.
 func TestRedisStartScriptPassesThePasswordThroughAFile(t *testing.T) {
+	const password = `p"a\ss 'w$rd`
+	srv := runStartScript(t, resources.RedisStartScript, map[string]string{resources.RedisPasswordFile: password})
+	srv.waitFor(t, "", password)
+	if out := srv.cli("", "", "ping"); !strings.Contains(out, "NOAUTH") {
+		t.Errorf("the server answers without the password: %s", out)
+	}
+	if out := srv.cli("", password, "config", "get", "masterauth"); !strings.Contains(out, password) {
+		t.Errorf("masterauth is not the password: %s", out)
+	}
+	srv.assertNoSecretPassed(t, password)
+}
+
+// scriptServer is a redis-server started by a start script under test, through a stand-in
+// that records the arguments and environment it was given.
+type scriptServer struct {
+	dir, port string
+}
+
+// runStartScript runs script (a start script) with files (path in the pod -> content) at
+// paths in a temporary directory, in front of a stand-in redis-server that records its
+// arguments and environment and then starts the real one, standalone, with the same
+// arguments.
+func runStartScript(t *testing.T, script string, files map[string]string) *scriptServer {
+	t.Helper()
 	real, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Skip("redis-server is not installed")
 	}
-	dir := t.TempDir()
-	const password = `p"a\ss 'w$rd`
-	port := freePort(t)
-	stub := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + dir + "/args\nenv > " + dir + "/env\n" +
-		"exec " + real + " --port " + port + " --save '' --appendonly no --dir " + dir + " \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(dir, "redis-server"), []byte(stub), 0o755); err != nil {
+	srv := &scriptServer{dir: t.TempDir(), port: freePort(t)}
+	stub := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + srv.dir + "/args\nenv > " + srv.dir + "/env\n" +
+		"exec " + real + " --port " + srv.port + " --save '' --appendonly no --dir " + srv.dir + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(srv.dir, "redis-server"), []byte(stub), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "password"), []byte(password), 0o400); err != nil {
-		t.Fatal(err)
+	script = strings.ReplaceAll(script, resources.RedisAuthFile, srv.dir+"/auth.conf")
+	for path, content := range files {
+		local := srv.dir + "/" + strings.ReplaceAll(strings.TrimPrefix(path, "/"), "/", "_")
+		if err := os.WriteFile(local, []byte(content), 0o400); err != nil {
+			t.Fatal(err)
+		}
+		script = strings.ReplaceAll(script, path, local)
 	}
-	script := strings.ReplaceAll(resources.RedisStartScript, resources.RedisAuthFile, dir+"/auth.conf")
-	script = strings.ReplaceAll(script, resources.RedisPasswordFile, dir+"/password")
-	cmd := exec.Command("sh", "-c", script, "redis-server", "--include", dir+"/auth.conf")
-	cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "POD_NAME=cache-0"}
+	cmd := exec.Command("sh", "-c", script, "redis-server", "--include", srv.dir+"/auth.conf")
+	cmd.Env = []string{"PATH=" + srv.dir + ":/usr/bin:/bin", "POD_NAME=cache-0"}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	var out []byte
-	for range 50 { // until the server answers
-		out, _ = exec.Command("redis-cli", "-p", port, "--no-auth-warning", "-a", password, "ping").CombinedOutput()
-		if strings.TrimSpace(string(out)) == "PONG" {
-			break
+	return srv
+}
+
+// cli runs redis-cli against the server as user ("" for the default user) with password
+// ("" for none) and returns its output.
+func (s *scriptServer) cli(user, password string, args ...string) string {
+	base := []string{"-p", s.port, "--no-auth-warning"}
+	if user != "" {
+		base = append(base, "--user", user)
+	}
+	if password != "" {
+		base = append(base, "--pass", password)
+	}
+	out, _ := exec.Command("redis-cli", append(base, args...)...).CombinedOutput()
+	return strings.TrimSpace(string(out))
+}
+
+// waitFor waits until the server answers PING as user with password.
+func (s *scriptServer) waitFor(t *testing.T, user, password string) {
+	t.Helper()
+	var out string
+	for range 50 {
+		if out = s.cli(user, password, "ping"); out == "PONG" {
+			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if strings.TrimSpace(string(out)) != "PONG" {
-		t.Fatalf("the server does not accept the password: %s", out)
-	}
-	if out, _ := exec.Command("redis-cli", "-p", port, "ping").CombinedOutput(); !strings.Contains(string(out), "NOAUTH") {
-		t.Errorf("the server answers without the password: %s", out)
-	}
-	if out, _ := exec.Command("redis-cli", "-p", port, "--no-auth-warning", "-a", password, "config", "get", "masterauth").CombinedOutput(); !strings.Contains(string(out), password) {
-		t.Errorf("masterauth is not the password: %s", out)
-	}
+	t.Fatalf("the server does not accept the password of user %q: %s", user, out)
+}
+
+// assertNoSecretPassed checks that no secret is in redis-server's arguments or environment
+// and that the auth file is private.
+func (s *scriptServer) assertNoSecretPassed(t *testing.T, secrets ...string) {
+	t.Helper()
 	for _, f := range []string{"args", "env"} {
-		data, err := os.ReadFile(filepath.Join(dir, f))
+		data, err := os.ReadFile(filepath.Join(s.dir, f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(string(data), password) {
-			t.Errorf("redis-server's %s hold the password:\n%s", f, data)
+		for _, secret := range secrets {
+			if strings.Contains(string(data), secret) {
+				t.Errorf("redis-server's %s hold a password:\n%s", f, data)
+			}
 		}
 	}
-	if info, err := os.Stat(dir + "/auth.conf"); err != nil || info.Mode().Perm() != 0o600 {
+	if info, err := os.Stat(s.dir + "/auth.conf"); err != nil || info.Mode().Perm() != 0o600 {
 		t.Errorf("auth file: %v, mode %v, want 0600", err, info.Mode().Perm())
 	}
 }

@@ -22,6 +22,7 @@ const (
 // RedisClusterSpec is the desired Redis Cluster.
 // +kubebuilder:validation:XValidation:rule="self.replicas / (1 + (has(self.replicasPerMaster) ? self.replicasPerMaster : 1)) >= 3",message="spec.replicas is too small: Redis Cluster needs at least 3 masters, so replicas must be at least 3 * (1 + replicasPerMaster) (6 with one replica per master)",fieldPath=".replicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy) || self.updateStrategy.type != 'AssignReceive' || (has(self.updateStrategy.assignStrategies) && size(self.updateStrategy.assignStrategies) > 0)",message="spec.updateStrategy.assignStrategies is required when spec.updateStrategy.type is AssignReceive: list the slots to move and the nodes to take them from",fieldPath=".updateStrategy"
+// +kubebuilder:validation:XValidation:rule="(has(self.acl) && has(self.acl.enabled) && self.acl.enabled) == (has(oldSelf.acl) && has(oldSelf.acl.enabled) && oldSelf.acl.enabled)",message="spec.acl.enabled cannot change on an existing RedisCluster: running nodes keep the users they started with and replicas authenticate as them; create a new RedisCluster with the setting you want",fieldPath=".acl"
 // +kubebuilder:validation:XValidation:rule="(has(self.tls) && has(self.tls.enabled) && self.tls.enabled) == (has(oldSelf.tls) && has(oldSelf.tls.enabled) && oldSelf.tls.enabled)",message="spec.tls.enabled cannot change on an existing RedisCluster: nodes with and without TLS cannot reach each other, so a running cluster cannot switch; create a new RedisCluster with the setting you want",fieldPath=".tls"
 type RedisClusterSpec struct {
 	// Replicas is the total number of Redis nodes, masters and replicas together.
@@ -104,6 +105,28 @@ type RedisClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS"
 	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// ACL gives the operator and the exporter Redis users of their own, each allowed only
+	// the commands it needs, and restricts the application's default user. Off unless
+	// enabled is true.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="ACL users"
+	ACL *ACLSpec `json:"acl,omitempty"`
+}
+
+// ACLSpec configures the Redis users of a RedisCluster.
+type ACLSpec struct {
+	// Enabled turns the users on. The application keeps the default user and the password
+	// Secret's password, without the administrative commands (CONFIG, ACL, CLUSTER
+	// changes, SHUTDOWN, REPLICAOF, MONITOR, DEBUG...). The operator authenticates as
+	// mwo-operator (the CLUSTER, INFO, MIGRATE, CONFIG and ACL commands it sends, no key
+	// reads), replicas authenticate to their masters as mwo-operator, and the exporter as
+	// mwo-exporter (INFO and other read-only statistics, no keys). Their passwords are
+	// generated into the Secret <name>-users. It is set when the RedisCluster is created
+	// and cannot change afterwards.
+	// +kubebuilder:default=false
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
 }
 
 // TLSSpec configures TLS for a RedisCluster.

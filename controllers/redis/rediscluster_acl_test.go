@@ -1,0 +1,134 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/tests/redistest"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
+)
+
+// TestRedisClusterWithACLUsers forms a cluster with spec.acl on while nothing else changes
+// for the application: it writes as the default user with the password Secret's password.
+// Each user can do its part and nothing more, on every node: the application runs no
+// administrative command, the operator reads and writes no key, the exporter reads only
+// statistics, and replicas replicate as the operator's user. The cluster scales out from 3
+// to 4 masters (the nodes MIGRATE with AUTH2 as the operator's user) and the application's
+// password rotates, with the writer running; every acknowledged key reads back through
+// every node.
+func TestRedisClusterWithACLUsers(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	rc := redistest.NewCluster(ns, "acl", 6)
+	rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true}
+	key, rc, pw := createRunning(t, rc, "with ACL users")
+	users := &corev1.Secret{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "acl-users"}, users); err != nil {
+		t.Fatal(err)
+	}
+	logins := map[string]redisadmin.Login{
+		"application": {Password: pw},
+		"operator":    {User: resources.RedisOperatorUser, Password: string(users.Data[resources.RedisUsersOperatorKey])},
+		"exporter":    {User: resources.RedisExporterUser, Password: string(users.Data[resources.RedisUsersExporterKey])},
+	}
+	assertNoSecretInProcesses(t, ns, rc.Status.Nodes, pw, logins["operator"].Password, logins["exporter"].Password)
+	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
+	time.Sleep(time.Second)
+	for _, n := range rc.Status.Nodes {
+		assertUserCommands(t.Context(), t, n.Instance, logins)
+	}
+
+	scaleOutToFourMasters(t, key, "with ACL users")
+
+	newPw := fmt.Sprintf("acl-rotated-%d", time.Now().UnixNano())
+	testenv.Update(t, env.Client, client.ObjectKey{Namespace: ns, Name: "acl-password"}, &corev1.Secret{}, func(s *corev1.Secret) {
+		s.Data["password"] = []byte(newPw)
+	})
+	rotateStart := time.Now()
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionPasswordApplied)
+		return c != nil && c.Status == metav1.ConditionTrue && hasEvent(ctx, ns, "PasswordRotated"), fmt.Sprintf("condition %v", c)
+	})
+	t.Logf("the application's password rotated in %.1f s", time.Since(rotateStart).Seconds())
+	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
+	logins["application"] = redisadmin.Login{Password: newPw}
+	for _, n := range rc.Status.Nodes {
+		if ok, err := redisadmin.Accepts(t.Context(), n.Instance, nil, pw); err != nil || ok {
+			t.Errorf("%s still accepts the old password (%v)", n.Name, err)
+		}
+		assertUserCommands(t.Context(), t, n.Instance, logins)
+	}
+	time.Sleep(time.Second)
+	written, outage := w.Stop()
+	t.Logf("the writer wrote %d keys; its longest failing stretch %s", written, outage.Round(time.Millisecond))
+	w.Verify(t, env.Client, rc, newPw)
+	if strings.Contains(logs.String(), logins["operator"].Password) || strings.Contains(logs.String(), newPw) {
+		t.Error("a password appears in the operator's logs")
+	}
+}
+
+// assertUserCommands checks on the node at addr that each user of logins runs what it needs
+// and is refused (NOPERM) what it must not run.
+func assertUserCommands(ctx context.Context, t *testing.T, addr string, logins map[string]redisadmin.Login) {
+	t.Helper()
+	cases := []struct {
+		user    string
+		args    []any
+		allowed bool
+	}{
+		{"application", []any{"CLUSTER", "SLOTS"}, true},
+		{"application", []any{"GET", "w:1"}, true},
+		{"application", []any{"CONFIG", "GET", "masterauth"}, false},
+		{"application", []any{"CLUSTER", "FORGET", "0000000000000000000000000000000000000000"}, false},
+		{"application", []any{"ACL", "SETUSER", resources.RedisOperatorUser, "nopass"}, false},
+		{"operator", []any{"CLUSTER", "NODES"}, true},
+		{"operator", []any{"CLUSTER", "COUNTKEYSINSLOT", 0}, true},
+		{"operator", []any{"GET", "w:1"}, false},
+		{"operator", []any{"FLUSHALL"}, false},
+		{"exporter", []any{"INFO", "stats"}, true},
+		{"exporter", []any{"CLUSTER", "INFO"}, true},
+		{"exporter", []any{"GET", "w:1"}, false},
+		{"exporter", []any{"CONFIG", "GET", "masterauth"}, false},
+	}
+	clients := map[string]*goredis.Client{}
+	for name, l := range logins {
+		c := goredis.NewClient(&goredis.Options{Addr: addr, Username: l.User, Password: l.Password, MaxRetries: -1, Protocol: 2})
+		defer func() { _ = c.Close() }()
+		clients[name] = c
+	}
+	for _, c := range cases {
+		err := clients[c.user].Do(ctx, c.args...).Err()
+		denied := err != nil && strings.Contains(err.Error(), "NOPERM")
+		if err != nil && !denied && !goredis.HasErrorPrefix(err, "MOVED") && !errors.Is(err, goredis.Nil) {
+			t.Errorf("%s: %s %v: %v", addr, c.user, c.args, err)
+		}
+		if denied == c.allowed {
+			t.Errorf("%s: %s may run %v: %v, want %v", addr, c.user, c.args, !denied, c.allowed)
+		}
+	}
+	info, err := clients["operator"].Info(ctx, "replication").Result()
+	if err != nil {
+		t.Fatalf("%s: INFO as the operator: %v", addr, err)
+	}
+	if strings.Contains(info, "role:slave") && !strings.Contains(info, "master_link_status:up") {
+		t.Errorf("%s: a replica whose link to its master (as %s) is down:\n%s", addr, resources.RedisOperatorUser, info)
+	}
+}

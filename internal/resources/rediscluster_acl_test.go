@@ -1,0 +1,132 @@
+package resources_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+)
+
+// TestRedisACLStartScriptGivesEachUserOnlyItsCommands runs the ACL start script in front of
+// a real redis-server and tries, as each user, a command it needs and one it must not run.
+func TestRedisACLStartScriptGivesEachUserOnlyItsCommands(t *testing.T) {
+	const app, op, ex = `a"pp\pass word`, "operatorpassword", "exporterpassword"
+	srv := runStartScript(t, resources.RedisACLStartScript, map[string]string{
+		resources.RedisPasswordFile:                                     app,
+		resources.RedisUsersDir + "/" + resources.RedisUsersOperatorKey: op,
+		resources.RedisUsersDir + "/" + resources.RedisUsersExporterKey: ex,
+	})
+	srv.waitFor(t, "", app)
+	if out := srv.cli("", "", "ping"); !strings.Contains(out, "NOAUTH") {
+		t.Errorf("the server answers without a password: %s", out)
+	}
+	cases := []struct {
+		user, password string
+		args           []string
+		allowed        bool
+	}{
+		{"", app, []string{"set", "k", "v"}, true},
+		{"", app, []string{"get", "k"}, true},
+		{"", app, []string{"info", "server"}, true},
+		{"", app, []string{"config", "get", "masterauth"}, false},
+		{"", app, []string{"acl", "setuser", "default", "nopass"}, false},
+		{"", app, []string{"replicaof", "127.0.0.1", "1"}, false},
+		{"", app, []string{"client", "kill", "127.0.0.2:1"}, false},
+		{resources.RedisOperatorUser, op, []string{"info", "replication"}, true},
+		{resources.RedisOperatorUser, op, []string{"dbsize"}, true},
+		{resources.RedisOperatorUser, op, []string{"dump", "k"}, true},
+		{resources.RedisOperatorUser, op, []string{"config", "get", "maxmemory"}, true},
+		{resources.RedisOperatorUser, op, []string{"acl", "setuser", "default", "on", ">" + app}, true},
+		{resources.RedisOperatorUser, op, []string{"get", "k"}, false},
+		{resources.RedisOperatorUser, op, []string{"set", "k", "x"}, false},
+		{resources.RedisOperatorUser, op, []string{"flushall"}, false},
+		{resources.RedisOperatorUser, op, []string{"acl", "list"}, false},
+		{resources.RedisOperatorUser, op, []string{"shutdown"}, false},
+		{resources.RedisExporterUser, ex, []string{"info", "stats"}, true},
+		{resources.RedisExporterUser, ex, []string{"slowlog", "get"}, true},
+		{resources.RedisExporterUser, ex, []string{"get", "k"}, false},
+		{resources.RedisExporterUser, ex, []string{"config", "get", "masterauth"}, false},
+		{resources.RedisExporterUser, ex, []string{"keys", "*"}, false},
+	}
+	for _, c := range cases {
+		out := srv.cli(c.user, c.password, c.args...)
+		if denied := strings.Contains(out, "NOPERM"); denied == c.allowed {
+			t.Errorf("user %q, %s: allowed %v, want %v (%s)", c.user, strings.Join(c.args, " "), !denied, c.allowed, out)
+		}
+	}
+	if out := srv.cli(resources.RedisOperatorUser, op, "config", "get", "masteruser"); !strings.Contains(out, resources.RedisOperatorUser) {
+		t.Errorf("replicas do not authenticate as %s: %s", resources.RedisOperatorUser, out)
+	}
+	if out := srv.cli(resources.RedisOperatorUser, op, "config", "get", "masterauth"); !strings.Contains(out, op) {
+		t.Errorf("masterauth is not the operator's password: %s", out)
+	}
+	if out := srv.cli("", app, "get", "k"); out != "v" {
+		t.Errorf("the application's key changed: %q", out)
+	}
+	srv.assertNoSecretPassed(t, app, op, ex)
+}
+
+// TestRedisStatefulSetWithACL: the pods of a cluster with users start with the ACL script
+// and mount the users Secret's passwords; the exporter is its own user with its own password
+// file. Without users nothing of it appears.
+func TestRedisStatefulSetWithACL(t *testing.T) {
+	rc := &redisv1alpha1.RedisCluster{}
+	rc.Name, rc.Namespace = "cache", "prod"
+	rc.Spec.Replicas = 6
+	rc.Spec.Pod = []redisv1alpha1.PodSpec{{MonitorImage: "oliver006/redis_exporter:v1.62.0"}}
+	plain := resources.RedisStatefulSet(rc, 6).Spec.Template.Spec
+	rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true}
+	acl := resources.RedisStatefulSet(rc, 6).Spec.Template.Spec
+
+	if got := plain.Containers[0].Command[2]; got != resources.RedisStartScript {
+		t.Errorf("without users the start script changed:\n%s", got)
+	}
+	if got := acl.Containers[0].Command[2]; got != resources.RedisACLStartScript {
+		t.Errorf("with users the start script is not the ACL one:\n%s", got)
+	}
+	usersMounted := func(spec corev1.PodSpec) bool {
+		return slices.ContainsFunc(spec.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
+			return m.Name == resources.RedisUsersVolume && m.MountPath == resources.RedisUsersDir && m.ReadOnly
+		})
+	}
+	if usersMounted(plain) || !usersMounted(acl) {
+		t.Errorf("users mounted without ACL %v, with ACL %v; want false, true", usersMounted(plain), usersMounted(acl))
+	}
+	secretOf := func(spec corev1.PodSpec, volume string) string {
+		for _, v := range spec.Volumes {
+			if v.Name == volume && v.Secret != nil {
+				return v.Secret.SecretName
+			}
+		}
+		return ""
+	}
+	if got := secretOf(acl, resources.RedisUsersVolume); got != "cache-users" {
+		t.Errorf("users volume from Secret %q, want cache-users", got)
+	}
+	if got := secretOf(acl, resources.RedisExporterAuthVolume); got != "cache-users" {
+		t.Errorf("with users the exporter's password file comes from Secret %q, want cache-users", got)
+	}
+	if got := secretOf(plain, resources.RedisExporterAuthVolume); got != "cache-password-applied" {
+		t.Errorf("without users the exporter's password file comes from Secret %q, want cache-password-applied", got)
+	}
+	exporterUser := func(spec corev1.PodSpec) string {
+		for _, e := range spec.Containers[1].Env {
+			if e.Name == "REDIS_USER" {
+				return e.Value
+			}
+		}
+		return ""
+	}
+	if exporterUser(plain) != "" || exporterUser(acl) != resources.RedisExporterUser {
+		t.Errorf("exporter user without ACL %q, with ACL %q; want \"\", %q", exporterUser(plain), exporterUser(acl), resources.RedisExporterUser)
+	}
+	secret := resources.RedisUsersSecret(rc, "op", "ex")
+	if string(secret.Data[resources.RedisUsersOperatorKey]) != "op" || string(secret.Data[resources.RedisUsersExporterKey]) != "ex" ||
+		!strings.Contains(string(secret.Data[resources.RedisExporterPasswordFileKey]), `"ex"`) {
+		t.Errorf("users Secret data: %q", secret.Data)
+	}
+}
