@@ -27,9 +27,9 @@ import (
 // Each user can do its part and nothing more, on every node: the application runs no
 // administrative command, the operator reads and writes no key, the exporter reads only
 // statistics, and replicas replicate as the operator's user. The cluster scales out from 3
-// to 4 masters (the nodes MIGRATE with AUTH2 as the operator's user) and the application's
-// password rotates, with the writer running; every acknowledged key reads back through
-// every node.
+// to 4 masters (the nodes MIGRATE with AUTH2 as the operator's user), then the application's
+// password rotates, then the operator's and the exporter's, with the writer running; every
+// acknowledged key reads back through every node.
 func TestRedisClusterWithACLUsers(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
@@ -71,17 +71,61 @@ func TestRedisClusterWithACLUsers(t *testing.T) {
 	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
 	logins["application"] = redisadmin.Login{Password: newPw}
 	for _, n := range rc.Status.Nodes {
-		if ok, err := redisadmin.Accepts(t.Context(), n.Instance, nil, pw); err != nil || ok {
+		if ok, err := redisadmin.Accepts(t.Context(), n.Instance, nil, redisadmin.Login{Password: pw}); err != nil || ok {
 			t.Errorf("%s still accepts the old password (%v)", n.Name, err)
 		}
 		assertUserCommands(t.Context(), t, n.Instance, logins)
 	}
+
+	// The operator's and the exporter's passwords rotate the same way, changed by hand in
+	// the users Secret: replicas keep replicating (masterauth follows the operator's).
+	oldLogins := map[string]redisadmin.Login{"operator": logins["operator"], "exporter": logins["exporter"]}
+	suffix := fmt.Sprint(time.Now().UnixNano())
+	testenv.Update(t, env.Client, client.ObjectKey{Namespace: ns, Name: "acl-users"}, &corev1.Secret{}, func(s *corev1.Secret) {
+		s.Data[resources.RedisUsersOperatorKey] = []byte("operator-" + suffix)
+		s.Data[resources.RedisUsersExporterKey] = []byte("exporter-" + suffix)
+	})
+	logins["operator"] = redisadmin.Login{User: resources.RedisOperatorUser, Password: "operator-" + suffix}
+	logins["exporter"] = redisadmin.Login{User: resources.RedisExporterUser, Password: "exporter-" + suffix}
+	rotateStart = time.Now()
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		if c := meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionPasswordApplied); c == nil || c.Status != metav1.ConditionTrue {
+			return false, fmt.Sprintf("condition %v", c)
+		}
+		for _, n := range rc.Status.Nodes {
+			for user, old := range oldLogins {
+				if ok, err := redisadmin.Accepts(ctx, n.Instance, nil, old); err != nil || ok {
+					return false, fmt.Sprintf("%s accepts the old password of the %s (%v)", n.Name, user, err)
+				}
+			}
+		}
+		return true, ""
+	})
+	t.Logf("the operator's and the exporter's passwords rotated in %.1f s", time.Since(rotateStart).Seconds())
+	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
+	for _, n := range rc.Status.Nodes {
+		assertUserCommands(t.Context(), t, n.Instance, logins)
+	}
+	applied := &corev1.Secret{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "acl-exporter-applied"}, applied); err != nil {
+		t.Fatal(err)
+	}
+	if file := string(applied.Data[resources.RedisExporterPasswordFileKey]); !strings.Contains(file, `"exporter-`+suffix+`"`) {
+		t.Errorf("the exporter's password file does not hold its new password")
+	}
+
 	time.Sleep(time.Second)
 	written, outage := w.Stop()
 	t.Logf("the writer wrote %d keys; its longest failing stretch %s", written, outage.Round(time.Millisecond))
 	w.Verify(t, env.Client, rc, newPw)
-	if strings.Contains(logs.String(), logins["operator"].Password) || strings.Contains(logs.String(), newPw) {
-		t.Error("a password appears in the operator's logs")
+	for _, secret := range []string{newPw, logins["operator"].Password, logins["exporter"].Password, oldLogins["operator"].Password} {
+		if strings.Contains(logs.String(), secret) {
+			t.Error("a password appears in the operator's logs")
+		}
 	}
 }
 

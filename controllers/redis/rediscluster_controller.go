@@ -77,8 +77,13 @@ type state struct {
 	rc       *redisv1alpha1.RedisCluster // as read, never modified
 	next     *redisv1alpha1.RedisCluster // the status being built
 	password string
-	// operatorPassword is the password of resources.RedisOperatorUser with ACL users.
-	operatorPassword string
+	// users holds the users Secret's passwords (with ACL users), by key.
+	users map[string]string
+	// operatorPassword is the password of resources.RedisOperatorUser (with ACL users) the
+	// operator authenticates with: the one every node accepts. operatorPasswords are all
+	// the ones nodes may accept now, during a rotation of it.
+	operatorPassword  string
+	operatorPasswords []string
 	// tls is the configuration of TLS connections to the nodes, nil without spec.tls;
 	// tlsCert the certificate (DER) of the TLS Secret, which every node should serve.
 	tls     *tls.Config
@@ -171,7 +176,7 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.ensurePodDisruptionBudget,
 		r.ensureNetworkPolicy,
 		r.ensureStatefulSet,
-		r.rotatePassword,
+		r.rotatePasswords,
 		r.reloadCertificates,
 		r.observeNodes,
 		r.recordMembers,

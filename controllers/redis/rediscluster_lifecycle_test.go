@@ -100,37 +100,7 @@ func TestRedisClusterUpgradesOnePodAtATime(t *testing.T) {
 	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
 	time.Sleep(time.Second)
 
-	redistest.PatchSpec(t, env.Client, key, `{"spec":{"version":"7.2.4"}}`)
-	maxDown := 0
-	testenv.Eventually(t, 5*time.Minute, func(ctx context.Context) (bool, string) {
-		sts := &appsv1.StatefulSet{}
-		pods := &corev1.PodList{}
-		if err := env.Client.Get(ctx, key, sts); err != nil {
-			return false, err.Error()
-		}
-		if err := env.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": "upgrade"}); err != nil {
-			return false, err.Error()
-		}
-		down, updated := 6-len(pods.Items), 0
-		for _, p := range pods.Items {
-			if !p.DeletionTimestamp.IsZero() || p.Status.Phase != corev1.PodRunning || !testenv.PodReady(&p) {
-				down++
-			}
-			if p.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision && p.Spec.Containers[0].Image == "redis:7.2.4" {
-				updated++
-			}
-		}
-		maxDown = max(maxDown, down)
-		cur := &redisv1alpha1.RedisCluster{}
-		_ = env.Client.Get(ctx, key, cur)
-		// All six updated and ready: a Running status read just before the last pod's
-		// replacement is not the end of the upgrade.
-		return updated == 6 && down == 0 && cur.Status.Phase == redisv1alpha1.PhaseRunning,
-			fmt.Sprintf("%d of 6 pods updated, %d down, phase %s (%s)", updated, down, cur.Status.Phase, cur.Status.Reason)
-	})
-	if maxDown > 1 {
-		t.Errorf("%d pods were down at once, want at most 1", maxDown)
-	}
+	upgradeVersion(t, key, "7.2.4", 6)
 	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
 	// Ready is a promise to clients: a node restarted a moment ago can report
 	// cluster_state:ok and turn CLUSTERDOWN seconds later, so the status waits until the last
@@ -227,5 +197,45 @@ func assertStateOKFor(t *testing.T, rc *redisv1alpha1.RedisCluster, pw string, s
 			}
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// upgradeVersion changes spec.version of the cluster at key and waits until each of its
+// nodes pods runs the new image from the StatefulSet's update revision, every one is ready
+// and the cluster Running; it fails the test if more than one pod was down at once.
+func upgradeVersion(t *testing.T, key client.ObjectKey, version string, nodes int) {
+	t.Helper()
+	start := time.Now()
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"version":"`+version+`"}}`)
+	maxDown := 0
+	testenv.Eventually(t, 5*time.Minute, func(ctx context.Context) (bool, string) {
+		sts := &appsv1.StatefulSet{}
+		pods := &corev1.PodList{}
+		if err := env.Client.Get(ctx, key, sts); err != nil {
+			return false, err.Error()
+		}
+		if err := env.Client.List(ctx, pods, client.InNamespace(key.Namespace), client.MatchingLabels{"app.kubernetes.io/instance": key.Name}); err != nil {
+			return false, err.Error()
+		}
+		down, updated := nodes-len(pods.Items), 0
+		for _, p := range pods.Items {
+			if !p.DeletionTimestamp.IsZero() || p.Status.Phase != corev1.PodRunning || !testenv.PodReady(&p) {
+				down++
+			}
+			if p.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision && p.Spec.Containers[0].Image == "redis:"+version {
+				updated++
+			}
+		}
+		maxDown = max(maxDown, down)
+		cur := &redisv1alpha1.RedisCluster{}
+		_ = env.Client.Get(ctx, key, cur)
+		// All updated and ready: a Running status read just before the last pod's
+		// replacement is not the end of the upgrade.
+		return updated == nodes && down == 0 && cur.Status.Phase == redisv1alpha1.PhaseRunning,
+			fmt.Sprintf("%d of %d pods updated, %d down, phase %s (%s)", updated, nodes, down, cur.Status.Phase, cur.Status.Reason)
+	})
+	t.Logf("upgraded %d nodes to %s in %.1f s; at most %d pod down at once", nodes, version, time.Since(start).Seconds(), maxDown)
+	if maxDown > 1 {
+		t.Errorf("%d pods were down at once, want at most 1", maxDown)
 	}
 }

@@ -24,52 +24,105 @@ import (
 // the old one stops working.
 const DefaultPasswordGrace = 2 * time.Minute
 
-// rotatePassword brings the nodes to the password of the password Secret when it differs
-// from the one they run with (recorded in the applied-password Secret), without downtime:
-// first every node accepts both and authenticates to its master with the new one
-// (redisadmin.AddPassword); after the grace period every node keeps only the new one
-// (redisadmin.KeepOnlyPassword), which is verified, and the record is updated. Each stage
-// needs every pod to answer; until then it waits and says so. When the passwords agree it
-// reads one cached Secret and changes nothing.
-func (r *RedisClusterReconciler) rotatePassword(ctx context.Context, s *state) (*ctrl.Result, error) {
+// credential is a Redis user's password that the operator keeps every node on: the
+// application's (the default user's, from the password Secret) and, with spec.acl, the
+// operator's and the exporter's (from the users Secret).
+type credential struct {
+	user    string // the Redis user
+	desired string // the password its Secret holds now
+	source  string // that Secret, for messages and events
+	record  string // its applied-password record
+	// masterAuth: replicas authenticate to their masters as this user.
+	masterAuth bool
+}
+
+// credentials lists the cluster's credentials, the operator's first: the steps of the
+// others authenticate as the operator's user, with the passwords its rotation leaves.
+func (s *state) credentials() []credential {
+	app := credential{user: "default", desired: s.password, source: resources.RedisPasswordSecretName(s.rc),
+		record: resources.RedisAppliedPasswordSecretName(s.rc), masterAuth: !resources.RedisACLEnabled(s.rc)}
+	if !resources.RedisACLEnabled(s.rc) {
+		return []credential{app}
+	}
+	users := resources.RedisUsersSecretName(s.rc)
+	return []credential{
+		{user: resources.RedisOperatorUser, desired: s.users[resources.RedisUsersOperatorKey], source: users,
+			record: resources.RedisUserAppliedSecretName(s.rc, resources.RedisUsersOperatorKey), masterAuth: true},
+		app,
+		{user: resources.RedisExporterUser, desired: s.users[resources.RedisUsersExporterKey], source: users,
+			record: resources.RedisUserAppliedSecretName(s.rc, resources.RedisUsersExporterKey)},
+	}
+}
+
+// rotatePasswords brings the nodes to each credential's password (rotatePassword), one
+// rotation at a time, the operator's first. s.rotation is rotationCurrent when every one is
+// current, else what the rotation under way waits for.
+func (r *RedisClusterReconciler) rotatePasswords(ctx context.Context, s *state) (*ctrl.Result, error) {
 	if s.password == "" {
 		return nil, nil
 	}
+	for _, c := range s.credentials() {
+		if c.desired == "" {
+			return nil, nil
+		}
+		if err := r.rotatePassword(ctx, s, c); err != nil {
+			return nil, err
+		}
+		if s.rotation != rotationCurrent {
+			// One rotation at a time: the others authenticate as the operator's user,
+			// whose password must be settled first.
+			return nil, nil
+		}
+	}
+	return nil, nil
+}
+
+// rotatePassword brings the nodes to c's password when it differs from the one they run
+// with (recorded in c's applied-password record), without downtime: first every node
+// accepts both and, for the user replicas authenticate as, uses the new one with its master
+// (redisadmin.AddPassword); after the grace period every node keeps only the new one
+// (redisadmin.KeepOnlyPassword), which is verified, and the record is updated. Each stage
+// needs every pod to answer; until then it waits and says so in s.rotation. When the
+// passwords agree it reads one cached Secret and changes nothing. The steps authenticate as
+// the user itself without ACL users, else as the operator's user.
+func (r *RedisClusterReconciler) rotatePassword(ctx context.Context, s *state, c credential) error {
 	applied := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisAppliedPasswordSecretName(s.rc)}
+	key := client.ObjectKey{Namespace: s.rc.Namespace, Name: c.record}
 	if err := r.Get(ctx, key, applied); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("while reading Secret %s: %w", key.Name, err)
+			return fmt.Errorf("while reading Secret %s: %w", key.Name, err)
 		}
 		// A new cluster, or one formed before rotations: its nodes run the Secret's password.
 		s.rotation = rotationCurrent
-		return nil, r.writeApplied(ctx, s, nil, s.password, "", time.Time{})
+		s.runsWith(c, c.desired)
+		return r.writeApplied(ctx, s, c, nil, c.desired, "", time.Time{})
 	}
 	current := string(applied.Data[resources.RedisPasswordKey])
 	previous := string(applied.Data[resources.RedisPreviousPasswordKey])
-	secretName := resources.RedisPasswordSecretName(s.rc)
+	s.runsWith(c, current, previous)
 	if !bytes.Equal(applied.Data[resources.RedisExporterPasswordFileKey], resources.RedisExporterPasswordJSON(current)) {
 		// Recorded by an operator from before the exporter's password file: add it, as it
 		// is (the exporter sidecars of the new pod template mount it), and go on next time.
 		switched, _ := time.Parse(time.RFC3339, applied.Annotations[resources.RedisPasswordSwitchedAnnotation])
-		return nil, r.writeApplied(ctx, s, applied, current, previous, switched)
+		return r.writeApplied(ctx, s, c, applied, current, previous, switched)
 	}
 	switch {
-	case current == s.password && previous == "":
+	case current == c.desired && previous == "":
 		s.rotation = rotationCurrent
-		return nil, nil
-	case current != s.password:
+		return nil
+	case current != c.desired:
 		addrs, missing, err := r.runningAddrs(ctx, s)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := r.fence(ctx); err != nil {
-			return nil, err
+			return err
 		}
 		accepted := 0
+		change := s.passwordChange(c, []string{current, previous, c.desired})
 		for _, addr := range addrs {
-			if silent, err := rotationStep(redisadmin.AddPassword(ctx, addr, s.tls, s.rotationLogin(), []string{current, previous, s.password}, s.password)); err != nil {
-				return nil, fmt.Errorf("while adding the new password of Secret %s: %w", secretName, err)
+			if silent, err := rotationStep(redisadmin.AddPassword(ctx, addr, s.tls, change)); err != nil {
+				return fmt.Errorf("while adding the new password of Secret %s (user %s): %w", c.source, c.user, err)
 			} else if silent {
 				missing = append(missing, addr)
 				continue
@@ -77,58 +130,83 @@ func (r *RedisClusterReconciler) rotatePassword(ctx context.Context, s *state) (
 			accepted++
 		}
 		if len(missing) > 0 {
-			s.rotation = fmt.Sprintf("rotating to the password of Secret %s: %d nodes accept it; waiting for %s to answer", secretName, accepted, strings.Join(missing, ", "))
-			return nil, nil
+			s.rotation = fmt.Sprintf("rotating user %s to the password of Secret %s: %d nodes accept it; waiting for %s to answer", c.user, c.source, accepted, strings.Join(missing, ", "))
+			return nil
 		}
 		now := time.Now()
-		if err := r.writeApplied(ctx, s, applied, s.password, current, now); err != nil {
-			return nil, err
+		if err := r.writeApplied(ctx, s, c, applied, c.desired, current, now); err != nil {
+			return err
 		}
+		s.runsWith(c, c.desired, current)
 		r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "PasswordRotating", "Rotate",
-			"every node accepts the new password of Secret %s and uses it with its master; the previous password stops working after %s", secretName, r.passwordGrace())
-		s.rotation = fmt.Sprintf("rotating to the password of Secret %s: every node accepts both passwords until %s", secretName, now.Add(r.passwordGrace()).UTC().Format(time.RFC3339))
-		return nil, nil
+			"every node accepts the new password of user %s from Secret %s; the previous password stops working after %s", c.user, c.source, r.passwordGrace())
+		s.rotation = fmt.Sprintf("rotating user %s to the password of Secret %s: every node accepts both passwords until %s", c.user, c.source, now.Add(r.passwordGrace()).UTC().Format(time.RFC3339))
+		return nil
 	}
 	// Every node accepts both: after the grace period, retire the previous password.
 	switched, _ := time.Parse(time.RFC3339, applied.Annotations[resources.RedisPasswordSwitchedAnnotation])
 	if until := switched.Add(r.passwordGrace()); time.Now().Before(until) {
-		s.rotation = fmt.Sprintf("rotating to the password of Secret %s: every node accepts both passwords until %s", secretName, until.UTC().Format(time.RFC3339))
-		return nil, nil
+		s.rotation = fmt.Sprintf("rotating user %s to the password of Secret %s: every node accepts both passwords until %s", c.user, c.source, until.UTC().Format(time.RFC3339))
+		return nil
 	}
 	addrs, missing, err := r.runningAddrs(ctx, s)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := r.fence(ctx); err != nil {
-		return nil, err
+		return err
 	}
+	change := s.passwordChange(c, []string{c.desired, previous})
 	for _, addr := range addrs {
-		if silent, err := rotationStep(redisadmin.KeepOnlyPassword(ctx, addr, s.tls, s.rotationLogin(), s.password)); err != nil {
-			return nil, fmt.Errorf("while retiring the previous password: %w", err)
+		if silent, err := rotationStep(redisadmin.KeepOnlyPassword(ctx, addr, s.tls, change)); err != nil {
+			return fmt.Errorf("while retiring the previous password of user %s: %w", c.user, err)
 		} else if silent {
 			missing = append(missing, addr)
 		}
 	}
 	if len(missing) > 0 {
-		s.rotation = fmt.Sprintf("rotating to the password of Secret %s: waiting for %s to answer before the previous password is retired", secretName, strings.Join(missing, ", "))
-		return nil, nil
+		s.rotation = fmt.Sprintf("rotating user %s to the password of Secret %s: waiting for %s to answer before the previous password is retired", c.user, c.source, strings.Join(missing, ", "))
+		return nil
 	}
 	for _, addr := range addrs {
-		ok, err := redisadmin.Accepts(ctx, addr, s.tls, previous)
+		ok, err := redisadmin.Accepts(ctx, addr, s.tls, redisadmin.Login{User: c.user, Password: previous})
 		if err != nil {
-			return nil, fmt.Errorf("while checking that the previous password was retired: %w", err)
+			return fmt.Errorf("while checking that the previous password of user %s was retired: %w", c.user, err)
 		}
 		if ok {
-			return nil, fmt.Errorf("the node at %s still accepts the previous password after it was retired", addr)
+			return fmt.Errorf("the node at %s still accepts the previous password of user %s after it was retired", addr, c.user)
 		}
 	}
-	if err := r.writeApplied(ctx, s, applied, s.password, "", time.Time{}); err != nil {
-		return nil, err
+	if err := r.writeApplied(ctx, s, c, applied, c.desired, "", time.Time{}); err != nil {
+		return err
 	}
+	s.runsWith(c, c.desired)
 	r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "PasswordRotated", "Rotate",
-		"every node requires the password of Secret %s; the previous password no longer works", secretName)
+		"every node requires the password of user %s from Secret %s; the previous password no longer works", c.user, c.source)
 	s.rotation = rotationCurrent
-	return nil, nil
+	return nil
+}
+
+// passwordChange is the step that moves c to its desired password: as c's user itself with
+// the first of own its node accepts, or with ACL users as the operator's user.
+func (s *state) passwordChange(c credential, own []string) redisadmin.PasswordChange {
+	change := redisadmin.PasswordChange{User: c.user, AsPasswords: own, New: c.desired, MasterAuth: c.masterAuth}
+	if resources.RedisACLEnabled(s.rc) {
+		change.As = resources.RedisOperatorUser
+		if c.user != resources.RedisOperatorUser {
+			change.AsPasswords = s.operatorPasswords
+		}
+	}
+	return change
+}
+
+// runsWith notes the passwords the nodes accept for the operator's user (the first one
+// every node accepts), which the Redis admin and the other rotations authenticate with.
+func (s *state) runsWith(c credential, passwords ...string) {
+	if c.user == resources.RedisOperatorUser {
+		s.operatorPasswords = passwords
+		s.operatorPassword = passwords[0]
+	}
 }
 
 // rotationStep sorts the outcome of a rotation step on one node: a node that refuses every
@@ -180,9 +258,9 @@ func (r *RedisClusterReconciler) runningAddrs(ctx context.Context, s *state) (ad
 	return addrs, missing, nil
 }
 
-// writeApplied creates or updates the applied-password record.
-func (r *RedisClusterReconciler) writeApplied(ctx context.Context, s *state, live *corev1.Secret, password, previous string, switchedAt time.Time) error {
-	desired := resources.RedisAppliedPasswordSecret(s.rc, password, previous, switchedAt)
+// writeApplied creates or updates c's applied-password record.
+func (r *RedisClusterReconciler) writeApplied(ctx context.Context, s *state, c credential, live *corev1.Secret, password, previous string, switchedAt time.Time) error {
+	desired := resources.RedisAppliedPasswordSecret(s.rc, c.record, password, previous, switchedAt)
 	if err := controllerutil.SetControllerReference(s.rc, desired, r.Scheme); err != nil {
 		return err
 	}

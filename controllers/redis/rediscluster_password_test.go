@@ -72,10 +72,10 @@ func TestRedisClusterRotatesThePassword(t *testing.T) {
 		t.Errorf("the writer with the new password failed for %s during the rotation", outage)
 	}
 	for _, n := range rc.Status.Nodes {
-		if ok, err := redisadmin.Accepts(t.Context(), n.Instance, nil, oldPw); err != nil || ok {
+		if ok, err := redisadmin.Accepts(t.Context(), n.Instance, nil, redisadmin.Login{Password: oldPw}); err != nil || ok {
 			t.Errorf("%s still accepts the old password (%v)", n.Name, err)
 		}
-		if ok, err := redisadmin.Accepts(t.Context(), n.Instance, nil, newPw); err != nil || !ok {
+		if ok, err := redisadmin.Accepts(t.Context(), n.Instance, nil, redisadmin.Login{Password: newPw}); err != nil || !ok {
 			t.Errorf("%s refuses the new password (%v)", n.Name, err)
 		}
 	}
@@ -91,7 +91,7 @@ func TestRedisClusterRotatesThePassword(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
-		ok, err := redisadmin.Accepts(ctx, restarted.Instance, nil, newPw)
+		ok, err := redisadmin.Accepts(ctx, restarted.Instance, nil, redisadmin.Login{Password: newPw})
 		return ok, fmt.Sprintf("%s after its restart: accepts the new password %t (%v)", restarted.Name, ok, err)
 	})
 	admin := redisadmin.NewAdmin(newPw, time.Second)

@@ -130,8 +130,11 @@ func setPasswordApplied(s *state, gen int64) {
 	switch s.rotation {
 	case "":
 	case rotationCurrent:
-		status.Set(&s.next.Status.Conditions, gen, ConditionPasswordApplied, metav1.ConditionTrue, ReasonPasswordCurrent,
-			fmt.Sprintf("every node requires the password of Secret %s", resources.RedisPasswordSecretName(s.rc)))
+		msg := fmt.Sprintf("every node requires the password of Secret %s", resources.RedisPasswordSecretName(s.rc))
+		if resources.RedisACLEnabled(s.rc) {
+			msg += fmt.Sprintf(", and for the users %s and %s those of Secret %s", resources.RedisOperatorUser, resources.RedisExporterUser, resources.RedisUsersSecretName(s.rc))
+		}
+		status.Set(&s.next.Status.Conditions, gen, ConditionPasswordApplied, metav1.ConditionTrue, ReasonPasswordCurrent, msg)
 	default:
 		status.Set(&s.next.Status.Conditions, gen, ConditionPasswordApplied, metav1.ConditionFalse, ReasonPasswordRotating, s.rotation)
 	}

@@ -30,7 +30,9 @@ import (
 // TestRedisClusterTLS forms a cluster with spec.tls on and a generated certificate, writes
 // to it over TLS while it scales out from 3 to 4 masters (slots move by MIGRATE between the
 // nodes, over TLS as they run tls-cluster yes), and reads every acknowledged key back
-// through every node. Plain text is refused, on the client port and on the cluster bus.
+// through every node. Plain text is refused, on the client port and on the cluster bus. A
+// certificate due for renewal is replaced and loaded without a restart; then an upgrade
+// replaces every pod over TLS with a TLS writer running, and no key is lost.
 func TestRedisClusterTLS(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
@@ -158,6 +160,17 @@ func TestRedisClusterTLS(t *testing.T) {
 	waitEvent(t, ns, rediscontrollers.ReasonTLSRenewed, "secure-tls")
 	waitEvent(t, ns, rediscontrollers.ReasonTLSReloaded, "secure-tls")
 	redistest.WaitShape(t, env.Client, key, 4, 8)
+
+	// An upgrade replaces every pod, one at a time, masters failing over first over the
+	// TLS bus, while a writer over TLS runs.
+	w = redistest.StartTLSWriter(rc.Status.Nodes[0].Instance, pw, tlsConfig)
+	time.Sleep(time.Second)
+	upgradeVersion(t, key, "7.2.4", 8)
+	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
+	time.Sleep(time.Second)
+	_, outage := w.Stop()
+	t.Logf("longest time a write over TLS failed or blocked during the upgrade: %s", outage)
+	w.Verify(t, env.Client, rc, pw)
 }
 
 // busRead opens a TLS connection to a cluster bus address with cfg and reads for a second:

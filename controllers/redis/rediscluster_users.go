@@ -12,23 +12,46 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
-// readUsers reads the operator's password of a cluster with ACL users from the users Secret
-// without changing anything, so a paused cluster's status can still be read from Redis.
+// readUsers reads the passwords of a cluster with ACL users without changing anything, so a
+// paused cluster's status can still be read from Redis: the users Secret, and the password
+// the nodes run the operator's user with (its applied-password record; the Secret's until
+// the first rotation step wrote one).
 func (r *RedisClusterReconciler) readUsers(ctx context.Context, s *state) (*ctrl.Result, error) {
 	if !resources.RedisACLEnabled(s.rc) {
 		return nil, nil
 	}
 	secret := &corev1.Secret{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisUsersSecretName(s.rc)}, secret)
+	if err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	s.setUsers(secret)
+	applied := &corev1.Secret{}
+	err = r.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisUserAppliedSecretName(s.rc, resources.RedisUsersOperatorKey)}, applied)
 	if err == nil {
-		s.operatorPassword = string(secret.Data[resources.RedisUsersOperatorKey])
+		s.operatorPassword = string(applied.Data[resources.RedisPasswordKey])
+		s.operatorPasswords = []string{s.operatorPassword, string(applied.Data[resources.RedisPreviousPasswordKey])}
 	}
 	return nil, client.IgnoreNotFound(err)
 }
 
+// setUsers keeps the users Secret's passwords, and takes the operator's as the one to log in
+// with until its applied-password record says otherwise.
+func (s *state) setUsers(secret *corev1.Secret) {
+	s.users = map[string]string{}
+	for k, v := range secret.Data {
+		s.users[k] = string(v)
+	}
+	if s.operatorPassword == "" {
+		s.operatorPassword = s.users[resources.RedisUsersOperatorKey]
+		s.operatorPasswords = []string{s.operatorPassword}
+	}
+}
+
 // ensureUsers keeps the users Secret of a cluster with ACL users: the operator's and the
-// exporter's passwords, generated once and kept. Once the cluster is formed a lost Secret is
-// not generated again: the nodes run with the lost passwords.
+// exporter's passwords, generated once and kept; a password changed by hand is kept too, and
+// rotated onto the nodes (rotatePasswords). Once the cluster is formed a lost Secret is not
+// generated again: the nodes run with the lost passwords.
 func (r *RedisClusterReconciler) ensureUsers(ctx context.Context, s *state) (*ctrl.Result, error) {
 	if !resources.RedisACLEnabled(s.rc) {
 		return nil, nil
@@ -57,7 +80,7 @@ func (r *RedisClusterReconciler) ensureUsers(ctx context.Context, s *state) (*ct
 	if err != nil {
 		return nil, err
 	}
-	s.operatorPassword = string(live.Data[resources.RedisUsersOperatorKey])
+	s.setUsers(live)
 	return nil, nil
 }
 
@@ -68,14 +91,4 @@ func (s *state) login() redisadmin.Login {
 		return redisadmin.Login{User: resources.RedisOperatorUser, Password: s.operatorPassword}
 	}
 	return redisadmin.Login{Password: s.password}
-}
-
-// rotationLogin is the admin login of a password rotation: nil without ACL users (the
-// default user rotates its own password and masterauth follows it), else the operator's.
-func (s *state) rotationLogin() *redisadmin.Login {
-	if !resources.RedisACLEnabled(s.rc) {
-		return nil
-	}
-	l := s.login()
-	return &l
 }

@@ -13,17 +13,13 @@ import (
 
 // A password rotation without downtime runs in two steps on every node, with a grace
 // period between them long enough for every pod to see the new password in its Secret
-// volume (its readiness probe reads it there):
+// volume (its readiness probe and its start script read it there):
 //
-//  1. AddPassword: the node's default user accepts the new password besides the old one,
-//     and the node authenticates to its master with the new one (masterauth). Masters
-//     accept both, so replication never breaks, nor does a pod restarted with the new one.
-//  2. KeepOnlyPassword: the default user keeps only the new password; the old one stops
-//     working.
-//
-// With ACL users (an admin Login), the steps run as the admin user, and masterauth is left
-// alone: replicas then authenticate to their masters as that user, not with the password
-// being rotated.
+//  1. AddPassword: the user accepts the new password besides the old one, and, when
+//     replicas authenticate to their masters as this user, the node uses the new one with
+//     its master (masterauth). Masters accept both, so replication never breaks, nor does a
+//     pod restarted with the new one.
+//  2. KeepOnlyPassword: the user keeps only the new password; the old one stops working.
 //
 // Neither step is ever logged with its arguments.
 
@@ -32,53 +28,64 @@ type Login struct {
 	User, Password string
 }
 
-// AddPassword makes the node at addr accept newPassword as well as the password it has:
-// ACL SETUSER default on >new, then CONFIG SET masterauth new. It authenticates with the
-// first of passwords the node accepts. It is idempotent. tlsConfig (nil: plain text) is the
-// cluster's, as for every function here. With admin set it authenticates as admin instead
-// and leaves masterauth alone.
-func AddPassword(ctx context.Context, addr string, tlsConfig *tls.Config, admin *Login, passwords []string, newPassword string) error {
-	c, err := dialRotating(ctx, addr, tlsConfig, admin, passwords)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = c.Close() }()
-	if err := c.Do(ctx, "ACL", "SETUSER", "default", "on", ">"+newPassword).Err(); err != nil {
-		return fmt.Errorf("while adding the new password on %s (ACL SETUSER default): %s", addr, redact(err, newPassword))
-	}
-	if admin != nil {
-		return nil
-	}
-	if err := c.Do(ctx, "CONFIG", "SET", "masterauth", newPassword).Err(); err != nil {
-		return fmt.Errorf("while setting masterauth on %s: %s", addr, redact(err, newPassword))
-	}
-	return nil
+// PasswordChange is one user's move to a new password, as a rotation step runs it on a
+// node.
+type PasswordChange struct {
+	// User is the user whose password changes: "default" for the application's.
+	User string
+	// As is the user the step authenticates as ("" for the default user), with the first
+	// of AsPasswords the node accepts.
+	As          string
+	AsPasswords []string
+	// New is the new password.
+	New string
+	// MasterAuth: replicas authenticate to their masters as User, so masterauth follows.
+	MasterAuth bool
 }
 
-// KeepOnlyPassword makes password the only one the node at addr accepts (ACL SETUSER
-// default on resetpass >password), authenticated with password, and sets masterauth to it.
-// It is idempotent. With admin set it authenticates as admin and leaves masterauth alone.
-func KeepOnlyPassword(ctx context.Context, addr string, tlsConfig *tls.Config, admin *Login, password string) error {
-	c, err := dialRotating(ctx, addr, tlsConfig, admin, []string{password})
+// AddPassword makes the node at addr accept c.New for c.User as well as the passwords it
+// has (ACL SETUSER user on >new), then with c.MasterAuth sets masterauth to it. It is
+// idempotent. tlsConfig (nil: plain text) is the cluster's, as for every function here.
+func AddPassword(ctx context.Context, addr string, tlsConfig *tls.Config, c PasswordChange) error {
+	conn, err := dialAuthenticated(ctx, addr, tlsConfig, c.As, c.AsPasswords)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = c.Close() }()
-	if admin == nil {
-		if err := c.Do(ctx, "CONFIG", "SET", "masterauth", password).Err(); err != nil {
-			return fmt.Errorf("while setting masterauth on %s: %s", addr, redact(err, password))
+	defer func() { _ = conn.Close() }()
+	if err := conn.Do(ctx, "ACL", "SETUSER", c.User, "on", ">"+c.New).Err(); err != nil {
+		return fmt.Errorf("while adding the new password on %s (ACL SETUSER %s): %s", addr, c.User, redact(err, c.New))
+	}
+	if c.MasterAuth {
+		if err := conn.Do(ctx, "CONFIG", "SET", "masterauth", c.New).Err(); err != nil {
+			return fmt.Errorf("while setting masterauth on %s: %s", addr, redact(err, c.New))
 		}
 	}
-	if err := c.Do(ctx, "ACL", "SETUSER", "default", "on", "resetpass", ">"+password).Err(); err != nil {
-		return fmt.Errorf("while removing the old passwords on %s (ACL SETUSER default): %s", addr, redact(err, password))
+	return nil
+}
+
+// KeepOnlyPassword makes c.New the only password c.User has on the node at addr (ACL SETUSER
+// user on resetpass >new), with c.MasterAuth masterauth first. It is idempotent.
+func KeepOnlyPassword(ctx context.Context, addr string, tlsConfig *tls.Config, c PasswordChange) error {
+	conn, err := dialAuthenticated(ctx, addr, tlsConfig, c.As, c.AsPasswords)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close() }()
+	if c.MasterAuth {
+		if err := conn.Do(ctx, "CONFIG", "SET", "masterauth", c.New).Err(); err != nil {
+			return fmt.Errorf("while setting masterauth on %s: %s", addr, redact(err, c.New))
+		}
+	}
+	if err := conn.Do(ctx, "ACL", "SETUSER", c.User, "on", "resetpass", ">"+c.New).Err(); err != nil {
+		return fmt.Errorf("while removing the old passwords on %s (ACL SETUSER %s): %s", addr, c.User, redact(err, c.New))
 	}
 	return nil
 }
 
-// Accepts reports whether the node at addr accepts password: a new connection's AUTH
+// Accepts reports whether the node at addr accepts login: a new connection's AUTH
 // succeeds. An error means the node could not be asked.
-func Accepts(ctx context.Context, addr string, tlsConfig *tls.Config, password string) (bool, error) {
-	c, err := dialAuthenticated(ctx, addr, tlsConfig, "", []string{password})
+func Accepts(ctx context.Context, addr string, tlsConfig *tls.Config, login Login) (bool, error) {
+	c, err := dialAuthenticated(ctx, addr, tlsConfig, login.User, []string{login.Password})
 	if err == nil {
 		_ = c.Close()
 		return true, nil
@@ -91,15 +98,6 @@ func Accepts(ctx context.Context, addr string, tlsConfig *tls.Config, password s
 
 // ErrWrongPassword is wrapped by errors of nodes that refused every password offered.
 var ErrWrongPassword = errors.New("the node refuses the password")
-
-// dialRotating opens the connection a rotation step runs on: as admin when set, else as the
-// default user with the first of passwords the node accepts.
-func dialRotating(ctx context.Context, addr string, tlsConfig *tls.Config, admin *Login, passwords []string) (*goredis.Client, error) {
-	if admin != nil {
-		return dialAuthenticated(ctx, addr, tlsConfig, admin.User, []string{admin.Password})
-	}
-	return dialAuthenticated(ctx, addr, tlsConfig, "", passwords)
-}
 
 // dialAuthenticated opens a connection to addr authenticated as user ("" for the default
 // user) with the first of passwords the node accepts.

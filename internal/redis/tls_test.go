@@ -112,13 +112,13 @@ func TestAdminOverTLS(t *testing.T) {
 		t.Errorf("the new master holds %d keys (%v), want the %d moved", n, err, stats.Keys)
 	}
 
-	if ok, err := Accepts(ctx, entry, cfg, pw); err != nil || !ok {
+	if ok, err := Accepts(ctx, entry, cfg, Login{Password: pw}); err != nil || !ok {
 		t.Errorf("Accepts over TLS = %v, %v", ok, err)
 	}
-	if err := AddPassword(ctx, entry, cfg, nil, []string{pw}, "next"); err != nil {
+	if err := AddPassword(ctx, entry, cfg, PasswordChange{User: "default", AsPasswords: []string{pw}, New: "next", MasterAuth: true}); err != nil {
 		t.Errorf("AddPassword over TLS: %v", err)
 	}
-	if ok, err := Accepts(ctx, entry, nil, pw); err == nil || ok {
+	if ok, err := Accepts(ctx, entry, nil, Login{Password: pw}); err == nil || ok {
 		t.Errorf("Accepts in plain text = %v, %v; want an error", ok, err)
 	}
 }

@@ -159,10 +159,11 @@ func RedisAppliedPasswordSecretName(rc *redisv1alpha1.RedisCluster) string {
 // RedisExporterPasswordFileKey holds the same password as the exporter's password file: the
 // exporter sidecar mounts it, so it moves to a rotation's new password only once every node
 // accepts it, and the grace period leaves the kubelet time to refresh the volume before the
-// old one stops working.
-func RedisAppliedPasswordSecret(rc *redisv1alpha1.RedisCluster, password, previous string, switchedAt time.Time) *corev1.Secret {
+// old one stops working. name is the record's: RedisAppliedPasswordSecretName for the
+// default user, RedisUserAppliedSecretName for the users of spec.acl.
+func RedisAppliedPasswordSecret(rc *redisv1alpha1.RedisCluster, name, password, previous string, switchedAt time.Time) *corev1.Secret {
 	secret := &corev1.Secret{
-		ObjectMeta: redisMeta(rc, RedisAppliedPasswordSecretName(rc)),
+		ObjectMeta: redisMeta(rc, name),
 		Type:       corev1.SecretTypeOpaque,
 		Data: map[string][]byte{
 			RedisPasswordKey:             []byte(password),
@@ -517,11 +518,11 @@ func redisVolumes(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) []c
 		DefaultMode: ptr.To[int32](0o440), // readable by the pod's fsGroup only
 	}}}}
 	if pod.MonitorImage != "" {
-		// Without users the exporter is the default user and follows its password's
-		// rotation through the applied-password record; with users it has its own.
+		// The exporter follows its user's password through that user's applied-password
+		// record: the default user's, or with users its own.
 		passwords := RedisAppliedPasswordSecretName(rc)
 		if RedisACLEnabled(rc) {
-			passwords = RedisUsersSecretName(rc)
+			passwords = RedisUserAppliedSecretName(rc, RedisUsersExporterKey)
 		}
 		volumes = append(volumes, corev1.Volume{Name: RedisExporterAuthVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName:  passwords,

@@ -107,8 +107,8 @@ func TestRedisStatefulSetWithACL(t *testing.T) {
 	if got := secretOf(acl, resources.RedisUsersVolume); got != "cache-users" {
 		t.Errorf("users volume from Secret %q, want cache-users", got)
 	}
-	if got := secretOf(acl, resources.RedisExporterAuthVolume); got != "cache-users" {
-		t.Errorf("with users the exporter's password file comes from Secret %q, want cache-users", got)
+	if got := secretOf(acl, resources.RedisExporterAuthVolume); got != "cache-exporter-applied" {
+		t.Errorf("with users the exporter's password file comes from Secret %q, want cache-exporter-applied", got)
 	}
 	if got := secretOf(plain, resources.RedisExporterAuthVolume); got != "cache-password-applied" {
 		t.Errorf("without users the exporter's password file comes from Secret %q, want cache-password-applied", got)
@@ -125,8 +125,7 @@ func TestRedisStatefulSetWithACL(t *testing.T) {
 		t.Errorf("exporter user without ACL %q, with ACL %q; want \"\", %q", exporterUser(plain), exporterUser(acl), resources.RedisExporterUser)
 	}
 	secret := resources.RedisUsersSecret(rc, "op", "ex")
-	if string(secret.Data[resources.RedisUsersOperatorKey]) != "op" || string(secret.Data[resources.RedisUsersExporterKey]) != "ex" ||
-		!strings.Contains(string(secret.Data[resources.RedisExporterPasswordFileKey]), `"ex"`) {
+	if string(secret.Data[resources.RedisUsersOperatorKey]) != "op" || string(secret.Data[resources.RedisUsersExporterKey]) != "ex" {
 		t.Errorf("users Secret data: %q", secret.Data)
 	}
 }

@@ -400,7 +400,7 @@ func TestRedisExporterReadsThePasswordFromAFile(t *testing.T) {
 	// The file is redis_exporter's format: a JSON object from the scraped address to the
 	// password, whatever characters the password has.
 	const password = "p\"a\\ss 'w$rd\n{}"
-	secret := resources.RedisAppliedPasswordSecret(rc, password, "", time.Time{})
+	secret := resources.RedisAppliedPasswordSecret(rc, "cache-password-applied", password, "", time.Time{})
 	var file map[string]string
 	if err := json.Unmarshal(secret.Data[resources.RedisExporterPasswordFileKey], &file); err != nil {
 		t.Fatalf("the exporter's password file is not JSON: %v", err)
