@@ -20,6 +20,7 @@ import (
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
 	"github.com/middleware-operator/middleware-operator/internal/child"
+	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
@@ -33,6 +34,9 @@ type AppServiceReconciler struct {
 	// StatusPace spaces the status writes of a rollout under way (see status.Pacer);
 	// SetupWithManager sets one of StatusInterval when nil; nil writes every change at once.
 	StatusPace *status.Pacer
+	// stale keeps reconciles off cached AppServices older than the operator's last status
+	// write: one would write again the status it has just written.
+	stale status.StaleGuard
 }
 
 // StatusInterval is how long an AppService's rollout goes before its first progress write
@@ -60,6 +64,9 @@ func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if !app.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // the garbage collector removes the children
 	}
+	if r.stale.Stale(req.NamespacedName, app.ResourceVersion) {
+		return ctrl.Result{RequeueAfter: status.StaleRetry}, nil
+	}
 	next := app.DeepCopy()
 	deployment, err := r.ensureDeployment(ctx, next)
 	if err == nil {
@@ -69,8 +76,13 @@ func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if wait := r.statusWait(req.NamespacedName, app, next); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil // err is nil: an error is Degraded, which is written at once
 	}
-	if _, statusErr := status.PatchDerived(ctx, r.Client, app, next, appServiceStatus); statusErr != nil {
+	wrote, statusErr := status.PatchDerived(ctx, r.Client, app, next, appServiceStatus)
+	if statusErr != nil {
 		return ctrl.Result{}, errors.Join(err, statusErr)
+	}
+	if wrote {
+		r.stale.Wrote(req.NamespacedName, app.ResourceVersion)
+		metrics.StatusWrites.WithLabelValues("AppService", statusChange(app.Status, next.Status)).Inc()
 	}
 	return ctrl.Result{}, err
 }

@@ -72,6 +72,31 @@ func setDegraded(conds *[]metav1.Condition, gen int64, err error, stuck rolloutP
 	}
 }
 
+// statusChange names what changed from before to next, for the status_writes_total
+// metric: the first status, Degraded, Available, a rollout under way (progress) or over
+// (settled), the observed generation alone, or else the replica counts.
+func statusChange(before, next appsv1api.AppServiceStatus) string {
+	changed := func(t string) bool {
+		b, n := meta.FindStatusCondition(before.Conditions, t), meta.FindStatusCondition(next.Conditions, t)
+		return b == nil || n == nil || b.Status != n.Status || b.Reason != n.Reason
+	}
+	switch {
+	case len(before.Conditions) == 0:
+		return "first"
+	case changed(appsv1api.ConditionDegraded) || meta.IsStatusConditionTrue(next.Conditions, appsv1api.ConditionDegraded):
+		return "degraded"
+	case changed(appsv1api.ConditionAvailable):
+		return "availability"
+	case meta.IsStatusConditionTrue(next.Conditions, appsv1api.ConditionProgressing):
+		return "progress"
+	case changed(appsv1api.ConditionProgressing):
+		return "settled"
+	case before.ObservedGeneration != next.ObservedGeneration:
+		return "generation"
+	}
+	return "counts"
+}
+
 // rollingOutQuietly reports whether next is the status of a rollout under way that nothing
 // has gone wrong with: Progressing, not Degraded, and available as before (a change of
 // availability is news; the Available condition's first setting is not).

@@ -13,7 +13,7 @@ import (
 
 // TestRollingOutQuietly: which statuses the pacer may hold back. Only a rollout under way
 // with nothing wrong and availability unchanged is; a finished rollout, an error, a stuck
-// rollout and a change of availability are written at once.
+// rollout and a change of availability are written at once. statusChange names each.
 func TestRollingOutQuietly(t *testing.T) {
 	app := func() *appsv1api.AppService {
 		return &appsv1api.AppService{
@@ -41,27 +41,39 @@ func TestRollingOutQuietly(t *testing.T) {
 	stuck.Status.Conditions = append(stuck.Status.Conditions, appsv1.DeploymentCondition{
 		Type: appsv1.DeploymentProgressing, Reason: "ProgressDeadlineExceeded", Message: "too slow"})
 
+	rolling := app()
+	rolling.Status = *settled.Status.DeepCopy()
+	setAppServiceStatus(rolling, surged, nil)
+	countsOff := *settled.Status.DeepCopy()
+	countsOff.ObservedGeneration, countsOff.AvailableReplicas = 2, 0
+
 	cases := []struct {
 		name   string
 		before appsv1api.AppServiceStatus
 		d      *appsv1.Deployment
 		err    error
-		want   bool
+		quiet  bool
+		change string
 	}{
-		{"a new AppService, its Deployment just created", appsv1api.AppServiceStatus{}, nil, nil, true},
-		{"an image change under way", settled.Status, started, nil, true},
-		{"the rollout's next step", settled.Status, surged, nil, true},
-		{"the rollout finished", settled.Status, owned(), nil, false},
-		{"availability lost during the rollout", settled.Status, unavailable, nil, false},
-		{"the rollout stuck", settled.Status, stuck, nil, false},
-		{"a reconcile error", settled.Status, started, errors.New("boom"), false},
+		{"a new AppService, its Deployment just created", appsv1api.AppServiceStatus{}, nil, nil, true, "first"},
+		{"an image change under way", settled.Status, started, nil, true, "progress"},
+		{"the rollout's next step", settled.Status, surged, nil, true, "progress"},
+		{"the rollout finished", rolling.Status, owned(), nil, false, "settled"},
+		{"a spec change with nothing to roll out", settled.Status, owned(), nil, false, "generation"},
+		{"only a replica count differs", countsOff, owned(), nil, false, "counts"},
+		{"availability lost during the rollout", settled.Status, unavailable, nil, false, "availability"},
+		{"the rollout stuck", settled.Status, stuck, nil, false, "degraded"},
+		{"a reconcile error", settled.Status, started, errors.New("boom"), false, "degraded"},
 	}
 	for _, c := range cases {
 		next := app()
 		next.Status = *c.before.DeepCopy()
 		setAppServiceStatus(next, c.d, c.err)
-		if got := rollingOutQuietly(c.before, next.Status); got != c.want {
-			t.Errorf("%s: rollingOutQuietly = %t, want %t (conditions %v)", c.name, got, c.want, next.Status.Conditions)
+		if got := rollingOutQuietly(c.before, next.Status); got != c.quiet {
+			t.Errorf("%s: rollingOutQuietly = %t, want %t (conditions %v)", c.name, got, c.quiet, next.Status.Conditions)
+		}
+		if got := statusChange(c.before, next.Status); got != c.change {
+			t.Errorf("%s: statusChange = %q, want %q", c.name, got, c.change)
 		}
 	}
 }

@@ -40,6 +40,9 @@ type CloudManagerReconciler struct {
 	// References is the metadata cache through which that Secret is watched
 	// (caching.NewReferences over all namespaces when nil).
 	References cache.Cache
+	// stale keeps reconciles off cached CloudManagers older than the operator's last status
+	// write: one would write again the status it has just written.
+	stale status.StaleGuard
 }
 
 // safetyRequeue bounds how long a CloudManager that waits for a tier goes unreconciled. The
@@ -79,6 +82,9 @@ func (r *CloudManagerReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if !cm.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // the garbage collector removes the children
 	}
+	if r.stale.Stale(req.NamespacedName, cm.ResourceVersion) {
+		return ctrl.Result{RequeueAfter: status.StaleRetry}, nil
+	}
 	next := cm.DeepCopy()
 	tiers := &cloudManagerTiers{}
 	var err error
@@ -98,8 +104,12 @@ func (r *CloudManagerReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, err // a stale cache: retry before reporting anything
 	}
 	setCloudManagerStatus(next, tiers, err)
-	if _, statusErr := status.PatchDerived(ctx, r.Client, cm, next, cloudManagerStatus); statusErr != nil {
+	wrote, statusErr := status.PatchDerived(ctx, r.Client, cm, next, cloudManagerStatus)
+	if statusErr != nil {
 		return ctrl.Result{}, errors.Join(err, statusErr)
+	}
+	if wrote {
+		r.stale.Wrote(req.NamespacedName, cm.ResourceVersion)
 	}
 	r.recordPhase(cm, next)
 	return cloudManagerResult(next, err)

@@ -65,12 +65,8 @@ type RedisClusterReconciler struct {
 	NetworkPolicyAccess AccessChecker
 	accessOnce          sync.Once
 	// stale keeps reconciles off cached objects older than the operator's last status write.
-	stale staleGuard
+	stale status.StaleGuard
 }
-
-// staleRetry is how soon a reconcile that read an object older than its own last status
-// write looks again: the cache catches up within milliseconds.
-const staleRetry = 100 * time.Millisecond
 
 // state is what one reconcile learns and decides, passed from step to step.
 type state struct {
@@ -145,8 +141,8 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.stale.stale(req.NamespacedName, rc.ResourceVersion) {
-		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	if r.stale.Stale(req.NamespacedName, rc.ResourceVersion) {
+		return ctrl.Result{RequeueAfter: status.StaleRetry}, nil
 	}
 	if !rc.DeletionTimestamp.IsZero() {
 		metrics.ForgetRedisCluster(req.Namespace, req.Name)
@@ -199,7 +195,7 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	recordMetrics(s)
 	wrote, err := status.Patch(ctx, r.Client, s.rc, s.next, redisClusterStatus)
 	if wrote {
-		r.stale.wrote(req.NamespacedName, s.rc.ResourceVersion)
+		r.stale.Wrote(req.NamespacedName, s.rc.ResourceVersion)
 	}
 	if err != nil {
 		if apierrors.IsConflict(err) {

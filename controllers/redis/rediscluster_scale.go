@@ -185,7 +185,7 @@ func (r *RedisClusterReconciler) assignSlots(ctx context.Context, s *state, empt
 			return nil, err
 		}
 		if wrote {
-			r.stale.wrote(client.ObjectKeyFromObject(s.rc), s.rc.ResourceVersion)
+			r.stale.Wrote(client.ObjectKeyFromObject(s.rc), s.rc.ResourceVersion)
 		}
 		s.rc, s.next.Status.AssignTargets, s.next.Status.AssignGeneration = next, empty, s.rc.Generation
 		s.next.ResourceVersion = next.ResourceVersion

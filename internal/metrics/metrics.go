@@ -74,6 +74,11 @@ var (
 	// computed from a stale object (the reconcile looks again instead of failing).
 	RedisStatusConflicts = counter("rediscluster_status_conflicts_total",
 		"RedisCluster status writes refused on a conflict (computed from a stale object; the operator looks again).")
+	// StatusWrites counts the status writes of AppServices by what changed, so every write
+	// can be accounted for (make bench prints them per wave).
+	StatusWrites = counter("status_writes_total",
+		"Status writes, by kind and by what changed: first (no status yet), degraded, availability, progress (a rollout under way, paced), settled (a rollout over), generation (a spec change with nothing to roll out), counts (replica counts only).",
+		"kind", "change")
 )
 
 // clusterVec is a metric vector with series per cluster.
@@ -103,5 +108,5 @@ func init() {
 	for _, v := range redisVecs {
 		ctrlmetrics.Registry.MustRegister(v)
 	}
-	ctrlmetrics.Registry.MustRegister(RedisStatusConflicts)
+	ctrlmetrics.Registry.MustRegister(RedisStatusConflicts, StatusWrites)
 }

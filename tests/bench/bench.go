@@ -40,7 +40,11 @@ type Figures struct {
 	// Writes the operator made, by verb and kind, per wave.
 	CreateWrites map[string]int64 `json:"createWrites"`
 	UpdateWrites map[string]int64 `json:"updateWrites"`
-	ProbeWrites  map[string]int64 `json:"probeWrites"`
+	// The AppService status writes of each wave by what changed (see statusChange in
+	// controllers/apps): the operator's own account of each status write.
+	CreateStatusChanges map[string]int64 `json:"createStatusChanges"`
+	UpdateStatusChanges map[string]int64 `json:"updateStatusChanges"`
+	ProbeWrites         map[string]int64 `json:"probeWrites"`
 	// Steady state after convergence.
 	SteadySeconds float64          `json:"steadySeconds"`
 	SteadyWrites  map[string]int64 `json:"steadyWrites"`
@@ -102,7 +106,8 @@ func Table(fs []Figures) string {
 			writes map[string]int64
 			per    int
 		}{{"create N", f.CreateWrites, f.N}, {"update N", f.UpdateWrites, f.N}, {"create one at a time", f.ProbeWrites, probes},
-			{"steady", f.SteadyWrites, f.N}} {
+			{"steady", f.SteadyWrites, f.N}, {"create N: status writes by change", f.CreateStatusChanges, f.N},
+			{"update N: status writes by change", f.UpdateStatusChanges, f.N}} {
 			perApp := make([]string, 0, len(w.writes))
 			for _, k := range slices.Sorted(maps.Keys(w.writes)) {
 				perApp = append(perApp, fmt.Sprintf("%s %.2f", k, float64(w.writes[k])/float64(w.per)))

@@ -91,6 +91,14 @@ func TestBenchSmoke(t *testing.T) {
 	if got := sum(f.UpdateWrites); got > 3*n {
 		t.Errorf("%d writes for an image change of %d AppServices (%v), want at most %d", got, n, f.UpdateWrites, 3*n)
 	}
+	// Every status write is accounted for by what changed.
+	for wave, w := range map[string]struct{ writes, changes map[string]int64 }{
+		"create": {f.CreateWrites, f.CreateStatusChanges}, "update": {f.UpdateWrites, f.UpdateStatusChanges},
+	} {
+		if got, want := sum(w.changes), w.writes["patch-status AppService"]; got != want {
+			t.Errorf("%s wave: %d status writes by change (%v), %d status patches sent", wave, got, w.changes, want)
+		}
+	}
 	if got := f.ProbeWrites["create Deployment"] + f.ProbeWrites["create Service"]; got != 2*probes {
 		t.Errorf("%d children created for %d AppServices created one at a time (%v), want %d: a create that can only fail", got, probes, f.ProbeWrites, 2*probes)
 	}

@@ -151,6 +151,7 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	defer env.Stop()
 	baseline := heapInUse()
 	writes := &testenv.WriteCounts{}
+	changes := &statusChanges{}
 	cfg := operator.Defaults()
 	restConfig := rest.CopyConfig(env.Cluster.Config)
 	restConfig.QPS, restConfig.Burst = cfg.QPS, cfg.Burst
@@ -209,6 +210,7 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	defer w.Stop()
 
 	writes.Reset()
+	changes.Reset()
 	start := time.Now()
 	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
 		a := app(ns, i, image1)
@@ -231,7 +233,7 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 		return err
 	}
 	time.Sleep(2 * time.Second) // writes still under way are part of the wave
-	f.CreateWrites = writes.Reset()
+	f.CreateWrites, f.CreateStatusChanges = writes.Reset(), changes.Reset()
 	o.Logf("operator: children of %d AppServices exist after %.1f s, every status converged after %.1f s, %d writes", o.N, f.Children, f.Converged, sum(f.CreateWrites))
 	var latencies []float64
 	sent.Range(func(k, v any) bool {
@@ -256,7 +258,7 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 		return err
 	}
 	time.Sleep(2 * time.Second)
-	f.UpdateWrites = writes.Reset()
+	f.UpdateWrites, f.UpdateStatusChanges = writes.Reset(), changes.Reset()
 	o.Logf("operator: every Deployment carries the new image after %.1f s, %d writes", f.Update, sum(f.UpdateWrites))
 
 	if f.LatencyP50, f.LatencyP99, err = probeLatency(ctx, c, cs, ns); err != nil {
@@ -479,4 +481,36 @@ func scrape() (bytes, own int, err error) {
 		}
 	}
 	return page.Len(), own, nil
+}
+
+// statusChanges counts the operator's AppService status writes by what changed
+// (middleware_operator_status_writes_total), wave by wave.
+type statusChanges struct{ last map[string]int64 }
+
+// Reset returns the status writes by change since the last Reset.
+func (s *statusChanges) Reset() map[string]int64 {
+	now := map[string]int64{}
+	families, _ := ctrlmetrics.Registry.Gather()
+	for _, mf := range families {
+		if mf.GetName() != "middleware_operator_status_writes_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["kind"] == "AppService" {
+				now[labels["change"]] = int64(m.GetCounter().GetValue())
+			}
+		}
+	}
+	since := map[string]int64{}
+	for k, v := range now {
+		if d := v - s.last[k]; d > 0 {
+			since[k] = d
+		}
+	}
+	s.last = now
+	return since
 }

@@ -1,4 +1,4 @@
-package redis
+package status
 
 import (
 	"testing"
@@ -7,22 +7,22 @@ import (
 )
 
 func TestStaleGuard(t *testing.T) {
-	var g staleGuard
+	var g StaleGuard
 	a, b := types.NamespacedName{Namespace: "ns", Name: "a"}, types.NamespacedName{Namespace: "ns", Name: "b"}
-	if g.stale(a, "1") {
+	if g.Stale(a, "1") {
 		t.Error("nothing written yet, but version 1 is stale")
 	}
-	g.wrote(a, "1") // a status write replaced 1 (with 2)
-	g.wrote(a, "2") // and a second one in the same reconcile replaced 2 (with 3)
+	g.Wrote(a, "1") // a status write replaced 1 (with 2)
+	g.Wrote(a, "2") // and a second one in the same reconcile replaced 2 (with 3)
 	for _, v := range []string{"1", "2"} {
-		if !g.stale(a, v) {
+		if !g.Stale(a, v) {
 			t.Errorf("version %s was written over, but is not stale", v)
 		}
 	}
-	if g.stale(b, "1") {
+	if g.Stale(b, "1") {
 		t.Error("another cluster's version counts as stale")
 	}
-	if g.stale(a, "3") || g.stale(a, "1") {
+	if g.Stale(a, "3") || g.Stale(a, "1") {
 		t.Error("once the cache shows the written version, older ones must be forgotten (no unbounded memory) and not block")
 	}
 }
