@@ -9,7 +9,9 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -175,4 +177,44 @@ func assertUserCommands(ctx context.Context, t *testing.T, addr string, logins m
 	if strings.Contains(info, "role:slave") && !strings.Contains(info, "master_link_status:up") {
 		t.Errorf("%s: a replica whose link to its master (as %s) is down:\n%s", addr, resources.RedisOperatorUser, info)
 	}
+}
+
+// TestRedisClusterACLRefusesAnACLFile: with users on, a user redis.conf that sets aclfile
+// would keep every redis-server from starting. The operator says so in Degraded, naming the
+// field and the fix, and creates no StatefulSet; once the line is removed it goes on.
+func TestRedisClusterACLRefusesAnACLFile(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "aclfile-user", Namespace: ns},
+		Data: map[string]string{"redis.conf": "maxmemory-policy allkeys-lru\naclfile /data/users.acl\n"}}
+	if err := env.Client.Create(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	rc := redistest.NewCluster(ns, "aclfile", 6)
+	rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true}
+	rc.Spec.Pod = []redisv1alpha1.PodSpec{{Configmap: cm.Name}}
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		d := meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionDegraded)
+		return d != nil && d.Status == metav1.ConditionTrue && strings.Contains(d.Message, "spec.pod[0].configmap: redis.conf sets aclfile") &&
+			strings.Contains(d.Message, "remove the line"), fmt.Sprintf("Degraded %+v", d)
+	})
+	sts := &appsv1.StatefulSet{}
+	if err := env.Client.Get(t.Context(), key, sts); !apierrors.IsNotFound(err) {
+		t.Errorf("a StatefulSet whose pods could not start was created (%v)", err)
+	}
+	testenv.Update(t, env.Client, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}, func(c *corev1.ConfigMap) {
+		c.Data["redis.conf"] = "maxmemory-policy allkeys-lru\n"
+	})
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		err := env.Client.Get(ctx, key, sts)
+		return err == nil, fmt.Sprintf("no StatefulSet once the aclfile line is gone (%v)", err)
+	})
 }

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -88,6 +89,9 @@ func (r *RedisClusterReconciler) ensureConfigMap(ctx context.Context, s *state) 
 			return nil, fmt.Errorf("while reading ConfigMap %s: %w", name, err)
 		}
 		userConf = cm.Data[resources.RedisUserConfigKey]
+		if conflict := resources.RedisUserConfConflict(s.rc, userConf); conflict != "" {
+			return nil, errors.New(conflict)
+		}
 	}
 	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, resources.RedisConfigMap(s.rc, userConf), child.MergeConfigMap)
 	r.record(s, live, outcome, err)

@@ -108,5 +108,8 @@ func init() {
 	for _, v := range redisVecs {
 		ctrlmetrics.Registry.MustRegister(v)
 	}
-	ctrlmetrics.Registry.MustRegister(RedisStatusConflicts, StatusWrites)
+	ctrlmetrics.Registry.MustRegister(operatorCounters...)
 }
+
+// operatorCounters are the counters not per RedisCluster.
+var operatorCounters = []prometheus.Collector{RedisStatusConflicts, StatusWrites}

@@ -1,6 +1,9 @@
 package resources
 
 import (
+	"fmt"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -121,4 +124,22 @@ func redisUsersVolume(rc *redisv1alpha1.RedisCluster) corev1.Volume {
 		},
 		DefaultMode: ptr.To[int32](0o440),
 	}}}
+}
+
+// RedisUserConfConflict names a directive of the user's redis.conf (spec.pod[0].configmap)
+// that cannot work with the cluster's users, with the fix, or returns "": an aclfile
+// conflicts with the user lines the start script writes (redis-server refuses to start with
+// both). requirepass, masteruser and masterauth need no check: the start script's
+// directives come later and win.
+func RedisUserConfConflict(rc *redisv1alpha1.RedisCluster, userConf string) string {
+	if !RedisACLEnabled(rc) {
+		return ""
+	}
+	for line := range strings.Lines(userConf) {
+		if fields := strings.Fields(line); len(fields) > 0 && strings.EqualFold(fields[0], "aclfile") {
+			return fmt.Sprintf("spec.pod[0].configmap: redis.conf sets aclfile, which cannot work with spec.acl (the operator writes the users, their passwords from Secrets %s and %s): remove the line",
+				RedisPasswordSecretName(rc), RedisUsersSecretName(rc))
+		}
+	}
+	return ""
 }

@@ -129,3 +129,21 @@ func TestRedisStatefulSetWithACL(t *testing.T) {
 		t.Errorf("users Secret data: %q", secret.Data)
 	}
 }
+
+// TestRedisUserConfConflict: with users, a user redis.conf that sets aclfile is refused with
+// the field and the fix; without users, or without the directive, nothing is.
+func TestRedisUserConfConflict(t *testing.T) {
+	rc := &redisv1alpha1.RedisCluster{}
+	rc.Name = "cache"
+	conf := "maxmemory 1gb\n  ACLFILE /data/users.acl\n"
+	if got := resources.RedisUserConfConflict(rc, conf); got != "" {
+		t.Errorf("without users: %q, want no conflict", got)
+	}
+	rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true}
+	if got := resources.RedisUserConfConflict(rc, conf); !strings.Contains(got, "spec.pod[0].configmap") || !strings.Contains(got, "remove the line") {
+		t.Errorf("with users and aclfile: %q, want the field and the fix", got)
+	}
+	if got := resources.RedisUserConfConflict(rc, "maxmemory 1gb\n# aclfile /data/users.acl\nrequirepass x\n"); got != "" {
+		t.Errorf("with users, a comment and requirepass: %q, want no conflict", got)
+	}
+}
