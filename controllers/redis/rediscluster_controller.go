@@ -75,10 +75,9 @@ type state struct {
 	password string
 	// users holds the users Secret's passwords (with ACL users), by key.
 	users map[string]string
-	// operatorPassword is the password of resources.RedisOperatorUser (with ACL users) the
-	// operator authenticates with: the one every node accepts. operatorPasswords are all
-	// the ones nodes may accept now, during a rotation of it.
-	operatorPassword  string
+	// operatorPasswords are the passwords of resources.RedisOperatorUser (with ACL users)
+	// nodes may accept now: the first is the one every node accepts, which the operator
+	// authenticates with; a second is the one a rotation of it retires.
 	operatorPasswords []string
 	// tls is the configuration of TLS connections to the nodes, nil without spec.tls;
 	// tlsCert the certificate (DER) of the TLS Secret, which every node should serve.

@@ -205,7 +205,6 @@ func (s *state) passwordChange(c credential, own []string) redisadmin.PasswordCh
 func (s *state) runsWith(c credential, passwords ...string) {
 	if c.user == resources.RedisOperatorUser {
 		s.operatorPasswords = passwords
-		s.operatorPassword = passwords[0]
 	}
 }
 

@@ -29,8 +29,7 @@ func (r *RedisClusterReconciler) readUsers(ctx context.Context, s *state) (*ctrl
 	applied := &corev1.Secret{}
 	err = r.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisUserAppliedSecretName(s.rc, resources.RedisUsersOperatorKey)}, applied)
 	if err == nil {
-		s.operatorPassword = string(applied.Data[resources.RedisPasswordKey])
-		s.operatorPasswords = []string{s.operatorPassword, string(applied.Data[resources.RedisPreviousPasswordKey])}
+		s.operatorPasswords = []string{string(applied.Data[resources.RedisPasswordKey]), string(applied.Data[resources.RedisPreviousPasswordKey])}
 	}
 	return nil, client.IgnoreNotFound(err)
 }
@@ -42,9 +41,8 @@ func (s *state) setUsers(secret *corev1.Secret) {
 	for k, v := range secret.Data {
 		s.users[k] = string(v)
 	}
-	if s.operatorPassword == "" {
-		s.operatorPassword = s.users[resources.RedisUsersOperatorKey]
-		s.operatorPasswords = []string{s.operatorPassword}
+	if len(s.operatorPasswords) == 0 {
+		s.operatorPasswords = []string{s.users[resources.RedisUsersOperatorKey]}
 	}
 }
 
@@ -57,21 +55,23 @@ func (r *RedisClusterReconciler) ensureUsers(ctx context.Context, s *state) (*ct
 		return nil, nil
 	}
 	key := client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisUsersSecretName(s.rc)}
-	passwords := map[string][]byte{}
-	for _, k := range []string{resources.RedisUsersOperatorKey, resources.RedisUsersExporterKey} {
-		kept, err := child.KeptSecretValue(ctx, r.Client, s.rc, key, k)
-		if err != nil {
-			return nil, err
-		}
-		if kept == nil && len(s.recorded) > 0 {
-			return nil, &passwordLostError{secret: key.Name, users: true}
-		}
-		if kept == nil {
-			if kept, err = child.NewPassword(); err != nil {
+	keys := []string{resources.RedisUsersOperatorKey, resources.RedisUsersExporterKey}
+	passwords, err := child.KeptSecretValues(ctx, r.Client, s.rc, key, keys...)
+	if err != nil {
+		return nil, err
+	}
+	if len(passwords) < len(keys) && len(s.recorded) > 0 {
+		return nil, &passwordLostError{secret: key.Name, users: true}
+	}
+	if passwords == nil {
+		passwords = map[string][]byte{}
+	}
+	for _, k := range keys {
+		if passwords[k] == nil {
+			if passwords[k], err = child.NewPassword(); err != nil {
 				return nil, err
 			}
 		}
-		passwords[k] = kept
 	}
 	desired := resources.RedisUsersSecret(s.rc, string(passwords[resources.RedisUsersOperatorKey]), string(passwords[resources.RedisUsersExporterKey]))
 	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, desired,
@@ -88,7 +88,11 @@ func (r *RedisClusterReconciler) ensureUsers(ctx context.Context, s *state) (*ct
 // password Secret's password, or with ACL users as resources.RedisOperatorUser.
 func (s *state) login() redisadmin.Login {
 	if resources.RedisACLEnabled(s.rc) {
-		return redisadmin.Login{User: resources.RedisOperatorUser, Password: s.operatorPassword}
+		login := redisadmin.Login{User: resources.RedisOperatorUser}
+		if len(s.operatorPasswords) > 0 {
+			login.Password = s.operatorPasswords[0] // the one every node accepts
+		}
+		return login
 	}
 	return redisadmin.Login{Password: s.password}
 }

@@ -17,6 +17,13 @@ import (
 // when this returns nil, so Ensure never rewrites the Secret with a fresh value. A Secret
 // someone else controls yields nil too; Ensure then refuses to touch it.
 func KeptSecretValue(ctx context.Context, c client.Reader, owner metav1.Object, name client.ObjectKey, key string) ([]byte, error) {
+	kept, err := KeptSecretValues(ctx, c, owner, name, key)
+	return kept[key], err
+}
+
+// KeptSecretValues is KeptSecretValue for several keys of one Secret, read once: the map
+// holds the kept (non-empty) values only.
+func KeptSecretValues(ctx context.Context, c client.Reader, owner metav1.Object, name client.ObjectKey, keys ...string) (map[string][]byte, error) {
 	secret := &corev1.Secret{}
 	if err := c.Get(ctx, name, secret); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -24,10 +31,16 @@ func KeptSecretValue(ctx context.Context, c client.Reader, owner metav1.Object, 
 		}
 		return nil, fmt.Errorf("while reading Secret %s: %w", name.Name, err)
 	}
-	if !metav1.IsControlledBy(secret, owner) || len(secret.Data[key]) == 0 {
+	if !metav1.IsControlledBy(secret, owner) {
 		return nil, nil
 	}
-	return secret.Data[key], nil
+	kept := map[string][]byte{}
+	for _, k := range keys {
+		if v := secret.Data[k]; len(v) > 0 {
+			kept[k] = v
+		}
+	}
+	return kept, nil
 }
 
 // MergeSecretKeeping is MergeSecret, except that the live values of keys, when not empty, are

@@ -22,8 +22,7 @@ const DefaultWaitTimeout = 2 * time.Minute
 // (non-cluster) client per node address and keeps it until Close. It is safe for
 // concurrent use.
 type Admin struct {
-	user         string // "" for the default user
-	password     string
+	login        Login       // User "" for the default user
 	tls          *tls.Config // nil: plain text
 	dialTimeout  time.Duration
 	pollInterval time.Duration
@@ -36,7 +35,7 @@ type Admin struct {
 // up connecting to a node after dialTimeout.
 func NewAdmin(password string, dialTimeout time.Duration) *Admin {
 	return &Admin{
-		password:     password,
+		login:        Login{Password: password},
 		dialTimeout:  dialTimeout,
 		pollInterval: DefaultPollInterval,
 		clients:      map[string]*goredis.Client{},
@@ -47,7 +46,7 @@ func NewAdmin(password string, dialTimeout time.Duration) *Admin {
 // its password. Call it before the first command. MIGRATE then authenticates to the target
 // as the same user (AUTH2).
 func (a *Admin) WithUser(user string) *Admin {
-	a.user = user
+	a.login.User = user
 	return a
 }
 
@@ -80,7 +79,7 @@ func (a *Admin) client(addr string) *goredis.Client {
 	if c, ok := a.clients[addr]; ok {
 		return c
 	}
-	c := goredis.NewClient(nodeOptions(addr, Login{a.user, a.password}, a.tls, a.dialTimeout, 2))
+	c := goredis.NewClient(nodeOptions(addr, a.login, a.tls, a.dialTimeout, 2))
 	a.clients[addr] = c
 	return c
 }

@@ -165,7 +165,7 @@ func (m *mover) client(addr string) *goredis.Client {
 	if c, ok := m.clients[addr]; ok {
 		return c
 	}
-	opts := nodeOptions(addr, Login{m.a.user, m.a.password}, m.a.tls, m.a.dialTimeout, m.poolSize)
+	opts := nodeOptions(addr, m.a.login, m.a.tls, m.a.dialTimeout, m.poolSize)
 	opts.ReadTimeout = m.opts.Timeout + 10*time.Second // a MIGRATE may take its whole timeout
 	opts.WriteTimeout = opts.ReadTimeout
 	c := goredis.NewClient(opts)
@@ -300,10 +300,10 @@ func (m *mover) migrateArgs(target Node, keys []string, replace bool) ([]any, er
 		args = append(args, "REPLACE")
 	}
 	switch {
-	case m.a.user != "":
-		args = append(args, "AUTH2", m.a.user, m.a.password)
-	case m.a.password != "":
-		args = append(args, "AUTH", m.a.password)
+	case m.a.login.User != "":
+		args = append(args, "AUTH2", m.a.login.User, m.a.login.Password)
+	case m.a.login.Password != "":
+		args = append(args, "AUTH", m.a.login.Password)
 	}
 	args = append(args, "KEYS")
 	for _, k := range keys {
