@@ -78,6 +78,8 @@ func main() {
 	f, zapOpts := parseFlags()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
+	gc := operator.TuneGC()
+	log.Info("garbage collector", "gcPercent", gc.Percent, "memoryLimitBytes", gc.Limit, "note", "0 keeps GOGC / GOMEMLIMIT from the environment")
 	if err := run(f); err != nil {
 		log.Error(err, "the operator stopped")
 		os.Exit(1)

@@ -37,6 +37,13 @@ type Figures struct {
 	Children  float64 `json:"childrenSeconds"`
 	Converged float64 `json:"convergedSeconds"`
 	Update    float64 `json:"updateSeconds"`
+	// CPU seconds by component (the local cluster's processes, the bench's own process with
+	// its clients and the in-process operator, and the machine's busy and total seconds)
+	// during each wave.
+	FloorCreateCPU map[string]float64 `json:"floorCreateCPUSeconds"`
+	FloorUpdateCPU map[string]float64 `json:"floorUpdateCPUSeconds"`
+	CreateCPU      map[string]float64 `json:"createCPUSeconds"`
+	UpdateCPU      map[string]float64 `json:"updateCPUSeconds"`
 	// Writes the operator made, by verb and kind, per wave.
 	CreateWrites map[string]int64 `json:"createWrites"`
 	UpdateWrites map[string]int64 `json:"updateWrites"`
@@ -59,6 +66,7 @@ type Figures struct {
 	RestartWrites         int64   `json:"restartWrites"`
 	RSSBytes              uint64  `json:"rssBytes"`
 	PeakRSSBytes          uint64  `json:"peakRSSBytes"`
+	RSSFileBytes          uint64  `json:"rssFileBytes"` // of RSSBytes, file-backed (the binary)
 	RSSUnrelatedBytes     uint64  `json:"rssWithUnrelatedBytes"`
 	PeakRSSUnrelatedBytes uint64  `json:"peakRSSWithUnrelatedBytes"`
 	// ScrapeBytes is the size of the operator's metrics page (text format) at steady state;
@@ -89,15 +97,24 @@ func Table(fs []Figures) string {
 			sum(f.SteadyWrites), f.SteadyCPU, f.LatencyP50, f.LatencyP99, f.WaveLatencyP50, f.WaveLatencyP99,
 			f.ScrapeBytes, f.OwnSeries)
 	}
-	b.WriteString("\n| N | operator heap per AppService | operator process: RSS / peak (MiB) | +unrelated: RSS / peak | restart: settled (s) / writes | memcached: Deployments / Available (s) | memcached writes: create / steady | memcached steady CPU s/min | memcached RSS / peak (MiB) | +unrelated: RSS / peak |\n")
+	b.WriteString("\n| N | operator heap per AppService | operator process: RSS / peak (MiB), binary's pages | +unrelated: RSS / peak | restart: settled (s) / writes | memcached: Deployments / Available (s) | memcached writes: create / steady | memcached steady CPU s/min | memcached RSS / peak (MiB), binary's pages | +unrelated: RSS / peak |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, f := range fs {
 		m := f.Memcached
-		fmt.Fprintf(&b, "| %d | %.1f KiB | %.1f / %.1f | %+.1f%% / %+.1f%% | %.1f / %d | %.1f / %.1f | %d / %d | %.2f | %.1f / %.1f | %+.1f%% / %+.1f%% |\n",
-			f.N, float64(f.HeapBytes)/float64(f.N)/1024, mib(f.RSSBytes), mib(f.PeakRSSBytes),
+		fmt.Fprintf(&b, "| %d | %.1f KiB | %.1f / %.1f, %.1f | %+.1f%% / %+.1f%% | %.1f / %d | %.1f / %.1f | %d / %d | %.2f | %.1f / %.1f, %.1f | %+.1f%% / %+.1f%% |\n",
+			f.N, float64(f.HeapBytes)/float64(f.N)/1024, mib(f.RSSBytes), mib(f.PeakRSSBytes), mib(f.RSSFileBytes),
 			growth(f.RSSBytes, f.RSSUnrelatedBytes), growth(f.PeakRSSBytes, f.PeakRSSUnrelatedBytes), f.RestartSeconds, f.RestartWrites,
-			m.Children, m.Available, m.CreateWrites, m.SteadyWrites, m.SteadyCPU, mib(m.RSSBytes), mib(m.PeakRSSBytes),
+			m.Children, m.Available, m.CreateWrites, m.SteadyWrites, m.SteadyCPU, mib(m.RSSBytes), mib(m.PeakRSSBytes), mib(m.RSSFileBytes),
 			growth(m.RSSBytes, m.RSSUnrelatedBytes), growth(m.PeakRSSBytes, m.PeakRSSUnrelatedBytes))
+	}
+	b.WriteString("\n| N | wave | CPU seconds by process during the wave |\n| --- | --- | --- |\n")
+	for _, f := range fs {
+		for _, w := range []struct {
+			name string
+			cpu  map[string]float64
+		}{{"floor create", f.FloorCreateCPU}, {"operator create", f.CreateCPU}, {"floor update", f.FloorUpdateCPU}, {"operator update", f.UpdateCPU}} {
+			fmt.Fprintf(&b, "| %d | %s | %s |\n", f.N, w.name, cpuLine(w.cpu))
+		}
 	}
 	b.WriteString("\n| N | wave | writes per AppService by verb and resource |\n| --- | --- | --- |\n")
 	for _, f := range fs {

@@ -109,6 +109,15 @@ func TestBenchSmoke(t *testing.T) {
 	if f.RestartWrites != 0 {
 		t.Errorf("the operator's process made %d writes reconciling %d converged AppServices, want 0", f.RestartWrites, n+1+probes)
 	}
+	// Each wave's CPU is read for the API server, this process and the whole machine.
+	for wave, cpu := range map[string]map[string]float64{"floor create": f.FloorCreateCPU, "operator create": f.CreateCPU, "operator update": f.UpdateCPU} {
+		if cpu["kube-apiserver"] <= 0 || cpu[benchProcess] <= 0 || cpu[machineBusy] <= 0 || cpu[machineTotal] < cpu[machineBusy] {
+			t.Errorf("%s wave: CPU seconds %v: want the API server's, the bench's and the machine's above 0", wave, cpu)
+		}
+	}
+	if f.RSSFileBytes == 0 || f.RSSFileBytes >= f.RSSBytes {
+		t.Errorf("operator process: %d bytes of its RSS %d file-backed, want some but not all", f.RSSFileBytes, f.RSSBytes)
+	}
 	if f.RSSBytes == 0 || f.PeakRSSBytes < f.RSSBytes || f.RSSUnrelatedBytes == 0 {
 		t.Errorf("operator process RSS %d, peak %d, with unrelated objects %d: want each above 0, peak at least RSS", f.RSSBytes, f.PeakRSSBytes, f.RSSUnrelatedBytes)
 	}

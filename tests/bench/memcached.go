@@ -25,6 +25,7 @@ type MemcachedFigures struct {
 	// objects were added.
 	RSSBytes              uint64 `json:"rssBytes"`
 	PeakRSSBytes          uint64 `json:"peakRSSBytes"`
+	RSSFileBytes          uint64 `json:"rssFileBytes"`
 	RSSUnrelatedBytes     uint64 `json:"rssWithUnrelatedBytes"`
 	PeakRSSUnrelatedBytes uint64 `json:"peakRSSWithUnrelatedBytes"`
 }
@@ -125,18 +126,18 @@ func runMemcached(ctx context.Context, o Options, f *MemcachedFigures) error {
 		return err
 	}
 	f.SteadyWrites = apiWrites(families) - f.CreateWrites
-	if f.RSSBytes, f.PeakRSSBytes, err = proc.memory(); err != nil {
+	if f.RSSBytes, f.PeakRSSBytes, f.RSSFileBytes, err = proc.memory(); err != nil {
 		return err
 	}
 	heap, sys := goMemory(families)
-	o.Logf("memcached: steady for %s: %d writes, %.2f CPU s/min; RSS %d MiB, peak %d MiB; Go heap in use %d MiB, Go runtime %d MiB",
-		o.Steady, f.SteadyWrites, f.SteadyCPU, f.RSSBytes>>20, f.PeakRSSBytes>>20, heap>>20, sys>>20)
+	o.Logf("memcached: steady for %s: %d writes, %.2f CPU s/min; RSS %d MiB (%d MiB file-backed), peak %d MiB; Go heap in use %d MiB, Go runtime %d MiB",
+		o.Steady, f.SteadyWrites, f.SteadyCPU, f.RSSBytes>>20, f.RSSFileBytes>>20, f.PeakRSSBytes>>20, heap>>20, sys>>20)
 
 	if err := unrelated(ctx, c, o.Unrelated); err != nil {
 		return err
 	}
 	time.Sleep(10 * time.Second)
-	if f.RSSUnrelatedBytes, f.PeakRSSUnrelatedBytes, err = proc.memory(); err != nil {
+	if f.RSSUnrelatedBytes, f.PeakRSSUnrelatedBytes, _, err = proc.memory(); err != nil {
 		return err
 	}
 	o.Logf("memcached: RSS %d MiB (peak %d MiB) after the unrelated objects", f.RSSUnrelatedBytes>>20, f.PeakRSSUnrelatedBytes>>20)

@@ -106,48 +106,30 @@ func (p *process) stop() {
 	_ = p.log.Close()
 }
 
-// memory is the process's resident set now and at its peak (VmRSS and VmHWM), in bytes.
-func (p *process) memory() (rss, peak uint64, err error) {
+// memory is the process's resident set now and at its peak (VmRSS and VmHWM), and the part
+// of it now that is file-backed (RssFile: mostly the binary's pages), in bytes.
+func (p *process) memory() (rss, peak, file uint64, err error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
+	fields := map[string]*uint64{"VmRSS": &rss, "VmHWM": &peak, "RssFile": &file}
 	for line := range strings.SplitSeq(string(data), "\n") {
 		field, value, ok := strings.Cut(line, ":")
-		if !ok || (field != "VmRSS" && field != "VmHWM") {
+		if !ok || fields[field] == nil {
 			continue
 		}
 		kib, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
 		if err != nil {
-			return 0, 0, fmt.Errorf("%s in /proc/%d/status: %w", field, p.cmd.Process.Pid, err)
+			return 0, 0, 0, fmt.Errorf("%s in /proc/%d/status: %w", field, p.cmd.Process.Pid, err)
 		}
-		if field == "VmRSS" {
-			rss = kib << 10
-		} else {
-			peak = kib << 10
-		}
+		*fields[field] = kib << 10
 	}
-	return rss, peak, nil
+	return rss, peak, file, nil
 }
 
 // cpuSeconds is the user and system CPU time the process has used.
-func (p *process) cpuSeconds() (float64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", p.cmd.Process.Pid)
-	}
-	utime, err1 := strconv.ParseFloat(fields[11], 64)
-	stime, err2 := strconv.ParseFloat(fields[12], 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: %w", p.cmd.Process.Pid, err1)
-	}
-	return (utime + stime) / 100, nil // clock ticks: 100 per second on Linux
-}
+func (p *process) cpuSeconds() (float64, error) { return processCPU(p.cmd.Process.Pid) }
 
 // scrape reads the process's metrics.
 func (p *process) scrape(ctx context.Context) (map[string]*dto.MetricFamily, error) {

@@ -111,6 +111,7 @@ func runFloor(ctx context.Context, o Options, f *Figures) error {
 		return err
 	}
 	defer env.Stop()
+	cpu := newCPUMeter(env.Cluster.PIDs())
 	start := time.Now()
 	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
 		dep, svc := floorChildren(ns, i, image1)
@@ -125,7 +126,9 @@ func runFloor(ctx context.Context, o Options, f *Figures) error {
 	if f.FloorAvailable, err = waitFor(ctx, start, "floor Deployments Available", deploymentsDone(c, ns, o.N, image1, true)); err != nil {
 		return err
 	}
-	o.Logf("floor: %d Deployments and Services created in %.1f s, Available in %.1f s", o.N, f.FloorChildren, f.FloorAvailable)
+	f.FloorCreateCPU = cpu.Reset()
+	o.Logf("floor: %d Deployments and Services created in %.1f s, Available in %.1f s; CPU s: %s", o.N, f.FloorChildren, f.FloorAvailable, cpuLine(f.FloorCreateCPU))
+	cpu.Reset()
 	start = time.Now()
 	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
 		dep, _ := floorChildren(ns, i, image1)
@@ -138,7 +141,8 @@ func runFloor(ctx context.Context, o Options, f *Figures) error {
 	if f.FloorUpdate, err = waitFor(ctx, start, "floor update", deploymentsDone(c, ns, o.N, image2, false)); err != nil {
 		return err
 	}
-	o.Logf("floor: every Deployment carries the new image after %.1f s", f.FloorUpdate)
+	f.FloorUpdateCPU = cpu.Reset()
+	o.Logf("floor: every Deployment carries the new image after %.1f s; CPU s: %s", f.FloorUpdate, cpuLine(f.FloorUpdateCPU))
 	return nil
 }
 
@@ -211,6 +215,7 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 
 	writes.Reset()
 	changes.Reset()
+	cpu := newCPUMeter(env.Cluster.PIDs())
 	start := time.Now()
 	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
 		a := app(ns, i, image1)
@@ -232,9 +237,10 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	if f.Converged, err = waitFor(ctx, start, "converged", converged(c, ns, o.N)); err != nil {
 		return err
 	}
+	f.CreateCPU = cpu.Reset()
 	time.Sleep(2 * time.Second) // writes still under way are part of the wave
 	f.CreateWrites, f.CreateStatusChanges = writes.Reset(), changes.Reset()
-	o.Logf("operator: children of %d AppServices exist after %.1f s, every status converged after %.1f s, %d writes", o.N, f.Children, f.Converged, sum(f.CreateWrites))
+	o.Logf("operator: children of %d AppServices exist after %.1f s, every status converged after %.1f s, %d writes; CPU s: %s", o.N, f.Children, f.Converged, sum(f.CreateWrites), cpuLine(f.CreateCPU))
 	var latencies []float64
 	sent.Range(func(k, v any) bool {
 		if t, ok := seen.Load(k); ok {
@@ -244,6 +250,7 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	})
 	f.WaveLatencyP50, f.WaveLatencyP99 = percentile(latencies, 50), percentile(latencies, 99)
 
+	cpu.Reset()
 	start = time.Now()
 	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
 		a := app(ns, i, image1)
@@ -254,12 +261,13 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	if f.Update, err = waitFor(ctx, start, "update", deploymentsDone(c, ns, o.N, image2, false)); err != nil {
 		return err
 	}
+	f.UpdateCPU = cpu.Reset()
 	if _, err := waitFor(ctx, start, "converged after the update", converged(c, ns, o.N)); err != nil {
 		return err
 	}
 	time.Sleep(2 * time.Second)
 	f.UpdateWrites, f.UpdateStatusChanges = writes.Reset(), changes.Reset()
-	o.Logf("operator: every Deployment carries the new image after %.1f s, %d writes", f.Update, sum(f.UpdateWrites))
+	o.Logf("operator: every Deployment carries the new image after %.1f s, %d writes; CPU s: %s", f.Update, sum(f.UpdateWrites), cpuLine(f.UpdateCPU))
 
 	if f.LatencyP50, f.LatencyP99, err = probeLatency(ctx, c, cs, ns); err != nil {
 		return err
@@ -298,22 +306,22 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 		return err
 	}
 	f.RestartWrites = apiWrites(families)
-	if f.RSSBytes, f.PeakRSSBytes, err = proc.memory(); err != nil {
+	if f.RSSBytes, f.PeakRSSBytes, f.RSSFileBytes, err = proc.memory(); err != nil {
 		return err
 	}
 	heap, sys := goMemory(families)
 	if err := proc.saveHeapProfile(ctx, filepath.Join(testenv.RepoRoot(), "bin", fmt.Sprintf("bench-heap-%d.pprof", o.N))); err != nil {
 		return err
 	}
-	o.Logf("operator process: reconciled the %d existing AppServices in %.1f s with %d writes; RSS %d MiB, peak %d MiB; Go heap in use %d MiB, Go runtime %d MiB",
-		o.N+1+probes, f.RestartSeconds, f.RestartWrites, f.RSSBytes>>20, f.PeakRSSBytes>>20, heap>>20, sys>>20)
+	o.Logf("operator process: reconciled the %d existing AppServices in %.1f s with %d writes; RSS %d MiB (%d MiB file-backed), peak %d MiB; Go heap in use %d MiB, Go runtime %d MiB",
+		o.N+1+probes, f.RestartSeconds, f.RestartWrites, f.RSSBytes>>20, f.RSSFileBytes>>20, f.PeakRSSBytes>>20, heap>>20, sys>>20)
 
 	if err := unrelated(ctx, c, o.Unrelated); err != nil {
 		return err
 	}
 	time.Sleep(10 * time.Second)
 	f.HeapUnrelatedBytes = heapAbove(baseline)
-	if f.RSSUnrelatedBytes, f.PeakRSSUnrelatedBytes, err = proc.memory(); err != nil {
+	if f.RSSUnrelatedBytes, f.PeakRSSUnrelatedBytes, _, err = proc.memory(); err != nil {
 		return err
 	}
 	o.Logf("operator: heap %d MiB, process RSS %d MiB (peak %d MiB) after %d unrelated Secrets and ConfigMaps and %d Deployments",

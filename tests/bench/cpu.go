@@ -1,0 +1,129 @@
+package bench
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// cpuMeter reads the CPU time of each of the local cluster's components, of this process
+// (the bench's clients and, in the operator's run, the operator) and of the whole machine,
+// so each wave shows where the machine's cores went.
+type cpuMeter struct {
+	pids map[string]int
+	last map[string]float64
+}
+
+// benchProcess names this process in a cpuMeter's readings.
+const benchProcess = "bench"
+
+// machineBusy and machineTotal name the whole machine's busy and total CPU seconds.
+const (
+	machineBusy  = "machine busy"
+	machineTotal = "machine total"
+)
+
+// newCPUMeter measures the components pids (name to process id) from now on.
+func newCPUMeter(pids map[string]int) *cpuMeter {
+	m := &cpuMeter{pids: maps.Clone(pids)}
+	m.pids[benchProcess] = os.Getpid()
+	m.last = m.read()
+	return m
+}
+
+// Reset returns the CPU seconds each component used since the last Reset, with the
+// machine's busy and total CPU seconds (every core's).
+func (m *cpuMeter) Reset() map[string]float64 {
+	now := m.read()
+	since := map[string]float64{}
+	for k, v := range now {
+		since[k] = v - m.last[k]
+	}
+	m.last = now
+	return since
+}
+
+func (m *cpuMeter) read() map[string]float64 {
+	out := map[string]float64{}
+	for name, pid := range m.pids {
+		if s, err := processCPU(pid); err == nil {
+			out[name] = s
+		}
+	}
+	if busy, total, err := machineCPU(); err == nil {
+		out[machineBusy], out[machineTotal] = busy, total
+	}
+	return out
+}
+
+// processCPU is the user and system CPU seconds process pid has used, from /proc/pid/stat.
+func processCPU(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	utime, err1 := strconv.ParseFloat(fields[11], 64)
+	stime, err2 := strconv.ParseFloat(fields[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err1)
+	}
+	return (utime + stime) / 100, nil // clock ticks: 100 per second on Linux
+}
+
+// machineCPU is every core's busy and total CPU seconds since boot, from /proc/stat.
+func machineCPU() (busy, total float64, err error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 5 || fields[0] != "cpu" {
+		return 0, 0, fmt.Errorf("/proc/stat starts with %q", line)
+	}
+	for i, f := range fields[1:] {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		total += v / 100
+		if i != 3 && i != 4 { // idle and iowait
+			busy += v / 100
+		}
+	}
+	return busy, total, nil
+}
+
+// cpuLine renders one wave's CPU seconds: the machine's use of its cores, then each
+// component's seconds, largest first.
+func cpuLine(cpu map[string]float64) string {
+	if len(cpu) == 0 {
+		return "not measured"
+	}
+	parts := []string{}
+	if cpu[machineTotal] > 0 {
+		parts = append(parts, fmt.Sprintf("machine %.0f%% busy", 100*cpu[machineBusy]/cpu[machineTotal]))
+	}
+	names := slices.DeleteFunc(slices.Collect(maps.Keys(cpu)), func(k string) bool { return k == machineBusy || k == machineTotal })
+	slices.SortFunc(names, func(a, b string) int {
+		if cpu[a] != cpu[b] {
+			if cpu[a] > cpu[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %.1f", n, cpu[n]))
+	}
+	return strings.Join(parts, ", ")
+}
