@@ -68,10 +68,12 @@ func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{RequeueAfter: status.StaleRetry}, nil
 	}
 	next := app.DeepCopy()
-	deployment, err := r.ensureDeployment(ctx, next)
+	var changes child.Outcomes
+	deployment, err := r.ensureDeployment(ctx, next, &changes)
 	if err == nil {
-		err = r.ensureService(ctx, next)
+		err = r.ensureService(ctx, next, &changes)
 	}
+	changes.Record(r.Recorder, app)
 	setAppServiceStatus(next, deployment, err)
 	if wait := r.statusWait(req.NamespacedName, app, next); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil // err is nil: an error is Degraded, which is written at once
@@ -97,18 +99,18 @@ func (r *AppServiceReconciler) statusWait(key types.NamespacedName, app, next *a
 	return r.StatusPace.Wait(key, rollingOutQuietly(app.Status, next.Status))
 }
 
-func (r *AppServiceReconciler) ensureDeployment(ctx context.Context, app *appsv1api.AppService) (*appsv1.Deployment, error) {
+func (r *AppServiceReconciler) ensureDeployment(ctx context.Context, app *appsv1api.AppService, changes *child.Outcomes) (*appsv1.Deployment, error) {
 	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, app, resources.AppServiceDeployment(app), child.MergeDeployment)
-	r.recordOutcome(app, live, outcome, err)
+	changes.Note(r.Recorder, app, app.Status.Conditions, live, outcome, err)
 	return live, err
 }
 
-func (r *AppServiceReconciler) ensureService(ctx context.Context, app *appsv1api.AppService) error {
+func (r *AppServiceReconciler) ensureService(ctx context.Context, app *appsv1api.AppService, changes *child.Outcomes) error {
 	if len(app.Spec.Ports) == 0 { // nothing to expose: no Service (a Service needs a port)
 		return r.deleteService(ctx, app)
 	}
 	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, app, resources.AppServiceService(app), child.MergeService)
-	r.recordOutcome(app, live, outcome, err)
+	changes.Note(r.Recorder, app, app.Status.Conditions, live, outcome, err)
 	return err
 }
 
@@ -125,12 +127,6 @@ func (r *AppServiceReconciler) deleteService(ctx context.Context, app *appsv1api
 		return fmt.Errorf("while deleting Service %s, which no port needs any more: %w", svc.Name, err)
 	}
 	return nil
-}
-
-// recordOutcome emits an event for a created or updated child, or a Warning for one that is
-// not ours (only when the AppService is not already Degraded for it, so retries stay quiet).
-func (r *AppServiceReconciler) recordOutcome(app *appsv1api.AppService, live client.Object, outcome child.Outcome, err error) {
-	child.RecordOutcome(r.Recorder, app, app.Status.Conditions, live, outcome, err)
 }
 
 func appServiceStatus(obj client.Object) any { return obj.(*appsv1api.AppService).Status } //nolint:forcetypeassert // only AppServices

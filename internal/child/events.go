@@ -2,6 +2,7 @@ package child
 
 import (
 	"errors"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,5 +29,48 @@ func RecordOutcome(rec events.EventRecorder, owner runtime.Object, conds []metav
 		}
 	case err == nil && (outcome == Created || outcome == Updated):
 		rec.Eventf(owner, live, corev1.EventTypeNormal, string(outcome), string(outcome), "%s %s %s", outcome, KindOf(live), live.GetName())
+	}
+}
+
+// Outcomes collects what one reconcile did to its children, so that it is reported in one
+// Normal event per outcome ("Created Deployment web, Service web") instead of one per
+// child: at scale every event is an API write of its own.
+type Outcomes struct {
+	children map[Outcome][]client.Object
+}
+
+// Note adds a child's outcome from Ensure; a same-named object that is not the owner's is
+// reported at once, as RecordOutcome does.
+func (o *Outcomes) Note(rec events.EventRecorder, owner runtime.Object, conds []metav1.Condition, live client.Object, outcome Outcome, err error) {
+	if err != nil {
+		RecordOutcome(rec, owner, conds, live, outcome, err)
+		return
+	}
+	if outcome != Created && outcome != Updated {
+		return
+	}
+	if o.children == nil {
+		o.children = map[Outcome][]client.Object{}
+	}
+	o.children[outcome] = append(o.children[outcome], live)
+}
+
+// Record emits the events of the outcomes noted: Created, then Updated, each naming its
+// children (and relating the event to the child when there is only one).
+func (o *Outcomes) Record(rec events.EventRecorder, owner runtime.Object) {
+	for _, outcome := range []Outcome{Created, Updated} {
+		children := o.children[outcome]
+		if len(children) == 0 {
+			continue
+		}
+		names := make([]string, len(children))
+		for i, c := range children {
+			names[i] = KindOf(c) + " " + c.GetName()
+		}
+		var related runtime.Object
+		if len(children) == 1 {
+			related = children[0]
+		}
+		rec.Eventf(owner, related, corev1.EventTypeNormal, string(outcome), string(outcome), "%s %s", outcome, strings.Join(names, ", "))
 	}
 }

@@ -191,7 +191,7 @@ func parallel(ctx context.Context, n int, f func(ctx context.Context, i int) err
 	return first
 }
 
-// waitFor polls cond every 200 ms until it holds (for at most the bench's timeout), and
+// waitFor polls cond every 100 ms until it holds (for at most the bench's timeout), and
 // returns how long that took from start.
 func waitFor(ctx context.Context, start time.Time, what string, cond func(ctx context.Context) (bool, error)) (float64, error) {
 	deadline := time.Now().Add(timeout)
@@ -206,7 +206,7 @@ func waitFor(ctx context.Context, start time.Time, what string, cond func(ctx co
 		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("%s: not after %s", what, timeout)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -215,7 +215,7 @@ func waitFor(ctx context.Context, start time.Time, what string, cond func(ctx co
 func deploymentsDone(c client.Reader, ns string, n int, image string, available bool) func(ctx context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
 		list := &appsv1.DeploymentList{}
-		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		if err := c.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 			return false, err
 		}
 		done := 0
@@ -236,7 +236,7 @@ func deploymentsDone(c client.Reader, ns string, n int, image string, available 
 func servicesExist(c client.Reader, ns string, n int) func(ctx context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
 		list := &corev1.ServiceList{}
-		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		if err := c.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 			return false, err
 		}
 		return len(list.Items) >= n, nil

@@ -71,6 +71,11 @@ func runMemcached(ctx context.Context, o Options, f *MemcachedFigures) error {
 		return err
 	}
 	defer env.Stop()
+	watched, stopWatching, err := watching(ctx, env, ns)
+	if err != nil {
+		return err
+	}
+	defer stopWatching()
 	if err := c.Create(ctx, memcachedCRD()); err != nil {
 		return err
 	}
@@ -98,10 +103,10 @@ func runMemcached(ctx context.Context, o Options, f *MemcachedFigures) error {
 		return err
 	}
 	const image = "memcached:1.6.26-alpine3.19"
-	if f.Children, err = waitFor(ctx, start, "memcached Deployments", deploymentsDone(c, ns, o.N, image, false)); err != nil {
+	if f.Children, err = waitFor(ctx, start, "memcached Deployments", deploymentsDone(watched, ns, o.N, image, false)); err != nil {
 		return err
 	}
-	if f.Available, err = waitFor(ctx, start, "memcached Deployments Available", deploymentsDone(c, ns, o.N, image, true)); err != nil {
+	if f.Available, err = waitFor(ctx, start, "memcached Deployments Available", deploymentsDone(watched, ns, o.N, image, true)); err != nil {
 		return err
 	}
 	time.Sleep(2 * time.Second)

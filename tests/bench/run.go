@@ -3,7 +3,11 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"os"
 	"path/filepath"
+	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -41,6 +45,9 @@ type Options struct {
 	Unrelated int
 	// Logf receives progress lines.
 	Logf func(format string, args ...any)
+	// CPUProfile, when set, is where the bench process's CPU profile of the operator's
+	// create and update waves is written (the in-process operator and the bench's clients).
+	CPUProfile string
 }
 
 const (
@@ -111,6 +118,11 @@ func runFloor(ctx context.Context, o Options, f *Figures) error {
 		return err
 	}
 	defer env.Stop()
+	watched, stopWatching, err := watching(ctx, env, ns)
+	if err != nil {
+		return err
+	}
+	defer stopWatching()
 	cpu := newCPUMeter(env.Cluster.PIDs())
 	start := time.Now()
 	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
@@ -123,7 +135,7 @@ func runFloor(ctx context.Context, o Options, f *Figures) error {
 		return err
 	}
 	f.FloorChildren = time.Since(start).Seconds()
-	if f.FloorAvailable, err = waitFor(ctx, start, "floor Deployments Available", deploymentsDone(c, ns, o.N, image1, true)); err != nil {
+	if f.FloorAvailable, err = waitFor(ctx, start, "floor Deployments Available", deploymentsDone(watched, ns, o.N, image1, true)); err != nil {
 		return err
 	}
 	f.FloorCreateCPU = cpu.Reset()
@@ -138,7 +150,7 @@ func runFloor(ctx context.Context, o Options, f *Figures) error {
 	}); err != nil {
 		return err
 	}
-	if f.FloorUpdate, err = waitFor(ctx, start, "floor update", deploymentsDone(c, ns, o.N, image2, false)); err != nil {
+	if f.FloorUpdate, err = waitFor(ctx, start, "floor update", deploymentsDone(watched, ns, o.N, image2, false)); err != nil {
 		return err
 	}
 	f.FloorUpdateCPU = cpu.Reset()
@@ -153,12 +165,20 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 		return err
 	}
 	defer env.Stop()
+	watched, stopWatching, err := watching(ctx, env, ns, "default")
+	if err != nil {
+		return err
+	}
+	defer stopWatching()
+	// The in-process operator collects garbage as the operator's binary does.
+	defer debug.SetGCPercent(debug.SetGCPercent(operator.GCPercent))
 	baseline := heapInUse()
 	writes := &testenv.WriteCounts{}
 	changes := &statusChanges{}
 	cfg := operator.Defaults()
 	restConfig := rest.CopyConfig(env.Cluster.Config)
 	restConfig.QPS, restConfig.Burst = cfg.QPS, cfg.Burst
+	restConfig.Wrap(func(next http.RoundTripper) http.RoundTripper { return eventWrites{next: next, counts: writes} })
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Cache: operator.CacheOptions(cfg),
@@ -194,7 +214,7 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	if err := c.Create(ctx, warm); err != nil {
 		return err
 	}
-	if _, err := waitFor(ctx, time.Now(), "the controllers to start", deploymentsDone(c, "default", 1, image1, false)); err != nil {
+	if _, err := waitFor(ctx, time.Now(), "the controllers to start", deploymentsDone(watched, "default", 1, image1, false)); err != nil {
 		return err
 	}
 
@@ -213,6 +233,11 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	}()
 	defer w.Stop()
 
+	stopProfile, err := startCPUProfile(o.CPUProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	writes.Reset()
 	changes.Reset()
 	cpu := newCPUMeter(env.Cluster.PIDs())
@@ -224,17 +249,17 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	}); err != nil {
 		return err
 	}
-	childrenExist := deploymentsDone(c, ns, o.N, image1, false)
+	childrenExist := deploymentsDone(watched, ns, o.N, image1, false)
 	if f.Children, err = waitFor(ctx, start, "children", func(ctx context.Context) (bool, error) {
 		ok, err := childrenExist(ctx)
 		if !ok || err != nil {
 			return ok, err
 		}
-		return servicesExist(c, ns, o.N)(ctx)
+		return servicesExist(watched, ns, o.N)(ctx)
 	}); err != nil {
 		return err
 	}
-	if f.Converged, err = waitFor(ctx, start, "converged", converged(c, ns, o.N)); err != nil {
+	if f.Converged, err = waitFor(ctx, start, "converged", converged(watched, ns, o.N)); err != nil {
 		return err
 	}
 	f.CreateCPU = cpu.Reset()
@@ -258,11 +283,12 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	}); err != nil {
 		return err
 	}
-	if f.Update, err = waitFor(ctx, start, "update", deploymentsDone(c, ns, o.N, image2, false)); err != nil {
+	if f.Update, err = waitFor(ctx, start, "update", deploymentsDone(watched, ns, o.N, image2, false)); err != nil {
 		return err
 	}
 	f.UpdateCPU = cpu.Reset()
-	if _, err := waitFor(ctx, start, "converged after the update", converged(c, ns, o.N)); err != nil {
+	stopProfile()
+	if _, err := waitFor(ctx, start, "converged after the update", converged(watched, ns, o.N)); err != nil {
 		return err
 	}
 	time.Sleep(2 * time.Second)
@@ -272,7 +298,7 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	if f.LatencyP50, f.LatencyP99, err = probeLatency(ctx, c, cs, ns); err != nil {
 		return err
 	}
-	if _, err := waitFor(ctx, time.Now(), "probes converged", converged(c, ns, o.N+probes)); err != nil {
+	if _, err := waitFor(ctx, time.Now(), "probes converged", converged(watched, ns, o.N+probes)); err != nil {
 		return err
 	}
 	time.Sleep(2 * time.Second)
@@ -280,6 +306,7 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	o.Logf("operator: with %d AppServices, creation to Deployment p50 %.3f s, p99 %.3f s (%d probes, 10/s); %v writes",
 		o.N, f.LatencyP50, f.LatencyP99, probes, f.ProbeWrites)
 
+	stopWatching() // its cache is not the operator's heap
 	cpu0 := cpuSeconds()
 	time.Sleep(o.Steady)
 	f.SteadyCPU = (cpuSeconds() - cpu0) / o.Steady.Minutes()
@@ -327,6 +354,26 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	o.Logf("operator: heap %d MiB, process RSS %d MiB (peak %d MiB) after %d unrelated Secrets and ConfigMaps and %d Deployments",
 		f.HeapUnrelatedBytes>>20, f.RSSUnrelatedBytes>>20, f.PeakRSSUnrelatedBytes>>20, o.Unrelated, o.Unrelated/3)
 	return nil
+}
+
+// startCPUProfile starts profiling this process's CPU into path (nothing when path is
+// empty) and returns the function that stops it, which may be called more than once.
+func startCPUProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		_ = out.Close()
+		return nil, err
+	}
+	return sync.OnceFunc(func() {
+		pprof.StopCPUProfile()
+		_ = out.Close()
+	}), nil
 }
 
 // startOperatorProcess runs the operator's binary against env with the shipped defaults,
@@ -424,7 +471,7 @@ func probeLatency(ctx context.Context, c client.Client, cs *kubernetes.Clientset
 func converged(c client.Reader, ns string, n int) func(ctx context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
 		list := &appsv1api.AppServiceList{}
-		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		if err := c.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 			return false, err
 		}
 		done := 0

@@ -39,6 +39,16 @@ func (w *WriteCounts) Reset() map[string]int64 {
 	return out
 }
 
+// Add counts one write under key ("verb Kind").
+func (w *WriteCounts) Add(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.counts == nil {
+		w.counts = map[string]int64{}
+	}
+	w.counts[key]++
+}
+
 func (c CountingClient) count(verb string, obj client.Object, err error) {
 	if c.Writes != nil {
 		c.Writes.Add(1)
@@ -53,12 +63,7 @@ func (c CountingClient) count(verb string, obj client.Object, err error) {
 	if gvk, err := c.GroupVersionKindFor(obj); err == nil {
 		kind = gvk.Kind
 	}
-	c.ByWrite.mu.Lock()
-	defer c.ByWrite.mu.Unlock()
-	if c.ByWrite.counts == nil {
-		c.ByWrite.counts = map[string]int64{}
-	}
-	c.ByWrite.counts[verb+" "+kind]++
+	c.ByWrite.Add(verb + " " + kind)
 }
 
 // Create counts a write and passes it on.
