@@ -18,10 +18,25 @@ type eventWrites struct {
 // RoundTrip counts a write to an events resource and passes the request on.
 func (t eventWrites) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
-	if err == nil && req.Method != http.MethodGet && strings.HasSuffix(strings.TrimSuffix(req.URL.Path, "/"), "/events") ||
-		err == nil && req.Method == http.MethodPatch && strings.Contains(req.URL.Path, "/events/") {
-		verb := map[string]string{http.MethodPost: "create", http.MethodPatch: "patch", http.MethodPut: "update", http.MethodDelete: "delete"}[req.Method]
+	if verb, ok := writeVerbs[req.Method]; ok && err == nil && isEvents(req.URL.Path) {
 		t.counts.Add(verb + " Event")
 	}
 	return resp, err
+}
+
+// writeVerbs are the HTTP methods that write, by the verb the bench prints.
+var writeVerbs = map[string]string{http.MethodPost: "create", http.MethodPatch: "patch", http.MethodPut: "update", http.MethodDelete: "delete"}
+
+// isEvents reports whether an API path names the events resource or one event:
+// /api/v1[/namespaces/NS]/events[/NAME] or /apis/GROUP/VERSION[/namespaces/NS]/events[/NAME].
+func isEvents(path string) bool {
+	segments := strings.Split(strings.Trim(path, "/"), "/")
+	resource := 2 // after api/v1
+	if segments[0] == "apis" {
+		resource = 3 // after apis/GROUP/VERSION
+	}
+	if len(segments) > resource+2 && segments[resource] == "namespaces" {
+		resource += 2
+	}
+	return len(segments) > resource && segments[resource] == "events"
 }
