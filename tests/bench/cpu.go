@@ -89,17 +89,18 @@ func machineCPU() (busy, total float64, err error) {
 	if len(fields) < 5 || fields[0] != "cpu" {
 		return 0, 0, fmt.Errorf("/proc/stat starts with %q", line)
 	}
+	var busyTicks, totalTicks uint64 // summed in ticks, so busy never rounds above total
 	for i, f := range fields[1:] {
-		v, err := strconv.ParseFloat(f, 64)
+		v, err := strconv.ParseUint(f, 10, 64)
 		if err != nil {
 			return 0, 0, fmt.Errorf("/proc/stat: %w", err)
 		}
-		total += v / 100
+		totalTicks += v
 		if i != 3 && i != 4 { // idle and iowait
-			busy += v / 100
+			busyTicks += v
 		}
 	}
-	return busy, total, nil
+	return float64(busyTicks) / 100, float64(totalTicks) / 100, nil // 100 ticks per second
 }
 
 // cpuLine renders one wave's CPU seconds: the machine's use of its cores, then each
