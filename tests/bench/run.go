@@ -10,7 +10,6 @@ import (
 	"runtime/pprof"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
@@ -307,9 +306,16 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 		o.N, f.LatencyP50, f.LatencyP99, probes, f.ProbeWrites)
 
 	stopWatching() // its cache is not the operator's heap
-	cpu0 := cpuSeconds()
+	cpu0, err := processCPU(os.Getpid())
+	if err != nil {
+		return err
+	}
 	time.Sleep(o.Steady)
-	f.SteadyCPU = (cpuSeconds() - cpu0) / o.Steady.Minutes()
+	cpu1, err := processCPU(os.Getpid())
+	if err != nil {
+		return err
+	}
+	f.SteadyCPU = (cpu1 - cpu0) / o.Steady.Minutes()
 	f.SteadyWrites = writes.Reset()
 	f.HeapBytes = heapAbove(baseline)
 	o.Logf("operator: steady for %s: %d writes, %.2f CPU s/min; heap %d MiB", o.Steady, sum(f.SteadyWrites), f.SteadyCPU, f.HeapBytes>>20)
@@ -508,13 +514,6 @@ func unrelated(ctx context.Context, c client.Client, n int) error {
 		dep.Labels, dep.Spec.Replicas = map[string]string{"app": name}, ptr.To[int32](0)
 		return c.Create(ctx, dep)
 	})
-}
-
-// cpuSeconds is the user and system CPU time this process has used.
-func cpuSeconds() float64 {
-	var u syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &u)
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano()).Seconds()
 }
 
 // scrape renders what the operator's metrics endpoint serves (controller-runtime's
