@@ -12,9 +12,6 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/operator"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -22,9 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-
-	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
-	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 )
 
 // flags are the operator's command-line settings.
@@ -86,16 +80,8 @@ func main() {
 	}
 }
 
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(appsv1api.AddToScheme(s))
-	utilruntime.Must(redisv1alpha1.AddToScheme(s))
-	return s
-}
-
 func run(f *flags) error {
-	scheme := newScheme()
+	scheme := operator.Scheme()
 	restConfig, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("while loading the kubeconfig: %w", err)

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 // (comma-separated, default 1000), prints the table and writes bin/bench-appservices.json.
 // MWO_BENCH_STEADY sets the steady-state window (default 2m); MWO_BENCH_CPUPROFILE=1 writes
 // the in-process operator's CPU profile of its create and update waves to
-// bin/bench-cpu-N.pprof.
+// bin/bench-cpu-N.pprof; MWO_BENCH_SKIP=floor,memcached leaves those sides out.
 func BenchmarkAppServices(b *testing.B) {
 	ns := []int{1000}
 	if v := os.Getenv("MWO_BENCH_N"); v != "" {
@@ -51,6 +51,9 @@ func BenchmarkAppServices(b *testing.B) {
 	for range b.N {
 		for _, n := range ns {
 			o := Options{N: n, Steady: steady, Unrelated: 3000, Logf: func(format string, args ...any) { b.Logf(format, args...) }}
+			if v := os.Getenv("MWO_BENCH_SKIP"); v != "" {
+				o.Skip = strings.Split(v, ",")
+			}
 			if os.Getenv("MWO_BENCH_CPUPROFILE") != "" {
 				o.CPUProfile = filepath.Join(testenv.RepoRoot(), "bin", fmt.Sprintf("bench-cpu-%d.pprof", n))
 			}
