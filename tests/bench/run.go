@@ -163,7 +163,33 @@ func runFloor(ctx context.Context, o Options, f *Figures) error {
 	}
 	f.FloorUpdateCPU = cpu.Reset()
 	o.Logf("floor: every Deployment carries the new image after %.1f s; CPU s: %s", f.FloorUpdate, cpuLine(f.FloorUpdateCPU))
+	return userPatches(ctx, o, c, watched, cpu, ns, f)
+}
+
+// userPatches measures the user's writes of the operator's update wave alone, on the
+// floor's cluster: N AppServices created, then each patched to the new image as the
+// operator's wave patches them, with no operator running, once the floor's rollout is over.
+func userPatches(ctx context.Context, o Options, c client.Client, watched client.Reader, cpu *cpuMeter, ns string, f *Figures) error {
+	if _, err := waitFor(ctx, time.Now(), "the floor's rollout", deploymentsDone(watched, ns, o.N, image2, true)); err != nil {
+		return err
+	}
+	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error { return c.Create(ctx, app(ns, i, image1)) }); err != nil {
+		return err
+	}
+	cpu.Reset()
+	start := time.Now()
+	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error { return patchImage(ctx, c, ns, i, image2) }); err != nil {
+		return err
+	}
+	f.FloorUserPatch = time.Since(start).Seconds()
+	f.FloorPatchCPU = cpu.Reset()
+	o.Logf("floor: %d AppServices patched to the new image in %.1f s with no operator; CPU s: %s", o.N, f.FloorUserPatch, cpuLine(f.FloorPatchCPU))
 	return nil
+}
+
+// patchImage sets the image of the i-th AppService in ns, as a user would.
+func patchImage(ctx context.Context, c client.Client, ns string, i int, image string) error {
+	return c.Patch(ctx, app(ns, i, image), client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"image":%q}}`, image)))
 }
 
 func runOperator(ctx context.Context, o Options, f *Figures) error {
@@ -285,10 +311,7 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 
 	cpu.Reset()
 	start = time.Now()
-	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
-		a := app(ns, i, image1)
-		return c.Patch(ctx, a, client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"image":%q}}`, image2)))
-	}); err != nil {
+	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error { return patchImage(ctx, c, ns, i, image2) }); err != nil {
 		return err
 	}
 	if f.Update, err = waitFor(ctx, start, "update", deploymentsDone(watched, ns, o.N, image2, false)); err != nil {
