@@ -255,6 +255,14 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	if _, err := waitFor(ctx, time.Now(), "the controllers to start", deploymentsDone(watched, "default", 1, image1, false)); err != nil {
 		return err
 	}
+	// Its status patch and its event (the recorder sends it in the background) could
+	// otherwise land after the counts are reset, and count in the create wave.
+	if _, err := waitFor(ctx, time.Now(), "the first AppService's status and event", func(ctx context.Context) (bool, error) {
+		done, err := converged(watched, "default", 1)(ctx)
+		return done && writes.Get("create Event") > 0, err
+	}); err != nil {
+		return err
+	}
 
 	// Latency: from just before each AppService's Create to its Deployment's ADDED event.
 	sent, seen := sync.Map{}, sync.Map{}

@@ -39,6 +39,13 @@ func (w *WriteCounts) Reset() map[string]int64 {
 	return out
 }
 
+// Get is the count under key so far.
+func (w *WriteCounts) Get(key string) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.counts[key]
+}
+
 // Add counts one write under key ("verb Kind").
 func (w *WriteCounts) Add(key string) {
 	w.mu.Lock()
