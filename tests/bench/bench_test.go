@@ -126,10 +126,16 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	// Each wave's CPU is read for the API server, this process and the whole machine (busy
 	// equals total, give or take rounding, on a saturated machine).
-	for wave, cpu := range map[string]map[string]float64{"floor create": f.FloorCreateCPU, "operator create": f.CreateCPU,
-		"AppService creates alone": f.FloorAppCPU, "AppService patches alone": f.FloorPatchCPU, "operator update": f.UpdateCPU} {
+	for wave, cpu := range map[string]map[string]float64{"floor create": f.FloorCreateCPU, "operator create": f.CreateCPU, "operator update": f.UpdateCPU} {
 		if cpu["kube-apiserver"] <= 0 || cpu[benchProcess] <= 0 || cpu[machineBusy] <= 0 || cpu[machineTotal] < cpu[machineBusy]-0.05 {
 			t.Errorf("%s wave: CPU seconds %v: want the API server's, the bench's and the machine's above 0", wave, cpu)
+		}
+	}
+	// The user's writes alone are read too (n of them can take under a clock tick of the
+	// bench process's CPU, so only the API server's is required).
+	for wave, cpu := range map[string]map[string]float64{"AppService creates alone": f.FloorAppCPU, "AppService patches alone": f.FloorPatchCPU} {
+		if cpu["kube-apiserver"] <= 0 || cpu[machineTotal] < cpu[machineBusy]-0.05 {
+			t.Errorf("%s: CPU seconds %v: want the API server's above 0", wave, cpu)
 		}
 	}
 	if f.RSSFileBytes == 0 || f.RSSFileBytes >= f.RSSBytes {
