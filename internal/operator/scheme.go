@@ -8,6 +8,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
@@ -17,21 +18,17 @@ import (
 // kinds it creates (Deployments, StatefulSets, Services, ConfigMaps, Secrets, Pods, claims,
 // PodDisruptionBudgets, NetworkPolicies), the Lease it fences on, the access reviews it
 // asks, and its own kinds. The ServiceMonitor and PrometheusRule are unstructured.
-var schemeGroups = []func(*runtime.Scheme) error{
+var schemeGroups = runtime.NewSchemeBuilder(
 	corev1.AddToScheme, appsv1.AddToScheme, policyv1.AddToScheme, networkingv1.AddToScheme,
 	coordinationv1.AddToScheme, authorizationv1.AddToScheme,
 	appsv1api.AddToScheme, redisv1alpha1.AddToScheme,
-}
+)
 
 // Scheme is the operator's scheme: only the groups in schemeGroups. Registering all of
 // client-go's (about 50 group versions) kept a second copy of the type tables client-go
 // already holds, about 0.7 MiB of live heap (measured with a heap profile, 2026-11-25).
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range schemeGroups {
-		if err := add(s); err != nil {
-			panic(err) // a registration of generated types fails only on a programming error
-		}
-	}
+	utilruntime.Must(schemeGroups.AddToScheme(s))
 	return s
 }

@@ -133,7 +133,7 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	// The user's writes alone are read too (n of them can take under a clock tick of the
 	// bench process's CPU, so only the API server's is required).
-	for wave, cpu := range map[string]map[string]float64{"AppService creates alone": f.FloorAppCPU, "AppService patches alone": f.FloorPatchCPU} {
+	for wave, cpu := range map[string]map[string]float64{"AppService creates alone": f.FloorUserCreateCPU, "AppService patches alone": f.FloorUserPatchCPU} {
 		if cpu["kube-apiserver"] <= 0 || cpu[machineTotal] < cpu[machineBusy]-0.05 {
 			t.Errorf("%s: CPU seconds %v: want the API server's above 0", wave, cpu)
 		}
