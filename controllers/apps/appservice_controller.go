@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
 	"github.com/middleware-operator/middleware-operator/internal/child"
@@ -76,7 +77,7 @@ func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	changes.Record(r.Recorder, app)
 	setAppServiceStatus(next, deployment, err)
 	if wait := r.statusWait(req.NamespacedName, app, next); wait > 0 {
-		return ctrl.Result{RequeueAfter: wait}, nil // err is nil: an error is Degraded, which is written at once
+		return status.Mirror(wait), nil // err is nil: an error is Degraded, which is written at once
 	}
 	wrote, statusErr := status.PatchDerived(ctx, r.Client, app, next, appServiceStatus)
 	if statusErr != nil {
@@ -132,14 +133,16 @@ func (r *AppServiceReconciler) deleteService(ctx context.Context, app *appsv1api
 func appServiceStatus(obj client.Object) any { return obj.(*appsv1api.AppService).Status } //nolint:forcetypeassert // only AppServices
 
 // SetupWithManager registers the reconciler with the manager, watching AppServices and the
-// Deployments and Services they control.
+// Deployments and Services they control. A Deployment's rollout progress waits behind spec
+// changes (status.StatusChangesLast).
 func (r *AppServiceReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.StatusPace == nil {
 		r.StatusPace = status.NewPacer(StatusInterval)
 	}
+	owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1api.AppService{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appsv1api.AppService{}).
-		Owns(&appsv1.Deployment{}).
+		Watches(&appsv1.Deployment{}, status.StatusChangesLast(owner)).
 		Owns(&corev1.Service{}).
 		WithOptions(opts).
 		Named("appservice").

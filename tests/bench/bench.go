@@ -42,6 +42,10 @@ type Figures struct {
 	Children  float64 `json:"childrenSeconds"`
 	Converged float64 `json:"convergedSeconds"`
 	Update    float64 `json:"updateSeconds"`
+	// UpdateSettled is when, after the image change, every status again describes its
+	// spec, Available and not Progressing (status writes wait behind the Deployment
+	// updates: status.MirrorPriority).
+	UpdateSettled float64 `json:"updateSettledSeconds"`
 	// CPU seconds by component (the local cluster's processes, the bench's own process with
 	// its clients and the in-process operator, and the machine's busy and total seconds)
 	// during each wave.
@@ -94,11 +98,11 @@ type Figures struct {
 // memcached sample's pattern side by side.
 func Table(fs []Figures) string {
 	var b strings.Builder
-	b.WriteString("| N | floor: children / Available / update (s) | AppServices alone: creates / patches (s) | operator: children / converged / update (s) | ratio converged / update | writes per AppService: create / update | steady writes, CPU s/min | latency p50 / p99 with N (s) | creation wave latency p50 / p99 (s) | metrics page: bytes / own series |\n")
+	b.WriteString("| N | floor: children / Available / update (s) | AppServices alone: creates / patches (s) | operator: children / converged / update / settled (s) | ratio converged / update | writes per AppService: create / update | steady writes, CPU s/min | latency p50 / p99 with N (s) | creation wave latency p50 / p99 (s) | metrics page: bytes / own series |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, f := range fs {
-		fmt.Fprintf(&b, "| %d | %.1f / %.1f / %.1f | %.1f / %.1f | %.1f / %.1f / %.1f | %.2f / %.2f | %.2f / %.2f | %d, %.2f | %.3f / %.3f | %.1f / %.1f | %d / %d |\n",
-			f.N, f.FloorChildren, f.FloorAvailable, f.FloorUpdate, f.FloorUserCreate, f.FloorUserPatch, f.Children, f.Converged, f.Update,
+		fmt.Fprintf(&b, "| %d | %.1f / %.1f / %.1f | %.1f / %.1f | %.1f / %.1f / %.1f / %.1f | %.2f / %.2f | %.2f / %.2f | %d, %.2f | %.3f / %.3f | %.1f / %.1f | %d / %d |\n",
+			f.N, f.FloorChildren, f.FloorAvailable, f.FloorUpdate, f.FloorUserCreate, f.FloorUserPatch, f.Children, f.Converged, f.Update, f.UpdateSettled,
 			f.Converged/f.FloorAvailable, f.Update/f.FloorUpdate,
 			float64(sum(f.CreateWrites))/float64(f.N), float64(sum(f.UpdateWrites))/float64(f.N),
 			sum(f.SteadyWrites), f.SteadyCPU, f.LatencyP50, f.LatencyP99, f.WaveLatencyP50, f.WaveLatencyP99,

@@ -26,7 +26,8 @@ func TestMain(m *testing.M) {
 // (comma-separated, default 1000), prints the table and writes bin/bench-appservices.json.
 // MWO_BENCH_STEADY sets the steady-state window (default 2m); MWO_BENCH_CPUPROFILE=1 writes
 // the in-process operator's CPU profile of its create and update waves to
-// bin/bench-cpu-N.pprof; MWO_BENCH_SKIP=floor,memcached leaves those sides out.
+// bin/bench-cpu-N.pprof; MWO_BENCH_SKIP=floor,memcached leaves those sides out;
+// MWO_BENCH_TRACE=1 prints the update wave's progress each second.
 func BenchmarkAppServices(b *testing.B) {
 	ns := []int{1000}
 	if v := os.Getenv("MWO_BENCH_N"); v != "" {
@@ -54,6 +55,7 @@ func BenchmarkAppServices(b *testing.B) {
 			if v := os.Getenv("MWO_BENCH_SKIP"); v != "" {
 				o.Skip = strings.Split(v, ",")
 			}
+			o.Trace = os.Getenv("MWO_BENCH_TRACE") != ""
 			if os.Getenv("MWO_BENCH_CPUPROFILE") != "" {
 				o.CPUProfile = filepath.Join(testenv.RepoRoot(), "bin", fmt.Sprintf("bench-cpu-%d.pprof", n))
 			}

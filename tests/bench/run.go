@@ -48,6 +48,8 @@ type Options struct {
 	// CPUProfile, when set, is where the bench process's CPU profile of the operator's
 	// create and update waves is written (the in-process operator and the bench's clients).
 	CPUProfile string
+	// Trace prints the update wave's progress each second.
+	Trace bool
 	// Skip names the sides not run ("floor", "memcached"), for measuring the operator alone
 	// while working on it; their figures stay zero (ratios to a skipped floor print +Inf).
 	Skip []string
@@ -322,6 +324,11 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 
 	cpu.Reset()
 	start = time.Now()
+	if o.Trace {
+		traceCtx, stopTrace := context.WithCancel(ctx)
+		defer stopTrace()
+		go traceUpdate(traceCtx, watched, ns, image2, writes, start)
+	}
 	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error { return patchImage(ctx, c, ns, i, image2) }); err != nil {
 		return err
 	}
@@ -330,12 +337,13 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	}
 	f.UpdateCPU = cpu.Reset()
 	stopProfile()
-	if _, err := waitFor(ctx, start, "converged after the update", converged(watched, ns, o.N)); err != nil {
+	if f.UpdateSettled, err = waitFor(ctx, start, "converged after the update", converged(watched, ns, o.N)); err != nil {
 		return err
 	}
 	time.Sleep(2 * time.Second)
 	f.UpdateWrites, f.UpdateStatusChanges = writes.Reset(), changes.Reset()
-	o.Logf("operator: every Deployment carries the new image after %.1f s, %d writes; CPU s: %s", f.Update, sum(f.UpdateWrites), cpuLine(f.UpdateCPU))
+	o.Logf("operator: every Deployment carries the new image after %.1f s, every status settled after %.1f s, %d writes; CPU s: %s",
+		f.Update, f.UpdateSettled, sum(f.UpdateWrites), cpuLine(f.UpdateCPU))
 
 	if f.LatencyP50, f.LatencyP99, err = probeLatency(ctx, c, cs, ns); err != nil {
 		return err
@@ -403,6 +411,26 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	o.Logf("operator: heap %d MiB, process RSS %d MiB (peak %d MiB) after %d unrelated Secrets and ConfigMaps and %d Deployments",
 		f.HeapUnrelatedBytes>>20, f.RSSUnrelatedBytes>>20, f.PeakRSSUnrelatedBytes>>20, o.Unrelated, o.Unrelated/3)
 	return nil
+}
+
+// traceUpdate prints, each second until ctx ends, how many Deployments in ns carry image
+// and the operator's writes so far: the update wave's progress, for MWO_BENCH_TRACE.
+func traceUpdate(ctx context.Context, watched client.Reader, ns, image string, writes *testenv.WriteCounts, start time.Time) {
+	for ctx.Err() == nil {
+		time.Sleep(time.Second)
+		list := &appsv1.DeploymentList{}
+		if err := watched.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
+			continue
+		}
+		done := 0
+		for _, d := range list.Items {
+			if d.Spec.Template.Spec.Containers[0].Image == image {
+				done++
+			}
+		}
+		fmt.Fprintf(os.Stderr, "update wave at %.1f s: %d Deployments carry the image; operator writes: %d Deployment updates, %d status patches, %d events\n",
+			time.Since(start).Seconds(), done, writes.Get("update Deployment"), writes.Get("patch-status AppService"), writes.Get("create Event"))
+	}
 }
 
 // startCPUProfile starts profiling this process's CPU into path (nothing when path is
