@@ -115,11 +115,7 @@ func ensureLive[PT client.Object](ctx context.Context, c client.Client, kind str
 		return live, "", &NotControlledError{Kind: kind, Name: desired.GetName()}
 	}
 	if live.GetAnnotations()[HashAnnotation] == hash {
-		same, err := Subset(desired, live)
-		if err != nil {
-			return none, "", err
-		}
-		if same {
+		if Subset(desired, live) {
 			return live, Unchanged, nil
 		}
 	}
