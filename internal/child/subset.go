@@ -2,6 +2,7 @@ package child
 
 import (
 	"bytes"
+	"iter"
 	"reflect"
 	"strings"
 
@@ -61,27 +62,31 @@ func (jf jsonField) omitted(v reflect.Value) bool {
 	return jf.name == "-" || jf.omitempty && isEmpty(v) || jf.omitzero && isZero(v)
 }
 
+// shownFields yields the name ("" when inlined) and index of each exported field of the
+// struct v that v's JSON shows.
+func shownFields(v reflect.Value) iter.Seq2[string, int] {
+	return func(yield func(string, int) bool) {
+		t := v.Type()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			if jf := jsonFieldOf(f); !jf.omitted(v.Field(i)) && !yield(jf.name, i) {
+				return
+			}
+		}
+	}
+}
+
 // fieldsSubset compares the fields of two structs of one type; top leaves out the object's
 // apiVersion, kind, metadata and status.
 func fieldsSubset(d, l reflect.Value, top bool) bool {
-	t := d.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
+	for name, i := range shownFields(d) {
+		if top && (name == "" || name == "metadata" || name == "status") {
 			continue
 		}
-		jf := jsonFieldOf(f)
-		dv := d.Field(i)
-		switch {
-		case top && (jf.name == "" || jf.name == "metadata" || jf.name == "status"):
-			continue
-		case jf.omitted(dv):
-			continue
-		case jf.name == "": // inlined
-			if !valueSubset(dv, l.Field(i)) {
-				return false
-			}
-		case !valueSubset(dv, l.Field(i)):
+		if !valueSubset(d.Field(i), l.Field(i)) {
 			return false
 		}
 	}
@@ -177,17 +182,8 @@ func emptyForm(v reflect.Value) bool {
 	case reflect.Map:
 		return v.Len() == 0
 	case reflect.Struct:
-		t := v.Type()
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			jf := jsonFieldOf(f)
-			if jf.omitted(v.Field(i)) {
-				continue
-			}
-			if jf.name != "" || !emptyForm(v.Field(i)) {
+		for name, i := range shownFields(v) {
+			if name != "" || !emptyForm(v.Field(i)) {
 				return false
 			}
 		}
