@@ -17,7 +17,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
 	"github.com/middleware-operator/middleware-operator/internal/child"
@@ -77,7 +76,7 @@ func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	changes.Record(r.Recorder, app)
 	setAppServiceStatus(next, deployment, err)
 	if wait := r.statusWait(req.NamespacedName, app, next); wait > 0 {
-		return status.Mirror(wait), nil // err is nil: an error is Degraded, which is written at once
+		return ctrl.Result{RequeueAfter: wait}, nil // err is nil: an error is Degraded, which is written at once
 	}
 	wrote, statusErr := status.PatchDerived(ctx, r.Client, app, next, appServiceStatus)
 	if statusErr != nil {
@@ -133,16 +132,14 @@ func (r *AppServiceReconciler) deleteService(ctx context.Context, app *appsv1api
 func appServiceStatus(obj client.Object) any { return obj.(*appsv1api.AppService).Status } //nolint:forcetypeassert // only AppServices
 
 // SetupWithManager registers the reconciler with the manager, watching AppServices and the
-// Deployments and Services they control. A Deployment's rollout progress waits behind spec
-// changes (status.StatusChangesLast).
+// Deployments and Services they control.
 func (r *AppServiceReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.StatusPace == nil {
 		r.StatusPace = status.NewPacer(StatusInterval)
 	}
-	owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1api.AppService{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appsv1api.AppService{}).
-		Watches(&appsv1.Deployment{}, status.StatusChangesLast(owner)).
+		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		WithOptions(opts).
 		Named("appservice").

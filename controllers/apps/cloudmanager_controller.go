@@ -280,9 +280,8 @@ func cloudManagerStatus(obj client.Object) any { return obj.(*appsv1api.CloudMan
 const passwordSecretIndex = "cloudmanager.spec.db.rootPasswordSecretRef.name"
 
 // SetupWithManager registers the reconciler with the manager: it watches CloudManagers, the
-// Deployments, StatefulSets, Services and Secrets they control (a rollout's progress waits
-// behind spec changes: status.StatusChangesLast), and the Secrets they read the root
-// password from. It also registers the field indexes the cleanup and the Secret watch
+// Deployments, StatefulSets, Services and Secrets they control, and the Secrets they read the
+// root password from. It also registers the field indexes the cleanup and the Secret watch
 // use.
 func (r *CloudManagerReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if err := caching.UserObjects(mgr, &r.APIReader, &r.References); err != nil {
@@ -302,11 +301,10 @@ func (r *CloudManagerReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 	}); err != nil {
 		return fmt.Errorf("while indexing CloudManagers by their password Secret: %w", err)
 	}
-	owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1api.CloudManager{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appsv1api.CloudManager{}).
-		Watches(&appsv1.Deployment{}, status.StatusChangesLast(owner)).
-		Watches(&appsv1.StatefulSet{}, status.StatusChangesLast(owner)).
+		Owns(&appsv1.Deployment{}).
+		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.Secret{}).
 		WatchesRawSource(source.Kind(r.References, caching.Metadata("Secret"), handler.TypedEnqueueRequestsFromMapFunc(r.cloudManagersReading))).

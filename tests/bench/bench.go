@@ -43,8 +43,7 @@ type Figures struct {
 	Converged float64 `json:"convergedSeconds"`
 	Update    float64 `json:"updateSeconds"`
 	// UpdateSettled is when, after the image change, every status again describes its
-	// spec, Available and not Progressing (status writes wait behind the Deployment
-	// updates: status.MirrorPriority).
+	// spec, Available and not Progressing: the rollouts' end as the AppServices report it.
 	UpdateSettled float64 `json:"updateSettledSeconds"`
 	// CPU seconds by component (the local cluster's processes, the bench's own process with
 	// its clients and the in-process operator, and the machine's busy and total seconds)
