@@ -225,22 +225,29 @@ func waitFor(ctx context.Context, start time.Time, what string, cond func(ctx co
 // available is set, have every replica available.
 func deploymentsDone(c client.Reader, ns string, n int, image string, available bool) func(ctx context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
-		list := &appsv1.DeploymentList{}
-		if err := c.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
-			return false, err
-		}
-		done := 0
-		for _, d := range list.Items {
-			if d.Spec.Template.Spec.Containers[0].Image != image {
-				continue
-			}
-			if available && (d.Status.ObservedGeneration != d.Generation || d.Status.AvailableReplicas != ptr.Deref(d.Spec.Replicas, 1)) {
-				continue
-			}
-			done++
-		}
-		return done == n, nil
+		done, err := deploymentsRunning(ctx, c, ns, image, available)
+		return done == n, err
 	}
+}
+
+// deploymentsRunning counts the Deployments in ns that run image and, when available is
+// set, have every replica available.
+func deploymentsRunning(ctx context.Context, c client.Reader, ns, image string, available bool) (int, error) {
+	list := &appsv1.DeploymentList{}
+	if err := c.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
+		return 0, err
+	}
+	done := 0
+	for _, d := range list.Items {
+		if d.Spec.Template.Spec.Containers[0].Image != image {
+			continue
+		}
+		if available && (d.Status.ObservedGeneration != d.Generation || d.Status.AvailableReplicas != ptr.Deref(d.Spec.Replicas, 1)) {
+			continue
+		}
+		done++
+	}
+	return done, nil
 }
 
 // servicesExist reports whether ns holds n Services.

@@ -418,15 +418,9 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 func traceUpdate(ctx context.Context, watched client.Reader, ns, image string, writes *testenv.WriteCounts, start time.Time) {
 	for ctx.Err() == nil {
 		time.Sleep(time.Second)
-		list := &appsv1.DeploymentList{}
-		if err := watched.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
+		done, err := deploymentsRunning(ctx, watched, ns, image, false)
+		if err != nil {
 			continue
-		}
-		done := 0
-		for _, d := range list.Items {
-			if d.Spec.Template.Spec.Containers[0].Image == image {
-				done++
-			}
 		}
 		fmt.Fprintf(os.Stderr, "update wave at %.1f s: %d Deployments carry the image; operator writes: %d Deployment updates, %d status patches, %d events\n",
 			time.Since(start).Seconds(), done, writes.Get("update Deployment"), writes.Get("patch-status AppService"), writes.Get("create Event"))
