@@ -3,7 +3,13 @@ package redis
 import (
 	"context"
 	"crypto/tls"
+	"errors"
+	"fmt"
+	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
 )
@@ -90,4 +96,84 @@ func (f fencedAdmin) Failover(ctx context.Context, replicaAddr string) error {
 		return err
 	}
 	return f.Admin.Failover(ctx, replicaAddr)
+}
+
+// adminFor is the reconcile's Admin: the cluster's pooled one (adminPool), fenced when
+// Fence is set.
+func (r *RedisClusterReconciler) adminFor(s *state) Admin {
+	if s.admin == nil {
+		s.admin = r.admins.get(client.ObjectKeyFromObject(s.rc), s.login(), s.tls, func() Admin { return r.NewAdmin(s.login(), s.tls) })
+		if r.Fence != nil {
+			s.admin = fencedAdmin{Admin: s.admin, fence: r.fence}
+		}
+	}
+	return s.admin
+}
+
+// adminPool keeps one Admin per cluster across reconciles, so a converged reconcile reads
+// every node over a connection it already has instead of dialing and authenticating again.
+// An Admin is replaced when the login or the TLS configuration changes, and closed when its
+// cluster is gone.
+type adminPool struct {
+	mu        sync.Mutex
+	byCluster map[types.NamespacedName]pooledAdmin
+}
+
+type pooledAdmin struct {
+	admin Admin
+	login redisadmin.Login
+	tls   *tls.Config
+}
+
+// get returns the cluster's Admin for login and tlsConfig, opening it with open when there
+// is none or the one there authenticates or verifies differently.
+func (p *adminPool) get(cluster types.NamespacedName, login redisadmin.Login, tlsConfig *tls.Config, open func() Admin) Admin {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if prev, ok := p.byCluster[cluster]; ok {
+		if prev.login == login && sameTLS(prev.tls, tlsConfig) {
+			return prev.admin
+		}
+		_ = prev.admin.Close()
+	}
+	if p.byCluster == nil {
+		p.byCluster = map[types.NamespacedName]pooledAdmin{}
+	}
+	a := open()
+	p.byCluster[cluster] = pooledAdmin{admin: a, login: login, tls: tlsConfig}
+	return a
+}
+
+// forget closes the cluster's Admin, if any.
+func (p *adminPool) forget(cluster types.NamespacedName) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if prev, ok := p.byCluster[cluster]; ok {
+		_ = prev.admin.Close()
+		delete(p.byCluster, cluster)
+	}
+}
+
+// sameTLS reports whether a and b verify the nodes alike: both plain text, or the same CAs
+// and server name.
+func sameTLS(a, b *tls.Config) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.ServerName == b.ServerName && a.RootCAs.Equal(b.RootCAs)
+}
+
+// ErrFenced wraps the error of a Fence that forbids this replica to act.
+var ErrFenced = errors.New("not acting on Redis")
+
+// fence checks Fence, if any: nil while this replica may act on Redis, an error wrapping
+// ErrFenced otherwise.
+func (r *RedisClusterReconciler) fence(ctx context.Context) error {
+	if r.Fence == nil {
+		return nil
+	}
+	if err := r.Fence(ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrFenced, err)
+	}
+	return nil
 }

@@ -34,10 +34,6 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
 
-// healthInterval is how often a formed cluster's nodes are read again: Redis topology
-// changes (a failover, a crashed node) are not Kubernetes events.
-const healthInterval = 10 * time.Second
-
 // RedisClusterReconciler runs Redis clusters.
 type RedisClusterReconciler struct {
 	client.Client
@@ -66,9 +62,18 @@ type RedisClusterReconciler struct {
 	accessOnce          sync.Once
 	// stale keeps reconciles off cached objects older than the operator's last status write.
 	stale status.StaleGuard
+	// admins keeps each cluster's Redis connections from one reconcile to the next.
+	admins adminPool
+	// userObjects reads the Secrets and ConfigMaps a user names once per version
+	// (caching.Versioned over References and APIReader); policies reads NetworkPolicies
+	// through the API reader (no informer: see NetworkPolicyVerbs).
+	readersOnce           sync.Once
+	userObjects, policies *caching.Versioned
 }
 
-// state is what one reconcile learns and decides, passed from step to step.
+// state is what one reconcile observes, the step it plans and what acting on it leaves
+// for the status. Each field is written by one stage: observe fills the first group, plan
+// sets step, act and observe's child writes set err.
 type state struct {
 	rc       *redisv1alpha1.RedisCluster // as read, never modified
 	next     *redisv1alpha1.RedisCluster // the status being built
@@ -92,20 +97,14 @@ type state struct {
 	// ConfigMap exists.
 	recorded     map[string]string
 	recordExists bool
-	// snap is the reconcile's one look at the nodes, health what clients would see of it,
-	// members the pods whose node answered, in ordinal order.
-	observed bool
-	snap     redisadmin.Snapshot
-	health   redisadmin.Health
-	members  []member
-	admin    Admin
-	err      error // the first step error, reported in Degraded
-	// opPhase and opReason name the operation under way (Scaling, Upgrading, Healing);
-	// waiting says what the operator waits for; lost says why the cluster is lost.
-	opPhase  redisv1alpha1.Phase
-	opReason string
-	waiting  string
-	lost     string
+	// snap is the reconcile's one look at the nodes (nil Nodes until taken), health what
+	// clients would see of it.
+	snap   redisadmin.Snapshot
+	health redisadmin.Health
+	// step is the one step planned from the snapshot (zero when observing failed).
+	step  redisadmin.Step
+	admin Admin
+	err   error // the first error, reported in Degraded
 	// rotation is rotationCurrent when the nodes run the Secret's password, what a password
 	// rotation under way waits for, or "" when the step did not run.
 	rotation string
@@ -124,115 +123,121 @@ type state struct {
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=selfsubjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile runs the pipeline: finalizer, then (unless paused) password, configuration,
-// Services, disruption budget, NetworkPolicy and StatefulSet, and a password rotation when the password
-// Secret changed; then it observes once (every pod's node read
-// once into a snapshot), records the members, and decides from that snapshot: refuse to
-// replace a lost cluster, form a new one, run the next recovery, fix open slots, and (while
-// every member answers) join new nodes, move slots, remove leaving nodes, replace outdated
-// pods. Each acting step does one bounded thing and ends the reconcile, so the next one
-// starts from a fresh look. The status comes last, derived from the same snapshot.
+// Reconcile observes once, plans one step, acts once and writes the status once. Observing
+// reads the user's Secrets and the member record, keeps the children as the spec says (the
+// StatefulSet never below the nodes still in the cluster) and any password rotation or
+// certificate reload moving, then takes one snapshot of the pods and every node. The plan
+// (redisadmin.NextStep) is a pure function of the spec and that snapshot; the step it
+// returns is bounded in time, and the next reconcile starts from a fresh look. The status
+// is derived from the same snapshot and step.
 func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	rc := &redisv1alpha1.RedisCluster{}
-	if err := r.Get(ctx, req.NamespacedName, rc); err != nil {
-		if apierrors.IsNotFound(err) {
-			metrics.ForgetRedisCluster(req.Namespace, req.Name)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if r.stale.Stale(req.NamespacedName, rc.ResourceVersion) {
-		return ctrl.Result{RequeueAfter: status.StaleRetry}, nil
-	}
-	if !rc.DeletionTimestamp.IsZero() {
-		metrics.ForgetRedisCluster(req.Namespace, req.Name)
-		return ctrl.Result{}, r.finalize(ctx, rc)
-	}
-	if done, err := r.ensureFinalizer(ctx, rc); done || err != nil {
-		// A finalizer change passes no event filter: look again from the written object.
-		return ctrl.Result{RequeueAfter: waitInterval}, err
+	rc, result, err := r.load(ctx, req)
+	if rc == nil {
+		return result, err
 	}
 	s := &state{rc: rc, next: rc.DeepCopy()}
-	defer func() {
-		if s.admin != nil {
-			_ = s.admin.Close()
-		}
-	}()
-	result := r.run(ctx, s,
-		r.readPassword,
-		r.readUsers,
-		r.readTLS,
-		r.readMembers,
-		r.pauseGate,
-		r.ensurePassword,
-		r.ensureUsers,
-		r.ensureTLS,
-		r.ensureConfigMap,
-		r.ensureServices,
-		r.ensurePodDisruptionBudget,
-		r.ensureNetworkPolicy,
-		r.ensureStatefulSet,
-		r.rotatePasswords,
-		r.reloadCertificates,
-		r.observeNodes,
-		r.recordMembers,
-		r.guardLostCluster,
-		r.guardLostShards,
-		r.formCluster,
-		r.recover,
-		r.fixOpenSlots,
-		r.waitForMembers,
-		r.joinNewNodes,
-		r.balanceSlots,
-		r.removeLeavingNodes,
-		r.upgradePods,
-	)
-	if s.err != nil && errors.Is(s.err, ErrFenced) {
+	s.err = r.prepare(ctx, s)
+	r.takeSnapshot(ctx, s)
+	if s.err == nil {
+		s.step = redisadmin.NextStep(r.plannerSpec(s), s.snap, s.health)
+		s.err = r.act(ctx, s)
+	}
+	if errors.Is(s.err, ErrFenced) {
 		// Another replica leads now: what this one saw is not its to report.
 		return ctrl.Result{}, s.err
 	}
-	r.observe(ctx, s)
+	r.observe(s)
 	recordMetrics(s)
 	wrote, err := status.Patch(ctx, r.Client, s.rc, s.next, redisClusterStatus)
 	if wrote {
 		r.stale.Wrote(req.NamespacedName, s.rc.ResourceVersion)
 	}
-	if err != nil {
-		if apierrors.IsConflict(err) {
-			// The status was computed from a stale object; the next look recomputes it.
-			metrics.RedisStatusConflicts.WithLabelValues().Inc()
-			return ctrl.Result{RequeueAfter: waitInterval}, nil
-		}
+	switch {
+	case apierrors.IsConflict(err):
+		// The status was computed from a stale object; the next look recomputes it.
+		metrics.RedisStatusConflicts.WithLabelValues().Inc()
+		return ctrl.Result{RequeueAfter: redisadmin.LookSoon}, nil
+	case err != nil:
 		return ctrl.Result{}, err
-	}
-	if s.err != nil {
+	case s.err != nil:
 		return ctrl.Result{}, s.err
 	}
-	if result.RequeueAfter == 0 {
-		result.RequeueAfter = healthInterval
-	}
-	if settled := s.health.SettledIn; settled > 0 && settled < result.RequeueAfter {
-		// A node that just started turns Ready as soon as it has settled, not a health
-		// interval later.
-		result.RequeueAfter = settled + 100*time.Millisecond
-	}
-	return result, nil
+	return ctrl.Result{RequeueAfter: s.lookAgain()}, nil
 }
 
-// step is one stage of the pipeline; a non-nil result or an error stops the pipeline.
-type step func(ctx context.Context, s *state) (*ctrl.Result, error)
-
-func (r *RedisClusterReconciler) run(ctx context.Context, s *state, steps ...step) ctrl.Result {
-	for _, st := range steps {
-		res, err := st(ctx, s)
-		if err != nil {
-			s.err = err
-			return ctrl.Result{}
+// load reads the RedisCluster and handles what comes before a reconcile proper: a stale
+// cache, deletion, the finalizer. A nil cluster means the reconcile ends with result, err.
+func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*redisv1alpha1.RedisCluster, ctrl.Result, error) {
+	rc := &redisv1alpha1.RedisCluster{}
+	if err := r.Get(ctx, req.NamespacedName, rc); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.ForgetRedisCluster(req.Namespace, req.Name)
+			r.admins.forget(req.NamespacedName)
 		}
-		if res != nil {
-			return *res
+		return nil, ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.stale.Stale(req.NamespacedName, rc.ResourceVersion) {
+		return nil, ctrl.Result{RequeueAfter: status.StaleRetry}, nil
+	}
+	if !rc.DeletionTimestamp.IsZero() {
+		metrics.ForgetRedisCluster(req.Namespace, req.Name)
+		r.admins.forget(req.NamespacedName)
+		return nil, ctrl.Result{}, r.finalize(ctx, rc)
+	}
+	if done, err := r.ensureFinalizer(ctx, rc); done || err != nil {
+		// A finalizer change passes no event filter: look again from the written object.
+		return nil, ctrl.Result{RequeueAfter: redisadmin.LookSoon}, err
+	}
+	return rc, ctrl.Result{}, nil
+}
+
+// prepare reads what the snapshot needs (passwords, TLS, the member record) and, unless the
+// cluster is paused, keeps the children and moves rotations on. The first error stops it.
+func (r *RedisClusterReconciler) prepare(ctx context.Context, s *state) error {
+	steps := []func(context.Context, *state) error{r.readPassword, r.readUsers, r.readTLS, r.readMembers}
+	if !s.rc.Spec.Pause {
+		steps = append(steps, r.ensurePassword, r.ensureUsers, r.ensureTLS, r.ensureConfigMap, r.ensureServices,
+			r.ensurePodDisruptionBudget, r.ensureNetworkPolicy, r.ensureStatefulSet, r.deleteScaledInClaims,
+			r.rotatePasswords, r.reloadCertificates)
+	}
+	for _, step := range steps {
+		if err := step(ctx, s); err != nil {
+			return err
 		}
 	}
-	return ctrl.Result{}
+	return nil
+}
+
+// lookAgain is when the next reconcile should look: when the step asks, and no later than
+// a node that just started has settled (it turns Ready then, not a look later).
+func (s *state) lookAgain() time.Duration {
+	after := s.step.After
+	if after == 0 {
+		after = redisadmin.LookIdle
+	}
+	if settled := s.health.SettledIn; settled > 0 && settled < after {
+		after = settled + 100*time.Millisecond
+	}
+	return after
+}
+
+// readers makes userObjects and policies once: over the references cache when there is one
+// (always under a manager), else straight through the API reader.
+func (r *RedisClusterReconciler) readers() {
+	r.readersOnce.Do(func() {
+		var refs client.Reader
+		if r.References != nil {
+			refs = r.References
+		}
+		r.userObjects = &caching.Versioned{Refs: refs, API: r.APIReader}
+		r.policies = &caching.Versioned{API: r.APIReader}
+	})
+}
+
+// userObject reads a Secret or ConfigMap a user names (see readers).
+func (r *RedisClusterReconciler) userObject(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.readers()
+	return r.userObjects.Get(ctx, key, obj, opts...)
 }
 
 // referencing maps a Secret or ConfigMap to the clusters that name it in

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/caching"
 	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -197,11 +198,20 @@ func TestRedisClusterSevenNodesGiveThreeMastersFourReplicas(t *testing.T) {
 }
 
 // TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites reconciles a Running cluster
-// with a reconciler whose client and Redis admin count every write and topology command.
+// (its password in a Secret of the user's) with a reconciler whose client, API reader and
+// Redis admin count every write, every read that bypasses a cache and every topology
+// command: three reconciles make none, open no new connection to any node (the admin is
+// kept from one reconcile to the next) and send each node one CLUSTER NODES each.
 func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
+	const password = "steady-user-password-1"
+	if err := env.Client.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "steady-pw"},
+		Data: map[string][]byte{"password": []byte(password)}}); err != nil {
+		t.Fatal(err)
+	}
 	rc := redistest.NewCluster(ns, "steady", 6)
+	rc.Spec.PasswordSecret = "steady-pw"
 	if err := env.Client.Create(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}
@@ -209,13 +219,19 @@ func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 	waitRunning(t, key)
 	// Let gossip about the replicas settle so the status is final.
 	time.Sleep(2 * time.Second)
-	waitRunning(t, key)
+	rc = waitRunning(t, key)
 
+	refs, err := caching.NewReferences(mgr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var writes, topology atomic.Int64
+	var reads testenv.WriteCounts
 	recorder := events.NewFakeRecorder(10)
 	r := &rediscontrollers.RedisClusterReconciler{
 		Client: testenv.CountingClient{Client: mgr.GetClient(), Writes: &writes}, Scheme: env.Scheme, Recorder: recorder,
-		APIReader: mgr.GetAPIReader(), OperatorNamespace: operatorNamespace, // as the suite's reconciler, or the two rewrite the NetworkPolicy in turn
+		APIReader: countingReader{Reader: mgr.GetAPIReader(), reads: &reads}, References: refs,
+		OperatorNamespace: operatorNamespace, // as the suite's reconciler, or the two rewrite the NetworkPolicy in turn
 		NewAdmin: func(login redisadmin.Login, tlsConfig *tls.Config) rediscontrollers.Admin {
 			return countingAdmin{Admin: rediscontrollers.DefaultAdminFactory(login, tlsConfig), topology: &topology}
 		},
@@ -223,15 +239,57 @@ func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
 		writes.Store(0)
 		topology.Store(0)
+		reads.Reset()
+		before := nodeCounters(ctx, t, rc, password)
 		for range 3 {
 			if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
 				return false, err.Error()
 			}
 		}
-		return writes.Load() == 0 && topology.Load() == 0 && len(recorder.Events) == 0,
-			fmt.Sprintf("3 reconciles of a Running cluster made %d API writes, %d topology commands, %d events",
-				writes.Load(), topology.Load(), len(recorder.Events))
+		after := nodeCounters(ctx, t, rc, password)
+		got := reads.Reset()
+		var extra []string
+		for i := range before {
+			// The counters' own reader opens one connection per node.
+			if conns, nodes := after[i][0]-before[i][0]-1, after[i][1]-before[i][1]; conns != 0 || nodes != 3 {
+				extra = append(extra, fmt.Sprintf("%s: %d new connections and %d CLUSTER NODES", rc.Status.Nodes[i].Name, conns, nodes))
+			}
+		}
+		return writes.Load() == 0 && topology.Load() == 0 && len(recorder.Events) == 0 && got["*v1.Secret"]+got["*v1.ConfigMap"] == 0 &&
+				got["*v1.NetworkPolicy"] <= 3 && len(extra) == 0,
+			fmt.Sprintf("3 reconciles of a Running cluster made %d API writes, %d topology commands, %d events, API reads %v (want no Secret or ConfigMap, at most one NetworkPolicy each); per node, want no new connection and 3 CLUSTER NODES: %v",
+				writes.Load(), topology.Load(), len(recorder.Events), got, extra)
 	})
+}
+
+// countingReader counts the reads it sends the API server, by Go type of the object.
+type countingReader struct {
+	client.Reader
+	reads *testenv.WriteCounts
+}
+
+func (c countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.reads.Add(fmt.Sprintf("%T", obj))
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+// nodeCounters reads, from each node of rc's status, the connections it accepted so far and
+// how often it ran CLUSTER NODES.
+func nodeCounters(ctx context.Context, t *testing.T, rc *redisv1alpha1.RedisCluster, password string) [][2]int {
+	t.Helper()
+	out := make([][2]int, len(rc.Status.Nodes))
+	for i, n := range rc.Status.Nodes {
+		c := goredis.NewClient(&goredis.Options{Addr: n.Instance, Password: password, Protocol: 2, DisableIdentity: true, PoolSize: 1})
+		stats, err := c.Info(ctx, "stats", "commandstats").Result()
+		_ = c.Close()
+		if err != nil {
+			t.Fatalf("INFO of %s: %v", n.Name, err)
+		}
+		fields := redisadmin.ParseClusterInfo(stats)
+		out[i][0], _ = strconv.Atoi(fields["total_connections_received"])
+		_, _ = fmt.Sscanf(fields["cmdstat_cluster|nodes"], "calls=%d", &out[i][1])
+	}
+	return out
 }
 
 func TestRedisClusterPauseStopsChanges(t *testing.T) {

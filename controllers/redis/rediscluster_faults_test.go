@@ -647,3 +647,41 @@ func pause(t *testing.T, key client.ObjectKey) {
 		return strings.Contains(cur.Status.Reason, "paused"), "not paused yet: " + cur.Status.Reason
 	})
 }
+
+// TestRedisClusterLosesAKubeNodeWithItsDisks: every Redis pod on one Kubernetes node loses
+// its volume at the same moment (the node and its local disks are gone; its pods come back
+// empty at their addresses). The cluster has as many Kubernetes nodes as a shard has members
+// and the operator keeps each master and its replica apart, so every shard keeps a copy: a
+// writer that runs throughout loses no acknowledged key, every key reads back through every
+// node, and the layout is whole again.
+func TestRedisClusterLosesAKubeNodeWithItsDisks(t *testing.T) {
+	t.Parallel()
+	ns, key, _, pw := formed(t, "lostnode", 6, 3)
+	rc := redistest.CheckLayout(t, env.Client, key) // every replica apart from its master
+	host := podOfRole(rc, "master").Hostname
+	var victims []string
+	for _, n := range rc.Status.Nodes {
+		if n.Hostname == host {
+			victims = append(victims, n.Name)
+		}
+	}
+	if len(victims) < 2 {
+		t.Fatalf("kube node %s runs %v: the fault would be a single lost volume", host, victims)
+	}
+	w := redistest.StartWriter(podOfRole(rc, "slave").Instance, pw)
+	w.WaitWritten(t, 500)
+
+	start := time.Now()
+	for _, pod := range victims {
+		if err := kubelet.LoseData(ns, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitNotReady(t, key)
+	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
+	w.WaitWritten(t, 500)
+	rc = redistest.CheckLayout(t, env.Client, key)
+	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
+	t.Logf("kube node %s lost %v with their disks; healthy again after %s", host, victims, time.Since(start).Round(time.Second))
+	w.Verify(t, env.Client, rc, pw)
+}

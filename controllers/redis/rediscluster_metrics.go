@@ -10,7 +10,7 @@ import (
 // recordMetrics sets the cluster's gauges from the reconcile's snapshot and health: what
 // clients would see, from every answering node, never from one node's opinion.
 func recordMetrics(s *state) {
-	if !s.observed {
+	if s.snap.Now.IsZero() {
 		return
 	}
 	ns, name := s.rc.Namespace, s.rc.Name
@@ -52,7 +52,7 @@ func recordMetrics(s *state) {
 	metrics.RedisMastersWithoutReplica.WithLabelValues(ns, name).Set(float64(alone))
 	metrics.RedisNodesSilent.WithLabelValues(ns, name).Set(float64(len(h.Silent)))
 	metrics.RedisLastCheck.WithLabelValues(ns, name).Set(float64(s.snap.Now.Unix()))
-	if s.opPhase == "" {
+	if s.step.Operation == "" {
 		metrics.RedisMigrationSlotsLeft.WithLabelValues(ns, name).Set(0)
 	}
 }

@@ -9,9 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/middleware-operator/middleware-operator/internal/caching"
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
@@ -48,7 +48,7 @@ func NewNetworkPolicyAccess(c client.Client) *child.Access {
 // NetworkPolicies it goes on without one: the NetworkPolicy condition and a Warning event
 // name the missing grant and the fix. A policy deleted or edited by hand is put back at the
 // next reconcile (within healthInterval), not at once: there is no watch.
-func (r *RedisClusterReconciler) ensureNetworkPolicy(ctx context.Context, s *state) (*ctrl.Result, error) {
+func (r *RedisClusterReconciler) ensureNetworkPolicy(ctx context.Context, s *state) error {
 	gen, conds := s.rc.Generation, &s.next.Status.Conditions
 	enabled := resources.RedisNetworkPolicyEnabled(s.rc)
 	access := r.networkPolicyAccess()
@@ -56,33 +56,34 @@ func (r *RedisClusterReconciler) ensureNetworkPolicy(ctx context.Context, s *sta
 	switch {
 	case err != nil:
 		status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionUnknown, ReasonPermissionCheckFailed, err.Error())
-		return nil, nil
+		return nil
 	case !enabled && len(missing) > 0:
 		status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionFalse, ReasonNetworkPolicyDisabled, networkPolicyDisabled)
-		return nil, nil
+		return nil
 	case len(missing) > 0:
 		msg := access.Describe(s.rc.Namespace, missing) + "; until then the cluster runs without a NetworkPolicy"
 		if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionNetworkPolicy); c == nil || c.Reason != ReasonMissingPermission || c.Message != msg {
 			r.Recorder.Eventf(s.rc, nil, corev1.EventTypeWarning, ReasonMissingPermission, "Reconcile", "%s", msg)
 		}
 		status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionFalse, ReasonMissingPermission, msg)
-		return nil, nil
+		return nil
 	case !enabled:
 		if err := r.deleteNetworkPolicy(ctx, s); err != nil {
-			return nil, err
+			return err
 		}
 		status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionFalse, ReasonNetworkPolicyDisabled, networkPolicyDisabled)
-		return nil, nil
+		return nil
 	}
-	uncached := uncachedClient{Client: r.Client, reader: r.APIReader}
+	r.readers()
+	versioned := versionedClient{Client: r.Client, reader: r.policies}
 	desired := resources.RedisNetworkPolicy(s.rc, r.OperatorNamespace)
-	live, outcome, err := child.Ensure(ctx, uncached, r.Scheme, s.rc, desired, child.MergeNetworkPolicy)
+	live, outcome, err := child.Ensure(ctx, versioned, r.Scheme, s.rc, desired, child.MergeNetworkPolicy)
 	r.record(s, live, outcome, err)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionTrue, ReasonNetworkPolicyApplied, r.networkPolicySummary(s, desired.Name))
-	return nil, nil
+	return nil
 }
 
 // networkPolicySummary says who the NetworkPolicy admits to which port.
@@ -110,7 +111,8 @@ const networkPolicyDisabled = "spec.networkPolicy.enabled is false: any pod may 
 func (r *RedisClusterReconciler) deleteNetworkPolicy(ctx context.Context, s *state) error {
 	np := &networkingv1.NetworkPolicy{}
 	key := client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisNetworkPolicyName(s.rc)}
-	if err := r.APIReader.Get(ctx, key, np); err != nil {
+	r.readers()
+	if err := r.policies.Get(ctx, key, np); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -142,14 +144,15 @@ type AccessChecker interface {
 	Describe(namespace string, missing []string) string
 }
 
-// uncachedClient reads through the API reader: for kinds the manager's cache does not hold,
-// whose Get through the cache would start an informer.
-type uncachedClient struct {
+// versionedClient reads through a caching.Versioned: for kinds the manager's cache does not
+// hold, whose Get through the cache would start an informer the operator may lack the
+// grants for.
+type versionedClient struct {
 	client.Client
-	reader client.Reader
+	reader *caching.Versioned
 }
 
-// Get reads obj from the API server.
-func (c uncachedClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+// Get reads obj through the versioned reader.
+func (c versionedClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	return c.reader.Get(ctx, key, obj, opts...)
 }

@@ -3,13 +3,18 @@ package redis
 import (
 	"context"
 	"fmt"
-	"maps"
+	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
@@ -21,14 +26,14 @@ const nodeTimeout = 5 * time.Second
 
 // readMembers reads the member record (the pods that joined the formed cluster, with their
 // node IDs). It outlives every node, so observing can never forget that a cluster was formed.
-func (r *RedisClusterReconciler) readMembers(ctx context.Context, s *state) (*ctrl.Result, error) {
+func (r *RedisClusterReconciler) readMembers(ctx context.Context, s *state) error {
 	cm := &corev1.ConfigMap{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisMembersConfigMapName(s.rc)}, cm)
 	switch {
 	case apierrors.IsNotFound(err):
 		s.recorded = map[string]string{}
 	case err != nil:
-		return nil, fmt.Errorf("while reading the member record of %s: %w", s.rc.Name, err)
+		return fmt.Errorf("while reading the member record of %s: %w", s.rc.Name, err)
 	default:
 		s.recorded = cm.Data
 		if s.recorded == nil {
@@ -36,37 +41,32 @@ func (r *RedisClusterReconciler) readMembers(ctx context.Context, s *state) (*ct
 		}
 		s.recordExists = true
 	}
-	return nil, nil
+	return nil
 }
 
-// observeNodes takes the reconcile's one snapshot: the pods (Pending, silent and missing
-// ones included), and every pod's node read once. The steps after it act on what answers,
-// and the status is derived from it.
-func (r *RedisClusterReconciler) observeNodes(ctx context.Context, s *state) (*ctrl.Result, error) {
-	if err := r.snapshot(ctx, s); err != nil {
-		return nil, err
+// takeSnapshot takes the reconcile's one look: the pods (Pending, silent and missing ones
+// included) with every pod's node read once, judged by redisadmin.Assess. The plan and the
+// status are derived from it alone.
+func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
+	if s.recorded == nil {
+		if err := r.readMembers(ctx, s); err != nil && s.err == nil {
+			s.err = err
+		}
 	}
-	if len(s.health.AuthFailed) > 0 {
-		// Nothing the operator would do could be right while it cannot read the nodes.
-		return &ctrl.Result{RequeueAfter: healthInterval}, nil
-	}
-	return nil, nil
-}
-
-// snapshot lists the pods and reads every pod's node, once per reconcile.
-func (r *RedisClusterReconciler) snapshot(ctx context.Context, s *state) error {
-	if s.observed {
-		return nil
-	}
-	if err := r.listPods(ctx, s); err != nil {
-		return err
+	if err := r.listPods(ctx, s); err != nil && s.err == nil {
+		s.err = err
 	}
 	obs := make([]redisadmin.Observation, len(s.pods))
 	for i := range s.pods {
 		p := &s.pods[i]
 		// Kubernetes 1.35+ copies the node's zone onto the pod when it is scheduled (the
 		// PodTopologyLabels admission plugin), so no Node has to be read.
-		obs[i] = redisadmin.Observation{Pod: p.Name, Host: p.Spec.NodeName, Zone: p.Labels[corev1.LabelTopologyZone], Leaving: leaving(s, p)}
+		obs[i] = redisadmin.Observation{Pod: p.Name, Host: p.Spec.NodeName, Zone: p.Labels[corev1.LabelTopologyZone],
+			Leaving: ordinal(p.Name) >= int(s.rc.Spec.Replicas), Running: p.Status.Phase == corev1.PodRunning,
+			Terminating: !p.DeletionTimestamp.IsZero(), Revision: p.Labels[appsv1.ControllerRevisionHashLabelKey], PodStarted: p.CreationTimestamp.Time}
+		if p.Status.StartTime != nil {
+			obs[i].PodStarted = p.Status.StartTime.Time
+		}
 		if p.Status.PodIP != "" && p.Status.Phase == corev1.PodRunning {
 			obs[i].Addr = podAddr(p)
 		}
@@ -84,17 +84,33 @@ func (r *RedisClusterReconciler) snapshot(ctx context.Context, s *state) error {
 	}
 	s.snap.CheckIdentity()
 	s.health = redisadmin.Assess(s.snap)
-	s.members = s.members[:0]
-	for i := range obs {
-		o := &obs[i]
-		if !o.Answered() {
-			continue
-		}
-		self, _ := o.Self()
-		s.members = append(s.members, member{pod: &s.pods[i], addr: o.Addr, self: self, view: o.View})
+}
+
+// plannerSpec is the spec, the StatefulSet and what the status recorded, as the planner
+// takes them.
+func (r *RedisClusterReconciler) plannerSpec(s *state) redisadmin.Spec {
+	rc := s.rc
+	spec := redisadmin.Spec{
+		Name: rc.Name, Paused: rc.Spec.Pause, Replicas: int(rc.Spec.Replicas), MembersRecorded: s.recordExists,
+		AcceptDataLoss: rc.Annotations[AcceptDataLossAnnotation] == "true", AcceptAnnotation: AcceptDataLossAnnotation,
 	}
-	s.observed = true
-	return nil
+	if s.sts != nil {
+		spec.StatefulSetReplicas, spec.UpdateRevision = int(ptr.Deref(s.sts.Spec.Replicas, 0)), s.sts.Status.UpdateRevision
+	}
+	if c := meta.FindStatusCondition(rc.Status.Conditions, ConditionReady); c != nil && c.Status == metav1.ConditionFalse {
+		spec.NotReadySince = c.LastTransitionTime.Time
+	}
+	if rc.Spec.UpdateStrategy.Type == redisv1alpha1.AssignReceive {
+		spec.Assign = &redisadmin.Assignment{Targets: rc.Status.AssignTargets, Recorded: rc.Status.AssignGeneration == rc.Generation}
+		for _, a := range rc.Spec.UpdateStrategy.AssignStrategies {
+			from := strings.Split(a.FromReplicas, ",")
+			for j := range from {
+				from[j] = strings.TrimSpace(from[j])
+			}
+			spec.Assign.Strategies = append(spec.Assign.Strategies, redisadmin.Strategy{Slots: int(a.Slots), From: from})
+		}
+	}
+	return spec
 }
 
 // listPods reads the cluster's pods, ordered by their StatefulSet ordinal.
@@ -109,17 +125,7 @@ func (r *RedisClusterReconciler) listPods(ctx context.Context, s *state) error {
 	return nil
 }
 
-// recordMembers keeps the member record current (redisadmin.Record): joined pods with
-// their IDs; a pod whose old ID is still listed stays recorded, so its start guard holds it
-// while its data is gone; a settled one is released.
-func (r *RedisClusterReconciler) recordMembers(ctx context.Context, s *state) (*ctrl.Result, error) {
-	want := redisadmin.Record(s.snap)
-	if s.recordExists && maps.Equal(want, s.recorded) {
-		return nil, nil
-	}
-	return nil, r.writeMembers(ctx, s, want)
-}
-
+// writeMembers writes the member record (pod -> node ID).
 func (r *RedisClusterReconciler) writeMembers(ctx context.Context, s *state, members map[string]string) error {
 	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, resources.RedisMembersConfigMap(s.rc, members), child.MergeConfigMap)
 	r.record(s, live, outcome, err)

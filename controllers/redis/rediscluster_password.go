@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -57,24 +56,24 @@ func (s *state) credentials() []credential {
 // rotatePasswords brings the nodes to each credential's password (rotatePassword), one
 // rotation at a time, the operator's first. s.rotation is rotationCurrent when every one is
 // current, else what the rotation under way waits for.
-func (r *RedisClusterReconciler) rotatePasswords(ctx context.Context, s *state) (*ctrl.Result, error) {
+func (r *RedisClusterReconciler) rotatePasswords(ctx context.Context, s *state) error {
 	if s.password == "" {
-		return nil, nil
+		return nil
 	}
 	for _, c := range s.credentials() {
 		if c.desired == "" {
-			return nil, nil
+			return nil
 		}
 		if err := r.rotatePassword(ctx, s, c); err != nil {
-			return nil, err
+			return err
 		}
 		if s.rotation != rotationCurrent {
 			// One rotation at a time: the others authenticate as the operator's user,
 			// whose password must be settled first.
-			return nil, nil
+			return nil
 		}
 	}
-	return nil, nil
+	return nil
 }
 
 // rotatePassword brings the nodes to c's password when it differs from the one they run

@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/middleware-operator/middleware-operator/internal/child"
@@ -17,48 +16,48 @@ import (
 
 // ensurePassword reads the user's password Secret, or keeps (creating it once) the
 // generated one. The password is never logged, evented or put in the status.
-func (r *RedisClusterReconciler) ensurePassword(ctx context.Context, s *state) (*ctrl.Result, error) {
+func (r *RedisClusterReconciler) ensurePassword(ctx context.Context, s *state) error {
 	rc := s.rc
 	key := client.ObjectKey{Namespace: rc.Namespace, Name: resources.RedisPasswordSecretName(rc)}
 	if rc.Spec.PasswordSecret != "" {
 		if s.password != "" { // readPassword found it
-			return nil, nil
+			return nil
 		}
 		secret := &corev1.Secret{}
-		if err := r.APIReader.Get(ctx, key, secret); err != nil {
+		if err := r.userObject(ctx, key, secret); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("spec.passwordSecret: Secret %q not found: create it with a %q key", key.Name, resources.RedisPasswordKey)
+				return fmt.Errorf("spec.passwordSecret: Secret %q not found: create it with a %q key", key.Name, resources.RedisPasswordKey)
 			}
-			return nil, fmt.Errorf("while reading Secret %s: %w", key.Name, err)
+			return fmt.Errorf("while reading Secret %s: %w", key.Name, err)
 		}
 		if len(secret.Data[resources.RedisPasswordKey]) == 0 {
-			return nil, fmt.Errorf("spec.passwordSecret: Secret %q has no %q key", key.Name, resources.RedisPasswordKey)
+			return fmt.Errorf("spec.passwordSecret: Secret %q has no %q key", key.Name, resources.RedisPasswordKey)
 		}
 		s.password = string(secret.Data[resources.RedisPasswordKey])
-		return nil, nil
+		return nil
 	}
 	kept, err := child.KeptSecretValue(ctx, r.Client, rc, key, resources.RedisPasswordKey)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if kept == nil && len(s.recorded) > 0 {
 		// The nodes run with the lost password: a new one would lock the operator out and
 		// break replication for every pod restarted later.
-		return nil, &passwordLostError{secret: key.Name}
+		return &passwordLostError{secret: key.Name}
 	}
 	if kept == nil {
 		if kept, err = child.NewPassword(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, rc, resources.RedisPasswordSecret(rc, string(kept)),
 		child.MergeSecretKeeping(resources.RedisPasswordKey))
 	r.record(s, live, outcome, err)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.password = string(live.Data[resources.RedisPasswordKey])
-	return nil, nil
+	return nil
 }
 
 // passwordLostError: the generated password Secret (or with users the users Secret) of a
@@ -78,91 +77,109 @@ func (e *passwordLostError) Error() string {
 }
 
 // ensureConfigMap writes redis.conf, merging the user's ConfigMap (spec.pod[0].configmap).
-func (r *RedisClusterReconciler) ensureConfigMap(ctx context.Context, s *state) (*ctrl.Result, error) {
+func (r *RedisClusterReconciler) ensureConfigMap(ctx context.Context, s *state) error {
 	userConf := ""
 	if name := resources.RedisPodSpec(s.rc).Configmap; name != "" {
 		cm := &corev1.ConfigMap{} // the user's: not in the cache, which holds only the operator's own
-		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: name}, cm); err != nil {
+		if err := r.userObject(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: name}, cm); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("spec.pod[0].configmap: ConfigMap %q not found: create it with a %q key or remove the field", name, resources.RedisUserConfigKey)
+				return fmt.Errorf("spec.pod[0].configmap: ConfigMap %q not found: create it with a %q key or remove the field", name, resources.RedisUserConfigKey)
 			}
-			return nil, fmt.Errorf("while reading ConfigMap %s: %w", name, err)
+			return fmt.Errorf("while reading ConfigMap %s: %w", name, err)
 		}
 		userConf = cm.Data[resources.RedisUserConfigKey]
 		if conflict := resources.RedisUserConfConflict(s.rc, userConf); conflict != "" {
-			return nil, errors.New(conflict)
+			return errors.New(conflict)
 		}
 	}
 	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, resources.RedisConfigMap(s.rc, userConf), child.MergeConfigMap)
 	r.record(s, live, outcome, err)
-	return nil, err
+	return err
 }
 
-func (r *RedisClusterReconciler) ensureServices(ctx context.Context, s *state) (*ctrl.Result, error) {
+func (r *RedisClusterReconciler) ensureServices(ctx context.Context, s *state) error {
 	for _, svc := range []*corev1.Service{resources.RedisHeadlessService(s.rc), resources.RedisClientService(s.rc)} {
 		live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, svc, child.MergeService)
 		r.record(s, live, outcome, err)
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return nil, nil
+	return nil
 }
 
-func (r *RedisClusterReconciler) ensurePodDisruptionBudget(ctx context.Context, s *state) (*ctrl.Result, error) {
+func (r *RedisClusterReconciler) ensurePodDisruptionBudget(ctx context.Context, s *state) error {
 	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, resources.RedisPodDisruptionBudget(s.rc), child.MergePodDisruptionBudget)
 	r.record(s, live, outcome, err)
-	return nil, err
+	return err
 }
 
 // readPassword reads the password of an existing Secret without changing anything, so a
 // paused cluster's status can still be read from Redis. A user's Secret is read through the
 // API reader: the cache holds only the operator's own Secrets.
-func (r *RedisClusterReconciler) readPassword(ctx context.Context, s *state) (*ctrl.Result, error) {
-	var reader client.Reader = r.Client
+func (r *RedisClusterReconciler) readPassword(ctx context.Context, s *state) error {
+	get := r.Get
 	if s.rc.Spec.PasswordSecret != "" {
-		reader = r.APIReader
+		get = r.userObject
 	}
 	secret := &corev1.Secret{}
-	err := reader.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisPasswordSecretName(s.rc)}, secret)
+	err := get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisPasswordSecretName(s.rc)}, secret)
 	if err == nil {
 		s.password = string(secret.Data[resources.RedisPasswordKey])
 	}
-	return nil, client.IgnoreNotFound(err)
+	return client.IgnoreNotFound(err)
 }
 
-// pauseGate stops the pipeline while spec.pause is true: the operator creates and changes
-// nothing, neither Kubernetes objects nor the Redis topology. The status is still read.
-func (r *RedisClusterReconciler) pauseGate(_ context.Context, s *state) (*ctrl.Result, error) {
-	if !s.rc.Spec.Pause {
-		return nil, nil
-	}
-	return &ctrl.Result{RequeueAfter: healthInterval}, nil
-}
-
-// ensureStatefulSet creates the StatefulSet with spec.replicas pods and keeps its template
-// current. Pods are added at once on scale out; on scale in the StatefulSet keeps its pods
-// until their slots are moved and their nodes removed from the cluster. A template change
-// restarts no pod by itself (OnDelete): upgradePods replaces them one at a time.
-func (r *RedisClusterReconciler) ensureStatefulSet(ctx context.Context, s *state) (*ctrl.Result, error) {
+// ensureStatefulSet creates the StatefulSet and keeps its template current, with
+// spec.replicas pods, or more during a scale in: the StatefulSet keeps the leaving pods
+// until their slots are moved and their nodes are out of the cluster (StepShrink). A
+// template change restarts no pod by itself (OnDelete): the upgrade steps replace them one
+// at a time.
+func (r *RedisClusterReconciler) ensureStatefulSet(ctx context.Context, s *state) error {
 	replicas := s.rc.Spec.Replicas
 	live := &appsv1.StatefulSet{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: s.rc.Name}, live)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("while reading StatefulSet %s: %w", s.rc.Name, err)
+		return fmt.Errorf("while reading StatefulSet %s: %w", s.rc.Name, err)
 	}
 	if err == nil && live.Spec.Replicas != nil && *live.Spec.Replicas > replicas {
-		// Scale in shrinks the StatefulSet only after the leaving nodes are out of the
-		// cluster (removeLeavingNodes).
 		replicas = *live.Spec.Replicas
 	}
+	return r.writeStatefulSet(ctx, s, replicas)
+}
+
+// writeStatefulSet is the one writer of the StatefulSet: the spec's template with replicas pods.
+func (r *RedisClusterReconciler) writeStatefulSet(ctx context.Context, s *state, replicas int32) error {
 	sts, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, resources.RedisStatefulSet(s.rc, replicas), child.MergeStatefulSet)
 	r.record(s, sts, outcome, err)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.sts = sts
-	return nil, nil
+	return nil
+}
+
+// deleteScaledInClaims deletes, with spec.finalizers "foreground" and once the StatefulSet
+// has shrunk, the claims of ordinals at or above spec.replicas.
+func (r *RedisClusterReconciler) deleteScaledInClaims(ctx context.Context, s *state) error {
+	if s.rc.Spec.Finalizers != "foreground" || *s.sts.Spec.Replicas > s.rc.Spec.Replicas {
+		return nil
+	}
+	claims := &corev1.PersistentVolumeClaimList{}
+	if err := r.List(ctx, claims, client.InNamespace(s.rc.Namespace),
+		client.MatchingLabels(resources.SelectorLabels(resources.RedisClusterKind, s.rc.Name))); err != nil {
+		return fmt.Errorf("while listing the claims of %s: %w", s.rc.Name, err)
+	}
+	for i := range claims.Items {
+		c := &claims.Items[i]
+		if ordinal(c.Name) < int(s.rc.Spec.Replicas) || !c.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Delete(ctx, c, client.Preconditions{UID: &c.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("while deleting claim %s: %w", c.Name, err)
+		}
+	}
+	return nil
 }
 
 // record emits the events of a child's outcome (see child.RecordOutcome).

@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -48,15 +47,8 @@ const (
 	ReasonAuthenticationFailed = "AuthenticationFailed"
 )
 
-// observe derives the whole status from the reconcile's snapshot (taken here when the
-// pipeline stopped before observing: paused, or a step failed).
-func (r *RedisClusterReconciler) observe(ctx context.Context, s *state) {
-	if !s.observed {
-		if s.recorded == nil {
-			_, _ = r.readMembers(ctx, s)
-		}
-		_ = r.snapshot(ctx, s)
-	}
+// observe derives the whole status from the reconcile's snapshot and its step.
+func (r *RedisClusterReconciler) observe(s *state) {
 	h := s.health
 	next := s.next
 	gen := s.rc.Generation
@@ -68,14 +60,21 @@ func (r *RedisClusterReconciler) observe(ctx context.Context, s *state) {
 	next.Status.Nodes = nodeStatuses(s)
 	next.Status.SlotsAssigned, next.Status.SlotsOK, next.Status.Masters = int32(h.SlotsAssigned), int32(h.SlotsServed), int32(h.Masters) //nolint:gosec // at most 16384
 
-	if missing := missingPods(s); missing != "" && s.waiting == "" {
-		s.waiting = missing
+	opPhase, opReason, waiting, lost := redisv1alpha1.Phase(s.step.Operation), s.step.Reason, "", ""
+	switch {
+	case s.step.Kind == redisadmin.StepLost:
+		opPhase, lost = "", s.step.Reason
+	case opPhase == "" && s.step.Kind == redisadmin.StepWait:
+		waiting = s.step.Reason
 	}
-	// A step before the upgrade may have stopped the pipeline: pods on an old template still
-	// mean an upgrade, whatever the steps did. And a terminating pod answers only until its
-	// process stops, so the cluster is not Ready while one is.
-	if n := outdatedPods(s); n > 0 && s.opPhase == "" && s.lost == "" {
-		s.operation(redisv1alpha1.PhaseUpgrading, fmt.Sprintf("%d of %d pods run an old template", n, len(s.pods)))
+	if missing := missingPods(s); missing != "" && waiting == "" {
+		waiting = missing
+	}
+	// An earlier step may come before the upgrade's: pods on an old template still mean an
+	// upgrade, whatever the step. And a terminating pod answers only until its process
+	// stops, so the cluster is not Ready while one is.
+	if n := outdatedPods(s); n > 0 && opPhase == "" && lost == "" {
+		opPhase, opReason = redisv1alpha1.PhaseUpgrading, fmt.Sprintf("%d of %d pods run an old template", n, len(s.pods))
 	}
 	if p := terminatingPod(s); p != "" {
 		h.Problems = append(h.Problems, "pod "+p+" is terminating")
@@ -85,27 +84,27 @@ func (r *RedisClusterReconciler) observe(ctx context.Context, s *state) {
 	case s.rc.Spec.Pause:
 		setPhaseKeep(next, "paused: spec.pause is true, so the operator makes no change to the StatefulSet or the Redis topology until it is false")
 		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionFalse, ReasonPaused, next.Status.Reason)
-	case s.lost != "":
-		setPhase(next, redisv1alpha1.PhaseFailed, s.lost)
-		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionFalse, ReasonDataLost, s.lost)
-	case s.opPhase != "":
-		setPhase(next, s.opPhase, s.opReason)
-		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionTrue, string(s.opPhase), s.opReason)
-	case h.Ready() && s.waiting == "":
+	case lost != "":
+		setPhase(next, redisv1alpha1.PhaseFailed, lost)
+		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionFalse, ReasonDataLost, lost)
+	case opPhase != "":
+		setPhase(next, opPhase, opReason)
+		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionTrue, string(opPhase), opReason)
+	case h.Ready() && waiting == "":
 		setPhase(next, redisv1alpha1.PhaseRunning, "")
 		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionFalse, ReasonClusterOK, "every slot is served and every node is connected")
 	case h.SlotsAssigned == 0 && len(s.recorded) == 0:
-		reason := s.waiting
+		reason := waiting
 		if reason == "" {
 			reason = fmt.Sprintf("waiting for %d Redis nodes to run before forming the cluster", s.rc.Spec.Replicas)
 		}
 		setPhase(next, redisv1alpha1.PhaseCreating, reason)
 		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionTrue, ReasonForming, reason)
 	case h.SlotsServed < redisadmin.SlotCount:
-		setPhase(next, redisv1alpha1.PhaseFailed, joinNonEmpty(problems, s.waiting))
+		setPhase(next, redisv1alpha1.PhaseFailed, joinNonEmpty(problems, waiting))
 		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionTrue, ReasonNodesUnhealthy, next.Status.Reason)
 	default:
-		reason := joinNonEmpty("every slot is served; "+problems, s.waiting)
+		reason := joinNonEmpty("every slot is served; "+problems, waiting)
 		setPhase(next, redisv1alpha1.PhaseHealing, reason)
 		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionTrue, string(redisv1alpha1.PhaseHealing), reason)
 	}
@@ -113,14 +112,14 @@ func (r *RedisClusterReconciler) observe(ctx context.Context, s *state) {
 	case h.Ready():
 		status.Set(&next.Status.Conditions, gen, ConditionReady, metav1.ConditionTrue, ReasonClusterOK,
 			fmt.Sprintf("%d masters serve all 16384 slots to clients entering at any node", h.Masters))
-	case s.lost != "":
-		status.Set(&next.Status.Conditions, gen, ConditionReady, metav1.ConditionFalse, ReasonDataLost, s.lost)
+	case lost != "":
+		status.Set(&next.Status.Conditions, gen, ConditionReady, metav1.ConditionFalse, ReasonDataLost, lost)
 	default:
 		status.Set(&next.Status.Conditions, gen, ConditionReady, metav1.ConditionFalse, ReasonClusterNotFormed,
 			fmt.Sprintf("%d of 16384 slots served: %s", h.SlotsServed, problems))
 	}
 	setPasswordApplied(s, gen)
-	r.reportLoss(s)
+	r.reportLoss(s, lost)
 	setDegraded(s, gen)
 }
 
@@ -187,14 +186,14 @@ func missingPods(s *state) string {
 }
 
 // reportLoss emits the Warning event once, when the cluster is first found lost.
-func (r *RedisClusterReconciler) reportLoss(s *state) {
-	if s.lost == "" {
+func (r *RedisClusterReconciler) reportLoss(s *state, lost string) {
+	if lost == "" {
 		return
 	}
 	if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionReady); c != nil && c.Reason == ReasonDataLost {
 		return
 	}
-	r.Recorder.Eventf(s.rc, nil, corev1.EventTypeWarning, ReasonDataLost, "Create", "%s", s.lost)
+	r.Recorder.Eventf(s.rc, nil, corev1.EventTypeWarning, ReasonDataLost, "Create", "%s", lost)
 }
 
 func joinNonEmpty(a, b string) string {

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -49,18 +48,18 @@ var tlsNow = time.Now
 // readTLS builds the TLS configuration of the connections to the nodes from the Secret the
 // pods mount, when it exists and verifies, without changing anything: a paused cluster is
 // still read over TLS. ensureTLS reports what is wrong otherwise.
-func (r *RedisClusterReconciler) readTLS(ctx context.Context, s *state) (*ctrl.Result, error) {
+func (r *RedisClusterReconciler) readTLS(ctx context.Context, s *state) error {
 	if !resources.RedisTLSEnabled(s.rc) {
-		return nil, nil
+		return nil
 	}
 	secret, err := r.tlsSecret(ctx, s)
 	if err != nil || secret == nil {
-		return nil, err
+		return err
 	}
 	if cfg, err := nodeTLSConfig(s, secret); err == nil {
 		s.tls = cfg
 	}
-	return nil, nil
+	return nil
 }
 
 // ensureTLS keeps the cluster's certificate: with spec.tls.secretName it checks the user's
@@ -69,11 +68,11 @@ func (r *RedisClusterReconciler) readTLS(ctx context.Context, s *state) (*ctrl.R
 // signs (<name>-tls), made again when missing, invalid or two thirds through its life. A
 // Secret that is missing or wrong stops the reconcile: the TLS condition and a Warning
 // event say what to fix, and a change of the Secret resumes it.
-func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) (*ctrl.Result, error) {
+func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error {
 	gen, conds := s.rc.Generation, &s.next.Status.Conditions
 	if !resources.RedisTLSEnabled(s.rc) {
 		status.Set(conds, gen, ConditionTLS, metav1.ConditionFalse, ReasonTLSDisabled, "spec.tls.enabled is not true: clients, replication and the cluster bus use plain text")
-		return nil, nil
+		return nil
 	}
 	reason := ReasonTLSUserCertificate
 	var secret *corev1.Secret
@@ -97,10 +96,10 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) (*ctrl
 			r.Recorder.Eventf(s.rc, nil, corev1.EventTypeWarning, ReasonTLSInvalid, "Reconcile", "%s", invalid.msg)
 		}
 		status.Set(conds, gen, ConditionTLS, metav1.ConditionFalse, ReasonTLSInvalid, invalid.msg)
-		return nil, reconcile.TerminalError(err)
+		return reconcile.TerminalError(err)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cert, _ := certs.ParseCert(secret.Data[resources.RedisTLSCertKey]) // verified by nodeTLSConfig
 	s.tlsCert = cert.Raw
@@ -111,7 +110,7 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) (*ctrl
 		msg += fmt.Sprintf("; renewed from %s", at.UTC().Format(time.RFC3339))
 	}
 	status.Set(conds, gen, ConditionTLS, metav1.ConditionTrue, reason, msg)
-	return nil, nil
+	return nil
 }
 
 // reloadCertificates makes every running node that does not serve the TLS Secret's
@@ -120,13 +119,13 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) (*ctrl
 // volume (up to its sync period plus its cache TTL) the node reads the old files again, so
 // this repeats at each reconcile until every node serves the new one. A node that does not
 // answer is left to the other steps.
-func (r *RedisClusterReconciler) reloadCertificates(ctx context.Context, s *state) (*ctrl.Result, error) {
+func (r *RedisClusterReconciler) reloadCertificates(ctx context.Context, s *state) error {
 	if s.tls == nil || s.tlsCert == nil {
-		return nil, nil
+		return nil
 	}
 	addrs, _, err := r.runningAddrs(ctx, s)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var reloaded []string
 	for _, addr := range addrs {
@@ -134,7 +133,7 @@ func (r *RedisClusterReconciler) reloadCertificates(ctx context.Context, s *stat
 			continue
 		}
 		if err := r.fence(ctx); err != nil {
-			return nil, err
+			return err
 		}
 		if err := redisadmin.ReloadTLS(ctx, addr, s.tls, s.login(), resources.RedisTLSCertFile); err != nil {
 			continue // not readable yet (the files are being replaced) or the node went away
@@ -147,7 +146,7 @@ func (r *RedisClusterReconciler) reloadCertificates(ctx context.Context, s *stat
 		r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, ReasonTLSReloaded, "Reload",
 			"%d nodes now serve the certificate of Secret %s (%s)", len(reloaded), resources.RedisTLSSecretName(s.rc), strings.Join(reloaded, ", "))
 	}
-	return nil, nil
+	return nil
 }
 
 // tlsInvalidError: the TLS Secret is missing or its content is wrong.
@@ -162,13 +161,13 @@ func (r *RedisClusterReconciler) tlsSecret(ctx context.Context, s *state) (*core
 	if s.tlsSecretRead {
 		return s.tlsSecret, nil
 	}
-	var reader client.Reader = r.Client
+	get := r.Get
 	if resources.RedisTLSUserSecret(s.rc) {
-		reader = r.APIReader
+		get = r.userObject
 	}
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisTLSSecretName(s.rc)}
-	if err := reader.Get(ctx, key, secret); err != nil {
+	if err := get(ctx, key, secret); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("while reading Secret %s: %w", key.Name, err)
 		}

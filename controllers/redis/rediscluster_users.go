@@ -4,7 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/middleware-operator/middleware-operator/internal/child"
@@ -16,14 +15,14 @@ import (
 // paused cluster's status can still be read from Redis: the users Secret, and the password
 // the nodes run the operator's user with (its applied-password record; the Secret's until
 // the first rotation step wrote one).
-func (r *RedisClusterReconciler) readUsers(ctx context.Context, s *state) (*ctrl.Result, error) {
+func (r *RedisClusterReconciler) readUsers(ctx context.Context, s *state) error {
 	if !resources.RedisACLEnabled(s.rc) {
-		return nil, nil
+		return nil
 	}
 	secret := &corev1.Secret{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisUsersSecretName(s.rc)}, secret)
 	if err != nil {
-		return nil, client.IgnoreNotFound(err)
+		return client.IgnoreNotFound(err)
 	}
 	s.setUsers(secret)
 	applied := &corev1.Secret{}
@@ -31,7 +30,7 @@ func (r *RedisClusterReconciler) readUsers(ctx context.Context, s *state) (*ctrl
 	if err == nil {
 		s.operatorPasswords = []string{string(applied.Data[resources.RedisPasswordKey]), string(applied.Data[resources.RedisPreviousPasswordKey])}
 	}
-	return nil, client.IgnoreNotFound(err)
+	return client.IgnoreNotFound(err)
 }
 
 // setUsers keeps the users Secret's passwords, and takes the operator's as the one to log in
@@ -50,18 +49,18 @@ func (s *state) setUsers(secret *corev1.Secret) {
 // exporter's passwords, generated once and kept; a password changed by hand is kept too, and
 // rotated onto the nodes (rotatePasswords). Once the cluster is formed a lost Secret is not
 // generated again: the nodes run with the lost passwords.
-func (r *RedisClusterReconciler) ensureUsers(ctx context.Context, s *state) (*ctrl.Result, error) {
+func (r *RedisClusterReconciler) ensureUsers(ctx context.Context, s *state) error {
 	if !resources.RedisACLEnabled(s.rc) {
-		return nil, nil
+		return nil
 	}
 	key := client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisUsersSecretName(s.rc)}
 	keys := []string{resources.RedisUsersOperatorKey, resources.RedisUsersExporterKey}
 	passwords, err := child.KeptSecretValues(ctx, r.Client, s.rc, key, keys...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(passwords) < len(keys) && len(s.recorded) > 0 {
-		return nil, &passwordLostError{secret: key.Name, users: true}
+		return &passwordLostError{secret: key.Name, users: true}
 	}
 	if passwords == nil {
 		passwords = map[string][]byte{}
@@ -69,7 +68,7 @@ func (r *RedisClusterReconciler) ensureUsers(ctx context.Context, s *state) (*ct
 	for _, k := range keys {
 		if passwords[k] == nil {
 			if passwords[k], err = child.NewPassword(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
@@ -78,10 +77,10 @@ func (r *RedisClusterReconciler) ensureUsers(ctx context.Context, s *state) (*ct
 		child.MergeSecretKeeping(resources.RedisUsersOperatorKey, resources.RedisUsersExporterKey))
 	r.record(s, live, outcome, err)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.setUsers(live)
-	return nil, nil
+	return nil
 }
 
 // login is how the operator authenticates to the nodes: as the default user with the

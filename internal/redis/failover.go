@@ -112,16 +112,6 @@ func (a *Admin) Failover(ctx context.Context, replicaAddr string) error {
 	return nil
 }
 
-// serverInfo is INFO server and replication in one round trip (Redis 7 takes several
-// sections): the replication fields and the process's uptime.
-func (a *Admin) serverInfo(ctx context.Context, addr string) (map[string]string, error) {
-	text, err := a.client(addr).Info(ctx, "server", "replication").Result()
-	if err != nil {
-		return nil, fmt.Errorf("while running INFO server replication on %s: %w", addr, err)
-	}
-	return ParseClusterInfo(text), nil
-}
-
 // replicationInfo returns the fields of INFO replication of the node at addr.
 func (a *Admin) replicationInfo(ctx context.Context, addr string) (map[string]string, error) {
 	text, err := a.client(addr).Info(ctx, "replication").Result()

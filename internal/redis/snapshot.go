@@ -4,10 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // Observation is one pod's Redis node as one reconcile saw it: read once, with read-only
@@ -21,6 +27,12 @@ type Observation struct {
 	Host, Zone string
 	// Leaving is true for a pod above the desired replica count (scale in).
 	Leaving bool
+	// Running: the pod's phase is Running; Terminating: it is being deleted.
+	Running, Terminating bool
+	// Revision is the StatefulSet revision of the pod's template.
+	Revision string
+	// PodStarted is when the pod started (its creation while it has not).
+	PodStarted time.Time
 	// Err is why the node did not answer, nil when it did.
 	Err error
 	// View is the node's CLUSTER NODES, Info its CLUSTER INFO, Replication its INFO
@@ -85,32 +97,75 @@ type Snapshot struct {
 	Now time.Time
 }
 
-// Observe reads one snapshot of the nodes at obs[i].Addr (each is asked once; a node that
-// does not answer keeps its error). obs carries the pod facts; Observe fills the rest.
+// observeParallelism bounds how many nodes Observe reads at once.
+const observeParallelism = 16
+
+// Observe reads one snapshot of the nodes at obs[i].Addr: each node is asked once, in one
+// pipelined round trip (CLUSTER NODES, CLUSTER INFO, INFO server and replication), the
+// nodes in parallel; a second round trip counts keys only on a master whose view leaves
+// slots unrouted. A node that does not answer keeps its error. obs carries the pod facts;
+// Observe fills the rest.
 func (a *Admin) Observe(ctx context.Context, obs []Observation) {
+	var wg sync.WaitGroup
+	limit := make(chan struct{}, observeParallelism)
 	for i := range obs {
-		o := &obs[i]
-		if o.Addr == "" {
-			o.Err = errors.New("the pod has no IP")
-			continue
-		}
-		o.View, o.Err = a.ClusterNodes(ctx, o.Addr)
-		if o.Err == nil {
-			o.Info, o.Err = a.ClusterInfo(ctx, o.Addr)
-		}
-		if o.Err == nil {
-			o.Replication, o.Err = a.serverInfo(ctx, o.Addr)
-		}
-		if up, err := strconv.ParseInt(o.Replication["uptime_in_seconds"], 10, 64); o.Err == nil && err == nil {
-			o.Started = time.Now().Add(-time.Duration(up) * time.Second)
-		}
-		if self, ok := o.Self(); o.Err == nil && ok && self.IsMaster() && len(o.View) > 1 {
-			o.KeysInUncovered, o.Err = a.countKeys(ctx, o.Addr, uncoveredIn(o))
-		}
-		if o.Err != nil { // a node answers every read or counts as silent
+		wg.Go(func() {
+			limit <- struct{}{}
+			defer func() { <-limit }()
+			a.observe(ctx, &obs[i])
+		})
+	}
+	wg.Wait()
+}
+
+// observe reads one node (see Observe).
+func (a *Admin) observe(ctx context.Context, o *Observation) {
+	if o.Addr == "" {
+		o.Err = errors.New("the pod has no IP")
+		return
+	}
+	var nodes, info, server *goredis.StringCmd
+	read := func(p goredis.Pipeliner) error {
+		nodes, info, server = p.ClusterNodes(ctx), p.ClusterInfo(ctx), p.Info(ctx, "server", "replication")
+		return nil
+	}
+	_, o.Err = a.client(o.Addr).Pipelined(ctx, read)
+	if retryable(ctx, o.Err) {
+		// A kept connection the node closed (it restarted): these reads are safe to repeat
+		// on a new one.
+		_, o.Err = a.client(o.Addr).Pipelined(ctx, read)
+	}
+	if o.Err == nil {
+		o.View, o.Err = ParseClusterNodes(nodes.Val())
+	}
+	if o.Err != nil {
+		o.Err = fmt.Errorf("while reading the cluster state of %s: %w", o.Addr, o.Err)
+		o.View = nil
+		return
+	}
+	o.Info, o.Replication = ParseClusterInfo(info.Val()), ParseClusterInfo(server.Val())
+	if up, err := strconv.ParseInt(o.Replication["uptime_in_seconds"], 10, 64); err == nil {
+		o.Started = time.Now().Add(-time.Duration(up) * time.Second)
+	}
+	if self, ok := o.Self(); ok && self.IsMaster() && len(o.View) > 1 {
+		if o.KeysInUncovered, o.Err = a.countKeys(ctx, o.Addr, uncoveredIn(o)); o.Err != nil {
+			// A node answers every read or counts as silent.
 			o.View, o.Info, o.Replication, o.KeysInUncovered, o.Started = nil, nil, nil, nil, time.Time{}
 		}
 	}
+}
+
+// retryable reports whether a read failed on a connection that was already open (not while
+// dialing, not refused by the node, not out of time), so a new connection may succeed.
+func retryable(ctx context.Context, err error) bool {
+	var op *net.OpError
+	if err == nil || ctx.Err() != nil || IsAuthError(err) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if errors.As(err, &op) && op.Op == "dial" {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.As(err, &op)
 }
 
 // CheckIdentity turns into a non-answer every observation whose node is not the one the

@@ -29,25 +29,8 @@ func TestMain(m *testing.M) {
 // bin/bench-cpu-N.pprof; MWO_BENCH_SKIP=floor,memcached leaves those sides out;
 // MWO_BENCH_TRACE=1 prints the update wave's progress each second.
 func BenchmarkAppServices(b *testing.B) {
-	ns := []int{1000}
-	if v := os.Getenv("MWO_BENCH_N"); v != "" {
-		ns = nil
-		for s := range strings.SplitSeq(v, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil {
-				b.Fatalf("MWO_BENCH_N=%q: %v", v, err)
-			}
-			ns = append(ns, n)
-		}
-	}
-	steady := 2 * time.Minute
-	if v := os.Getenv("MWO_BENCH_STEADY"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			b.Fatalf("MWO_BENCH_STEADY=%q: %v", v, err)
-		}
-		steady = d
-	}
+	ns := intsFromEnv(b, "MWO_BENCH_N", 1000)
+	steady := durationFromEnv(b, "MWO_BENCH_STEADY", 2*time.Minute)
 	var all []Figures
 	for range b.N {
 		for _, n := range ns {
@@ -75,6 +58,57 @@ func BenchmarkAppServices(b *testing.B) {
 		b.Fatal(err)
 	}
 	fmt.Println("figures written to", path)
+}
+
+// BenchmarkIdleRedisClusters measures the operator's CPU with idle RedisClusters of six
+// nodes, for each number in MWO_BENCH_IDLE (comma-separated, default 20,50), over
+// MWO_BENCH_IDLE_WINDOW (default 1m), and how long a killed master takes to show in the
+// status (three kills), then prints the table.
+func BenchmarkIdleRedisClusters(b *testing.B) {
+	counts := intsFromEnv(b, "MWO_BENCH_IDLE", 20, 50)
+	window := durationFromEnv(b, "MWO_BENCH_IDLE_WINDOW", time.Minute)
+	var all []IdleFigures
+	for range b.N {
+		for _, n := range counts {
+			f, err := RunIdle(b.Context(), n, window, 3, func(format string, args ...any) { b.Logf(format, args...) })
+			if err != nil {
+				b.Fatal(err)
+			}
+			all = append(all, f)
+			b.ReportMetric(f.PerCluster, fmt.Sprintf("cpu-s/min/cluster@%d", n))
+		}
+	}
+	fmt.Print("\n" + IdleTable(all))
+}
+
+// intsFromEnv is the comma-separated numbers of the variable name, or def when it is unset.
+func intsFromEnv(b *testing.B, name string, def ...int) []int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	var out []int
+	for s := range strings.SplitSeq(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			b.Fatalf("%s=%q: %v", name, v, err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// durationFromEnv is the duration in the variable name, or def when it is unset.
+func durationFromEnv(b *testing.B, name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		b.Fatalf("%s=%q: %v", name, v, err)
+	}
+	return d
 }
 
 // TestBenchSmoke runs the benchmark with 30 AppServices, so make test keeps it working,

@@ -88,6 +88,32 @@ func (w *Writer) run(ctx context.Context) {
 	}
 }
 
+// Written is how many keys the writer has been told were written so far.
+func (w *Writer) Written() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.written
+}
+
+// WaitWritten waits up to a minute until the writer has n more acknowledged keys than when
+// called: before a fault, so that the fault meets data; after a recovery, so that the
+// cluster is shown to take writes again. It fails the test otherwise.
+func (w *Writer) WaitWritten(t *testing.T, n int) {
+	t.Helper()
+	from := w.Written()
+	deadline := time.Now().Add(time.Minute)
+	for w.Written() < from+n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the writer had %d more acknowledged keys after a minute, want %d", w.Written()-from, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// minWritten is the fewest acknowledged keys Verify accepts: a writer that never got a
+// write through would make the read-back prove nothing.
+const minWritten = 100
+
 // Stop ends the writer and returns how many keys it wrote and the longest time a write
 // was failing or blocked.
 func (w *Writer) Stop() (int, time.Duration) {
@@ -114,6 +140,9 @@ func (w *Writer) VerifyExcept(t *testing.T, c client.Client, rc *redisv1alpha1.R
 	t.Helper()
 	n, _ := w.Stop()
 	_ = w.client.Close()
+	if n < minWritten {
+		t.Errorf("the writer had only %d acknowledged keys, want at least %d: the read-back would prove nothing", n, minWritten)
+	}
 	var keys []string
 	expected := 0
 	for i := range n {

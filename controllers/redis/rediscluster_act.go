@@ -1,0 +1,209 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/middleware-operator/middleware-operator/internal/metrics"
+	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
+)
+
+// opTimeout bounds the Redis commands of one step, so no reconcile holds a worker long.
+const opTimeout = 10 * time.Second
+
+// moveBudget bounds the slot moves of one step; a rebalance goes on at the next one.
+const moveBudget = 5 * time.Second
+
+// act carries out the planned step: one bounded thing, fenced where it changes Redis, with
+// its event and metrics. Every acting step is logged with its reason; waits are not.
+func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
+	step := &s.step
+	if !step.Acts() {
+		return nil
+	}
+	logf.FromContext(ctx).Info("step", "kind", step.Kind, "reason", step.Reason)
+	switch step.Kind {
+	case redisadmin.StepRecordMembers:
+		return r.writeMembers(ctx, s, step.Members)
+	case redisadmin.StepAcceptLostCluster:
+		if err := r.writeMembers(ctx, s, map[string]string{}); err != nil {
+			return err
+		}
+		r.event(s, corev1.EventTypeWarning, "DataLossAccepted", "Create",
+			"%s is set: the record of the lost cluster's %d members is cleared and a new, empty cluster will be formed", AcceptDataLossAnnotation, len(s.snap.Members))
+	case redisadmin.StepDropAcceptance:
+		return r.dropAcceptance(ctx, s.rc)
+	case redisadmin.StepForm:
+		done, err := bounded(ctx, func(ctx context.Context) error { return r.adminFor(s).Create(ctx, step.Create) })
+		if err != nil {
+			return fmt.Errorf("while forming the cluster: %w", err)
+		}
+		if done {
+			r.event(s, corev1.EventTypeNormal, "ClusterCreated", "Create", "formed a Redis Cluster of %d masters and %d replicas over 16384 slots",
+				len(step.Create.Masters), len(s.pods)-len(step.Create.Masters))
+		}
+	case redisadmin.StepRecover:
+		return r.recover(ctx, s, step.Action)
+	case redisadmin.StepFixSlots:
+		fixes, err := r.adminFor(s).Fix(ctx, answeringAddrs(s), moveOptions(s))
+		if err != nil {
+			return fmt.Errorf("while fixing open slots: %w", err)
+		}
+		r.event(s, corev1.EventTypeNormal, "OpenSlotsFixed", "Fix", "fixed %d open slots left by an interrupted move", len(fixes))
+	case redisadmin.StepJoin:
+		done, err := bounded(ctx, func(ctx context.Context) error {
+			return r.adminFor(s).AddNode(ctx, step.Addr, step.Seed, step.MasterID)
+		})
+		if err != nil {
+			return fmt.Errorf("while adding %s to the cluster: %w", step.Pod, err)
+		}
+		if done {
+			r.event(s, corev1.EventTypeNormal, "NodesAdded", "Scale", "%s", step.Reason)
+		}
+	case redisadmin.StepRecordTargets:
+		s.next.Status.AssignTargets, s.next.Status.AssignGeneration = step.Targets, s.rc.Generation
+	case redisadmin.StepAssign, redisadmin.StepRebalance:
+		return r.moveSlots(ctx, s)
+	case redisadmin.StepRemoveNode:
+		if _, err := bounded(ctx, func(ctx context.Context) error { return r.adminFor(s).DelNode(ctx, step.Seed, step.NodeID) }); err != nil {
+			return fmt.Errorf("while removing %s from the cluster: %w", step.Pod, err)
+		}
+		r.event(s, corev1.EventTypeNormal, "NodeRemoved", "Scale", "removed %s from the cluster", step.Pod)
+	case redisadmin.StepShrink:
+		if err := r.writeStatefulSet(ctx, s, int32(step.Replicas)); err != nil { //nolint:gosec // spec.replicas is an int32
+			return err
+		}
+		r.event(s, corev1.EventTypeNormal, "NodesRemoved", "Scale", "scaled the StatefulSet to %d once the leaving nodes were out of the cluster", step.Replicas)
+	case redisadmin.StepFailover:
+		done, err := bounded(ctx, func(ctx context.Context) error { return r.adminFor(s).Failover(ctx, step.Addr) })
+		if err != nil {
+			return fmt.Errorf("while failing %s over before its upgrade: %w", step.Pod, err)
+		}
+		if done {
+			metrics.RedisFailovers.WithLabelValues(s.rc.Namespace, s.rc.Name, "coordinated").Inc()
+			r.event(s, corev1.EventTypeNormal, "FailedOver", "Upgrade", "a replica took over from %s before its pod restarts", step.Pod)
+		}
+	case redisadmin.StepReplacePod:
+		return r.replacePod(ctx, s, step.Pod)
+	default:
+		return fmt.Errorf("the planner chose step %q, which this operator does not know", step.Kind)
+	}
+	return nil
+}
+
+// recover runs one recovery; PlanAbandon's also spends the accept-data-loss annotation.
+func (r *RedisClusterReconciler) recover(ctx context.Context, s *state, action redisadmin.Action) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if err := r.adminFor(s).Run(ctx, action); err != nil {
+		return fmt.Errorf("while healing the cluster (%s): %w", action.Kind, err)
+	}
+	metrics.RedisRecoveries.WithLabelValues(s.rc.Namespace, s.rc.Name, string(action.Kind)).Inc()
+	kind := corev1.EventTypeNormal
+	switch action.Kind {
+	case redisadmin.ActionForceFailover:
+		kind = corev1.EventTypeWarning
+		metrics.RedisFailovers.WithLabelValues(s.rc.Namespace, s.rc.Name, "forced").Inc()
+	case redisadmin.ActionTakeover:
+		kind = corev1.EventTypeWarning
+		metrics.RedisFailovers.WithLabelValues(s.rc.Namespace, s.rc.Name, "takeover").Inc()
+	case redisadmin.ActionAbandon:
+		r.event(s, corev1.EventTypeWarning, "DataLossAccepted", "Heal", "%s is set: %s", AcceptDataLossAnnotation, action.Message)
+		return r.dropAcceptance(ctx, s.rc)
+	}
+	r.event(s, kind, string(action.Kind), "Heal", "%s", action.Message)
+	return nil
+}
+
+// moveSlots moves one budgeted batch of a rebalance or an AssignReceive reshard, and
+// counts it.
+func (r *RedisClusterReconciler) moveSlots(ctx context.Context, s *state) error {
+	step := &s.step
+	opts := moveOptions(s)
+	opts.Budget = moveBudget
+	if step.Kind == redisadmin.StepAssign {
+		a := step.Reshard
+		stats, err := r.adminFor(s).Reshard(ctx, answeringAddrs(s), a.Slots, a.From, a.To, opts)
+		if err != nil {
+			return fmt.Errorf("while moving the slots of assignStrategies[%d]: %w", a.Index, err)
+		}
+		countMoves(s, stats, a.Slots-stats.Slots)
+		if !stats.Partial && stats.Slots == a.Slots {
+			r.event(s, corev1.EventTypeNormal, "SlotsMoved", "Scale", "assignStrategies[%d]: moved its last %d slots and %d keys to %s", a.Index, stats.Slots, stats.Keys, a.To)
+		}
+		return nil
+	}
+	stats, err := r.adminFor(s).Rebalance(ctx, answeringAddrs(s), redisadmin.RebalanceOptions{UseEmptyMasters: step.UseEmptyMasters, Weights: step.Weights, Move: opts})
+	if err != nil {
+		return fmt.Errorf("while moving slots: %w", err)
+	}
+	left := step.SlotsLeft - stats.Slots
+	countMoves(s, stats, left)
+	step.Reason = fmt.Sprintf("moving slots: %d moved, about %d left", stats.Slots, max(left, 0))
+	if !stats.Partial {
+		r.event(s, corev1.EventTypeNormal, "SlotsMoved", "Scale", "balanced the slots: the last batch moved %d slots and %d keys in %s",
+			stats.Slots, stats.Keys, stats.Elapsed.Round(time.Millisecond))
+	}
+	return nil
+}
+
+// replacePod deletes a pod on an old template (exactly that pod: a UID precondition).
+func (r *RedisClusterReconciler) replacePod(ctx context.Context, s *state, name string) error {
+	for i := range s.pods {
+		p := &s.pods[i]
+		if p.Name != name {
+			continue
+		}
+		uid := p.UID
+		if err := r.Delete(ctx, p, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("while replacing pod %s: %w", name, err)
+		}
+		r.event(s, corev1.EventTypeNormal, "PodReplaced", "Upgrade", "replaced pod %s to run the new template", name)
+	}
+	return nil
+}
+
+// event records an event on the cluster.
+func (r *RedisClusterReconciler) event(s *state, kind, reason, action, format string, args ...any) {
+	r.Recorder.Eventf(s.rc, nil, kind, reason, action, format, args...)
+}
+
+// answeringAddrs are the addresses of the nodes that answered.
+func answeringAddrs(s *state) []string {
+	var out []string
+	for i := range s.snap.Nodes {
+		if s.snap.Nodes[i].Answered() {
+			out = append(out, s.snap.Nodes[i].Addr)
+		}
+	}
+	return out
+}
+
+// moveOptions are the slot-move settings from spec.updateStrategy.
+func moveOptions(s *state) redisadmin.MoveOptions {
+	opts := redisadmin.MoveOptions{}
+	if p := s.rc.Spec.UpdateStrategy.Pipeline; p != nil {
+		opts.Pipeline = p.IntValue()
+	}
+	return opts
+}
+
+// bounded runs an action that may wait on Redis for up to opTimeout. Running out of time is
+// not an error: the action is idempotent and the next reconcile goes on from where it is;
+// done is false then.
+func bounded(ctx context.Context, act func(ctx context.Context) error) (done bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	err = act(ctx)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		return false, nil
+	}
+	return err == nil, err
+}

@@ -1,0 +1,95 @@
+package caching
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Versioned reads objects the manager's cache does not hold (a user's Secrets and
+// ConfigMaps, NetworkPolicies) through the API reader once per version: while the metadata
+// cache Refs reports the resourceVersion of the copy it keeps, Get serves that copy, so a
+// converged reconcile sends the API server no request for them. It keeps only the objects
+// it was asked for. When Refs does not list an object (not yet seen, or Refs is nil) Get
+// asks the API server.
+type Versioned struct {
+	Refs client.Reader
+	API  client.Reader
+
+	mu   sync.Mutex
+	kept map[versionedKey]client.Object
+}
+
+type versionedKey struct {
+	kind string
+	key  client.ObjectKey
+}
+
+// refsWait bounds a read of the metadata cache.
+const refsWait = 5 * time.Second
+
+// kindOf names the kinds Versioned serves from a metadata cache.
+func kindOf(obj client.Object) (string, string) {
+	switch obj.(type) {
+	case *corev1.Secret:
+		return "v1", "Secret"
+	case *corev1.ConfigMap:
+		return "v1", "ConfigMap"
+	case *networkingv1.NetworkPolicy:
+		return networkingv1.SchemeGroupVersion.String(), "NetworkPolicy"
+	}
+	return "", ""
+}
+
+// Get reads key into obj (see Versioned).
+func (v *Versioned) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	apiVersion, kind := kindOf(obj)
+	if kind == "" {
+		return fmt.Errorf("caching.Versioned does not serve %T", obj)
+	}
+	vk := versionedKey{kind, key}
+	if v.Refs != nil {
+		meta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}}
+		// The first read of a kind starts its informer and waits for it to sync: bounded, so
+		// an informer that cannot list (a grant gone) costs an API read, never a stuck worker.
+		refsCtx, cancel := context.WithTimeout(ctx, refsWait)
+		err := v.Refs.Get(refsCtx, key, meta)
+		cancel()
+		if err == nil {
+			v.mu.Lock()
+			kept := v.kept[vk]
+			v.mu.Unlock()
+			if kept != nil && kept.GetResourceVersion() == meta.ResourceVersion {
+				reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(kept.DeepCopyObject()).Elem())
+				return nil
+			}
+		}
+	}
+	if err := v.API.Get(ctx, key, obj, opts...); err != nil {
+		if apierrors.IsNotFound(err) {
+			v.forget(vk)
+		}
+		return err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.kept == nil {
+		v.kept = map[versionedKey]client.Object{}
+	}
+	v.kept[vk] = obj.DeepCopyObject().(client.Object) //nolint:forcetypeassert // a copy of a client.Object
+	return nil
+}
+
+func (v *Versioned) forget(vk versionedKey) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.kept, vk)
+}

@@ -1,0 +1,190 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/redispods"
+	"github.com/middleware-operator/middleware-operator/tests/redistest"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
+)
+
+// IdleFigures is what RunIdle measured for one number of idle RedisClusters.
+type IdleFigures struct {
+	// Clusters is how many RedisClusters of six nodes ran; FormedSeconds how long after
+	// their creation all were Running and Ready.
+	Clusters      int
+	FormedSeconds float64
+	// CPUPerMinute is the operator process's CPU-seconds per minute over the window, once
+	// every cluster was Ready; PerCluster that divided by Clusters.
+	CPUPerMinute, PerCluster float64
+	// DetectSeconds are, for each master killed (SIGKILL, one per cluster in turn), the time
+	// until its cluster's status no longer said Ready.
+	DetectSeconds []float64
+}
+
+// RunIdle starts a fresh local cluster with real redis-server pods, runs the operator's
+// binary against it, creates n RedisClusters of six nodes, waits until all are Ready, lets
+// them settle, then measures the operator's CPU over window, and how long a killed master
+// takes to show in the status (kills times, one cluster each).
+func RunIdle(ctx context.Context, n int, window time.Duration, kills int, logf func(string, ...any)) (IdleFigures, error) {
+	f := IdleFigures{Clusters: n}
+	env, err := testenv.Start(ctx, 3)
+	if err != nil {
+		return f, err
+	}
+	defer env.Stop()
+	kctx, cancel := context.WithCancel(ctx)
+	kubelet := redispods.New(env.Client, env.Cluster.Dir+"/redis-data", func(string, ...any) {})
+	done := make(chan struct{})
+	go func() { kubelet.Run(kctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	op, err := startOperatorProcess(env)
+	if err != nil {
+		return f, err
+	}
+	defer op.stop()
+
+	const ns = "idle"
+	if err := namespace(ctx, env.Client, ns); err != nil {
+		return f, err
+	}
+	start := time.Now()
+	for i := range n {
+		if err := env.Client.Create(ctx, redistest.NewCluster(ns, fmt.Sprintf("rc-%d", i), 6)); err != nil {
+			return f, err
+		}
+	}
+	if err := waitAllReady(ctx, env.Client, ns, n, 20*time.Minute); err != nil {
+		return f, err
+	}
+	f.FormedSeconds = time.Since(start).Seconds()
+	logf("%d RedisClusters (%d redis-servers) Ready after %.0f s; settling 30 s", n, 6*n, f.FormedSeconds)
+	time.Sleep(30 * time.Second)
+
+	before, err := op.cpuSeconds()
+	if err != nil {
+		return f, err
+	}
+	time.Sleep(window)
+	after, err := op.cpuSeconds()
+	if err != nil {
+		return f, err
+	}
+	f.CPUPerMinute = (after - before) / window.Minutes()
+	f.PerCluster = f.CPUPerMinute / float64(n)
+	logf("operator CPU over %s idle: %.2f CPU-s a minute, %.4f per cluster", window, f.CPUPerMinute, f.PerCluster)
+
+	for i := range min(kills, n) {
+		d, err := detectKilledMaster(ctx, env.Client, kubelet, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("rc-%d", i)})
+		if err != nil {
+			return f, err
+		}
+		f.DetectSeconds = append(f.DetectSeconds, d)
+		logf("rc-%d: a killed master showed in the status after %.1f s", i, d)
+	}
+	return f, nil
+}
+
+// waitAllReady waits until n RedisClusters in ns are Running and Ready.
+func waitAllReady(ctx context.Context, c client.Client, ns string, n int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		list := &redisv1alpha1.RedisClusterList{}
+		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		ready := 0
+		for i := range list.Items {
+			if isReady(&list.Items[i]) {
+				ready++
+			}
+		}
+		if ready == n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d RedisClusters Ready after %s", ready, n, limit)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func isReady(rc *redisv1alpha1.RedisCluster) bool {
+	c := meta.FindStatusCondition(rc.Status.Conditions, "Ready")
+	return rc.Status.Phase == redisv1alpha1.PhaseRunning && c != nil && c.Status == metav1.ConditionTrue
+}
+
+// detectKilledMaster kills one master of the cluster at key and returns how long its status
+// took to stop saying Ready, then waits until it is Ready again.
+func detectKilledMaster(ctx context.Context, c client.Client, kubelet *redispods.Kubelet, key client.ObjectKey) (float64, error) {
+	rc := &redisv1alpha1.RedisCluster{}
+	if err := c.Get(ctx, key, rc); err != nil {
+		return 0, err
+	}
+	i := slices.IndexFunc(rc.Status.Nodes, func(n redisv1alpha1.RedisNode) bool { return n.Type == "master" })
+	if i < 0 {
+		return 0, fmt.Errorf("%s lists no master", key.Name)
+	}
+	start := time.Now()
+	if err := kubelet.Crash(key.Namespace, rc.Status.Nodes[i].Name); err != nil {
+		return 0, err
+	}
+	var seen float64
+	for seen == 0 {
+		if time.Since(start) > 2*time.Minute {
+			return 0, fmt.Errorf("%s still Ready 2 minutes after %s was killed", key.Name, rc.Status.Nodes[i].Name)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if err := c.Get(ctx, key, rc); err != nil {
+			return 0, err
+		}
+		if !isReady(rc) {
+			seen = time.Since(start).Seconds()
+		}
+	}
+	return seen, waitAllReadyOne(ctx, c, key)
+}
+
+// waitAllReadyOne waits up to 3 minutes until the cluster at key is Ready again.
+func waitAllReadyOne(ctx context.Context, c client.Client, key client.ObjectKey) error {
+	deadline := time.Now().Add(3 * time.Minute)
+	rc := &redisv1alpha1.RedisCluster{}
+	for {
+		if err := c.Get(ctx, key, rc); err != nil {
+			return err
+		}
+		if isReady(rc) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not Ready 3 minutes after a master was killed: %s", key.Name, rc.Status.Reason)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// IdleTable formats the idle figures as a Markdown table.
+func IdleTable(all []IdleFigures) string {
+	var b strings.Builder
+	b.WriteString("| idle RedisClusters (6 nodes each) | formed in | operator CPU-s/min | per cluster | killed master -> not Ready (median, max) |\n|---|---|---|---|---|\n")
+	for _, f := range all {
+		d := slices.Clone(f.DetectSeconds)
+		sort.Float64s(d)
+		med, worst := 0.0, 0.0
+		if len(d) > 0 {
+			med, worst = d[len(d)/2], d[len(d)-1]
+		}
+		fmt.Fprintf(&b, "| %d | %.0f s | %.2f | %.4f | %.1f s, %.1f s |\n", f.Clusters, f.FormedSeconds, f.CPUPerMinute, f.PerCluster, med, worst)
+	}
+	return b.String()
+}
