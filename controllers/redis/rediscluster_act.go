@@ -92,10 +92,26 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		}
 	case redisadmin.StepReplacePod:
 		return r.replacePod(ctx, s, step.Pod)
+	case redisadmin.StepReloadCertificates:
+		return r.reloadCertificates(ctx, s)
+	case redisadmin.StepWriteRecord:
+		return r.writeRecord(ctx, s)
+	case redisadmin.StepAddPassword:
+		return r.fenced(ctx, func() error { return r.addPassword(ctx, s) })
+	case redisadmin.StepKeepOnlyPassword:
+		return r.fenced(ctx, func() error { return r.keepOnlyPassword(ctx, s) })
 	default:
 		return fmt.Errorf("the planner chose step %q, which this operator does not know", step.Kind)
 	}
 	return nil
+}
+
+// fenced runs act only while this replica may act on Redis.
+func (r *RedisClusterReconciler) fenced(ctx context.Context, act func() error) error {
+	if err := r.fence(ctx); err != nil {
+		return err
+	}
+	return act()
 }
 
 // recover runs one recovery; PlanAbandon's also spends the accept-data-loss annotation.

@@ -64,6 +64,8 @@ type RedisClusterReconciler struct {
 	stale status.StaleGuard
 	// admins keeps each cluster's Redis connections from one reconcile to the next.
 	admins adminPool
+	// certsSeen remembers which node processes serve the current certificate.
+	certsSeen certsSeen
 	// userObjects reads the Secrets and ConfigMaps a user names once per version
 	// (caching.Versioned over References and APIReader); policies reads NetworkPolicies
 	// through the API reader (no informer: see NetworkPolicyVerbs).
@@ -102,12 +104,13 @@ type state struct {
 	snap   redisadmin.Snapshot
 	health redisadmin.Health
 	// step is the one step planned from the snapshot (zero when observing failed).
-	step  redisadmin.Step
-	admin Admin
-	err   error // the first error, reported in Degraded
-	// rotation is rotationCurrent when the nodes run the Secret's password, what a password
-	// rotation under way waits for, or "" when the step did not run.
-	rotation string
+	step redisadmin.Step
+	// applied are the applied-password records by name; creds the passwords kept on the
+	// nodes with their records, as given to the planner.
+	applied map[string]*corev1.Secret
+	creds   []credential
+	admin   Admin
+	err     error // the first error, reported in Degraded
 }
 
 // +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisclusters,verbs=list;watch;patch
@@ -125,8 +128,8 @@ type state struct {
 
 // Reconcile observes once, plans one step, acts once and writes the status once. Observing
 // reads the user's Secrets and the member record, keeps the children as the spec says (the
-// StatefulSet never below the nodes still in the cluster) and any password rotation or
-// certificate reload moving, then takes one snapshot of the pods and every node. The plan
+// StatefulSet never below the nodes still in the cluster), then takes one snapshot of the
+// pods and every node. The plan
 // (redisadmin.NextStep) is a pure function of the spec and that snapshot; the step it
 // returns is bounded in time, and the next reconcile starts from a fresh look. The status
 // is derived from the same snapshot and step.
@@ -173,6 +176,7 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 		if apierrors.IsNotFound(err) {
 			metrics.ForgetRedisCluster(req.Namespace, req.Name)
 			r.admins.forget(req.NamespacedName)
+			r.certsSeen.forget(req.NamespacedName)
 		}
 		return nil, ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -182,6 +186,7 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 	if !rc.DeletionTimestamp.IsZero() {
 		metrics.ForgetRedisCluster(req.Namespace, req.Name)
 		r.admins.forget(req.NamespacedName)
+		r.certsSeen.forget(req.NamespacedName)
 		return nil, ctrl.Result{}, r.finalize(ctx, rc)
 	}
 	if done, err := r.ensureFinalizer(ctx, rc); done || err != nil {
@@ -192,13 +197,12 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 }
 
 // prepare reads what the snapshot needs (passwords, TLS, the member record) and, unless the
-// cluster is paused, keeps the children and moves rotations on. The first error stops it.
+// cluster is paused, keeps the children. The first error stops it.
 func (r *RedisClusterReconciler) prepare(ctx context.Context, s *state) error {
-	steps := []func(context.Context, *state) error{r.readPassword, r.readUsers, r.readTLS, r.readMembers}
+	steps := []func(context.Context, *state) error{r.readPassword, r.readUsers, r.readApplied, r.readTLS, r.readMembers}
 	if !s.rc.Spec.Pause {
 		steps = append(steps, r.ensurePassword, r.ensureUsers, r.ensureTLS, r.ensureConfigMap, r.ensureServices,
-			r.ensurePodDisruptionBudget, r.ensureNetworkPolicy, r.ensureStatefulSet, r.deleteScaledInClaims,
-			r.rotatePasswords, r.reloadCertificates)
+			r.ensurePodDisruptionBudget, r.ensureNetworkPolicy, r.ensureStatefulSet, r.deleteScaledInClaims)
 	}
 	for _, step := range steps {
 		if err := step(ctx, s); err != nil {

@@ -83,6 +83,7 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 		ReplicasPerMaster: resources.RedisReplicasPerMaster(s.rc), NodeTimeout: nodeTimeout, Now: time.Now(),
 	}
 	s.snap.CheckIdentity()
+	r.checkCertificates(ctx, s)
 	s.health = redisadmin.Assess(s.snap)
 }
 
@@ -93,6 +94,7 @@ func (r *RedisClusterReconciler) plannerSpec(s *state) redisadmin.Spec {
 	spec := redisadmin.Spec{
 		Name: rc.Name, Paused: rc.Spec.Pause, Replicas: int(rc.Spec.Replicas), MembersRecorded: s.recordExists,
 		AcceptDataLoss: rc.Annotations[AcceptDataLossAnnotation] == "true", AcceptAnnotation: AcceptDataLossAnnotation,
+		Rotation: r.rotation(s),
 	}
 	if s.sts != nil {
 		spec.StatefulSetReplicas, spec.UpdateRevision = int(ptr.Deref(s.sts.Spec.Replicas, 0)), s.sts.Status.UpdateRevision

@@ -33,6 +33,16 @@ type credential struct {
 	record  string // its applied-password record
 	// masterAuth: replicas authenticate to their masters as this user.
 	masterAuth bool
+	// applied is the applied-password record as read (nil: none).
+	applied *corev1.Secret
+}
+
+// withRecords attaches to each credential its applied-password record as read.
+func (s *state) withRecords(creds []credential) []credential {
+	for i := range creds {
+		creds[i].applied = s.applied[creds[i].record]
+	}
+	return creds
 }
 
 // credentials lists the cluster's credentials, the operator's first: the steps of the
@@ -41,122 +51,98 @@ func (s *state) credentials() []credential {
 	app := credential{user: "default", desired: s.password, source: resources.RedisPasswordSecretName(s.rc),
 		record: resources.RedisAppliedPasswordSecretName(s.rc), masterAuth: !resources.RedisACLEnabled(s.rc)}
 	if !resources.RedisACLEnabled(s.rc) {
-		return []credential{app}
+		return s.withRecords([]credential{app})
 	}
 	users := resources.RedisUsersSecretName(s.rc)
-	return []credential{
+	return s.withRecords([]credential{
 		{user: resources.RedisOperatorUser, desired: s.users[resources.RedisUsersOperatorKey], source: users,
 			record: resources.RedisUserAppliedSecretName(s.rc, resources.RedisUsersOperatorKey), masterAuth: true},
 		app,
 		{user: resources.RedisExporterUser, desired: s.users[resources.RedisUsersExporterKey], source: users,
 			record: resources.RedisUserAppliedSecretName(s.rc, resources.RedisUsersExporterKey)},
-	}
+	})
 }
 
-// rotatePasswords brings the nodes to each credential's password (rotatePassword), one
-// rotation at a time, the operator's first. s.rotation is rotationCurrent when every one is
-// current, else what the rotation under way waits for.
-func (r *RedisClusterReconciler) rotatePasswords(ctx context.Context, s *state) error {
-	if s.password == "" {
-		return nil
-	}
+// readApplied reads the applied-password records (from the cache: they are the operator's
+// own): what the nodes run with, which the operator logs in with and rotations start from.
+func (r *RedisClusterReconciler) readApplied(ctx context.Context, s *state) error {
+	s.applied = map[string]*corev1.Secret{}
 	for _, c := range s.credentials() {
-		if c.desired == "" {
-			return nil
+		applied := &corev1.Secret{}
+		if err := r.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: c.record}, applied); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("while reading Secret %s: %w", c.record, err)
+			}
+			continue
 		}
-		if err := r.rotatePassword(ctx, s, c); err != nil {
-			return err
-		}
-		if s.rotation != rotationCurrent {
-			// One rotation at a time: the others authenticate as the operator's user,
-			// whose password must be settled first.
-			return nil
-		}
+		s.applied[c.record] = applied
 	}
 	return nil
 }
 
-// rotatePassword brings the nodes to c's password when it differs from the one they run
-// with (recorded in c's applied-password record), without downtime: first every node
-// accepts both and, for the user replicas authenticate as, uses the new one with its master
-// (redisadmin.AddPassword); after the grace period every node keeps only the new one
-// (redisadmin.KeepOnlyPassword), which is verified, and the record is updated. Each stage
-// needs every pod to answer; until then it waits and says so in s.rotation. When the
-// passwords agree it reads one cached Secret and changes nothing. The steps authenticate as
-// the user itself without ACL users, else as the operator's user.
-func (r *RedisClusterReconciler) rotatePassword(ctx context.Context, s *state, c credential) error {
-	applied := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: s.rc.Namespace, Name: c.record}
-	if err := r.Get(ctx, key, applied); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("while reading Secret %s: %w", key.Name, err)
+// rotation is the credentials as the planner takes them.
+func (r *RedisClusterReconciler) rotation(s *state) redisadmin.Rotation {
+	out := redisadmin.Rotation{Grace: r.passwordGrace()}
+	s.creds = s.credentials()
+	for _, c := range s.creds {
+		pc := redisadmin.Credential{User: c.user, Source: c.source, Desired: c.desired}
+		if c.applied != nil {
+			current := string(c.applied.Data[resources.RedisPasswordKey])
+			pc.Recorded, pc.Current, pc.Previous = true, current, string(c.applied.Data[resources.RedisPreviousPasswordKey])
+			pc.SwitchedAt, _ = time.Parse(time.RFC3339, c.applied.Annotations[resources.RedisPasswordSwitchedAnnotation])
+			pc.UpToDate = bytes.Equal(c.applied.Data[resources.RedisExporterPasswordFileKey], resources.RedisExporterPasswordJSON(current))
 		}
-		// A new cluster, or one formed before rotations: its nodes run the Secret's password.
-		s.rotation = rotationCurrent
-		s.runsWith(c, c.desired)
-		return r.writeApplied(ctx, s, c, nil, c.desired, "", time.Time{})
+		out.Credentials = append(out.Credentials, pc)
 	}
-	current := string(applied.Data[resources.RedisPasswordKey])
-	previous := string(applied.Data[resources.RedisPreviousPasswordKey])
-	s.runsWith(c, current, previous)
-	if !bytes.Equal(applied.Data[resources.RedisExporterPasswordFileKey], resources.RedisExporterPasswordJSON(current)) {
-		// Recorded by an operator from before the exporter's password file: add it, as it
-		// is (the exporter sidecars of the new pod template mount it), and go on next time.
-		switched, _ := time.Parse(time.RFC3339, applied.Annotations[resources.RedisPasswordSwitchedAnnotation])
-		return r.writeApplied(ctx, s, c, applied, current, previous, switched)
+	return out
+}
+
+// writeRecord writes a credential's applied-password record as the step says.
+func (r *RedisClusterReconciler) writeRecord(ctx context.Context, s *state) error {
+	c, rec := s.creds[s.step.Credential], s.step.Record
+	return r.writeApplied(ctx, s, c, c.applied, rec.Current, rec.Previous, rec.SwitchedAt)
+}
+
+// addPassword makes every running node accept the credential's new password besides the
+// current one, and the user replicas authenticate as use it with their masters
+// (redisadmin.AddPassword); once every one has, the record says so and the grace period
+// starts. A node that does not answer is waited for.
+func (r *RedisClusterReconciler) addPassword(ctx context.Context, s *state) error {
+	c := s.creds[s.step.Credential]
+	current, previous := string(c.applied.Data[resources.RedisPasswordKey]), string(c.applied.Data[resources.RedisPreviousPasswordKey])
+	change := s.passwordChange(c, []string{current, previous, c.desired})
+	var missing []string
+	for _, addr := range s.step.Addrs {
+		if silent, err := rotationStep(redisadmin.AddPassword(ctx, addr, s.tls, change)); err != nil {
+			return fmt.Errorf("while adding the new password of Secret %s (user %s): %w", c.source, c.user, err)
+		} else if silent {
+			missing = append(missing, addr)
+		}
 	}
-	switch {
-	case current == c.desired && previous == "":
-		s.rotation = rotationCurrent
-		return nil
-	case current != c.desired:
-		addrs, missing, err := r.runningAddrs(ctx, s)
-		if err != nil {
-			return err
-		}
-		if err := r.fence(ctx); err != nil {
-			return err
-		}
-		accepted := 0
-		change := s.passwordChange(c, []string{current, previous, c.desired})
-		for _, addr := range addrs {
-			if silent, err := rotationStep(redisadmin.AddPassword(ctx, addr, s.tls, change)); err != nil {
-				return fmt.Errorf("while adding the new password of Secret %s (user %s): %w", c.source, c.user, err)
-			} else if silent {
-				missing = append(missing, addr)
-				continue
-			}
-			accepted++
-		}
-		if len(missing) > 0 {
-			s.rotation = fmt.Sprintf("rotating user %s to the password of Secret %s: %d nodes accept it; waiting for %s to answer", c.user, c.source, accepted, strings.Join(missing, ", "))
-			return nil
-		}
-		now := time.Now()
-		if err := r.writeApplied(ctx, s, c, applied, c.desired, current, now); err != nil {
-			return err
-		}
-		s.runsWith(c, c.desired, current)
-		r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "PasswordRotating", "Rotate",
-			"every node accepts the new password of user %s from Secret %s; the previous password stops working after %s", c.user, c.source, r.passwordGrace())
-		s.rotation = fmt.Sprintf("rotating user %s to the password of Secret %s: every node accepts both passwords until %s", c.user, c.source, now.Add(r.passwordGrace()).UTC().Format(time.RFC3339))
+	prefix := fmt.Sprintf("rotating user %s to the password of Secret %s: ", c.user, c.source)
+	if len(missing) > 0 {
+		s.step.Rotation = prefix + fmt.Sprintf("%d nodes accept it; waiting for %s to answer", len(s.step.Addrs)-len(missing), strings.Join(missing, ", "))
 		return nil
 	}
-	// Every node accepts both: after the grace period, retire the previous password.
-	switched, _ := time.Parse(time.RFC3339, applied.Annotations[resources.RedisPasswordSwitchedAnnotation])
-	if until := switched.Add(r.passwordGrace()); time.Now().Before(until) {
-		s.rotation = fmt.Sprintf("rotating user %s to the password of Secret %s: every node accepts both passwords until %s", c.user, c.source, until.UTC().Format(time.RFC3339))
-		return nil
-	}
-	addrs, missing, err := r.runningAddrs(ctx, s)
-	if err != nil {
+	now := time.Now()
+	if err := r.writeApplied(ctx, s, c, c.applied, c.desired, current, now); err != nil {
 		return err
 	}
-	if err := r.fence(ctx); err != nil {
-		return err
-	}
+	r.event(s, corev1.EventTypeNormal, "PasswordRotating", "Rotate",
+		"every node accepts the new password of user %s from Secret %s; the previous password stops working after %s", c.user, c.source, r.passwordGrace())
+	s.step.Rotation = prefix + "every node accepts both passwords until " + now.Add(r.passwordGrace()).UTC().Format(time.RFC3339)
+	return nil
+}
+
+// keepOnlyPassword makes every running node refuse the credential's previous password
+// (redisadmin.KeepOnlyPassword), checks that none accepts it any more, and records that the
+// rotation is over.
+func (r *RedisClusterReconciler) keepOnlyPassword(ctx context.Context, s *state) error {
+	c := s.creds[s.step.Credential]
+	previous := string(c.applied.Data[resources.RedisPreviousPasswordKey])
 	change := s.passwordChange(c, []string{c.desired, previous})
-	for _, addr := range addrs {
+	var missing []string
+	for _, addr := range s.step.Addrs {
 		if silent, err := rotationStep(redisadmin.KeepOnlyPassword(ctx, addr, s.tls, change)); err != nil {
 			return fmt.Errorf("while retiring the previous password of user %s: %w", c.user, err)
 		} else if silent {
@@ -164,10 +150,11 @@ func (r *RedisClusterReconciler) rotatePassword(ctx context.Context, s *state, c
 		}
 	}
 	if len(missing) > 0 {
-		s.rotation = fmt.Sprintf("rotating user %s to the password of Secret %s: waiting for %s to answer before the previous password is retired", c.user, c.source, strings.Join(missing, ", "))
+		s.step.Rotation = fmt.Sprintf("rotating user %s to the password of Secret %s: waiting for %s to answer before the previous password is retired",
+			c.user, c.source, strings.Join(missing, ", "))
 		return nil
 	}
-	for _, addr := range addrs {
+	for _, addr := range s.step.Addrs {
 		ok, err := redisadmin.Accepts(ctx, addr, s.tls, redisadmin.Login{User: c.user, Password: previous})
 		if err != nil {
 			return fmt.Errorf("while checking that the previous password of user %s was retired: %w", c.user, err)
@@ -176,13 +163,11 @@ func (r *RedisClusterReconciler) rotatePassword(ctx context.Context, s *state, c
 			return fmt.Errorf("the node at %s still accepts the previous password of user %s after it was retired", addr, c.user)
 		}
 	}
-	if err := r.writeApplied(ctx, s, c, applied, c.desired, "", time.Time{}); err != nil {
+	if err := r.writeApplied(ctx, s, c, c.applied, c.desired, "", time.Time{}); err != nil {
 		return err
 	}
-	s.runsWith(c, c.desired)
-	r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, "PasswordRotated", "Rotate",
+	r.event(s, corev1.EventTypeNormal, "PasswordRotated", "Rotate",
 		"every node requires the password of user %s from Secret %s; the previous password no longer works", c.user, c.source)
-	s.rotation = rotationCurrent
 	return nil
 }
 
@@ -197,14 +182,6 @@ func (s *state) passwordChange(c credential, own []string) redisadmin.PasswordCh
 		}
 	}
 	return change
-}
-
-// runsWith notes the passwords the nodes accept for the operator's user (the first one
-// every node accepts), which the Redis admin and the other rotations authenticate with.
-func (s *state) runsWith(c credential, passwords ...string) {
-	if c.user == resources.RedisOperatorUser {
-		s.operatorPasswords = passwords
-	}
 }
 
 // rotationStep sorts the outcome of a rotation step on one node: a node that refuses every
@@ -222,38 +199,11 @@ func rotationStep(err error) (silent bool, _ error) {
 	}
 }
 
-// rotationCurrent is state.rotation when the nodes run exactly the Secret's password.
-const rotationCurrent = "current"
-
 func (r *RedisClusterReconciler) passwordGrace() time.Duration {
 	if r.PasswordGrace > 0 {
 		return r.PasswordGrace
 	}
 	return DefaultPasswordGrace
-}
-
-// runningAddrs lists the addresses of the cluster's running pods and the names of the pods
-// the StatefulSet wants that do not run.
-func (r *RedisClusterReconciler) runningAddrs(ctx context.Context, s *state) (addrs, missing []string, err error) {
-	if err := r.listPods(ctx, s); err != nil {
-		return nil, nil, err
-	}
-	running := map[string]bool{}
-	for i := range s.pods {
-		p := &s.pods[i]
-		if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && p.DeletionTimestamp.IsZero() {
-			addrs = append(addrs, podAddr(p))
-			running[p.Name] = true
-		}
-	}
-	if s.sts != nil && s.sts.Spec.Replicas != nil {
-		for i := range int(*s.sts.Spec.Replicas) {
-			if name := fmt.Sprintf("%s-%d", s.sts.Name, i); !running[name] {
-				missing = append(missing, name)
-			}
-		}
-	}
-	return addrs, missing, nil
 }
 
 // writeApplied creates or updates c's applied-password record.

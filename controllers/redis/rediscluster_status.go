@@ -126,16 +126,16 @@ func (r *RedisClusterReconciler) observe(s *state) {
 // setPasswordApplied says whether the nodes run the password Secret's password, or what a
 // rotation under way waits for; it keeps the condition when the rotation step did not run.
 func setPasswordApplied(s *state, gen int64) {
-	switch s.rotation {
+	switch s.step.Rotation {
 	case "":
-	case rotationCurrent:
+	case redisadmin.RotationCurrent:
 		msg := fmt.Sprintf("every node requires the password of Secret %s", resources.RedisPasswordSecretName(s.rc))
 		if resources.RedisACLEnabled(s.rc) {
 			msg += fmt.Sprintf(", and for the users %s and %s those of Secret %s", resources.RedisOperatorUser, resources.RedisExporterUser, resources.RedisUsersSecretName(s.rc))
 		}
 		status.Set(&s.next.Status.Conditions, gen, ConditionPasswordApplied, metav1.ConditionTrue, ReasonPasswordCurrent, msg)
 	default:
-		status.Set(&s.next.Status.Conditions, gen, ConditionPasswordApplied, metav1.ConditionFalse, ReasonPasswordRotating, s.rotation)
+		status.Set(&s.next.Status.Conditions, gen, ConditionPasswordApplied, metav1.ConditionFalse, ReasonPasswordRotating, s.step.Rotation)
 	}
 }
 

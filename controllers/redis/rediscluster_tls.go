@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -113,25 +115,37 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error 
 	return nil
 }
 
-// reloadCertificates makes every running node that does not serve the TLS Secret's
-// certificate (a renewed one, or a user's Secret that changed) read its files again
-// (redisadmin.ReloadTLS), without a restart. Until the kubelet has refreshed a pod's Secret
-// volume (up to its sync period plus its cache TTL) the node reads the old files again, so
-// this repeats at each reconcile until every node serves the new one. A node that does not
-// answer is left to the other steps.
-func (r *RedisClusterReconciler) reloadCertificates(ctx context.Context, s *state) error {
+// checkCertificates marks, in the snapshot, the answering nodes that serve another
+// certificate than the TLS Secret's (redisadmin.ServesCertificate: a TLS handshake each). A
+// node already seen serving this certificate since its process started is not asked again
+// (certsSeen), so a converged cluster costs no handshake.
+func (r *RedisClusterReconciler) checkCertificates(ctx context.Context, s *state) {
 	if s.tls == nil || s.tlsCert == nil {
-		return nil
+		return
 	}
-	addrs, _, err := r.runningAddrs(ctx, s)
-	if err != nil {
-		return err
-	}
-	var reloaded []string
-	for _, addr := range addrs {
-		if ok, err := redisadmin.ServesCertificate(ctx, addr, s.tls, s.tlsCert); err != nil || ok {
+	cluster := client.ObjectKeyFromObject(s.rc)
+	for i := range s.snap.Nodes {
+		o := &s.snap.Nodes[i]
+		if !o.Answered() || r.certsSeen.serves(cluster, s.tlsCert, o) {
 			continue
 		}
+		ok, err := redisadmin.ServesCertificate(ctx, o.Addr, s.tls, s.tlsCert)
+		switch {
+		case err != nil: // gone since it answered: left to the other steps
+		case ok:
+			r.certsSeen.saw(cluster, s.tlsCert, o)
+		default:
+			o.StaleCertificate = true
+		}
+	}
+}
+
+// reloadCertificates makes each node of the step read its certificate files again
+// (redisadmin.ReloadTLS), without a restart, and reports those that then serve the TLS
+// Secret's certificate.
+func (r *RedisClusterReconciler) reloadCertificates(ctx context.Context, s *state) error {
+	var reloaded []string
+	for _, addr := range s.step.Addrs {
 		if err := r.fence(ctx); err != nil {
 			return err
 		}
@@ -143,10 +157,57 @@ func (r *RedisClusterReconciler) reloadCertificates(ctx context.Context, s *stat
 		}
 	}
 	if len(reloaded) > 0 {
-		r.Recorder.Eventf(s.rc, nil, corev1.EventTypeNormal, ReasonTLSReloaded, "Reload",
+		r.event(s, corev1.EventTypeNormal, ReasonTLSReloaded, "Reload",
 			"%d nodes now serve the certificate of Secret %s (%s)", len(reloaded), resources.RedisTLSSecretName(s.rc), strings.Join(reloaded, ", "))
 	}
 	return nil
+}
+
+// certsSeen remembers, per cluster, which node processes were seen serving which
+// certificate: by address, with the process's start.
+type certsSeen struct {
+	mu   sync.Mutex
+	seen map[types.NamespacedName]seenCert
+}
+
+type seenCert struct {
+	cert  string               // the certificate (DER)
+	nodes map[string]time.Time // address -> process start
+}
+
+// serves reports whether o's process was seen serving cert (a start within a second of the
+// one seen: the start is read as now minus the uptime).
+func (c *certsSeen) serves(cluster types.NamespacedName, cert []byte, o *redisadmin.Observation) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen, ok := c.seen[cluster]
+	if !ok || seen.cert != string(cert) {
+		return false
+	}
+	started, ok := seen.nodes[o.Addr]
+	return ok && !o.Started.IsZero() && (o.Started.Sub(started)).Abs() <= 1500*time.Millisecond
+}
+
+// saw records that o's process serves cert.
+func (c *certsSeen) saw(cluster types.NamespacedName, cert []byte, o *redisadmin.Observation) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = map[types.NamespacedName]seenCert{}
+	}
+	seen := c.seen[cluster]
+	if seen.cert != string(cert) {
+		seen = seenCert{cert: string(cert), nodes: map[string]time.Time{}}
+	}
+	seen.nodes[o.Addr] = o.Started
+	c.seen[cluster] = seen
+}
+
+// forget drops what was seen of a cluster.
+func (c *certsSeen) forget(cluster types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.seen, cluster)
 }
 
 // tlsInvalidError: the TLS Secret is missing or its content is wrong.

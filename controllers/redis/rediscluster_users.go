@@ -84,7 +84,8 @@ func (r *RedisClusterReconciler) ensureUsers(ctx context.Context, s *state) erro
 }
 
 // login is how the operator authenticates to the nodes: as the default user with the
-// password Secret's password, or with ACL users as resources.RedisOperatorUser.
+// password every node accepts (its applied-password record's, the Secret's before there is
+// one), or with ACL users as resources.RedisOperatorUser.
 func (s *state) login() redisadmin.Login {
 	if resources.RedisACLEnabled(s.rc) {
 		login := redisadmin.Login{User: resources.RedisOperatorUser}
@@ -92,6 +93,9 @@ func (s *state) login() redisadmin.Login {
 			login.Password = s.operatorPasswords[0] // the one every node accepts
 		}
 		return login
+	}
+	if applied := s.applied[resources.RedisAppliedPasswordSecretName(s.rc)]; applied != nil && len(applied.Data[resources.RedisPasswordKey]) > 0 {
+		return redisadmin.Login{Password: string(applied.Data[resources.RedisPasswordKey])} // the one every node accepts
 	}
 	return redisadmin.Login{Password: s.password}
 }

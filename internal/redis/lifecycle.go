@@ -84,6 +84,9 @@ const (
 	StepFailover StepKind = "Failover"
 	// StepReplacePod deletes Pod, which runs an old template, so it comes back on the new one.
 	StepReplacePod StepKind = "ReplacePod"
+	// StepReloadCertificates makes the nodes at Addrs, which serve an old certificate, read
+	// their certificate files again.
+	StepReloadCertificates StepKind = "ReloadCertificates"
 )
 
 // Step is the one thing NextStep decides to do next, with what it needs to do it and why.
@@ -115,6 +118,15 @@ type Step struct {
 	SlotsLeft       int
 	// Replicas is StepShrink's StatefulSet size.
 	Replicas int
+	// Credential indexes Spec.Rotation.Credentials for a rotation step; Record is what
+	// StepWriteRecord writes; Addrs the nodes StepAddPassword and StepKeepOnlyPassword
+	// change.
+	Credential int
+	Record     AppliedRecord
+	Addrs      []string
+	// Rotation is the state of password rotations whatever the step: RotationCurrent, what
+	// a rotation under way waits for, or "" when they were not looked at.
+	Rotation string
 }
 
 // Acts reports whether the step changes anything (Idle, Wait and Lost do not).
@@ -151,6 +163,8 @@ type Spec struct {
 	NotReadySince time.Time
 	// MembersRecorded: the member record exists (it may be empty).
 	MembersRecorded bool
+	// Rotation is what the password rotations need.
+	Rotation Rotation
 }
 
 // Assignment is an AssignReceive scale out: its strategies and the empty masters recorded
@@ -173,8 +187,9 @@ type Strategy struct {
 // health (Assess of the snapshot). It is pure. The order matters: nothing is judged while
 // the nodes refuse the password; the member record is kept first, as the pods' start
 // guards read it; lost data is reported before anything could paper over it; a new cluster
-// is formed only from nothing; then recoveries, open slots, and, only while every member
-// answers, joins, slot moves, removals and pod replacements.
+// is formed only from nothing; then password rotations (planRotation), recoveries, open
+// slots, and, only while every member answers, joins, slot moves, removals and pod
+// replacements.
 func NextStep(spec Spec, s Snapshot, h Health) Step {
 	if spec.Paused {
 		return Step{Kind: StepWait, After: LookIdle, Reason: "paused"}
@@ -182,15 +197,20 @@ func NextStep(spec Spec, s Snapshot, h Health) Step {
 	if len(h.AuthFailed) > 0 {
 		return Step{Kind: StepWait, After: LookIdle, Reason: fmt.Sprintf("%d nodes refuse the password", len(h.AuthFailed))}
 	}
+	rotate, note, rotates := planRotation(spec, s)
+	planRotate := func(Spec, Snapshot, Health) (Step, bool) { return rotate, rotates }
+	step := Step{Kind: StepIdle, After: LookIdle}
 	for _, plan := range []func(Spec, Snapshot, Health) (Step, bool){
-		planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planRecover, planFixSlots,
+		planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planRotate, planReloadCertificates, planRecover, planFixSlots,
 		planWaitForMembers, planJoin, planMoveSlots, planRemove, planUpgrade,
 	} {
-		if step, ok := plan(spec, s, h); ok {
-			return step
+		if next, ok := plan(spec, s, h); ok {
+			step = next
+			break
 		}
 	}
-	return Step{Kind: StepIdle, After: LookIdle}
+	step.Rotation = note
+	return step
 }
 
 // planRecord keeps the member record current (Record).
@@ -292,6 +312,23 @@ func planDropAcceptance(spec Spec, _ Snapshot, _ Health) (Step, bool) {
 		return Step{}, false
 	}
 	return Step{Kind: StepDropAcceptance, After: LookSoon, Reason: "the cluster is formed: " + spec.AcceptAnnotation + " is spent"}, true
+}
+
+// planReloadCertificates makes the nodes that serve an old certificate read theirs again
+// (without a restart). Until the kubelet has refreshed a pod's Secret volume the node reads
+// the old files again, so this repeats until every node serves the new one.
+func planReloadCertificates(_ Spec, s Snapshot, _ Health) (Step, bool) {
+	var addrs, pods []string
+	for _, o := range s.answering() {
+		if o.StaleCertificate {
+			addrs, pods = append(addrs, o.Addr), append(pods, o.Pod)
+		}
+	}
+	if len(addrs) == 0 {
+		return Step{}, false
+	}
+	return Step{Kind: StepReloadCertificates, Addrs: addrs, After: LookSoon,
+		Reason: "reloading the certificate on " + strings.Join(pods, ", ")}, true
 }
 
 // planRecover runs the next recovery PlanRecovery finds.

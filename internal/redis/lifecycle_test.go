@@ -142,6 +142,17 @@ func TestNextStep(t *testing.T) {
 			spec: accept(specFor(6)), snap: six().current().snap, want: StepDropAcceptance,
 		},
 
+		"a node serves an old certificate: reload it before any recovery": {
+			spec: specFor(6), snap: func() Snapshot {
+				c := six().current()
+				c.snap.Nodes[2].StaleCertificate = true
+				v := &c.snap.Nodes[4].View[1]
+				v.Addr, v.Flags = "10.9.9.9:6379", append(v.Flags, "noaddr")
+				return c.snap
+			}(), want: StepReloadCertificates,
+			check: func(t *testing.T, s Step) { expect(t, len(s.Addrs) == 1 && s.Addrs[0] == addrOf(2), "reloads %v", s.Addrs) },
+		},
+
 		// Recoveries and interrupted moves.
 		"a member knows a peer at an old address: recover (introduce) first": {
 			spec: specFor(6), snap: func() Snapshot {
@@ -359,7 +370,8 @@ func TestNextStep(t *testing.T) {
 		kinds[tc.want] = true
 	}
 	for _, k := range []StepKind{StepIdle, StepWait, StepLost, StepRecordMembers, StepAcceptLostCluster, StepDropAcceptance, StepForm,
-		StepRecover, StepFixSlots, StepJoin, StepRecordTargets, StepAssign, StepRebalance, StepRemoveNode, StepShrink, StepFailover, StepReplacePod} {
+		StepRecover, StepFixSlots, StepJoin, StepRecordTargets, StepAssign, StepRebalance, StepRemoveNode, StepShrink, StepFailover, StepReplacePod,
+		StepReloadCertificates} {
 		if !kinds[k] {
 			t.Errorf("no case chooses %s", k)
 		}

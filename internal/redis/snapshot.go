@@ -43,6 +43,9 @@ type Observation struct {
 	// Started is when the node's process started (from INFO server's uptime_in_seconds),
 	// zero when unknown.
 	Started time.Time
+	// StaleCertificate: the node serves another certificate than the TLS Secret's (a renewed
+	// or replaced one it has not loaded yet).
+	StaleCertificate bool
 	// KeysInUncovered counts, on a master, its keys in each slot its view routes to no
 	// master (CLUSTER COUNTKEYSINSLOT, asked only when there are such slots).
 	KeysInUncovered map[int]int64
