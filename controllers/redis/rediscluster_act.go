@@ -64,8 +64,10 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		if err != nil {
 			return fmt.Errorf("while adding %s to the cluster: %w", step.Pod, err)
 		}
-		if done {
-			r.event(s, corev1.EventTypeNormal, "NodesAdded", "Scale", "%s", step.Reason)
+		if done && step.MasterID == "" {
+			r.event(s, corev1.EventTypeNormal, "NodesAdded", "Scale", "added %s as a master", step.Pod)
+		} else if done {
+			r.event(s, corev1.EventTypeNormal, "NodesAdded", "Scale", "added %s as a replica of %s", step.Pod, step.MasterID)
 		}
 	case redisadmin.StepRecordTargets:
 		s.next.Status.AssignTargets, s.next.Status.AssignGeneration = step.Targets, s.rc.Generation

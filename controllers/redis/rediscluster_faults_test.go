@@ -678,7 +678,7 @@ func TestRedisClusterLosesAKubeNodeWithItsDisks(t *testing.T) {
 		}
 	}
 	waitNotReady(t, key)
-	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
+	redistest.WaitShape(t, env.Client, key, 3, 6)
 	w.WaitWritten(t, 500)
 	rc = redistest.CheckLayout(t, env.Client, key)
 	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)

@@ -34,10 +34,10 @@ func (c *cluster) leaving(n int) *cluster {
 	return c
 }
 
-// joinedEmptyMaster is c with one more master, without slots, that every node knows (a
-// scale out's new master once it joined).
-func (c *cluster) joinedEmptyMaster(pod, id, host string) *cluster {
-	nodes := append(append([]fakeNode{}, c.nodes...), fakeNode{pod, id, host, "", nil})
+// withNewMaster is c with one more master, gggggggg on n1, without slots, that every node
+// knows (a scale out's new master once it joined).
+func (c *cluster) withNewMaster() *cluster {
+	nodes := append(append([]fakeNode{}, c.nodes...), fakeNode{fmt.Sprintf("rc-%d", len(c.nodes)), "gggggggg", "n1", "", nil})
 	return newFake(c.snap.Masters, c.snap.ReplicasPerMaster, nodes...).current()
 }
 
@@ -150,7 +150,9 @@ func TestNextStep(t *testing.T) {
 				v.Addr, v.Flags = "10.9.9.9:6379", append(v.Flags, "noaddr")
 				return c.snap
 			}(), want: StepReloadCertificates,
-			check: func(t *testing.T, s Step) { expect(t, len(s.Addrs) == 1 && s.Addrs[0] == addrOf(2), "reloads %v", s.Addrs) },
+			check: func(t *testing.T, s Step) {
+				expect(t, len(s.Addrs) == 1 && s.Addrs[0] == addrOf(2), "reloads %v", s.Addrs)
+			},
 		},
 
 		// Recoveries and interrupted moves.
@@ -219,7 +221,7 @@ func TestNextStep(t *testing.T) {
 		},
 		"an empty new master (AutoReceive): rebalance slots onto it": {
 			spec: specFor(7), snap: func() Snapshot {
-				c := six().joinedEmptyMaster("rc-6", "gggggggg", "n1")
+				c := six().withNewMaster()
 				c.snap.Masters = 4
 				return c.snap
 			}(),
@@ -235,7 +237,7 @@ func TestNextStep(t *testing.T) {
 				return s
 			}(),
 			snap: func() Snapshot {
-				c := six().joinedEmptyMaster("rc-6", "gggggggg", "n1")
+				c := six().withNewMaster()
 				c.snap.Masters = 4
 				return c.snap
 			}(),
@@ -251,7 +253,7 @@ func TestNextStep(t *testing.T) {
 				return s
 			}(),
 			snap: func() Snapshot {
-				c := six().joinedEmptyMaster("rc-6", "gggggggg", "n1")
+				c := six().withNewMaster()
 				c.snap.Masters = 4
 				return c.snap
 			}(),
@@ -429,7 +431,7 @@ func assigning(strategies ...Strategy) Spec {
 
 // assigned is six() with the new master gggggggg joined, holding aaaaaaaa's first moved slots.
 func assigned(moved int) Snapshot {
-	c := six().joinedEmptyMaster("rc-6", "gggggggg", "n1")
+	c := six().withNewMaster()
 	c.snap.Masters = 4
 	if moved > 0 {
 		c.each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{moved, 5460}} })

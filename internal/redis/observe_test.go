@@ -27,7 +27,7 @@ func TestObserveReusesItsConnections(t *testing.T) {
 	defer func() { _ = admin.Close() }()
 	createCluster(ctx, t, admin, servers, 1)
 
-	look := func() []Observation {
+	look := func() {
 		obs := make([]Observation, len(servers))
 		for i, s := range servers {
 			obs[i] = Observation{Pod: fmt.Sprintf("rc-%d", i), Addr: s.addr}
@@ -38,7 +38,6 @@ func TestObserveReusesItsConnections(t *testing.T) {
 				t.Fatalf("%s: answered %t, joined %t, info %d fields, replication %d fields, err %v", o.Pod, o.Answered(), o.Joined(), len(o.Info), len(o.Replication), o.Err)
 			}
 		}
-		return obs
 	}
 	look()
 	before := stats(ctx, t, servers)
