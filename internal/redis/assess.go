@@ -64,44 +64,36 @@ func Assess(s Snapshot) Health {
 		}
 	}
 	ids := s.byID()
-	var owner [SlotCount]string
-	var agreed [SlotCount]bool
-	for i := range agreed {
-		agreed[i] = true
-	}
-	for vi, o := range joined {
-		mine := routes(o)
-		for slot := range mine {
-			if vi == 0 {
-				owner[slot] = mine[slot]
-			} else if owner[slot] != mine[slot] {
-				agreed[slot] = false
-				if owner[slot] == "" {
-					owner[slot] = mine[slot]
-				}
-			}
-		}
-	}
 	masters := map[string]bool{}
 	disagree, unowned := 0, 0
-	for slot := range owner {
-		if owner[slot] == "" {
-			unowned++
-			continue
+	if routed, agreed := agreedRoutes(joined); agreed {
+		// Every view routes alike: a master serves its slots when it answers as a master.
+		for _, n := range routed {
+			count := CountSlots(n.Slots)
+			h.SlotsAssigned += count
+			o := ids[n.ID]
+			if o == nil {
+				continue
+			}
+			self, _ := o.Self()
+			served := 0
+			if self.IsMaster() && FormatSlotRanges(self.Slots) == FormatSlotRanges(n.Slots) {
+				served = count
+			} else if self.IsMaster() {
+				for _, slot := range slotList(n.Slots) {
+					if ownsSlot(self, slot) {
+						served++
+					}
+				}
+			}
+			if served > 0 {
+				h.SlotsServed += served
+				masters[self.ID] = true
+			}
 		}
-		h.SlotsAssigned++
-		if !agreed[slot] {
-			disagree++
-			continue
-		}
-		o := ids[owner[slot]]
-		if o == nil {
-			continue
-		}
-		if self, _ := o.Self(); self.IsMaster() && ownsSlot(self, slot) {
-			h.SlotsServed++
-			masters[self.ID] = true
-		}
+		unowned = SlotCount - h.SlotsAssigned
+	} else {
+		disagree, unowned = servedSlotBySlot(&h, joined, ids, masters)
 	}
 	h.Masters = len(masters)
 	if len(h.AuthFailed) > 0 {
@@ -189,4 +181,48 @@ func Lost(s Snapshot) bool { return len(s.Members) > 0 && len(s.joined()) == 0 }
 
 func without(all, drop []string) []string {
 	return slices.DeleteFunc(slices.Clone(all), func(a string) bool { return slices.Contains(drop, a) })
+}
+
+// servedSlotBySlot counts, slot by slot, the slots assigned and served (into h) when views
+// route differently, and returns how many slots views disagree on and how many none routes.
+func servedSlotBySlot(h *Health, joined []*Observation, ids map[string]*Observation, masters map[string]bool) (disagree, unowned int) {
+	var owner [SlotCount]string
+	var agreed [SlotCount]bool
+	for i := range agreed {
+		agreed[i] = true
+	}
+	for vi, o := range joined {
+		mine := routes(o)
+		for slot := range mine {
+			if vi == 0 {
+				owner[slot] = mine[slot]
+			} else if owner[slot] != mine[slot] {
+				agreed[slot] = false
+				if owner[slot] == "" {
+					owner[slot] = mine[slot]
+				}
+			}
+		}
+	}
+	disagree, unowned = 0, 0
+	for slot := range owner {
+		if owner[slot] == "" {
+			unowned++
+			continue
+		}
+		h.SlotsAssigned++
+		if !agreed[slot] {
+			disagree++
+			continue
+		}
+		o := ids[owner[slot]]
+		if o == nil {
+			continue
+		}
+		if self, _ := o.Self(); self.IsMaster() && ownsSlot(self, slot) {
+			h.SlotsServed++
+			masters[self.ID] = true
+		}
+	}
+	return disagree, unowned
 }

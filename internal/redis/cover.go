@@ -90,6 +90,15 @@ func PlanAbandon(s Snapshot) (Action, bool) {
 // status names it). One CLUSTER ADDSLOTSRANGE.
 func planCover(s Snapshot) (Action, bool) {
 	joined := s.joined()
+	if masters, agreed := agreedRoutes(joined); agreed {
+		routed := 0
+		for _, n := range masters {
+			routed += CountSlots(n.Slots)
+		}
+		if routed == SlotCount {
+			return Action{}, false // every view routes every slot
+		}
+	}
 	var covered [SlotCount]bool
 	var target *Observation
 	targetSlots := 0
@@ -137,6 +146,13 @@ func planCover(s Snapshot) (Action, bool) {
 
 // uncoveredIn lists the slots o's view routes to no master.
 func uncoveredIn(o *Observation) []int {
+	routed := 0
+	for _, n := range routedMasters(o) {
+		routed += CountSlots(n.Slots)
+	}
+	if routed == SlotCount {
+		return nil // every slot routed (a slot is listed once per view): no slot-by-slot pass
+	}
 	var out []int
 	for slot, owner := range routes(o) {
 		if owner == "" {

@@ -439,3 +439,35 @@ func assigned(moved int) Snapshot {
 	}
 	return c.snap
 }
+
+// TestAgreedRoutesCountLikeSlotBySlot: where every view routes alike, Assess counts slots
+// from the masters' ranges; that must give what the slot-by-slot pass gives.
+func TestAgreedRoutesCountLikeSlotBySlot(t *testing.T) {
+	snaps := map[string]Snapshot{
+		"six":                 six().current().snap,
+		"a new master joined": six().withNewMaster().snap,
+		"a slot moved in every view": func() Snapshot {
+			c := six()
+			c.each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{0, 99}, {101, 5460}} })
+			c.each("bbbbbbbb", func(n *Node) { n.Slots = []SlotRange{{100, 100}, {5461, 10922}} })
+			return c.snap
+		}(),
+		"a master silent":      six().silence(0, errDown).snap,
+		"slots routed nowhere": forgotten().snap,
+		"a master failed":      six().silence(1, errDown).fail("bbbbbbbb", time.Minute).snap,
+	}
+	for name, snap := range snaps {
+		joined := snap.joined()
+		if _, agreed := agreedRoutes(joined); !agreed {
+			t.Errorf("%s: the views were expected to agree", name)
+			continue
+		}
+		fast := Assess(snap)
+		var slow Health
+		_, unowned := servedSlotBySlot(&slow, joined, snap.byID(), map[string]bool{})
+		if fast.SlotsAssigned != slow.SlotsAssigned || fast.SlotsServed != slow.SlotsServed || SlotCount-fast.SlotsAssigned != unowned {
+			t.Errorf("%s: from ranges %d assigned, %d served; slot by slot %d and %d (%d unowned)",
+				name, fast.SlotsAssigned, fast.SlotsServed, slow.SlotsAssigned, slow.SlotsServed, unowned)
+		}
+	}
+}

@@ -108,6 +108,7 @@ func TestRetryable(t *testing.T) {
 		"the node closed the connection": {fmt.Errorf("while reading: %w", io.EOF), true},
 		"reset":                          {&net.OpError{Op: "read", Err: syscall.ECONNRESET}, true},
 		"refused while dialing":          {&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, false},
+		"a read timed out (frozen node)": {&net.OpError{Op: "read", Err: timeoutErr{}}, false},
 		"wrong password":                 {errors.New("WRONGPASS invalid username-password pair"), false},
 		"out of time":                    {context.DeadlineExceeded, false},
 		"a Redis error":                  {errors.New("ERR unknown command"), false},
@@ -118,3 +119,10 @@ func TestRetryable(t *testing.T) {
 		}
 	}
 }
+
+// timeoutErr is a network error that says it timed out.
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }

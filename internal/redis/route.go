@@ -2,12 +2,18 @@ package redis
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // routes is where a node's view sends each slot: the ID of the master it lists for it, or
-// "" (handshake entries and replicas route nothing).
+// "" (handshake entries and replicas route nothing). It is worked out once per observation:
+// the assessment and several planners ask for it.
 func routes(o *Observation) *[SlotCount]string {
+	if o.routes != nil {
+		return o.routes
+	}
 	var out [SlotCount]string
 	for _, n := range o.View {
 		if !n.IsMaster() || n.HasFlag("handshake") {
@@ -19,7 +25,47 @@ func routes(o *Observation) *[SlotCount]string {
 			}
 		}
 	}
-	return &out
+	o.routes = &out
+	return o.routes
+}
+
+// routedMasters are the masters o's view routes slots to, with their slots.
+func routedMasters(o *Observation) []Node {
+	var out []Node
+	for _, n := range o.View {
+		if n.IsMaster() && !n.HasFlag("handshake") && len(n.Slots) > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// routing is o's view's routing in short: each master it routes slots to, with the ranges,
+// in ID order. Two views with the same routing route every slot alike.
+func routing(o *Observation) string {
+	masters := routedMasters(o)
+	parts := make([]string, len(masters))
+	for i, n := range masters {
+		parts[i] = n.ID + "=" + FormatSlotRanges(n.Slots)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ";")
+}
+
+// agreedRoutes returns, when every view of joined routes every slot alike (the common case,
+// checked in a few string comparisons rather than slot by slot), the masters they route
+// slots to; ok is false otherwise.
+func agreedRoutes(joined []*Observation) (masters []Node, ok bool) {
+	if len(joined) == 0 {
+		return nil, false
+	}
+	first := routing(joined[0])
+	for _, o := range joined[1:] {
+		if routing(o) != first {
+			return nil, false
+		}
+	}
+	return routedMasters(joined[0]), true
 }
 
 // planRoute: a slot exactly one answering master claims as its own and most views route to
@@ -31,6 +77,11 @@ func routes(o *Observation) *[SlotCount]string {
 // those) or when two masters claim the slot (that needs the keys looked at).
 func planRoute(s Snapshot) (Action, bool) {
 	joined := s.joined()
+	if _, agreed := agreedRoutes(joined); agreed {
+		// Every view routes every slot alike, each owner's own view among them: nothing
+		// routes a slot away from the master that claims it.
+		return Action{}, false
+	}
 	var claimer [SlotCount]*Observation
 	var contested [SlotCount]bool
 	for _, o := range joined {
@@ -48,12 +99,18 @@ func planRoute(s Snapshot) (Action, bool) {
 			}
 		}
 	}
+	var claimerID [SlotCount]string
+	for slot, owner := range claimer {
+		if owner != nil {
+			claimerID[slot] = selfID(owner)
+		}
+	}
 	all := make([]*[SlotCount]string, len(joined))
 	var agree [SlotCount]int
 	for i, o := range joined {
 		all[i] = routes(o)
 		for slot, owner := range claimer {
-			if owner != nil && all[i][slot] == selfID(owner) {
+			if owner != nil && all[i][slot] == claimerID[slot] {
 				agree[slot]++
 			}
 		}
@@ -68,7 +125,7 @@ func planRoute(s Snapshot) (Action, bool) {
 			// Only a minority of stale views is corrected: where most views route the slot
 			// elsewhere, the claimer may be an old master back from the dead, and raising its
 			// epoch would hand it the slots its promoted replica took writes for since.
-			if owner == nil || contested[slot] || route[slot] == selfID(owner) || agree[slot]*2 <= len(joined) {
+			if owner == nil || contested[slot] || route[slot] == claimerID[slot] || agree[slot]*2 <= len(joined) {
 				continue
 			}
 			wrong, wrongSlots[slot] = true, true
@@ -77,7 +134,7 @@ func planRoute(s Snapshot) (Action, bool) {
 				bump = append(bump, Command{owner.Addr, []string{"CLUSTER", "BUMPEPOCH"}})
 			}
 			if self.IsMaster() { // a replica refuses SETSLOT; it follows the bumped epoch
-				setslot = append(setslot, Command{o.Addr, []string{"CLUSTER", "SETSLOT", strconv.Itoa(slot), "NODE", selfID(owner)}})
+				setslot = append(setslot, Command{o.Addr, []string{"CLUSTER", "SETSLOT", strconv.Itoa(slot), "NODE", claimerID[slot]}})
 			}
 		}
 		if wrong {

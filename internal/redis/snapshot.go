@@ -49,6 +49,9 @@ type Observation struct {
 	// KeysInUncovered counts, on a master, its keys in each slot its view routes to no
 	// master (CLUSTER COUNTKEYSINSLOT, asked only when there are such slots).
 	KeysInUncovered map[int]int64
+
+	// routes memoizes routes(o) (View does not change once observed).
+	routes *[SlotCount]string
 }
 
 // Answered reports whether the node answered every read.
@@ -153,19 +156,22 @@ func (a *Admin) observe(ctx context.Context, o *Observation) {
 	if self, ok := o.Self(); ok && self.IsMaster() && len(o.View) > 1 {
 		if o.KeysInUncovered, o.Err = a.countKeys(ctx, o.Addr, uncoveredIn(o)); o.Err != nil {
 			// A node answers every read or counts as silent.
-			o.View, o.Info, o.Replication, o.KeysInUncovered, o.Started = nil, nil, nil, nil, time.Time{}
+			o.View, o.Info, o.Replication, o.KeysInUncovered, o.Started, o.routes = nil, nil, nil, nil, time.Time{}, nil
 		}
 	}
 }
 
-// retryable reports whether a read failed on a connection that was already open (not while
-// dialing, not refused by the node, not out of time), so a new connection may succeed.
+// retryable reports whether a read failed on a connection that was already open and that
+// the node closed (not while dialing, not refused by the node, not timed out), so a new
+// connection may succeed.
 func retryable(ctx context.Context, err error) bool {
 	var op *net.OpError
 	if err == nil || ctx.Err() != nil || IsAuthError(err) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
-	if errors.As(err, &op) && op.Op == "dial" {
+	if errors.As(err, &op) && (op.Op == "dial" || op.Timeout()) {
+		// Not reached, or answering nothing (a frozen process): a new connection would only
+		// wait as long again.
 		return false
 	}
 	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.As(err, &op)
@@ -185,7 +191,7 @@ func (s *Snapshot) CheckIdentity() {
 			continue
 		}
 		o.Err = fmt.Errorf("the server at %s is node %s, but the member record has %s for pod %s", o.Addr, short(self.ID), short(want), o.Pod)
-		o.View, o.Info, o.Replication = nil, nil, nil
+		o.View, o.Info, o.Replication, o.routes = nil, nil, nil, nil
 	}
 }
 

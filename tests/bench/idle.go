@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -27,16 +28,17 @@ type IdleFigures struct {
 	// CPUPerMinute is the operator process's CPU-seconds per minute over the window, once
 	// every cluster was Ready; PerCluster that divided by Clusters.
 	CPUPerMinute, PerCluster float64
-	// DetectSeconds are, for each master killed (SIGKILL, one per cluster in turn), the time
+	// DetectSeconds are, for each master frozen (SIGSTOP, one per cluster in turn), the time
 	// until its cluster's status no longer said Ready.
 	DetectSeconds []float64
 }
 
 // RunIdle starts a fresh local cluster with real redis-server pods, runs the operator's
 // binary against it, creates n RedisClusters of six nodes, waits until all are Ready, lets
-// them settle, then measures the operator's CPU over window, and how long a killed master
-// takes to show in the status (kills times, one cluster each).
-func RunIdle(ctx context.Context, n int, window time.Duration, kills int, logf func(string, ...any)) (IdleFigures, error) {
+// them settle, then measures the operator's CPU over window (and writes its CPU profile of
+// the window to profile, unless ""), and how long a frozen master takes to show in the
+// status (kills times, one cluster each).
+func RunIdle(ctx context.Context, n int, window time.Duration, kills int, profile string, logf func(string, ...any)) (IdleFigures, error) {
 	f := IdleFigures{Clusters: n}
 	env, err := testenv.Start(ctx, 3)
 	if err != nil {
@@ -75,9 +77,20 @@ func RunIdle(ctx context.Context, n int, window time.Duration, kills int, logf f
 	if err != nil {
 		return f, err
 	}
+	profiled := make(chan error, 1)
+	if profile != "" {
+		go func() {
+			profiled <- op.saveProfile(ctx, fmt.Sprintf("profile?seconds=%d", int(window.Seconds())), profile)
+		}()
+	} else {
+		profiled <- nil
+	}
 	time.Sleep(window)
 	after, err := op.cpuSeconds()
 	if err != nil {
+		return f, err
+	}
+	if err := <-profiled; err != nil {
 		return f, err
 	}
 	f.CPUPerMinute = (after - before) / window.Minutes()
@@ -90,7 +103,7 @@ func RunIdle(ctx context.Context, n int, window time.Duration, kills int, logf f
 			return f, err
 		}
 		f.DetectSeconds = append(f.DetectSeconds, d)
-		logf("rc-%d: a killed master showed in the status after %.1f s", i, d)
+		logf("rc-%d: a frozen master showed in the status after %.1f s", i, d)
 	}
 	return f, nil
 }
@@ -124,8 +137,10 @@ func isReady(rc *redisv1alpha1.RedisCluster) bool {
 	return rc.Status.Phase == redisv1alpha1.PhaseRunning && c != nil && c.Status == metav1.ConditionTrue
 }
 
-// detectKilledMaster kills one master of the cluster at key and returns how long its status
-// took to stop saying Ready, then waits until it is Ready again.
+// detectKilledMaster freezes one master of the cluster at key (SIGSTOP: the process is there
+// but answers nothing, as a hung or partitioned node; a crash the kubelet restarts within
+// the look interval may never show) and returns how long its status took to stop saying
+// Ready; then it lets the process go on and waits until the cluster is Ready again.
 func detectKilledMaster(ctx context.Context, c client.Client, kubelet *redispods.Kubelet, key client.ObjectKey) (float64, error) {
 	rc := &redisv1alpha1.RedisCluster{}
 	if err := c.Get(ctx, key, rc); err != nil {
@@ -135,14 +150,22 @@ func detectKilledMaster(ctx context.Context, c client.Client, kubelet *redispods
 	if i < 0 {
 		return 0, fmt.Errorf("%s lists no master", key.Name)
 	}
-	start := time.Now()
-	if err := kubelet.Crash(key.Namespace, rc.Status.Nodes[i].Name); err != nil {
-		return 0, err
+	pids := kubelet.Processes(key.Namespace, rc.Status.Nodes[i].Name)
+	if len(pids) == 0 {
+		return 0, fmt.Errorf("no process for %s", rc.Status.Nodes[i].Name)
 	}
+	signal := func(sig syscall.Signal) {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, sig)
+		}
+	}
+	start := time.Now()
+	signal(syscall.SIGSTOP)
+	defer signal(syscall.SIGCONT)
 	var seen float64
 	for seen == 0 {
 		if time.Since(start) > 2*time.Minute {
-			return 0, fmt.Errorf("%s still Ready 2 minutes after %s was killed", key.Name, rc.Status.Nodes[i].Name)
+			return 0, fmt.Errorf("%s still Ready 2 minutes after %s was frozen", key.Name, rc.Status.Nodes[i].Name)
 		}
 		time.Sleep(100 * time.Millisecond)
 		if err := c.Get(ctx, key, rc); err != nil {
@@ -152,6 +175,7 @@ func detectKilledMaster(ctx context.Context, c client.Client, kubelet *redispods
 			seen = time.Since(start).Seconds()
 		}
 	}
+	signal(syscall.SIGCONT)
 	return seen, waitAllReadyOne(ctx, c, key)
 }
 
@@ -176,7 +200,7 @@ func waitAllReadyOne(ctx context.Context, c client.Client, key client.ObjectKey)
 // IdleTable formats the idle figures as a Markdown table.
 func IdleTable(all []IdleFigures) string {
 	var b strings.Builder
-	b.WriteString("| idle RedisClusters (6 nodes each) | formed in | operator CPU-s/min | per cluster | killed master -> not Ready (median, max) |\n|---|---|---|---|---|\n")
+	b.WriteString("| idle RedisClusters (6 nodes each) | formed in | operator CPU-s/min | per cluster | frozen master -> not Ready (median, max) |\n|---|---|---|---|---|\n")
 	for _, f := range all {
 		d := slices.Clone(f.DetectSeconds)
 		sort.Float64s(d)

@@ -76,13 +76,18 @@ func startProcess(bin, kubeconfig, logPath, metricsFlag string, args ...string) 
 // saveHeapProfile writes the process's heap profile (after a GC) to path, for
 // go tool pprof -sample_index=inuse_space -top.
 func (p *process) saveHeapProfile(ctx context.Context, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.pprof+"/debug/pprof/heap?gc=1", nil)
+	return p.saveProfile(ctx, "heap?gc=1", path)
+}
+
+// saveProfile writes what the process's pprof endpoint serves at /debug/pprof/<query> to path.
+func (p *process) saveProfile(ctx context.Context, query, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.pprof+"/debug/pprof/"+query, nil)
 	if err != nil {
 		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("while reading the heap profile: %w", err)
+		return fmt.Errorf("while reading the profile %s: %w", query, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
