@@ -63,7 +63,7 @@ func BenchmarkAppServices(b *testing.B) {
 // BenchmarkIdleRedisClusters measures the operator's CPU with idle RedisClusters of six
 // nodes, for each number in MWO_BENCH_IDLE (comma-separated, default 20,50), over
 // MWO_BENCH_IDLE_WINDOW (default 1m), and how long a frozen master takes to show in the
-// status (three, one cluster each), then prints the table. MWO_BENCH_CPUPROFILE=1 writes the
+// status (five, one cluster each), then prints the table. MWO_BENCH_CPUPROFILE=1 writes the
 // operator's CPU profile of the window to bin/bench-idle-cpu-N.pprof.
 func BenchmarkIdleRedisClusters(b *testing.B) {
 	counts := intsFromEnv(b, "MWO_BENCH_IDLE", 20, 50)
@@ -75,7 +75,7 @@ func BenchmarkIdleRedisClusters(b *testing.B) {
 			if os.Getenv("MWO_BENCH_CPUPROFILE") != "" {
 				profile = filepath.Join(testenv.RepoRoot(), "bin", fmt.Sprintf("bench-idle-cpu-%d.pprof", n))
 			}
-			f, err := RunIdle(b.Context(), n, window, 3, profile, func(format string, args ...any) { b.Logf(format, args...) })
+			f, err := RunIdle(b.Context(), n, window, 5, profile, func(format string, args ...any) { b.Logf(format, args...) })
 			if err != nil {
 				b.Fatal(err)
 			}
