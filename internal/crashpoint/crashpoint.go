@@ -1,14 +1,11 @@
 // Package crashpoint lets a test kill the operator at an exact point between two commands
-// of one step, where a SIGKILL from outside lands only by luck. With MWO_CRASHPOINT=<name>
-// in its environment, the process exits at once the first time it reaches that point:
-// status 137 (as after SIGKILL), no deferred call, no graceful shutdown, no lease release.
-// Without the variable, as the operator ships, Reach does nothing.
+// of one step, where a SIGKILL from outside lands only by luck. In a binary built with the
+// build tag crashpoints (tests/ha builds its operator so) and MWO_CRASHPOINT=<name> in its
+// environment, the process exits at once the first time it reaches that point: status 137
+// (as after SIGKILL), no deferred call, no graceful shutdown, no lease release. The operator
+// as it ships is built without the tag: Reach is then an empty function, whatever the
+// environment says.
 package crashpoint
-
-import (
-	"fmt"
-	"os"
-)
 
 // Env is the environment variable that arms one crash point by name.
 const Env = "MWO_CRASHPOINT"
@@ -20,14 +17,5 @@ const ExitCode = 137
 // is told which master to replicate: a crash there leaves an empty extra master.
 const JoinAfterMeet = "join-after-meet"
 
-// armed is the crash point named by Env, read once.
-var armed = os.Getenv(Env)
-
-// Reach ends the process when name is the armed crash point.
-func Reach(name string) {
-	if armed == "" || armed != name {
-		return
-	}
-	fmt.Fprintf(os.Stderr, "crashpoint %s reached: exiting with status %d as if killed\n", name, ExitCode)
-	os.Exit(ExitCode)
-}
+// Tag is the build tag that compiles crash points in.
+const Tag = "crashpoints"

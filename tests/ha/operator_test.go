@@ -18,6 +18,7 @@ import (
 	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
 	"github.com/middleware-operator/middleware-operator/internal/redispods"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
+	"github.com/middleware-operator/middleware-operator/internal/crashpoint"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
@@ -35,10 +36,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// operatorBinary builds the operator once for the whole package.
+// operatorBinary builds the operator once for the whole package, with crash points compiled
+// in (armed only by a test that sets crashpoint.Env).
 var operatorBinary = sync.OnceValues(func() (string, error) {
 	bin := filepath.Join(binDir, "manager")
-	build := exec.Command("go", "build", "-o", bin, ".")
+	build := exec.Command("go", "build", "-tags", crashpoint.Tag, "-o", bin, ".")
 	build.Dir = testenv.RepoRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %w\n%s", err, out)
