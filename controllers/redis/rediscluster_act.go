@@ -29,6 +29,9 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		return nil
 	}
 	logf.FromContext(ctx).Info("step", "kind", step.Kind, "reason", step.Reason)
+	defer func(start time.Time) {
+		metrics.RedisStepSeconds.WithLabelValues(string(step.Kind)).Observe(time.Since(start).Seconds())
+	}(time.Now())
 	switch step.Kind {
 	case redisadmin.StepRecordMembers:
 		return r.writeMembers(ctx, s, step.Members)

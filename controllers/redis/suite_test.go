@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -175,28 +176,41 @@ func reportReconcileTimes() {
 		case "controller_runtime_reconcile_time_seconds":
 			for _, m := range f.GetMetric() {
 				h := m.GetHistogram()
-				var slowest float64 // the upper bound of the highest non-empty bucket
-				prev := uint64(0)
-				for _, b := range h.GetBucket() {
-					if b.GetCumulativeCount() > prev {
-						slowest = b.GetUpperBound()
-					}
-					prev = b.GetCumulativeCount()
-				}
-				if h.GetSampleCount() > prev {
-					slowest = math.Inf(1)
-				}
+				slowest := slowestBucket(h)
 				fmt.Fprintf(os.Stderr, "reconciles: %d in %.0f s; the longest took at most %g s\n", h.GetSampleCount(), h.GetSampleSum(), slowest)
 				if slowest > 15 {
 					reconcileTooSlow = true
 				}
 			}
+		case "middleware_operator_rediscluster_step_seconds":
+			var steps []string
+			for _, m := range f.GetMetric() {
+				h := m.GetHistogram()
+				steps = append(steps, fmt.Sprintf("%s %d, at most %g s", m.GetLabel()[0].GetValue(), h.GetSampleCount(), slowestBucket(h)))
+			}
+			fmt.Fprintf(os.Stderr, "steps by kind: %s\n", strings.Join(steps, "; "))
 		case "middleware_operator_rediscluster_status_conflicts_total":
 			for _, m := range f.GetMetric() {
 				fmt.Fprintf(os.Stderr, "status writes refused on a conflict: %.0f\n", m.GetCounter().GetValue())
 			}
 		}
 	}
+}
+
+// slowestBucket is the upper bound of h's highest non-empty bucket (+Inf above the last).
+func slowestBucket(h *dto.Histogram) float64 {
+	var slowest float64
+	prev := uint64(0)
+	for _, b := range h.GetBucket() {
+		if b.GetCumulativeCount() > prev {
+			slowest = b.GetUpperBound()
+		}
+		prev = b.GetCumulativeCount()
+	}
+	if h.GetSampleCount() > prev {
+		slowest = math.Inf(1)
+	}
+	return slowest
 }
 
 // reconcileTooSlow is set when a reconcile held a worker longer than 15 s.

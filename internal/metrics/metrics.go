@@ -30,6 +30,11 @@ func gauge(name, help string, labels ...string) *prometheus.GaugeVec {
 	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: prefix + name, Help: help}, labels)
 }
 
+func histogram(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	specs = append(specs, Spec{prefix + name, "histogram", help, labels})
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: prefix + name, Help: help, Buckets: buckets}, labels)
+}
+
 func counter(name, help string, labels ...string) *prometheus.CounterVec {
 	specs = append(specs, Spec{prefix + name, "counter", help, labels})
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: prefix + name, Help: help}, labels)
@@ -79,6 +84,11 @@ var (
 	StatusWrites = counter("status_writes_total",
 		"Status writes, by kind and by what changed: first (no status yet), degraded, availability, progress (a rollout under way, paced), settled (a rollout over), generation (a spec change with nothing to roll out), counts (replica counts only).",
 		"kind", "change")
+	// RedisStepSeconds times the one step each RedisCluster reconcile takes, by kind: no
+	// step should hold a worker more than a few seconds.
+	RedisStepSeconds = histogram("rediscluster_step_seconds",
+		"How long the one step of a RedisCluster reconcile took, by kind (Form, Join, Rebalance, Recover, AddPassword, ...).",
+		[]float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30}, "kind")
 )
 
 // clusterVec is a metric vector with series per cluster.
@@ -112,4 +122,4 @@ func init() {
 }
 
 // operatorCounters are the counters not per RedisCluster.
-var operatorCounters = []prometheus.Collector{RedisStatusConflicts, StatusWrites}
+var operatorCounters = []prometheus.Collector{RedisStatusConflicts, StatusWrites, RedisStepSeconds}
