@@ -49,7 +49,7 @@ func TestRedisClusterWithACLUsers(t *testing.T) {
 	}
 	assertNoSecretInProcesses(t, ns, rc.Status.Nodes, pw, logins["operator"].Password, logins["exporter"].Password)
 	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
-	time.Sleep(time.Second)
+	w.WaitWritten(t, 300)
 	for _, n := range rc.Status.Nodes {
 		assertUserCommands(t.Context(), t, n.Instance, logins)
 	}

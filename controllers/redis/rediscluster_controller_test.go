@@ -366,7 +366,7 @@ func TestRedisClusterHealsAfterEveryPodIsRecreated(t *testing.T) {
 	}
 	_ = cc.Close()
 	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
-	time.Sleep(2 * time.Second)
+	w.WaitWritten(t, 300)
 	ips := map[string]string{}
 	for _, n := range rc.Status.Nodes {
 		ips[n.Name] = n.Instance

@@ -188,7 +188,7 @@ func loseVolume(t *testing.T, name, typ string, userConf string) (ns string) {
 	recoveries := metricSum(t, "middleware_operator_rediscluster_recoveries_total", ns, name)
 	victim := podOfRole(rc, typ)
 	w := redistest.StartWriter(podOfRole(rc, "slave").Instance, pw)
-	time.Sleep(3 * time.Second)
+	w.WaitWritten(t, 300)
 
 	start := time.Now()
 	if err := kubelet.LoseData(ns, victim.Name); err != nil {
@@ -431,7 +431,7 @@ func healsWithAReplicaGone(t *testing.T, ns string, key client.ObjectKey, rc *re
 	}
 	keepOut(replica.Name)
 	w := redistest.StartWriter(replica.Instance, pw)
-	time.Sleep(time.Second)
+	w.WaitWritten(t, 300)
 	if err := env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: replica.Name, Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +480,7 @@ func TestRedisClusterScalesInToTheExactShape(t *testing.T) {
 				redistest.PatchSpec(t, env.Client, key, `{"spec":{"finalizers":"foreground"}}`)
 			}
 			w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
-			time.Sleep(2 * time.Second)
+			w.WaitWritten(t, 300)
 			start := time.Now()
 			redistest.PatchSpec(t, env.Client, key, fmt.Sprintf(`{"spec":{"replicas":%d}}`, to))
 			redistest.WaitShape(t, env.Client, key, int(to)/2, int(to))
@@ -527,7 +527,7 @@ func TestRedisClusterFinishesAnInterruptedRebalance(t *testing.T) {
 	t.Parallel()
 	_, key, rc, pw := formed(t, "uneven", 6, 3)
 	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
-	time.Sleep(time.Second)
+	w.WaitWritten(t, 300)
 	var masters []string
 	var addrs []string
 	for _, n := range rc.Status.Nodes {

@@ -32,7 +32,7 @@ func TestRedisClusterScalesOutAndInWithoutLosingKeys(t *testing.T) {
 		}
 	})
 	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
-	time.Sleep(time.Second)
+	w.WaitWritten(t, 300)
 
 	redistest.PatchSpec(t, env.Client, key, `{"spec":{"replicas":10}}`)
 	rc = redistest.WaitShape(t, env.Client, key, 5, 10)
@@ -98,7 +98,7 @@ func TestRedisClusterUpgradesOnePodAtATime(t *testing.T) {
 	rc = waitRunning(t, key)
 	pw := redistest.Password(t, env.Client, ns, "upgrade")
 	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
-	time.Sleep(time.Second)
+	w.WaitWritten(t, 300)
 
 	upgradeVersion(t, key, "7.2.4", 6)
 	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
@@ -140,7 +140,7 @@ func TestRedisClusterSurvivesAMasterCrashDuringSlotMigration(t *testing.T) {
 	rc = waitRunning(t, key)
 	pw := redistest.Password(t, env.Client, ns, "crash")
 	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
-	time.Sleep(3 * time.Second)
+	w.WaitWritten(t, 300)
 	pods := map[string]string{} // address -> pod
 	for _, n := range rc.Status.Nodes {
 		pods[n.Instance] = n.Name

@@ -33,7 +33,7 @@ func TestRedisClusterRotatesThePassword(t *testing.T) {
 	ns, key, rc, oldPw := formed(t, "rotate", 6, 3)
 	entry := rc.Status.Nodes[0].Instance
 	before := redistest.StartWriter(entry, oldPw)
-	time.Sleep(2 * time.Second)
+	before.WaitWritten(t, 300)
 	if got := exporterPassword(t.Context(), ns, "rotate"); got != oldPw {
 		t.Errorf("before the rotation the exporter's password file holds %q, want the nodes' password", got)
 	}

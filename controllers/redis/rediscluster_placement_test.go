@@ -116,7 +116,7 @@ func TestRedisClusterSeparatesAReplicaFromItsMaster(t *testing.T) {
 		t.Fatalf("the status names no Kubernetes node for %s's master: %s", replica.Name, describeNodes(rc))
 	}
 	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
-	time.Sleep(time.Second)
+	w.WaitWritten(t, 300)
 	var others []string
 	for _, n := range nodes {
 		if n != masterHost {
@@ -174,7 +174,7 @@ func TestRedisClusterFinishesAnInterruptedJoin(t *testing.T) {
 	t.Parallel()
 	ns, key, rc, pw := formed(t, "join", 6, 3)
 	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
-	time.Sleep(time.Second)
+	w.WaitWritten(t, 300)
 	pause(t, key)
 	testenv.Update(t, env.Client, key, &appsv1.StatefulSet{}, func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](7) })
 	admin := redisadmin.NewAdmin(pw, time.Second)

@@ -36,7 +36,7 @@ func TestRedisClusterLosesAWholeShard(t *testing.T) {
 		return n.Type == "master" && n.NodeID != master.NodeID
 	})
 	w := redistest.StartWriter(rc.Status.Nodes[seed].Instance, pw)
-	time.Sleep(2 * time.Second)
+	w.WaitWritten(t, 300)
 	lostSlots := redistest.Slots(master.Slots)
 
 	start := time.Now()

@@ -116,7 +116,7 @@ func TestRedisClusterTLS(t *testing.T) {
 	myself(t, admin, rc.Status.Nodes[0].Instance)
 
 	w := redistest.StartTLSWriter(rc.Status.Nodes[0].Instance, pw, tlsConfig)
-	time.Sleep(2 * time.Second)
+	w.WaitWritten(t, 300)
 	rc = scaleOutToFourMasters(t, key, "over TLS")
 	time.Sleep(time.Second)
 	w.Verify(t, env.Client, rc, pw)
@@ -164,7 +164,7 @@ func TestRedisClusterTLS(t *testing.T) {
 	// An upgrade replaces every pod, one at a time, masters failing over first over the
 	// TLS bus, while a writer over TLS runs.
 	w = redistest.StartTLSWriter(rc.Status.Nodes[0].Instance, pw, tlsConfig)
-	time.Sleep(time.Second)
+	w.WaitWritten(t, 300)
 	upgradeVersion(t, key, "7.2.4", 8)
 	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
 	time.Sleep(time.Second)

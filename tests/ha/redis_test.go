@@ -325,7 +325,7 @@ func TestOperatorDownWhileAMasterLosesItsVolume(t *testing.T) {
 	op := r.operator(t)
 	key, rc, pw := r.formed(t)
 	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
-	time.Sleep(2 * time.Second)
+	w.WaitWritten(t, 300)
 	op.stop(t, syscall.SIGKILL)
 	i := slices.IndexFunc(rc.Status.Nodes, func(n redisv1alpha1.RedisNode) bool { return n.Type == "master" })
 	victim := rc.Status.Nodes[i]
@@ -387,7 +387,7 @@ func TestOperatorKilledBetweenMeetAndReplicate(t *testing.T) {
 	op := r.operator(t, crashpoint.Env+"="+crashpoint.JoinAfterMeet)
 	key, rc, pw := r.formed(t)
 	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
-	time.Sleep(2 * time.Second)
+	w.WaitWritten(t, 300)
 	redistest.PatchSpec(t, r.env.Client, key, `{"spec":{"replicas":7}}`)
 	exited := make(chan struct{})
 	go func() { _ = op.cmd.Wait(); close(exited) }()
