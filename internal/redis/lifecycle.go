@@ -185,11 +185,12 @@ type Strategy struct {
 
 // NextStep decides the one next step for a cluster from the spec, the snapshot and its
 // health (Assess of the snapshot). It is pure. The order matters: nothing is judged while
-// the nodes refuse the password; the member record is kept first, as the pods' start
-// guards read it; lost data is reported before anything could paper over it; a new cluster
-// is formed only from nothing; then password rotations (planRotation), recoveries, open
-// slots, and, only while every member answers, joins, slot moves, removals and pod
-// replacements.
+// the nodes refuse the password; password rotations come first (planRotation: a new
+// cluster's applied-password record must exist before its pods can start, as the exporter
+// sidecar mounts it); then the member record, as the pods' start guards read it; lost data
+// is reported before anything could paper over it; a new cluster is formed only from
+// nothing; then certificate reloads, recoveries, open slots, and, only while every member
+// answers, joins, slot moves, removals and pod replacements.
 func NextStep(spec Spec, s Snapshot, h Health) Step {
 	if spec.Paused {
 		return Step{Kind: StepWait, After: LookIdle, Reason: "paused"}
@@ -201,7 +202,7 @@ func NextStep(spec Spec, s Snapshot, h Health) Step {
 	planRotate := func(Spec, Snapshot, Health) (Step, bool) { return rotate, rotates }
 	step := Step{Kind: StepIdle, After: LookIdle}
 	for _, plan := range []func(Spec, Snapshot, Health) (Step, bool){
-		planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planRotate, planReloadCertificates, planRecover, planFixSlots,
+		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planRecover, planFixSlots,
 		planWaitForMembers, planJoin, planMoveSlots, planRemove, planUpgrade,
 	} {
 		if next, ok := plan(spec, s, h); ok {

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -87,8 +88,8 @@ func TestPlanRotation(t *testing.T) {
 	}
 }
 
-// TestNextStepRotation: a rotation step comes after the guards and before recoveries, and
-// the rotation's state rides on every step.
+// TestNextStepRotation: a rotation step comes first, and the rotation's state rides on
+// every step.
 func TestNextStepRotation(t *testing.T) {
 	spec := specFor(6)
 	spec.Rotation = Rotation{Credentials: []Credential{{User: "default", Desired: "b", Recorded: true, UpToDate: true, Current: "a"}}, Grace: time.Minute}
@@ -101,6 +102,18 @@ func TestNextStepRotation(t *testing.T) {
 	spec.Rotation.Credentials[0].Desired = "a"
 	if got := NextStep(spec, c.snap, Assess(c.snap)); got.Kind != StepRecover || got.Rotation != RotationCurrent {
 		t.Errorf("rotation current, introduction due: %s with rotation %q, want Recover with %q", got.Kind, got.Rotation, RotationCurrent)
+	}
+	// A new cluster's pods wait for the record (the exporter sidecar mounts it): it is
+	// written before the cluster can form.
+	fresh := specFor(6)
+	fresh.MembersRecorded = false
+	fresh.Rotation = Rotation{Credentials: []Credential{{User: "default", Desired: "a"}}}
+	waiting := newPods(6)
+	for i := range waiting.Nodes {
+		waiting.Nodes[i] = Observation{Pod: waiting.Nodes[i].Pod, Err: errors.New("the pod has no IP")}
+	}
+	if got := NextStep(fresh, waiting, Assess(waiting)); got.Kind != StepWriteRecord {
+		t.Errorf("a new cluster whose pods do not run yet: %s (%s), want WriteRecord first", got.Kind, got.Reason)
 	}
 	spec.Paused = true
 	if got := NextStep(spec, c.snap, Assess(c.snap)); got.Rotation != "" {
