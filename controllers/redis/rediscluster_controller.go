@@ -129,10 +129,9 @@ type state struct {
 // Reconcile observes once, plans one step, acts once and writes the status once. Observing
 // reads the user's Secrets and the member record, keeps the children as the spec says (the
 // StatefulSet never below the nodes still in the cluster), then takes one snapshot of the
-// pods and every node. The plan
-// (redisadmin.NextStep) is a pure function of the spec and that snapshot; the step it
-// returns is bounded in time, and the next reconcile starts from a fresh look. The status
-// is derived from the same snapshot and step.
+// pods and every node. The plan (redisadmin.NextStep) is a pure function of the spec and
+// that snapshot; the step it returns is bounded in time, and the next reconcile starts from
+// a fresh look. The status is derived from the same snapshot and step.
 func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rc, result, err := r.load(ctx, req)
 	if rc == nil {
