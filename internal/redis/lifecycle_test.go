@@ -82,18 +82,18 @@ func TestNextStep(t *testing.T) {
 
 		// Forming.
 		"six new, empty pods and no record: form 3 masters and 3 replicas": {
-			spec: func() Spec { s := specFor(6); s.UpdateRevision = ""; return s }(), snap: newPods(6), want: StepForm,
+			spec: func() Spec { s := specFor(6); s.UpdateRevision = ""; return s }(), snap: sixNewPods(), want: StepForm,
 			check: func(t *testing.T, s Step) {
 				expect(t, len(s.Create.Masters) == 3 && s.Operation == OpCreating, "%d masters, operation %s", len(s.Create.Masters), s.Operation)
 			},
 		},
 		"five of six pods answer: wait for the sixth before forming": {
 			spec: specFor(6),
-			snap: func() Snapshot { s := newPods(6); s.Nodes[5].Err, s.Nodes[5].View = errDown, nil; return s }(), want: StepWait,
+			snap: func() Snapshot { s := sixNewPods(); s.Nodes[5].Err, s.Nodes[5].View = errDown, nil; return s }(), want: StepWait,
 			check: func(t *testing.T, s Step) { expect(t, strings.Contains(s.Reason, "(5 answer)"), "reason %q", s.Reason) },
 		},
 		"the StatefulSet has 6 pods but only 5 exist: wait": {
-			spec: specFor(6), snap: func() Snapshot { s := newPods(6); s.Nodes = s.Nodes[:5]; return s }(), want: StepWait,
+			spec: specFor(6), snap: func() Snapshot { s := sixNewPods(); s.Nodes = s.Nodes[:5]; return s }(), want: StepWait,
 		},
 
 		// Lost data.
@@ -387,10 +387,10 @@ func expect(t *testing.T, ok bool, format string, args ...any) {
 	}
 }
 
-// newPods is n new, empty, running pods on hosts n1..n3 and nothing recorded.
-func newPods(n int) Snapshot {
-	c := &cluster{snap: Snapshot{Masters: n / 2, ReplicasPerMaster: 1, NodeTimeout: 5 * time.Second, Now: now, Members: map[string]string{}}}
-	for i := range n {
+// sixNewPods is six new, empty, running pods on hosts n1..n3 and nothing recorded.
+func sixNewPods() Snapshot {
+	c := &cluster{snap: Snapshot{Masters: 3, ReplicasPerMaster: 1, NodeTimeout: 5 * time.Second, Now: now, Members: map[string]string{}}}
+	for i := range 6 {
 		c.fresh(fmt.Sprintf("rc-%d", i), fmt.Sprintf("%08d", i), fmt.Sprintf("n%d", i%3+1))
 	}
 	return c.snap

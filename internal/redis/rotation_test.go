@@ -108,7 +108,7 @@ func TestNextStepRotation(t *testing.T) {
 	fresh := specFor(6)
 	fresh.MembersRecorded = false
 	fresh.Rotation = Rotation{Credentials: []Credential{{User: "default", Desired: "a"}}}
-	waiting := newPods(6)
+	waiting := sixNewPods()
 	for i := range waiting.Nodes {
 		waiting.Nodes[i] = Observation{Pod: waiting.Nodes[i].Pod, Err: errors.New("the pod has no IP")}
 	}
