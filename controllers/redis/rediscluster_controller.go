@@ -67,10 +67,9 @@ type RedisClusterReconciler struct {
 	// certsSeen remembers which node processes serve the current certificate.
 	certsSeen certsSeen
 	// userObjects reads the Secrets and ConfigMaps a user names once per version
-	// (caching.Versioned over References and APIReader); policies reads NetworkPolicies
-	// through the API reader (no informer: see NetworkPolicyVerbs).
-	readersOnce           sync.Once
-	userObjects, policies *caching.Versioned
+	// (caching.Versioned over References and APIReader).
+	userObjectsOnce sync.Once
+	userObjects     *caching.Versioned
 }
 
 // state is what one reconcile observes, the step it plans and what acting on it leaves
@@ -105,10 +104,8 @@ type state struct {
 	health redisadmin.Health
 	// step is the one step planned from the snapshot (zero when observing failed).
 	step redisadmin.Step
-	// applied are the applied-password records by name; creds the passwords kept on the
-	// nodes with their records, as given to the planner.
+	// applied are the applied-password records by name.
 	applied map[string]*corev1.Secret
-	creds   []credential
 	admin   Admin
 	err     error // the first error, reported in Degraded
 }
@@ -198,7 +195,7 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 // prepare reads what the snapshot needs (passwords, TLS, the member record) and, unless the
 // cluster is paused, keeps the children. The first error stops it.
 func (r *RedisClusterReconciler) prepare(ctx context.Context, s *state) error {
-	steps := []func(context.Context, *state) error{r.readPassword, r.readUsers, r.readApplied, r.readTLS, r.readMembers}
+	steps := []func(context.Context, *state) error{r.readPassword, r.readApplied, r.readUsers, r.readTLS, r.readMembers}
 	if !s.rc.Spec.Pause {
 		steps = append(steps, r.ensurePassword, r.ensureUsers, r.ensureTLS, r.ensureConfigMap, r.ensureServices,
 			r.ensurePodDisruptionBudget, r.ensureNetworkPolicy, r.ensureStatefulSet, r.deleteScaledInClaims)
@@ -224,22 +221,17 @@ func (s *state) lookAgain() time.Duration {
 	return after
 }
 
-// readers makes userObjects and policies once: over the references cache when there is one
-// (always under a manager), else straight through the API reader.
-func (r *RedisClusterReconciler) readers() {
-	r.readersOnce.Do(func() {
+// userObject reads a Secret or ConfigMap a user names through userObjects, made on first
+// use over the references cache when there is one (always under a manager), else straight
+// through the API reader.
+func (r *RedisClusterReconciler) userObject(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.userObjectsOnce.Do(func() {
 		var refs client.Reader
 		if r.References != nil {
 			refs = r.References
 		}
 		r.userObjects = &caching.Versioned{Refs: refs, API: r.APIReader}
-		r.policies = &caching.Versioned{API: r.APIReader}
 	})
-}
-
-// userObject reads a Secret or ConfigMap a user names (see readers).
-func (r *RedisClusterReconciler) userObject(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	r.readers()
 	return r.userObjects.Get(ctx, key, obj, opts...)
 }
 

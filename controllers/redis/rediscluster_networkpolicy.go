@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/middleware-operator/middleware-operator/internal/caching"
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
@@ -47,7 +46,7 @@ func NewNetworkPolicyAccess(c client.Client) *child.Access {
 // deletes it when spec.networkPolicy.enabled is false. When the operator may not manage
 // NetworkPolicies it goes on without one: the NetworkPolicy condition and a Warning event
 // name the missing grant and the fix. A policy deleted or edited by hand is put back at the
-// next reconcile (within healthInterval), not at once: there is no watch.
+// next reconcile (within redisadmin.LookIdle), not at once: there is no watch.
 func (r *RedisClusterReconciler) ensureNetworkPolicy(ctx context.Context, s *state) error {
 	gen, conds := s.rc.Generation, &s.next.Status.Conditions
 	enabled := resources.RedisNetworkPolicyEnabled(s.rc)
@@ -74,10 +73,9 @@ func (r *RedisClusterReconciler) ensureNetworkPolicy(ctx context.Context, s *sta
 		status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionFalse, ReasonNetworkPolicyDisabled, networkPolicyDisabled)
 		return nil
 	}
-	r.readers()
-	versioned := versionedClient{Client: r.Client, reader: r.policies}
+	uncached := uncachedClient{Client: r.Client, reader: r.APIReader}
 	desired := resources.RedisNetworkPolicy(s.rc, r.OperatorNamespace)
-	live, outcome, err := child.Ensure(ctx, versioned, r.Scheme, s.rc, desired, child.MergeNetworkPolicy)
+	live, outcome, err := child.Ensure(ctx, uncached, r.Scheme, s.rc, desired, child.MergeNetworkPolicy)
 	r.record(s, live, outcome, err)
 	if err != nil {
 		return err
@@ -111,8 +109,7 @@ const networkPolicyDisabled = "spec.networkPolicy.enabled is false: any pod may 
 func (r *RedisClusterReconciler) deleteNetworkPolicy(ctx context.Context, s *state) error {
 	np := &networkingv1.NetworkPolicy{}
 	key := client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisNetworkPolicyName(s.rc)}
-	r.readers()
-	if err := r.policies.Get(ctx, key, np); err != nil {
+	if err := r.APIReader.Get(ctx, key, np); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -144,15 +141,14 @@ type AccessChecker interface {
 	Describe(namespace string, missing []string) string
 }
 
-// versionedClient reads through a caching.Versioned: for kinds the manager's cache does not
-// hold, whose Get through the cache would start an informer the operator may lack the
-// grants for.
-type versionedClient struct {
+// uncachedClient reads through the API reader: for kinds the manager's cache does not hold,
+// whose Get through the cache would start an informer.
+type uncachedClient struct {
 	client.Client
-	reader *caching.Versioned
+	reader client.Reader
 }
 
-// Get reads obj through the versioned reader.
-func (c versionedClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+// Get reads obj from the API server.
+func (c uncachedClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	return c.reader.Get(ctx, key, obj, opts...)
 }

@@ -83,8 +83,7 @@ func (r *RedisClusterReconciler) readApplied(ctx context.Context, s *state) erro
 // rotation is the credentials as the planner takes them.
 func (r *RedisClusterReconciler) rotation(s *state) redisadmin.Rotation {
 	out := redisadmin.Rotation{Grace: r.passwordGrace()}
-	s.creds = s.credentials()
-	for _, c := range s.creds {
+	for _, c := range s.credentials() {
 		pc := redisadmin.Credential{User: c.user, Source: c.source, Desired: c.desired}
 		if c.applied != nil {
 			current := string(c.applied.Data[resources.RedisPasswordKey])
@@ -99,7 +98,7 @@ func (r *RedisClusterReconciler) rotation(s *state) redisadmin.Rotation {
 
 // writeRecord writes a credential's applied-password record as the step says.
 func (r *RedisClusterReconciler) writeRecord(ctx context.Context, s *state) error {
-	c, rec := s.creds[s.step.Credential], s.step.Record
+	c, rec := s.credentials()[s.step.Credential], s.step.Record
 	return r.writeApplied(ctx, s, c, c.applied, rec.Current, rec.Previous, rec.SwitchedAt)
 }
 
@@ -108,7 +107,7 @@ func (r *RedisClusterReconciler) writeRecord(ctx context.Context, s *state) erro
 // (redisadmin.AddPassword); once every one has, the record says so and the grace period
 // starts. A node that does not answer is waited for.
 func (r *RedisClusterReconciler) addPassword(ctx context.Context, s *state) error {
-	c := s.creds[s.step.Credential]
+	c := s.credentials()[s.step.Credential]
 	current, previous := string(c.applied.Data[resources.RedisPasswordKey]), string(c.applied.Data[resources.RedisPreviousPasswordKey])
 	change := s.passwordChange(c, []string{current, previous, c.desired})
 	var missing []string
@@ -138,7 +137,7 @@ func (r *RedisClusterReconciler) addPassword(ctx context.Context, s *state) erro
 // (redisadmin.KeepOnlyPassword), checks that none accepts it any more, and records that the
 // rotation is over.
 func (r *RedisClusterReconciler) keepOnlyPassword(ctx context.Context, s *state) error {
-	c := s.creds[s.step.Credential]
+	c := s.credentials()[s.step.Credential]
 	previous := string(c.applied.Data[resources.RedisPreviousPasswordKey])
 	change := s.passwordChange(c, []string{c.desired, previous})
 	var missing []string

@@ -13,8 +13,8 @@ import (
 
 // readUsers reads the passwords of a cluster with ACL users without changing anything, so a
 // paused cluster's status can still be read from Redis: the users Secret, and the password
-// the nodes run the operator's user with (its applied-password record; the Secret's until
-// the first rotation step wrote one).
+// the nodes run the operator's user with (its applied-password record, read by readApplied;
+// the Secret's until the first rotation step wrote one).
 func (r *RedisClusterReconciler) readUsers(ctx context.Context, s *state) error {
 	if !resources.RedisACLEnabled(s.rc) {
 		return nil
@@ -25,12 +25,10 @@ func (r *RedisClusterReconciler) readUsers(ctx context.Context, s *state) error 
 		return client.IgnoreNotFound(err)
 	}
 	s.setUsers(secret)
-	applied := &corev1.Secret{}
-	err = r.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisUserAppliedSecretName(s.rc, resources.RedisUsersOperatorKey)}, applied)
-	if err == nil {
+	if applied := s.applied[resources.RedisUserAppliedSecretName(s.rc, resources.RedisUsersOperatorKey)]; applied != nil {
 		s.operatorPasswords = []string{string(applied.Data[resources.RedisPasswordKey]), string(applied.Data[resources.RedisPreviousPasswordKey])}
 	}
-	return client.IgnoreNotFound(err)
+	return nil
 }
 
 // setUsers keeps the users Secret's passwords, and takes the operator's as the one to log in

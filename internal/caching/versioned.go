@@ -8,14 +8,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Versioned reads objects the manager's cache does not hold (a user's Secrets and
-// ConfigMaps, NetworkPolicies) through the API reader once per version: while the metadata
+// ConfigMaps) through the API reader once per version: while the metadata
 // cache Refs reports the resourceVersion of the copy it keeps, Get serves that copy, so a
 // converged reconcile sends the API server no request for them. It keeps only the objects
 // it was asked for. When Refs does not list an object (not yet seen, or Refs is nil) Get
@@ -43,8 +42,6 @@ func kindOf(obj client.Object) (string, string) {
 		return "v1", "Secret"
 	case *corev1.ConfigMap:
 		return "v1", "ConfigMap"
-	case *networkingv1.NetworkPolicy:
-		return networkingv1.SchemeGroupVersion.String(), "NetworkPolicy"
 	}
 	return "", ""
 }

@@ -100,6 +100,6 @@ func TestVersionedReadsEachVersionOnce(t *testing.T) {
 		t.Errorf("%d API reads without a metadata cache, want 2", n)
 	}
 	if err := v.Get(ctx, key, &corev1.Pod{}); err == nil {
-		t.Error("a Pod was served: Versioned serves Secrets, ConfigMaps and NetworkPolicies only")
+		t.Error("a Pod was served: Versioned serves Secrets and ConfigMaps only")
 	}
 }
