@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 )
 
 // Admin is what the reconciler asks of Redis. Every topology command goes through one of

@@ -12,7 +12,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
-	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 )
 
 // opTimeout bounds the Redis commands of one step, so no reconcile holds a worker long.

@@ -29,7 +29,7 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/caching"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
-	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )

@@ -4,7 +4,7 @@ import (
 	"strconv"
 
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
-	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 )
 
 // recordMetrics sets the cluster's gauges from the reconcile's snapshot and health: what

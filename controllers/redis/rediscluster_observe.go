@@ -17,7 +17,7 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 
 	"github.com/middleware-operator/middleware-operator/internal/child"
-	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 )
 
 // TestRotationStep: a node that refuses every password stops the rotation with an error; a

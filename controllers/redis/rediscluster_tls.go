@@ -19,7 +19,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/certs"
 	"github.com/middleware-operator/middleware-operator/internal/child"
-	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )

@@ -7,7 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/middleware-operator/middleware-operator/internal/child"
-	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
-	redisadmin "github.com/middleware-operator/middleware-operator/internal/redis"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/redispods"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )

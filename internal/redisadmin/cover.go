@@ -1,0 +1,191 @@
+package redisadmin
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// LostShard is a master whose slots have no copy left: it is flagged failed, no pod answers
+// with its ID, it has been silent for longer than a forced failover waits, and no replica
+// that ever synced from it answers (nothing could be promoted). Its pod and every replica's
+// came back without their data, or never came back.
+type LostShard struct {
+	// ID and Addr are the lost master's node ID and last address.
+	ID, Addr string
+	// Slots are the slots it owned.
+	Slots []SlotRange
+}
+
+// lostShards lists the lost shards of s (see LostShard), in ID order.
+func lostShards(s Snapshot) []LostShard {
+	var out []LostShard
+	for _, k := range s.cluster() {
+		if !k.node.IsMaster() || len(k.slots) == 0 || !k.failed || k.answers != nil ||
+			s.silentFor(k) < forceFailoverAfter*s.NodeTimeout || promotable(s, k.node.ID) != nil {
+			continue
+		}
+		out = append(out, LostShard{ID: k.node.ID, Addr: k.node.Addr, Slots: k.slots})
+	}
+	return out
+}
+
+// promotable is the most caught-up answering replica of the master with ID master that
+// ever synced from it, or nil: one that never synced (offset 0) would serve the slots empty.
+func promotable(s Snapshot, master string) *Observation {
+	var best *Observation
+	var bestOffset int64
+	for _, o := range s.joined() {
+		self, _ := o.Self()
+		if self.Role != RoleSlave || self.MasterID != master {
+			continue
+		}
+		if offset, _ := strconv.ParseInt(o.Replication["slave_repl_offset"], 10, 64); offset > bestOffset {
+			best, bestOffset = o, offset
+		}
+	}
+	return best
+}
+
+// planAbandon forgets the masters of lost shards on every member that lists them, so that
+// their slots become unassigned everywhere and planRecovery covers them (planCover) with a
+// live master: those slots are served again, empty. It is the one recovery that gives up
+// data, so the operator runs it only when the user has accepted the loss. It returns false
+// when there is no lost shard, or a member still replicates one (it cannot forget its own
+// master).
+func planAbandon(s Snapshot) (Action, bool) {
+	shards := lostShards(s)
+	if len(shards) == 0 {
+		return Action{}, false
+	}
+	var cmds []Command
+	var names []string
+	for _, sh := range shards {
+		for _, o := range s.joined() {
+			self, _ := o.Self()
+			if self.MasterID == sh.ID {
+				return Action{}, false
+			}
+			if slices.ContainsFunc(o.View, func(n Node) bool { return n.ID == sh.ID }) {
+				cmds = append(cmds, Command{o.Addr, []string{"CLUSTER", "FORGET", sh.ID}})
+			}
+		}
+		names = append(names, fmt.Sprintf("%s (last at %s, %d slots)", short(sh.ID), sh.Addr, CountSlots(sh.Slots)))
+	}
+	if len(cmds) == 0 {
+		return Action{}, false
+	}
+	return Action{ActionAbandon, cmds, fmt.Sprintf("the loss was accepted: forgot lost master %s; its slots will be served again, empty",
+		strings.Join(names, ", "))}, true
+}
+
+// planCover gives the slots no member routes to any master (after a lost shard was
+// abandoned, or a CLUSTER DELSLOTS) to the answering master with the fewest slots, as
+// redis-cli --cluster fix does: only while every joined master answers, no slot is open
+// and no master holds a key in them (a slot with keys somewhere is left for a person; the
+// status names it). One CLUSTER ADDSLOTSRANGE.
+func planCover(s Snapshot) (Action, bool) {
+	joined := s.joined()
+	if masters, agreed := agreedRoutes(joined); agreed {
+		routed := 0
+		for _, n := range masters {
+			routed += CountSlots(n.Slots)
+		}
+		if routed == SlotCount {
+			return Action{}, false // every view routes every slot
+		}
+	}
+	var covered [SlotCount]bool
+	var target *Observation
+	targetSlots := 0
+	for _, o := range joined {
+		self, _ := o.Self()
+		if self.hasOpenSlots() {
+			return Action{}, false
+		}
+		for slot, owner := range routes(o) {
+			covered[slot] = covered[slot] || owner != ""
+		}
+		if self.IsMaster() && (target == nil || CountSlots(self.Slots) < targetSlots) {
+			target, targetSlots = o, CountSlots(self.Slots)
+		}
+	}
+	if target == nil || !layoutStable(&s) {
+		return Action{}, false
+	}
+	var uncovered []SlotRange
+	for slot := range SlotCount {
+		if covered[slot] {
+			continue
+		}
+		for _, o := range joined {
+			if o.KeysInUncovered[slot] > 0 {
+				return Action{}, false
+			}
+		}
+		if n := len(uncovered); n > 0 && uncovered[n-1].End == slot-1 {
+			uncovered[n-1].End = slot
+		} else {
+			uncovered = append(uncovered, SlotRange{slot, slot})
+		}
+	}
+	if len(uncovered) == 0 {
+		return Action{}, false
+	}
+	args := []string{"CLUSTER", "ADDSLOTSRANGE"}
+	for _, r := range uncovered {
+		args = append(args, strconv.Itoa(r.Start), strconv.Itoa(r.End))
+	}
+	return Action{ActionCover, []Command{{target.Addr, args}}, fmt.Sprintf("%d slots (%s) had no owner and no keys on any master: given to %s",
+		CountSlots(uncovered), FormatSlotRanges(uncovered), target.Pod)}, true
+}
+
+// uncoveredIn lists the slots o's view routes to no master.
+func uncoveredIn(o *Observation) []int {
+	routed := 0
+	for _, n := range routedMasters(o) {
+		routed += CountSlots(n.Slots)
+	}
+	if routed == SlotCount {
+		return nil // every slot routed (a slot is listed once per view): no slot-by-slot pass
+	}
+	var out []int
+	for slot, owner := range routes(o) {
+		if owner == "" {
+			out = append(out, slot)
+		}
+	}
+	return out
+}
+
+// countKeys runs CLUSTER COUNTKEYSINSLOT for each of slots on the node at addr, in one
+// pipeline; nil when slots is empty.
+func (a *Admin) countKeys(ctx context.Context, addr string, slots []int) (map[int]int64, error) {
+	if len(slots) == 0 {
+		return nil, nil
+	}
+	cmds, err := a.client(addr).Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for _, slot := range slots {
+			p.Do(ctx, "CLUSTER", "COUNTKEYSINSLOT", slot)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("while counting the keys of unassigned slots on %s: %w", addr, err)
+	}
+	out := map[int]int64{}
+	for i, c := range cmds {
+		n, err := c.(*goredis.Cmd).Int64()
+		if err != nil {
+			return nil, fmt.Errorf("while running CLUSTER COUNTKEYSINSLOT %d on %s: %w", slots[i], addr, err)
+		}
+		if n > 0 {
+			out[slots[i]] = n
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,380 @@
+package redisadmin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// Fix actions, as reported in SlotFix.Action.
+const (
+	// FixFinished: the interrupted move was carried on to its target.
+	FixFinished = "finished"
+	// FixRolledBack: the slot stays with its owner; keys that had moved are moved back.
+	FixRolledBack = "rolled back"
+	// FixClosed: the slot was only marked open somewhere; the mark was cleared.
+	FixClosed = "closed"
+)
+
+// SlotFix is what Fix did to one open slot.
+type SlotFix struct {
+	// Slot is the hash slot.
+	Slot int
+	// Action is FixFinished, FixRolledBack or FixClosed.
+	Action string
+	// Owner is the ID of the master that serves the slot afterwards.
+	Owner string
+	// Keys is the number of keys migrated.
+	Keys int64
+	// Detail says what was found.
+	Detail string
+}
+
+// Fix closes every open slot (a slot in migrating or importing state on some master) of
+// the cluster reached through addrs, the way `redis-cli --cluster fix` does
+// (clusterManagerFixOpenSlot), so that no key is lost. For each open slot:
+//
+//   - the owner migrates it to a target that holds keys of it: the move is finished
+//     (moveOneSlot from the owner to that target);
+//   - the owner migrates it to a target that holds none: the move is rolled back, race
+//     free: IMPORTING is cleared on the target first (from then on it refuses the slot's
+//     keys), its key count is checked again (if a client wrote one meanwhile the move is
+//     finished instead), then MIGRATING is cleared on the owner. redis-cli finishes here
+//     too; rolling back moves nothing;
+//   - the owner is not migrating it, and one importing node holds keys of it (the owner's
+//     migrating state was lost, or the source failed over to a replica): the move is
+//     finished towards that node;
+//   - the owner is not migrating it, and several nodes hold keys of it: as redis-cli's
+//     case 2, their keys are moved back to the owner and their state cleared;
+//   - the owner is not migrating it and no other node holds keys: the importing marks, and
+//     the migrating mark of a former owner that learnt the new owner by gossip before it
+//     was told by SETSLOT NODE, are cleared (redis-cli's cases 2 and 4 with nothing to
+//     move);
+//   - both the target and the source claim it, the source migrating it to the target and
+//     holding no key: the move passed its commit point and is finished (SETSLOT NODE);
+//   - no reachable master claims it and one node imports it from a source the cluster
+//     flags as failed (or forgot): the source is gone, so the importing node takes the
+//     slot (SETSLOT NODE on it, then on the other masters); keys only the dead source held
+//     are gone with it, as they would be without Fix;
+//   - the owner migrates it to a target the cluster flags as failed (or forgot): the move
+//     is rolled back on the owner.
+//
+// Anything else (several claimed owners with keys, a target or source that is unreachable
+// but not flagged failed) is left alone and reported in the error; redis-cli too gives up
+// on most of these ("can't fix this slot yet"). A key found on both nodes is handled as in
+// moveOneSlot: never overwritten with a different value.
+//
+// Fix is idempotent: on a cluster without open slots it does nothing.
+func (a *Admin) Fix(ctx context.Context, addrs []string, opts MoveOptions) ([]SlotFix, error) {
+	topo, err := a.loadTopology(ctx, addrs)
+	if err != nil {
+		return nil, fmt.Errorf("while fixing open slots: %w", err)
+	}
+	return a.fix(ctx, topo, opts)
+}
+
+func (a *Admin) fix(ctx context.Context, topo *topology, opts MoveOptions) ([]SlotFix, error) {
+	open := topo.openSlots()
+	if len(open) == 0 {
+		return nil, nil
+	}
+	if err := a.waitSettled(ctx, topo.masters(), true); err != nil {
+		return nil, fmt.Errorf("while fixing open slots, nothing was changed: %w", err)
+	}
+	m := a.newMover(opts, 2)
+	defer m.close()
+	counts, err := m.countKeys(ctx, topo.masters(), open)
+	if err != nil {
+		return nil, fmt.Errorf("while fixing open slots: %w", err)
+	}
+	var fixes []SlotFix
+	var errs []error
+	for _, s := range open {
+		if ctx.Err() != nil {
+			errs = append(errs, fmt.Errorf("stopped before slot %d: %w", s, ctx.Err()))
+			break
+		}
+		if err := m.fenced(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stopped before slot %d: %w", s, err))
+			break
+		}
+		var f SlotFix
+		err := underWay(ctx, func(ctx context.Context) (err error) {
+			f, err = m.fixSlot(ctx, topo, s, counts)
+			return err
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("slot %d: %w", s, err))
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		fixes = append(fixes, f)
+	}
+	if len(errs) > 0 {
+		return fixes, fmt.Errorf("while fixing open slots (%d fixed): %w", len(fixes), errors.Join(errs...))
+	}
+	return fixes, nil
+}
+
+// countKeys runs CLUSTER COUNTKEYSINSLOT for every slot on every master, one pipeline per
+// master, and returns counts[node ID][slot].
+func (m *mover) countKeys(ctx context.Context, masters []Node, slots []int) (map[string]map[int]int64, error) {
+	counts := map[string]map[int]int64{}
+	for _, n := range masters {
+		cmds := m.pipelined(ctx, n.Addr, func(pl goredis.Pipeliner) {
+			for _, s := range slots {
+				pl.Do(ctx, "CLUSTER", "COUNTKEYSINSLOT", s)
+			}
+		})
+		counts[n.ID] = map[int]int64{}
+		for i, c := range cmds {
+			v, err := c.(*goredis.Cmd).Int64()
+			if err != nil {
+				return nil, fmt.Errorf("while running CLUSTER COUNTKEYSINSLOT %d on %s: %w", slots[i], n.Addr, err)
+			}
+			counts[n.ID][slots[i]] = v
+		}
+	}
+	return counts, nil
+}
+
+// countOne runs CLUSTER COUNTKEYSINSLOT on n.
+func (m *mover) countOne(ctx context.Context, n Node, slot int) (int64, error) {
+	v, err := m.client(n.Addr).Do(ctx, "CLUSTER", "COUNTKEYSINSLOT", slot).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("while running CLUSTER COUNTKEYSINSLOT %d on %s: %w", slot, n.Addr, err)
+	}
+	return v, nil
+}
+
+// othersThan returns the reachable masters other than the given ones.
+func othersThan(topo *topology, ids ...string) []Node {
+	var out []Node
+	for _, n := range topo.masters() {
+		if !slices.Contains(ids, n.ID) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// gone reports whether the node with id is forgotten or flagged failed by the cluster.
+func gone(topo *topology, id string) bool {
+	n := topo.node(id)
+	return n == nil || (!topo.reachable[id] && n.Failed)
+}
+
+// fixSlot fixes one open slot; see Fix.
+func (m *mover) fixSlot(ctx context.Context, topo *topology, s int, counts map[string]map[int]int64) (SlotFix, error) {
+	masters := topo.masters()
+	var owners, importing []Node
+	for _, n := range masters {
+		if ownsSlot(n, s) {
+			owners = append(owners, n)
+		}
+		if n.Importing[s] != "" {
+			importing = append(importing, n)
+		}
+	}
+	switch len(owners) {
+	case 1:
+		owner := owners[0]
+		if tid := owner.Migrating[s]; tid != "" {
+			return m.fixMigrating(ctx, topo, s, owner, tid, importing, counts)
+		}
+		return m.fixImporting(ctx, topo, s, owner, importing, counts)
+	case 0:
+		return m.fixOrphan(ctx, topo, s, importing)
+	case 2:
+		src, dst := owners[0], owners[1]
+		if dst.Migrating[s] == src.ID {
+			src, dst = dst, src
+		}
+		if src.Migrating[s] == dst.ID && counts[src.ID][s] == 0 {
+			if err := m.setSlotNodes(ctx, src, []int{s}, dst.ID); err != nil {
+				return SlotFix{}, err
+			}
+			others := othersThan(topo, src.ID, dst.ID)
+			if err := m.tellOthers(ctx, &pair{source: src, target: dst, others: others}, []int{s}); err != nil {
+				return SlotFix{}, err
+			}
+			return SlotFix{Slot: s, Action: FixFinished, Owner: dst.ID,
+				Detail: fmt.Sprintf("%s owned it already, %s still migrating it without keys", dst.Addr, src.Addr)}, nil
+		}
+	}
+	var names []string
+	for _, o := range owners {
+		names = append(names, o.Addr)
+	}
+	return SlotFix{}, fmt.Errorf("claimed by %d masters (%s); not fixed", len(owners), strings.Join(names, ", "))
+}
+
+// fixMigrating fixes a slot its owner migrates to the node with ID tid.
+func (m *mover) fixMigrating(ctx context.Context, topo *topology, s int, owner Node, tid string,
+	importing []Node, counts map[string]map[int]int64) (SlotFix, error) {
+	target := topo.node(tid)
+	if target == nil || gone(topo, tid) {
+		if err := m.setSlot(ctx, owner, s, "STABLE", ""); err != nil {
+			return SlotFix{}, err
+		}
+		if err := m.closeEmptyImporters(ctx, s, importing, "", counts); err != nil {
+			return SlotFix{}, err
+		}
+		return SlotFix{Slot: s, Action: FixRolledBack, Owner: owner.ID,
+			Detail: fmt.Sprintf("%s migrated it to %s, which is gone", owner.Addr, tid)}, nil
+	}
+	if !topo.reachable[tid] || !target.IsMaster() {
+		return SlotFix{}, fmt.Errorf("%s migrates it to %s, which cannot be reached or is not a master; not fixed", owner.Addr, target.Addr)
+	}
+	if err := m.closeEmptyImporters(ctx, s, importing, tid, counts); err != nil {
+		return SlotFix{}, err
+	}
+	finish := func(detail string) (SlotFix, error) {
+		keys, err := m.moveSlot(ctx, s, owner, *target, othersThan(topo, owner.ID, tid))
+		if err != nil {
+			return SlotFix{}, err
+		}
+		return SlotFix{Slot: s, Action: FixFinished, Owner: tid, Keys: keys, Detail: detail}, nil
+	}
+	if n := counts[tid][s]; n > 0 {
+		return finish(fmt.Sprintf("%s migrating it to %s, which holds %d keys of it", owner.Addr, target.Addr, n))
+	}
+	// Roll back: once the target no longer imports, it refuses the slot's keys, so the
+	// count read after that is final.
+	if target.Importing[s] != "" {
+		if err := m.setSlot(ctx, *target, s, "STABLE", ""); err != nil {
+			return SlotFix{}, err
+		}
+	}
+	n, err := m.countOne(ctx, *target, s)
+	if err != nil {
+		return SlotFix{}, err
+	}
+	if n > 0 {
+		return finish(fmt.Sprintf("%s migrating it to %s, which received %d keys while it was being fixed", owner.Addr, target.Addr, n))
+	}
+	if err := m.setSlot(ctx, owner, s, "STABLE", ""); err != nil {
+		return SlotFix{}, err
+	}
+	return SlotFix{Slot: s, Action: FixRolledBack, Owner: owner.ID,
+		Detail: fmt.Sprintf("%s migrating it to %s, which holds no key of it", owner.Addr, target.Addr)}, nil
+}
+
+// closeEmptyImporters clears the importing state of every importing node but keep; one
+// that holds keys is an error.
+func (m *mover) closeEmptyImporters(ctx context.Context, s int, importing []Node, keep string, counts map[string]map[int]int64) error {
+	for _, n := range importing {
+		if n.ID == keep {
+			continue
+		}
+		if c := counts[n.ID][s]; c > 0 {
+			return fmt.Errorf("%s imports it and holds %d keys of it, but the owner migrates it elsewhere; not fixed", n.Addr, c)
+		}
+		if err := m.setSlot(ctx, n, s, "STABLE", ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fixImporting fixes a slot its owner does not migrate but other masters import, hold keys
+// of, or still migrate (a source that was told the new owner by gossip before it was told
+// by SETSLOT NODE).
+func (m *mover) fixImporting(ctx context.Context, topo *topology, s int, owner Node, importing []Node,
+	counts map[string]map[int]int64) (SlotFix, error) {
+	var holders, stale []Node
+	for _, n := range topo.masters() {
+		switch {
+		case n.ID == owner.ID:
+		case counts[n.ID][s] > 0:
+			holders = append(holders, n)
+		case n.Migrating[s] != "":
+			stale = append(stale, n)
+		}
+	}
+	clear := func(nodes ...[]Node) error {
+		for _, list := range nodes {
+			for _, n := range list {
+				if err := m.setSlot(ctx, n, s, "STABLE", ""); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	switch {
+	case len(holders) == 0:
+		if err := clear(importing, stale); err != nil {
+			return SlotFix{}, err
+		}
+		return SlotFix{Slot: s, Action: FixClosed, Owner: owner.ID, Detail: "open on nodes that hold no key of it"}, nil
+	case len(holders) == 1 && holders[0].Importing[s] != "":
+		target := holders[0]
+		if err := m.closeEmptyImporters(ctx, s, importing, target.ID, counts); err != nil {
+			return SlotFix{}, err
+		}
+		if err := clear(stale); err != nil {
+			return SlotFix{}, err
+		}
+		keys, err := m.moveSlot(ctx, s, owner, target, othersThan(topo, owner.ID, target.ID))
+		if err != nil {
+			return SlotFix{}, err
+		}
+		return SlotFix{Slot: s, Action: FixFinished, Owner: target.ID, Keys: keys,
+			Detail: fmt.Sprintf("%s imports it from %s with %d keys, %s is not migrating it",
+				target.Addr, target.Importing[s], counts[target.ID][s], owner.Addr)}, nil
+	}
+	// redis-cli's case 2: move every holder's keys to the owner.
+	var moved int64
+	for _, n := range holders {
+		if n.Importing[s] == "" && n.Migrating[s] == "" {
+			// MIGRATE works on a node's own keys only while the slot is open there.
+			if err := m.setSlot(ctx, n, s, "IMPORTING", owner.ID); err != nil {
+				return SlotFix{}, err
+			}
+		}
+		keys, err := m.migrateKeys(ctx, s, n, owner)
+		moved += keys
+		if err != nil {
+			return SlotFix{}, err
+		}
+	}
+	if err := clear(importing, holders, stale); err != nil {
+		return SlotFix{}, err
+	}
+	if err := m.tellOthers(ctx, &pair{target: owner, others: othersThan(topo, owner.ID)}, []int{s}); err != nil {
+		return SlotFix{}, err
+	}
+	return SlotFix{Slot: s, Action: FixRolledBack, Owner: owner.ID, Keys: moved,
+		Detail: fmt.Sprintf("keys of it on %d nodes besides its owner %s", len(holders), owner.Addr)}, nil
+}
+
+// fixOrphan fixes an open slot no reachable master claims.
+func (m *mover) fixOrphan(ctx context.Context, topo *topology, s int, importing []Node) (SlotFix, error) {
+	if len(importing) != 1 {
+		return SlotFix{}, fmt.Errorf("no reachable master serves it and %d nodes import it; not fixed", len(importing))
+	}
+	target := importing[0]
+	for _, n := range topo.nodes {
+		if ownsSlot(n, s) && !gone(topo, n.ID) {
+			return SlotFix{}, fmt.Errorf("its owner %s cannot be reached but is not flagged failed; not fixed", n.Addr)
+		}
+	}
+	if src := target.Importing[s]; !gone(topo, src) {
+		return SlotFix{}, fmt.Errorf("%s imports it from %s, which is still there but does not serve it; not fixed", target.Addr, src)
+	}
+	if err := m.setSlot(ctx, target, s, "NODE", target.ID); err != nil {
+		return SlotFix{}, err
+	}
+	if err := m.tellOthers(ctx, &pair{target: target, others: othersThan(topo, target.ID)}, []int{s}); err != nil {
+		return SlotFix{}, err
+	}
+	return SlotFix{Slot: s, Action: FixFinished, Owner: target.ID,
+		Detail: fmt.Sprintf("its source %s is gone; %s took it", target.Importing[s], target.Addr)}, nil
+}

@@ -1,0 +1,420 @@
+package redisadmin
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ActionKind names what a recovery does; it is also the reason of the event that reports it.
+type ActionKind string
+
+// The recoveries planRecovery chooses from, in the order it considers them.
+const (
+	// ActionMeet introduces members to each other at their current addresses.
+	ActionMeet ActionKind = "NodesReintroduced"
+	// ActionRepoint points a replica whose master is gone or emptied at a live master.
+	ActionRepoint ActionKind = "ReplicaRepointed"
+	// ActionForceFailover promotes the most caught-up replica of a dead master that Redis
+	// did not promote by itself (CLUSTER FAILOVER FORCE).
+	ActionForceFailover ActionKind = "FailoverForced"
+	// ActionTakeover is a forced failover without the other masters' agreement, used only
+	// when a majority of masters is lost (CLUSTER FAILOVER TAKEOVER).
+	ActionTakeover ActionKind = "FailoverTakeover"
+	// ActionRoute makes every node route a slot to the one master that serves it.
+	ActionRoute ActionKind = "SlotRouted"
+	// ActionForget removes a node ID that no pod answers to any more from every node.
+	ActionForget ActionKind = "GhostForgotten"
+	// ActionDemote makes a master beyond the spec's count, emptied of slots, a replica.
+	ActionDemote ActionKind = "MasterDemoted"
+	// ActionBalanceReplicas moves a replica from the master with the most to the one with
+	// the fewest.
+	ActionBalanceReplicas ActionKind = "ReplicaMoved"
+	// ActionSeparate swaps the masters of two replicas so that neither shares a Kubernetes
+	// node with its master.
+	ActionSeparate ActionKind = "ReplicasSeparated"
+	// ActionCover gives slots no master serves, and no master holds keys in, to a master.
+	ActionCover ActionKind = "SlotsCovered"
+	// ActionAbandon forgets the masters of lost shards once the user accepted the loss
+	// (planAbandon; never chosen by planRecovery).
+	ActionAbandon ActionKind = "LostShardForgotten"
+)
+
+// Command is one Redis command for the node at Addr.
+type Command struct {
+	Addr string
+	Args []string
+}
+
+// String is the command as redis-cli would print it, after the node's address.
+func (c Command) String() string { return c.Addr + ": " + strings.Join(c.Args, " ") }
+
+// Action is one recovery: commands run in order, and a message for the event (no key, no
+// value, no password).
+type Action struct {
+	Kind     ActionKind
+	Commands []Command
+	Message  string
+}
+
+// Grace periods, in units of the node timeout: a failed master is promoted over by force
+// only after Redis had the time to fail over by itself; a failed node is forgotten only
+// after every node had the time to flag it.
+const (
+	forceFailoverAfter = 3
+	forgetAfter        = 2
+)
+
+// planRecovery decides the next recovery of s, or returns false when the topology needs
+// none. It is pure: it reads only s. The order matters: members must know each other
+// before anything else can be judged; a dead master's slots come before tidiness; layout
+// changes (demotions, replica moves) only while every slot owner is alive.
+func planRecovery(s Snapshot) (Action, bool) {
+	for _, plan := range []func(Snapshot) (Action, bool){
+		planMeet, planRepoint, planFailover, planRoute, planCover, planForget, planDemote, planBalanceReplicas, planSeparate,
+	} {
+		if a, ok := plan(s); ok {
+			return a, true
+		}
+	}
+	return Action{}, false
+}
+
+// planMeet: every joined member must list every other joined member at its current
+// address, without noaddr or handshake, from its own view (not only the lowest address's:
+// gossip alone leaves noaddr entries after every pod moved).
+func planMeet(s Snapshot) (Action, bool) {
+	joined := s.joined()
+	var cmds []Command
+	for _, a := range joined {
+		for _, b := range joined {
+			bself, _ := b.Self()
+			if a == b || knowsAt(a.View, bself.ID, b.Addr) {
+				continue
+			}
+			host, port, err := net.SplitHostPort(b.Addr)
+			if err != nil {
+				continue
+			}
+			cmds = append(cmds, Command{a.Addr, []string{"CLUSTER", "MEET", host, port}})
+		}
+	}
+	if len(cmds) == 0 {
+		return Action{}, false
+	}
+	return Action{ActionMeet, cmds, fmt.Sprintf("sent %d CLUSTER MEET so every member knows every other at its current address", len(cmds))}, true
+}
+
+// knowsAt reports whether view lists node id at addr, with a live address.
+func knowsAt(view []Node, id, addr string) bool {
+	for _, n := range view {
+		if n.ID == id {
+			return n.Addr == addr && !n.hasFlag("noaddr") && !n.hasFlag("handshake")
+		}
+	}
+	return false
+}
+
+// replicaLayout is the replication layout of the answering, staying members.
+type replicaLayout struct {
+	masters  []*Observation            // the masters that serve or are about to serve slots
+	replicas map[string][]*Observation // by master ID
+}
+
+func newReplicaLayout(s *Snapshot) replicaLayout {
+	l := replicaLayout{replicas: map[string][]*Observation{}}
+	serving := 0
+	var empty []*Observation
+	for _, o := range s.joined() {
+		self, _ := o.Self()
+		if o.Leaving || !self.IsMaster() || self.Failed {
+			continue
+		}
+		if len(self.Slots) > 0 {
+			l.masters = append(l.masters, o)
+			serving++
+		} else {
+			empty = append(empty, o)
+		}
+	}
+	// Empty masters are kept while the spec needs more masters (new ones waiting for slots).
+	for _, o := range empty {
+		if serving < s.Masters {
+			l.masters = append(l.masters, o)
+			serving++
+		}
+	}
+	for _, o := range s.joined() {
+		self, _ := o.Self()
+		if !o.Leaving && self.Role == RoleSlave {
+			l.replicas[self.MasterID] = append(l.replicas[self.MasterID], o)
+		}
+	}
+	return l
+}
+
+func (l replicaLayout) isMaster(id string) bool {
+	return slices.ContainsFunc(l.masters, func(o *Observation) bool { self, _ := o.Self(); return self.ID == id })
+}
+
+// fewest is the master with the fewest replicas, preferring one in another failure domain
+// than o, then the lowest ordinal; nil when there is none.
+func (l replicaLayout) fewest(o *Observation, except string) *Observation {
+	var best *Observation
+	for _, m := range l.masters {
+		id := selfID(m)
+		if id == except {
+			continue
+		}
+		if best == nil {
+			best = m
+			continue
+		}
+		a, b := len(l.replicas[id]), len(l.replicas[selfID(best)])
+		if a != b {
+			if a < b {
+				best = m
+			}
+			continue
+		}
+		if o != nil && sameDomain(best, o) && !sameDomain(m, o) {
+			best = m
+		}
+	}
+	return best
+}
+
+func selfID(o *Observation) string { self, _ := o.Self(); return self.ID }
+
+// sameDomain reports whether two pods share a Kubernetes node, or a zone when both know it.
+func sameDomain(a, b *Observation) bool {
+	return (a.Host != "" && a.Host == b.Host) || (a.Zone != "" && a.Zone == b.Zone)
+}
+
+func replicate(replica *Observation, master string) Command {
+	return Command{replica.Addr, []string{"CLUSTER", "REPLICATE", master}}
+}
+
+// planRepoint: a replica whose master is unknown, not a master, emptied beyond the spec's
+// count, or failed without slots (its replicas were not taken over) replicates the live
+// master with the fewest replicas instead. A replica of a failed master that still owns
+// slots is left alone: it is the master's successor.
+func planRepoint(s Snapshot) (Action, bool) {
+	l := newReplicaLayout(&s)
+	cluster := map[string]*known{}
+	for _, k := range s.cluster() {
+		cluster[k.node.ID] = k
+	}
+	for _, o := range s.joined() {
+		self, _ := o.Self()
+		if o.Leaving || self.Role != RoleSlave || l.isMaster(self.MasterID) {
+			continue
+		}
+		if k := cluster[self.MasterID]; k != nil && k.node.IsMaster() && len(k.slots) > 0 {
+			continue // a dead master with slots: failed over, not abandoned
+		}
+		if k := cluster[self.MasterID]; k != nil && k.answers != nil && k.answers.Leaving {
+			continue // removed with its master by scale in
+		}
+		m := l.fewest(o, "")
+		if m == nil {
+			return Action{}, false
+		}
+		return Action{ActionRepoint, []Command{replicate(o, selfID(m))},
+			fmt.Sprintf("%s replicated %s, which is gone or no longer a master: it now replicates %s", o.Pod, short(self.MasterID), m.Pod)}, true
+	}
+	return Action{}, false
+}
+
+// planFailover: a master that owns slots, is flagged fail, and has not been heard of for
+// forceFailoverAfter node timeouts, was not replaced by Redis (its replicas may have
+// cluster-replica-no-failover, or lost the election): its most caught-up answering replica
+// that ever synced (a replication offset above 0) takes over with CLUSTER FAILOVER FORCE, or TAKEOVER when a majority of the slot-owning
+// masters is dead and no election can win.
+func planFailover(s Snapshot) (Action, bool) {
+	cluster := s.cluster()
+	owners, dead := 0, 0
+	for _, k := range cluster {
+		if k.node.IsMaster() && len(k.slots) > 0 {
+			owners++
+			if k.failed && k.answers == nil {
+				dead++
+			}
+		}
+	}
+	for _, k := range cluster {
+		if !k.node.IsMaster() || len(k.slots) == 0 || !k.failed || k.answers != nil ||
+			s.silentFor(k) < forceFailoverAfter*s.NodeTimeout {
+			continue
+		}
+		best := promotable(s, k.node.ID)
+		if best == nil {
+			continue // nothing to promote: the status reports the slots as not served (lostShards)
+		}
+		kind, mode := ActionForceFailover, "FORCE"
+		if dead*2 >= owners {
+			kind, mode = ActionTakeover, "TAKEOVER"
+		}
+		msg := fmt.Sprintf("master %s (%s) has been down for %s and no replica took over: %s promoted with CLUSTER FAILOVER %s",
+			short(k.node.ID), k.node.Addr, s.silentFor(k).Round(time.Second), best.Pod, mode)
+		if kind == ActionTakeover {
+			msg += fmt.Sprintf(" (%d of %d masters are down, so no election can win)", dead, owners)
+		}
+		return Action{kind, []Command{{best.Addr, []string{"CLUSTER", "FAILOVER", mode}}}, msg}, true
+	}
+	return Action{}, false
+}
+
+// planForget: a node ID that no pod answers to and that owns no slot, silent for
+// forgetAfter node timeouts, is forgotten by every node that lists it, when the cluster
+// agrees it is gone: flagged fail, or listed without an address, or listed by a minority of
+// the members only (the rest forgot it; a member that was away while they did brought it
+// back from its nodes.conf, and a single node can never flag it fail). That is a pod that
+// came back with an empty volume, a pod removed behind the operator's back. Its replicas
+// were re-pointed first (a replica refuses to forget its master).
+func planForget(s Snapshot) (Action, bool) {
+	joined := len(s.joined())
+	for _, k := range s.cluster() {
+		if k.answers != nil || len(k.slots) > 0 || s.silentFor(k) < forgetAfter*s.NodeTimeout {
+			continue
+		}
+		if !k.failed && !k.node.hasFlag("noaddr") && k.listedBy*2 > joined {
+			continue
+		}
+		var cmds []Command
+		for _, o := range s.joined() {
+			self, _ := o.Self()
+			if self.MasterID == k.node.ID {
+				cmds = nil // wait until planRepoint moved it
+				break
+			}
+			if slices.ContainsFunc(o.View, func(n Node) bool { return n.ID == k.node.ID }) {
+				cmds = append(cmds, Command{o.Addr, []string{"CLUSTER", "FORGET", k.node.ID}})
+			}
+		}
+		if len(cmds) == 0 {
+			continue
+		}
+		return Action{ActionForget, cmds, fmt.Sprintf("forgot node %s (last at %s): no pod has answered with its ID for %s",
+			short(k.node.ID), k.node.Addr, s.silentFor(k).Round(time.Second))}, true
+	}
+	return Action{}, false
+}
+
+// layoutStable reports whether layout changes are safe: every slot-owning master answers.
+func layoutStable(s *Snapshot) bool {
+	for _, k := range s.cluster() {
+		if k.node.IsMaster() && len(k.slots) > 0 && (k.answers == nil || k.failed) {
+			return false
+		}
+	}
+	return len(s.joined()) > 0
+}
+
+// planDemote: a staying master without slots, beyond the masters the spec needs (for
+// example one emptied by a scale in), becomes a replica of the master with the fewest.
+func planDemote(s Snapshot) (Action, bool) {
+	if !layoutStable(&s) {
+		return Action{}, false
+	}
+	l := newReplicaLayout(&s)
+	for i := len(s.Nodes) - 1; i >= 0; i-- {
+		o := &s.Nodes[i]
+		self, _ := o.Self()
+		if !o.Joined() || o.Leaving || !self.IsMaster() || len(self.Slots) > 0 || l.isMaster(self.ID) {
+			continue
+		}
+		m := l.fewest(o, self.ID)
+		if m == nil {
+			return Action{}, false
+		}
+		return Action{ActionDemote, []Command{replicate(o, selfID(m))},
+			fmt.Sprintf("%s has no slots and the spec needs %d masters: it now replicates %s", o.Pod, s.Masters, m.Pod)}, true
+	}
+	return Action{}, false
+}
+
+// planBalanceReplicas: while the master with the most replicas has two more than the one
+// with the fewest (or the fewest has fewer than replicasPerMaster and another has more),
+// one replica moves, preferably one outside the new master's failure domain.
+func planBalanceReplicas(s Snapshot) (Action, bool) {
+	if !layoutStable(&s) {
+		return Action{}, false
+	}
+	l := newReplicaLayout(&s)
+	if len(l.masters) < 2 {
+		return Action{}, false
+	}
+	most, least := l.masters[0], l.masters[0]
+	for _, m := range l.masters {
+		n := len(l.replicas[selfID(m)])
+		if n > len(l.replicas[selfID(most)]) {
+			most = m
+		}
+		if n < len(l.replicas[selfID(least)]) {
+			least = m
+		}
+	}
+	hi, lo := len(l.replicas[selfID(most)]), len(l.replicas[selfID(least)])
+	if hi-lo < 2 && (lo >= s.ReplicasPerMaster || hi <= s.ReplicasPerMaster) {
+		return Action{}, false
+	}
+	donors := slices.Clone(l.replicas[selfID(most)])
+	slices.SortStableFunc(donors, func(a, b *Observation) int {
+		return cmp.Compare(boolRank(sameDomain(a, least)), boolRank(sameDomain(b, least)))
+	})
+	r := donors[0]
+	return Action{ActionBalanceReplicas, []Command{replicate(r, selfID(least))},
+		fmt.Sprintf("%s moved from %s (%d replicas) to %s (%d)", r.Pod, most.Pod, hi, least.Pod, lo)}, true
+}
+
+// planSeparate: a replica in its master's failure domain swaps masters with a replica of
+// another master, when that puts both outside their new master's domain. The counts stay.
+func planSeparate(s Snapshot) (Action, bool) {
+	if !layoutStable(&s) {
+		return Action{}, false
+	}
+	l := newReplicaLayout(&s)
+	for _, m := range l.masters {
+		for _, r := range l.replicas[selfID(m)] {
+			if !sameDomain(r, m) {
+				continue
+			}
+			for _, m2 := range l.masters {
+				if m2 == m || sameDomain(r, m2) {
+					continue
+				}
+				for _, r2 := range l.replicas[selfID(m2)] {
+					if sameDomain(r2, m) {
+						continue
+					}
+					return Action{ActionSeparate, []Command{replicate(r, selfID(m2)), replicate(r2, selfID(m))},
+						fmt.Sprintf("%s shared a Kubernetes node with its master %s: it now replicates %s, and %s replicates %s",
+							r.Pod, m.Pod, m2.Pod, r2.Pod, m.Pod)}, true
+				}
+			}
+		}
+	}
+	return Action{}, false
+}
+
+// short is the first 8 characters of a node ID, for messages.
+func short(id string) string { return id[:min(8, len(id))] }
+
+// Run sends the commands of a recovery, in order, stopping at the first error.
+func (a *Admin) Run(ctx context.Context, action Action) error {
+	for _, c := range action.Commands {
+		args := make([]any, len(c.Args))
+		for i, arg := range c.Args {
+			args[i] = arg
+		}
+		if err := a.client(c.Addr).Do(ctx, args...).Err(); err != nil {
+			return fmt.Errorf("while running %s: %w", c, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,656 @@
+package redisadmin
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// How soon the controller looks again after a step, by what it waits for.
+const (
+	// LookSoon: a step acted, or Redis servers are starting (a server answering is not a
+	// Kubernetes event).
+	LookSoon = time.Second
+	// LookForPods: pods that do not answer (Pending, starting, held by their start guard).
+	LookForPods = 5 * time.Second
+	// LookIdle: a formed cluster's nodes are read again this often: a failover or a crashed
+	// node is not a Kubernetes event.
+	LookIdle = 10 * time.Second
+	// LostAfter is how long every recorded member must stay silent or empty after its pod
+	// started before the cluster is called lost (pods restarting together are not).
+	LostAfter = time.Minute
+)
+
+// Operation names the lifecycle operation a step belongs to; the status shows it as the
+// phase. Its values are the RedisCluster phases of the same name.
+type Operation string
+
+// The operations of NextStep.
+const (
+	OpNone      Operation = ""
+	OpCreating  Operation = "Creating"
+	OpScaling   Operation = "Scaling"
+	OpUpgrading Operation = "Upgrading"
+	OpHealing   Operation = "Healing"
+)
+
+// StepKind names what one step does.
+type StepKind string
+
+// The steps NextStep chooses from. Every acting step is one bounded thing; after it the
+// controller looks again.
+const (
+	// StepIdle: the topology is what the spec asks; nothing to do but look again later.
+	StepIdle StepKind = "Idle"
+	// StepWait: something must happen first (pods must start, a node must answer); Reason
+	// says what.
+	StepWait StepKind = "Wait"
+	// StepLost: the data of the cluster, or of some of its slots, is gone and the user has
+	// not accepted the loss; Reason says what is lost and how to accept it.
+	StepLost StepKind = "Lost"
+	// StepRecordMembers writes Members as the member record.
+	StepRecordMembers StepKind = "RecordMembers"
+	// StepAcceptLostCluster clears the member record of a lost cluster the user accepted to
+	// lose, so that a new, empty one can be formed.
+	StepAcceptLostCluster StepKind = "AcceptLostCluster"
+	// StepDropAcceptance removes the accept-data-loss annotation once it is spent.
+	StepDropAcceptance StepKind = "DropAcceptance"
+	// StepForm forms the cluster with Create.
+	StepForm StepKind = "Form"
+	// StepRecover runs Action (a recovery of planRecovery, or planAbandon's once accepted,
+	// which also spends the annotation).
+	StepRecover StepKind = "Recover"
+	// StepFixSlots finishes or rolls back slot moves an interruption left open.
+	StepFixSlots StepKind = "FixSlots"
+	// StepJoin adds the node Pod at Addr through Seed, as a replica of MasterID ("" for a
+	// master).
+	StepJoin StepKind = "Join"
+	// StepRecordTargets records Targets, the empty masters an AssignReceive scale out fills,
+	// in the status before any slot moves.
+	StepRecordTargets StepKind = "RecordTargets"
+	// StepAssign moves a batch of Reshard's slots (AssignReceive).
+	StepAssign StepKind = "Assign"
+	// StepRebalance moves a batch of slots by Rebalance's weights.
+	StepRebalance StepKind = "Rebalance"
+	// StepRemoveNode removes the node NodeID of Pod from the cluster, through Seed.
+	StepRemoveNode StepKind = "RemoveNode"
+	// StepShrink scales the StatefulSet down to Replicas once the leaving nodes are out.
+	StepShrink StepKind = "Shrink"
+	// StepFailover makes the replica at Addr take over from the master of Pod, before Pod
+	// is replaced.
+	StepFailover StepKind = "Failover"
+	// StepReplacePod deletes Pod, which runs an old template, so it comes back on the new one.
+	StepReplacePod StepKind = "ReplacePod"
+	// StepReloadCertificates makes the nodes at Addrs, which serve an old certificate, read
+	// their certificate files again.
+	StepReloadCertificates StepKind = "ReloadCertificates"
+)
+
+// Step is the one thing NextStep decides to do next, with what it needs to do it and why.
+type Step struct {
+	Kind StepKind
+	// Operation is the lifecycle operation the step belongs to (OpNone for none).
+	Operation Operation
+	// Reason says, for the status and the log, why this step, or what a wait waits for.
+	Reason string
+	// After is when to look again.
+	After time.Duration
+
+	// Members is StepRecordMembers' record.
+	Members map[string]string
+	// Create is StepForm's plan.
+	Create Plan
+	// Action is StepRecover's recovery.
+	Action Action
+	// Pod, Addr, Seed, MasterID and NodeID: the node a join, removal, failover or
+	// replacement is about (see each kind).
+	Pod, Addr, Seed, MasterID, NodeID string
+	// Targets are StepRecordTargets' empty masters.
+	Targets []string
+	// Reshard is StepAssign's batch.
+	Reshard Reshard
+	// Weights, UseEmptyMasters and SlotsLeft describe StepRebalance's moves.
+	Weights         map[string]float64
+	UseEmptyMasters bool
+	SlotsLeft       int
+	// Replicas is StepShrink's StatefulSet size.
+	Replicas int
+	// Credential indexes Spec.Rotation.Credentials for a rotation step; Record is what
+	// StepWriteRecord writes; Addrs the nodes StepAddPassword and StepKeepOnlyPassword
+	// change.
+	Credential int
+	Record     AppliedRecord
+	Addrs      []string
+	// Rotation is the state of password rotations whatever the step: RotationCurrent, what
+	// a rotation under way waits for, or "" when they were not looked at.
+	Rotation string
+}
+
+// Acts reports whether the step changes anything (Idle, Wait and Lost do not).
+func (s Step) Acts() bool { return s.Kind != StepIdle && s.Kind != StepWait && s.Kind != StepLost }
+
+// Reshard is a move of Slots slots from the masters From to the master To, for
+// spec.updateStrategy.assignStrategies[Index].
+type Reshard struct {
+	Index, Slots int
+	From         []string
+	To           string
+}
+
+// Spec is what the user asks of a cluster, and what the operator recorded of it, in the
+// planner's terms. The Snapshot has the nodes; Spec the rest.
+type Spec struct {
+	// Name is the RedisCluster's name, for the messages that tell a user what to run.
+	Name string
+	// Paused: the operator changes nothing.
+	Paused bool
+	// Replicas is spec.replicas; pods at higher ordinals are leaving (Observation.Leaving).
+	Replicas int
+	// StatefulSetReplicas is the StatefulSet's replicas now (above Replicas during a scale in).
+	StatefulSetReplicas int
+	// UpdateRevision is the StatefulSet's update revision ("" while unknown).
+	UpdateRevision string
+	// Assign is the AssignReceive strategy, nil with AutoReceive.
+	Assign *Assignment
+	// AcceptDataLoss: the user set the accept-data-loss annotation, named AcceptAnnotation.
+	AcceptDataLoss   bool
+	AcceptAnnotation string
+	// NotReadySince is since when the cluster has not been Ready (zero while it was Ready
+	// at the last look).
+	NotReadySince time.Time
+	// MembersRecorded: the member record exists (it may be empty).
+	MembersRecorded bool
+	// Rotation is what the password rotations need.
+	Rotation Rotation
+}
+
+// Assignment is an AssignReceive scale out: its strategies and the empty masters recorded
+// as their targets.
+type Assignment struct {
+	Strategies []Strategy
+	// Targets are the recorded target masters; Recorded is true when they were recorded for
+	// the current spec (no new assignment starts before the spec changes again).
+	Targets  []string
+	Recorded bool
+}
+
+// Strategy is one spec.updateStrategy.assignStrategies entry.
+type Strategy struct {
+	Slots int
+	From  []string
+}
+
+// NextStep decides the one next step for a cluster from the spec, the snapshot and its
+// health (Assess of the snapshot). It is pure. The order matters: nothing is judged while
+// the nodes refuse the password; password rotations come first (planRotation: a new
+// cluster's applied-password record must exist before its pods can start, as the exporter
+// sidecar mounts it); then the member record, as the pods' start guards read it; lost data
+// is reported before anything could paper over it; a new cluster is formed only from
+// nothing; then certificate reloads, recoveries, open slots, and, only while every member
+// answers, joins, slot moves, removals and pod replacements.
+func NextStep(spec Spec, s Snapshot, h Health) Step {
+	if spec.Paused {
+		return Step{Kind: StepWait, After: LookIdle, Reason: "paused"}
+	}
+	if len(h.AuthFailed) > 0 {
+		return Step{Kind: StepWait, After: LookIdle, Reason: fmt.Sprintf("%d nodes refuse the password", len(h.AuthFailed))}
+	}
+	rotate, note, rotates := planRotation(spec, s)
+	planRotate := func(Spec, Snapshot, Health) (Step, bool) { return rotate, rotates }
+	step := Step{Kind: StepIdle, After: LookIdle}
+	for _, plan := range []func(Spec, Snapshot, Health) (Step, bool){
+		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planRecover, planFixSlots,
+		planWaitForMembers, planJoin, planMoveSlots, planRemove, planUpgrade,
+	} {
+		if next, ok := plan(spec, s, h); ok {
+			step = next
+			break
+		}
+	}
+	step.Rotation = note
+	return step
+}
+
+// planRecord keeps the member record current (memberRecord).
+func planRecord(spec Spec, s Snapshot, _ Health) (Step, bool) {
+	want := memberRecord(s)
+	if spec.MembersRecorded && maps.Equal(want, s.Members) {
+		return Step{}, false
+	}
+	return Step{Kind: StepRecordMembers, Members: want, After: LookSoon, Reason: fmt.Sprintf("recording %d members", len(want))}, true
+}
+
+// planLostCluster refuses to form a new cluster over a formed one whose every node is
+// silent or back empty; once the user accepts the loss, the record is cleared so one can be.
+func planLostCluster(spec Spec, s Snapshot, _ Health) (Step, bool) {
+	if !Lost(s) {
+		return Step{}, false
+	}
+	if spec.AcceptDataLoss {
+		return Step{Kind: StepAcceptLostCluster, Operation: OpCreating, After: LookSoon,
+			Reason: fmt.Sprintf("%s is set: clearing the record of the lost cluster's %d members", spec.AcceptAnnotation, len(s.Members))}, true
+	}
+	since := s.Now
+	if !spec.NotReadySince.IsZero() {
+		since = spec.NotReadySince
+	}
+	for _, o := range s.Nodes {
+		if o.PodStarted.After(since) {
+			since = o.PodStarted
+		}
+	}
+	if s.Now.Sub(since) < LostAfter || len(s.Nodes) == 0 {
+		return Step{Kind: StepWait, After: LookForPods,
+			Reason: fmt.Sprintf("none of the %d recorded members answers with its cluster state yet", len(s.Members))}, true
+	}
+	return Step{Kind: StepLost, After: LookIdle, Reason: fmt.Sprintf("none of the %d recorded members of the cluster has answered with its cluster state for over %s: "+
+		"if their volumes were lost, so is the data. The operator forms no new cluster over it; to accept the loss and start an empty one, "+
+		"run: kubectl annotate rediscluster %s %s=true", len(s.Members), LostAfter, spec.Name, spec.AcceptAnnotation)}, true
+}
+
+// planLostShards reports masters whose slots have no copy left (lostShards); once the user
+// accepts the loss, every member forgets them (planAbandon) and recoveries serve the slots
+// again, empty.
+func planLostShards(spec Spec, s Snapshot, _ Health) (Step, bool) {
+	shards := lostShards(s)
+	if len(shards) == 0 {
+		return Step{}, false
+	}
+	var names []string
+	slots := 0
+	for _, sh := range shards {
+		names = append(names, fmt.Sprintf("%s (last at %s, slots %s)", short(sh.ID), sh.Addr, FormatSlotRanges(sh.Slots)))
+		slots += CountSlots(sh.Slots)
+	}
+	if !spec.AcceptDataLoss {
+		return Step{Kind: StepLost, After: LookIdle, Reason: fmt.Sprintf("%d slots have no copy left: master %s and every replica of it came back without data or never answered; "+
+			"the cluster serves nothing while slots are uncovered. The operator gives no slot up by itself; to accept the loss of the keys "+
+			"in those slots and serve them again, empty, run: kubectl annotate rediscluster %s %s=true",
+			slots, strings.Join(names, ", "), spec.Name, spec.AcceptAnnotation)}, true
+	}
+	action, ok := planAbandon(s)
+	if !ok {
+		return Step{Kind: StepWait, After: LookForPods, Reason: "waiting for the members of the lost shards to settle before forgetting them"}, true
+	}
+	return Step{Kind: StepRecover, Operation: OpHealing, Action: action, After: LookSoon, Reason: action.Message}, true
+}
+
+// planForm forms the cluster when every pod runs, answers and is new and empty, and no
+// cluster was ever recorded, as `redis-cli --cluster create` would. Once any node belongs to
+// a cluster, or the record names any pod, it never forms again: new nodes join instead.
+func planForm(spec Spec, s Snapshot, _ Health) (Step, bool) {
+	if len(s.joined()) > 0 {
+		return Step{}, false
+	}
+	if len(s.Members) > 0 {
+		return Step{Kind: StepWait, After: LookForPods,
+			Reason: fmt.Sprintf("every answering node is empty but the member record names %d members: refusing to form a new cluster over a lost one", len(s.Members))}, true
+	}
+	answering := s.answering()
+	if len(s.Nodes) != spec.StatefulSetReplicas || len(answering) != spec.StatefulSetReplicas {
+		return Step{Kind: StepWait, After: LookSoon,
+			Reason: fmt.Sprintf("waiting for %d Redis nodes to run before forming the cluster (%d answer)", spec.StatefulSetReplicas, len(answering))}, true
+	}
+	endpoints := make([]Endpoint, len(answering))
+	for i, o := range answering {
+		endpoints[i] = Endpoint{Addr: o.Addr, Host: o.Host}
+	}
+	plan, err := planCreate(endpoints, s.ReplicasPerMaster)
+	if err != nil {
+		return Step{Kind: StepWait, After: LookIdle, Reason: "cannot plan the cluster: " + err.Error()}, true
+	}
+	return Step{Kind: StepForm, Operation: OpCreating, Create: plan, After: LookSoon,
+		Reason: fmt.Sprintf("forming a cluster of %d masters and %d replicas", len(plan.Masters), len(answering)-len(plan.Masters))}, true
+}
+
+// planDropAcceptance spends the accept-data-loss annotation once a cluster is formed and
+// no shard is lost, so it cannot accept a later loss unseen.
+func planDropAcceptance(spec Spec, _ Snapshot, _ Health) (Step, bool) {
+	if !spec.AcceptDataLoss {
+		return Step{}, false
+	}
+	return Step{Kind: StepDropAcceptance, After: LookSoon, Reason: "the cluster is formed: " + spec.AcceptAnnotation + " is spent"}, true
+}
+
+// planReloadCertificates makes the nodes that serve an old certificate read theirs again
+// (without a restart). Until the kubelet has refreshed a pod's Secret volume the node reads
+// the old files again, so this repeats until every node serves the new one.
+func planReloadCertificates(_ Spec, s Snapshot, _ Health) (Step, bool) {
+	var addrs, pods []string
+	for _, o := range s.answering() {
+		if o.StaleCertificate {
+			addrs, pods = append(addrs, o.Addr), append(pods, o.Pod)
+		}
+	}
+	if len(addrs) == 0 {
+		return Step{}, false
+	}
+	return Step{Kind: StepReloadCertificates, Addrs: addrs, After: LookSoon,
+		Reason: "reloading the certificate on " + strings.Join(pods, ", ")}, true
+}
+
+// planRecover runs the next recovery planRecovery finds.
+func planRecover(_ Spec, s Snapshot, _ Health) (Step, bool) {
+	action, ok := planRecovery(s)
+	if !ok {
+		return Step{}, false
+	}
+	return Step{Kind: StepRecover, Operation: OpHealing, Action: action, After: LookSoon, Reason: action.Message}, true
+}
+
+// planFixSlots finishes or rolls back slot moves an interruption (an operator restart, a
+// crashed node) left open, before anything else changes the topology.
+func planFixSlots(_ Spec, s Snapshot, _ Health) (Step, bool) {
+	for _, o := range s.answering() {
+		if self, _ := o.Self(); self.hasOpenSlots() {
+			return Step{Kind: StepFixSlots, Operation: OpScaling, After: LookSoon,
+				Reason: "finishing or rolling back the slot moves an interruption left open (first on " + o.Pod + ")"}, true
+		}
+	}
+	return Step{}, false
+}
+
+// planWaitForMembers stops the lifecycle steps (join, slot moves, removal, upgrade) while a
+// recorded member does not answer or the cluster still lists a failed node: they need every
+// slot owner and change nothing a recovery depends on. A new pod that never joined (Pending
+// for good, say) does not stop them.
+func planWaitForMembers(_ Spec, s Snapshot, h Health) (Step, bool) {
+	var silent []string
+	for i := range s.Nodes {
+		o := &s.Nodes[i]
+		if _, recorded := s.Members[o.Pod]; recorded && !o.Answered() {
+			silent = append(silent, o.Pod)
+		}
+	}
+	switch {
+	case len(silent) > 0:
+		return Step{Kind: StepWait, After: LookForPods, Reason: fmt.Sprintf("waiting for %s to answer", strings.Join(silent, ", "))}, true
+	case h.hasFailedNodes():
+		return Step{Kind: StepWait, After: LookForPods, Reason: "waiting for the cluster to settle a failed node"}, true
+	}
+	return Step{}, false
+}
+
+// planJoin adds one new, empty, staying node: as a master until there are as many as the
+// spec asks, then as a replica of the master with the fewest replicas, preferring one on
+// another Kubernetes node (then zone).
+func planJoin(_ Spec, s Snapshot, _ Health) (Step, bool) {
+	joined := s.joined()
+	if len(joined) == 0 {
+		return Step{}, false
+	}
+	for _, o := range s.answering() {
+		if o.Joined() || o.Leaving {
+			continue
+		}
+		step := Step{Kind: StepJoin, Operation: OpScaling, Pod: o.Pod, Addr: o.Addr, Seed: joined[0].Addr, After: LookSoon,
+			Reason: "adding " + o.Pod + " to the cluster as a master"}
+		if counts := stayingMasters(s); len(counts) >= s.Masters {
+			step.MasterID = pickMaster(s, counts, o)
+			step.Reason = fmt.Sprintf("adding %s to the cluster as a replica of %s", o.Pod, short(step.MasterID))
+		}
+		return step, true
+	}
+	return Step{}, false
+}
+
+// stayingMasters maps every staying joined master's ID to its number of staying replicas.
+func stayingMasters(s Snapshot) map[string]int {
+	counts := map[string]int{}
+	for _, o := range s.joined() {
+		if self, _ := o.Self(); !o.Leaving && self.IsMaster() {
+			counts[self.ID] += 0
+		}
+	}
+	for _, o := range s.joined() {
+		if self, _ := o.Self(); !o.Leaving && !self.IsMaster() {
+			if _, ok := counts[self.MasterID]; ok {
+				counts[self.MasterID]++
+			}
+		}
+	}
+	return counts
+}
+
+// pickMaster is the master with the fewest replicas, preferring one on another Kubernetes
+// node than the joining node, then one in another zone.
+func pickMaster(s Snapshot, counts map[string]int, joining *Observation) string {
+	byID := s.byID()
+	sameHost := func(id string) bool { o := byID[id]; return o != nil && o.Host == joining.Host }
+	sameZone := func(id string) bool { o := byID[id]; return o != nil && o.Zone != "" && o.Zone == joining.Zone }
+	ids := slices.Sorted(maps.Keys(counts))
+	sort.SliceStable(ids, func(i, j int) bool {
+		a, b := ids[i], ids[j]
+		if counts[a] != counts[b] {
+			return counts[a] < counts[b]
+		}
+		if sameHost(a) != sameHost(b) {
+			return sameHost(b)
+		}
+		return sameZone(b) && !sameZone(a)
+	})
+	return ids[0]
+}
+
+// planMoveSlots moves slots, a bounded batch per step: off leaving masters and off staying
+// masters beyond the spec's count; with AutoReceive until every master is within the
+// rebalance threshold of its share (the plan is made again from the current slots each
+// time, so an interruption resumes); with AssignReceive exactly the listed slots from the
+// listed nodes to the empty masters recorded as targets first.
+func planMoveSlots(spec Spec, s Snapshot, _ Health) (Step, bool) {
+	weights := drainWeights(s)
+	draining := drainPending(s, weights)
+	assign := spec.Assign != nil
+	if assign && !draining {
+		if step, ok := planAssign(spec, s, weights); ok {
+			return step, true
+		}
+		return Step{}, false
+	}
+	var masters []Node
+	for _, o := range s.joined() {
+		if self, _ := o.Self(); self.IsMaster() {
+			masters = append(masters, self)
+		}
+	}
+	moves, err := planRebalance(masters, weights, DefaultRebalanceThreshold, !assign)
+	if err != nil || len(moves) == 0 {
+		return Step{}, false //nolint:nilerr // nothing to plan (no slots yet, say): the status reports it
+	}
+	left := countMovedSlots(moves)
+	return Step{Kind: StepRebalance, Operation: OpScaling, Weights: weights, UseEmptyMasters: !assign, SlotsLeft: left, After: LookSoon,
+		Reason: fmt.Sprintf("moving slots: %d left to move", left)}, true
+}
+
+// planAssign is the next AssignReceive batch: strategy i's slots go to target i modulo the
+// number of targets. The targets are recorded before any slot moves; how far each strategy
+// got is read from the targets' slots (they started empty, and strategies run in order), so
+// a restart (or a pause, which changes the spec) at any point moves exactly the rest.
+func planAssign(spec Spec, s Snapshot, weights map[string]float64) (Step, bool) {
+	a := spec.Assign
+	i, missing, target := 0, 0, ""
+	if len(a.Targets) > 0 && len(a.Strategies) > 0 {
+		i, missing, target = nextAssignment(s, a.Strategies, a.Targets)
+	}
+	if missing == 0 {
+		var empty []string
+		for _, o := range s.joined() {
+			self, _ := o.Self()
+			if _, draining := weights[self.ID]; !o.Leaving && self.IsMaster() && len(self.Slots) == 0 && !draining {
+				empty = append(empty, self.ID)
+			}
+		}
+		// A new assignment starts only with a new spec (a scale out) that left empty masters.
+		if len(empty) == 0 || len(a.Strategies) == 0 || a.Recorded {
+			return Step{}, false
+		}
+		return Step{Kind: StepRecordTargets, Operation: OpScaling, Targets: empty, After: LookSoon,
+			Reason: fmt.Sprintf("moving the slots of %d strategies to %d new masters", len(a.Strategies), len(empty))}, true
+	}
+	return Step{Kind: StepAssign, Operation: OpScaling, After: LookSoon,
+		Reshard: Reshard{Index: i, Slots: missing, From: a.Strategies[i].From, To: target},
+		Reason:  fmt.Sprintf("assignStrategies[%d]: %d of %d slots left to move", i, missing, a.Strategies[i].Slots)}, true
+}
+
+// nextAssignment is the first strategy that still misses slots, how many, and its target.
+// Each target's slots are handed out to its strategies in order.
+func nextAssignment(s Snapshot, strategies []Strategy, targets []string) (index, missing int, target string) {
+	have := map[string]int{}
+	for _, o := range s.answering() {
+		self, _ := o.Self()
+		have[self.ID] = CountSlots(self.Slots)
+	}
+	for i, a := range strategies {
+		t := targets[i%len(targets)]
+		got := min(a.Slots, have[t])
+		have[t] -= got
+		if got < a.Slots {
+			return i, a.Slots - got, t
+		}
+	}
+	return 0, 0, ""
+}
+
+// drainWeights gives the weight 0 to every master that must give its slots away: the
+// leaving ones, and the staying ones beyond the spec's count of masters (those with the
+// fewest slots, then the highest ordinals).
+func drainWeights(s Snapshot) map[string]float64 {
+	w := map[string]float64{}
+	var staying []Node
+	for _, o := range s.joined() {
+		self, _ := o.Self()
+		if !self.IsMaster() {
+			continue
+		}
+		if o.Leaving {
+			w[self.ID] = 0
+		} else if len(self.Slots) > 0 {
+			staying = append(staying, self)
+		}
+	}
+	// s.Nodes is in ordinal order, so a stable sort keeps the lower ordinals first on ties.
+	sort.SliceStable(staying, func(i, j int) bool { return CountSlots(staying[i].Slots) > CountSlots(staying[j].Slots) })
+	for _, n := range staying[min(len(staying), s.Masters):] {
+		w[n.ID] = 0
+	}
+	return w
+}
+
+// drainPending reports whether a master weighted 0 still has slots.
+func drainPending(s Snapshot, weights map[string]float64) bool {
+	for _, o := range s.answering() {
+		self, _ := o.Self()
+		if _, ok := weights[self.ID]; ok && len(self.Slots) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// planRemove scales in once every slot is off the leaving masters: it removes one leaving
+// node per step from the cluster (replicas first), and only when none is left in the
+// cluster shrinks the StatefulSet.
+func planRemove(spec Spec, s Snapshot, _ Health) (Step, bool) {
+	var going []*Observation
+	stay := ""
+	for _, o := range s.joined() {
+		if o.Leaving {
+			going = append(going, o)
+		} else if stay == "" {
+			stay = o.Addr
+		}
+	}
+	if len(going) > 0 {
+		if drainPending(s, drainWeights(s)) {
+			return Step{Kind: StepWait, Operation: OpScaling, After: LookSoon,
+				Reason: fmt.Sprintf("removing %d nodes from the cluster once their slots are moved", len(going))}, true
+		}
+		// Replicas first, so no leaving replica is re-pointed only to be removed.
+		sort.SliceStable(going, func(i, j int) bool {
+			a, _ := going[i].Self()
+			b, _ := going[j].Self()
+			return !a.IsMaster() && b.IsMaster()
+		})
+		self, _ := going[0].Self()
+		return Step{Kind: StepRemoveNode, Operation: OpScaling, Pod: going[0].Pod, NodeID: self.ID, Seed: stay, After: LookSoon,
+			Reason: fmt.Sprintf("removing %s from the cluster (%d nodes leave)", going[0].Pod, len(going))}, true
+	}
+	if spec.StatefulSetReplicas <= spec.Replicas {
+		return Step{}, false
+	}
+	// A leaving pod that does not answer but is still a member was waited for
+	// (planWaitForMembers): every leaving pod here is out of the cluster.
+	return Step{Kind: StepShrink, Operation: OpScaling, Replicas: spec.Replicas, After: LookSoon,
+		Reason: fmt.Sprintf("scaling the StatefulSet to %d once the leaving nodes are out of the cluster", spec.Replicas)}, true
+}
+
+// planUpgrade replaces pods that run an old template, one at a time, only while the cluster
+// is Ready: replicas first; before a master's pod goes, a connected replica takes over
+// (Failover), so at most one failover happens at a time and no acknowledged write is lost.
+func planUpgrade(spec Spec, s Snapshot, h Health) (Step, bool) {
+	if spec.UpdateRevision == "" {
+		return Step{}, false
+	}
+	var outdated []*Observation
+	answering := s.answering()
+	for _, o := range answering {
+		if o.Revision != spec.UpdateRevision {
+			outdated = append(outdated, o)
+		}
+	}
+	if len(outdated) == 0 {
+		return Step{}, false
+	}
+	progress := fmt.Sprintf("%d of %d pods run an old template", len(outdated), len(answering))
+	wait := func(why string) (Step, bool) {
+		return Step{Kind: StepWait, Operation: OpUpgrading, After: LookSoon, Reason: progress + "; " + why}, true
+	}
+	if !h.Ready() {
+		return wait("waiting for the cluster to be Ready before replacing the next pod")
+	}
+	// The pod replaced last may still answer while it terminates (its process stops after
+	// the delete): replacing the next one then would take two down at once.
+	for _, o := range s.Nodes {
+		if o.Terminating || !o.Running {
+			return wait("waiting for pod " + o.Pod + " to be replaced before the next one")
+		}
+	}
+	if len(s.Nodes) < spec.Replicas {
+		return wait(fmt.Sprintf("waiting for %d of %d pods to exist before replacing the next one", len(s.Nodes), spec.Replicas))
+	}
+	next := outdated[0]
+	for _, o := range outdated {
+		if self, _ := o.Self(); !self.IsMaster() {
+			next = o
+			break
+		}
+	}
+	self, _ := next.Self()
+	if self.IsMaster() {
+		replica := connectedReplica(s, self.ID)
+		if replica == nil && s.ReplicasPerMaster > 0 {
+			// Without a replica to take over, its slots would be down until the pod is back.
+			return wait("waiting for a connected replica of master " + next.Pod + " before replacing its pod")
+		}
+		if replica != nil {
+			return Step{Kind: StepFailover, Operation: OpUpgrading, Pod: next.Pod, Addr: replica.Addr, After: LookSoon,
+				Reason: progress + "; " + replica.Pod + " takes over from master " + next.Pod + " before its pod is replaced"}, true
+		}
+	}
+	return Step{Kind: StepReplacePod, Operation: OpUpgrading, Pod: next.Pod, After: LookSoon,
+		Reason: progress + "; replacing " + next.Pod}, true
+}
+
+// connectedReplica is a replica of master that is not flagged failed (Failover itself waits
+// for its replication offset to catch up), or nil.
+func connectedReplica(s Snapshot, master string) *Observation {
+	for _, o := range s.answering() {
+		if self, _ := o.Self(); !self.IsMaster() && self.MasterID == master && !self.Failed {
+			return o
+		}
+	}
+	return nil
+}

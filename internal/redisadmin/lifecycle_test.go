@@ -1,0 +1,473 @@
+package redisadmin
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// current makes every pod of c Running, on revision "r1", started an hour ago (settled).
+func (c *cluster) current() *cluster {
+	for i := range c.snap.Nodes {
+		o := &c.snap.Nodes[i]
+		o.Running, o.Revision, o.Started, o.PodStarted = true, "r1", now.Add(-time.Hour), now.Add(-time.Hour)
+	}
+	return c
+}
+
+// fresh appends pod as a new, empty, running node on host.
+func (c *cluster) fresh(pod, id, host string) *cluster {
+	i := len(c.snap.Nodes)
+	c.snap.Nodes = append(c.snap.Nodes, Observation{Pod: pod, Addr: addrOf(i), Host: host, Running: true, Revision: "r1",
+		Info: map[string]string{"cluster_state": "fail"}, Replication: map[string]string{"role": "master"},
+		View: []Node{line(fakeNode{id: id}, addrOf(i), true)}})
+	return c
+}
+
+// leaving marks the pods from ordinal n on as leaving (spec.replicas = n).
+func (c *cluster) leaving(n int) *cluster {
+	for i := n; i < len(c.snap.Nodes); i++ {
+		c.snap.Nodes[i].Leaving = true
+	}
+	return c
+}
+
+// withNewMaster is c with one more master, gggggggg on n1, without slots, that every node
+// knows (a scale out's new master once it joined).
+func (c *cluster) withNewMaster() *cluster {
+	nodes := append(append([]fakeNode{}, c.nodes...), fakeNode{fmt.Sprintf("rc-%d", len(c.nodes)), "gggggggg", "n1", "", nil})
+	return newFake(c.snap.Masters, c.snap.ReplicasPerMaster, nodes...).current()
+}
+
+// specFor is the spec of a cluster of n pods whose StatefulSet has n, all recorded.
+func specFor(n int) Spec {
+	return Spec{Name: "rc", Replicas: n, StatefulSetReplicas: n, UpdateRevision: "r1", MembersRecorded: true,
+		AcceptAnnotation: "redis.middleware-operator.io/accept-data-loss"}
+}
+
+func TestNextStep(t *testing.T) {
+	accept := func(s Spec) Spec { s.AcceptDataLoss = true; return s }
+	cases := map[string]struct {
+		spec Spec
+		snap Snapshot
+		want StepKind
+		// check, when set, looks at the step beyond its kind.
+		check func(t *testing.T, s Step)
+	}{
+		"a healthy, current cluster: idle, look again in 10 s": {
+			spec: specFor(6), snap: six().current().snap, want: StepIdle,
+			check: func(t *testing.T, s Step) { expect(t, s.After == LookIdle, "after %s", s.After) },
+		},
+		"paused: wait, whatever the cluster needs": {
+			spec: func() Spec { s := specFor(6); s.Paused = true; return s }(), snap: six().current().silence(0, errDown).snap, want: StepWait,
+		},
+		"nodes refuse the password: nothing is judged, not even the record": {
+			spec: func() Spec { s := specFor(6); s.MembersRecorded = false; return s }(),
+			snap: six().current().silence(2, errors.New("WRONGPASS invalid username-password pair")).snap, want: StepWait,
+			check: func(t *testing.T, s Step) {
+				expect(t, strings.Contains(s.Reason, "refuse the password"), "reason %q", s.Reason)
+			},
+		},
+		"no member record yet: write it first": {
+			spec: func() Spec { s := specFor(6); s.MembersRecorded = false; return s }(), snap: six().current().snap, want: StepRecordMembers,
+			check: func(t *testing.T, s Step) { expect(t, len(s.Members) == 6, "members %v", s.Members) },
+		},
+		"a pod joined since the record: record it before anything else": {
+			spec: specFor(6),
+			snap: func() Snapshot { c := six().current(); delete(c.snap.Members, "rc-4"); return c.snap }(), want: StepRecordMembers,
+			check: func(t *testing.T, s Step) { expect(t, s.Members["rc-4"] == "eeeeeeee", "members %v", s.Members) },
+		},
+
+		// Forming.
+		"six new, empty pods and no record: form 3 masters and 3 replicas": {
+			spec: func() Spec { s := specFor(6); s.UpdateRevision = ""; return s }(), snap: sixNewPods(), want: StepForm,
+			check: func(t *testing.T, s Step) {
+				expect(t, len(s.Create.Masters) == 3 && s.Operation == OpCreating, "%d masters, operation %s", len(s.Create.Masters), s.Operation)
+			},
+		},
+		"five of six pods answer: wait for the sixth before forming": {
+			spec: specFor(6),
+			snap: func() Snapshot { s := sixNewPods(); s.Nodes[5].Err, s.Nodes[5].View = errDown, nil; return s }(), want: StepWait,
+			check: func(t *testing.T, s Step) { expect(t, strings.Contains(s.Reason, "(5 answer)"), "reason %q", s.Reason) },
+		},
+		"the StatefulSet has 6 pods but only 5 exist: wait": {
+			spec: specFor(6), snap: func() Snapshot { s := sixNewPods(); s.Nodes = s.Nodes[:5]; return s }(), want: StepWait,
+		},
+
+		// Lost data.
+		"every member back empty, just restarted: wait before calling it lost": {
+			spec: specFor(6), snap: func() Snapshot {
+				c := six().current()
+				for i := range c.snap.Nodes {
+					c.snap.Nodes[i].View = []Node{line(fakeNode{id: fmt.Sprintf("new%d", i)}, addrOf(i), true)}
+					c.snap.Nodes[i].PodStarted = now.Add(-10 * time.Second)
+				}
+				return c.snap
+			}(), want: StepWait,
+		},
+		"every member silent for over a minute: lost, never formed again without the user": {
+			spec: func() Spec { s := specFor(6); s.NotReadySince = now.Add(-2 * time.Minute); return s }(), snap: func() Snapshot {
+				c := six().current()
+				for i := range c.snap.Nodes {
+					c.silence(i, errDown)
+				}
+				return c.snap
+			}(), want: StepLost,
+			check: func(t *testing.T, s Step) {
+				expect(t, strings.Contains(s.Reason, "kubectl annotate rediscluster rc redis.middleware-operator.io/accept-data-loss=true"), "reason %q", s.Reason)
+			},
+		},
+		"a lost cluster whose loss is accepted: clear the record": {
+			spec: accept(specFor(6)), snap: func() Snapshot {
+				c := six().current()
+				for i := range c.snap.Nodes {
+					c.snap.Nodes[i].View = []Node{line(fakeNode{id: fmt.Sprintf("new%d", i)}, addrOf(i), true)}
+				}
+				return c.snap
+			}(), want: StepAcceptLostCluster,
+		},
+		"a whole shard lost: report it, give no slot up": {
+			spec: specFor(6), snap: lostShard(time.Minute).current().snap, want: StepLost,
+			check: func(t *testing.T, s Step) {
+				expect(t, strings.Contains(s.Reason, "5461 slots have no copy left"), "reason %q", s.Reason)
+			},
+		},
+		"a whole shard lost and accepted: forget its master": {
+			spec: accept(specFor(6)), snap: lostShard(time.Minute).current().snap, want: StepRecover,
+			check: func(t *testing.T, s Step) { expect(t, s.Action.Kind == ActionAbandon, "action %s", s.Action.Kind) },
+		},
+		"a formed cluster with the acceptance still set: spend it": {
+			spec: accept(specFor(6)), snap: six().current().snap, want: StepDropAcceptance,
+		},
+
+		"a node serves an old certificate: reload it before any recovery": {
+			spec: specFor(6), snap: func() Snapshot {
+				c := six().current()
+				c.snap.Nodes[2].StaleCertificate = true
+				v := &c.snap.Nodes[4].View[1]
+				v.Addr, v.Flags = "10.9.9.9:6379", append(v.Flags, "noaddr")
+				return c.snap
+			}(), want: StepReloadCertificates,
+			check: func(t *testing.T, s Step) {
+				expect(t, len(s.Addrs) == 1 && s.Addrs[0] == addrOf(2), "reloads %v", s.Addrs)
+			},
+		},
+
+		// Recoveries and interrupted moves.
+		"a member knows a peer at an old address: recover (introduce) first": {
+			spec: specFor(6), snap: func() Snapshot {
+				c := six().current()
+				v := &c.snap.Nodes[4].View[1]
+				v.Addr, v.Flags = "10.9.9.9:6379", append(v.Flags, "noaddr")
+				return c.snap
+			}(), want: StepRecover,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Action.Kind == ActionMeet && s.Operation == OpHealing, "%s %s", s.Action.Kind, s.Operation)
+			},
+		},
+		"a slot left migrating by an interrupted move: fix it before any other move": {
+			spec: specFor(6), snap: func() Snapshot {
+				c := six().current()
+				c.snap.Nodes[0].View[0].Migrating = map[int]string{7: "bbbbbbbb"}
+				return c.snap
+			}(), want: StepFixSlots,
+		},
+		"a recorded replica does not answer: wait for it before joining anyone": {
+			spec: specFor(7), snap: six().current().silence(4, errDown).fresh("rc-6", "gggggggg", "n1").snap, want: StepWait,
+			check: func(t *testing.T, s Step) { expect(t, strings.Contains(s.Reason, "rc-4"), "reason %q", s.Reason) },
+		},
+		"a new pod that is Pending for good does not stop the others": {
+			spec: func() Spec { s := specFor(8); return s }(),
+			snap: func() Snapshot {
+				c := six().current().fresh("rc-6", "gggggggg", "n1")
+				c.snap.Nodes = append(c.snap.Nodes, Observation{Pod: "rc-7", Err: errors.New("the pod has no IP")})
+				return c.snap
+			}(), want: StepJoin,
+			check: func(t *testing.T, s Step) { expect(t, s.Pod == "rc-6", "joins %s", s.Pod) },
+		},
+
+		// Scale out.
+		"scale out by a replica: it joins the master with the fewest replicas, not on its host": {
+			spec: specFor(7), snap: six().current().fresh("rc-6", "gggggggg", "n1").snap, want: StepJoin,
+			check: func(t *testing.T, s Step) {
+				// Every master has one replica; cccccccc is on n3 and aaaaaaaa on n1.
+				expect(t, s.MasterID == "bbbbbbbb" && s.Seed == addrOf(0) && s.Addr == addrOf(6), "replica of %s through %s at %s", s.MasterID, s.Seed, s.Addr)
+			},
+		},
+		"scale out by a shard: the new pod joins as a master first": {
+			spec: specFor(8), snap: func() Snapshot {
+				c := six().current().fresh("rc-6", "gggggggg", "n1").fresh("rc-7", "hhhhhhhh", "n2")
+				c.snap.Masters = 4
+				return c.snap
+			}(), want: StepJoin,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.MasterID == "" && s.Pod == "rc-6", "%s replica of %q", s.Pod, s.MasterID)
+			},
+		},
+		"a replica joins in another zone than its master when hosts cannot tell": {
+			spec: specFor(7), snap: func() Snapshot {
+				c := six().current().fresh("rc-6", "gggggggg", "n9")
+				zones := []string{"z1", "z2", "z2", "z1", "z2", "z1", "z2"}
+				for i := range c.snap.Nodes {
+					c.snap.Nodes[i].Zone = zones[i]
+				}
+				return c.snap
+			}(), want: StepJoin,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.MasterID == "aaaaaaaa", "replica of %s, want the master in z1", s.MasterID)
+			},
+		},
+		"an empty new master (AutoReceive): rebalance slots onto it": {
+			spec: specFor(7), snap: func() Snapshot {
+				c := six().withNewMaster()
+				c.snap.Masters = 4
+				return c.snap
+			}(),
+			want: StepRebalance,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.UseEmptyMasters && s.SlotsLeft > 3000 && s.SlotsLeft < 5000, "use empty %t, %d slots left", s.UseEmptyMasters, s.SlotsLeft)
+			},
+		},
+		"AssignReceive with a new empty master: record it as the target first": {
+			spec: func() Spec {
+				s := specFor(7)
+				s.Assign = &Assignment{Strategies: []Strategy{{Slots: 100, From: []string{"aaaaaaaa"}}}}
+				return s
+			}(),
+			snap: func() Snapshot {
+				c := six().withNewMaster()
+				c.snap.Masters = 4
+				return c.snap
+			}(),
+			want: StepRecordTargets,
+			check: func(t *testing.T, s Step) {
+				expect(t, len(s.Targets) == 1 && s.Targets[0] == "gggggggg", "targets %v", s.Targets)
+			},
+		},
+		"AssignReceive with its targets recorded: move exactly the strategy's slots": {
+			spec: func() Spec {
+				s := specFor(7)
+				s.Assign = &Assignment{Strategies: []Strategy{{Slots: 100, From: []string{"aaaaaaaa"}}}, Targets: []string{"gggggggg"}, Recorded: true}
+				return s
+			}(),
+			snap: func() Snapshot {
+				c := six().withNewMaster()
+				c.snap.Masters = 4
+				return c.snap
+			}(),
+			want: StepAssign,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Reshard.Slots == 100 && s.Reshard.To == "gggggggg" && s.Reshard.From[0] == "aaaaaaaa", "reshard %+v", s.Reshard)
+			},
+		},
+		"AssignReceive resumed after a restart: only the slots still missing": {
+			spec: assigning(Strategy{Slots: 100, From: []string{"aaaaaaaa"}}, Strategy{Slots: 50, From: []string{"bbbbbbbb"}}),
+			snap: assigned(120), want: StepAssign,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Reshard.Index == 1 && s.Reshard.Slots == 30, "reshard %+v, want the 30 slots strategy 1 lacks", s.Reshard)
+			},
+		},
+		"AssignReceive done: nothing more moves, the next spec change starts anew": {
+			spec: assigning(Strategy{Slots: 100, From: []string{"aaaaaaaa"}}), snap: assigned(100), want: StepIdle,
+		},
+
+		// Scale in.
+		"scale in by a shard: drain the leaving master first": {
+			spec: func() Spec { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
+			snap: func() Snapshot { c := eight(); return c.leaving(6).snap }(), want: StepRebalance,
+			check: func(t *testing.T, s Step) {
+				w, ok := s.Weights["gggggggg"]
+				expect(t, ok && w == 0 && len(s.Weights) == 1, "weights %v", s.Weights)
+			},
+		},
+		"scale in, leaving master drained: remove its replica first": {
+			spec: func() Spec { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
+			snap: drained().snap,
+			want: StepRemoveNode,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Pod == "rc-7" && s.NodeID == "hhhhhhhh" && s.Seed == addrOf(0), "removes %s (%s) through %s", s.Pod, s.NodeID, s.Seed)
+			},
+		},
+		"scale in, every leaving node out of the cluster: shrink the StatefulSet": {
+			spec: func() Spec { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
+			snap: func() Snapshot {
+				return six().current().fresh("rc-6", "x1", "n1").fresh("rc-7", "x2", "n2").leaving(6).snap
+			}(),
+			want:  StepShrink,
+			check: func(t *testing.T, s Step) { expect(t, s.Replicas == 6, "replicas %d", s.Replicas) },
+		},
+		"scale in, a leaving member silent: wait for it before removing anyone": {
+			spec: func() Spec { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
+			snap: drained().silence(7, errDown).snap, want: StepWait,
+			check: func(t *testing.T, s Step) { expect(t, strings.Contains(s.Reason, "rc-7"), "reason %q", s.Reason) },
+		},
+
+		// Upgrade.
+		"an upgrade replaces a replica first": {
+			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(), snap: six().current().snap, want: StepReplacePod,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Pod == "rc-3" && s.Operation == OpUpgrading, "replaces %s (%s)", s.Pod, s.Operation)
+			},
+		},
+		"an upgrade with only masters left: a replica takes over first": {
+			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
+			snap: func() Snapshot {
+				c := six().current()
+				for i := 3; i < 6; i++ {
+					c.snap.Nodes[i].Revision = "r2"
+				}
+				return c.snap
+			}(), want: StepFailover,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Pod == "rc-0" && s.Addr == addrOf(3), "%s taken over by %s", s.Pod, s.Addr)
+			},
+		},
+		"an upgrade while a pod terminates: wait": {
+			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
+			snap: func() Snapshot { c := six().current(); c.snap.Nodes[3].Terminating = true; return c.snap }(), want: StepWait,
+			check: func(t *testing.T, s Step) { expect(t, s.Operation == OpUpgrading, "operation %s", s.Operation) },
+		},
+		"an upgrade while the cluster is not Ready: wait": {
+			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
+			snap: func() Snapshot {
+				c := six().current()
+				c.snap.Nodes[4].Replication["master_link_status"] = "down"
+				return c.snap
+			}(), want: StepWait,
+		},
+		"an upgrade of masters without replicas: replace the master itself": {
+			spec: func() Spec { s := specFor(3); s.UpdateRevision = "r2"; return s }(),
+			snap: func() Snapshot { c := threeShards(3, 0).current(); return c.snap }(), want: StepReplacePod,
+			check: func(t *testing.T, s Step) { expect(t, s.Pod == "rc-0", "replaces %s", s.Pod) },
+		},
+		"an upgrade of a master whose replica is gone: wait for a connected one": {
+			spec: func() Spec { s := specFor(4); s.UpdateRevision = "r2"; return s }(),
+			snap: func() Snapshot {
+				c := threeShards(3, 1, fakeNode{"rc-3", "dddddddd", "n2", "aaaaaaaa", nil}).current()
+				c.snap.Nodes[3].Revision = "r2"
+				c.each("dddddddd", func(n *Node) { n.Failed = true })
+				return c.snap
+			}(), want: StepWait,
+		},
+	}
+	kinds := map[StepKind]bool{}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := NextStep(tc.spec, tc.snap, Assess(tc.snap))
+			if got.Kind != tc.want {
+				t.Fatalf("step %s (%s), want %s", got.Kind, got.Reason, tc.want)
+			}
+			if got.Kind != StepIdle && got.Reason == "" {
+				t.Errorf("step %s has no reason", got.Kind)
+			}
+			if got.After <= 0 {
+				t.Errorf("step %s says to look again after %s", got.Kind, got.After)
+			}
+			if tc.check != nil {
+				tc.check(t, got)
+			}
+		})
+		kinds[tc.want] = true
+	}
+	for _, k := range []StepKind{StepIdle, StepWait, StepLost, StepRecordMembers, StepAcceptLostCluster, StepDropAcceptance, StepForm,
+		StepRecover, StepFixSlots, StepJoin, StepRecordTargets, StepAssign, StepRebalance, StepRemoveNode, StepShrink, StepFailover, StepReplacePod,
+		StepReloadCertificates} {
+		if !kinds[k] {
+			t.Errorf("no case chooses %s", k)
+		}
+	}
+}
+
+func expect(t *testing.T, ok bool, format string, args ...any) {
+	t.Helper()
+	if !ok {
+		t.Errorf(format, args...)
+	}
+}
+
+// sixNewPods is six new, empty, running pods on hosts n1..n3 and nothing recorded.
+func sixNewPods() Snapshot {
+	c := &cluster{snap: Snapshot{Masters: 3, ReplicasPerMaster: 1, NodeTimeout: 5 * time.Second, Now: now, Members: map[string]string{}}}
+	for i := range 6 {
+		c.fresh(fmt.Sprintf("rc-%d", i), fmt.Sprintf("%08d", i), fmt.Sprintf("n%d", i%3+1))
+	}
+	return c.snap
+}
+
+// eight is four shards (a, b, c, g) with a replica each; g and h on rc-6 and rc-7.
+func eight() *cluster {
+	return newFake(3, 1,
+		fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{0, 4095}}},
+		fakeNode{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{4096, 8191}}},
+		fakeNode{"rc-2", "cccccccc", "n3", "", []SlotRange{{8192, 12287}}},
+		fakeNode{"rc-3", "dddddddd", "n2", "aaaaaaaa", nil},
+		fakeNode{"rc-4", "eeeeeeee", "n3", "bbbbbbbb", nil},
+		fakeNode{"rc-5", "ffffffff", "n1", "cccccccc", nil},
+		fakeNode{"rc-6", "gggggggg", "n1", "", []SlotRange{{12288, 16383}}},
+		fakeNode{"rc-7", "hhhhhhhh", "n2", "gggggggg", nil},
+	).current()
+}
+
+// drained is eight() scaling in to six pods, with the leaving master gggggggg's slots spread
+// over the three staying masters.
+func drained() *cluster {
+	c := eight().leaving(6)
+	c.each("gggggggg", func(n *Node) { n.Slots = nil })
+	c.each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{0, 5460}} })
+	c.each("bbbbbbbb", func(n *Node) { n.Slots = []SlotRange{{5461, 10922}} })
+	c.each("cccccccc", func(n *Node) { n.Slots = []SlotRange{{10923, 16383}} })
+	return c
+}
+
+// assigning is the spec of an AssignReceive scale out to seven pods with strategies, its
+// target gggggggg recorded.
+func assigning(strategies ...Strategy) Spec {
+	s := specFor(7)
+	s.Assign = &Assignment{Strategies: strategies, Targets: []string{"gggggggg"}, Recorded: true}
+	return s
+}
+
+// assigned is six() with the new master gggggggg joined, holding aaaaaaaa's first moved slots.
+func assigned(moved int) Snapshot {
+	c := six().withNewMaster()
+	c.snap.Masters = 4
+	if moved > 0 {
+		c.each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{moved, 5460}} })
+		c.each("gggggggg", func(n *Node) { n.Slots = []SlotRange{{0, moved - 1}} })
+	}
+	return c.snap
+}
+
+// TestAgreedRoutesCountLikeSlotBySlot: where every view routes alike, Assess counts slots
+// from the masters' ranges; that must give what the slot-by-slot pass gives.
+func TestAgreedRoutesCountLikeSlotBySlot(t *testing.T) {
+	snaps := map[string]Snapshot{
+		"six":                 six().current().snap,
+		"a new master joined": six().withNewMaster().snap,
+		"a slot moved in every view": func() Snapshot {
+			c := six()
+			c.each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{0, 99}, {101, 5460}} })
+			c.each("bbbbbbbb", func(n *Node) { n.Slots = []SlotRange{{100, 100}, {5461, 10922}} })
+			return c.snap
+		}(),
+		"a master silent":      six().silence(0, errDown).snap,
+		"slots routed nowhere": forgotten().snap,
+		"a master failed":      six().silence(1, errDown).fail("bbbbbbbb", time.Minute).snap,
+	}
+	for name, snap := range snaps {
+		joined := snap.joined()
+		if _, agreed := agreedRoutes(joined); !agreed {
+			t.Errorf("%s: the views were expected to agree", name)
+			continue
+		}
+		fast := Assess(snap)
+		var slow Health
+		_, unowned := servedSlotBySlot(&slow, joined, snap.byID(), map[string]bool{})
+		if fast.SlotsAssigned != slow.SlotsAssigned || fast.SlotsServed != slow.SlotsServed || SlotCount-fast.SlotsAssigned != unowned {
+			t.Errorf("%s: from ranges %d assigned, %d served; slot by slot %d and %d (%d unowned)",
+				name, fast.SlotsAssigned, fast.SlotsServed, slow.SlotsAssigned, slow.SlotsServed, unowned)
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package redisadmin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// TestObserveReusesItsConnections: an Admin kept from one look to the next reads every node
+// over the connection it already has (no new connection, so no new AUTH), one CLUSTER NODES
+// per look; a connection the node closed is replaced within the same look (go-redis checks a
+// kept connection before it uses it), not reported as a silent node.
+func TestObserveReusesItsConnections(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	servers := startServers(t, 6, "pw")
+	admin := NewAdmin("pw", 2*time.Second)
+	defer func() { _ = admin.Close() }()
+	createCluster(ctx, t, admin, servers, 1)
+
+	look := func() {
+		obs := make([]Observation, len(servers))
+		for i, s := range servers {
+			obs[i] = Observation{Pod: fmt.Sprintf("rc-%d", i), Addr: s.addr}
+		}
+		admin.Observe(ctx, obs)
+		for _, o := range obs {
+			if !o.Joined() || o.Info["cluster_state"] == "" || o.Replication["role"] == "" || o.Started.IsZero() {
+				t.Fatalf("%s: answered %t, joined %t, info %d fields, replication %d fields, err %v", o.Pod, o.Answered(), o.Joined(), len(o.Info), len(o.Replication), o.Err)
+			}
+		}
+	}
+	look()
+	before := stats(ctx, t, servers)
+	for range 3 {
+		look()
+	}
+	after := stats(ctx, t, servers)
+	for i := range servers {
+		// The stats reader itself opens one connection per node and sends INFO twice.
+		if got := after[i].connections - before[i].connections; got != 1 {
+			t.Errorf("node %d: %d connections during three looks, want only the stats reader's", i, got)
+		}
+		if got := after[i].clusterNodes - before[i].clusterNodes; got != 3 {
+			t.Errorf("node %d: CLUSTER NODES %d times in three looks, want 3", i, got)
+		}
+	}
+
+	// The node closes every normal connection, the Admin's among them.
+	for _, s := range servers {
+		c := goredis.NewClient(&goredis.Options{Addr: s.addr, Password: "pw"})
+		if err := c.Do(ctx, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes").Err(); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.Close()
+	}
+	look()
+}
+
+// nodeStats are a node's counters that show how it was talked to.
+type nodeStats struct{ connections, clusterNodes int }
+
+func stats(ctx context.Context, t *testing.T, servers []*testServer) []nodeStats {
+	t.Helper()
+	out := make([]nodeStats, len(servers))
+	for i, s := range servers {
+		c := goredis.NewClient(&goredis.Options{Addr: s.addr, Password: "pw", Protocol: 2, DisableIdentity: true})
+		stats, err := c.Info(ctx, "stats").Result()
+		if err == nil {
+			var cmds string
+			cmds, err = c.Info(ctx, "commandstats").Result()
+			out[i].clusterNodes = commandCalls(cmds, "cluster|nodes")
+		}
+		_ = c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i].connections, _ = strconv.Atoi(ParseClusterInfo(stats)["total_connections_received"])
+	}
+	return out
+}
+
+// commandCalls is the calls= count of cmd in INFO commandstats.
+func commandCalls(info, cmd string) int {
+	line := ParseClusterInfo(info)["cmdstat_"+cmd]
+	var calls int
+	_, _ = fmt.Sscanf(line, "calls=%d", &calls)
+	return calls
+}
+
+func TestRetryable(t *testing.T) {
+	live, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cases := map[string]struct {
+		err  error
+		want bool
+	}{
+		"no error":                       {nil, false},
+		"the node closed the connection": {fmt.Errorf("while reading: %w", io.EOF), true},
+		"reset":                          {&net.OpError{Op: "read", Err: syscall.ECONNRESET}, true},
+		"refused while dialing":          {&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, false},
+		"a read timed out (frozen node)": {&net.OpError{Op: "read", Err: timeoutErr{}}, false},
+		"wrong password":                 {errors.New("WRONGPASS invalid username-password pair"), false},
+		"out of time":                    {context.DeadlineExceeded, false},
+		"a Redis error":                  {errors.New("ERR unknown command"), false},
+	}
+	for name, tc := range cases {
+		if got := retryable(live, tc.err); got != tc.want {
+			t.Errorf("%s: retryable %t, want %t", name, got, tc.want)
+		}
+	}
+}
+
+// timeoutErr is a network error that says it timed out.
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }

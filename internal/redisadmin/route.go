@@ -1,0 +1,150 @@
+package redisadmin
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// routes is where a node's view sends each slot: the ID of the master it lists for it, or
+// "" (handshake entries and replicas route nothing). It is worked out once per observation:
+// the assessment and several planners ask for it.
+func routes(o *Observation) *[SlotCount]string {
+	if o.routes != nil {
+		return o.routes
+	}
+	var out [SlotCount]string
+	for _, n := range o.View {
+		if !n.IsMaster() || n.hasFlag("handshake") {
+			continue
+		}
+		for _, r := range n.Slots {
+			for slot := r.Start; slot <= r.End; slot++ {
+				out[slot] = n.ID
+			}
+		}
+	}
+	o.routes = &out
+	return o.routes
+}
+
+// routedMasters are the masters o's view routes slots to, with their slots.
+func routedMasters(o *Observation) []Node {
+	var out []Node
+	for _, n := range o.View {
+		if n.IsMaster() && !n.hasFlag("handshake") && len(n.Slots) > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// routing is o's view's routing in short: each master it routes slots to, with the ranges,
+// in ID order. Two views with the same routing route every slot alike.
+func routing(o *Observation) string {
+	masters := routedMasters(o)
+	parts := make([]string, len(masters))
+	for i, n := range masters {
+		parts[i] = n.ID + "=" + FormatSlotRanges(n.Slots)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ";")
+}
+
+// agreedRoutes returns, when every view of joined routes every slot alike (the common case,
+// checked in a few string comparisons rather than slot by slot), the masters they route
+// slots to; ok is false otherwise.
+func agreedRoutes(joined []*Observation) (masters []Node, ok bool) {
+	if len(joined) == 0 {
+		return nil, false
+	}
+	first := routing(joined[0])
+	for _, o := range joined[1:] {
+		if routing(o) != first {
+			return nil, false
+		}
+	}
+	return routedMasters(joined[0]), true
+}
+
+// planRoute: a slot exactly one answering master claims as its own and most views route to
+// it, which a few nodes' views route elsewhere or nowhere (an entry gossip does not correct: a failed or removed owner
+// that carries a higher config epoch than the real one). The real owner bumps its config
+// epoch so its claim outranks the stale one in every view (CLUSTER BUMPEPOCH), and every
+// master whose view is wrong is told the owner (CLUSTER SETSLOT <slot> NODE <owner>, as
+// redis-cli does after a move). Nothing happens while any slot is open (fixOpenSlots settles
+// those) or when two masters claim the slot (that needs the keys looked at).
+func planRoute(s Snapshot) (Action, bool) {
+	joined := s.joined()
+	if _, agreed := agreedRoutes(joined); agreed {
+		// Every view routes every slot alike, each owner's own view among them: nothing
+		// routes a slot away from the master that claims it.
+		return Action{}, false
+	}
+	var claimer [SlotCount]*Observation
+	var contested [SlotCount]bool
+	for _, o := range joined {
+		self, _ := o.Self()
+		if self.hasOpenSlots() {
+			return Action{}, false
+		}
+		if !self.IsMaster() {
+			continue
+		}
+		for _, r := range self.Slots {
+			for slot := r.Start; slot <= r.End; slot++ {
+				contested[slot] = contested[slot] || claimer[slot] != nil
+				claimer[slot] = o
+			}
+		}
+	}
+	var claimerID [SlotCount]string
+	for slot, owner := range claimer {
+		if owner != nil {
+			claimerID[slot] = selfID(owner)
+		}
+	}
+	all := make([]*[SlotCount]string, len(joined))
+	var agree [SlotCount]int
+	for i, o := range joined {
+		all[i] = routes(o)
+		for slot, owner := range claimer {
+			if owner != nil && all[i][slot] == claimerID[slot] {
+				agree[slot]++
+			}
+		}
+	}
+	var bump, setslot []Command
+	bumped := map[*Observation]bool{}
+	wrongViews, wrongSlots := 0, map[int]bool{}
+	for i, o := range joined {
+		self, _ := o.Self()
+		route, wrong := all[i], false
+		for slot, owner := range claimer {
+			// Only a minority of stale views is corrected: where most views route the slot
+			// elsewhere, the claimer may be an old master back from the dead, and raising its
+			// epoch would hand it the slots its promoted replica took writes for since.
+			if owner == nil || contested[slot] || route[slot] == claimerID[slot] || agree[slot]*2 <= len(joined) {
+				continue
+			}
+			wrong, wrongSlots[slot] = true, true
+			if !bumped[owner] {
+				bumped[owner] = true
+				bump = append(bump, Command{owner.Addr, []string{"CLUSTER", "BUMPEPOCH"}})
+			}
+			if self.IsMaster() { // a replica refuses SETSLOT; it follows the bumped epoch
+				setslot = append(setslot, Command{o.Addr, []string{"CLUSTER", "SETSLOT", strconv.Itoa(slot), "NODE", claimerID[slot]}})
+			}
+		}
+		if wrong {
+			wrongViews++
+		}
+	}
+	if len(bump) == 0 {
+		return Action{}, false
+	}
+	return Action{ActionRoute, append(bump, setslot...), fmt.Sprintf(
+		"%d slots were routed away from the master that serves them by %d nodes: their owners' config epochs were bumped and the owners set where Redis allows",
+		len(wrongSlots), wrongViews)}, true
+}
