@@ -15,11 +15,16 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 )
 
-// opTimeout bounds the Redis commands of one step, so no reconcile holds a worker long.
-const opTimeout = 10 * time.Second
+// stepBudget bounds one step, its Redis commands and its waits, so that no reconcile holds
+// a worker for long. Every step is idempotent: one cut short by it goes on from where the
+// cluster is at the next reconcile (a Form's or a Join's replicas are attached by the
+// recovery planner, slot moves left open are fixed by FixSlots).
+const stepBudget = 4 * time.Second
 
-// moveBudget bounds the slot moves of one step; a rebalance goes on at the next one.
-const moveBudget = 5 * time.Second
+// moveBudget bounds how long one step keeps starting new batches of slot moves; the batch
+// under way finishes (well under a second at the default batch size), and the rest of a
+// rebalance goes on at the next step.
+const moveBudget = 2 * time.Second
 
 // act carries out the planned step: one bounded thing, fenced where it changes Redis, with
 // its event and metrics. Every acting step is logged with its reason; waits are not.
@@ -29,6 +34,8 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		return nil
 	}
 	logf.FromContext(ctx).Info("step", "kind", step.Kind, "reason", step.Reason)
+	ctx, cancel := context.WithTimeout(ctx, stepBudget)
+	defer cancel()
 	defer func(start time.Time) {
 		metrics.RedisStepSeconds.WithLabelValues(string(step.Kind)).Observe(time.Since(start).Seconds())
 	}(time.Now())
@@ -55,11 +62,17 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 	case redisadmin.StepRecover:
 		return r.recover(ctx, s, step.Action)
 	case redisadmin.StepFixSlots:
-		fixes, err := r.adminFor(s).Fix(ctx, answeringAddrs(s), moveOptions(s))
+		var fixes []redisadmin.SlotFix
+		_, err := bounded(ctx, func(ctx context.Context) (err error) {
+			fixes, err = r.adminFor(s).Fix(ctx, answeringAddrs(s), moveOptions(s))
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("while fixing open slots: %w", err)
 		}
-		r.event(s, corev1.EventTypeNormal, "OpenSlotsFixed", "Fix", "fixed %d open slots left by an interrupted move", len(fixes))
+		if len(fixes) > 0 {
+			r.event(s, corev1.EventTypeNormal, "OpenSlotsFixed", "Fix", "fixed %d open slots left by an interrupted move", len(fixes))
+		}
 	case redisadmin.StepJoin:
 		done, err := bounded(ctx, func(ctx context.Context) error {
 			return r.adminFor(s).AddNode(ctx, step.Addr, step.Seed, step.MasterID)
@@ -75,7 +88,8 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 	case redisadmin.StepRecordTargets:
 		s.next.Status.AssignTargets, s.next.Status.AssignGeneration = step.Targets, s.rc.Generation
 	case redisadmin.StepAssign, redisadmin.StepRebalance:
-		return r.moveSlots(ctx, s)
+		_, err := bounded(ctx, func(ctx context.Context) error { return r.moveSlots(ctx, s) })
+		return err
 	case redisadmin.StepRemoveNode:
 		if _, err := bounded(ctx, func(ctx context.Context) error { return r.adminFor(s).DelNode(ctx, step.Seed, step.NodeID) }); err != nil {
 			return fmt.Errorf("while removing %s from the cluster: %w", step.Pod, err)
@@ -121,8 +135,6 @@ func (r *RedisClusterReconciler) fenced(ctx context.Context, act func() error) e
 
 // recover runs one recovery; PlanAbandon's also spends the accept-data-loss annotation.
 func (r *RedisClusterReconciler) recover(ctx context.Context, s *state, action redisadmin.Action) error {
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
 	if err := r.adminFor(s).Run(ctx, action); err != nil {
 		return fmt.Errorf("while healing the cluster (%s): %w", action.Kind, err)
 	}
@@ -216,12 +228,10 @@ func moveOptions(s *state) redisadmin.MoveOptions {
 	return opts
 }
 
-// bounded runs an action that may wait on Redis for up to opTimeout. Running out of time is
-// not an error: the action is idempotent and the next reconcile goes on from where it is;
-// done is false then.
+// bounded runs an action that may wait on Redis until the step's deadline (stepBudget).
+// Running out of time is not an error: the action is idempotent and the next reconcile goes
+// on from where it is; done is false then.
 func bounded(ctx context.Context, act func(ctx context.Context) error) (done bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
 	err = act(ctx)
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 		return false, nil

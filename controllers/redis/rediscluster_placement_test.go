@@ -4,16 +4,19 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/localcluster"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
@@ -160,6 +163,7 @@ func TestRedisClusterSeparatesAReplicaFromItsMaster(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, func(ctx context.Context) (bool, string) {
 		return hasEvent(ctx, ns, string(redisadmin.ActionSeparate)), "no event says a replica was moved"
 	})
+	waitCondition(t, key, rediscontrollers.ConditionReplicasSeparated, metav1.ConditionTrue, rediscontrollers.ReasonSeparated)
 	t.Logf("%s landed on its master's node %s; separated again %s later", replica.Name, masterHost, time.Since(start).Round(time.Second))
 	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	w.Verify(t, env.Client, rc, pw)
@@ -213,4 +217,43 @@ func TestRedisClusterFinishesAnInterruptedJoin(t *testing.T) {
 	t.Logf("the half-joined %s became a replica %s after the operator resumed", newPod, time.Since(start).Round(time.Second))
 	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	w.Verify(t, env.Client, rc, pw)
+}
+
+// A shard cannot be kept apart on one Kubernetes node: the cluster still forms and serves,
+// and the status says which replicas share a node with their master, and what to do.
+func TestRedisClusterSaysWhenReplicasCannotBeSeparated(t *testing.T) {
+	t.Parallel()
+	ns, nodes, key, _, _ := onPool(t, "crowded", 1, 6, 3)
+	c := waitCondition(t, key, rediscontrollers.ConditionReplicasSeparated, metav1.ConditionFalse, rediscontrollers.ReasonTooFewNodes)
+	for _, want := range []string{"shares Kubernetes node " + nodes[0] + " with its master", "add Kubernetes nodes"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("the %s condition says %q, which lacks %q", rediscontrollers.ConditionReplicasSeparated, c.Message, want)
+		}
+	}
+	if n := strings.Count(c.Message, "shares Kubernetes node"); n != 3 {
+		t.Errorf("the condition names %d replicas, want all 3: %s", n, c.Message)
+	}
+	testenv.Eventually(t, 10*time.Second, func(ctx context.Context) (bool, string) {
+		return hasEvent(ctx, ns, rediscontrollers.ReasonTooFewNodes), "no Warning event says the replicas share a node"
+	})
+}
+
+// waitCondition waits until the RedisCluster's condition has the status and reason, and
+// returns it.
+func waitCondition(t *testing.T, key client.ObjectKey, kind string, want metav1.ConditionStatus, reason string) metav1.Condition {
+	t.Helper()
+	var got metav1.Condition
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		rc := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, rc); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(rc.Status.Conditions, kind)
+		if c == nil {
+			return false, "no " + kind + " condition"
+		}
+		got = *c
+		return c.Status == want && c.Reason == reason, fmt.Sprintf("%s is %s (%s): %s", kind, c.Status, c.Reason, c.Message)
+	})
+	return got
 }

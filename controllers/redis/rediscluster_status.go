@@ -45,6 +45,13 @@ const (
 	ReasonKeyConflict = "KeyConflict"
 	// ReasonAuthenticationFailed: nodes refuse the password the operator has.
 	ReasonAuthenticationFailed = "AuthenticationFailed"
+	// ConditionReplicasSeparated: every replica runs in another failure domain (Kubernetes
+	// node, or zone) than its master, so losing one node keeps a copy of every shard.
+	ConditionReplicasSeparated = "ReplicasSeparated"
+	// ReasonSeparated and ReasonTooFewNodes are its reasons: the operator cannot separate
+	// a shard's copies when there are fewer nodes (or zones) than a shard has members.
+	ReasonSeparated   = "Separated"
+	ReasonTooFewNodes = "TooFewNodes"
 )
 
 // observe derives the whole status from the reconcile's snapshot and its step.
@@ -121,6 +128,26 @@ func (r *RedisClusterReconciler) observe(s *state) {
 	setPasswordApplied(s, gen)
 	r.reportLoss(s, lost)
 	setDegraded(s, gen)
+	r.setSeparated(s, gen)
+}
+
+// setSeparated says whether each shard's copies run apart; it warns once when they stop
+// being, naming the pods that share a node with their master.
+func (r *RedisClusterReconciler) setSeparated(s *state, gen int64) {
+	if s.health.Masters == 0 {
+		return
+	}
+	if len(s.health.Unseparated) == 0 {
+		status.Set(&s.next.Status.Conditions, gen, ConditionReplicasSeparated, metav1.ConditionTrue, ReasonSeparated,
+			"every replica runs on another Kubernetes node (and zone, where pods carry one) than its master")
+		return
+	}
+	msg := strings.Join(s.health.Unseparated, "; ") +
+		": no swap of replicas separates them; add Kubernetes nodes (a shard needs as many as it has members) or free the ones the pods cannot be scheduled on"
+	if !meta.IsStatusConditionFalse(s.rc.Status.Conditions, ConditionReplicasSeparated) {
+		r.event(s, corev1.EventTypeWarning, ReasonTooFewNodes, "Place", "%s", msg)
+	}
+	status.Set(&s.next.Status.Conditions, gen, ConditionReplicasSeparated, metav1.ConditionFalse, ReasonTooFewNodes, msg)
 }
 
 // setPasswordApplied says whether the nodes run the password Secret's password, or what a

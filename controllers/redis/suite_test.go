@@ -91,7 +91,7 @@ func run(m *testing.M) int {
 	code = env.CheckManagerGrants(code, mayBeUnused, "controllers/redis/rediscluster_controller.go")
 	reportReconcileTimes()
 	if reconcileTooSlow && code == 0 {
-		fmt.Fprintln(os.Stderr, "FAIL: a reconcile held a worker longer than 15 s")
+		fmt.Fprintf(os.Stderr, "FAIL: a reconcile held a worker longer than 15 s, or a step longer than %d s\n", stepTooSlow)
 		code = 1
 	}
 	if leaked := passwordsInLogs(); leaked != "" {
@@ -164,7 +164,8 @@ func logf(format string, args ...any) {
 
 // reportReconcileTimes prints, from controller-runtime's reconcile-time histogram and the
 // operator's conflict counter, how long the longest reconciles of the whole run took and
-// how many status writes hit a conflict; it fails the run when a reconcile took over 15 s.
+// how many status writes hit a conflict; it fails the run when a reconcile took over 15 s or
+// a step over stepTooSlow.
 func reportReconcileTimes() {
 	families, err := metrics.Registry.Gather()
 	if err != nil {
@@ -186,7 +187,11 @@ func reportReconcileTimes() {
 			var steps []string
 			for _, m := range f.GetMetric() {
 				h := m.GetHistogram()
-				steps = append(steps, fmt.Sprintf("%s %d, at most %g s", m.GetLabel()[0].GetValue(), h.GetSampleCount(), slowestBucket(h)))
+				slowest := slowestBucket(h)
+				steps = append(steps, fmt.Sprintf("%s %d, at most %g s", m.GetLabel()[0].GetValue(), h.GetSampleCount(), slowest))
+				if slowest > stepTooSlow {
+					reconcileTooSlow = true
+				}
 			}
 			fmt.Fprintf(os.Stderr, "steps by kind: %s\n", strings.Join(steps, "; "))
 		case "middleware_operator_rediscluster_status_conflicts_total":
@@ -213,8 +218,13 @@ func slowestBucket(h *dto.Histogram) float64 {
 	return slowest
 }
 
-// reconcileTooSlow is set when a reconcile held a worker longer than 15 s.
+// reconcileTooSlow is set when a reconcile held a worker longer than 15 s, or one step
+// longer than stepTooSlow.
 var reconcileTooSlow bool
+
+// stepTooSlow is the guard on one step's duration: a step runs under stepBudget (4 s) and
+// takes well under 5 s on an idle machine; the guard leaves room for a loaded one.
+const stepTooSlow = 10
 
 // mayBeUnused are the grants of the RBAC markers that no request of the operator needs to
 // use in a test run, and why the operator has them.

@@ -88,7 +88,7 @@ var (
 	// step should hold a worker more than a few seconds.
 	RedisStepSeconds = histogram("rediscluster_step_seconds",
 		"How long the one step of a RedisCluster reconcile took, by kind (Form, Join, Rebalance, Recover, AddPassword, ...).",
-		[]float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30}, "kind")
+		[]float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 4, 5, 7.5, 10, 30}, "kind")
 )
 
 // clusterVec is a metric vector with series per cluster.

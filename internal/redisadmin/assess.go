@@ -24,6 +24,10 @@ type Health struct {
 	FailedIDs int
 	// Problems says, in a few words each, what keeps the cluster from being Ready.
 	Problems []string
+	// Unseparated says which replicas share a Kubernetes node (or zone) with their master
+	// when no swap can separate them (see Unseparated); it does not keep the cluster from
+	// being Ready, but one node's loss then loses a shard's every copy.
+	Unseparated []string
 	// SettledIn is how long until the most recently started node has settled (0 when all
 	// have): the next look should come no later.
 	SettledIn time.Duration
@@ -96,6 +100,7 @@ func Assess(s Snapshot) Health {
 		disagree, unowned = servedSlotBySlot(&h, joined, ids, masters)
 	}
 	h.Masters = len(masters)
+	h.Unseparated = Unseparated(s)
 	if len(h.AuthFailed) > 0 {
 		h.Problems = append(h.Problems, fmt.Sprintf("%d nodes refuse the password (%s)", len(h.AuthFailed), strings.Join(h.AuthFailed, ", ")))
 	}

@@ -402,6 +402,34 @@ func planSeparate(s Snapshot) (Action, bool) {
 	return Action{}, false
 }
 
+// Unseparated lists, one message each, the replicas that share a failure domain (a
+// Kubernetes node, or a zone when both pods know theirs) with their master, once the layout
+// is stable and planSeparate has no swap left that would separate them: the cluster cannot
+// keep a shard's copies apart with the nodes it has. Empty when every replica is apart.
+func Unseparated(s Snapshot) []string {
+	if !layoutStable(&s) {
+		return nil
+	}
+	if _, ok := planSeparate(s); ok {
+		return nil
+	}
+	l := newReplicaLayout(&s)
+	var out []string
+	for _, m := range l.masters {
+		for _, r := range l.replicas[selfID(m)] {
+			if !sameDomain(r, m) {
+				continue
+			}
+			where := "Kubernetes node " + r.Host
+			if r.Host == "" || r.Host != m.Host {
+				where = "zone " + r.Zone
+			}
+			out = append(out, fmt.Sprintf("%s shares %s with its master %s", r.Pod, where, m.Pod))
+		}
+	}
+	return out
+}
+
 // short is the first 8 characters of a node ID, for messages.
 func short(id string) string { return id[:min(8, len(id))] }
 

@@ -517,3 +517,83 @@ func TestSettledInIsTheLongestWait(t *testing.T) {
 		t.Error("Ready while two nodes settle")
 	}
 }
+
+func TestUnseparated(t *testing.T) {
+	cases := map[string]struct {
+		snap Snapshot
+		want []string
+	}{
+		"every replica on another node": {snap: six().snap},
+		"a replica on its master's node but a swap separates them: the planner will, nothing to report": {
+			snap: threeShards(3, 1,
+				fakeNode{"rc-3", "dddddddd", "n1", "aaaaaaaa", nil},
+				fakeNode{"rc-4", "eeeeeeee", "n3", "bbbbbbbb", nil},
+				fakeNode{"rc-5", "ffffffff", "n2", "cccccccc", nil},
+			).snap,
+		},
+		"two Kubernetes nodes for three shards of two: one replica cannot be separated": {
+			snap: newFake(3, 1,
+				fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{0, 5460}}},
+				fakeNode{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{5461, 10922}}},
+				fakeNode{"rc-2", "cccccccc", "n1", "", []SlotRange{{10923, 16383}}},
+				fakeNode{"rc-3", "dddddddd", "n2", "aaaaaaaa", nil},
+				fakeNode{"rc-4", "eeeeeeee", "n1", "bbbbbbbb", nil},
+				fakeNode{"rc-5", "ffffffff", "n1", "cccccccc", nil},
+			).snap,
+			want: []string{"rc-5 shares Kubernetes node n1 with its master rc-2"},
+		},
+		"one Kubernetes node: every replica shares it": {
+			snap: newFake(3, 1,
+				fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{0, 5460}}},
+				fakeNode{"rc-1", "bbbbbbbb", "n1", "", []SlotRange{{5461, 10922}}},
+				fakeNode{"rc-2", "cccccccc", "n1", "", []SlotRange{{10923, 16383}}},
+				fakeNode{"rc-3", "dddddddd", "n1", "aaaaaaaa", nil},
+				fakeNode{"rc-4", "eeeeeeee", "n1", "bbbbbbbb", nil},
+				fakeNode{"rc-5", "ffffffff", "n1", "cccccccc", nil},
+			).snap,
+			want: []string{
+				"rc-3 shares Kubernetes node n1 with its master rc-0",
+				"rc-4 shares Kubernetes node n1 with its master rc-1",
+				"rc-5 shares Kubernetes node n1 with its master rc-2",
+			},
+		},
+		"other nodes but one zone for a master and its replica, no swap left": {
+			snap: func() Snapshot {
+				c := six()
+				for i, zone := range []string{"z1", "z1", "z1", "z1", "z1", "z1"} {
+					c.snap.Nodes[i].Zone = zone
+				}
+				return c.snap
+			}(),
+			want: []string{
+				"rc-3 shares zone z1 with its master rc-0",
+				"rc-4 shares zone z1 with its master rc-1",
+				"rc-5 shares zone z1 with its master rc-2",
+			},
+		},
+		"a master not answering: the layout is not judged": {
+			snap: func() Snapshot {
+				c := newFake(3, 1,
+					fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{0, 5460}}},
+					fakeNode{"rc-1", "bbbbbbbb", "n1", "", []SlotRange{{5461, 10922}}},
+					fakeNode{"rc-2", "cccccccc", "n1", "", []SlotRange{{10923, 16383}}},
+					fakeNode{"rc-3", "dddddddd", "n1", "aaaaaaaa", nil},
+				)
+				c.snap.Nodes[1].Err = errors.New("i/o timeout")
+				c.snap.Nodes[1].View = nil
+				return c.snap
+			}(),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := Unseparated(tc.snap)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("Unseparated:\n got %q\nwant %q", got, tc.want)
+			}
+			if h := Assess(tc.snap); !slices.Equal(h.Unseparated, tc.want) {
+				t.Fatalf("Assess().Unseparated = %q, want %q", h.Unseparated, tc.want)
+			}
+		})
+	}
+}
