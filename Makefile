@@ -132,14 +132,24 @@ install: run-tools manifests ## Install the CRDs into the cluster in KUBECONFIG.
 uninstall: run-tools manifests ## Remove the CRDs from the cluster in KUBECONFIG.
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found -f -
 
+.PHONY: deploy-tools
+deploy-tools: setup
+	@hack/tools/build.sh kustomize kubectl
+
+# deploy renders config/default with IMG in a temporary copy of config/, so the working tree
+# keeps the image the bundle names (make verify-bundle checks config/manager).
 .PHONY: deploy
-deploy: manifests ## Deploy the operator to the cluster in KUBECONFIG.
-	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
-	$(KUSTOMIZE) build config/default | $(KUBECTL) apply --server-side -f -
+deploy: deploy-tools manifests ## Deploy the operator with image IMG to the cluster in KUBECONFIG (config/ is left unchanged).
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cp -R config "$$tmp/" && \
+	  (cd "$$tmp/config/manager" && $(KUSTOMIZE) edit set image controller=$(IMG)) && \
+	  $(KUSTOMIZE) build "$$tmp/config/default" > "$$tmp/deploy.yaml" && \
+	  $(KUBECTL) apply --server-side -f "$$tmp/deploy.yaml"
 
 .PHONY: undeploy
-undeploy: ## Remove the operator from the cluster in KUBECONFIG.
-	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found -f -
+undeploy: deploy-tools ## Remove the operator, its RBAC and the CRDs (with every resource of them) from the cluster in KUBECONFIG.
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  $(KUSTOMIZE) build config/default > "$$tmp/deploy.yaml" && \
+	  $(KUBECTL) delete --ignore-not-found -f "$$tmp/deploy.yaml"
 
 ##@ OLM (bundle, scorecard, catalog)
 

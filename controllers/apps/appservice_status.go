@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
 	"github.com/middleware-operator/middleware-operator/internal/child"
@@ -39,6 +40,7 @@ func setAppServiceStatus(app *appsv1api.AppService, d *appsv1.Deployment, err er
 		st.AvailableReplicas, st.UpdatedReplicas = d.Status.AvailableReplicas, d.Status.UpdatedReplicas
 	}
 	st.Ready = fmt.Sprintf("%d/%d", st.ReadyReplicas, size)
+	st.Selector = labels.SelectorFromSet(resources.SelectorLabels(resources.AppServiceKind, app.Name)).String()
 
 	if st.AvailableReplicas >= size && d != nil && metav1.IsControlledBy(d, app) {
 		status.Set(&st.Conditions, gen, appsv1api.ConditionAvailable, metav1.ConditionTrue, ReasonReplicasAvailable,

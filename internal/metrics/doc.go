@@ -10,7 +10,8 @@ func Markdown() string {
 	var b strings.Builder
 	b.WriteString("# Metrics\n\n")
 	b.WriteString("The operator's own metrics, served with controller-runtime's on the metrics endpoint (`:8443`, HTTPS,\n")
-	b.WriteString("TokenReview + SubjectAccessReview: bind the `metrics-reader` ClusterRole). Generated from\n")
+	b.WriteString("TokenReview + SubjectAccessReview: bind the `middleware-operator-metrics-reader` ClusterRole, see\n")
+	b.WriteString("[monitoring.md](monitoring.md#scraping)). Generated from\n")
 	b.WriteString("`internal/metrics` by `go run ./hack/metricsdoc > docs/metrics.md`; a test fails when this file is stale.\n\n")
 	b.WriteString("| Name | Type | Labels | Help |\n| --- | --- | --- | --- |\n")
 	for _, s := range Specs() {

@@ -169,6 +169,12 @@ type AppServiceStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Updated Replicas"
 	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
 
+	// Selector is the label selector of the AppService's pods, in the string form of
+	// `kubectl get pods -l`; the scale subresource serves it, so a HorizontalPodAutoscaler
+	// can find the pods whose metrics it reads.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
 	// Ready is ReadyReplicas/Size, for `kubectl get`.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ready"
@@ -185,6 +191,7 @@ type AppServiceStatus struct {
 // AppService is a stateless web application: a Deployment and a Service from one resource.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=appsvc,categories=all;middleware
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.ready`
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`

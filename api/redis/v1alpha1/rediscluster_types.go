@@ -414,6 +414,7 @@ type RedisClusterStatus struct {
 // RedisCluster is Redis in cluster mode on a StatefulSet.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas
 // +kubebuilder:resource:shortName=rec,categories=all;middleware
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Masters",type=integer,JSONPath=`.status.masters`
