@@ -70,6 +70,8 @@ type RedisClusterReconciler struct {
 	// (caching.Versioned over References and APIReader).
 	userObjectsOnce sync.Once
 	userObjects     *caching.Versioned
+	// changes says which clusters' children may be out of date (see childChanges).
+	changes childChanges
 }
 
 // state is what one reconcile observes, the step it plans and what acting on it leaves
@@ -94,6 +96,9 @@ type state struct {
 	tlsSecretRead bool
 	sts           *appsv1.StatefulSet
 	pods          []corev1.Pod // the cluster's pods, by ordinal
+	// unsupported says why the spec's Redis version is refused ("" when it is not): no
+	// child is created or changed then.
+	unsupported string
 	// recorded is the member record as read (pod -> node ID); recordExists whether its
 	// ConfigMap exists.
 	recorded     map[string]string
@@ -173,6 +178,7 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 			metrics.ForgetRedisCluster(req.Namespace, req.Name)
 			r.admins.forget(req.NamespacedName)
 			r.certsSeen.forget(req.NamespacedName)
+			r.changes.forget(req.NamespacedName)
 		}
 		return nil, ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -183,6 +189,7 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 		metrics.ForgetRedisCluster(req.Namespace, req.Name)
 		r.admins.forget(req.NamespacedName)
 		r.certsSeen.forget(req.NamespacedName)
+		r.changes.forget(req.NamespacedName)
 		return nil, ctrl.Result{}, r.finalize(ctx, rc)
 	}
 	if done, err := r.ensureFinalizer(ctx, rc); done || err != nil {
@@ -197,9 +204,28 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 func (r *RedisClusterReconciler) prepare(ctx context.Context, s *state) error {
 	steps := []func(context.Context, *state) error{r.readPassword, r.readApplied, r.readUsers, r.readTLS, r.readMembers}
 	if !s.rc.Spec.Pause {
+		s.unsupported = resources.RedisVersionProblem(s.rc)
+	}
+	ensuring := !s.rc.Spec.Pause && s.unsupported == "" && r.changes.due(s.rc, time.Now())
+	switch {
+	case s.unsupported != "":
+		r.warnUnsupported(s)
+		steps = append(steps, r.readStatefulSetIfAny)
+	case ensuring:
 		steps = append(steps, r.ensurePassword, r.ensureUsers, r.ensureTLS, r.ensureConfigMap, r.ensureServices,
 			r.ensurePodDisruptionBudget, r.ensureNetworkPolicy, r.ensureStatefulSet, r.deleteScaledInClaims)
+	case !s.rc.Spec.Pause:
+		steps = append(steps, r.readStatefulSet)
 	}
+	err := runAll(ctx, s, steps)
+	if ensuring {
+		r.changes.done(s.rc, time.Now(), err != nil)
+	}
+	return err
+}
+
+// runAll runs steps in order, stopping at the first error.
+func runAll(ctx context.Context, s *state, steps []func(context.Context, *state) error) error {
 	for _, step := range steps {
 		if err := step(ctx, s); err != nil {
 			return err
@@ -247,7 +273,9 @@ func (r *RedisClusterReconciler) referencing(ctx context.Context, obj *metav1.Pa
 	for _, rc := range list.Items {
 		named := isSecret && (rc.Spec.PasswordSecret == obj.GetName() || (resources.RedisTLSUserSecret(&rc) && rc.Spec.TLS.SecretName == obj.GetName()))
 		if named || (!isSecret && resources.RedisPodSpec(&rc).Configmap == obj.GetName()) {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name}})
+			key := types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name}
+			r.changes.touch(key)
+			out = append(out, reconcile.Request{NamespacedName: key})
 		}
 	}
 	return out
@@ -272,7 +300,9 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 		if labels[resources.LabelName] != resources.RedisClusterKind || labels[resources.LabelInstance] == "" {
 			return nil
 		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: labels[resources.LabelInstance]}}}
+		key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: labels[resources.LabelInstance]}
+		r.changes.touch(key)
+		return []reconcile.Request{{NamespacedName: key}}
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		// The operator's own status writes need no reconcile: spec, annotation and label
@@ -280,11 +310,11 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 		For(&redisv1alpha1.RedisCluster{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{},
 			predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return !e.ObjectNew.GetDeletionTimestamp().IsZero() }}))).
-		Owns(&appsv1.StatefulSet{}).
-		Owns(&corev1.Service{}).
-		Owns(&corev1.ConfigMap{}).
-		Owns(&corev1.Secret{}).
-		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&appsv1.StatefulSet{}, builder.WithPredicates(r.changes.ownerChanged())).
+		Owns(&corev1.Service{}, builder.WithPredicates(r.changes.ownerChanged())).
+		Owns(&corev1.ConfigMap{}, builder.WithPredicates(r.changes.ownerChanged())).
+		Owns(&corev1.Secret{}, builder.WithPredicates(r.changes.ownerChanged())).
+		Owns(&policyv1.PodDisruptionBudget{}, builder.WithPredicates(r.changes.ownerChanged())).
 		Watches(&corev1.Pod{}, podToCluster).
 		// A user's Secret or ConfigMap that appears (or changes) resumes its clusters at once.
 		WatchesRawSource(source.Kind(r.References, caching.Metadata("Secret"), handler.TypedEnqueueRequestsFromMapFunc(r.referencing))).

@@ -84,11 +84,12 @@ func TestRedisClusterNetworkPolicy(t *testing.T) {
 		}
 	}
 
-	// A hand edit opening the bus port to everyone is reverted.
+	// A hand edit opening the bus port to everyone is reverted: the NetworkPolicy is not
+	// watched, so within the minute after which children are ensured without an event.
 	testenv.Update(t, env.Client, key, &networkingv1.NetworkPolicy{}, func(np *networkingv1.NetworkPolicy) {
 		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{})
 	})
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+	testenv.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, string) {
 		cur := &networkingv1.NetworkPolicy{}
 		if err := env.Client.Get(ctx, key, cur); err != nil {
 			return false, err.Error()

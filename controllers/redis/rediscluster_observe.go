@@ -63,6 +63,7 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 		// PodTopologyLabels admission plugin), so no Node has to be read.
 		obs[i] = redisadmin.Observation{Pod: p.Name, Host: p.Spec.NodeName, Zone: p.Labels[corev1.LabelTopologyZone],
 			Leaving: ordinal(p.Name) >= int(s.rc.Spec.Replicas), Running: p.Status.Phase == corev1.PodRunning,
+			Unready:     p.Status.Phase == corev1.PodRunning && !podReady(p),
 			Terminating: !p.DeletionTimestamp.IsZero(), Revision: p.Labels[appsv1.ControllerRevisionHashLabelKey], PodStarted: p.CreationTimestamp.Time}
 		if p.Status.StartTime != nil {
 			obs[i].PodStarted = p.Status.StartTime.Time
@@ -92,7 +93,7 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 func (r *RedisClusterReconciler) plannerSpec(s *state) redisadmin.Spec {
 	rc := s.rc
 	spec := redisadmin.Spec{
-		Name: rc.Name, Paused: rc.Spec.Pause, Replicas: int(rc.Spec.Replicas), MembersRecorded: s.recordExists,
+		Name: rc.Name, Paused: rc.Spec.Pause, Refused: s.unsupported, Replicas: int(rc.Spec.Replicas), MembersRecorded: s.recordExists,
 		AcceptDataLoss: rc.Annotations[AcceptDataLossAnnotation] == "true", AcceptAnnotation: AcceptDataLossAnnotation,
 		Rotation: r.rotation(s),
 	}
@@ -118,7 +119,9 @@ func (r *RedisClusterReconciler) plannerSpec(s *state) redisadmin.Spec {
 // listPods reads the cluster's pods, ordered by their StatefulSet ordinal.
 func (r *RedisClusterReconciler) listPods(ctx context.Context, s *state) error {
 	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(s.rc.Namespace),
+	// The pods are only read (s.pods is never written to), so the cache's objects are used
+	// as they are, without a deep copy each look.
+	if err := r.List(ctx, pods, client.InNamespace(s.rc.Namespace), client.UnsafeDisableDeepCopy,
 		client.MatchingLabels(resources.SelectorLabels(resources.RedisClusterKind, s.rc.Name))); err != nil {
 		return fmt.Errorf("while listing the pods of %s: %w", s.rc.Name, err)
 	}

@@ -24,3 +24,13 @@ func ordinal(pod string) int {
 func podAddr(p *corev1.Pod) string {
 	return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(resources.RedisPort))
 }
+
+// podReady reports whether Kubernetes counts the pod Ready.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/middleware-operator/middleware-operator/internal/child"
@@ -146,6 +147,36 @@ func (r *RedisClusterReconciler) ensureStatefulSet(ctx context.Context, s *state
 		replicas = *live.Spec.Replicas
 	}
 	return r.writeStatefulSet(ctx, s, replicas)
+}
+
+// readStatefulSet reads the StatefulSet from the cache when its children are not due to be
+// ensured; a missing one is ensured at once.
+func (r *RedisClusterReconciler) readStatefulSet(ctx context.Context, s *state) error {
+	if err := r.readStatefulSetIfAny(ctx, s); err != nil || s.sts != nil {
+		return err
+	}
+	return r.ensureStatefulSet(ctx, s)
+}
+
+// readStatefulSetIfAny reads the StatefulSet from the cache; s.sts stays nil without one.
+func (r *RedisClusterReconciler) readStatefulSetIfAny(ctx context.Context, s *state) error {
+	live := &appsv1.StatefulSet{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: s.rc.Name}, live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("while reading StatefulSet %s: %w", s.rc.Name, err)
+	}
+	s.sts = live
+	return nil
+}
+
+// warnUnsupported records a Warning event when the cluster's Redis version is newly refused.
+func (r *RedisClusterReconciler) warnUnsupported(s *state) {
+	if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionDegraded); c == nil || c.Reason != ReasonUnsupportedVersion || c.Message != s.unsupported {
+		r.event(s, corev1.EventTypeWarning, ReasonUnsupportedVersion, "Reconcile", "%s", s.unsupported)
+	}
 }
 
 // writeStatefulSet is the one writer of the StatefulSet: the spec's template with replicas pods.

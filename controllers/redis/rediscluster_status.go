@@ -52,6 +52,9 @@ const (
 	// a shard's copies when there are fewer nodes (or zones) than a shard has members.
 	ReasonSeparated   = "Separated"
 	ReasonTooFewNodes = "TooFewNodes"
+	// ReasonUnsupportedVersion: the spec names a Redis older than the operator supports
+	// (resources.RedisMinMajor); no pod is created.
+	ReasonUnsupportedVersion = "UnsupportedVersion"
 )
 
 // observe derives the whole status from the reconcile's snapshot and its step.
@@ -246,6 +249,8 @@ func degradedBecause(s *state) (reason, message string) {
 	var notOurs *child.NotControlledError
 	var lost *passwordLostError
 	switch {
+	case s.unsupported != "":
+		return ReasonUnsupportedVersion, s.unsupported
 	case errors.As(s.err, &lost):
 		return ReasonAuthenticationFailed, lost.Error()
 	case len(s.health.AuthFailed) > 0 && resources.RedisACLEnabled(s.rc):

@@ -3,16 +3,16 @@ package redis_test
 import (
 	"context"
 	"fmt"
-	"time"
-
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -29,18 +30,7 @@ import (
 func TestRedisClusterSeedSampleApplies(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "samples", "redis_v1alpha1_rediscluster_seed.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(data, &u.Object); err != nil {
-		t.Fatal(err)
-	}
-	u.SetNamespace(ns) // the seed puts it in kube-system
-	if err := env.Client.Create(t.Context(), u); err != nil {
-		t.Fatalf("the seed's sample was rejected: %v", err)
-	}
+	u := createSeed(t, ns, func(*unstructured.Unstructured) {})
 	rc := &redisv1alpha1.RedisCluster{}
 	if err := env.Client.Get(t.Context(), clientKey(ns, u.GetName()), rc); err != nil {
 		t.Fatal(err)
@@ -58,6 +48,64 @@ func TestRedisClusterSeedSampleApplies(t *testing.T) {
 	})
 	if err := env.Client.Get(t.Context(), clientKey(ns, u.GetName()), &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a paused cluster got a StatefulSet: %v", err)
+	}
+}
+
+// createSeed creates the seed's RedisCluster sample in ns, changed by edit.
+func createSeed(t *testing.T, ns string, edit func(*unstructured.Unstructured)) *unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "samples", "redis_v1alpha1_rediscluster_seed.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	u.SetNamespace(ns) // the seed puts it in kube-system
+	edit(u)
+	if err := env.Client.Create(t.Context(), u); err != nil {
+		t.Fatalf("the seed's sample was rejected: %v", err)
+	}
+	return u
+}
+
+// TestRedisClusterSeedSampleUnpausedNamesTheSupportedVersions: the seed's version 3.2.8 is
+// accepted, but with pause false nothing is created that could half-work, and the status
+// and an event say which version is needed.
+func TestRedisClusterSeedSampleUnpausedNamesTheSupportedVersions(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	u := createSeed(t, ns, func(u *unstructured.Unstructured) {
+		if err := unstructured.SetNestedField(u.Object, false, "spec", "pause"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	var msg string
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, clientKey(ns, u.GetName()), cur); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(cur.Status.Conditions, "Degraded")
+		if c == nil {
+			return false, "no Degraded condition"
+		}
+		msg = c.Message
+		return c.Reason == rediscontrollers.ReasonUnsupportedVersion, "Degraded " + c.Reason + ": " + c.Message
+	})
+	for _, want := range []string{"Redis 3.2", "Redis 7.0 or later", "set spec.version to 7.0.15 or later"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the condition says %q, which lacks %q", msg, want)
+		}
+	}
+	if !hasEvent(t.Context(), ns, rediscontrollers.ReasonUnsupportedVersion) {
+		t.Error("no event says the version is unsupported")
+	}
+	for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.ConfigMap{}, &corev1.Service{}} {
+		if err := env.Client.Get(t.Context(), clientKey(ns, u.GetName()), obj); !apierrors.IsNotFound(err) {
+			t.Errorf("a %T was made for an unsupported version: %v", obj, err)
+		}
 	}
 }
 

@@ -147,6 +147,9 @@ type Spec struct {
 	Name string
 	// Paused: the operator changes nothing.
 	Paused bool
+	// Refused, when not empty, is why the cluster must not be created (an unsupported Redis
+	// version): with no pod yet, nothing is done; running pods are still looked after.
+	Refused string
 	// Replicas is spec.replicas; pods at higher ordinals are leaving (Observation.Leaving).
 	Replicas int
 	// StatefulSetReplicas is the StatefulSet's replicas now (above Replicas during a scale in).
@@ -194,6 +197,9 @@ type Strategy struct {
 func NextStep(spec Spec, s Snapshot, h Health) Step {
 	if spec.Paused {
 		return Step{Kind: StepWait, After: LookIdle, Reason: "paused"}
+	}
+	if spec.Refused != "" && len(s.Nodes) == 0 {
+		return Step{Kind: StepWait, After: LookIdle, Reason: spec.Refused}
 	}
 	if len(h.AuthFailed) > 0 {
 		return Step{Kind: StepWait, After: LookIdle, Reason: fmt.Sprintf("%d nodes refuse the password", len(h.AuthFailed))}
@@ -616,6 +622,9 @@ func planUpgrade(spec Spec, s Snapshot, h Health) (Step, bool) {
 	for _, o := range s.Nodes {
 		if o.Terminating || !o.Running {
 			return wait("waiting for pod " + o.Pod + " to be replaced before the next one")
+		}
+		if o.Unready {
+			return wait("waiting for pod " + o.Pod + " to be Ready before replacing the next one")
 		}
 	}
 	if len(s.Nodes) < spec.Replicas {

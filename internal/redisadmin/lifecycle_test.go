@@ -63,6 +63,22 @@ func TestNextStep(t *testing.T) {
 		"paused: wait, whatever the cluster needs": {
 			spec: func() Spec { s := specFor(6); s.Paused = true; return s }(), snap: six().current().silence(0, errDown).snap, want: StepWait,
 		},
+		"an unsupported version and no pod yet: nothing is created, the reason says why": {
+			spec: func() Spec {
+				s := specFor(0)
+				s.MembersRecorded = false
+				s.Refused = "spec.version names Redis 3.2"
+				return s
+			}(),
+			snap: Snapshot{Now: now, Members: map[string]string{}}, want: StepWait,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Reason == "spec.version names Redis 3.2", "reason %q", s.Reason)
+			},
+		},
+		"an unsupported version with pods running: they are still looked after": {
+			spec: func() Spec { s := specFor(6); s.Refused = "spec.version names Redis 6.2"; return s }(),
+			snap: six().current().snap, want: StepIdle,
+		},
 		"nodes refuse the password: nothing is judged, not even the record": {
 			spec: func() Spec { s := specFor(6); s.MembersRecorded = false; return s }(),
 			snap: six().current().silence(2, errors.New("WRONGPASS invalid username-password pair")).snap, want: StepWait,
@@ -328,6 +344,18 @@ func TestNextStep(t *testing.T) {
 			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
 			snap: func() Snapshot { c := six().current(); c.snap.Nodes[3].Terminating = true; return c.snap }(), want: StepWait,
 			check: func(t *testing.T, s Step) { expect(t, s.Operation == OpUpgrading, "operation %s", s.Operation) },
+		},
+		"an upgrade while the pod replaced last runs, serves, but is not Ready to Kubernetes yet: wait": {
+			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
+			snap: func() Snapshot {
+				c := six().current()
+				c.snap.Nodes[3].Revision = "r2"
+				c.snap.Nodes[3].Unready = true
+				return c.snap
+			}(), want: StepWait,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Operation == OpUpgrading && strings.Contains(s.Reason, "rc-3 to be Ready"), "operation %s, reason %q", s.Operation, s.Reason)
+			},
 		},
 		"an upgrade while the cluster is not Ready: wait": {
 			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(),

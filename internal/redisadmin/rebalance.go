@@ -38,7 +38,9 @@ func countMovedSlots(moves []Move) int {
 // balanceNode is a master as redis-cli's rebalance sees it.
 type balanceNode struct {
 	id      string
-	slots   []int // sorted
+	ranges  []SlotRange
+	count   int   // slots in ranges
+	slots   []int // sorted; listed from ranges only once moves are planned
 	weight  float32
 	balance int
 }
@@ -80,14 +82,17 @@ func planRebalance(masters []Node, weights map[string]float64, threshold float64
 			}
 			w = float32(v)
 		}
-		slots := slotList(n.Slots)
-		for _, s := range slots {
-			if owned[s] {
-				return nil, fmt.Errorf("while planning the rebalance: slot %d is served by two masters", s)
+		count := 0
+		for _, r := range n.Slots {
+			for s := r.Start; s <= r.End; s++ {
+				if owned[s] {
+					return nil, fmt.Errorf("while planning the rebalance: slot %d is served by two masters", s)
+				}
+				owned[s] = true
 			}
-			owned[s] = true
+			count += r.End - r.Start + 1
 		}
-		all = append(all, &balanceNode{id: n.ID, slots: slots, weight: w})
+		all = append(all, &balanceNode{id: n.ID, ranges: n.Slots, count: count, weight: w})
 	}
 	for id := range weights {
 		if !known[id] {
@@ -102,7 +107,7 @@ func planRebalance(masters []Node, weights map[string]float64, threshold float64
 	var involved []*balanceNode
 	var total float32
 	for _, n := range all {
-		if !useEmptyMasters && len(n.slots) == 0 {
+		if !useEmptyMasters && n.count == 0 {
 			continue
 		}
 		total += n.weight
@@ -116,11 +121,11 @@ func planRebalance(masters []Node, weights map[string]float64, threshold float64
 	perWeight := float32(float32(SlotCount) / total)
 	for _, n := range involved {
 		expected := int(float32(perWeight * n.weight))
-		n.balance = len(n.slots) - expected
+		n.balance = n.count - expected
 		totalBalance += n.balance
 		if threshold > 0 {
-			if len(n.slots) > 0 {
-				errPerc := float32(math.Abs(100 - 100.0*float64(expected)/float64(len(n.slots))))
+			if n.count > 0 {
+				errPerc := float32(math.Abs(100 - 100.0*float64(expected)/float64(n.count)))
 				if errPerc > float32(threshold) {
 					over = true
 				}
@@ -131,6 +136,9 @@ func planRebalance(masters []Node, weights map[string]float64, threshold float64
 	}
 	if !over {
 		return nil, nil
+	}
+	for _, n := range involved {
+		n.slots = slotList(n.ranges)
 	}
 	for totalBalance > 0 {
 		for _, n := range involved {

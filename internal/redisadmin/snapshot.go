@@ -29,6 +29,9 @@ type Observation struct {
 	Leaving bool
 	// Running: the pod's phase is Running; Terminating: it is being deleted.
 	Running, Terminating bool
+	// Unready: the pod runs but Kubernetes does not count it Ready (its readiness probe has
+	// not passed yet): clients of its Services, and PodDisruptionBudgets, count it down.
+	Unready bool
 	// Revision is the StatefulSet revision of the pod's template.
 	Revision string
 	// PodStarted is when the pod started (its creation while it has not).
