@@ -163,6 +163,7 @@ func (w *Writer) VerifyExcept(t *testing.T, c client.Client, rc *redisv1alpha1.R
 			t.Errorf("a client entering at %s (%s) cannot read %d of %d keys: %v", node.Name, node.Instance, len(missing), len(keys), firstErr)
 		}
 	}
+	copies := w.verifyReplicas(t, c, rc, password, keys)
 	switch {
 	case len(lost) > 0:
 		t.Errorf("%d of %d acknowledged keys outside the given-up slots unreadable through some node", len(lost), len(keys))
@@ -171,9 +172,122 @@ func (w *Writer) VerifyExcept(t *testing.T, c client.Client, rc *redisv1alpha1.R
 		t.Logf("the writer wrote %d keys; the %d outside the given-up slots read back through each of the %d nodes (%d were in them)",
 			n, len(keys), len(rc.Status.Nodes), expected)
 	default:
-		t.Logf("the writer wrote %d keys; every one reads back through each of the %d nodes", n, len(rc.Status.Nodes))
+		t.Logf("the writer wrote %d keys; every one reads back through each of the %d nodes, and %d copies on replicas (READONLY)", n, len(rc.Status.Nodes), copies)
 	}
 	return expected
+}
+
+// replicaCatchUp is how long a replica may take to hold its master's last writes once the
+// writer has stopped.
+const replicaCatchUp = 15 * time.Second
+
+// verifyReplicas reads keys at every replica of the status with READONLY: each must serve
+// every key of its master's slots with the value written (a failover to it would lose any
+// it lacks), once it has had replicaCatchUp to catch up. It returns how many copies were
+// read.
+func (w *Writer) verifyReplicas(t *testing.T, c client.Client, rc *redisv1alpha1.RedisCluster, password string, keys []string) int {
+	t.Helper()
+	// The roles and slots as they are now (rc may have been read before the last failover).
+	if fresh := (&redisv1alpha1.RedisCluster{}); c.Get(t.Context(), client.ObjectKeyFromObject(rc), fresh) == nil {
+		rc = fresh
+	}
+	slotsOf := map[string]string{}
+	for _, node := range rc.Status.Nodes {
+		if node.Type == "master" {
+			slotsOf[node.NodeID] = node.Slots
+		}
+	}
+	total := 0
+	for _, node := range rc.Status.Nodes {
+		if node.Type != "slave" {
+			continue
+		}
+		owned := slotSet(slotsOf[node.MasterNodeID])
+		expected := 0
+		for _, k := range keys {
+			if owned[KeySlot(k)] {
+				expected++
+			}
+		}
+		if expected == 0 {
+			continue // its master serves none of the keys kept (a shard given up, say)
+		}
+		deadline := time.Now().Add(replicaCatchUp)
+		for {
+			served, missing, err := readCopies(t, node.Instance, password, w.tls, keys)
+			switch {
+			case len(missing) == 0 && served == expected:
+				total += served
+			case time.Now().Before(deadline):
+				time.Sleep(500 * time.Millisecond)
+				continue
+			default:
+				t.Errorf("replica %s (%s) serves %d of the %d keys of its master's slots with READONLY, %d of them wrong or missing, after %s: %v",
+					node.Name, node.Instance, served, expected, len(missing), replicaCatchUp, err)
+			}
+			break
+		}
+	}
+	return total
+}
+
+// slotSet reads slot ranges as the status prints them ("0-5460,5461").
+func slotSet(ranges string) map[int]bool {
+	out := map[int]bool{}
+	for part := range strings.SplitSeq(ranges, ",") {
+		from, to, found := strings.Cut(part, "-")
+		start, err := strconv.Atoi(from)
+		if err != nil {
+			continue
+		}
+		end := start
+		if found {
+			if end, err = strconv.Atoi(to); err != nil {
+				continue
+			}
+		}
+		for s := start; s <= end; s++ {
+			out[s] = true
+		}
+	}
+	return out
+}
+
+// readCopies GETs keys at the node at addr after READONLY, in pipelined batches: a key of a
+// slot its master does not own answers MOVED and is not counted; served counts the others,
+// missing those whose value is not the writer's.
+func readCopies(t *testing.T, addr, password string, tlsConfig *tls.Config, keys []string) (served int, missing []string, firstErr error) {
+	t.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: addr, Password: password, MaxRetries: -1, TLSConfig: tlsConfig, PoolSize: 1,
+		OnConnect: func(ctx context.Context, cn *goredis.Conn) error { return cn.ReadOnly(ctx).Err() }})
+	defer func() { _ = c.Close() }()
+	for start := 0; start < len(keys); start += 1000 {
+		batch := keys[start:min(start+1000, len(keys))]
+		cmds := make([]*goredis.StringCmd, len(batch))
+		if _, err := c.Pipelined(t.Context(), func(p goredis.Pipeliner) error {
+			for i, k := range batch {
+				cmds[i] = p.Get(t.Context(), k)
+			}
+			return nil
+		}); err != nil && !strings.HasPrefix(err.Error(), "MOVED ") && !errors.Is(err, goredis.Nil) {
+			return served, append(missing, batch...), err
+		}
+		for i, cmd := range cmds {
+			v, err := cmd.Int()
+			switch {
+			case err != nil && strings.HasPrefix(err.Error(), "MOVED "):
+			case err != nil || "w:"+strconv.Itoa(v) != batch[i]:
+				served++
+				if firstErr == nil {
+					firstErr = fmt.Errorf("GET %s at %s: %d, %w", batch[i], addr, v, err)
+				}
+				missing = append(missing, batch[i])
+			default:
+				served++
+			}
+		}
+	}
+	return served, missing, firstErr
 }
 
 // KeySlot is the hash slot of key, as Redis Cluster computes it: CRC16 (XMODEM) of the key,
