@@ -143,23 +143,12 @@ func (o *ObjectStore) start(ctx context.Context, bin string, port int, secure bo
 // writeCerts writes a CA and a server certificate for 127.0.0.1 and localhost that it
 // signs, and returns the server's certificate and key files.
 func (o *ObjectStore) writeCerts() (certFile, keyFile string, err error) {
-	now := time.Now()
-	ca, err := certs.NewCA("middleware-operator-local-objectstore-ca", now, certs.CAValidity)
+	l, err := certs.NewLoopback(filepath.Join(o.dir, "objectstore-tls"), "middleware-operator-local-objectstore-ca", time.Now())
 	if err != nil {
 		return "", "", err
 	}
-	server, err := certs.NewServer(ca, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")}, now, certs.ServerValidity)
-	if err != nil {
-		return "", "", err
-	}
-	o.CA, o.CAFile = ca.Cert, filepath.Join(o.dir, "objectstore-ca.crt")
-	certFile, keyFile = filepath.Join(o.dir, "objectstore.crt"), filepath.Join(o.dir, "objectstore.key")
-	for path, data := range map[string][]byte{o.CAFile: ca.Cert, certFile: server.Cert, keyFile: server.Key} {
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			return "", "", err
-		}
-	}
-	return certFile, keyFile, nil
+	o.CA, o.CAFile = l.CA.Cert, l.CAFile
+	return l.CertFile, l.KeyFile, nil
 }
 
 // healthy checks the server's health endpoint, verifying its certificate.
