@@ -16,7 +16,10 @@
 // and checks it as an RDB: the "REDIS" magic and version first, and at the end the EOF opcode
 // and the CRC-64 Redis appends (unless the node runs with rdbchecksum no). A payload that
 // ends early, or any of those checks failing, is an error: the bytes written to the
-// destination are then not a snapshot, and the caller discards them.
+// destination are then not a snapshot, and the caller discards them. On the way it also
+// reads the RDB's own account of itself, before the first key: the Redis version and time
+// that wrote it (aux fields redis-ver, ctime) and database 0's key and TTL counts (RESIZEDB),
+// exact at the snapshot's instant.
 //
 // A node asked for a snapshot forks (unless a fork for another replica can serve it) and,
 // with repl-diskless-sync, waits repl-diskless-sync-delay seconds for other replicas before

@@ -87,7 +87,10 @@ func serve(t *testing.T, script func(n *fakeNode)) string {
 const replID = "8f2b5d4c1a7e9f0b3c6d2e8a4f1b7c9d0e3a5b6c"
 
 func TestFetchProtocol(t *testing.T) {
-	rdb := rdbOf([]byte("\xfe\x00\xfb\x01\x00\x00\x05hello\x05world"), false)
+	// Aux fields redis-ver and ctime (an int32: 1,700,000,000), database 0 with one key of
+	// which none has a TTL, then the key.
+	rdb := rdbOf([]byte("\xfa\x09redis-ver\x067.0.15\xfa\x05ctime\xc2\x00\xf1\x53\x65"+
+		"\xfe\x00\xfb\x01\x00\x00\x05hello\x05world"), false)
 	mark := strings.Repeat("m", eofMarkLen)
 	disk := "+FULLRESYNC " + replID + " 1234\r\n$" + strconv.Itoa(len(rdb)) + "\r\n" + string(rdb)
 	cases := map[string]struct {
@@ -231,6 +234,7 @@ func TestFetchProtocol(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.want.Bytes, tc.want.SHA256 = int64(len(rdb)), newCheckerSum(rdb)
+			tc.want.Keys, tc.want.RedisVersion, tc.want.Created = 1, "7.0.15", time.Unix(1_700_000_000, 0).UTC()
 			if got != tc.want || !bytes.Equal(out.Bytes(), rdb) {
 				t.Fatalf("got %+v and %d bytes, want %+v and the %d of the RDB", got, out.Len(), tc.want, len(rdb))
 			}

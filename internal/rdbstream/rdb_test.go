@@ -128,7 +128,7 @@ func TestCheckerHeader(t *testing.T) {
 	}
 }
 
-func TestCopyUntilMark(t *testing.T) {
+func TestMarkReader(t *testing.T) {
 	mark := []byte(strings.Repeat("0123456789", 4))
 	payload := make([]byte, 200_000)
 	_, _ = rand.NewChaCha8([32]byte{2}).Read(payload)
@@ -140,27 +140,76 @@ func TestCopyUntilMark(t *testing.T) {
 		"data with EOF":    iotest.DataErrReader,
 		"buffered by 4096": func(r io.Reader) io.Reader { return bufio.NewReaderSize(r, 4096) },
 	}
+	read := func(r io.Reader, dst []byte) ([]byte, error) {
+		m := &markReader{r: r, mark: mark, buf: make([]byte, 1000+eofMarkLen)}
+		var out bytes.Buffer
+		buf := dst
+		for {
+			n, err := m.Read(buf)
+			out.Write(buf[:n])
+			if errors.Is(err, io.EOF) {
+				return out.Bytes(), nil
+			}
+			if err != nil {
+				return out.Bytes(), err
+			}
+		}
+	}
 	for name, wrap := range readers {
-		t.Run(name, func(t *testing.T) {
-			var out bytes.Buffer
-			if err := copyUntilMark(&out, wrap(bytes.NewReader(stream)), mark); err != nil {
-				t.Fatal(err)
+		for _, size := range []int{1, 7, 4096} {
+			got, err := read(wrap(bytes.NewReader(stream)), make([]byte, size))
+			if err != nil || !bytes.Equal(got, payload) {
+				t.Fatalf("%s, reads of %d: %d bytes (%v), want the %d before the mark", name, size, len(got), err, len(payload))
 			}
-			if !bytes.Equal(out.Bytes(), payload) {
-				t.Fatalf("copied %d bytes, want the %d before the mark", out.Len(), len(payload))
-			}
-		})
+		}
 	}
 	t.Run("the connection ends before the mark", func(t *testing.T) {
-		err := copyUntilMark(io.Discard, bytes.NewReader(stream[:len(stream)-1]), mark)
+		_, err := read(bytes.NewReader(stream[:len(stream)-1]), make([]byte, 100))
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "before the end mark") {
 			t.Fatalf("error %v, want ErrInvalid", err)
 		}
 	})
 	t.Run("a payload shorter than the mark", func(t *testing.T) {
-		var out bytes.Buffer
-		if err := copyUntilMark(&out, iotest.OneByteReader(bytes.NewReader(append([]byte("abc"), mark...))), mark); err != nil || out.String() != "abc" {
-			t.Fatalf("copied %q, %v", out.String(), err)
+		got, err := read(iotest.OneByteReader(bytes.NewReader(append([]byte("abc"), mark...))), make([]byte, 100))
+		if err != nil || string(got) != "abc" {
+			t.Fatalf("read %q, %v", got, err)
 		}
 	})
+}
+
+func TestReadPreamble(t *testing.T) {
+	aux := "\xfa\x09redis-ver\x057.2.4\xfa\x0aredis-bits\xc0\x40\xfa\x08aof-base\xc0\x00"
+	cases := map[string]struct {
+		body          string
+		keys, expires int64
+		aux           map[string]string
+	}{
+		"database 0 with keys": {body: aux + "\xfe\x00\xfb\x42\x00\x0a\x00\x01k\x01v", keys: 0x200, expires: 10,
+			aux: map[string]string{"redis-ver": "7.2.4", "redis-bits": "64", "aof-base": "0"}},
+		"a 32-bit count": {body: "\xfe\x00\xfb\x80\x00\x10\x00\x00\x00", keys: 1 << 20, expires: 0},
+		"a 64-bit count": {body: "\xfe\x00\xfb\x81\x00\x00\x00\x01\x00\x00\x00\x00\x05", keys: 1 << 32, expires: 5},
+		"empty":          {body: aux + "\xff", keys: 0, expires: 0},
+		"functions first": {body: "\xf5\x0dlibrary code!\xf5\xc3\x05\x0aabcde\xfe\x00\xfb\x03\x01",
+			keys: 3, expires: 1},
+		"database 1 first":    {body: "\xfe\x01\xfb\x03\x01", keys: -1, expires: -1},
+		"module data":         {body: "\xf7\x00\x00\x00", keys: -1, expires: -1},
+		"no RESIZEDB":         {body: "\xfe\x00\x00\x01k\x01v", keys: -1, expires: -1},
+		"cut in an aux field": {body: "\xfa\x09redis-v", keys: -1, expires: -1},
+		"a long aux field":    {body: "\xfa\x01x\x50\x01" + strings.Repeat("y", 0x1001) + "\xff", keys: 0, expires: 0, aux: map[string]string{"x": ""}},
+		"int16 and int32 aux": {body: "\xfa\x01a\xc1\xff\xff\xfa\x01b\xc2\x00\xf1\x53\x65\xff", keys: 0, expires: 0,
+			aux: map[string]string{"a": "-1", "b": "1700000000"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := readPreamble(bufio.NewReader(strings.NewReader(tc.body)))
+			if p.keys != tc.keys || p.expires != tc.expires {
+				t.Fatalf("keys %d expires %d, want %d and %d", p.keys, p.expires, tc.keys, tc.expires)
+			}
+			for k, v := range tc.aux {
+				if p.aux[k] != v {
+					t.Errorf("aux %s = %q, want %q (all: %v)", k, p.aux[k], v, p.aux)
+				}
+			}
+		})
+	}
 }

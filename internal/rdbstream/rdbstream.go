@@ -58,6 +58,16 @@ type Result struct {
 	// Checksummed is true when the RDB carried a CRC-64 (and it matched); false when the
 	// node runs with rdbchecksum no.
 	Checksummed bool
+	// Keys is the number of keys of database 0 in the snapshot, and Expires how many of them
+	// have a TTL, as the node counted them when writing it (keys past their TTL included:
+	// they are dropped when a master loads the file); -1 when the RDB does not say (a
+	// module's data before the keys, or no database 0). Cluster mode has only database 0.
+	Keys, Expires int64
+	// RedisVersion is the version of the Redis that wrote the snapshot (its redis-ver field).
+	RedisVersion string
+	// Created is when the node started writing the snapshot, by its clock (its ctime field,
+	// in seconds); zero when the RDB does not say.
+	Created time.Time
 }
 
 // Errors a caller can act on, matched with errors.Is; the error also carries the node's
@@ -212,19 +222,45 @@ func (s *session) fetch(opts Options, w io.Writer) (Result, error) {
 	if err := check.header(s.r); err != nil {
 		return res, err
 	}
+	payload := io.LimitReader(s.r, length)
 	if res.Diskless {
-		err = copyUntilMark(check, s.r, mark)
-	} else {
-		err = copyN(check, s.r, length)
+		payload = &markReader{r: s.r, mark: mark, buf: make([]byte, 64<<10+eofMarkLen)}
 	}
-	if err != nil {
+	// Every byte goes once through the checker to w; the preamble is read on the way.
+	body := bufio.NewReaderSize(io.TeeReader(payload, check), 64<<10)
+	if _, err := body.Discard(headerLen); err != nil {
 		return res, err
+	}
+	pre := readPreamble(body)
+	if err := drain(body); err != nil {
+		return res, err
+	}
+	if !res.Diskless && check.n < length {
+		return res, fmt.Errorf("%w: the connection ended after %d of %d bytes", ErrInvalid, check.n, length)
 	}
 	if res.Checksummed, err = check.finish(); err != nil {
 		return res, err
 	}
 	res.Bytes, res.SHA256, res.RDBVersion = check.n, check.sum(), check.version
+	res.Keys, res.Expires, res.RedisVersion = pre.keys, pre.expires, pre.aux["redis-ver"]
+	if ctime, err := strconv.ParseInt(pre.aux["ctime"], 10, 64); err == nil {
+		res.Created = time.Unix(ctime, 0).UTC()
+	}
 	return res, nil
+}
+
+// drain reads r to its end, in large reads: the reads pass through r's buffer untouched.
+func drain(r io.Reader) error {
+	buf := make([]byte, 256<<10)
+	for {
+		_, err := r.Read(buf)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // command sends a command and reads its one-line answer: +... is success, -... an error.
@@ -324,41 +360,42 @@ func parsePreamble(line string) (mark []byte, length int64, err error) {
 	return nil, 0, fmt.Errorf("%w: %q where $<length> or $EOF:<mark> was expected", ErrProtocol, line)
 }
 
-// copyN copies exactly n bytes of r to w.
-func copyN(w io.Writer, r io.Reader, n int64) error {
-	copied, err := io.CopyBuffer(w, io.LimitReader(r, n), make([]byte, 64<<10))
-	if err != nil {
-		return err
-	}
-	if copied < n {
-		return fmt.Errorf("%w: the connection ended after %d of %d bytes", ErrInvalid, copied, n)
-	}
-	return nil
+// markReader reads r up to the mark, which it does not return. As a replica does, it looks
+// for the mark at the end of what each read of r returns: the node sends nothing after it.
+type markReader struct {
+	r     io.Reader
+	mark  []byte
+	buf   []byte // buf[:held] is read from r and not yet returned
+	held  int
+	found bool
+	err   error
 }
 
-// copyUntilMark copies r to w up to the mark, which it does not copy. As a replica does, it
-// looks for the mark at the end of what each read returns: the node sends nothing after it.
-func copyUntilMark(w io.Writer, r io.Reader, mark []byte) error {
-	buf := make([]byte, 64<<10+eofMarkLen)
-	held := 0 // buf[:held] is read and not yet written: at most the mark's length between reads
+func (m *markReader) Read(p []byte) (int, error) {
 	for {
-		n, err := r.Read(buf[held:])
-		held += n
-		if held >= eofMarkLen && bytes.Equal(buf[held-eofMarkLen:held], mark) {
-			_, werr := w.Write(buf[:held-eofMarkLen])
-			return werr
-		}
-		if held > eofMarkLen {
-			if _, werr := w.Write(buf[:held-eofMarkLen]); werr != nil {
-				return werr
+		// What cannot be part of the mark can be returned; all of it once the mark is found.
+		if ready := m.held - eofMarkLen; m.found || ready > 0 {
+			if m.found {
+				ready = m.held
 			}
-			held = copy(buf, buf[held-eofMarkLen:held])
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return fmt.Errorf("%w: the connection ended before the end mark", ErrInvalid)
+			if ready == 0 {
+				return 0, io.EOF
 			}
-			return err
+			n := copy(p, m.buf[:ready])
+			m.held = copy(m.buf, m.buf[n:m.held])
+			return n, nil
+		}
+		if m.err != nil {
+			if errors.Is(m.err, io.EOF) {
+				return 0, fmt.Errorf("%w: the connection ended before the end mark", ErrInvalid)
+			}
+			return 0, m.err
+		}
+		var n int
+		n, m.err = m.r.Read(m.buf[m.held:])
+		m.held += n
+		if m.held >= eofMarkLen && bytes.Equal(m.buf[m.held-eofMarkLen:m.held], m.mark) {
+			m.found, m.held = true, m.held-eofMarkLen
 		}
 	}
 }

@@ -105,6 +105,18 @@ func (d dataset) write(t *testing.T, c *goredis.Client) {
 	}
 }
 
+// checkResult checks what Fetch read of the snapshot's own account of itself: the key and
+// TTL counts, and the Redis version and time that wrote it.
+func (d dataset) checkResult(t *testing.T, res rdbstream.Result, src *goredis.Client) {
+	t.Helper()
+	info, _ := src.Info(t.Context(), "server").Result()
+	if res.Keys != int64(d.keys()) || res.Expires != int64(d.others) || !strings.Contains(info, "redis_version:"+res.RedisVersion+"\r\n") ||
+		time.Since(res.Created) > time.Minute {
+		t.Fatalf("the snapshot says %d keys, %d with a TTL, Redis %q, created %s; want %d, %d, the server's version, now",
+			res.Keys, res.Expires, res.RedisVersion, res.Created, d.keys(), d.others)
+	}
+}
+
 // check reads every key back from c.
 func (d dataset) check(t *testing.T, c *goredis.Client) {
 	t.Helper()
@@ -204,6 +216,7 @@ func TestFetchRestoresEveryKey(t *testing.T) {
 			if res.Diskless != (diskless == "yes") {
 				t.Fatalf("Diskless = %v with repl-diskless-sync %s", res.Diskless, diskless)
 			}
+			data.checkResult(t, res, src.client)
 			data.check(t, restore(t, out))
 		})
 	}
@@ -248,6 +261,7 @@ func TestFetchFromReplica(t *testing.T) {
 	if res.Offset < before || res.Offset > after {
 		t.Fatalf("the snapshot is at offset %d; the master was at %d before and %d after", res.Offset, before, after)
 	}
+	data.checkResult(t, res, replica.client)
 	data.check(t, restore(t, out))
 
 	if err := master.client.Shutdown(ctx).Err(); err != nil && !strings.Contains(err.Error(), "closed") && !errors.Is(err, goredis.ErrClosed) {
