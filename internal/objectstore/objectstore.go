@@ -18,9 +18,9 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
-// DefaultPartSize is the part size of a multipart upload when Config.PartSize is zero: the
-// memory one upload holds, and a 10,000th of the largest object of unknown size it can
-// store (160 GiB).
+// DefaultPartSize is the part size of a multipart upload when Config.PartSize is zero: a
+// 10,000th of the largest object of unknown size it can store (160 GiB). An upload holds
+// Concurrency parts in memory.
 const DefaultPartSize = 16 << 20
 
 // minPartSize is the smallest part S3 accepts (except for the last part).
@@ -46,6 +46,9 @@ type Config struct {
 	// PartSize is the size of each part of a multipart upload (default DefaultPartSize, at
 	// least 5 MiB).
 	PartSize uint64
+	// Concurrency is how many parts of an upload are in flight at once (default 2: one
+	// uploads while the next fills). An upload holds Concurrency × PartSize of memory.
+	Concurrency int
 	// MaxRetries is how many times a failed request is tried again (default 3; -1: never).
 	MaxRetries int
 }
@@ -94,6 +97,7 @@ type Client struct {
 	prefix   string
 	endpoint string
 	partSize uint64
+	threads  uint
 }
 
 // New checks cfg and returns a Client. It makes no request.
@@ -126,6 +130,10 @@ func New(cfg Config) (*Client, error) {
 		}
 		transport.TLSClientConfig.RootCAs = pool
 	}
+	threads := cfg.Concurrency
+	if threads <= 0 {
+		threads = 2
+	}
 	retries := cfg.MaxRetries
 	switch {
 	case retries == 0:
@@ -145,7 +153,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("while setting up the S3 client for %s: %w", cfg.Endpoint, err)
 	}
-	return &Client{mc: mc, bucket: cfg.Bucket, prefix: normalizePrefix(cfg.Prefix), endpoint: cfg.Endpoint, partSize: partSize}, nil
+	return &Client{mc: mc, bucket: cfg.Bucket, prefix: normalizePrefix(cfg.Prefix), endpoint: cfg.Endpoint, partSize: partSize, threads: uint(threads)}, nil
 }
 
 // parseEndpoint returns the host[:port] of an endpoint URL and whether it is HTTPS.
@@ -208,6 +216,10 @@ func (c *Client) Put(ctx context.Context, name string, r io.Reader, size int64) 
 	info, err := c.mc.PutObject(ctx, c.bucket, key, src, size, minio.PutObjectOptions{
 		PartSize:    c.partSize,
 		ContentType: "application/octet-stream",
+		// Parts fill from src while earlier ones upload: the source is read at the speed of
+		// the slower side, not of both in turn.
+		ConcurrentStreamParts: c.threads > 1,
+		NumThreads:            c.threads,
 	})
 	if err != nil {
 		return Object{}, c.classify("uploading "+key, err)
