@@ -45,12 +45,12 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: tools
-tools: setup ## Build every pinned tool (Kubernetes, etcd, kwok, controller-gen, kustomize, golangci-lint, promtool, operator-sdk, opm, OLM) into the cache and link them into bin/.
+tools: setup ## Build every pinned tool (Kubernetes, etcd, kwok, the versitygw object store, controller-gen, kustomize, golangci-lint, promtool, operator-sdk, opm, OLM) into the cache and link them into bin/.
 	@hack/tools/build.sh
 
-# RUN_TOOLS are the tools `make run` and `make cluster` need: the local cluster, kubectl,
-# and what renders the CRDs. The OLM tools and the linters are left for `make tools`.
-RUN_TOOLS := kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok controller-gen kustomize
+# RUN_TOOLS are the tools `make run` and `make cluster` need: the local cluster with its object
+# store, kubectl, and what renders the CRDs. The OLM tools and the linters are left for `make tools`.
+RUN_TOOLS := kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok versitygw controller-gen kustomize
 
 .PHONY: run-tools
 run-tools: setup ## Build only the tools make run and make cluster need.

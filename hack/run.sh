@@ -27,10 +27,11 @@ if ! { [ -n "${KUBECONFIG:-}" ] || [ -f "$HOME/.kube/config" ]; } || ! reachable
   state="${XDG_CACHE_HOME:-$HOME/.cache}/middleware-operator/run"
   mkdir -p "$state"
   export KUBECONFIG="$state/kubeconfig"
-  rm -f "$KUBECONFIG"
+  objectstore_env="$state/objectstore.env"
+  rm -f "$KUBECONFIG" "$objectstore_env"
   echo "no reachable cluster configured: starting the local cluster (logs in $state/cluster.log)"
   go build -o "$bin/localcluster" ./hack/localcluster
-  "$bin/localcluster" -nodes 3 -kubeconfig-out "$KUBECONFIG" >"$state/cluster.log" 2>&1 &
+  "$bin/localcluster" -nodes 3 -kubeconfig-out "$KUBECONFIG" -object-store-env-out "$objectstore_env" >"$state/cluster.log" 2>&1 &
   cluster_pid=$!
   for _ in $(seq 1 600); do
     [ -s "$KUBECONFIG" ] && break
@@ -48,6 +49,10 @@ The local cluster is up. In another terminal:
   kubectl get cloudmanagers
   kubectl apply -f config/samples/redis_v1alpha1_rediscluster.yaml
   kubectl get redisclusters -w          # Running with 16384 slots OK in about 15 s
+
+An S3-compatible object store (versitygw) serves a bucket for backups (also in $objectstore_env):
+
+$(sed 's/^/  export /' "$objectstore_env")
 
 Redis pods run real redis-server processes at their pod IPs (127.1.x.x); to use one:
 

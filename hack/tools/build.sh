@@ -28,6 +28,9 @@ TOOLS=(
   "controller-gen|controller-gen|sigs.k8s.io/controller-tools/cmd/controller-gen|v0.23.0|-s -w"
   "kustomize|kustomize|sigs.k8s.io/kustomize/kustomize/v5|v5.8.2|-s -w"
   "golangci-lint|lint|github.com/golangci/golangci-lint/v2/cmd/golangci-lint|v2.15.0|-s -w"
+  # versitygw, the Versity S3 Gateway on its posix backend: the S3-compatible object store the
+  # local cluster runs for backups (docs/development/object-store.md).
+  "versitygw|versitygw|github.com/versity/versitygw/cmd/versitygw|v1.8.0|-s -w -X main.Version=v1.8.0"
   # promtool checks and unit-tests the alerting rules (config/prometheus).
   "promtool|promtool|github.com/prometheus/prometheus/cmd/promtool|v0.316.0|-s -w"
   # OLM packaging: the Operator SDK CLI (generate bundle, bundle validate), its scorecard test

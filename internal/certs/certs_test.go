@@ -3,6 +3,7 @@ package certs
 import (
 	"crypto/x509"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +159,23 @@ func TestCheckRejects(t *testing.T) {
 	}
 	if err := Check(ca.Cert, server, "svc", now); err != nil {
 		t.Errorf("Check of a good pair = %v", err)
+	}
+}
+
+func TestNewLoopback(t *testing.T) {
+	dir := t.TempDir() + "/tls"
+	l, err := NewLoopback(dir, "loopback-ca", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"localhost", "127.0.0.1"} {
+		if err := Check(l.CA.Cert, l.Server, name, now); err != nil {
+			t.Errorf("the certificate for %s: %v", name, err)
+		}
+	}
+	for path, want := range map[string][]byte{l.CAFile: l.CA.Cert, l.CertFile: l.Server.Cert, l.KeyFile: l.Server.Key} {
+		if got, err := os.ReadFile(path); err != nil || string(got) != string(want) {
+			t.Errorf("%s holds %d bytes (err %v), want the %d of its PEM", path, len(got), err, len(want))
+		}
 	}
 }

@@ -30,6 +30,9 @@ type Options struct {
 	// BinDir holds the binaries `make tools` links. Empty means $MWO_BIN_DIR, else the bin/
 	// folder of the repository that contains the working directory.
 	BinDir string
+	// ObjectStore also starts an S3-compatible object store (see ObjectStore), as the
+	// component "objectstore".
+	ObjectStore bool
 	// Logf, when set, receives progress lines.
 	Logf func(format string, args ...any)
 }
@@ -44,6 +47,8 @@ type Cluster struct {
 	Nodes []string
 	// Ports are the loopback ports each component listens on, by component name.
 	Ports map[string]int
+	// ObjectStore is the running object store with Options.ObjectStore, else nil.
+	ObjectStore *ObjectStore
 
 	ownDir    bool
 	procs     []*process
@@ -82,13 +87,20 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err != nil {
 		return c, err
 	}
-	ports, err := freePorts(6)
+	ports, err := freePorts(7)
 	if err != nil {
 		return c, err
 	}
 	etcdPort, peerPort, apiPort, kcmPort, schedPort, kwokPort := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]
 	c.Ports = map[string]int{"etcd": etcdPort, "etcd-peer": peerPort, "kube-apiserver": apiPort,
 		"kube-controller-manager": kcmPort, "kube-scheduler": schedPort, "kwok": kwokPort}
+	if opts.ObjectStore {
+		c.Ports["objectstore"] = ports[6]
+		if err = c.startObjectStore(ctx, bin, ports[6]); err != nil {
+			return c, err
+		}
+		c.logf("object store ready at %s after %s", c.ObjectStore.Endpoint, time.Since(started).Round(time.Millisecond))
+	}
 
 	if err = c.startEtcd(bin, etcdPort, peerPort); err != nil {
 		return c, err

@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 	}
 	ctx := context.Background()
 	var err error
-	cluster, err = localcluster.Start(ctx, localcluster.Options{Nodes: 3})
+	cluster, err = localcluster.Start(ctx, localcluster.Options{Nodes: 3, ObjectStore: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "local cluster:", err)
 		os.Exit(1)

@@ -31,7 +31,7 @@ type clusterState struct {
 func runChildCluster() {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	c, err := localcluster.Start(ctx, localcluster.Options{})
+	c, err := localcluster.Start(ctx, localcluster.Options{ObjectStore: true})
 	if err != nil {
 		return
 	}
@@ -83,13 +83,13 @@ func alive(pid int) bool {
 }
 
 func TestStopLeavesNoProcessOrPort(t *testing.T) {
-	c, err := localcluster.Start(t.Context(), localcluster.Options{})
+	c, err := localcluster.Start(t.Context(), localcluster.Options{ObjectStore: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	state := clusterState{PIDs: c.PIDs(), Ports: c.Ports}
-	if len(state.PIDs) != 5 {
-		t.Fatalf("want 5 components running, got %v", state.PIDs)
+	if len(state.PIDs) != 6 {
+		t.Fatalf("want 6 components running (with the object store), got %v", state.PIDs)
 	}
 	dir := c.Dir
 	c.Stop()

@@ -24,6 +24,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
+	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/proctable"
 
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -113,6 +114,7 @@ func TestMakeRunServesEveryKindAndStopsCleanly(t *testing.T) {
 		return strings.Contains(out.String(), "running the operator"), "the script has not started the operator yet"
 	})
 	t.Logf("make run reached \"running the operator\" in %s", time.Since(start).Round(100*time.Millisecond))
+	objectStore := checkObjectStore(t, out.String())
 
 	kubectl := func(args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
@@ -218,11 +220,45 @@ func TestMakeRunServesEveryKindAndStopsCleanly(t *testing.T) {
 			t.Errorf("process %d outlived make run: %s", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
 		}
 	}
-	for _, addr := range []string{apiserver, podIP + ":6379", "127.0.0.1:" + strconv.Itoa(metrics), "127.0.0.1:" + strconv.Itoa(probe)} {
+	for _, addr := range []string{apiserver, podIP + ":6379", "127.0.0.1:" + strconv.Itoa(metrics), "127.0.0.1:" + strconv.Itoa(probe), objectStore} {
 		if listening(addr) {
 			t.Errorf("%s still accepts connections after make run stopped", addr)
 		}
 	}
+}
+
+// checkObjectStore reads the object store's settings in make run's message (the export
+// lines a user copies), and checks that the store serves the bucket over HTTPS with the
+// printed credentials and CA: an object goes up and comes back. It returns the store's
+// host:port.
+func checkObjectStore(t *testing.T, output string) string {
+	t.Helper()
+	vars := map[string]string{}
+	for line := range strings.SplitSeq(output, "\n") {
+		if name, value, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "export "), "="); ok && (strings.HasPrefix(name, "MWO_S3_") || strings.HasPrefix(name, "AWS_")) {
+			vars[name] = value
+		}
+	}
+	ca, err := os.ReadFile(vars["MWO_S3_CA_FILE"])
+	if err != nil {
+		t.Fatalf("make run printed no readable object store CA (%v); its variables: %v", err, vars)
+	}
+	c, err := objectstore.New(objectstore.Config{Endpoint: vars["MWO_S3_ENDPOINT"], Bucket: vars["MWO_S3_BUCKET"], Region: vars["MWO_S3_REGION"],
+		AccessKey: vars["AWS_ACCESS_KEY_ID"], SecretKey: vars["AWS_SECRET_ACCESS_KEY"], CA: ca})
+	if err != nil {
+		t.Fatalf("the printed object store settings %v: %v", vars, err)
+	}
+	if err := c.Check(t.Context()); err != nil {
+		t.Fatalf("the object store make run printed: %v", err)
+	}
+	put, err := c.Put(t.Context(), "make-run/hello.txt", strings.NewReader("hello"), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(t.Context(), "make-run/hello.txt", io.Discard, &put.Digest); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(vars["MWO_S3_ENDPOINT"], "https://")
 }
 
 // withoutVar is env without the variable name.
