@@ -45,7 +45,7 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: tools
-tools: setup ## Build every pinned tool (Kubernetes, etcd, kwok, the versitygw object store, controller-gen, kustomize, golangci-lint, promtool, operator-sdk, opm, OLM) into the cache and link them into bin/.
+tools: setup ## Build every pinned tool (Kubernetes, etcd, kwok, the versitygw object store, controller-gen, kustomize, golangci-lint, promtool, operator-sdk, opm, OLM, imagetar, grpc_health_probe) into the cache and link them into bin/.
 	@hack/tools/build.sh
 
 # RUN_TOOLS are the tools `make run` and `make cluster` need: the local cluster with its object
@@ -194,3 +194,47 @@ catalog-build: ## Build the catalog image (opm serving catalog/).
 .PHONY: catalog-push
 catalog-push: ## Push the catalog image.
 	$(MAKE) docker-push IMG=$(CATALOG_IMG)
+
+##@ Images without a container engine
+
+# The three images as image tarballs (the `docker save` format), built by imagetar
+# (hack/tools/images, on go-containerregistry) from the same Dockerfiles, each base image
+# replaced by a stand-in built from scratch: docs/development/images.md says what differs.
+# `make images` writes operator.tar, bundle.tar and catalog.tar, tagged IMG, BUNDLE_IMG and
+# CATALOG_IMG, for `kind load image-archive`, `crane push` or `skopeo copy docker-archive:`.
+IMAGES_DIR ?= $(BIN)/images
+IMAGE_ARCH ?= $(shell go env GOARCH)
+IMAGETAR := $(BIN)/imagetar
+
+.PHONY: images-tools
+images-tools: ## Build only the tools make images needs (imagetar, opm, grpc_health_probe).
+	@hack/tools/build.sh imagetar opm grpc_health_probe
+
+.PHONY: images
+images: image-tar bundle-image-tar catalog-image-tar ## Build the operator, bundle and catalog images as tarballs under IMAGES_DIR (bin/images/), no container engine needed.
+
+# The manager as Dockerfile's builder stage builds it; -buildvcs=false because that stage has
+# no .git to stamp from.
+.PHONY: image-tar
+image-tar: images-tools ## Build the operator image (Dockerfile) as IMAGES_DIR/operator.tar, tagged IMG (IMAGE_ARCH=arm64 for another architecture).
+	@mkdir -p $(IMAGES_DIR)
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -buildvcs=false -ldflags="-s -w" -o $(IMAGES_DIR)/manager .
+	$(IMAGETAR) build -dockerfile Dockerfile -platform linux/$(IMAGE_ARCH) -tag $(IMG) \
+	  -from builder:/workspace/manager=$(IMAGES_DIR)/manager -out $(IMAGES_DIR)/operator.tar
+
+.PHONY: bundle-image-tar
+bundle-image-tar: images-tools ## Build the bundle image (bundle.Dockerfile, its labels included) as IMAGES_DIR/bundle.tar, tagged BUNDLE_IMG.
+	$(IMAGETAR) build -dockerfile bundle.Dockerfile -platform linux/$(IMAGE_ARCH) -tag $(BUNDLE_IMG) -out $(IMAGES_DIR)/bundle.tar
+
+# catalog.Dockerfile's builder stage runs `opm serve /configs --cache-dir=/tmp/cache
+# --cache-only`: here the project's opm does it on catalog/ (the cache does not depend on
+# where the catalog is), without its profiling endpoint and termination log.
+.PHONY: catalog-image-tar
+catalog-image-tar: images-tools ## Build the catalog image (catalog.Dockerfile: opm serving catalog/, its cache pre-built) as IMAGES_DIR/catalog.tar, tagged CATALOG_IMG.
+	@test "$(IMAGE_ARCH)" = "$$(go env GOARCH)" || { echo "catalog-image-tar: opm and grpc_health_probe are built for $$(go env GOARCH) only, not IMAGE_ARCH=$(IMAGE_ARCH)"; exit 1; }
+	@rm -rf $(IMAGES_DIR)/catalog-cache && mkdir -p $(IMAGES_DIR)
+	$(OPM) serve catalog --cache-dir=$(IMAGES_DIR)/catalog-cache --cache-only --pprof-addr= -t /dev/null
+	$(IMAGETAR) build -dockerfile catalog.Dockerfile -platform linux/$(IMAGE_ARCH) -tag $(CATALOG_IMG) \
+	  -base-file /bin/opm=$(OPM) -base-file /bin/grpc_health_probe=$(BIN)/grpc_health_probe \
+	  -from builder:/configs=catalog -from builder:/tmp/cache=$(IMAGES_DIR)/catalog-cache \
+	  -out $(IMAGES_DIR)/catalog.tar

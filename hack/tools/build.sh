@@ -43,6 +43,11 @@ TOOLS=(
   "opm|opm|github.com/operator-framework/operator-registry/cmd/opm|v1.61.0|-s -w ${opm_ldflags}|json1,containers_image_openpgp"
   "olm|olm|github.com/operator-framework/operator-lifecycle-manager/cmd/olm|v0.38.0|-s -w ${olm_ldflags}|json1"
   "catalog|olm|github.com/operator-framework/operator-lifecycle-manager/cmd/catalog|v0.38.0|-s -w ${olm_ldflags}|json1"
+  # Images without a container engine (make images): imagetar, our builder of image tarballs
+  # on go-containerregistry (images/imagetar), and grpc_health_probe, which the opm base
+  # image of catalog.Dockerfile ships and OLM's CatalogSource pods run as their probes.
+  "imagetar|images|./imagetar|v0.22.1|-s -w"
+  "grpc_health_probe|grpc-health-probe|github.com/grpc-ecosystem/grpc-health-probe|v0.4.41|-s -w"
 )
 
 # module_dir prints the directory of module (path@version, or a path the tool module in $1
