@@ -82,3 +82,19 @@ func TestAppServiceRandomSpecsAreRejectedOrReconciled(t *testing.T) {
 		},
 	}.Run(t, env)
 }
+
+// TestAppServiceInvalidStringsAreRejected: the image, the env names and the port names refuse random invalid values naming the field.
+func TestAppServiceInvalidStringsAreRejected(t *testing.T) {
+	t.Parallel()
+	app := func(o client.Object) *appsv1api.AppService { return o.(*appsv1api.AppService) } //nolint:forcetypeassert // only AppServices
+	type field = testenv.StringField[client.Object]
+	env.RejectInvalidStrings(t, 12, 31, func(ns string) client.Object {
+		a := seedAppService(ns, 30021)
+		a.Name = "strings"
+		return a
+	}, []field{
+		{Path: "spec.image", Kind: "image", Valid: "registry.example.com:5000/team/app:1.27", Set: func(o client.Object, v string) { app(o).Spec.Image = v }},
+		{Path: "spec.envs", Kind: "env", Valid: "LOG_LEVEL", Set: func(o client.Object, v string) { app(o).Spec.Envs = []corev1.EnvVar{{Name: v, Value: "debug"}} }},
+		{Path: "spec.ports[0].name", Kind: "name", Valid: "web", Set: func(o client.Object, v string) { app(o).Spec.Ports[0].Name = v }},
+	})
+}

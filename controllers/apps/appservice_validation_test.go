@@ -6,8 +6,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
 )
@@ -80,6 +83,22 @@ func TestAppServiceInvalidSpecsAreRejectedNamingTheField(t *testing.T) {
 			change: func(a *appsv1api.AppService) { a.Spec.Ports[0].Protocol = "HTTP" },
 			want:   []string{"spec.ports[0].protocol", "Unsupported value"},
 		},
+		"targetPort 70000": {
+			change: func(a *appsv1api.AppService) { a.Spec.Ports[0].TargetPort = intstr.FromInt32(70000) },
+			want:   []string{"spec.ports[0].targetPort", "between 1 and 65535"},
+		},
+		"targetPort -1": {
+			change: func(a *appsv1api.AppService) { a.Spec.Ports[0].TargetPort = intstr.FromInt32(-1) },
+			want:   []string{"spec.ports[0].targetPort", "between 1 and 65535"},
+		},
+		"an image with a space": {
+			change: func(a *appsv1api.AppService) { a.Spec.Image = "nginx 1.7.9" },
+			want:   []string{"spec.image", "must be an image reference"},
+		},
+		"an image with a control character": {
+			change: func(a *appsv1api.AppService) { a.Spec.Image = "nginx:1.7.9\x1b" },
+			want:   []string{"spec.image", "must be an image reference"},
+		},
 		"an environment variable without a name": {
 			change: func(a *appsv1api.AppService) { a.Spec.Envs = []corev1.EnvVar{{Name: "", Value: "x"}} },
 			want:   []string{"spec.envs", "name must be set"},
@@ -100,5 +119,29 @@ func TestAppServiceInvalidSpecsAreRejectedNamingTheField(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAppServiceTargetPortZeroIsRejected: targetPort: 0 as a user writes it in YAML (the Go
+// type omits a zero targetPort, so it is sent as unstructured) is refused naming the field.
+func TestAppServiceTargetPortZeroIsRejected(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	app := seedAppService(ns, 30022)
+	app.Name = "target-port-zero"
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: raw}
+	u.SetGroupVersionKind(appsv1api.GroupVersion.WithKind("AppService"))
+	ports, _, _ := unstructured.NestedSlice(u.Object, "spec", "ports")
+	ports[0].(map[string]any)["targetPort"] = int64(0) //nolint:forcetypeassert // a port is an object
+	if err := unstructured.SetNestedSlice(u.Object, ports, "spec", "ports"); err != nil {
+		t.Fatal(err)
+	}
+	err = env.Client.Create(t.Context(), u, client.DryRunAll)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.ports[0].targetPort") || !strings.Contains(err.Error(), "between 1 and 65535") {
+		t.Fatalf("targetPort: 0: %v; want Invalid naming spec.ports[0].targetPort", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -96,4 +97,27 @@ func TestCloudManagerRandomSpecsAreRejectedOrReconciled(t *testing.T) {
 			return cm.Status.ObservedGeneration, cm.Status.Conditions
 		},
 	}.Run(t, env)
+}
+
+// TestCloudManagerInvalidStringsAreRejected: the three tiers' images and names and the root
+// password Secret's name refuse random invalid values naming the field.
+func TestCloudManagerInvalidStringsAreRejected(t *testing.T) {
+	t.Parallel()
+	cm := func(o client.Object) *appsv1api.CloudManager { return o.(*appsv1api.CloudManager) } //nolint:forcetypeassert // only CloudManagers
+	type field = testenv.StringField[client.Object]
+	env.RejectInvalidStrings(t, 12, 32, func(ns string) client.Object {
+		c := seedCloudManager(t, ns)
+		c.Name = "strings"
+		return c
+	}, []field{
+		{Path: "spec.front.deployment.image", Kind: "image", Valid: "nginx:1.20", Set: func(o client.Object, v string) { cm(o).Spec.Front.Deployment.Image = v }},
+		{Path: "spec.identity.deployment.image", Kind: "image", Valid: "quay.io/keycloak/keycloak:21.1", Set: func(o client.Object, v string) { cm(o).Spec.Identity.Deployment.Image = v }},
+		{Path: "spec.db.statefulSet.image", Kind: "image", Valid: "mariadb:10.3.35", Set: func(o client.Object, v string) { cm(o).Spec.DB.StatefulSet.Image = v }},
+		{Path: "spec.front.deployment.name", Kind: "name", Valid: "web-front", Set: func(o client.Object, v string) { cm(o).Spec.Front.Deployment.Name = v }},
+		{Path: "spec.identity.deployment.name", Kind: "name", Valid: "web-identity", Set: func(o client.Object, v string) { cm(o).Spec.Identity.Deployment.Name = v }},
+		{Path: "spec.db.statefulSet.name", Kind: "name", Valid: "web-db", Set: func(o client.Object, v string) { cm(o).Spec.DB.StatefulSet.Name = v }},
+		{Path: "spec.db.rootPasswordSecretRef.name", Kind: "name", Valid: "db-root", Set: func(o client.Object, v string) {
+			cm(o).Spec.DB.RootPass, cm(o).Spec.DB.RootPasswordSecretRef = "", &appsv1api.SecretKeyReference{Name: v, Key: "password"}
+		}},
+	})
 }

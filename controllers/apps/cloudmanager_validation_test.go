@@ -45,7 +45,7 @@ func TestCloudManagerInvalidSpecsAreRejectedNamingTheField(t *testing.T) {
 		},
 		"image with a space": {
 			change: func(cm *appsv1api.CloudManager) { cm.Spec.DB.StatefulSet.Image = "mariadb 10" },
-			want:   []string{"spec.db.statefulSet.image", "without spaces"},
+			want:   []string{"spec.db.statefulSet.image", "must be an image reference"},
 		},
 		"negative replicas": {
 			change: func(cm *appsv1api.CloudManager) { cm.Spec.Identity.Deployment.Replicas = ptr.To[int32](-1) },
@@ -79,6 +79,18 @@ func TestCloudManagerInvalidSpecsAreRejectedNamingTheField(t *testing.T) {
 				cm.Spec.DB.RootPasswordSecretRef = &appsv1api.SecretKeyReference{Name: "DB_root"}
 			},
 			want: []string{"spec.db.rootPasswordSecretRef.name", "must be a Secret name"},
+		},
+		"a front image with a tab": {
+			change: func(cm *appsv1api.CloudManager) { cm.Spec.Front.Deployment.Image = "nginx:\t1.20" },
+			want:   []string{"spec.front.deployment.image", "must be an image reference"},
+		},
+		"an identity image with a space": {
+			change: func(cm *appsv1api.CloudManager) { cm.Spec.Identity.Deployment.Image = "keycloak 21" },
+			want:   []string{"spec.identity.deployment.image", "must be an image reference"},
+		},
+		"a database image with a newline": {
+			change: func(cm *appsv1api.CloudManager) { cm.Spec.DB.StatefulSet.Image = "mariadb:10.3\n" },
+			want:   []string{"spec.db.statefulSet.image", "must be an image reference"},
 		},
 		"name too long for a label": {
 			change: func(cm *appsv1api.CloudManager) { cm.Name = strings.Repeat("c", 64) },

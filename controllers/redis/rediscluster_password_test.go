@@ -157,3 +157,37 @@ func TestRedisClusterAddsTheExporterFileToAnOldRecord(t *testing.T) {
 		return got == pw, fmt.Sprintf("the exporter's password file holds %q", got)
 	})
 }
+
+// TestRedisClusterPasswordSecretWithANewline: the user's password Secret was made the usual
+// way, kubectl create secret generic --from-file=password=./pw from a file echo wrote, so
+// its value ends in a newline. The cluster forms, PasswordApplied is True, and a client
+// logs in with the password without the newline (the nodes' start script and the operator
+// drop it alike); the value with it is refused.
+func TestRedisClusterPasswordSecretWithANewline(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	const password = "typed-by-hand"
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "from-file", Namespace: ns}, Data: map[string][]byte{"password": []byte(password + "\n")}}
+	if err := env.Client.Create(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	rc := redistest.NewCluster(ns, "newline", 6)
+	rc.Spec.PasswordSecret = secret.Name
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
+	if c := meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionPasswordApplied); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("PasswordApplied %v, want True", c)
+	}
+	for _, n := range rc.Status.Nodes {
+		if ok, err := redisadmin.Accepts(t.Context(), n.Instance, nil, redisadmin.Login{Password: password}); err != nil || !ok {
+			t.Errorf("%s refuses the password without the newline (%v)", n.Name, err)
+		}
+		if ok, err := redisadmin.Accepts(t.Context(), n.Instance, nil, redisadmin.Login{Password: password + "\n"}); err != nil || ok {
+			t.Errorf("%s accepts the password with the newline (%v)", n.Name, err)
+		}
+	}
+	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, password)
+}

@@ -12,8 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
@@ -39,6 +41,7 @@ func randomRedisCluster(r *rand.Rand, ns string, i int) *redisv1alpha1.RedisClus
 		pod.Labels = map[string]string{"team": "cache"}
 		q := resource.MustParse(pick("1Gi", "10Gi"))
 		pod.Volumes = &redisv1alpha1.Volumes{Type: redisv1alpha1.VolumeType(pick("pvc", "hostPath")), Size: &q}
+		pod.Volumes.AllowHostPath = pod.Volumes.Type == "hostPath"
 		pod.MonitorImage = pick("", "oliver006/redis_exporter:v1.62.0")
 	}
 	if r.IntN(3) == 0 {
@@ -118,4 +121,36 @@ func TestRedisClusterRandomSpecsAreRejectedOrReconciled(t *testing.T) {
 			}
 		},
 	}.Run(t, env)
+}
+
+// TestRedisClusterInvalidStringsAreRejected: every string field that becomes an image, a
+// Kubernetes name or an environment variable name refuses random invalid values (a space,
+// tab, newline, control or non-ASCII character anywhere, or a malformed name) naming the
+// field.
+func TestRedisClusterInvalidStringsAreRejected(t *testing.T) {
+	t.Parallel()
+	rcOf := func(o client.Object) *redisv1alpha1.RedisCluster { return o.(*redisv1alpha1.RedisCluster) } //nolint:forcetypeassert // only RedisClusters
+	pod := func(o client.Object) *redisv1alpha1.PodSpec { return &rcOf(o).Spec.Pod[0] }
+	type field = testenv.StringField[client.Object]
+	env.RejectInvalidStrings(t, 12, 30, func(ns string) client.Object {
+		rc := redistest.NewCluster(ns, "strings", 6)
+		rc.Spec.Pod = []redisv1alpha1.PodSpec{{Volumes: &redisv1alpha1.Volumes{}}}
+		return rc
+	}, []field{
+		{Path: "spec.repository", Kind: "image", Valid: "registry.example.com:5000/cache/redis", Set: func(o client.Object, v string) { rcOf(o).Spec.Repository = v }},
+		{Path: "spec.version", Kind: "image", Valid: "7.2.5", Set: func(o client.Object, v string) { rcOf(o).Spec.Version = v }},
+		{Path: "spec.pod[0].middlewareImage", Kind: "image", Valid: "registry.example.com:5000/cache/redis:7.2.5", Set: func(o client.Object, v string) { pod(o).MiddlewareImage = v }},
+		{Path: "spec.pod[0].monitorImage", Kind: "image", Valid: "oliver006/redis_exporter:v1.62.0", Set: func(o client.Object, v string) { pod(o).MonitorImage = v }},
+		{Path: "spec.pod[0].initImage", Kind: "image", Valid: "busybox@sha256:" + strings.Repeat("ab", 32), Set: func(o client.Object, v string) { pod(o).InitImage = v }},
+		{Path: "spec.pod[0].env", Kind: "env", Valid: "MAXMEMORY", Set: func(o client.Object, v string) { pod(o).Env = []corev1.EnvVar{{Name: v, Value: "2gb"}} }},
+		{Path: "spec.pod[0].configmap", Kind: "name", Valid: "cache-conf", Set: func(o client.Object, v string) { pod(o).Configmap = v }},
+		{Path: "spec.pod[0].volumes.storageClassName", Kind: "name", Valid: "fast-ssd", Set: func(o client.Object, v string) { pod(o).Volumes.StorageClassName = v }},
+		{Path: "spec.passwordSecret", Kind: "name", Valid: "cache-auth", Set: func(o client.Object, v string) { rcOf(o).Spec.PasswordSecret = v }},
+		{Path: "spec.tls.secretName", Kind: "name", Valid: "cache-tls", Set: func(o client.Object, v string) {
+			rcOf(o).Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: true, SecretName: v}
+		}},
+		{Path: "spec.networkPolicy.metricsNamespace", Kind: "name", Valid: "monitoring", Set: func(o client.Object, v string) {
+			rcOf(o).Spec.NetworkPolicy = &redisv1alpha1.NetworkPolicySpec{MetricsNamespace: v}
+		}},
+	})
 }

@@ -34,7 +34,11 @@ func (r *RedisClusterReconciler) ensurePassword(ctx context.Context, s *state) e
 		if len(secret.Data[resources.RedisPasswordKey]) == 0 {
 			return fmt.Errorf("spec.passwordSecret: Secret %q has no %q key", key.Name, resources.RedisPasswordKey)
 		}
-		s.password = string(secret.Data[resources.RedisPasswordKey])
+		password, err := secretPassword(secret, resources.RedisPasswordKey)
+		if err != nil {
+			return err
+		}
+		s.password = password
 		return nil
 	}
 	kept, err := child.KeptSecretValue(ctx, r.Client, rc, key, resources.RedisPasswordKey)
@@ -57,8 +61,33 @@ func (r *RedisClusterReconciler) ensurePassword(ctx context.Context, s *state) e
 	if err != nil {
 		return err
 	}
-	s.password = string(live.Data[resources.RedisPasswordKey])
+	password, err := secretPassword(live, resources.RedisPasswordKey)
+	if err != nil {
+		return err
+	}
+	s.password = password
 	return nil
+}
+
+// secretPassword is the password of key of a password Secret (resources.RedisPassword), or
+// a *passwordInvalidError naming the Secret, the key and the character.
+func secretPassword(secret *corev1.Secret, key string) (string, error) {
+	password, err := resources.RedisPassword(secret.Data[key])
+	var invalid *resources.PasswordError
+	if errors.As(err, &invalid) {
+		return "", &passwordInvalidError{secret: secret.Name, key: key, err: invalid}
+	}
+	return password, err
+}
+
+// passwordInvalidError: a password Secret's value is not a password (resources.RedisPassword).
+type passwordInvalidError struct {
+	secret, key string
+	err         *resources.PasswordError
+}
+
+func (e *passwordInvalidError) Error() string {
+	return fmt.Sprintf("the password in Secret %q, key %q, %s", e.secret, e.key, e.err.Error())
 }
 
 // passwordLostError: the generated password Secret (or with users the users Secret) of a
@@ -126,7 +155,8 @@ func (r *RedisClusterReconciler) readPassword(ctx context.Context, s *state) err
 	secret := &corev1.Secret{}
 	err := get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisPasswordSecretName(s.rc)}, secret)
 	if err == nil {
-		s.password = string(secret.Data[resources.RedisPasswordKey])
+		// An invalid value leaves it unset: ensurePassword reports it.
+		s.password, _ = secretPassword(secret, resources.RedisPasswordKey)
 	}
 	return client.IgnoreNotFound(err)
 }

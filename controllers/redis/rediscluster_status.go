@@ -45,6 +45,10 @@ const (
 	ReasonKeyConflict = "KeyConflict"
 	// ReasonAuthenticationFailed: nodes refuse the password the operator has.
 	ReasonAuthenticationFailed = "AuthenticationFailed"
+	// ReasonPasswordInvalid: a password Secret's value is no password (a line break or a NUL
+	// inside it, or nothing but a line ending; resources.RedisPassword); the condition names
+	// the Secret, the key and the character.
+	ReasonPasswordInvalid = "PasswordInvalid"
 	// ConditionReplicasSeparated: every replica runs in another failure domain (Kubernetes
 	// node, or zone) than its master, so losing one node keeps a copy of every shard.
 	ConditionReplicasSeparated = "ReplicasSeparated"
@@ -156,6 +160,15 @@ func (r *RedisClusterReconciler) setSeparated(s *state, gen int64) {
 // setPasswordApplied says whether the nodes run the password Secret's password, or what a
 // rotation under way waits for; it keeps the condition when the rotation step did not run.
 func setPasswordApplied(s *state, gen int64) {
+	var invalid *passwordInvalidError
+	if errors.As(s.err, &invalid) {
+		status.Set(&s.next.Status.Conditions, gen, ConditionPasswordApplied, metav1.ConditionFalse, ReasonPasswordInvalid, invalid.Error())
+		return
+	}
+	if len(s.health.AuthFailed) > 0 { // whatever the record says, these nodes run another password
+		status.Set(&s.next.Status.Conditions, gen, ConditionPasswordApplied, metav1.ConditionFalse, ReasonAuthenticationFailed, authFailed(s))
+		return
+	}
 	switch s.step.Rotation {
 	case "":
 	case redisadmin.RotationCurrent:
@@ -248,17 +261,16 @@ func setDegraded(s *state, gen int64) {
 func degradedBecause(s *state) (reason, message string) {
 	var notOurs *child.NotControlledError
 	var lost *passwordLostError
+	var invalid *passwordInvalidError
 	switch {
 	case s.unsupported != "":
 		return ReasonUnsupportedVersion, s.unsupported
 	case errors.As(s.err, &lost):
 		return ReasonAuthenticationFailed, lost.Error()
-	case len(s.health.AuthFailed) > 0 && resources.RedisACLEnabled(s.rc):
-		return ReasonAuthenticationFailed, fmt.Sprintf("%d Redis nodes refuse user %s with the password in Secret %q, key %q (%s): restore the password they were started with, or restart them with the new one",
-			len(s.health.AuthFailed), resources.RedisOperatorUser, resources.RedisUsersSecretName(s.rc), resources.RedisUsersOperatorKey, strings.Join(s.health.AuthFailed, ", "))
+	case errors.As(s.err, &invalid):
+		return ReasonPasswordInvalid, invalid.Error()
 	case len(s.health.AuthFailed) > 0:
-		return ReasonAuthenticationFailed, fmt.Sprintf("%d Redis nodes refuse the password in Secret %q (%s): restore the password they were started with, or restart them with the new one",
-			len(s.health.AuthFailed), resources.RedisPasswordSecretName(s.rc), strings.Join(s.health.AuthFailed, ", "))
+		return ReasonAuthenticationFailed, authFailed(s)
 	case errors.Is(s.err, redisadmin.ErrKeyConflict):
 		return ReasonKeyConflict, s.err.Error()
 	case errors.As(s.err, &notOurs):
@@ -267,6 +279,16 @@ func degradedBecause(s *state) (reason, message string) {
 		return ReasonReconcileError, s.err.Error()
 	}
 	return "", ""
+}
+
+// authFailed says which nodes refuse the operator's password, and where that password is.
+func authFailed(s *state) string {
+	if resources.RedisACLEnabled(s.rc) {
+		return fmt.Sprintf("%d Redis nodes refuse user %s with the password in Secret %q, key %q (%s): restore the password they were started with, or restart them with the new one",
+			len(s.health.AuthFailed), resources.RedisOperatorUser, resources.RedisUsersSecretName(s.rc), resources.RedisUsersOperatorKey, strings.Join(s.health.AuthFailed, ", "))
+	}
+	return fmt.Sprintf("%d Redis nodes refuse the password in Secret %q (%s): restore the password they were started with, or restart them with the new one",
+		len(s.health.AuthFailed), resources.RedisPasswordSecretName(s.rc), strings.Join(s.health.AuthFailed, ", "))
 }
 
 func setPhase(rc *redisv1alpha1.RedisCluster, phase redisv1alpha1.Phase, reason string) {

@@ -35,8 +35,10 @@ func (r *RedisClusterReconciler) readUsers(ctx context.Context, s *state) error 
 // with until its applied-password record says otherwise.
 func (s *state) setUsers(secret *corev1.Secret) {
 	s.users = map[string]string{}
-	for k, v := range secret.Data {
-		s.users[k] = string(v)
+	for k := range secret.Data {
+		if password, err := secretPassword(secret, k); err == nil { // ensureUsers reports an invalid one
+			s.users[k] = password
+		}
 	}
 	if len(s.operatorPasswords) == 0 {
 		s.operatorPasswords = []string{s.users[resources.RedisUsersOperatorKey]}
@@ -76,6 +78,11 @@ func (r *RedisClusterReconciler) ensureUsers(ctx context.Context, s *state) erro
 	r.record(s, live, outcome, err)
 	if err != nil {
 		return err
+	}
+	for _, k := range keys {
+		if _, err := secretPassword(live, k); err != nil {
+			return err
+		}
 	}
 	s.setUsers(live)
 	return nil

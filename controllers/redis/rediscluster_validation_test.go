@@ -198,6 +198,44 @@ func TestRedisClusterInvalidSpecsAreRejected(t *testing.T) {
 			},
 			want: []string{"spec.networkPolicy.metricsNamespace", "must be a namespace's name"},
 		},
+		"an env entry with an empty name": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.Pod = []redisv1alpha1.PodSpec{{Env: []corev1.EnvVar{{Name: "", Value: "x"}}}}
+			},
+			want: []string{"spec.pod[0].env", "name must be set"},
+		},
+		"a middlewareImage with a space": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.Pod = []redisv1alpha1.PodSpec{{MiddlewareImage: "redis 7"}}
+			},
+			want: []string{"spec.pod[0].middlewareImage", "must be an image reference"},
+		},
+		"a monitorImage with a tab": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.Pod = []redisv1alpha1.PodSpec{{MonitorImage: "oliver006/redis_exporter:\tv1.62.0"}}
+			},
+			want: []string{"spec.pod[0].monitorImage", "must be an image reference"},
+		},
+		"an initImage with a newline": {
+			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.Pod = []redisv1alpha1.PodSpec{{InitImage: "busybox\n"}} },
+			want:   []string{"spec.pod[0].initImage", "must be an image reference"},
+		},
+		"a hostPath volume without the opt-in": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.Pod = []redisv1alpha1.PodSpec{{Volumes: &redisv1alpha1.Volumes{Type: "hostPath"}}}
+			},
+			want: []string{"spec.pod[0].volumes.type", "allowHostPath: true"},
+		},
+		"a configmap that cannot exist": {
+			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.Pod = []redisv1alpha1.PodSpec{{Configmap: "Redis Conf"}} },
+			want:   []string{"spec.pod[0].configmap", "must be a ConfigMap's name"},
+		},
+		"a storage class that cannot exist": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.Pod = []redisv1alpha1.PodSpec{{Volumes: &redisv1alpha1.Volumes{StorageClassName: "Fast SSD"}}}
+			},
+			want: []string{"spec.pod[0].volumes.storageClassName", "must be a StorageClass's name"},
+		},
 		"a TLS Secret with TLS off": {
 			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.TLS = &redisv1alpha1.TLSSpec{SecretName: "cache-tls"} },
 			want:   []string{"spec.tls.secretName", "set enabled: true"},

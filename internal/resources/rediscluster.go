@@ -94,9 +94,9 @@ umask 077
 `
 
 // redisPasswordAuth writes the password as requirepass and masterauth into RedisAuthFile.
-const redisPasswordAuth = `[ -s ` + RedisPasswordFile + ` ] || { echo "the password file ` + RedisPasswordFile + ` is missing or empty" >&2; exit 1; }
-{ printf 'requirepass "'; sed 's/[\\"]/\\&/g' ` + RedisPasswordFile + ` | tr -d '\n'
-  printf '"\nmasterauth "'; sed 's/[\\"]/\\&/g' ` + RedisPasswordFile + ` | tr -d '\n'; printf '"\n'; } > ` + RedisAuthFile + `
+const redisPasswordAuth = redisPasswordFunc + `password ` + RedisPasswordFile + ` || exit 1
+{ printf 'requirepass "'; quoted ` + RedisPasswordFile + `
+  printf '"\nmasterauth "'; quoted ` + RedisPasswordFile + `; printf '"\n'; } > ` + RedisAuthFile + `
 `
 
 // redisStartGuard holds a recorded member whose data is gone until the operator releases
@@ -116,7 +116,8 @@ exec redis-server "$@"
 // still loading its first copy does not let a drain take its master. The password reaches
 // redis-cli through REDISCLI_AUTH, not its arguments, read from the Secret volume each time,
 // so the probe follows a password rotation.
-const RedisReadinessScript = `REDISCLI_AUTH=` + "`" + `cat ` + RedisPasswordFile + "`" + ` || exit 1
+const RedisReadinessScript = redisPasswordFunc + `password ` + RedisPasswordFile + ` || exit 1
+REDISCLI_AUTH=$pw
 export REDISCLI_AUTH
 cluster=` + "`" + `redis-cli -h 127.0.0.1 -p 6379 cluster info` + "`" + ` || exit 1
 replication=` + "`" + `redis-cli -h 127.0.0.1 -p 6379 info replication` + "`" + ` || exit 1

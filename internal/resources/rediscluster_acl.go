@@ -86,10 +86,9 @@ func RedisUserAppliedSecretName(rc *redisv1alpha1.RedisCluster, key string) stri
 const RedisACLStartScript = redisStartHead + redisUsersAuth + redisStartGuard
 
 // redisUsersAuth writes the users into RedisAuthFile, each password quoted for redis.conf.
-const redisUsersAuth = `for f in ` + RedisPasswordFile + ` ` + redisOperatorPasswordFile + ` ` + redisExporterPasswordFile + `; do
-  [ -s "$f" ] || { echo "the password file $f is missing or empty" >&2; exit 1; }
+const redisUsersAuth = redisPasswordFunc + `for f in ` + RedisPasswordFile + ` ` + redisOperatorPasswordFile + ` ` + redisExporterPasswordFile + `; do
+  password "$f" || exit 1
 done
-quoted() { sed 's/[\\"]/\\&/g' "$1" | tr -d '\n'; }
 { printf 'user default on ">'; quoted ` + RedisPasswordFile + `; printf '" ` + RedisDefaultUserRules + `\n'
   printf 'user ` + RedisOperatorUser + ` on ">'; quoted ` + redisOperatorPasswordFile + `; printf '" ` + RedisOperatorUserRules + `\n'
   printf 'user ` + RedisExporterUser + ` on ">'; quoted ` + redisExporterPasswordFile + `; printf '" ` + RedisExporterUserRules + `\n'

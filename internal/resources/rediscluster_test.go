@@ -150,6 +150,26 @@ func TestRedisStartScriptPassesThePasswordThroughAFile(t *testing.T) {
 	srv.assertNoSecretPassed(t, password)
 }
 
+// TestRedisStartScriptDropsOneFinalLineEnding: a password file written by echo (LF) or on
+// Windows (CR LF) starts a server that requires the password without it, the password
+// resources.RedisPassword finds in the same value.
+func TestRedisStartScriptDropsOneFinalLineEnding(t *testing.T) {
+	for name, ending := range map[string]string{"LF": "\n", "CR LF": "\r\n"} {
+		t.Run(name, func(t *testing.T) {
+			const password = `p"a\ss w$rd`
+			want, err := resources.RedisPassword([]byte(password + ending))
+			if err != nil || want != password {
+				t.Fatalf("RedisPassword: %q, %v; want %q", want, err, password)
+			}
+			srv := runStartScript(t, resources.RedisStartScript, map[string]string{resources.RedisPasswordFile: password + ending})
+			srv.waitFor(t, "", password)
+			if out := srv.cli("", password+ending, "ping"); out == "PONG" {
+				t.Errorf("the server accepts the password with its line ending")
+			}
+		})
+	}
+}
+
 // scriptServer is a redis-server started by a start script under test, through a stand-in
 // that records the arguments and environment it was given.
 type scriptServer struct {

@@ -138,3 +138,62 @@ func (s RandomSpecs[T]) Run(t *testing.T, e *Env) {
 		t.Errorf("the generator drew only one kind of spec (%d rejected, %d accepted): the property was not exercised", rejected, len(keys))
 	}
 }
+
+// badChars are characters no image reference, Kubernetes name or environment variable
+// name may hold: whitespace, control characters (NUL, ESC, DEL), shell and quoting
+// characters, '=' and non-ASCII letters and spaces.
+var badChars = []string{" ", "\t", "\n", "\r", "\x00", "\x1b", "\x7f", "!", "\"", "$", "\\", "=", "*", ",", ";", "é", "\u00a0", "\u3000"}
+
+// Invalid draws a value that a field taking valid-like values must refuse: valid with one
+// character of badChars inserted at a random place (start, middle or end), or, for kind
+// "name", a form the field's grammar refuses as a whole (a leading or final '-', capitals,
+// '_'); for kind "env" the empty name.
+func Invalid(r *rand.Rand, kind, valid string) string {
+	if kind == "name" && r.IntN(4) == 0 {
+		return []string{"-" + valid, valid + "-", strings.ToUpper(valid[:1]) + valid[1:], valid + "_x"}[r.IntN(4)]
+	}
+	if kind == "env" {
+		// corev1.EnvVar's name has no maximum length, so no CEL rule on it fits the API
+		// server's cost budget: the CRDs refuse only an empty one (Kubernetes checks the rest
+		// when it creates the pods).
+		return ""
+	}
+	at := r.IntN(len(valid) + 1)
+	return valid[:at] + badChars[r.IntN(len(badChars))] + valid[at:]
+}
+
+// StringField is a string field that becomes an image, a name or an environment variable
+// name: Set writes v into a valid object, Path is how the API server names it, Kind is
+// "image", "name" or "env" (see Invalid) and Valid a value it accepts.
+type StringField[T client.Object] struct {
+	Path, Kind, Valid string
+	Set               func(obj T, v string)
+}
+
+// RejectInvalidStrings creates, per field, n objects from valid (a valid object) with the
+// field set to a random invalid value (Invalid), as a dry run: the API server must refuse
+// every one naming the field, and accept the valid value (so the refusals are the field's).
+func (e *Env) RejectInvalidStrings(t *testing.T, n int, salt uint64, valid func(ns string) client.Object, fields []StringField[client.Object]) {
+	t.Helper()
+	ns := e.Namespace(t)
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(uint64(seed), salt)) //nolint:gosec // test data, not secrets
+	for _, f := range fields {
+		obj := valid(ns)
+		f.Set(obj, f.Valid)
+		if err := e.Client.Create(t.Context(), obj, client.DryRunAll); err != nil {
+			t.Errorf("%s = %q: %v, want it accepted", f.Path, f.Valid, err)
+			continue
+		}
+		for range n {
+			v := Invalid(r, f.Kind, f.Valid)
+			obj := valid(ns)
+			f.Set(obj, v)
+			err := e.Client.Create(t.Context(), obj, client.DryRunAll)
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), f.Path) {
+				t.Errorf("%s = %q: %v; want Invalid naming %s", f.Path, v, err, f.Path)
+			}
+		}
+	}
+}

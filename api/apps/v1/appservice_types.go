@@ -21,7 +21,7 @@ type AppServiceSpec struct {
 	// Image is the container image the pods run, for example nginx:1.7.9.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:XValidation:rule="self.trim() == self && !self.contains(' ')",message="spec.image must be an image reference without spaces, for example nginx:1.7.9"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)([.][a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*(:[0-9]+)?/)?[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*(:[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?(@[a-z0-9]+([+._-][a-z0-9]+)*:[a-fA-F0-9]{32,})?$')",message="spec.image must be an image reference ([registry[:port]/]lowercase/path[:tag][@digest], no spaces or control characters), for example nginx:1.7.9"
 	// +required
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Image string `json:"image"`
@@ -50,11 +50,12 @@ type AppServiceSpec struct {
 	// makes the Service a NodePort Service. targetPort defaults to port. Without ports there
 	// is no Service (and a Service the operator made is deleted once no port is left).
 	// Port numbers (1-65535) are unique per protocol and names are unique: the API server
-	// rejects a duplicate of either.
+	// rejects a duplicate of either. At most 30 ports: the targetPort rule must fit the API
+	// server's validation cost budget.
 	// +listType=map
 	// +listMapKey=port
 	// +listMapKey=protocol
-	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:MaxItems=30
 	// +kubebuilder:validation:XValidation:rule="self.size() <= 1 || self.all(p, has(p.name) && p.name != '')",message="spec.ports[].name is required when there is more than one port"
 	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.name) || self.exists_one(q, has(q.name) && q.name == p.name))",message="spec.ports[].name must be unique: give each port its own name"
 	// +optional
@@ -118,10 +119,11 @@ type AppServicePort struct {
 	// +required
 	Port int32 `json:"port"`
 
-	// TargetPort is the container's port, a number or the name of a container port; unset
-	// (or 0) means Port.
+	// TargetPort is the container's port, a number from 1 to 65535 or the name of a
+	// container port; unset means Port.
+	// +kubebuilder:validation:XValidation:rule="type(self) == string || (self >= 1 && self <= 65535)",message="spec.ports[].targetPort must be a port number between 1 and 65535 or a container port's name; leave it unset to use port"
 	// +optional
-	TargetPort intstr.IntOrString `json:"targetPort,omitempty"`
+	TargetPort intstr.IntOrString `json:"targetPort,omitzero"`
 
 	// NodePort is the port on every node when the Service is a NodePort Service.
 	// +kubebuilder:validation:XValidation:rule="self == 0 || (self >= 30000 && self <= 32767)",message="spec.ports[].nodePort must be between 30000 and 32767 (the cluster's node port range)"

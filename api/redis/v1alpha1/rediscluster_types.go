@@ -228,8 +228,9 @@ type PodSpec struct {
 	// Annotations are extra pod annotations.
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
-	// Env are extra environment variables of the Redis container.
+	// Env are extra environment variables of the Redis container, each with a name.
 	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:XValidation:rule="self.all(e, size(e.name) > 0)",message="spec.pod[].env[].name must be set: name each variable, for example MAXMEMORY"
 	// +optional
 	Env []corev1.EnvVar `json:"env,omitempty"`
 	// Affinity of the pods. When empty, pods are spread over nodes (preferred).
@@ -248,18 +249,22 @@ type PodSpec struct {
 	// Configmap names a ConfigMap whose "redis.conf" key is merged into the generated
 	// configuration (the operator's cluster settings win).
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.pod[].configmap must be a ConfigMap's name (lowercase letters, digits, '-' and '.'), for example cache-conf"
 	// +optional
 	Configmap string `json:"configmap,omitempty"`
 	// MonitorImage, when set, adds a Prometheus exporter sidecar.
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^(([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)([.][a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*(:[0-9]+)?/)?[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*(:[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?(@[a-z0-9]+([+._-][a-z0-9]+)*:[a-fA-F0-9]{32,})?$')",message="spec.pod[].monitorImage must be an image reference ([registry[:port]/]lowercase/path[:tag][@digest], no spaces or control characters), for example oliver006/redis_exporter:v1.62.0"
 	// +optional
 	MonitorImage string `json:"monitorImage,omitempty"`
 	// InitImage is accepted for compatibility with the seed and used for the init container.
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^(([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)([.][a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*(:[0-9]+)?/)?[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*(:[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?(@[a-z0-9]+([+._-][a-z0-9]+)*:[a-fA-F0-9]{32,})?$')",message="spec.pod[].initImage must be an image reference ([registry[:port]/]lowercase/path[:tag][@digest], no spaces or control characters), for example busybox:1.36"
 	// +optional
 	InitImage string `json:"initImage,omitempty"`
 	// MiddlewareImage overrides repository:version for the Redis container.
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^(([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)([.][a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*(:[0-9]+)?/)?[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*(:[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?(@[a-z0-9]+([+._-][a-z0-9]+)*:[a-fA-F0-9]{32,})?$')",message="spec.pod[].middlewareImage must be an image reference ([registry[:port]/]lowercase/path[:tag][@digest], no spaces or control characters), for example redis:7.2.5"
 	// +optional
 	MiddlewareImage string `json:"middlewareImage,omitempty"`
 }
@@ -274,11 +279,18 @@ type UpdateStrategyHint struct {
 
 // Volumes says where a Redis node keeps its data.
 // +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'nfs' || (has(self.persistentVolumeClaimName) && size(self.persistentVolumeClaimName) > 0)",message="spec.pod[].volumes.persistentVolumeClaimName is required when the volume type is nfs"
+// +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'hostPath' || (has(self.allowHostPath) && self.allowHostPath)",message="spec.pod[].volumes.type hostPath needs spec.pod[].volumes.allowHostPath: true: a hostPath volume writes to the Kubernetes node's disk, outside any quota, and pod security standards above privileged refuse it; use pvc (the default) or nfs, or opt in",fieldPath=".type"
 type Volumes struct {
 	// Type is hostPath, nfs (an existing claim) or pvc (a claim per pod, the default).
+	// hostPath needs allowHostPath.
 	// +kubebuilder:default=pvc
 	// +optional
 	Type VolumeType `json:"type,omitempty"`
+	// AllowHostPath opts in to type hostPath: the data lives in a directory of the Kubernetes
+	// node (/var/lib/middleware-operator/redis/<namespace>/<name>), outside any storage quota,
+	// and the namespace must admit privileged pods. Without it a hostPath volume is refused.
+	// +optional
+	AllowHostPath bool `json:"allowHostPath,omitempty"`
 	// PersistentVolumeClaimName is the existing claim of the nfs type.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
@@ -289,6 +301,7 @@ type Volumes struct {
 	Size *resource.Quantity `json:"size,omitempty"`
 	// StorageClassName of each pod's claim (pvc type); empty uses the default class.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.pod[].volumes.storageClassName must be a StorageClass's name (lowercase letters, digits, '-' and '.'), for example standard"
 	// +optional
 	StorageClassName string `json:"storageClassName,omitempty"`
 }
