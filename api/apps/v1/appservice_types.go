@@ -175,6 +175,7 @@ type AppServiceStatus struct {
 	// `kubectl get pods -l`; the scale subresource serves it, so a HorizontalPodAutoscaler
 	// can find the pods whose metrics it reads.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Pod Selector"
 	Selector string `json:"selector,omitempty"`
 
 	// Ready is ReadyReplicas/Size, for `kubectl get`.
