@@ -405,7 +405,7 @@ func TestRedisClusterHealsAfterEveryPodIsRecreated(t *testing.T) {
 			running := 0
 			moved = 0
 			for _, p := range pods.Items {
-				if p.DeletionTimestamp.IsZero() && p.Status.PodIP != "" && p.CreationTimestamp.Time.After(start.Add(-time.Second)) {
+				if p.DeletionTimestamp.IsZero() && p.Status.PodIP != "" && p.CreationTimestamp.After(start.Add(-time.Second)) {
 					running++
 					if net.JoinHostPort(p.Status.PodIP, "6379") != ips[p.Name] {
 						moved++
