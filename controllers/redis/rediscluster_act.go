@@ -18,13 +18,16 @@ import (
 // stepBudget bounds one step, its Redis commands and its waits, so that no reconcile holds
 // a worker for long. Every step is idempotent: one cut short by it goes on from where the
 // cluster is at the next reconcile (a Form's or a Join's replicas are attached by the
-// recovery planner, slot moves left open are fixed by FixSlots).
-const stepBudget = 4 * time.Second
+// recovery planner, slot moves left open are fixed by FixSlots). It was 4 s for a day: a
+// Join cut before its CLUSTER REPLICATE left an empty extra master that the status called
+// Ready until planDemote ran, and a scale test once ended with a slot routed two ways; it is
+// 10 s again until Assess counts those as not converged.
+const stepBudget = 10 * time.Second
 
 // moveBudget bounds how long one step keeps starting new batches of slot moves; the batch
 // under way finishes (well under a second at the default batch size), and the rest of a
 // rebalance goes on at the next step.
-const moveBudget = 2 * time.Second
+const moveBudget = 5 * time.Second
 
 // act carries out the planned step: one bounded thing, fenced where it changes Redis, with
 // its event and metrics. Every acting step is logged with its reason; waits are not.

@@ -222,9 +222,10 @@ func slowestBucket(h *dto.Histogram) float64 {
 // longer than stepTooSlow.
 var reconcileTooSlow bool
 
-// stepTooSlow is the guard on one step's duration: a step runs under stepBudget (4 s) and
-// takes well under 5 s on an idle machine; the guard leaves room for a loaded one.
-const stepTooSlow = 10
+// stepTooSlow is the guard on one step's duration: a step runs under stepBudget (10 s), and
+// a batch of slot moves under way may finish past it; the guard leaves room for a loaded
+// machine.
+const stepTooSlow = 30
 
 // mayBeUnused are the grants of the RBAC markers that no request of the operator needs to
 // use in a test run, and why the operator has them.
