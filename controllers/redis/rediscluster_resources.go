@@ -167,14 +167,12 @@ func (r *RedisClusterReconciler) readPassword(ctx context.Context, s *state) err
 // template change restarts no pod by itself (OnDelete): the upgrade steps replace them one
 // at a time.
 func (r *RedisClusterReconciler) ensureStatefulSet(ctx context.Context, s *state) error {
-	replicas := s.rc.Spec.Replicas
-	live := &appsv1.StatefulSet{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: s.rc.Name}, live)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("while reading StatefulSet %s: %w", s.rc.Name, err)
+	if err := r.readStatefulSetIfAny(ctx, s); err != nil {
+		return err
 	}
-	if err == nil && live.Spec.Replicas != nil && *live.Spec.Replicas > replicas {
-		replicas = *live.Spec.Replicas
+	replicas := s.rc.Spec.Replicas
+	if s.sts != nil && s.sts.Spec.Replicas != nil && *s.sts.Spec.Replicas > replicas {
+		replicas = *s.sts.Spec.Replicas
 	}
 	return r.writeStatefulSet(ctx, s, replicas)
 }

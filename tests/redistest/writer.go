@@ -253,6 +253,18 @@ func slotSet(ranges string) map[int]bool {
 	return out
 }
 
+// getAll GETs keys at c in one pipeline; the error is the pipeline's first.
+func getAll(t *testing.T, c *goredis.Client, keys []string) ([]*goredis.StringCmd, error) {
+	cmds := make([]*goredis.StringCmd, len(keys))
+	_, err := c.Pipelined(t.Context(), func(p goredis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = p.Get(t.Context(), k)
+		}
+		return nil
+	})
+	return cmds, err
+}
+
 // readCopies GETs keys at the node at addr after READONLY, in pipelined batches: a key of a
 // slot its master does not own answers MOVED and is not counted; served counts the others,
 // missing those whose value is not the writer's.
@@ -263,13 +275,8 @@ func readCopies(t *testing.T, addr, password string, tlsConfig *tls.Config, keys
 	defer func() { _ = c.Close() }()
 	for start := 0; start < len(keys); start += 1000 {
 		batch := keys[start:min(start+1000, len(keys))]
-		cmds := make([]*goredis.StringCmd, len(batch))
-		if _, err := c.Pipelined(t.Context(), func(p goredis.Pipeliner) error {
-			for i, k := range batch {
-				cmds[i] = p.Get(t.Context(), k)
-			}
-			return nil
-		}); err != nil && !strings.HasPrefix(err.Error(), "MOVED ") && !errors.Is(err, goredis.Nil) {
+		cmds, err := getAll(t, c, batch)
+		if err != nil && !strings.HasPrefix(err.Error(), "MOVED ") && !errors.Is(err, goredis.Nil) {
 			return served, append(missing, batch...), err
 		}
 		for i, cmd := range cmds {
@@ -336,17 +343,12 @@ func readThrough(t *testing.T, addr, password string, tlsConfig *tls.Config, key
 		for hop := 0; hop <= 3 && len(pending) > 0; hop++ {
 			next := map[string][]string{}
 			for node, ks := range pending {
-				cmds := make([]*goredis.StringCmd, len(ks))
+				var cmds []*goredis.StringCmd
 				// A connection the server closed (EOF, reset) is retried on a new one, as every
 				// client does; a wrong value or a refusal is not.
 				for try := 0; try < 3; try++ {
-					_, err := at(node).Pipelined(t.Context(), func(p goredis.Pipeliner) error {
-						for i, k := range ks {
-							cmds[i] = p.Get(t.Context(), k)
-						}
-						return nil
-					})
-					if !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+					var err error
+					if cmds, err = getAll(t, at(node), ks); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
 						break
 					}
 					time.Sleep(200 * time.Millisecond)
