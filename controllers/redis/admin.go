@@ -144,6 +144,15 @@ func (p *adminPool) get(cluster types.NamespacedName, login redisadmin.Login, tl
 	return a
 }
 
+// lookup returns the cluster's Admin with the login and TLS configuration it was opened
+// with, if a reconcile of the cluster opened one.
+func (p *adminPool) lookup(cluster types.NamespacedName) (pooledAdmin, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	prev, ok := p.byCluster[cluster]
+	return prev, ok
+}
+
 // forget closes the cluster's Admin, if any.
 func (p *adminPool) forget(cluster types.NamespacedName) {
 	p.mu.Lock()

@@ -56,22 +56,7 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 	if err := r.listPods(ctx, s); err != nil && s.err == nil {
 		s.err = err
 	}
-	obs := make([]redisadmin.Observation, len(s.pods))
-	for i := range s.pods {
-		p := &s.pods[i]
-		// Kubernetes 1.35+ copies the node's zone onto the pod when it is scheduled (the
-		// PodTopologyLabels admission plugin), so no Node has to be read.
-		obs[i] = redisadmin.Observation{Pod: p.Name, Host: p.Spec.NodeName, Zone: p.Labels[corev1.LabelTopologyZone],
-			Leaving: ordinal(p.Name) >= int(s.rc.Spec.Replicas), Running: p.Status.Phase == corev1.PodRunning,
-			Unready:     p.Status.Phase == corev1.PodRunning && !podReady(p),
-			Terminating: !p.DeletionTimestamp.IsZero(), Revision: p.Labels[appsv1.ControllerRevisionHashLabelKey], PodStarted: p.CreationTimestamp.Time}
-		if p.Status.StartTime != nil {
-			obs[i].PodStarted = p.Status.StartTime.Time
-		}
-		if p.Status.PodIP != "" && p.Status.Phase == corev1.PodRunning {
-			obs[i].Addr = podAddr(p)
-		}
-	}
+	obs := podObservations(s.pods, s.rc.Spec.Replicas)
 	if s.login().Password != "" {
 		r.adminFor(s).Observe(ctx, obs)
 	} else {
@@ -86,6 +71,28 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 	s.snap.CheckIdentity()
 	r.checkCertificates(ctx, s)
 	s.health = redisadmin.Assess(s.snap)
+}
+
+// podObservations are the pods as the snapshot starts from them, before their nodes are
+// read: pods at ordinals from replicas up are leaving.
+func podObservations(pods []corev1.Pod, replicas int32) []redisadmin.Observation {
+	obs := make([]redisadmin.Observation, len(pods))
+	for i := range pods {
+		p := &pods[i]
+		// Kubernetes 1.35+ copies the node's zone onto the pod when it is scheduled (the
+		// PodTopologyLabels admission plugin), so no Node has to be read.
+		obs[i] = redisadmin.Observation{Pod: p.Name, Host: p.Spec.NodeName, Zone: p.Labels[corev1.LabelTopologyZone],
+			Leaving: ordinal(p.Name) >= int(replicas), Running: p.Status.Phase == corev1.PodRunning,
+			Unready:     p.Status.Phase == corev1.PodRunning && !podReady(p),
+			Terminating: !p.DeletionTimestamp.IsZero(), Revision: p.Labels[appsv1.ControllerRevisionHashLabelKey], PodStarted: p.CreationTimestamp.Time}
+		if p.Status.StartTime != nil {
+			obs[i].PodStarted = p.Status.StartTime.Time
+		}
+		if p.Status.PodIP != "" && p.Status.Phase == corev1.PodRunning {
+			obs[i].Addr = podAddr(p)
+		}
+	}
+	return obs
 }
 
 // plannerSpec is the spec, the StatefulSet and what the status recorded, as the planner

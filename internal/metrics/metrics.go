@@ -84,6 +84,17 @@ var (
 	StatusWrites = counter("status_writes_total",
 		"Status writes, by kind and by what changed: first (no status yet), degraded, availability, progress (a rollout under way, paced), settled (a rollout over), generation (a spec change with nothing to roll out), counts (replica counts only).",
 		"kind", "change")
+	// RedisBackupLastSuccess, RedisBackupLastDuration and RedisBackupLastBytes describe a
+	// cluster's newest Completed RedisBackup; RedisBackupFailures counts the attempts that
+	// failed.
+	RedisBackupLastSuccess = gauge("rediscluster_backup_last_success_timestamp_seconds",
+		"When the cluster's newest successful backup completed (Unix time).", cluster...)
+	RedisBackupLastDuration = gauge("rediscluster_backup_last_duration_seconds",
+		"How long the cluster's newest successful backup took, from the first shard's copy to the manifest.", cluster...)
+	RedisBackupLastBytes = gauge("rediscluster_backup_last_bytes",
+		"The size of the cluster's newest successful backup (the shards' RDB files).", cluster...)
+	RedisBackupFailures = counter("rediscluster_backup_failures_total",
+		"Backup attempts of the cluster that failed (a RedisBackup retries before it is Failed).", cluster...)
 	// RedisStepSeconds times the one step each RedisCluster reconcile takes, by kind: no
 	// step should hold a worker more than a few seconds.
 	RedisStepSeconds = histogram("rediscluster_step_seconds",
@@ -102,6 +113,7 @@ var redisVecs = []clusterVec{
 	RedisStateOK, RedisSlotsAssigned, RedisSlotsOK, RedisSlotsPFail, RedisSlotsFail, RedisKnownNodes, RedisMasters,
 	RedisReplicas, RedisMastersWithoutReplica, RedisNodesSilent, RedisLastCheck, RedisSlotsMoved, RedisKeysMoved,
 	RedisRecoveries, RedisFailovers, RedisMigrationSlotsLeft,
+	RedisBackupLastSuccess, RedisBackupLastDuration, RedisBackupLastBytes, RedisBackupFailures,
 }
 
 // ForgetRedisCluster drops every series of a deleted cluster.

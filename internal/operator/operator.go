@@ -87,11 +87,19 @@ func Setup(mgr ctrl.Manager, c Config) error {
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: c.CloudManagerWorkers}); err != nil {
 		return fmt.Errorf("while setting up the CloudManager controller: %w", err)
 	}
-	if err := (&rediscontrollers.RedisClusterReconciler{
+	clusters := &rediscontrollers.RedisClusterReconciler{
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("rediscluster-controller"),
 		APIReader: mgr.GetAPIReader(), References: references, Fence: c.Fence, OperatorNamespace: c.OperatorNamespace,
-	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: c.RedisClusterWorkers}); err != nil {
+	}
+	if err := clusters.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: c.RedisClusterWorkers}); err != nil {
 		return fmt.Errorf("while setting up the RedisCluster controller: %w", err)
+	}
+	// Backups copy for minutes: two workers, so one slow store does not hold up every other.
+	if err := (&rediscontrollers.RedisBackupReconciler{
+		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("redisbackup-controller"),
+		APIReader: mgr.GetAPIReader(), Clusters: clusters,
+	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
+		return fmt.Errorf("while setting up the RedisBackup controller: %w", err)
 	}
 	if c.MonitoringNamespace != "" {
 		dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())

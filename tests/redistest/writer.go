@@ -153,16 +153,7 @@ func (w *Writer) VerifyExcept(t *testing.T, c client.Client, rc *redisv1alpha1.R
 		}
 		keys = append(keys, k)
 	}
-	lost := map[string]bool{}
-	for _, node := range rc.Status.Nodes {
-		missing, firstErr := readThrough(t, node.Instance, password, w.tls, keys)
-		for _, k := range missing {
-			lost[k] = true
-		}
-		if len(missing) > 0 {
-			t.Errorf("a client entering at %s (%s) cannot read %d of %d keys: %v", node.Name, node.Instance, len(missing), len(keys), firstErr)
-		}
-	}
+	lost := w.readThroughEach(t, rc, password, keys)
 	copies := w.verifyReplicas(t, c, rc, password, keys)
 	switch {
 	case len(lost) > 0:
@@ -175,6 +166,40 @@ func (w *Writer) VerifyExcept(t *testing.T, c client.Client, rc *redisv1alpha1.R
 		t.Logf("the writer wrote %d keys; every one reads back through each of the %d nodes, and %d copies on replicas (READONLY)", n, len(rc.Status.Nodes), copies)
 	}
 	return expected
+}
+
+// VerifyFirstOn reads back the writer's first n keys (w:0 to w:n-1, every one acknowledged
+// before some moment: a backup's start, say) through each node of another cluster rc, as
+// Verify does, and fails the test for every one missing or wrong. The writer keeps running.
+// It returns how many keys were missing through some node.
+func (w *Writer) VerifyFirstOn(t *testing.T, rc *redisv1alpha1.RedisCluster, password string, n int) int {
+	t.Helper()
+	keys := make([]string, n)
+	for i := range n {
+		keys[i] = "w:" + strconv.Itoa(i)
+	}
+	lost := w.readThroughEach(t, rc, password, keys)
+	if len(lost) == 0 {
+		t.Logf("all %d keys read back through each of the %d nodes of %s/%s", n, len(rc.Status.Nodes), rc.Namespace, rc.Name)
+	}
+	return len(lost)
+}
+
+// readThroughEach reads keys through each node of rc in turn (readThrough) and returns the
+// keys some node could not serve with their value, failing the test for each such node.
+func (w *Writer) readThroughEach(t *testing.T, rc *redisv1alpha1.RedisCluster, password string, keys []string) map[string]bool {
+	t.Helper()
+	lost := map[string]bool{}
+	for _, node := range rc.Status.Nodes {
+		missing, firstErr := readThrough(t, node.Instance, password, w.tls, keys)
+		for _, k := range missing {
+			lost[k] = true
+		}
+		if len(missing) > 0 {
+			t.Errorf("a client entering %s at %s (%s) cannot read %d of %d keys: %v", rc.Name, node.Name, node.Instance, len(missing), len(keys), firstErr)
+		}
+	}
+	return lost
 }
 
 // replicaCatchUp is how long a replica may take to hold its master's last writes once the

@@ -24,6 +24,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy) || self.updateStrategy.type != 'AssignReceive' || (has(self.updateStrategy.assignStrategies) && size(self.updateStrategy.assignStrategies) > 0)",message="spec.updateStrategy.assignStrategies is required when spec.updateStrategy.type is AssignReceive: list the slots to move and the nodes to take them from",fieldPath=".updateStrategy"
 // +kubebuilder:validation:XValidation:rule="(has(self.acl) && has(self.acl.enabled) && self.acl.enabled) == (has(oldSelf.acl) && has(oldSelf.acl.enabled) && oldSelf.acl.enabled)",message="spec.acl.enabled cannot change on an existing RedisCluster: running nodes keep the users they started with and replicas authenticate as them; create a new RedisCluster with the setting you want",fieldPath=".acl"
 // +kubebuilder:validation:XValidation:rule="(has(self.tls) && has(self.tls.enabled) && self.tls.enabled) == (has(oldSelf.tls) && has(oldSelf.tls.enabled) && oldSelf.tls.enabled)",message="spec.tls.enabled cannot change on an existing RedisCluster: nodes with and without TLS cannot reach each other, so a running cluster cannot switch; create a new RedisCluster with the setting you want",fieldPath=".tls"
+// +kubebuilder:validation:XValidation:rule="has(self.restore) == has(oldSelf.restore) && (!has(self.restore) || self.restore == oldSelf.restore)",message="spec.restore cannot be added, changed or removed on an existing RedisCluster: only a new cluster restores; create a new RedisCluster with spec.restore",fieldPath=".restore"
 type RedisClusterSpec struct {
 	// Replicas is the total number of Redis nodes, masters and replicas together.
 	// +kubebuilder:validation:Minimum=3
@@ -112,6 +113,30 @@ type RedisClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="ACL users"
 	ACL *ACLSpec `json:"acl,omitempty"`
+
+	// Restore starts a new cluster from a backup: as many masters as the backup has shards,
+	// the backup's slot map, and each shard's keys loaded into its master before the cluster
+	// is Ready. Only a new cluster restores: the field cannot be added, changed or removed
+	// later.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Restore"
+	Restore *RestoreSpec `json:"restore,omitempty"`
+}
+
+// RestoreSpec names the backup a new RedisCluster starts from: a RedisBackup of the same
+// namespace, or a backup's folder in an object store (a backup of another namespace, or one
+// whose RedisBackup is gone).
+// +kubebuilder:validation:XValidation:rule="has(self.backup) != has(self.source)",message="spec.restore needs exactly one of backup (a RedisBackup's name) and source (the backup's folder in an object store)"
+type RestoreSpec struct {
+	// Backup is the name of a Completed RedisBackup in the same namespace.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="spec.restore.backup must be a RedisBackup's name (lowercase letters, digits, '-' and '.'), for example cache-nightly"
+	// +optional
+	Backup string `json:"backup,omitempty"`
+	// Source is the backup's folder: source.path is the path of the backup's
+	// status.location (the folder holding manifest.json).
+	// +optional
+	Source *ObjectStore `json:"source,omitempty"`
 }
 
 // ACLSpec configures the Redis users of a RedisCluster.
@@ -422,6 +447,35 @@ type RedisClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Restore is what the restore of spec.restore has done.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restore"
+	Restore *RestoreStatus `json:"restore,omitempty"`
+}
+
+// RestoreStatus is the progress of a restore.
+type RestoreStatus struct {
+	// Location is the backup's folder, s3://bucket/path.
+	// +optional
+	Location string `json:"location,omitempty"`
+	// BackupCompletedAt is when the backup was completed: the restored data is the
+	// source's as of its shards' capture times, each at or before it.
+	// +optional
+	BackupCompletedAt *metav1.Time `json:"backupCompletedAt,omitempty"`
+	// Shards is the backup's number of shards; LoadedShards the masters (node ids) whose
+	// shard is loaded.
+	// +optional
+	Shards int32 `json:"shards,omitempty"`
+	// +kubebuilder:validation:MaxItems=1000
+	// +listType=set
+	// +optional
+	LoadedShards []string `json:"loadedShards,omitempty"`
+	// Keys is the number of keys loaded so far.
+	// +optional
+	Keys int64 `json:"keys,omitempty"`
+	// CompletedAt is when the last shard was loaded.
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
 }
 
 // RedisCluster is Redis in cluster mode on a StatefulSet.

@@ -1,0 +1,91 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/objectstore"
+)
+
+// The keys of an object store's Secrets.
+const (
+	// StoreAccessKeyIDKey, StoreSecretAccessKeyKey and StoreSessionTokenKey are the keys of
+	// spec.destination.credentialsSecret (and of a restore source's).
+	StoreAccessKeyIDKey     = "accessKeyId"
+	StoreSecretAccessKeyKey = "secretAccessKey"
+	StoreSessionTokenKey    = "sessionToken"
+	// StoreCAKey is the key of a caSecret.
+	StoreCAKey = "ca.crt"
+)
+
+// backupPartSize is the part size of a shard's multipart upload.
+const backupPartSize = 8 << 20
+
+// errStoreConfig marks a problem of the object store's configuration a user must fix (a
+// missing Secret or key), as opposed to the store's answer.
+var errStoreConfig = errors.New("object store configuration")
+
+// openStore returns a client for the folder dir of store, with the credentials (and CA) of
+// the Secrets it names in namespace, read straight from the API server: they are read once
+// per backup or restore, not watched.
+func openStore(ctx context.Context, reader client.Reader, namespace string, store redisv1alpha1.ObjectStore, dir string) (*objectstore.Client, error) {
+	creds := &corev1.Secret{}
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: store.CredentialsSecret}, creds); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: the credentials Secret %s does not exist: create it with the keys %s and %s",
+				errStoreConfig, store.CredentialsSecret, StoreAccessKeyIDKey, StoreSecretAccessKeyKey)
+		}
+		return nil, fmt.Errorf("while reading the credentials Secret %s: %w", store.CredentialsSecret, err)
+	}
+	for _, k := range []string{StoreAccessKeyIDKey, StoreSecretAccessKeyKey} {
+		if len(creds.Data[k]) == 0 {
+			return nil, fmt.Errorf("%w: the credentials Secret %s has no key %s: add it", errStoreConfig, store.CredentialsSecret, k)
+		}
+	}
+	cfg := objectstore.Config{
+		Endpoint: strings.TrimSuffix(store.Endpoint, "/"), Bucket: store.Bucket, Prefix: dir, Region: store.Region,
+		AccessKey: string(creds.Data[StoreAccessKeyIDKey]), SecretKey: string(creds.Data[StoreSecretAccessKeyKey]),
+		SessionToken: string(creds.Data[StoreSessionTokenKey]),
+		// A backup uploads every shard at once, each holding Concurrency parts in memory:
+		// 8 MiB parts keep that at 16 MiB a shard and still store 80 GiB a shard.
+		PartSize: backupPartSize,
+	}
+	if store.CASecret != "" {
+		ca := &corev1.Secret{}
+		if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: store.CASecret}, ca); err != nil {
+			return nil, fmt.Errorf("%w: while reading the CA Secret %s: %w", errStoreConfig, store.CASecret, err)
+		}
+		if cfg.CA = ca.Data[StoreCAKey]; len(cfg.CA) == 0 {
+			return nil, fmt.Errorf("%w: the CA Secret %s has no key %s: add the PEM bundle there", errStoreConfig, store.CASecret, StoreCAKey)
+		}
+	}
+	c, err := objectstore.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errStoreConfig, err)
+	}
+	return c, nil
+}
+
+// backupFolder is the folder of a RedisBackup in its destination's bucket:
+// <path>/<backup name>, with <path> defaulting to <namespace>/<cluster>.
+func backupFolder(b *redisv1alpha1.RedisBackup) string {
+	dir := strings.Trim(b.Spec.Destination.Path, "/")
+	if dir == "" {
+		dir = path.Join(b.Namespace, b.Spec.Cluster)
+	}
+	return path.Join(dir, b.Name)
+}
+
+// storeLocation is a folder as s3://bucket/folder, for the status and messages.
+func storeLocation(store redisv1alpha1.ObjectStore, dir string) string {
+	return (&url.URL{Scheme: "s3", Host: store.Bucket, Path: "/" + strings.Trim(dir, "/")}).String()
+}

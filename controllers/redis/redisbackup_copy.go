@@ -1,0 +1,139 @@
+package redis
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/backup"
+	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+)
+
+// backupCopyTimeout bounds one attempt's copy of every shard.
+const backupCopyTimeout = 30 * time.Minute
+
+// backupDone is a finished copy: its manifest, as written to the store, and the pod each
+// shard was copied from.
+type backupDone struct {
+	manifest *backup.Manifest
+	pods     []string
+}
+
+// apply records the manifest in a backup's status.
+func (d backupDone) apply(st *redisv1alpha1.RedisBackupStatus) {
+	m := d.manifest
+	st.RedisVersion, st.Keys, st.Bytes = m.RedisVersion, m.Keys(), m.Bytes()
+	completed := metav1.NewTime(m.CompletedAt)
+	st.CompletedAt = &completed
+	st.Shards = make([]redisv1alpha1.BackupShard, len(m.Shards))
+	for i, sh := range m.Shards {
+		captured := metav1.NewTime(sh.CapturedAt)
+		st.Shards[i] = redisv1alpha1.BackupShard{
+			Slots: formatBackupSlots(sh.Slots), MasterNodeID: sh.MasterNodeID, Source: d.pods[i], SourceRole: string(sh.SourceRole),
+			ReplicationOffset: sh.ReplicationOffset, File: sh.File, Keys: sh.Keys, Bytes: sh.Bytes, SHA256: sh.SHA256,
+		}
+		if !sh.CapturedAt.IsZero() {
+			st.Shards[i].CapturedAt = &captured
+		}
+	}
+}
+
+// copy streams every shard from its source to the store, one after the other, checks that
+// the slot map did not change meanwhile, and writes the manifest last: a folder without a
+// manifest is not a backup.
+func (r *RedisBackupReconciler) copy(ctx context.Context, run backupRun) (backupDone, error) {
+	ctx, cancel := context.WithTimeout(ctx, backupCopyTimeout)
+	defer cancel()
+	m := &backup.Manifest{Kind: backup.Kind, FormatVersion: backup.FormatVersion, StartedAt: time.Now().UTC(),
+		Cluster: backup.ClusterRef{Namespace: run.rc.Namespace, Name: run.rc.Name, UID: string(run.rc.UID)}}
+	shards, err := copyShards(ctx, run)
+	if err != nil {
+		return backupDone{}, err
+	}
+	var pods []string
+	for i, src := range run.source {
+		m.RedisVersion = shards[i].RedisVersion
+		m.Shards = append(m.Shards, manifestShard(src, shards[i], backup.ShardFile(i)))
+		pods = append(pods, src.Pod)
+	}
+	after, _, err := r.sources(ctx, run.rc, run.conn)
+	switch {
+	case err != nil:
+		return backupDone{}, fmt.Errorf("after copying the shards: %w", err)
+	case !after.Equal(run.slots):
+		return backupDone{}, fmt.Errorf("the slot map changed during the backup (%s, then %s): the files may not match it", run.slots, after)
+	}
+	m.CompletedAt = time.Now().UTC()
+	data, err := m.Marshal()
+	if err != nil {
+		return backupDone{}, fmt.Errorf("the manifest: %w", err)
+	}
+	if _, err := run.store.Put(ctx, backup.ManifestName, bytes.NewReader(data), int64(len(data))); err != nil {
+		return backupDone{}, fmt.Errorf("while writing the manifest: %w", err)
+	}
+	return backupDone{manifest: m, pods: pods}, nil
+}
+
+// copyShards streams every shard at once, each from its source to its file: a node with
+// repl-diskless-sync waits repl-diskless-sync-delay (5 s by default) before it starts a
+// snapshot, so shards one after another would take that long each. The first failure
+// cancels the others.
+func copyShards(ctx context.Context, run backupRun) ([]rdbstream.Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make([]rdbstream.Result, len(run.source))
+	errs := make([]error, len(run.source))
+	var wg sync.WaitGroup
+	for i, src := range run.source {
+		wg.Go(func() {
+			opts := rdbstream.Options{Addr: src.Addr, Username: run.conn.login.User, Password: run.conn.login.Password, TLS: run.conn.tls}
+			res, _, err := backup.StreamShard(ctx, opts, run.store, backup.ShardFile(i))
+			if err != nil {
+				errs[i] = fmt.Errorf("shard %d (slots %s, from %s): %w", i, redisadmin.FormatSlotRanges(src.Slots), src.Pod, err)
+				cancel()
+			}
+			results[i] = res
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		// The first shard that failed by itself, not one the failure cancelled.
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+	}
+	return results, errors.Join(errs...)
+}
+
+// manifestShard is a shard's entry of the manifest. StreamShard checked that the store
+// holds what the node sent (size and SHA-256).
+func manifestShard(src redisadmin.ShardSource, res rdbstream.Result, file string) backup.Shard {
+	sh := backup.Shard{
+		MasterNodeID: src.MasterID, SourceNodeID: src.NodeID, SourceRole: backup.RoleMaster,
+		ReplicationID: res.ReplID, ReplicationOffset: res.Offset, CapturedAt: res.Created.UTC(),
+		File: file, Bytes: res.Bytes, SHA256: res.SHA256, RDBVersion: res.RDBVersion, Keys: max(res.Keys, 0), KeysWithTTL: max(res.Expires, 0),
+	}
+	if src.Replica {
+		sh.SourceRole = backup.RoleReplica
+	}
+	for _, rg := range src.Slots {
+		sh.Slots = append(sh.Slots, backup.SlotRange{Start: rg.Start, End: rg.End})
+	}
+	return sh
+}
+
+// formatBackupSlots prints a shard's slot ranges as Redis does, "0-5460,5461".
+func formatBackupSlots(ranges []backup.SlotRange) string {
+	out := make([]redisadmin.SlotRange, len(ranges))
+	for i, rg := range ranges {
+		out[i] = redisadmin.SlotRange{Start: rg.Start, End: rg.End}
+	}
+	return redisadmin.FormatSlotRanges(out)
+}

@@ -1,0 +1,212 @@
+package redis_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/backup"
+	"github.com/middleware-operator/middleware-operator/internal/objectstore"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/tests/redistest"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
+)
+
+// Names of the store's Secrets in each test namespace.
+const (
+	storeCredentials = "backup-credentials"
+	storeCA          = "store-ca"
+)
+
+// createStoreSecrets creates the credentials Secret (with secretKey as the secret access
+// key) and the CA Secret of the suite's object store in ns.
+func createStoreSecrets(t *testing.T, ns, secretKey string) {
+	t.Helper()
+	for _, s := range []*corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: storeCredentials}, Data: map[string][]byte{
+			rediscontrollers.StoreAccessKeyIDKey: []byte(store.AccessKey), rediscontrollers.StoreSecretAccessKeyKey: []byte(secretKey)}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: storeCA}, Data: map[string][]byte{rediscontrollers.StoreCAKey: store.CA}},
+	} {
+		if err := env.Client.Create(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// storeSpec is the suite's object store as a RedisBackup destination, with the default path.
+func storeSpec(bucket string) redisv1alpha1.ObjectStore {
+	return redisv1alpha1.ObjectStore{Endpoint: store.Endpoint, Bucket: bucket, Region: store.Region,
+		CredentialsSecret: storeCredentials, CASecret: storeCA}
+}
+
+// createBackup creates a RedisBackup of cluster to the suite's bucket.
+func createBackup(t *testing.T, ns, name, cluster string, dest redisv1alpha1.ObjectStore) client.ObjectKey {
+	t.Helper()
+	b := &redisv1alpha1.RedisBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: redisv1alpha1.RedisBackupSpec{Cluster: cluster, Destination: dest}}
+	if err := env.Client.Create(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	return client.ObjectKeyFromObject(b)
+}
+
+// waitBackup waits until the backup's Completed condition has reason (and, for a finished
+// backup, its phase), and returns it.
+func waitBackup(t *testing.T, key client.ObjectKey, phase redisv1alpha1.BackupPhase, reason string, within time.Duration) *redisv1alpha1.RedisBackup {
+	t.Helper()
+	b := &redisv1alpha1.RedisBackup{}
+	testenv.Eventually(t, within, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, key, b); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(b.Status.Conditions, rediscontrollers.ConditionBackupCompleted)
+		return b.Status.Phase == phase && c != nil && c.Reason == reason,
+			fmt.Sprintf("phase %q reason %q", b.Status.Phase, b.Status.Reason)
+	})
+	return b
+}
+
+// bucketAt is a client of the suite's bucket under the folder dir, with the root user.
+func bucketAt(t *testing.T, dir string) *objectstore.Client {
+	t.Helper()
+	cfg := store.Config()
+	cfg.Prefix = dir
+	c, err := objectstore.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// bucketObjects lists the object names under dir in the suite's bucket.
+func bucketObjects(t *testing.T, dir string) []string {
+	t.Helper()
+	objs, err := bucketAt(t, dir).List(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, o := range objs {
+		names = append(names, o.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// readManifest reads and parses the manifest of the backup folder dir.
+func readManifest(t *testing.T, dir string) *backup.Manifest {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := bucketAt(t, dir).Get(t.Context(), backup.ManifestName, &buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err := backup.Parse(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// assertBackupOf checks a Completed backup of rc: one shard per master, each from an
+// in-sync replica, the slots of all of them the 16384 the cluster serves, at least minKeys
+// keys, and the folder holding exactly the manifest and the shards' files.
+func assertBackupOf(t *testing.T, b *redisv1alpha1.RedisBackup, rc *redisv1alpha1.RedisCluster, minKeys int) {
+	t.Helper()
+	replicas := map[string]bool{}
+	for _, n := range rc.Status.Nodes {
+		replicas[n.Name] = n.Type == "slave"
+	}
+	slots := 0
+	want := []string{backup.ManifestName}
+	for i, sh := range b.Status.Shards {
+		if sh.SourceRole != "replica" || !replicas[sh.Source] {
+			t.Errorf("shard %d was taken from %s (%s), want a replica", i, sh.Source, sh.SourceRole)
+		}
+		slots += len(redistest.Slots(sh.Slots))
+		want = append(want, sh.File)
+	}
+	if len(b.Status.Shards) != int(rc.Status.Masters) || slots != redisadmin.SlotCount {
+		t.Errorf("%d shards with %d slots, want %d shards with %d", len(b.Status.Shards), slots, rc.Status.Masters, redisadmin.SlotCount)
+	}
+	if b.Status.Keys < int64(minKeys) {
+		t.Errorf("the backup has %d keys, want at least the %d acknowledged before it started", b.Status.Keys, minKeys)
+	}
+	dir := strings.TrimPrefix(b.Status.Location, "s3://"+store.Bucket+"/")
+	slices.Sort(want)
+	if got := bucketObjects(t, dir); !slices.Equal(got, want) {
+		t.Errorf("the folder %s holds %v, want %v", b.Status.Location, got, want)
+	}
+	m := readManifest(t, dir)
+	if m.Cluster.Name != rc.Name || m.Keys() != b.Status.Keys || len(m.Shards) != len(b.Status.Shards) {
+		t.Errorf("the manifest says cluster %s with %d keys in %d shards; the status %s, %d, %d",
+			m.Cluster.Name, m.Keys(), len(m.Shards), rc.Name, b.Status.Keys, len(b.Status.Shards))
+	}
+}
+
+// eventReasons lists the reasons of the events about the object named name in ns.
+func eventReasons(t *testing.T, ns, name string) []string {
+	t.Helper()
+	evs := &eventsv1.EventList{}
+	if err := env.Client.List(t.Context(), evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs.Items {
+		if e.Regarding.Name == name {
+			out = append(out, e.Type+"/"+e.Reason)
+		}
+	}
+	return out
+}
+
+func TestRedisBackupWaitsWithAReasonUntilItsCauseIsGone(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	createStoreSecrets(t, ns, "not-the-secret-key")
+	missing := createBackup(t, ns, "of-nothing", "absent", storeSpec(store.Bucket))
+	waitBackup(t, missing, redisv1alpha1.BackupPending, rediscontrollers.ReasonClusterNotFound, 30*time.Second)
+
+	key, rc, _ := createRunning(t, redistest.NewCluster(ns, "guarded", 6), "")
+	denied := createBackup(t, ns, "denied", "guarded", storeSpec(store.Bucket))
+	b := waitBackup(t, denied, redisv1alpha1.BackupPending, rediscontrollers.ReasonStoreUnavailable, time.Minute)
+	if !strings.Contains(b.Status.Reason, "denied") && !strings.Contains(b.Status.Reason, "signature") {
+		t.Errorf("wrong credentials give the reason %q, want one that says access is denied", b.Status.Reason)
+	}
+	noBucket := createBackup(t, ns, "no-bucket", "guarded", storeSpec("no-such-bucket"))
+	waitBackup(t, noBucket, redisv1alpha1.BackupPending, rediscontrollers.ReasonStoreUnavailable, time.Minute)
+
+	// The right credentials: the waiting backup goes on by itself.
+	creds := &corev1.Secret{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: storeCredentials}, creds); err != nil {
+		t.Fatal(err)
+	}
+	creds.Data[rediscontrollers.StoreSecretAccessKeyKey] = []byte(store.SecretKey)
+	if err := env.Client.Update(t.Context(), creds); err != nil {
+		t.Fatal(err)
+	}
+	b = waitBackup(t, denied, redisv1alpha1.BackupCompleted, rediscontrollers.ReasonBackupCompleted, time.Minute)
+	assertBackupOf(t, b, rc, 0)
+	if got := eventReasons(t, ns, "denied"); !slices.Contains(got, "Warning/"+rediscontrollers.ReasonStoreUnavailable) ||
+		!slices.Contains(got, "Normal/"+rediscontrollers.ReasonBackupCompleted) {
+		t.Errorf("events of the backup: %v, want a Warning %s and a %s", got, rediscontrollers.ReasonStoreUnavailable, rediscontrollers.ReasonBackupCompleted)
+	}
+
+	// A paused cluster is not backed up until it is unpaused.
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pause":true}}`)
+	paused := createBackup(t, ns, "paused", "guarded", storeSpec(store.Bucket))
+	waitBackup(t, paused, redisv1alpha1.BackupPending, rediscontrollers.ReasonClusterPaused, 30*time.Second)
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pause":false}}`)
+	waitBackup(t, paused, redisv1alpha1.BackupCompleted, rediscontrollers.ReasonBackupCompleted, time.Minute)
+}
