@@ -14,12 +14,14 @@ import (
 
 // RDB framing: "REDIS" and four version digits open the file; the EOF opcode and, from
 // version 5 on, an 8-byte little-endian CRC-64 of everything before it close it.
+// HeaderLen is the length of an RDB's header.
+const HeaderLen = 9
+
 const (
-	headerLen   = 9
 	opEOF       = 0xFF
 	checksumLen = 8
 	// minRDBLen is an empty database: header, EOF opcode, checksum.
-	minRDBLen = headerLen + 1 + checksumLen
+	minRDBLen = HeaderLen + 1 + checksumLen
 	// minVersion is the first RDB version with the checksum (Redis 2.6).
 	minVersion = 5
 )
@@ -28,9 +30,10 @@ const (
 // reflected, no initial or final inversion), in the reversed bit order hash/crc64 takes.
 var jones = crc64.MakeTable(0x95ac9329ac4bc9b5)
 
-// crc64Jones continues a Redis CRC-64 over p. hash/crc64 inverts the value on the way in
-// and out; Redis's has no inversion, so both are undone.
-func crc64Jones(crc uint64, p []byte) uint64 {
+// CRC64 continues a Redis CRC-64 (Jones) over p, from crc (0 to start): the checksum that
+// ends an RDB file and a DUMP payload. hash/crc64 inverts the value on the way in and out;
+// Redis's has no inversion, so both are undone.
+func CRC64(crc uint64, p []byte) uint64 {
 	return ^crc64.Update(^crc, jones, p)
 }
 
@@ -54,11 +57,11 @@ func newChecker(w io.Writer) *checker {
 
 // header checks the magic and version at the front of r without consuming them.
 func (c *checker) header(r *bufio.Reader) error {
-	head, err := r.Peek(headerLen)
+	head, err := r.Peek(HeaderLen)
 	if err != nil {
-		return fmt.Errorf("%w: the payload ended within its %d-byte header (%d bytes): %w", ErrInvalid, headerLen, len(head), err)
+		return fmt.Errorf("%w: the payload ended within its %d-byte header (%d bytes): %w", ErrInvalid, HeaderLen, len(head), err)
 	}
-	version, err := parseHeader(head)
+	version, err := ParseHeader(head)
 	if err != nil {
 		return err
 	}
@@ -66,14 +69,15 @@ func (c *checker) header(r *bufio.Reader) error {
 	return nil
 }
 
-// parseHeader returns the version of an RDB header.
-func parseHeader(head []byte) (int, error) {
+// ParseHeader returns the version of an RDB header, its first HeaderLen bytes: "REDIS" and
+// four digits. A version before the checksum's (Redis 2.6) is refused.
+func ParseHeader(head []byte) (int, error) {
 	if string(head[:5]) != "REDIS" {
 		return 0, fmt.Errorf("%w: it starts with %q, not REDIS", ErrInvalid, head)
 	}
-	version, err := strconv.Atoi(string(head[5:headerLen]))
+	version, err := strconv.Atoi(string(head[5:HeaderLen]))
 	if err != nil || version < 0 {
-		return 0, fmt.Errorf("%w: version %q is not a number", ErrInvalid, head[5:headerLen])
+		return 0, fmt.Errorf("%w: version %q is not a number", ErrInvalid, head[5:HeaderLen])
 	}
 	if version < minVersion {
 		return 0, fmt.Errorf("%w: version %d is older than Redis 2.6's, without a checksum", ErrInvalid, version)
@@ -108,7 +112,7 @@ func (c *checker) Write(p []byte) (int, error) {
 
 func (c *checker) feed(p []byte) {
 	if len(p) > 0 {
-		c.crc = crc64Jones(c.crc, p)
+		c.crc = CRC64(c.crc, p)
 		c.lastFed = p[len(p)-1]
 	}
 }

@@ -21,19 +21,19 @@ func rdbOf(body []byte, zeroSum bool) []byte {
 	b = append(b, opEOF)
 	var sum [8]byte
 	if !zeroSum {
-		binary.LittleEndian.PutUint64(sum[:], crc64Jones(0, b))
+		binary.LittleEndian.PutUint64(sum[:], CRC64(0, b))
 	}
 	return append(b, sum[:]...)
 }
 
 func TestCRC64JonesMatchesRedis(t *testing.T) {
 	// The check value of Redis's crc64.c test ("123456789").
-	if got := crc64Jones(0, []byte("123456789")); got != 0xe9c6d914c4b8d9ca {
+	if got := CRC64(0, []byte("123456789")); got != 0xe9c6d914c4b8d9ca {
 		t.Fatalf("crc64(123456789) = %016x, want e9c6d914c4b8d9ca", got)
 	}
 	// Continuing in pieces gives the same value as at once.
 	data := []byte(strings.Repeat("redis backup ", 1000))
-	if a, b := crc64Jones(crc64Jones(0, data[:777]), data[777:]), crc64Jones(0, data); a != b {
+	if a, b := CRC64(CRC64(0, data[:777]), data[777:]), CRC64(0, data); a != b {
 		t.Fatalf("in pieces %016x, at once %016x", a, b)
 	}
 }
@@ -55,7 +55,7 @@ func TestParseHeader(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			v, err := parseHeader([]byte(tc.head))
+			v, err := ParseHeader([]byte(tc.head))
 			if tc.err != "" {
 				if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want ErrInvalid with %q", err, tc.err)

@@ -93,16 +93,16 @@ func Fetch(ctx context.Context, opts Options, w io.Writer) (Result, error) {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
-	conn, err := dial(ctx, opts)
+	conn, err := Dial(ctx, opts)
 	if err != nil {
-		return Result{}, err
+		return Result{}, fmt.Errorf("while fetching the RDB of %s: %w", opts.Addr, err)
 	}
 	defer func() { _ = conn.Close() }()
 	dc := &deadlineConn{conn: conn, idle: opts.IdleTimeout}
 	stop := context.AfterFunc(ctx, dc.cancel)
 	defer stop()
 	s := &session{addr: opts.Addr, r: bufio.NewReaderSize(dc, 64<<10), w: conn}
-	res, err := s.fetch(opts, w)
+	res, err := s.fetch(w)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return res, fmt.Errorf("while fetching the RDB of %s: %w (%w)", opts.Addr, ctxErr, err)
@@ -113,6 +113,58 @@ func Fetch(ctx context.Context, opts Options, w io.Writer) (Result, error) {
 		return res, fmt.Errorf("while fetching the RDB of %s: %w", opts.Addr, err)
 	}
 	return res, nil
+}
+
+// Dial connects to the node at opts.Addr, with TLS when opts.TLS is set, and authenticates
+// (AUTH [Username] Password) when opts.Password is set: the connection every exchange with a
+// node starts from. DialTimeout (default DefaultDialTimeout) bounds each of the three.
+func Dial(ctx context.Context, opts Options) (net.Conn, error) {
+	if opts.DialTimeout <= 0 {
+		opts.DialTimeout = DefaultDialTimeout
+	}
+	conn, err := dial(ctx, opts)
+	if err != nil || opts.Password == "" {
+		return conn, err
+	}
+	args := []string{"AUTH", opts.Password}
+	if opts.Username != "" {
+		args = []string{"AUTH", opts.Username, opts.Password}
+	}
+	if err := authenticate(conn, opts.DialTimeout, args); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("AUTH: %w", err)
+	}
+	return conn, nil
+}
+
+// authenticate sends AUTH and reads its one-line answer byte by byte, so that nothing after
+// it is read ahead.
+func authenticate(conn net.Conn, timeout time.Duration, args []string) error {
+	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return err
+	}
+	if _, err := conn.Write(encode(args...)); err != nil {
+		return fmt.Errorf("while sending AUTH: %w", err)
+	}
+	var line []byte
+	var b [1]byte
+	for len(line) < 4096 {
+		if _, err := io.ReadFull(conn, b[:]); err != nil {
+			return fmt.Errorf("while reading the answer to AUTH: %w", err)
+		}
+		if b[0] == '\n' {
+			break
+		}
+		line = append(line, b[0])
+	}
+	text := strings.TrimRight(string(line), "\r")
+	switch {
+	case strings.HasPrefix(text, "+"):
+		return conn.SetDeadline(time.Time{})
+	case strings.HasPrefix(text, "-"):
+		return replyError(text[1:])
+	}
+	return fmt.Errorf("%w: %q", ErrProtocol, text)
 }
 
 // dial connects to the node, with TLS when asked.
@@ -178,16 +230,7 @@ type session struct {
 	w    io.Writer
 }
 
-func (s *session) fetch(opts Options, w io.Writer) (Result, error) {
-	if opts.Password != "" {
-		args := []string{"AUTH", opts.Password}
-		if opts.Username != "" {
-			args = []string{"AUTH", opts.Username, opts.Password}
-		}
-		if err := s.command(args...); err != nil {
-			return Result{}, fmt.Errorf("AUTH: %w", err)
-		}
-	}
+func (s *session) fetch(w io.Writer) (Result, error) {
 	if err := s.command("REPLCONF", "capa", "eof"); err != nil {
 		return Result{}, fmt.Errorf("REPLCONF capa eof: %w", err)
 	}
@@ -228,7 +271,7 @@ func (s *session) fetch(opts Options, w io.Writer) (Result, error) {
 	}
 	// Every byte goes once through the checker to w; the preamble is read on the way.
 	body := bufio.NewReaderSize(io.TeeReader(payload, check), 64<<10)
-	if _, err := body.Discard(headerLen); err != nil {
+	if _, err := body.Discard(HeaderLen); err != nil {
 		return res, err
 	}
 	pre := readPreamble(body)

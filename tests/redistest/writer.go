@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/rdbload"
 )
 
 // Writer writes keys w:<n> = n through a cluster-aware client for as long as it runs,
@@ -322,27 +323,8 @@ func readCopies(t *testing.T, addr, password string, tlsConfig *tls.Config, keys
 	return served, missing, firstErr
 }
 
-// KeySlot is the hash slot of key, as Redis Cluster computes it: CRC16 (XMODEM) of the key,
-// or of its hash tag (the part between the first { and the next }, when not empty), mod 16384.
-func KeySlot(key string) int {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc) % 16384
-}
+// KeySlot is the hash slot of key, as Redis Cluster computes it (rdbload.KeySlot).
+func KeySlot(key string) int { return rdbload.KeySlot(key) }
 
 // readThrough GETs keys at the node at addr in pipelined batches, follows MOVED redirects
 // (up to 3, as go-redis does) to the nodes they name, and returns the keys whose value is
