@@ -210,3 +210,72 @@ func TestRedisBackupWaitsWithAReasonUntilItsCauseIsGone(t *testing.T) {
 	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pause":false}}`)
 	waitBackup(t, paused, redisv1alpha1.BackupCompleted, rediscontrollers.ReasonBackupCompleted, time.Minute)
 }
+
+// waitRestored waits until the restoring cluster key is Running and Ready with its restore
+// completed, and returns it.
+func waitRestored(t *testing.T, key client.ObjectKey) *redisv1alpha1.RedisCluster {
+	t.Helper()
+	rc := waitRunning(t, key)
+	if rc.Status.Restore == nil || rc.Status.Restore.CompletedAt == nil || int(rc.Status.Restore.Shards) != len(rc.Status.Restore.LoadedShards) {
+		t.Fatalf("%s is Ready but its restore status is %+v", key, rc.Status.Restore)
+	}
+	return rc
+}
+
+func TestRedisBackupRestoresIntoANewClusterHereAndInAnotherNamespace(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	createStoreSecrets(t, ns, store.SecretKey)
+	origin := redistest.NewCluster(ns, "origin", 6)
+	origin.Spec.Finalizers = "foreground" // its volumes go with it
+	_, rc, pw := createRunning(t, origin, "")
+	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
+	w.WaitWritten(t, 500)
+
+	acknowledged := w.Written() // every key below this one was acknowledged before the backup started
+	start := time.Now()
+	key := createBackup(t, ns, "nightly", "origin", storeSpec(store.Bucket))
+	b := waitBackup(t, key, redisv1alpha1.BackupCompleted, rediscontrollers.ReasonBackupCompleted, 2*time.Minute)
+	t.Logf("backup of %d keys (%d bytes) completed %.1f s after it was created", b.Status.Keys, b.Status.Bytes, time.Since(start).Seconds())
+	assertBackupOf(t, b, rc, acknowledged)
+	w.WaitWritten(t, acknowledged+200) // the writer goes on while the source is deleted
+
+	if err := env.Client.Delete(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(rc), &redisv1alpha1.RedisCluster{})
+		return err != nil, "the source cluster is still there"
+	})
+	written, _ := w.Stop()
+	t.Logf("the writer had %d keys acknowledged, %d of them before the backup started", written, acknowledged)
+
+	// The same namespace under another name, from the RedisBackup; another namespace from
+	// the backup's folder.
+	other := env.Namespace(t)
+	createStoreSecrets(t, other, store.SecretKey)
+	here := redistest.NewCluster(ns, "reborn", 6)
+	here.Spec.Restore = &redisv1alpha1.RestoreSpec{Backup: "nightly"}
+	elsewhere := redistest.NewCluster(other, "elsewhere", 6)
+	source := storeSpec(store.Bucket)
+	source.Path = strings.TrimPrefix(b.Status.Location, "s3://"+store.Bucket+"/")
+	elsewhere.Spec.Restore = &redisv1alpha1.RestoreSpec{Source: &source}
+	for _, c := range []*redisv1alpha1.RedisCluster{here, elsewhere} {
+		start := time.Now()
+		if err := env.Client.Create(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+		restored := waitRestored(t, client.ObjectKeyFromObject(c))
+		t.Logf("%s/%s restored %d keys and Ready %.1f s after it was created", c.Namespace, c.Name, restored.Status.Restore.Keys, time.Since(start).Seconds())
+		if restored.Status.Masters != 3 || restored.Status.Restore.Keys != b.Status.Keys {
+			t.Errorf("%s/%s has %d masters and restored %d keys, want 3 and the backup's %d", c.Namespace, c.Name,
+				restored.Status.Masters, restored.Status.Restore.Keys, b.Status.Keys)
+		}
+		if lost := w.VerifyFirstOn(t, restored, redistest.Password(t, env.Client, c.Namespace, c.Name), acknowledged); lost > 0 {
+			t.Errorf("%d of the %d keys acknowledged before the backup are missing from %s/%s", lost, acknowledged, c.Namespace, c.Name)
+		}
+		if got := eventReasons(t, c.Namespace, c.Name); !slices.Contains(got, "Normal/"+rediscontrollers.ReasonRestoreCompleted) {
+			t.Errorf("events of %s: %v, want %s", c.Name, got, rediscontrollers.ReasonRestoreCompleted)
+		}
+	}
+}

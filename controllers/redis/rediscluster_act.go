@@ -37,7 +37,11 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		return nil
 	}
 	logf.FromContext(ctx).Info("step", "kind", step.Kind, "reason", step.Reason)
-	ctx, cancel := context.WithTimeout(ctx, stepBudget)
+	budget := stepBudget
+	if step.Kind == redisadmin.StepRestoreShard {
+		budget = restoreShardTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	defer func(start time.Time) {
 		metrics.RedisStepSeconds.WithLabelValues(string(step.Kind)).Observe(time.Since(start).Seconds())
@@ -116,6 +120,8 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		return r.replacePod(ctx, s, step.Pod)
 	case redisadmin.StepReloadCertificates:
 		return r.reloadCertificates(ctx, s)
+	case redisadmin.StepRestoreShard:
+		return r.fenced(ctx, func() error { return r.restoreShard(ctx, s) })
 	case redisadmin.StepWriteRecord:
 		return r.writeRecord(ctx, s)
 	case redisadmin.StepAddPassword:

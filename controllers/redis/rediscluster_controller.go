@@ -109,6 +109,8 @@ type state struct {
 	health redisadmin.Health
 	// step is the one step planned from the snapshot (zero when observing failed).
 	step redisadmin.Step
+	// restore is the backup a restoring cluster loads (nil when it restores none, or is done).
+	restore *restoreSource
 	// applied are the applied-password records by name.
 	applied map[string]*corev1.Secret
 	admin   Admin
@@ -202,7 +204,7 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 // prepare reads what the snapshot needs (passwords, TLS, the member record) and, unless the
 // cluster is paused, keeps the children. The first error stops it.
 func (r *RedisClusterReconciler) prepare(ctx context.Context, s *state) error {
-	steps := []func(context.Context, *state) error{r.readPassword, r.readApplied, r.readUsers, r.readTLS, r.readMembers}
+	steps := []func(context.Context, *state) error{r.readPassword, r.readApplied, r.readUsers, r.readTLS, r.readMembers, r.readRestore}
 	if !s.rc.Spec.Pause {
 		s.unsupported = resources.RedisVersionProblem(s.rc)
 	}

@@ -93,6 +93,14 @@ func (r *RedisClusterReconciler) observe(s *state) {
 	if p := terminatingPod(s); p != "" {
 		h.Problems = append(h.Problems, "pod "+p+" is terminating")
 	}
+	initRestoreStatus(s)
+	if p := restoreProgress(s); p != "" {
+		// A restoring cluster serves every slot before its keys are in: not Ready until they are.
+		h.Problems = append(h.Problems, p)
+		if opPhase == "" && lost == "" {
+			opPhase, opReason = redisv1alpha1.PhaseCreating, joinNonEmpty(p, waiting)
+		}
+	}
 	problems := strings.Join(h.Problems, "; ")
 	switch {
 	case s.rc.Spec.Pause:

@@ -84,6 +84,9 @@ const (
 	StepFailover StepKind = "Failover"
 	// StepReplacePod deletes Pod, which runs an old template, so it comes back on the new one.
 	StepReplacePod StepKind = "ReplacePod"
+	// StepRestoreShard loads the backup's shard Shard (its slots Slots) into the master
+	// NodeID at Addr, which serves them.
+	StepRestoreShard StepKind = "RestoreShard"
 	// StepReloadCertificates makes the nodes at Addrs, which serve an old certificate, read
 	// their certificate files again.
 	StepReloadCertificates StepKind = "ReloadCertificates"
@@ -124,6 +127,9 @@ type Step struct {
 	Credential int
 	Record     AppliedRecord
 	Addrs      []string
+	// Shard and Slots are StepRestoreShard's shard index and its slots.
+	Shard int
+	Slots []SlotRange
 	// Rotation is the state of password rotations whatever the step: RotationCurrent, what
 	// a rotation under way waits for, or "" when they were not looked at.
 	Rotation string
@@ -168,6 +174,19 @@ type Spec struct {
 	MembersRecorded bool
 	// Rotation is what the password rotations need.
 	Rotation Rotation
+	// Restore is spec.restore while it is not done, nil otherwise.
+	Restore *Restore
+}
+
+// Restore is a new cluster's restore from a backup, in the planner's terms.
+type Restore struct {
+	// Shards are the slot ranges of each of the backup's shards, in slot order.
+	Shards [][]SlotRange
+	// Loaded are the node IDs of the masters whose shard is loaded.
+	Loaded []string
+	// Problem says why the restore cannot go on ("" when it can): the backup is not
+	// readable, or does not fit the spec.
+	Problem string
 }
 
 // Assignment is an AssignReceive scale out: its strategies and the empty masters recorded
@@ -209,7 +228,7 @@ func NextStep(spec Spec, s Snapshot, h Health) Step {
 	step := Step{Kind: StepIdle, After: LookIdle}
 	for _, plan := range []func(Spec, Snapshot, Health) (Step, bool){
 		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planRecover, planFixSlots,
-		planWaitForMembers, planJoin, planMoveSlots, planRemove, planUpgrade,
+		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planUpgrade,
 	} {
 		if next, ok := plan(spec, s, h); ok {
 			step = next
@@ -308,8 +327,49 @@ func planForm(spec Spec, s Snapshot, _ Health) (Step, bool) {
 	if err != nil {
 		return Step{Kind: StepWait, After: LookIdle, Reason: "cannot plan the cluster: " + err.Error()}, true
 	}
+	if r := spec.Restore; r != nil {
+		if r.Problem == "" && len(plan.Masters) != len(r.Shards) {
+			return Step{Kind: StepWait, After: LookIdle, Reason: fmt.Sprintf("cannot restore: the backup has %d shards but spec.replicas %d makes %d masters; "+
+				"set spec.replicas to %d (%d masters with %d replicas each) to restore it",
+				len(r.Shards), len(answering), len(plan.Masters), len(r.Shards)*(1+s.ReplicasPerMaster), len(r.Shards), s.ReplicasPerMaster)}, true
+		}
+		if r.Problem != "" {
+			return Step{Kind: StepWait, After: LookIdle, Reason: "cannot restore: " + r.Problem}, true
+		}
+		for i := range plan.Masters {
+			plan.Masters[i].Slots = r.Shards[i]
+		}
+	}
 	return Step{Kind: StepForm, Operation: OpCreating, Create: plan, After: LookSoon,
 		Reason: fmt.Sprintf("forming a cluster of %d masters and %d replicas", len(plan.Masters), len(answering)-len(plan.Masters))}, true
+}
+
+// planRestore loads a restoring cluster's shards one at a time, each into the master that
+// serves its slots, once the new cluster serves every slot (so a loaded key is where its
+// clients will look for it).
+func planRestore(spec Spec, s Snapshot, h Health) (Step, bool) {
+	r := spec.Restore
+	if r == nil {
+		return Step{}, false
+	}
+	if !h.Ready() {
+		return Step{Kind: StepWait, Operation: OpCreating, After: LookSoon,
+			Reason: "waiting for the new cluster to serve every slot before loading the backup: " + strings.Join(h.Problems, "; ")}, true
+	}
+	owners := routes(s.joined()[0])
+	for i, slots := range r.Shards {
+		owner := owners[slots[0].Start]
+		if slices.Contains(r.Loaded, owner) {
+			continue
+		}
+		o := s.byID()[owner]
+		if o == nil {
+			return Step{Kind: StepWait, Operation: OpCreating, After: LookSoon, Reason: fmt.Sprintf("waiting for master %s of shard %d to answer", short(owner), i)}, true
+		}
+		return Step{Kind: StepRestoreShard, Operation: OpCreating, Shard: i, Slots: slots, Addr: o.Addr, NodeID: owner, Pod: o.Pod, After: LookSoon,
+			Reason: fmt.Sprintf("restoring shard %d of %d (slots %s) into %s", i+1, len(r.Shards), FormatSlotRanges(slots), o.Pod)}, true
+	}
+	return Step{Kind: StepWait, Operation: OpCreating, After: LookSoon, Reason: "every shard is loaded; recording the restore"}, true
 }
 
 // planDropAcceptance spends the accept-data-loss annotation once a cluster is formed and

@@ -47,6 +47,31 @@ func specFor(n int) Spec {
 		AcceptAnnotation: "redis.middleware-operator.io/accept-data-loss"}
 }
 
+// restoring is spec restoring a backup of three shards (the second with two ranges), with
+// the masters loaded and the problem given.
+func restoring(spec Spec, loaded []string, problem string) Spec {
+	spec.UpdateRevision = ""
+	spec.Restore = &Restore{Loaded: loaded, Problem: problem, Shards: [][]SlotRange{
+		{{0, 99}}, {{100, 8000}, {9000, 9100}}, {{8001, 8999}, {9101, 16383}}}}
+	return spec
+}
+
+// restoringSix is spec restoring a backup of six()'s slot map, with the masters loaded.
+func restoringSix(spec Spec, loaded ...string) Spec {
+	spec = restoring(spec, loaded, "")
+	spec.Restore.Shards = [][]SlotRange{{{0, 5460}}, {{5461, 10922}}, {{10923, 16383}}}
+	return spec
+}
+
+// uniqueAddrs gives every node of s its own address (its index's).
+func uniqueAddrs(s Snapshot) Snapshot {
+	for i := range s.Nodes {
+		s.Nodes[i].Addr = addrOf(i)
+		s.Nodes[i].Pod = fmt.Sprintf("rc-%d", i)
+	}
+	return s
+}
+
 func TestNextStep(t *testing.T) {
 	accept := func(s Spec) Spec { s.AcceptDataLoss = true; return s }
 	cases := map[string]struct {
@@ -102,6 +127,42 @@ func TestNextStep(t *testing.T) {
 			check: func(t *testing.T, s Step) {
 				expect(t, len(s.Create.Masters) == 3 && s.Operation == OpCreating, "%d masters, operation %s", len(s.Create.Masters), s.Operation)
 			},
+		},
+		"a restore: form with the backup's slot map, uneven as it is": {
+			spec: restoring(specFor(6), nil, ""), snap: sixNewPods(), want: StepForm,
+			check: func(t *testing.T, s Step) {
+				got := []string{}
+				for _, m := range s.Create.Masters {
+					got = append(got, FormatSlotRanges(m.Slots))
+				}
+				expect(t, strings.Join(got, " ") == "0-99 100-8000,9000-9100 8001-8999,9101-16383", "slots %v", got)
+			},
+		},
+		"a restore whose backup does not fit: wait, saying how to make it fit": {
+			spec: func() Spec { s := restoring(specFor(8), nil, ""); s.StatefulSetReplicas = 8; return s }(),
+			snap: func() Snapshot { s := sixNewPods(); s.Nodes = append(s.Nodes, s.Nodes[0], s.Nodes[1]); return uniqueAddrs(s) }(), want: StepWait,
+			check: func(t *testing.T, s Step) {
+				expect(t, strings.Contains(s.Reason, "set spec.replicas to 6"), "reason %q", s.Reason)
+			},
+		},
+		"a restore with an unreadable backup: wait, forming nothing": {
+			spec: restoring(specFor(6), nil, "the manifest is missing"), snap: sixNewPods(), want: StepWait,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Reason == "cannot restore: the manifest is missing", "reason %q", s.Reason)
+			},
+		},
+		"a restored cluster formed: load the first shard into its master": {
+			spec: restoringSix(specFor(6)), snap: six().current().snap, want: StepRestoreShard,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Shard == 0 && s.NodeID == "aaaaaaaa" && s.Pod == "rc-0" && s.Operation == OpCreating, "shard %d into %s (%s)", s.Shard, s.NodeID, s.Pod)
+			},
+		},
+		"a restore with two shards loaded: the third": {
+			spec: restoringSix(specFor(6), "aaaaaaaa", "bbbbbbbb"), snap: six().current().snap, want: StepRestoreShard,
+			check: func(t *testing.T, s Step) { expect(t, s.Shard == 2 && s.Pod == "rc-2", "shard %d into %s", s.Shard, s.Pod) },
+		},
+		"a restore while a master is down: recover first": {
+			spec: restoringSix(specFor(6)), snap: six().current().silence(0, errDown).fail("aaaaaaaa", time.Minute).snap, want: StepRecover,
 		},
 		"five of six pods answer: wait for the sixth before forming": {
 			spec: specFor(6),
@@ -401,7 +462,7 @@ func TestNextStep(t *testing.T) {
 	}
 	for _, k := range []StepKind{StepIdle, StepWait, StepLost, StepRecordMembers, StepAcceptLostCluster, StepDropAcceptance, StepForm,
 		StepRecover, StepFixSlots, StepJoin, StepRecordTargets, StepAssign, StepRebalance, StepRemoveNode, StepShrink, StepFailover, StepReplacePod,
-		StepReloadCertificates} {
+		StepReloadCertificates, StepRestoreShard} {
 		if !kinds[k] {
 			t.Errorf("no case chooses %s", k)
 		}

@@ -39,10 +39,11 @@ const (
 	// RedisOperatorUserRules: the commands the operator sends (CLUSTER, INFO, PING,
 	// DBSIZE, CONFIG GET/SET, ACL SETUSER) and the ones its slot moves make the nodes send
 	// (MIGRATE, and on the target SELECT and RESTORE-ASKING; DUMP compares conflicting
-	// keys), plus PSYNC and REPLCONF for replication. No other key command: it cannot read
-	// or change the application's data.
+	// keys), plus PSYNC and REPLCONF for replication and backups, and RESTORE and FUNCTION
+	// LOAD to load a backup into a restoring cluster. It reads no key by name and runs no
+	// command of the application's.
 	RedisOperatorUserRules = "~* &* -@all +cluster +info +ping +dbsize +migrate +asking +dump +restore-asking +select " +
-		"+config|set +config|get +acl|setuser +readonly +psync +replconf"
+		"+config|set +config|get +acl|setuser +readonly +psync +replconf +restore +function|load"
 	// RedisExporterUserRules: the statistics redis_exporter reads, no key and no CONFIG
 	// (CONFIG GET masterauth would reveal the operator's password).
 	RedisExporterUserRules = "resetkeys -@all +ping +info +dbsize +select +cluster|info +cluster|nodes " +

@@ -72,3 +72,24 @@ func leadingInt(s string) (int, bool) {
 	n, err := strconv.Atoi(s[:end])
 	return n, err == nil
 }
+
+// RedisRDBVersion is the newest RDB format the cluster's Redis reads (10 for 7.0, 11 for
+// 7.2, 12 for 7.4 and later), from spec.pod[0].middlewareImage's tag when it has one, else
+// spec.version; 0 when the version is not a number (a tag like "latest"), so unknown.
+func RedisRDBVersion(rc *redisv1alpha1.RedisCluster) int {
+	version := rc.Spec.Version
+	if tag := imageTag(RedisPodSpec(rc).MiddlewareImage); tag != "" {
+		version = tag
+	}
+	major, minor, ok := leadingVersion(version)
+	switch {
+	case !ok || major < RedisMinMajor:
+		return 0
+	case major == 7 && minor < 2:
+		return 10
+	case major == 7 && minor < 4:
+		return 11
+	default:
+		return 12
+	}
+}

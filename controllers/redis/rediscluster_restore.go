@@ -1,0 +1,210 @@
+package redis
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/backup"
+	"github.com/middleware-operator/middleware-operator/internal/objectstore"
+	"github.com/middleware-operator/middleware-operator/internal/rdbload"
+	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+)
+
+// restoreShardTimeout bounds the load of one shard (its check and its load): a restore
+// step holds a worker for as long as the shard's data takes, not stepBudget.
+const restoreShardTimeout = 30 * time.Minute
+
+// The reasons of a restore's events.
+const (
+	ReasonRestoreFailed      = "RestoreFailed"
+	ReasonRestoreShardLoaded = "RestoreShardLoaded"
+	ReasonRestoreCompleted   = "RestoreCompleted"
+)
+
+// restoreSource is the backup a restoring cluster loads, as one reconcile read it.
+type restoreSource struct {
+	store    *objectstore.Client
+	manifest *backup.Manifest
+	location string
+	// problem says why the restore cannot go on ("" when it can).
+	problem string
+}
+
+// restoring reports whether rc restores a backup that is not fully loaded yet.
+func restoring(rc *redisv1alpha1.RedisCluster) bool {
+	return rc.Spec.Restore != nil && (rc.Status.Restore == nil || rc.Status.Restore.CompletedAt == nil)
+}
+
+// readRestore reads, while the restore is not done, the backup spec.restore names: the
+// RedisBackup (which must be Completed) or the source folder, then its manifest, and checks
+// that the spec's Redis reads its files. What keeps it from going on is the problem, which
+// the planner reports instead of forming the cluster.
+func (r *RedisClusterReconciler) readRestore(ctx context.Context, s *state) error {
+	if !restoring(s.rc) {
+		return nil
+	}
+	src := &restoreSource{}
+	s.restore = src
+	spec := s.rc.Spec.Restore
+	var store redisv1alpha1.ObjectStore
+	var dir string
+	if spec.Backup != "" {
+		b := &redisv1alpha1.RedisBackup{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: spec.Backup}, b)
+		switch {
+		case apierrors.IsNotFound(err):
+			src.problem = fmt.Sprintf("RedisBackup %s does not exist in namespace %s: check spec.restore.backup, or name the backup's folder in spec.restore.source", spec.Backup, s.rc.Namespace)
+			return nil
+		case err != nil:
+			return fmt.Errorf("while reading RedisBackup %s: %w", spec.Backup, err)
+		case b.Status.Phase != redisv1alpha1.BackupCompleted:
+			src.problem = fmt.Sprintf("RedisBackup %s is %q, not Completed: only a completed backup is restored", spec.Backup, b.Status.Phase)
+			return nil
+		}
+		store, dir = b.Spec.Destination, backupFolder(b)
+	} else {
+		store, dir = *spec.Source, spec.Source.Path
+	}
+	src.location = storeLocation(store, dir)
+	var err error
+	if src.store, err = openStore(ctx, r.storeReader(), s.rc.Namespace, store, dir); err != nil {
+		src.problem = err.Error()
+		return nil
+	}
+	var buf bytes.Buffer
+	if _, err := src.store.Get(ctx, backup.ManifestName, &buf, nil); err != nil {
+		src.problem = fmt.Sprintf("cannot read the backup's manifest at %s: %v", src.location, err)
+		return nil
+	}
+	if src.manifest, err = backup.Parse(buf.Bytes()); err != nil {
+		src.problem = fmt.Sprintf("the manifest at %s is not a backup this operator reads: %v", src.location, err)
+		return nil
+	}
+	if reads, needs := resources.RedisRDBVersion(s.rc), src.manifest.RDBVersion(); reads > 0 && needs > reads {
+		src.problem = fmt.Sprintf("the backup's files are RDB version %d (written by Redis %s), which the Redis of spec.version %s cannot read: "+
+			"restore into the same Redis version or a later one", needs, src.manifest.RedisVersion, s.rc.Spec.Version)
+	}
+	return nil
+}
+
+// storeReader reads the Secrets of an object store straight from the API server.
+func (r *RedisClusterReconciler) storeReader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
+// plannerRestore is the restore in the planner's terms, nil when there is none to do.
+func plannerRestore(s *state) *redisadmin.Restore {
+	if s.restore == nil {
+		return nil
+	}
+	out := &redisadmin.Restore{Problem: s.restore.problem}
+	if s.rc.Status.Restore != nil {
+		out.Loaded = s.rc.Status.Restore.LoadedShards
+	}
+	if m := s.restore.manifest; m != nil {
+		for _, sh := range m.Shards {
+			ranges := make([]redisadmin.SlotRange, len(sh.Slots))
+			for i, rg := range sh.Slots {
+				ranges[i] = redisadmin.SlotRange{Start: rg.Start, End: rg.End}
+			}
+			out.Shards = append(out.Shards, ranges)
+		}
+	}
+	return out
+}
+
+// restoreShard loads the step's shard into its master: it first reads the whole file once
+// and checks its size and SHA-256 against the manifest, so a corrupted or truncated object
+// loads nothing; then it streams the file again into the master as RESTOREs, keeping only
+// the shard's slots. It records the loaded master in the status, and the restore's end.
+func (r *RedisClusterReconciler) restoreShard(ctx context.Context, s *state) error {
+	step, src := s.step, s.restore
+	initRestoreStatus(s)
+	sh := src.manifest.Shards[step.Shard]
+	want := &objectstore.Digest{Size: sh.Bytes, SHA256: sh.SHA256}
+	if _, err := src.store.Get(ctx, sh.File, io.Discard, want); err != nil {
+		return r.restoreFailed(s, fmt.Errorf("shard %d's file %s at %s: %w", step.Shard, sh.File, src.location, err))
+	}
+	pr, pw := io.Pipe()
+	got := make(chan error, 1)
+	go func() {
+		_, err := src.store.Get(ctx, sh.File, pw, want)
+		_ = pw.CloseWithError(err)
+		got <- err
+	}()
+	login := s.login()
+	slots := make([]rdbload.SlotRange, len(step.Slots))
+	for i, rg := range step.Slots {
+		slots[i] = rdbload.SlotRange{From: rg.Start, To: rg.End}
+	}
+	res, err := rdbload.Load(ctx, rdbload.Options{
+		Node:  rdbstream.Options{Addr: step.Addr, Username: login.User, Password: login.Password, TLS: s.tls},
+		Slots: slots,
+	}, pr)
+	_ = pr.CloseWithError(errors.New("the load ended"))
+	if getErr := <-got; err == nil && getErr != nil {
+		err = getErr
+	}
+	if err != nil {
+		return r.restoreFailed(s, fmt.Errorf("while loading shard %d into %s: %w", step.Shard, step.Pod, err))
+	}
+	st := s.next.Status.Restore
+	st.LoadedShards = append(st.LoadedShards, step.NodeID)
+	st.Keys += res.Restored
+	r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Restore", "loaded shard %d of %d (slots %s, %d keys, captured at %s) into %s",
+		step.Shard+1, len(src.manifest.Shards), redisadmin.FormatSlotRanges(step.Slots), res.Restored, sh.CapturedAt.Format(time.RFC3339), step.Pod)
+	if len(st.LoadedShards) == len(src.manifest.Shards) {
+		now := metav1.Now()
+		st.CompletedAt = &now
+		r.event(s, corev1.EventTypeNormal, ReasonRestoreCompleted, "Restore", "restored %d keys in %d shards from %s (backup completed at %s)",
+			st.Keys, len(st.LoadedShards), src.location, src.manifest.CompletedAt.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// restoreFailed reports a shard that could not be loaded and returns err: the cluster stays
+// not Ready, and the next reconcile tries the shard again.
+func (r *RedisClusterReconciler) restoreFailed(s *state, err error) error {
+	r.event(s, corev1.EventTypeWarning, ReasonRestoreFailed, "Restore", "%v", err)
+	return err
+}
+
+// initRestoreStatus starts the restore's status once its backup is read.
+func initRestoreStatus(s *state) {
+	if s.restore == nil || s.restore.manifest == nil || s.next.Status.Restore != nil {
+		return
+	}
+	completed := metav1.NewTime(s.restore.manifest.CompletedAt)
+	s.next.Status.Restore = &redisv1alpha1.RestoreStatus{Location: s.restore.location, BackupCompletedAt: &completed,
+		Shards: int32(len(s.restore.manifest.Shards))} //nolint:gosec // a manifest has at most 16384 shards
+}
+
+// restoreProgress says what a restore still has to do, "" once it is done (or there is none).
+func restoreProgress(s *state) string {
+	if s.rc.Spec.Restore == nil {
+		return ""
+	}
+	st := s.next.Status.Restore
+	switch {
+	case st != nil && st.CompletedAt != nil:
+		return ""
+	case st == nil:
+		return "restoring from a backup: its manifest is not read yet"
+	}
+	return fmt.Sprintf("restoring from %s: %d of %d shards loaded", st.Location, len(st.LoadedShards), st.Shards)
+}
