@@ -140,7 +140,11 @@ func TestNextStep(t *testing.T) {
 		},
 		"a restore whose backup does not fit: wait, saying how to make it fit": {
 			spec: func() Spec { s := restoring(specFor(8), nil, ""); s.StatefulSetReplicas = 8; return s }(),
-			snap: func() Snapshot { s := sixNewPods(); s.Nodes = append(s.Nodes, s.Nodes[0], s.Nodes[1]); return uniqueAddrs(s) }(), want: StepWait,
+			snap: func() Snapshot {
+				s := sixNewPods()
+				s.Nodes = append(s.Nodes, s.Nodes[0], s.Nodes[1])
+				return uniqueAddrs(s)
+			}(), want: StepWait,
 			check: func(t *testing.T, s Step) {
 				expect(t, strings.Contains(s.Reason, "set spec.replicas to 6"), "reason %q", s.Reason)
 			},
@@ -159,7 +163,9 @@ func TestNextStep(t *testing.T) {
 		},
 		"a restore with two shards loaded: the third": {
 			spec: restoringSix(specFor(6), "aaaaaaaa", "bbbbbbbb"), snap: six().current().snap, want: StepRestoreShard,
-			check: func(t *testing.T, s Step) { expect(t, s.Shard == 2 && s.Pod == "rc-2", "shard %d into %s", s.Shard, s.Pod) },
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Shard == 2 && s.Pod == "rc-2", "shard %d into %s", s.Shard, s.Pod)
+			},
 		},
 		"a restore while a master is down: recover first": {
 			spec: restoringSix(specFor(6)), snap: six().current().silence(0, errDown).fail("aaaaaaaa", time.Minute).snap, want: StepRecover,
