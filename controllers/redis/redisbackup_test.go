@@ -13,6 +13,8 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
@@ -278,4 +280,60 @@ func TestRedisBackupRestoresIntoANewClusterHereAndInAnotherNamespace(t *testing.
 			t.Errorf("events of %s: %v, want %s", c.Name, got, rediscontrollers.ReasonRestoreCompleted)
 		}
 	}
+}
+
+func TestRedisBackupScheduleRunsAndKeepsWhatItSays(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	createStoreSecrets(t, ns, store.SecretKey)
+	createRunning(t, redistest.NewCluster(ns, "timed", 6), "")
+	sch := &redisv1alpha1.RedisBackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "often"},
+		Spec: redisv1alpha1.RedisBackupScheduleSpec{Cluster: "timed", Schedule: "@every 15s", Destination: storeSpec(store.Bucket),
+			Keep: &redisv1alpha1.BackupRetention{Count: ptr.To[int32](2)}}}
+	if err := env.Client.Create(t.Context(), sch); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var kept []redisv1alpha1.RedisBackup
+	testenv.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
+		list := &redisv1alpha1.RedisBackupList{}
+		if err := env.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{rediscontrollers.ScheduleLabel: "often"}); err != nil {
+			return false, err.Error()
+		}
+		kept = kept[:0]
+		for _, b := range list.Items {
+			seen[b.Name] = true
+			if b.Status.Phase == redisv1alpha1.BackupCompleted {
+				kept = append(kept, b)
+			}
+		}
+		return len(seen) >= 3 && len(list.Items) == 2 && len(kept) == 2,
+			fmt.Sprintf("%d backups seen, %d there, %d completed", len(seen), len(list.Items), len(kept))
+	})
+	if err := env.Client.Patch(t.Context(), sch, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`))); err != nil {
+		t.Fatal(err)
+	}
+	// What retention deleted is gone from the bucket too (reclaimPolicy Delete): the
+	// cluster's folder holds the two kept backups' files, and nothing else, once deletions end.
+	var want []string
+	for _, b := range kept {
+		for _, f := range append([]string{backup.ManifestName}, shardFiles(b)...) {
+			want = append(want, b.Name+"/"+f)
+		}
+	}
+	slices.Sort(want)
+	testenv.Eventually(t, time.Minute, func(context.Context) (bool, string) {
+		got := bucketObjects(t, ns+"/timed")
+		return slices.Equal(got, want), fmt.Sprintf("the folder holds %v, want %v", got, want)
+	})
+	t.Logf("%d backups made by the schedule; %d kept: %s, %s", len(seen), len(kept), kept[0].Name, kept[1].Name)
+}
+
+// shardFiles are the file names of a backup's shards.
+func shardFiles(b redisv1alpha1.RedisBackup) []string {
+	out := make([]string, len(b.Status.Shards))
+	for i, sh := range b.Status.Shards {
+		out[i] = sh.File
+	}
+	return out
 }

@@ -93,9 +93,14 @@ func run(m *testing.M) int {
 		if err := clusters.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil { // as main.go ships it
 			return err
 		}
-		return (&rediscontrollers.RedisBackupReconciler{
+		if err := (&rediscontrollers.RedisBackupReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("redisbackup-controller"), Clusters: clusters,
-		}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2})
+		}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
+			return err
+		}
+		return (&rediscontrollers.RedisBackupScheduleReconciler{
+			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("redisbackupschedule-controller"),
+		}).SetupWithManager(mgr, controller.Options{})
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -103,7 +108,8 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = stop() }()
 	code := m.Run()
-	code = env.CheckManagerGrants(code, mayBeUnused, "controllers/redis/rediscluster_controller.go", "controllers/redis/redisbackup_controller.go")
+	code = env.CheckManagerGrants(code, mayBeUnused, "controllers/redis/rediscluster_controller.go", "controllers/redis/redisbackup_controller.go",
+		"controllers/redis/redisbackupschedule_controller.go")
 	reportReconcileTimes()
 	if reconcileTooSlow && code == 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: a reconcile held a worker longer than 15 s, or a step longer than %d s\n", stepTooSlow)

@@ -101,6 +101,11 @@ func Setup(mgr ctrl.Manager, c Config) error {
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
 		return fmt.Errorf("while setting up the RedisBackup controller: %w", err)
 	}
+	if err := (&rediscontrollers.RedisBackupScheduleReconciler{
+		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("redisbackupschedule-controller"),
+	}).SetupWithManager(mgr, controller.Options{}); err != nil {
+		return fmt.Errorf("while setting up the RedisBackupSchedule controller: %w", err)
+	}
 	if c.MonitoringNamespace != "" {
 		dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 		if err != nil {

@@ -1,5 +1,5 @@
 // Package v1alpha1 contains the API types of the redis.middleware-operator.io/v1alpha1 group:
-// RedisCluster and RedisBackup.
+// RedisCluster, RedisBackup and RedisBackupSchedule.
 // +kubebuilder:object:generate=true
 // +groupName=redis.middleware-operator.io
 package v1alpha1
@@ -16,7 +16,7 @@ var (
 
 	// SchemeBuilder registers this package's types with a runtime.Scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(func(s *runtime.Scheme) error {
-		s.AddKnownTypes(GroupVersion, &RedisCluster{}, &RedisClusterList{}, &RedisBackup{}, &RedisBackupList{})
+		s.AddKnownTypes(GroupVersion, &RedisCluster{}, &RedisClusterList{}, &RedisBackup{}, &RedisBackupList{}, &RedisBackupSchedule{}, &RedisBackupScheduleList{})
 		metav1.AddToGroupVersion(s, GroupVersion)
 		return nil
 	})

@@ -1,0 +1,104 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BackupRetention says which of a schedule's completed backups to keep. The newest
+// completed backup is always kept.
+type BackupRetention struct {
+	// Count keeps at most this many completed backups, the newest.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	Count *int32 `json:"count,omitempty"`
+	// MaxAge deletes completed backups older than this (a duration such as 168h).
+	// +optional
+	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
+}
+
+// RedisBackupScheduleSpec says when to back up a RedisCluster and how many backups to keep.
+// +kubebuilder:validation:XValidation:rule="self.cluster == oldSelf.cluster",message="spec.cluster cannot change: create a new RedisBackupSchedule for another cluster"
+type RedisBackupScheduleSpec struct {
+	// Cluster is the name of the RedisCluster to back up, in the same namespace.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="spec.cluster must be a RedisCluster's name (lowercase letters, digits and '-'), for example cache"
+	// +required
+	Cluster string `json:"cluster"`
+	// Schedule is when to back up, in cron syntax (minute hour day-of-month month
+	// day-of-week, in UTC), a descriptor (@hourly, @daily, @weekly, @monthly) or @every
+	// <duration> (for example @every 6h).
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every [0-9]+[0-9hms.]*|[^ ]+( +[^ ]+){4})$')",message="spec.schedule must be five cron fields (for example 0 3 * * * for 03:00 UTC daily), @hourly, @daily, @weekly, @monthly, or @every <duration> (for example @every 6h)"
+	// +required
+	Schedule string `json:"schedule"`
+	// Destination is where the backups go (see RedisBackup's).
+	// +required
+	Destination ObjectStore `json:"destination"`
+	// Keep says which completed backups to keep; without it, every backup is kept.
+	// +optional
+	Keep *BackupRetention `json:"keep,omitempty"`
+	// ReclaimPolicy of the backups the schedule creates: Delete (the default) removes a
+	// backup's files when retention deletes it; Retain keeps them in the bucket.
+	// +kubebuilder:default=Delete
+	// +optional
+	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
+	// Suspend stops creating backups (those under way finish); retention still applies.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// RedisBackupScheduleStatus is what the schedule did.
+type RedisBackupScheduleStatus struct {
+	// LastScheduleTime is the scheduled time of the last backup created.
+	// +optional
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+	// NextScheduleTime is when the next backup is due.
+	// +optional
+	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`
+	// LastCompletedBackup is the newest Completed backup of the schedule.
+	// +optional
+	LastCompletedBackup string `json:"lastCompletedBackup,omitempty"`
+	// Backups is how many RedisBackups of the schedule exist.
+	// +optional
+	Backups int32 `json:"backups,omitempty"`
+	// Conditions: Scheduled (False when spec.schedule cannot be parsed, or a backup could not
+	// be created).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RedisBackupSchedule creates RedisBackups of a RedisCluster on a cron schedule and deletes
+// the completed ones its retention does not keep.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rbks,categories=all;middleware
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.cluster`
+// +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`
+// +kubebuilder:printcolumn:name="Suspend",type=boolean,JSONPath=`.spec.suspend`
+// +kubebuilder:printcolumn:name="Last",type=date,JSONPath=`.status.lastScheduleTime`
+// +kubebuilder:printcolumn:name="Backups",type=integer,JSONPath=`.status.backups`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +operator-sdk:csv:customresourcedefinitions:displayName="Redis Backup Schedule",resources={{RedisBackup,v1alpha1}}
+type RedisBackupSchedule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is when to back up and what to keep.
+	// +required
+	Spec RedisBackupScheduleSpec `json:"spec"`
+	// Status is what the schedule did.
+	// +optional
+	Status RedisBackupScheduleStatus `json:"status,omitempty"`
+}
+
+// RedisBackupScheduleList is a list of RedisBackupSchedules.
+// +kubebuilder:object:root=true
+type RedisBackupScheduleList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the RedisBackupSchedules.
+	Items []RedisBackupSchedule `json:"items"`
+}

@@ -1,0 +1,95 @@
+package redis
+
+import (
+	"slices"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+)
+
+// maxMissedRuns bounds the search for the latest missed run of a schedule (a per-second
+// schedule left alone for a long time), as the CronJob controller does.
+const maxMissedRuns = 10000
+
+// scheduledBackup is one RedisBackup a schedule created, as the plan needs it.
+type scheduledBackup struct {
+	name      string
+	phase     redisv1alpha1.BackupPhase
+	created   time.Time
+	completed time.Time // zero unless Completed
+}
+
+// scheduleLook is what one reconcile saw of a schedule.
+type scheduleLook struct {
+	now      time.Time
+	schedule cron.Schedule
+	// since is when the last backup was scheduled, or the schedule's creation.
+	since   time.Time
+	suspend bool
+	keep    *redisv1alpha1.BackupRetention
+	backups []scheduledBackup
+}
+
+// scheduleDecision is what to do: create the backup of the run at create (when not zero),
+// delete the backups named, and look again at next.
+type scheduleDecision struct {
+	create time.Time
+	delete []string
+	next   time.Time
+	// waiting says why a due run was not created ("" when none was due or it was).
+	waiting string
+}
+
+// planSchedule decides a schedule's next moves. It is pure. A run is due when its time has
+// passed since the last one; of several missed runs only the latest is made. A run due while
+// a backup of the schedule is still under way waits for it. Retention keeps the newest
+// completed backup always, then deletes the completed ones beyond keep.count or older than
+// keep.maxAge, and failed ones older than the newest completed one.
+func planSchedule(l scheduleLook) scheduleDecision {
+	var d scheduleDecision
+	due := time.Time{}
+	for t, i := l.schedule.Next(l.since), 0; !t.After(l.now) && i < maxMissedRuns; t, i = l.schedule.Next(t), i+1 {
+		due = t
+	}
+	busy := slices.ContainsFunc(l.backups, func(b scheduledBackup) bool {
+		return b.phase != redisv1alpha1.BackupCompleted && b.phase != redisv1alpha1.BackupFailed
+	})
+	switch {
+	case due.IsZero() || l.suspend:
+	case busy:
+		d.waiting = "a run is due but a backup of the schedule is still under way: it starts when that one ends"
+	default:
+		d.create = due
+	}
+	d.next = l.schedule.Next(l.now)
+	d.delete = expired(l)
+	return d
+}
+
+// expired are the backups retention deletes.
+func expired(l scheduleLook) []string {
+	var completed []scheduledBackup
+	for _, b := range l.backups {
+		if b.phase == redisv1alpha1.BackupCompleted {
+			completed = append(completed, b)
+		}
+	}
+	slices.SortFunc(completed, func(a, b scheduledBackup) int { return b.completed.Compare(a.completed) })
+	var out []string
+	for i, b := range completed {
+		tooMany := l.keep != nil && l.keep.Count != nil && i >= int(*l.keep.Count)
+		tooOld := l.keep != nil && l.keep.MaxAge != nil && l.now.Sub(b.completed) > l.keep.MaxAge.Duration
+		if i > 0 && (tooMany || tooOld) {
+			out = append(out, b.name)
+		}
+	}
+	for _, b := range l.backups {
+		if b.phase == redisv1alpha1.BackupFailed && len(completed) > 0 && b.created.Before(completed[0].completed) {
+			out = append(out, b.name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
