@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -336,4 +337,100 @@ func shardFiles(b redisv1alpha1.RedisBackup) []string {
 		out[i] = sh.File
 	}
 	return out
+}
+
+func TestRedisBackupAndRestoreSurviveFaults(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	createStoreSecrets(t, ns, store.SecretKey)
+	key, rc, pw := createRunning(t, redistest.NewCluster(ns, "faulty", 6), "")
+	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
+	w.WaitWritten(t, 300)
+
+	// A source replica killed while its snapshot is being prepared: the attempt fails, the
+	// next one succeeds, and the cluster loses nothing.
+	var replica string
+	for _, n := range rc.Status.Nodes {
+		if n.Type == "slave" {
+			replica = n.Name
+			break
+		}
+	}
+	acknowledged := w.Written()
+	crashed := createBackup(t, ns, "crashed", "faulty", storeSpec(store.Bucket))
+	waitBackup(t, crashed, redisv1alpha1.BackupRunning, rediscontrollers.ReasonBackupStarted, time.Minute)
+	if err := kubelet.Crash(ns, replica); err != nil {
+		t.Fatal(err)
+	}
+	b := waitBackup(t, crashed, redisv1alpha1.BackupCompleted, rediscontrollers.ReasonBackupCompleted, 2*time.Minute)
+	if b.Status.Attempts < 2 || !slices.Contains(eventReasons(t, ns, "crashed"), "Warning/"+rediscontrollers.ReasonBackupFailed) {
+		t.Errorf("the backup whose source was killed took %d attempts, events %v; want a failed attempt reported, then a new one", b.Status.Attempts, eventReasons(t, ns, "crashed"))
+	}
+	rc = waitRunning(t, key)
+	assertBackupOf(t, b, rc, 0) // its source may be a master now: the replica may still be syncing
+	for i, sh := range b.Status.Shards {
+		if sh.Keys == 0 {
+			t.Errorf("shard %d of the retried backup is empty", i)
+		}
+	}
+
+	// The operator stopped mid-upload: its status says Running, a partial file is in the
+	// folder. The next operator copies again and records what it copied.
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pause":true}}`)
+	cut := createBackup(t, ns, "cut", "faulty", storeSpec(store.Bucket))
+	waitBackup(t, cut, redisv1alpha1.BackupPending, rediscontrollers.ReasonClusterPaused, 30*time.Second)
+	if _, err := bucketAt(t, ns+"/faulty/cut").Put(t.Context(), "shard-000.rdb", strings.NewReader("REDIS0010 cut short"), -1); err != nil {
+		t.Fatal(err)
+	}
+	running := &redisv1alpha1.RedisBackup{}
+	if err := env.Client.Get(t.Context(), cut, running); err != nil {
+		t.Fatal(err)
+	}
+	running.Status.Phase, running.Status.Attempts, running.Status.Reason = redisv1alpha1.BackupRunning, 1, "attempt 1: copying 3 shards"
+	if err := env.Client.Status().Update(t.Context(), running); err != nil {
+		t.Fatal(err)
+	}
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pause":false}}`)
+	b = waitBackup(t, cut, redisv1alpha1.BackupCompleted, rediscontrollers.ReasonBackupCompleted, time.Minute)
+	if b.Status.Attempts != 2 {
+		t.Errorf("the backup cut short completed after %d attempts, want 2", b.Status.Attempts)
+	}
+	assertBackupOf(t, b, waitRunning(t, key), acknowledged)
+
+	// A corrupted file at restore: nothing of that shard is loaded, the cluster is not
+	// Ready and says why; once the file is whole again, the restore completes.
+	file := store.DataDir + "/" + store.Bucket + "/" + ns + "/faulty/cut/" + b.Status.Shards[1].File
+	whole, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	corrupted := bytes.Clone(whole)
+	corrupted[len(corrupted)/2] ^= 0xff
+	if err := os.WriteFile(file, corrupted, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	restored := redistest.NewCluster(ns, "from-cut", 6)
+	restored.Spec.Restore = &redisv1alpha1.RestoreSpec{Backup: "cut"}
+	if err := env.Client.Create(t.Context(), restored); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 2*time.Minute, func(context.Context) (bool, string) {
+		got := eventReasons(t, ns, "from-cut")
+		return slices.Contains(got, "Warning/"+rediscontrollers.ReasonRestoreFailed), fmt.Sprintf("events %v", got)
+	})
+	partial := &redisv1alpha1.RedisCluster{}
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(restored), partial); err != nil {
+		t.Fatal(err)
+	}
+	if meta.IsStatusConditionTrue(partial.Status.Conditions, "Ready") || partial.Status.Restore == nil || len(partial.Status.Restore.LoadedShards) > 1 {
+		t.Errorf("with shard 1's file corrupted the restore says Ready %v, status %+v", meta.IsStatusConditionTrue(partial.Status.Conditions, "Ready"), partial.Status.Restore)
+	}
+	if err := os.WriteFile(file, whole, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := waitRestored(t, client.ObjectKeyFromObject(restored))
+	if lost := w.VerifyFirstOn(t, done, redistest.Password(t, env.Client, ns, "from-cut"), acknowledged); lost > 0 {
+		t.Errorf("%d keys missing after the restore", lost)
+	}
+	w.Verify(t, env.Client, waitRunning(t, key), pw) // the source lost nothing through all of it
 }
