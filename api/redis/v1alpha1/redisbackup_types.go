@@ -136,11 +136,14 @@ type RedisBackupStatus struct {
 	Reason string `json:"reason,omitempty"`
 	// Attempts is how many times the copy was started.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Attempts"
 	Attempts int32 `json:"attempts,omitempty"`
 	// StartedAt and CompletedAt bound the copy.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Started"
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Completed"
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
 	// Location is the backup's folder, s3://bucket/path: a restore names it.
 	// +optional
@@ -148,16 +151,20 @@ type RedisBackupStatus struct {
 	Location string `json:"location,omitempty"`
 	// RedisVersion is the Redis version of the source nodes.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Redis Version"
 	RedisVersion string `json:"redisVersion,omitempty"`
 	// Keys and Bytes are totals over the shards.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Keys"
 	Keys int64 `json:"keys,omitempty"`
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Bytes"
 	Bytes int64 `json:"bytes,omitempty"`
 	// Shards are the shards captured, in slot order: together their slots are the 16384.
 	// +kubebuilder:validation:MaxItems=1000
 	// +listType=atomic
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Shards"
 	Shards []BackupShard `json:"shards,omitempty"`
 	// Conditions: Completed.
 	// +listType=map

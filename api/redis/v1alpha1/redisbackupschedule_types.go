@@ -24,6 +24,7 @@ type RedisBackupScheduleSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="spec.cluster must be a RedisCluster's name (lowercase letters, digits and '-'), for example cache"
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Cluster"
 	Cluster string `json:"cluster"`
 	// Schedule is when to back up, in cron syntax (minute hour day-of-month month
 	// day-of-week, in UTC), a descriptor (@hourly, @daily, @weekly, @monthly) or @every
@@ -31,20 +32,25 @@ type RedisBackupScheduleSpec struct {
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every [0-9]+[0-9hms.]*|[^ ]+( +[^ ]+){4})$')",message="spec.schedule must be five cron fields (for example 0 3 * * * for 03:00 UTC daily), @hourly, @daily, @weekly, @monthly, or @every <duration> (for example @every 6h)"
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Schedule"
 	Schedule string `json:"schedule"`
 	// Destination is where the backups go (see RedisBackup's).
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Destination"
 	Destination ObjectStore `json:"destination"`
 	// Keep says which completed backups to keep; without it, every backup is kept.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Keep"
 	Keep *BackupRetention `json:"keep,omitempty"`
 	// ReclaimPolicy of the backups the schedule creates: Delete (the default) removes a
 	// backup's files when retention deletes it; Retain keeps them in the bucket.
 	// +kubebuilder:default=Delete
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Reclaim Policy"
 	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
 	// Suspend stops creating backups (those under way finish); retention still applies.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Suspend"
 	Suspend bool `json:"suspend,omitempty"`
 }
 
@@ -52,21 +58,26 @@ type RedisBackupScheduleSpec struct {
 type RedisBackupScheduleStatus struct {
 	// LastScheduleTime is the scheduled time of the last backup created.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Schedule"
 	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
 	// NextScheduleTime is when the next backup is due.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Next Schedule"
 	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`
 	// LastCompletedBackup is the newest Completed backup of the schedule.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Completed Backup"
 	LastCompletedBackup string `json:"lastCompletedBackup,omitempty"`
 	// Backups is how many RedisBackups of the schedule exist.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Backups"
 	Backups int32 `json:"backups,omitempty"`
 	// Conditions: Scheduled (False when spec.schedule cannot be parsed, or a backup could not
 	// be created).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions"
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
