@@ -434,3 +434,66 @@ func TestRedisBackupAndRestoreSurviveFaults(t *testing.T) {
 	}
 	w.Verify(t, env.Client, waitRunning(t, key), pw) // the source lost nothing through all of it
 }
+
+// TestRedisClusterReloadsALostShardFromABackup: a master and its only replica lose their
+// volumes after a backup; the user names the backup in the reload annotation instead of
+// accepting the loss. The lost slots are given up, served again by a live master, and the
+// backup's keys in them are loaded there: every key acknowledged before the backup reads
+// back through every node, and every key outside the lost slots too.
+func TestRedisClusterReloadsALostShardFromABackup(t *testing.T) {
+	t.Parallel()
+	ns, key, rc, pw := formed(t, "reload", 6, 3)
+	createStoreSecrets(t, ns, store.SecretKey)
+	master := podOfRole(rc, "master")
+	i := slices.IndexFunc(rc.Status.Nodes, func(n redisv1alpha1.RedisNode) bool {
+		return n.Type == "slave" && n.MasterNodeID == master.NodeID
+	})
+	replica := rc.Status.Nodes[i]
+	seed := slices.IndexFunc(rc.Status.Nodes, func(n redisv1alpha1.RedisNode) bool {
+		return n.Type == "master" && n.NodeID != master.NodeID
+	})
+	w := redistest.StartWriter(rc.Status.Nodes[seed].Instance, pw)
+	w.WaitWritten(t, 300)
+	acknowledged := w.Written()
+	waitBackup(t, createBackup(t, ns, "before-loss", "reload", storeSpec(store.Bucket)), redisv1alpha1.BackupCompleted,
+		rediscontrollers.ReasonBackupCompleted, 2*time.Minute)
+	w.WaitWritten(t, acknowledged+200)
+	lostSlots := redistest.Slots(master.Slots)
+
+	for _, n := range []redisv1alpha1.RedisNode{master, replica} {
+		if err := kubelet.LoseData(ns, n.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cur := &redisv1alpha1.RedisCluster{}
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		return cur.Status.Phase == redisv1alpha1.PhaseFailed && strings.Contains(cur.Status.Reason, rediscontrollers.RestoreLostShardsAnnotation),
+			fmt.Sprintf("phase %s (%s)", cur.Status.Phase, cur.Status.Reason)
+	})
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"before-loss"}}}`, rediscontrollers.RestoreLostShardsAnnotation)
+	if err := env.Client.Patch(t.Context(), cur, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+	annotated := time.Now()
+	testenv.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		_, still := cur.Annotations[rediscontrollers.RestoreLostShardsAnnotation]
+		return cur.Status.Reload == nil && !still && meta.IsStatusConditionTrue(cur.Status.Conditions, "Ready"),
+			fmt.Sprintf("phase %s (%s), reload %+v", cur.Status.Phase, cur.Status.Reason, cur.Status.Reload)
+	})
+	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
+	t.Logf("the lost slots were reloaded and the cluster Ready %s after the annotation", time.Since(annotated).Round(time.Second))
+	if got := eventReasons(t, ns, "reload"); !slices.Contains(got, "Normal/"+rediscontrollers.ReasonLostSlotsReloaded) {
+		t.Errorf("events %v, want %s", got, rediscontrollers.ReasonLostSlotsReloaded)
+	}
+	if lost := w.VerifyFirstOn(t, rc, pw, acknowledged); lost > 0 {
+		t.Errorf("%d of the %d keys acknowledged before the backup are missing after the reload", lost, acknowledged)
+	}
+	gone := w.VerifyExcept(t, env.Client, rc, pw, func(slot int) bool { _, ok := slices.BinarySearch(lostSlots, slot); return ok })
+	t.Logf("%d keys written to the lost slots after the backup were lost with them", gone)
+}

@@ -38,7 +38,7 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 	}
 	logf.FromContext(ctx).Info("step", "kind", step.Kind, "reason", step.Reason)
 	budget := stepBudget
-	if step.Kind == redisadmin.StepRestoreShard {
+	if step.Kind == redisadmin.StepRestoreShard || step.Kind == redisadmin.StepReloadShard {
 		budget = restoreShardTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
@@ -122,6 +122,12 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		return r.reloadCertificates(ctx, s)
 	case redisadmin.StepRestoreShard:
 		return r.fenced(ctx, func() error { return r.restoreShard(ctx, s) })
+	case redisadmin.StepRecordReload:
+		r.recordReload(s)
+	case redisadmin.StepReloadShard:
+		return r.fenced(ctx, func() error { return r.reloadShard(ctx, s) })
+	case redisadmin.StepFinishReload:
+		return r.finishReload(ctx, s)
 	case redisadmin.StepWriteRecord:
 		return r.writeRecord(ctx, s)
 	case redisadmin.StepAddPassword:

@@ -109,8 +109,9 @@ type state struct {
 	health redisadmin.Health
 	// step is the one step planned from the snapshot (zero when observing failed).
 	step redisadmin.Step
-	// restore is the backup a restoring cluster loads (nil when it restores none, or is done).
-	restore *restoreSource
+	// restore is the backup a restoring cluster loads (nil when it restores none, or is done);
+	// reload the backup lost slots are reloaded from (nil when none is under way).
+	restore, reload *restoreSource
 	// applied are the applied-password records by name.
 	applied map[string]*corev1.Secret
 	admin   Admin
@@ -204,7 +205,7 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 // prepare reads what the snapshot needs (passwords, TLS, the member record) and, unless the
 // cluster is paused, keeps the children. The first error stops it.
 func (r *RedisClusterReconciler) prepare(ctx context.Context, s *state) error {
-	steps := []func(context.Context, *state) error{r.readPassword, r.readApplied, r.readUsers, r.readTLS, r.readMembers, r.readRestore}
+	steps := []func(context.Context, *state) error{r.readPassword, r.readApplied, r.readUsers, r.readTLS, r.readMembers, r.readRestore, r.readReload}
 	if !s.rc.Spec.Pause {
 		s.unsupported = resources.RedisVersionProblem(s.rc)
 	}

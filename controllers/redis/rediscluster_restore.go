@@ -55,48 +55,56 @@ func (r *RedisClusterReconciler) readRestore(ctx context.Context, s *state) erro
 	if !restoring(s.rc) {
 		return nil
 	}
-	src := &restoreSource{}
-	s.restore = src
 	spec := s.rc.Spec.Restore
-	var store redisv1alpha1.ObjectStore
-	var dir string
 	if spec.Backup != "" {
-		b := &redisv1alpha1.RedisBackup{}
-		err := r.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: spec.Backup}, b)
-		switch {
-		case apierrors.IsNotFound(err):
-			src.problem = fmt.Sprintf("RedisBackup %s does not exist in namespace %s: check spec.restore.backup, or name the backup's folder in spec.restore.source", spec.Backup, s.rc.Namespace)
-			return nil
-		case err != nil:
-			return fmt.Errorf("while reading RedisBackup %s: %w", spec.Backup, err)
-		case b.Status.Phase != redisv1alpha1.BackupCompleted:
-			src.problem = fmt.Sprintf("RedisBackup %s is %q, not Completed: only a completed backup is restored", spec.Backup, b.Status.Phase)
-			return nil
-		}
-		store, dir = b.Spec.Destination, backupFolder(b)
-	} else {
-		store, dir = *spec.Source, spec.Source.Path
+		src, err := r.openBackup(ctx, s.rc, spec.Backup)
+		s.restore = src
+		return err
 	}
-	src.location = storeLocation(store, dir)
+	s.restore = r.openFolder(ctx, s.rc, *spec.Source, spec.Source.Path)
+	return nil
+}
+
+// openBackup reads the manifest of the RedisBackup name of rc's namespace, which must be
+// Completed; what keeps it from being read is the source's problem. An error is the API
+// server's.
+func (r *RedisClusterReconciler) openBackup(ctx context.Context, rc *redisv1alpha1.RedisCluster, name string) (*restoreSource, error) {
+	b := &redisv1alpha1.RedisBackup{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: rc.Namespace, Name: name}, b)
+	switch {
+	case apierrors.IsNotFound(err):
+		return &restoreSource{problem: fmt.Sprintf("RedisBackup %s does not exist in namespace %s: name a Completed RedisBackup, or the backup's folder in spec.restore.source", name, rc.Namespace)}, nil
+	case err != nil:
+		return nil, fmt.Errorf("while reading RedisBackup %s: %w", name, err)
+	case b.Status.Phase != redisv1alpha1.BackupCompleted:
+		return &restoreSource{problem: fmt.Sprintf("RedisBackup %s is %q, not Completed: only a completed backup is loaded", name, b.Status.Phase)}, nil
+	}
+	return r.openFolder(ctx, rc, b.Spec.Destination, backupFolder(b)), nil
+}
+
+// openFolder reads the manifest of the backup folder dir of store, and checks that rc's
+// Redis reads its files.
+func (r *RedisClusterReconciler) openFolder(ctx context.Context, rc *redisv1alpha1.RedisCluster, store redisv1alpha1.ObjectStore, dir string) *restoreSource {
+	src := &restoreSource{location: storeLocation(store, dir)}
 	var err error
-	if src.store, err = openStore(ctx, r.storeReader(), s.rc.Namespace, store, dir); err != nil {
+	if src.store, err = openStore(ctx, r.storeReader(), rc.Namespace, store, dir); err != nil {
 		src.problem = err.Error()
-		return nil
+		return src
 	}
 	var buf bytes.Buffer
 	if _, err := src.store.Get(ctx, backup.ManifestName, &buf, nil); err != nil {
 		src.problem = fmt.Sprintf("cannot read the backup's manifest at %s: %v", src.location, err)
-		return nil
+		return src
 	}
 	if src.manifest, err = backup.Parse(buf.Bytes()); err != nil {
 		src.problem = fmt.Sprintf("the manifest at %s is not a backup this operator reads: %v", src.location, err)
-		return nil
+		return src
 	}
-	if reads, needs := resources.RedisRDBVersion(s.rc), src.manifest.RDBVersion(); reads > 0 && needs > reads {
+	if reads, needs := resources.RedisRDBVersion(rc), src.manifest.RDBVersion(); reads > 0 && needs > reads {
 		src.problem = fmt.Sprintf("the backup's files are RDB version %d (written by Redis %s), which the Redis of spec.version %s cannot read: "+
-			"restore into the same Redis version or a later one", needs, src.manifest.RedisVersion, s.rc.Spec.Version)
+			"restore into the same Redis version or a later one", needs, src.manifest.RedisVersion, rc.Spec.Version)
 	}
-	return nil
+	return src
 }
 
 // storeReader reads the Secrets of an object store straight from the API server.
@@ -116,13 +124,20 @@ func plannerRestore(s *state) *redisadmin.Restore {
 	if s.rc.Status.Restore != nil {
 		out.Loaded = s.rc.Status.Restore.LoadedShards
 	}
-	if m := s.restore.manifest; m != nil {
-		for _, sh := range m.Shards {
-			ranges := make([]redisadmin.SlotRange, len(sh.Slots))
-			for i, rg := range sh.Slots {
-				ranges[i] = redisadmin.SlotRange{Start: rg.Start, End: rg.End}
-			}
-			out.Shards = append(out.Shards, ranges)
+	out.Shards = s.restore.shardSlots()
+	return out
+}
+
+// shardSlots are the slot ranges of each shard of the backup, nil when it was not read.
+func (src *restoreSource) shardSlots() [][]redisadmin.SlotRange {
+	if src.manifest == nil {
+		return nil
+	}
+	out := make([][]redisadmin.SlotRange, len(src.manifest.Shards))
+	for i, sh := range src.manifest.Shards {
+		out[i] = make([]redisadmin.SlotRange, len(sh.Slots))
+		for j, rg := range sh.Slots {
+			out[i][j] = redisadmin.SlotRange{Start: rg.Start, End: rg.End}
 		}
 	}
 	return out
@@ -136,9 +151,34 @@ func (r *RedisClusterReconciler) restoreShard(ctx context.Context, s *state) err
 	step, src := s.step, s.restore
 	initRestoreStatus(s)
 	sh := src.manifest.Shards[step.Shard]
+	res, err := r.loadShard(ctx, s, src)
+	if err != nil {
+		return err
+	}
+	st := s.next.Status.Restore
+	st.LoadedShards = append(st.LoadedShards, step.NodeID)
+	st.Keys += res.Restored
+	r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Restore", "loaded shard %d of %d (slots %s, %d keys, captured at %s) into %s",
+		step.Shard+1, len(src.manifest.Shards), redisadmin.FormatSlotRanges(step.Slots), res.Restored, sh.CapturedAt.Format(time.RFC3339), step.Pod)
+	if len(st.LoadedShards) == len(src.manifest.Shards) {
+		now := metav1.Now()
+		st.CompletedAt = &now
+		r.event(s, corev1.EventTypeNormal, ReasonRestoreCompleted, "Restore", "restored %d keys in %d shards from %s (backup completed at %s)",
+			st.Keys, len(st.LoadedShards), src.location, src.manifest.CompletedAt.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// loadShard loads the step's shard of src into the step's master, only the keys of the
+// step's slots: it first reads the whole file once and checks its size and SHA-256 against
+// the manifest, so a corrupted or truncated object loads nothing; then it streams the file
+// again into the master as RESTOREs.
+func (r *RedisClusterReconciler) loadShard(ctx context.Context, s *state, src *restoreSource) (rdbload.Result, error) {
+	step := s.step
+	sh := src.manifest.Shards[step.Shard]
 	want := &objectstore.Digest{Size: sh.Bytes, SHA256: sh.SHA256}
 	if _, err := src.store.Get(ctx, sh.File, io.Discard, want); err != nil {
-		return r.restoreFailed(s, fmt.Errorf("shard %d's file %s at %s: %w", step.Shard, sh.File, src.location, err))
+		return rdbload.Result{}, r.restoreFailed(s, fmt.Errorf("shard %d's file %s at %s: %w", step.Shard, sh.File, src.location, err))
 	}
 	pr, pw := io.Pipe()
 	got := make(chan error, 1)
@@ -161,20 +201,9 @@ func (r *RedisClusterReconciler) restoreShard(ctx context.Context, s *state) err
 		err = getErr
 	}
 	if err != nil {
-		return r.restoreFailed(s, fmt.Errorf("while loading shard %d into %s: %w", step.Shard, step.Pod, err))
+		return res, r.restoreFailed(s, fmt.Errorf("while loading shard %d into %s: %w", step.Shard, step.Pod, err))
 	}
-	st := s.next.Status.Restore
-	st.LoadedShards = append(st.LoadedShards, step.NodeID)
-	st.Keys += res.Restored
-	r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Restore", "loaded shard %d of %d (slots %s, %d keys, captured at %s) into %s",
-		step.Shard+1, len(src.manifest.Shards), redisadmin.FormatSlotRanges(step.Slots), res.Restored, sh.CapturedAt.Format(time.RFC3339), step.Pod)
-	if len(st.LoadedShards) == len(src.manifest.Shards) {
-		now := metav1.Now()
-		st.CompletedAt = &now
-		r.event(s, corev1.EventTypeNormal, ReasonRestoreCompleted, "Restore", "restored %d keys in %d shards from %s (backup completed at %s)",
-			st.Keys, len(st.LoadedShards), src.location, src.manifest.CompletedAt.Format(time.RFC3339))
-	}
-	return nil
+	return res, nil
 }
 
 // restoreFailed reports a shard that could not be loaded and returns err: the cluster stays

@@ -87,6 +87,15 @@ const (
 	// StepRestoreShard loads the backup's shard Shard (its slots Slots) into the master
 	// NodeID at Addr, which serves them.
 	StepRestoreShard StepKind = "RestoreShard"
+	// StepRecordReload records Slots, the lost slots, as the ones to reload from the backup
+	// Spec.ReloadFrom names, before they are given up.
+	StepRecordReload StepKind = "RecordReload"
+	// StepReloadShard loads the keys of the backup's shard Shard that are in Slots (lost
+	// slots) into the master NodeID at Addr, which serves them again.
+	StepReloadShard StepKind = "ReloadShard"
+	// StepFinishReload ends a reload of lost slots: every shard of the backup holding some
+	// of them is loaded.
+	StepFinishReload StepKind = "FinishReload"
 	// StepReloadCertificates makes the nodes at Addrs, which serve an old certificate, read
 	// their certificate files again.
 	StepReloadCertificates StepKind = "ReloadCertificates"
@@ -176,6 +185,22 @@ type Spec struct {
 	Rotation Rotation
 	// Restore is spec.restore while it is not done, nil otherwise.
 	Restore *Restore
+	// ReloadFrom is the backup the user named to reload lost shards from (the annotation
+	// ReloadAnnotation), "" when none; Reload the reload under way, nil when none.
+	ReloadFrom, ReloadAnnotation string
+	Reload                       *Reload
+}
+
+// Reload is a reload of lost slots from a backup, under way.
+type Reload struct {
+	// Slots are the lost slots.
+	Slots []SlotRange
+	// Shards are the slot ranges of each of the backup's shards, and Loaded the indexes of
+	// those whose keys in Slots are loaded.
+	Shards [][]SlotRange
+	Loaded []int
+	// Problem says why the reload cannot go on ("" when it can).
+	Problem string
 }
 
 // Restore is a new cluster's restore from a backup, in the planner's terms.
@@ -228,7 +253,7 @@ func NextStep(spec Spec, s Snapshot, h Health) Step {
 	step := Step{Kind: StepIdle, After: LookIdle}
 	for _, plan := range []func(Spec, Snapshot, Health) (Step, bool){
 		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planRecover, planFixSlots,
-		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planUpgrade,
+		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planUpgrade, planReload,
 	} {
 		if next, ok := plan(spec, s, h); ok {
 			step = next
@@ -290,11 +315,21 @@ func planLostShards(spec Spec, s Snapshot, _ Health) (Step, bool) {
 		names = append(names, fmt.Sprintf("%s (last at %s, slots %s)", short(sh.ID), sh.Addr, FormatSlotRanges(sh.Slots)))
 		slots += CountSlots(sh.Slots)
 	}
-	if !spec.AcceptDataLoss {
+	if spec.ReloadFrom != "" && spec.Reload == nil {
+		var lost []SlotRange
+		for _, sh := range shards {
+			lost = append(lost, sh.Slots...)
+		}
+		lost = mergeSlots(lost)
+		return Step{Kind: StepRecordReload, Operation: OpHealing, Slots: lost, After: LookSoon,
+			Reason: fmt.Sprintf("%d slots have no copy left (master %s): recording them to reload from backup %s", slots, strings.Join(names, ", "), spec.ReloadFrom)}, true
+	}
+	if !spec.AcceptDataLoss && spec.Reload == nil {
 		return Step{Kind: StepLost, After: LookIdle, Reason: fmt.Sprintf("%d slots have no copy left: master %s and every replica of it came back without data or never answered; "+
-			"the cluster serves nothing while slots are uncovered. The operator gives no slot up by itself; to accept the loss of the keys "+
-			"in those slots and serve them again, empty, run: kubectl annotate rediscluster %s %s=true",
-			slots, strings.Join(names, ", "), spec.Name, spec.AcceptAnnotation)}, true
+			"the cluster serves nothing while slots are uncovered. The operator gives no slot up by itself; to reload their keys from a backup "+
+			"(a Completed RedisBackup of this cluster), run: kubectl annotate rediscluster %s %s=<backup name>; "+
+			"to accept the loss of the keys in those slots and serve them again, empty, run: kubectl annotate rediscluster %s %s=true",
+			slots, strings.Join(names, ", "), spec.Name, spec.ReloadAnnotation, spec.Name, spec.AcceptAnnotation)}, true
 	}
 	action, ok := planAbandon(s)
 	if !ok {
@@ -370,6 +405,61 @@ func planRestore(spec Spec, s Snapshot, h Health) (Step, bool) {
 			Reason: fmt.Sprintf("restoring shard %d of %d (slots %s) into %s", i+1, len(r.Shards), FormatSlotRanges(slots), o.Pod)}, true
 	}
 	return Step{Kind: StepWait, Operation: OpCreating, After: LookSoon, Reason: "every shard is loaded; recording the restore"}, true
+}
+
+// planReload loads, once the cluster is whole again (the lost slots served, empty, and the
+// emptied pods back as members: it comes last), the keys of the lost slots from the
+// backup: one step per backup shard that holds some, into the master that now serves them;
+// then it ends the reload.
+func planReload(spec Spec, s Snapshot, h Health) (Step, bool) {
+	r := spec.Reload
+	if r == nil {
+		return Step{}, false
+	}
+	if r.Problem != "" {
+		return Step{Kind: StepWait, Operation: OpHealing, After: LookIdle, Reason: "cannot reload the lost slots: " + r.Problem}, true
+	}
+	if !h.Ready() {
+		return Step{Kind: StepWait, Operation: OpHealing, After: LookSoon,
+			Reason: "waiting for the lost slots to be served again before reloading them from the backup: " + strings.Join(h.Problems, "; ")}, true
+	}
+	owners := routes(s.joined()[0])
+	for i, shard := range r.Shards {
+		slots := intersectSlots(shard, r.Slots)
+		if len(slots) == 0 || slices.Contains(r.Loaded, i) {
+			continue
+		}
+		owner := owners[slots[0].Start]
+		for _, rg := range slots {
+			for slot := rg.Start; slot <= rg.End; slot++ {
+				if owners[slot] != owner {
+					return Step{Kind: StepWait, Operation: OpHealing, After: LookIdle,
+						Reason: fmt.Sprintf("the lost slots %s are served by more than one master: cannot reload them in one load", FormatSlotRanges(slots))}, true
+				}
+			}
+		}
+		o := s.byID()[owner]
+		if o == nil {
+			return Step{Kind: StepWait, Operation: OpHealing, After: LookSoon, Reason: fmt.Sprintf("waiting for master %s to answer", short(owner))}, true
+		}
+		return Step{Kind: StepReloadShard, Operation: OpHealing, Shard: i, Slots: slots, Addr: o.Addr, NodeID: owner, Pod: o.Pod, After: LookSoon,
+			Reason: fmt.Sprintf("reloading the lost slots %s from the backup's shard %d into %s", FormatSlotRanges(slots), i+1, o.Pod)}, true
+	}
+	return Step{Kind: StepFinishReload, Operation: OpHealing, After: LookSoon,
+		Reason: fmt.Sprintf("the lost slots %s are reloaded from the backup", FormatSlotRanges(r.Slots))}, true
+}
+
+// intersectSlots returns the slots both a and b hold (each sorted, without overlaps).
+func intersectSlots(a, b []SlotRange) []SlotRange {
+	var out []SlotRange
+	for _, x := range a {
+		for _, y := range b {
+			if lo, hi := max(x.Start, y.Start), min(x.End, y.End); lo <= hi {
+				out = append(out, SlotRange{Start: lo, End: hi})
+			}
+		}
+	}
+	return mergeSlots(out)
 }
 
 // planDropAcceptance spends the accept-data-loss annotation once a cluster is formed and

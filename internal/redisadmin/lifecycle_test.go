@@ -63,6 +63,12 @@ func restoringSix(spec Spec, loaded ...string) Spec {
 	return spec
 }
 
+// reloading is spec reloading slots 0-5460 from a backup of the shards given.
+func reloading(spec Spec, shards [][]SlotRange) Spec {
+	spec.Reload = &Reload{Slots: []SlotRange{{0, 5460}}, Shards: shards}
+	return spec
+}
+
 // uniqueAddrs gives every node of s its own address (its index's).
 func uniqueAddrs(s Snapshot) Snapshot {
 	for i := range s.Nodes {
@@ -169,6 +175,34 @@ func TestNextStep(t *testing.T) {
 		},
 		"a restore while a master is down: recover first": {
 			spec: restoringSix(specFor(6)), snap: six().current().silence(0, errDown).fail("aaaaaaaa", time.Minute).snap, want: StepRecover,
+		},
+		// Reloading lost slots from a backup.
+		"a lost shard and the reload annotation: record the lost slots first": {
+			spec: func() Spec { s := specFor(6); s.ReloadFrom = "nightly"; return s }(), snap: lostShard(20 * time.Second).snap, want: StepRecordReload,
+			check: func(t *testing.T, s Step) {
+				expect(t, FormatSlotRanges(s.Slots) == "0-5460" && s.Operation == OpHealing, "slots %s", FormatSlotRanges(s.Slots))
+			},
+		},
+		"a lost shard with its reload recorded: give it up, as an accepted loss": {
+			spec: reloading(specFor(6), [][]SlotRange{{{0, 5460}}, {{5461, 16383}}}), snap: lostShard(20 * time.Second).snap, want: StepRecover,
+			check: func(t *testing.T, s Step) { expect(t, s.Action.Kind == ActionAbandon, "action %s", s.Action.Kind) },
+		},
+		"the lost slots served again: load the backup's shard that holds them": {
+			spec: reloading(specFor(6), [][]SlotRange{{{0, 3000}}, {{3001, 16383}}}), snap: six().current().snap, want: StepReloadShard,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Shard == 0 && FormatSlotRanges(s.Slots) == "0-3000" && s.NodeID == "aaaaaaaa", "shard %d slots %s into %s", s.Shard, FormatSlotRanges(s.Slots), s.NodeID)
+			},
+		},
+		"the first shard loaded: the rest of the lost slots from the second": {
+			spec: func() Spec { s := reloading(specFor(6), [][]SlotRange{{{0, 3000}}, {{3001, 16383}}}); s.Reload.Loaded = []int{0}; return s }(),
+			snap: six().current().snap, want: StepReloadShard,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Shard == 1 && FormatSlotRanges(s.Slots) == "3001-5460", "shard %d slots %s", s.Shard, FormatSlotRanges(s.Slots))
+			},
+		},
+		"every shard holding lost slots loaded: finish": {
+			spec: func() Spec { s := reloading(specFor(6), [][]SlotRange{{{0, 3000}}, {{3001, 16383}}}); s.Reload.Loaded = []int{0, 1}; return s }(),
+			snap: six().current().snap, want: StepFinishReload,
 		},
 		"five of six pods answer: wait for the sixth before forming": {
 			spec: specFor(6),
@@ -468,7 +502,7 @@ func TestNextStep(t *testing.T) {
 	}
 	for _, k := range []StepKind{StepIdle, StepWait, StepLost, StepRecordMembers, StepAcceptLostCluster, StepDropAcceptance, StepForm,
 		StepRecover, StepFixSlots, StepJoin, StepRecordTargets, StepAssign, StepRebalance, StepRemoveNode, StepShrink, StepFailover, StepReplacePod,
-		StepReloadCertificates, StepRestoreShard} {
+		StepReloadCertificates, StepRestoreShard, StepRecordReload, StepReloadShard, StepFinishReload} {
 		if !kinds[k] {
 			t.Errorf("no case chooses %s", k)
 		}

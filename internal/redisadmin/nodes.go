@@ -42,6 +42,30 @@ func FormatSlotRanges(ranges []SlotRange) string {
 	return strings.Join(parts, ",")
 }
 
+// ParseSlotRanges reads what FormatSlotRanges writes.
+func ParseSlotRanges(text string) ([]SlotRange, error) {
+	var out []SlotRange
+	for part := range strings.SplitSeq(text, ",") {
+		from, to, isRange := strings.Cut(part, "-")
+		if !isRange {
+			to = from
+		}
+		start, err := parseSlotNumber(from)
+		if err != nil {
+			return nil, err
+		}
+		end, err := parseSlotNumber(to)
+		if err != nil {
+			return nil, err
+		}
+		if end < start {
+			return nil, fmt.Errorf("slot range %q ends before it starts", part)
+		}
+		out = append(out, SlotRange{Start: start, End: end})
+	}
+	return out, nil
+}
+
 // CountSlots returns the number of slots in ranges.
 func CountSlots(ranges []SlotRange) int {
 	n := 0

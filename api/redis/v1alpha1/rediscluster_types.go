@@ -451,6 +451,28 @@ type RedisClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restore"
 	Restore *RestoreStatus `json:"restore,omitempty"`
+	// Reload is the reload of lost shards' slots from a backup under way (the annotation
+	// redis.middleware-operator.io/restore-lost-shards-from), nil when none is.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Shard Reload"
+	Reload *ShardReloadStatus `json:"reload,omitempty"`
+}
+
+// ShardReloadStatus is the progress of a reload of lost slots from a backup.
+type ShardReloadStatus struct {
+	// Backup is the RedisBackup the slots are reloaded from.
+	Backup string `json:"backup"`
+	// Slots are the lost slots, for example 0-5460.
+	Slots string `json:"slots"`
+	// LoadedShards are the indexes of the backup's shards whose keys in those slots are
+	// loaded.
+	// +kubebuilder:validation:MaxItems=1000
+	// +listType=set
+	// +optional
+	LoadedShards []int32 `json:"loadedShards,omitempty"`
+	// StartedAt is when the loss was recorded.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 }
 
 // RestoreStatus is the progress of a restore.

@@ -1,0 +1,105 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+)
+
+// RestoreLostShardsAnnotation, set on a RedisCluster to the name of a Completed RedisBackup
+// of it, makes the operator reload the keys of shards that lost every copy from that backup
+// instead of leaving their slots unserved: the lost slots are given up (as with the
+// accept-data-loss annotation), served again by a live master, and the backup's keys in
+// them are loaded there while the rest of the cluster serves. The operator removes it once
+// the reload is done.
+const RestoreLostShardsAnnotation = "redis.middleware-operator.io/restore-lost-shards-from"
+
+// The reasons of a reload's events.
+const (
+	ReasonReloadingLostSlots = "ReloadingLostSlots"
+	ReasonLostSlotsReloaded  = "LostSlotsReloaded"
+)
+
+// readReload reads the backup of a reload under way (status.reload).
+func (r *RedisClusterReconciler) readReload(ctx context.Context, s *state) error {
+	st := s.rc.Status.Reload
+	if st == nil {
+		return nil
+	}
+	src, err := r.openBackup(ctx, s.rc, st.Backup)
+	if err != nil {
+		return err
+	}
+	if m := src.manifest; m != nil && (m.Cluster.Name != s.rc.Name || m.Cluster.Namespace != s.rc.Namespace) {
+		src.problem = fmt.Sprintf("RedisBackup %s is a backup of %s/%s, not of this cluster: name a backup of %s in %s",
+			st.Backup, m.Cluster.Namespace, m.Cluster.Name, s.rc.Name, RestoreLostShardsAnnotation)
+	}
+	s.reload = src
+	return nil
+}
+
+// plannerReload is the reload under way in the planner's terms, nil when there is none.
+func plannerReload(s *state) *redisadmin.Reload {
+	st := s.rc.Status.Reload
+	if st == nil || s.reload == nil {
+		return nil
+	}
+	slots, err := redisadmin.ParseSlotRanges(st.Slots)
+	out := &redisadmin.Reload{Slots: slots, Shards: s.reload.shardSlots(), Problem: s.reload.problem}
+	if err != nil {
+		out.Problem = fmt.Sprintf("status.reload.slots %q: %v", st.Slots, err)
+	}
+	for _, i := range st.LoadedShards {
+		out.Loaded = append(out.Loaded, int(i))
+	}
+	return out
+}
+
+// recordReload records the lost slots to reload, before they are given up.
+func (r *RedisClusterReconciler) recordReload(s *state) {
+	now := metav1.Now()
+	backup := s.rc.Annotations[RestoreLostShardsAnnotation]
+	s.next.Status.Reload = &redisv1alpha1.ShardReloadStatus{Backup: backup, Slots: redisadmin.FormatSlotRanges(s.step.Slots), StartedAt: &now}
+	r.event(s, corev1.EventTypeWarning, ReasonReloadingLostSlots, "Heal", "slots %s have no copy left: they are given up, served again empty, then reloaded from RedisBackup %s",
+		s.next.Status.Reload.Slots, backup)
+}
+
+// reloadShard loads the backup's keys in the lost slots of the step's shard.
+func (r *RedisClusterReconciler) reloadShard(ctx context.Context, s *state) error {
+	res, err := r.loadShard(ctx, s, s.reload)
+	if err != nil {
+		return err
+	}
+	st := s.next.Status.Reload
+	if !slices.Contains(st.LoadedShards, int32(s.step.Shard)) { //nolint:gosec // a shard index
+		st.LoadedShards = append(st.LoadedShards, int32(s.step.Shard)) //nolint:gosec // a shard index
+	}
+	sh := s.reload.manifest.Shards[s.step.Shard]
+	r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Heal", "reloaded %d keys of slots %s from RedisBackup %s (shard %d, captured at %s) into %s",
+		res.Restored, redisadmin.FormatSlotRanges(s.step.Slots), st.Backup, s.step.Shard+1, sh.CapturedAt.Format(time.RFC3339), s.step.Pod)
+	return nil
+}
+
+// finishReload ends the reload: the status forgets it and the annotation is removed.
+func (r *RedisClusterReconciler) finishReload(ctx context.Context, s *state) error {
+	st := s.rc.Status.Reload
+	if _, ok := s.rc.Annotations[RestoreLostShardsAnnotation]; ok {
+		patched := s.rc.DeepCopy()
+		delete(patched.Annotations, RestoreLostShardsAnnotation)
+		if err := r.Patch(ctx, patched, client.MergeFrom(s.rc)); err != nil {
+			return fmt.Errorf("while removing the annotation %s: %w", RestoreLostShardsAnnotation, err)
+		}
+	}
+	s.next.Status.Reload = nil
+	r.event(s, corev1.EventTypeNormal, ReasonLostSlotsReloaded, "Heal", "the lost slots %s are served again with the keys of RedisBackup %s (as of %s)",
+		st.Slots, st.Backup, s.reload.manifest.CompletedAt.Format(time.RFC3339))
+	return nil
+}
