@@ -194,14 +194,22 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"the first shard loaded: the rest of the lost slots from the second": {
-			spec: func() Spec { s := reloading(specFor(6), [][]SlotRange{{{0, 3000}}, {{3001, 16383}}}); s.Reload.Loaded = []int{0}; return s }(),
+			spec: func() Spec {
+				s := reloading(specFor(6), [][]SlotRange{{{0, 3000}}, {{3001, 16383}}})
+				s.Reload.Loaded = []int{0}
+				return s
+			}(),
 			snap: six().current().snap, want: StepReloadShard,
 			check: func(t *testing.T, s Step) {
 				expect(t, s.Shard == 1 && FormatSlotRanges(s.Slots) == "3001-5460", "shard %d slots %s", s.Shard, FormatSlotRanges(s.Slots))
 			},
 		},
 		"every shard holding lost slots loaded: finish": {
-			spec: func() Spec { s := reloading(specFor(6), [][]SlotRange{{{0, 3000}}, {{3001, 16383}}}); s.Reload.Loaded = []int{0, 1}; return s }(),
+			spec: func() Spec {
+				s := reloading(specFor(6), [][]SlotRange{{{0, 3000}}, {{3001, 16383}}})
+				s.Reload.Loaded = []int{0, 1}
+				return s
+			}(),
 			snap: six().current().snap, want: StepFinishReload,
 		},
 		"five of six pods answer: wait for the sixth before forming": {
