@@ -21,6 +21,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/rdbload"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
+	"github.com/middleware-operator/middleware-operator/internal/testmem"
 	"github.com/middleware-operator/middleware-operator/internal/testredis"
 )
 
@@ -308,4 +309,31 @@ func TestLoadCorrupt(t *testing.T) {
 		t.Fatalf("a changed byte: %+v, %v; want a checksum error at the end", res, err)
 	}
 	t.Log(err)
+}
+
+// TestLoadHeapBounded: loading 200,000 keys grows the Go heap by less than 4 MB (read
+// buffers, the window's keys), as loading 2,000 does: memory does not follow the data.
+func TestLoadHeapBounded(t *testing.T) {
+	src := testredis.Start(t, t.TempDir(), goredis.Options{}, "--enable-debug-command", "yes")
+	dst := testredis.Start(t, t.TempDir(), goredis.Options{})
+	for _, keys := range []int{2_000, 200_000} {
+		ctx := t.Context()
+		if err := src.Client.FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := src.Client.Do(ctx, "DEBUG", "POPULATE", keys, "key", 20).Err(); err != nil {
+			t.Fatal(err)
+		}
+		path := fetchRDB(t, src)
+		var res rdbload.Result
+		var err error
+		growth := testmem.HeapGrowth(func() { res, err = load(t, rdbload.Options{Node: rdbstream.Options{Addr: dst.Addr}}, path) })
+		if err != nil || res.Restored != int64(keys) {
+			t.Fatalf("%+v, %v", res, err)
+		}
+		t.Logf("%d keys: the heap grew by %d KB", keys, growth>>10)
+		if growth > 4<<20 {
+			t.Fatalf("loading %d keys grew the heap by %d KB", keys, growth>>10)
+		}
+	}
 }
