@@ -21,8 +21,9 @@
 // taken as they are and framed as a DUMP payload: the type byte, the value, the RDB version
 // of the file (2 bytes) and a CRC-64 over all that (8 bytes), little-endian, which is exactly
 // what DUMP produces and RESTORE checks. A record's key and payload buffers are reused from
-// key to key: memory is bounded by the largest single value, held once (plus the read
-// buffer, and the keys of the commands in flight). Function libraries come as their own
+// key to key: memory is bounded by the largest single value, held once (up to twice while
+// its buffer grows; a buffer over 4 MB is dropped after its key), plus the read buffer and
+// the keys of the commands in flight. Function libraries come as their own
 // records and are loaded with FUNCTION LOAD REPLACE.
 //
 // What is refused, with an error naming it: RDB versions newer than MaxVersion (12, Redis

@@ -197,6 +197,9 @@ func (r *Reader) keyValue(t byte) (*Record, error) {
 	if r.rec.Key, err = s.readString(r.rec.Key); err != nil {
 		return nil, err
 	}
+	if cap(s.rec) > keepRecord { // a huge value's buffer is not kept for the small ones after it
+		s.rec = nil
+	}
 	s.rec = append(s.rec[:0], t)
 	s.recording = true
 	err = s.skipValue(t)
@@ -209,6 +212,9 @@ func (r *Reader) keyValue(t byte) (*Record, error) {
 	r.rec.Kind, r.rec.Payload, r.rec.Slot = KindKey, s.rec, KeySlot(r.rec.Key)
 	return &r.rec, nil
 }
+
+// keepRecord is the largest payload buffer kept from one key to the next.
+const keepRecord = 4 << 20
 
 // end checks the checksum after the EOF opcode.
 func (r *Reader) end() error {

@@ -187,6 +187,9 @@ func TestOpcodes(t *testing.T) {
 			want: []string{"abcabcabc@0"},
 		},
 		"an empty RDB": {want: nil},
+		"a 100 KB key, larger than the read buffer": {
+			body: key(strings.Repeat("k", 100_000)), want: []string{strings.Repeat("k", 100_000) + "@0"},
+		},
 		"database 1": {
 			body: enc{}.b(opSelectDB).n(1).b(key("a")...), err: ErrUnsupported, errText: "database 1",
 		},

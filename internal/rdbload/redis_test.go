@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,7 +37,7 @@ func writeEveryType(t *testing.T, c *goredis.Client) {
 	t.Helper()
 	ctx := t.Context()
 	big := strings.Repeat("large value, compressible; ", 10) // > 64 bytes, LZF in the RDB
-	noise := noise()
+	smallNoise := noise(200)
 	pipe := c.Pipeline()
 	pipe.Set(ctx, "str:small", "v", 0)
 	pipe.Set(ctx, "str:int8", "-12", 0)
@@ -43,8 +45,9 @@ func writeEveryType(t *testing.T, c *goredis.Client) {
 	pipe.Set(ctx, "str:int32", "-2000000000", 0)
 	pipe.Set(ctx, "str:int64", "9000000000000", 0)
 	pipe.Set(ctx, "str:large", big, 0)
-	pipe.Set(ctx, "str:noise", noise, 0)
+	pipe.Set(ctx, "str:noise", smallNoise, 0)
 	pipe.Set(ctx, "str:empty", "", 0)
+	pipe.Set(ctx, "str:huge", noise(100_000)[200:], 0) // larger than the reader's buffer, even compressed
 	pipe.Set(ctx, strings.Repeat("long-key-compressible-", 10), "a long key, LZF-compressed in the RDB", 0)
 	pipe.Set(ctx, "{tag}str:ttl", "expires in an hour", time.Hour)
 	pipe.Set(ctx, "str:soon", "expires in ten minutes", 10*time.Minute)
@@ -83,10 +86,10 @@ func writeEveryType(t *testing.T, c *goredis.Client) {
 	}
 }
 
-// noise is 400 hex digits of pseudo-random bytes: a value LZF cannot compress.
-func noise() string {
+// noise is the hex digits of n pseudo-random bytes: a value LZF cannot compress.
+func noise(n int) string {
 	rng := rand.New(rand.NewPCG(1, 2))
-	b := make([]byte, 200)
+	b := make([]byte, n)
 	for i := range b {
 		b[i] = byte(rng.Uint32())
 	}
@@ -297,11 +300,11 @@ func TestLoadCorrupt(t *testing.T) {
 	dst := testredis.Start(t, t.TempDir(), goredis.Options{})
 	opts := rdbload.Options{Node: rdbstream.Options{Addr: dst.Addr}}
 	res, err := rdbload.Load(context.Background(), opts, bytes.NewReader(data[:len(data)/2]))
-	if !errors.Is(err, rdbload.ErrCorrupt) || res.Bytes > int64(len(data)/2) || res.Bytes < int64(len(data)/3) {
+	if !errors.Is(err, rdbload.ErrCorrupt) || !errors.Is(err, io.ErrUnexpectedEOF) || res.Bytes > int64(len(data)/2) || res.Bytes == 0 {
 		t.Fatalf("half an RDB: %+v, %v; want ErrCorrupt within its %d bytes", res, err, len(data)/2)
 	}
 	t.Log(err)
-	at := bytes.Index(data, []byte(noise()[:40]))
+	at := bytes.Index(data, []byte(noise(200)[:40]))
 	damaged := bytes.Clone(data)
 	damaged[at] ^= 0x20
 	res, err = rdbload.Load(context.Background(), opts, bytes.NewReader(damaged))
@@ -335,5 +338,37 @@ func TestLoadHeapBounded(t *testing.T) {
 		if growth > 4<<20 {
 			t.Fatalf("loading %d keys grew the heap by %d KB", keys, growth>>10)
 		}
+	}
+}
+
+// TestLoadStalled: a node that stops answering (DEBUG SLEEP) fails the load after
+// IdleTimeout; a cancelled context fails it at once.
+func TestLoadStalled(t *testing.T) {
+	src := testredis.Start(t, t.TempDir(), goredis.Options{})
+	testredis.Dataset{Strings: 1000}.Write(t, src.Client)
+	path := fetchRDB(t, src)
+	dst := testredis.Start(t, t.TempDir(), goredis.Options{ReadTimeout: 10 * time.Second}, "--enable-debug-command", "yes")
+	slept := make(chan error, 1)
+	go func() { slept <- dst.Client.Do(context.Background(), "DEBUG", "SLEEP", 3).Err() }()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	_, err := load(t, rdbload.Options{Node: rdbstream.Options{Addr: dst.Addr, IdleTimeout: 500 * time.Millisecond}}, path)
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() || time.Since(start) > 2*time.Second {
+		t.Fatalf("after %s: %v, want a timeout after 500ms", time.Since(start), err)
+	}
+	t.Log(err)
+	if err := <-slept; err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	if _, err := rdbload.Load(ctx, rdbload.Options{Node: rdbstream.Options{Addr: dst.Addr}}, f); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled context: %v", err)
 	}
 }
