@@ -2,7 +2,10 @@ package rdbload_test
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -232,4 +235,46 @@ func BenchmarkLoadWindow(b *testing.B) {
 			b.ReportMetric(float64(keys)*float64(b.N)/took.Seconds(), "keys/s")
 		})
 	}
+}
+
+// BenchmarkReader times Reader alone over the RDB of 1,000,000 small keys (the last count of
+// MWO_BENCH_RDB_LOAD_KEYS) held in memory: the parsing and framing Load adds to the node's
+// own work.
+func BenchmarkReader(b *testing.B) {
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		b.Skip(err)
+	}
+	keys := 1_000_000
+	if v := os.Getenv("MWO_BENCH_RDB_LOAD_KEYS"); v != "" {
+		if i := strings.LastIndexByte(v, ','); i >= 0 {
+			v = v[i+1:]
+		}
+		if keys, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(newBenchData(b, cli, keys).rdb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		r := rdbload.NewReader(bytes.NewReader(data))
+		n := 0
+		for {
+			_, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if n != keys {
+			b.Fatalf("%d records, want %d", n, keys)
+		}
+	}
+	b.ReportMetric(float64(keys)*float64(b.N)/b.Elapsed().Seconds(), "keys/s")
 }
