@@ -48,9 +48,12 @@
 //
 // Integrity. The RDB's CRC-64 covers the whole file and is only known at its end: a byte
 // damaged inside a value (not in the structure, which fails at once) is detected there, after
-// the keys before the end were restored. A caller that must not serve such data checks the
-// stream's digest before trusting the load (the backup manifest's SHA-256 also arrives at the
-// end of the object), and on any error empties the node (FLUSHALL) before it serves. A
+// the keys before the end were restored. After the checksum the reader reads its input to
+// the end: bytes after the RDB are an error, and so is an error the input returns there,
+// such as objectstore.Get's size and SHA-256 check passed on through an io.Pipe
+// (CloseWithError), so a load succeeds only when the object was the one the manifest names.
+// A caller that must not serve damaged data treats any error as "the node holds part of the
+// RDB" and empties it (FLUSHALL) before it serves. A
 // single RESTORE payload larger than the node's proto-max-bulk-len (512 MB by default) is
 // refused by the node.
 package rdbload

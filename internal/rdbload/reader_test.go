@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 )
@@ -275,6 +276,17 @@ func TestEnd(t *testing.T) {
 	damaged[len(damaged)/2] ^= 1
 	if _, err := readAll(damaged); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "CRC-64") {
 		t.Fatalf("a damaged byte: %v, want a CRC-64 mismatch", err)
+	}
+	if _, err := readAll(append(bytes.Clone(data), 0)); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "after the RDB's end") {
+		t.Fatalf("a byte after the end: %v, want ErrCorrupt", err)
+	}
+	late := errors.New("the object's SHA-256 differs")
+	r = NewReader(io.MultiReader(bytes.NewReader(data), iotest.ErrReader(late)))
+	if _, err := r.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Next(); !errors.Is(err, late) {
+		t.Fatalf("an input failing after the RDB's end: %v, want its error", err)
 	}
 	for _, cut := range []int{0, 5, 9, 10, 12, 50_000, len(data) - 9, len(data) - 1} {
 		if _, err := readAll(data[:cut]); !errors.Is(err, ErrCorrupt) {

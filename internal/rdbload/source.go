@@ -134,6 +134,27 @@ func (s *source) large(n int) ([]byte, error) {
 // largeChunk is the step by which large grows its destination.
 const largeChunk = 1 << 20
 
+// atEnd reads the input to its end and fails if anything is left: bytes after the RDB, or
+// the input's own error (an object store's failed checksum, passed on through a pipe).
+func (s *source) atEnd() error {
+	for {
+		if s.w > s.r {
+			return fmt.Errorf("%w: %d or more bytes after the RDB's end", ErrCorrupt, s.w-s.r)
+		}
+		n, err := s.src.Read(s.buf[:cap(s.buf)])
+		s.r, s.w, s.hashed = 0, n, 0
+		if s.w > 0 {
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("after the RDB's end: %w", err)
+		}
+	}
+}
+
 // skip consumes n bytes without returning them.
 func (s *source) skip(n int64) error {
 	for n > 0 {
