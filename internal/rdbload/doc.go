@@ -39,7 +39,7 @@
 // are skipped (a backup shard's file restored into a shard owning part of its slots), keys
 // whose expiry has passed by the loader's clock are not sent; both are counted. The first
 // error answer stops the load, naming the key and the node's words; the keys restored
-// before it stay.
+// before it stay. LoadObject feeds Load from an object store as the object downloads.
 //
 // What point in time. The restored data is the RDB's: the instant its node forked to write
 // it (for a backup taken with rdbstream.Fetch, its replication offset). Keys keep their

@@ -33,8 +33,9 @@ type Options struct {
 
 // Result counts what Load did.
 type Result struct {
-	// Restored keys; Skipped keys outside Options.Slots; Expired keys already past their
-	// expiry, not restored.
+	// Restored keys (after an error: the keys sent, of which the last window may not have
+	// been applied); Skipped keys outside Options.Slots; Expired keys already past their
+	// expiry, not sent.
 	Restored, Skipped, Expired int64
 	// Functions is the number of function libraries loaded.
 	Functions int64
