@@ -30,10 +30,11 @@ import (
 // library is the function library the data set loads.
 const library = "#!lua name=rdbloadlib\nredis.register_function('echo_first', function(keys, args) return args[1] end)"
 
-// writeEveryType fills c with every value type in its compact and its large encodings,
-// keys with TTLs (one that expires in 10 minutes: "soon"), a stream with two consumer groups
-// and pending entries, and a function library.
-func writeEveryType(t *testing.T, c *goredis.Client) {
+// writeEveryType fills c with every value type in its compact and its large encodings
+// (large elements each, and a string of 100 bytes an element), keys with TTLs (one that
+// expires in 10 minutes: "soon"), a stream with two consumer groups and pending entries, and
+// a function library.
+func writeEveryType(t *testing.T, c *goredis.Client, large int) {
 	t.Helper()
 	ctx := t.Context()
 	big := strings.Repeat("large value, compressible; ", 10) // > 64 bytes, LZF in the RDB
@@ -47,7 +48,7 @@ func writeEveryType(t *testing.T, c *goredis.Client) {
 	pipe.Set(ctx, "str:large", big, 0)
 	pipe.Set(ctx, "str:noise", smallNoise, 0)
 	pipe.Set(ctx, "str:empty", "", 0)
-	pipe.Set(ctx, "str:huge", noise(100_000)[200:], 0) // larger than the reader's buffer, even compressed
+	pipe.Set(ctx, "str:huge", noise(large * 50)[200:], 0) // with 1,000 elements, larger than the reader's buffer
 	pipe.Set(ctx, strings.Repeat("long-key-compressible-", 10), "a long key, LZF-compressed in the RDB", 0)
 	pipe.Set(ctx, "{tag}str:ttl", "expires in an hour", time.Hour)
 	pipe.Set(ctx, "str:soon", "expires in ten minutes", 10*time.Minute)
@@ -57,7 +58,7 @@ func writeEveryType(t *testing.T, c *goredis.Client) {
 	pipe.SAdd(ctx, "set:ints", 1, 2, 300, -7)
 	pipe.SAdd(ctx, "set:small", "x", "y", "z")
 	pipe.ZAdd(ctx, "zset:small", goredis.Z{Score: 1.5, Member: "a"}, goredis.Z{Score: -2, Member: "b"})
-	for i := range 1000 {
+	for i := range large {
 		s := strconv.Itoa(i)
 		pipe.RPush(ctx, "list:large", "element-"+s+"-"+big[:i%60])
 		pipe.HSet(ctx, "hash:large", "field-"+s, "value-"+s)
@@ -203,7 +204,7 @@ func sameContent(t *testing.T, src, dst *goredis.Client, key, typ string) bool {
 // works, and a key already expired by the loader's clock is skipped.
 func TestLoadEveryType(t *testing.T) {
 	src := testredis.StartClusterNode(t, t.TempDir(), goredis.Options{})
-	writeEveryType(t, src.Client)
+	writeEveryType(t, src.Client, 1000)
 	path := fetchRDB(t, src)
 	keys := src.Client.DBSize(t.Context()).Val()
 
@@ -291,7 +292,7 @@ func TestLoadRefused(t *testing.T) {
 // to the end and fails there, on the checksum, with ErrCorrupt.
 func TestLoadCorrupt(t *testing.T) {
 	src := testredis.Start(t, t.TempDir(), goredis.Options{})
-	writeEveryType(t, src.Client)
+	writeEveryType(t, src.Client, 1000)
 	path := fetchRDB(t, src)
 	data, err := os.ReadFile(path)
 	if err != nil {
