@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +38,7 @@ func TestRealRDBFiles(t *testing.T) {
 			}
 			r := rdbload.NewReader(bytes.NewReader(data))
 			keys, functions := 0, 0
+			types := map[byte]bool{}
 			for {
 				rec, err := r.Next()
 				if errors.Is(err, io.EOF) {
@@ -52,6 +55,7 @@ func TestRealRDBFiles(t *testing.T) {
 					continue
 				}
 				keys++
+				types[rec.Payload[0]] = true
 				want, ok := dumps[string(rec.Key)]
 				if !ok {
 					t.Fatalf("key %q is not in the DUMP file", rec.Key)
@@ -63,9 +67,24 @@ func TestRealRDBFiles(t *testing.T) {
 			if keys != len(dumps) || functions != 1 || !r.Checksummed() {
 				t.Fatalf("%d keys of %d, %d functions, checksummed %v", keys, len(dumps), functions, r.Checksummed())
 			}
-			t.Logf("RDB version %d: %d keys, every payload equal to its DUMP", r.Version(), keys)
+			for _, want := range typesOf[r.Version()] {
+				if !types[want] {
+					t.Errorf("no key of type %d in this RDB %d", want, r.Version())
+				}
+			}
+			t.Logf("RDB version %d: %d keys, every payload equal to its DUMP; types %v", r.Version(), keys, slices.Sorted(maps.Keys(types)))
 		})
 	}
+}
+
+// typesOf lists the value types each RDB version of testdata must hold (src/rdb.h): 7.0
+// writes lists as quicklists 2 (18), sets as tables (2) or intsets (11), sorted sets as
+// skiplists (5) or listpacks (17), hashes as tables (4) or listpacks (16), streams in their
+// second layout (19); 7.2 adds sets as listpacks (20) and the third stream layout (21); 7.4
+// hashes with field expiries, as tables (24) and listpacks (25).
+var typesOf = map[int][]byte{
+	10: {0, 2, 4, 5, 11, 16, 17, 18, 19},
+	12: {0, 2, 4, 5, 11, 16, 17, 18, 20, 21, 24, 25},
 }
 
 // readDumps reads a file of "<hex key> <hex DUMP payload>" lines.
@@ -113,6 +132,7 @@ func TestWriteRealRDBFiles(t *testing.T) {
 		for i := range 200 {
 			pipe.HSet(ctx, "hfe:large", fmt.Sprintf("field-%d", i), i)
 		}
+		pipe.HSet(ctx, "hfe:large", "long", strings.Repeat("a value longer than 64 bytes makes a table; ", 2))
 		pipe.Do(ctx, "HPEXPIRE", "hfe:large", 3_600_000, "FIELDS", 2, "field-1", "field-7")
 		pipe.Do(ctx, "HEXPIRE", "hfe:large", 9000, "FIELDS", 1, "field-100")
 		if _, err := pipe.Exec(ctx); err != nil {
