@@ -23,8 +23,10 @@
 // what DUMP produces and RESTORE checks. A record's key and payload buffers are reused from
 // key to key: memory is bounded by the largest single value, held once (up to twice while
 // its buffer grows; a buffer over 4 MB is dropped after its key), plus the read buffer and
-// the keys of the commands in flight. Function libraries come as their own
-// records and are loaded with FUNCTION LOAD REPLACE.
+// the keys of the commands in flight. Function libraries come as their own records and are
+// loaded with FUNCTION LOAD REPLACE. The layouts were read in Redis's src/rdb.c (7.0.15 and
+// 7.4.1); testdata holds RDBs written by redis-server 7.0.15 and 7.4.1 with the DUMP of each
+// key, and every payload the reader frames equals its DUMP byte for byte.
 //
 // What is refused, with an error naming it: RDB versions newer than MaxVersion (12, Redis
 // 7.4), module values and module aux data (their bytes are the module's business), a
