@@ -204,6 +204,22 @@ func BenchmarkLoadAgainstRedisCLI(b *testing.B) {
 	}
 }
 
+// lastBenchKeys is the last count of MWO_BENCH_RDB_LOAD_KEYS, 1,000,000 by default.
+func lastBenchKeys(b *testing.B) int {
+	v := os.Getenv("MWO_BENCH_RDB_LOAD_KEYS")
+	if v == "" {
+		return 1_000_000
+	}
+	if i := strings.LastIndexByte(v, ','); i >= 0 {
+		v = v[i+1:]
+	}
+	keys, err := strconv.Atoi(v)
+	if err != nil || keys <= 0 {
+		b.Fatalf("MWO_BENCH_RDB_LOAD_KEYS=%q: want comma-separated key counts", v)
+	}
+	return keys
+}
+
 // BenchmarkLoadWindow times Load of 1,000,000 small keys (MWO_BENCH_RDB_LOAD_KEYS's last
 // count) with windows of 16 to 4096 commands in flight, one run each.
 func BenchmarkLoadWindow(b *testing.B) {
@@ -211,15 +227,7 @@ func BenchmarkLoadWindow(b *testing.B) {
 	if err != nil {
 		b.Skip(err)
 	}
-	keys := 1_000_000
-	if v := os.Getenv("MWO_BENCH_RDB_LOAD_KEYS"); v != "" {
-		if i := strings.LastIndexByte(v, ','); i >= 0 {
-			v = v[i+1:]
-		}
-		if keys, err = strconv.Atoi(v); err != nil {
-			b.Fatal(err)
-		}
-	}
+	keys := lastBenchKeys(b)
 	data := newBenchData(b, cli, keys)
 	dst := testredis.Start(b, b.TempDir(), goredis.Options{ReadTimeout: time.Minute})
 	for _, window := range []int{16, 128, 512, 4096} {
@@ -245,15 +253,7 @@ func BenchmarkReader(b *testing.B) {
 	if err != nil {
 		b.Skip(err)
 	}
-	keys := 1_000_000
-	if v := os.Getenv("MWO_BENCH_RDB_LOAD_KEYS"); v != "" {
-		if i := strings.LastIndexByte(v, ','); i >= 0 {
-			v = v[i+1:]
-		}
-		if keys, err = strconv.Atoi(v); err != nil {
-			b.Fatal(err)
-		}
-	}
+	keys := lastBenchKeys(b)
 	data, err := os.ReadFile(newBenchData(b, cli, keys).rdb)
 	if err != nil {
 		b.Fatal(err)

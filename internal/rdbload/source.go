@@ -67,6 +67,9 @@ func unexpected(err error) error {
 	return err
 }
 
+// ReadByte consumes one byte (io.ByteReader, for rdbstream.ReadLength).
+func (s *source) ReadByte() (byte, error) { return s.byte() }
+
 // byte consumes one byte.
 func (s *source) byte() (byte, error) {
 	if s.r == s.w {
