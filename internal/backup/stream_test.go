@@ -17,26 +17,13 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 	"github.com/middleware-operator/middleware-operator/internal/testmem"
 	"github.com/middleware-operator/middleware-operator/internal/testredis"
+	"github.com/middleware-operator/middleware-operator/internal/teststore"
 )
 
 // startStore starts the local cluster's object store on its own, with TLS.
 func startStore(t *testing.T) (*localcluster.ObjectStore, *objectstore.Client) {
 	t.Helper()
-	store, err := localcluster.StartObjectStore(t.Context(), localcluster.ObjectStoreOptions{Dir: t.TempDir()})
-	if errors.Is(err, os.ErrNotExist) && os.Getenv("CI") == "" {
-		t.Skipf("versitygw is not built (make tools): %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(store.Stop)
-	cfg := store.Config()
-	cfg.Prefix = "shop/cache"
-	c, err := objectstore.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return store, c
+	return teststore.Start(t, "shop/cache")
 }
 
 // TestBackupAndRestoreOneShard runs the ground work end to end: a cluster-mode node's

@@ -2,49 +2,25 @@ package rdbload
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 )
 
 // maxBlob bounds any one string of an RDB (Redis's own limit, proto-max-bulk-len, is 512 MB
 // by default): a larger length is taken for corruption.
 const maxBlob = 1 << 32
 
-// length reads an RDB length; special is true for the encoded-string form, whose value is
-// then the encoding (encInt8...encLZF).
-func (s *source) length() (n int64, special bool, err error) {
-	b, err := s.byte()
-	if err != nil {
-		return 0, false, err
+// length reads an RDB length (rdbstream.ReadLength); encoded is true for the
+// encoded-string form, whose value is then the encoding (encInt8...encLZF).
+func (s *source) length() (n int64, encoded bool, err error) {
+	n, encoded, err = rdbstream.ReadLength(s)
+	if err != nil && errors.Is(err, rdbstream.ErrInvalid) {
+		err = fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	switch b >> 6 {
-	case 0:
-		return int64(b & 0x3F), false, nil
-	case 1:
-		next, err := s.byte()
-		return int64(b&0x3F)<<8 | int64(next), false, err
-	case 3:
-		return int64(b & 0x3F), true, nil
-	}
-	switch b {
-	case 0x80:
-		p, err := s.next(4)
-		if err != nil {
-			return 0, false, err
-		}
-		return int64(binary.BigEndian.Uint32(p)), false, nil
-	case 0x81:
-		p, err := s.next(8)
-		if err != nil {
-			return 0, false, err
-		}
-		v := binary.BigEndian.Uint64(p)
-		if v > 1<<62 {
-			return 0, false, fmt.Errorf("%w: a length of %d", ErrCorrupt, v)
-		}
-		return int64(v), false, nil
-	}
-	return 0, false, fmt.Errorf("%w: length byte 0x%02x", ErrCorrupt, b)
+	return n, encoded, err
 }
 
 // count reads a length that must not be the encoded-string form: an element count.

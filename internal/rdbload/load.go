@@ -19,7 +19,8 @@ const DefaultWindow = 512
 // Options says where and how Load restores.
 type Options struct {
 	// Node is the node to restore into and how to reach it: address, user and password,
-	// TLS, dial timeout, and the longest wait for an answer (IdleTimeout), as for a fetch.
+	// TLS, dial timeout, and IdleTimeout (default rdbstream.DefaultIdleTimeout), the longest
+	// a write may block or an answer be awaited: a frozen node fails the load after it.
 	Node rdbstream.Options
 	// Window is the number of commands in flight (default DefaultWindow).
 	Window int
@@ -32,8 +33,9 @@ type Options struct {
 
 // Result counts what Load did.
 type Result struct {
-	// Restored keys; Skipped keys outside Options.Slots; Expired keys already past their
-	// expiry, not restored.
+	// Restored keys (after an error: the keys sent, of which the last window may not have
+	// been applied); Skipped keys outside Options.Slots; Expired keys already past their
+	// expiry, not sent.
 	Restored, Skipped, Expired int64
 	// Functions is the number of function libraries loaded.
 	Functions int64
@@ -58,6 +60,9 @@ func Load(ctx context.Context, opts Options, r io.Reader) (Result, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Node.IdleTimeout <= 0 {
+		opts.Node.IdleTimeout = rdbstream.DefaultIdleTimeout
 	}
 	var slots *slotSet
 	if len(opts.Slots) > 0 {
@@ -91,7 +96,9 @@ func feed(rd *Reader, p *pipeline, slots *slotSet, now func() time.Time, res *Re
 	var ttl []byte
 	nowMs := now().UnixMilli()
 	for n := 0; ; n++ {
+		p.link.feeding.Store(true)
 		rec, err := rd.Next()
+		p.link.feeding.Store(false)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}

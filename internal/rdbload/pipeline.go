@@ -27,6 +27,7 @@ type pipeline struct {
 	seq      int
 	cmd      []byte // the command being encoded
 
+	link   *link
 	failed chan struct{} // closed by the reader when it stops on an error
 	err    error         // the reader's error, read after failed or done is closed
 	done   chan struct{}
@@ -34,22 +35,24 @@ type pipeline struct {
 }
 
 func newPipeline(ctx context.Context, conn net.Conn, window int, idle time.Duration) *pipeline {
+	l := &link{conn: conn, idle: idle}
 	p := &pipeline{
 		conn:     conn,
-		w:        bufio.NewWriterSize(&deadlineWriter{conn: conn, idle: idle}, 64<<10),
+		link:     l,
+		w:        bufio.NewWriterSize(writerOf(l), 64<<10),
 		inflight: make(chan int, window),
 		labels:   make([][]byte, window+2),
 		kinds:    make([]Kind, window+2),
 		failed:   make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	p.stop = context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-	go p.read(bufio.NewReaderSize(conn, 64<<10))
+	p.stop = context.AfterFunc(ctx, l.cancel)
+	go p.read(bufio.NewReaderSize(readerOf(l), 64<<10))
 	return p
 }
 
-// send queues one command, kind and label (a key) naming it in errors, and waits when window commands are
-// unanswered (after sending what is buffered).
+// send queues one command, kind and label (a key) naming it in errors, and waits when
+// window commands are unanswered (after sending what is buffered).
 func (p *pipeline) send(kind Kind, label []byte, args ...[]byte) error {
 	i := p.seq % len(p.labels)
 	p.labels[i], p.kinds[i] = append(p.labels[i][:0], label...), kind
@@ -180,19 +183,4 @@ func readReply(r *bufio.Reader) error {
 		return err
 	}
 	return fmt.Errorf("unexpected answer %q", line)
-}
-
-// deadlineWriter gives each write to conn idle to complete (no limit when idle is 0).
-type deadlineWriter struct {
-	conn net.Conn
-	idle time.Duration
-}
-
-func (d *deadlineWriter) Write(p []byte) (int, error) {
-	if d.idle > 0 {
-		if err := d.conn.SetWriteDeadline(time.Now().Add(d.idle)); err != nil {
-			return 0, err
-		}
-	}
-	return d.conn.Write(p)
 }

@@ -92,7 +92,8 @@ func (r *Reader) BytesRead() int64 { return r.src.n }
 // then matched): false when its writer ran with rdbchecksum no.
 func (r *Reader) Checksummed() bool { return r.checksummed }
 
-// Next returns the next record, or io.EOF after the EOF opcode and a matching checksum. Any
+// Next returns the next record, or io.EOF after the EOF opcode, a matching checksum and the
+// end of the input (bytes after the RDB, or an error of the input there, are errors). Any
 // other error is final; a record returned before it may hold garbage only when the input
 // was corrupted in a way that only the final checksum reveals.
 func (r *Reader) Next() (*Record, error) {
@@ -197,6 +198,9 @@ func (r *Reader) keyValue(t byte) (*Record, error) {
 	if r.rec.Key, err = s.readString(r.rec.Key); err != nil {
 		return nil, err
 	}
+	if cap(s.rec) > keepRecord { // a huge value's buffer is not kept for the small ones after it
+		s.rec = nil
+	}
 	s.rec = append(s.rec[:0], t)
 	s.recording = true
 	err = s.skipValue(t)
@@ -210,6 +214,9 @@ func (r *Reader) keyValue(t byte) (*Record, error) {
 	return &r.rec, nil
 }
 
+// keepRecord is the largest payload buffer kept from one key to the next.
+const keepRecord = 4 << 20
+
 // end checks the checksum after the EOF opcode.
 func (r *Reader) end() error {
 	sum := r.src.sum()
@@ -220,6 +227,9 @@ func (r *Reader) end() error {
 	stored := binary.LittleEndian.Uint64(p)
 	if stored != 0 && stored != sum {
 		return fmt.Errorf("%w: CRC-64 %016x, but the RDB says %016x: the data read was damaged", ErrCorrupt, sum, stored)
+	}
+	if err := r.src.atEnd(); err != nil {
+		return err
 	}
 	r.done, r.checksummed = true, stored != 0
 	return io.EOF

@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,20 +23,22 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/rdbload"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
+	"github.com/middleware-operator/middleware-operator/internal/testmem"
 	"github.com/middleware-operator/middleware-operator/internal/testredis"
 )
 
 // library is the function library the data set loads.
 const library = "#!lua name=rdbloadlib\nredis.register_function('echo_first', function(keys, args) return args[1] end)"
 
-// writeEveryType fills c with every value type in its compact and its large encodings,
-// keys with TTLs (one that expires in 10 minutes: "soon"), a stream with two consumer groups
-// and pending entries, and a function library.
-func writeEveryType(t *testing.T, c *goredis.Client) {
+// writeEveryType fills c with every value type in its compact and its large encodings
+// (large elements each, and a string of 100 bytes an element), keys with TTLs (one that
+// expires in 10 minutes: "soon"), a stream with two consumer groups and pending entries, and
+// a function library.
+func writeEveryType(t *testing.T, c *goredis.Client, large int) {
 	t.Helper()
 	ctx := t.Context()
 	big := strings.Repeat("large value, compressible; ", 10) // > 64 bytes, LZF in the RDB
-	noise := noise()
+	smallNoise := noise(200)
 	pipe := c.Pipeline()
 	pipe.Set(ctx, "str:small", "v", 0)
 	pipe.Set(ctx, "str:int8", "-12", 0)
@@ -42,8 +46,9 @@ func writeEveryType(t *testing.T, c *goredis.Client) {
 	pipe.Set(ctx, "str:int32", "-2000000000", 0)
 	pipe.Set(ctx, "str:int64", "9000000000000", 0)
 	pipe.Set(ctx, "str:large", big, 0)
-	pipe.Set(ctx, "str:noise", noise, 0)
+	pipe.Set(ctx, "str:noise", smallNoise, 0)
 	pipe.Set(ctx, "str:empty", "", 0)
+	pipe.Set(ctx, "str:huge", noise(large * 50)[200:], 0) // with 1,000 elements, larger than the reader's buffer
 	pipe.Set(ctx, strings.Repeat("long-key-compressible-", 10), "a long key, LZF-compressed in the RDB", 0)
 	pipe.Set(ctx, "{tag}str:ttl", "expires in an hour", time.Hour)
 	pipe.Set(ctx, "str:soon", "expires in ten minutes", 10*time.Minute)
@@ -53,7 +58,7 @@ func writeEveryType(t *testing.T, c *goredis.Client) {
 	pipe.SAdd(ctx, "set:ints", 1, 2, 300, -7)
 	pipe.SAdd(ctx, "set:small", "x", "y", "z")
 	pipe.ZAdd(ctx, "zset:small", goredis.Z{Score: 1.5, Member: "a"}, goredis.Z{Score: -2, Member: "b"})
-	for i := range 1000 {
+	for i := range large {
 		s := strconv.Itoa(i)
 		pipe.RPush(ctx, "list:large", "element-"+s+"-"+big[:i%60])
 		pipe.HSet(ctx, "hash:large", "field-"+s, "value-"+s)
@@ -82,10 +87,10 @@ func writeEveryType(t *testing.T, c *goredis.Client) {
 	}
 }
 
-// noise is 400 hex digits of pseudo-random bytes: a value LZF cannot compress.
-func noise() string {
+// noise is the hex digits of n pseudo-random bytes: a value LZF cannot compress.
+func noise(n int) string {
 	rng := rand.New(rand.NewPCG(1, 2))
-	b := make([]byte, 200)
+	b := make([]byte, n)
 	for i := range b {
 		b[i] = byte(rng.Uint32())
 	}
@@ -199,7 +204,7 @@ func sameContent(t *testing.T, src, dst *goredis.Client, key, typ string) bool {
 // works, and a key already expired by the loader's clock is skipped.
 func TestLoadEveryType(t *testing.T) {
 	src := testredis.StartClusterNode(t, t.TempDir(), goredis.Options{})
-	writeEveryType(t, src.Client)
+	writeEveryType(t, src.Client, 1000)
 	path := fetchRDB(t, src)
 	keys := src.Client.DBSize(t.Context()).Val()
 
@@ -221,8 +226,8 @@ func TestLoadEveryType(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("%+v", res)
-			if res.Restored != keys-1 || res.Expired != 1 || res.Skipped != 0 || res.Functions != 1 || res.RDBVersion != 10 {
-				t.Fatalf("result %+v, want %d restored, 1 expired, 1 function, RDB 10", res, keys-1)
+			if res.Restored != keys-1 || res.Expired != 1 || res.Skipped != 0 || res.Functions != 1 || res.RDBVersion < 10 {
+				t.Fatalf("result %+v, want %d restored, 1 expired, 1 function, RDB 10 or later", res, keys-1)
 			}
 			if fi, _ := os.Stat(path); res.Bytes != fi.Size() {
 				t.Fatalf("read %d bytes of the %d-byte RDB", res.Bytes, fi.Size())
@@ -287,7 +292,7 @@ func TestLoadRefused(t *testing.T) {
 // to the end and fails there, on the checksum, with ErrCorrupt.
 func TestLoadCorrupt(t *testing.T) {
 	src := testredis.Start(t, t.TempDir(), goredis.Options{})
-	writeEveryType(t, src.Client)
+	writeEveryType(t, src.Client, 1000)
 	path := fetchRDB(t, src)
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -296,11 +301,11 @@ func TestLoadCorrupt(t *testing.T) {
 	dst := testredis.Start(t, t.TempDir(), goredis.Options{})
 	opts := rdbload.Options{Node: rdbstream.Options{Addr: dst.Addr}}
 	res, err := rdbload.Load(context.Background(), opts, bytes.NewReader(data[:len(data)/2]))
-	if !errors.Is(err, rdbload.ErrCorrupt) || res.Bytes > int64(len(data)/2) || res.Bytes < int64(len(data)/3) {
+	if !errors.Is(err, rdbload.ErrCorrupt) || !errors.Is(err, io.ErrUnexpectedEOF) || res.Bytes > int64(len(data)/2) || res.Bytes == 0 {
 		t.Fatalf("half an RDB: %+v, %v; want ErrCorrupt within its %d bytes", res, err, len(data)/2)
 	}
 	t.Log(err)
-	at := bytes.Index(data, []byte(noise()[:40]))
+	at := bytes.Index(data, []byte(noise(200)[:40]))
 	damaged := bytes.Clone(data)
 	damaged[at] ^= 0x20
 	res, err = rdbload.Load(context.Background(), opts, bytes.NewReader(damaged))
@@ -308,4 +313,63 @@ func TestLoadCorrupt(t *testing.T) {
 		t.Fatalf("a changed byte: %+v, %v; want a checksum error at the end", res, err)
 	}
 	t.Log(err)
+}
+
+// TestLoadHeapBounded: loading 200,000 keys grows the Go heap by less than 4 MB (read
+// buffers, the window's keys), as loading 2,000 does: memory does not follow the data.
+func TestLoadHeapBounded(t *testing.T) {
+	src := testredis.Start(t, t.TempDir(), goredis.Options{}, "--enable-debug-command", "yes")
+	dst := testredis.Start(t, t.TempDir(), goredis.Options{})
+	for _, keys := range []int{2_000, 200_000} {
+		ctx := t.Context()
+		if err := src.Client.FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := src.Client.Do(ctx, "DEBUG", "POPULATE", keys, "key", 20).Err(); err != nil {
+			t.Fatal(err)
+		}
+		path := fetchRDB(t, src)
+		var res rdbload.Result
+		var err error
+		growth := testmem.HeapGrowth(func() { res, err = load(t, rdbload.Options{Node: rdbstream.Options{Addr: dst.Addr}}, path) })
+		if err != nil || res.Restored != int64(keys) {
+			t.Fatalf("%+v, %v", res, err)
+		}
+		t.Logf("%d keys: the heap grew by %d KB", keys, growth>>10)
+		if growth > 4<<20 {
+			t.Fatalf("loading %d keys grew the heap by %d KB", keys, growth>>10)
+		}
+	}
+}
+
+// TestLoadStalled: a node that stops answering (DEBUG SLEEP) fails the load after
+// IdleTimeout; a cancelled context fails it at once.
+func TestLoadStalled(t *testing.T) {
+	src := testredis.Start(t, t.TempDir(), goredis.Options{})
+	testredis.Dataset{Strings: 1000}.Write(t, src.Client)
+	path := fetchRDB(t, src)
+	dst := testredis.Start(t, t.TempDir(), goredis.Options{ReadTimeout: 10 * time.Second}, "--enable-debug-command", "yes")
+	slept := make(chan error, 1)
+	go func() { slept <- dst.Client.Do(context.Background(), "DEBUG", "SLEEP", 3).Err() }()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	_, err := load(t, rdbload.Options{Node: rdbstream.Options{Addr: dst.Addr, IdleTimeout: 500 * time.Millisecond}}, path)
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() || time.Since(start) > 2*time.Second {
+		t.Fatalf("after %s: %v, want a timeout after 500ms", time.Since(start), err)
+	}
+	t.Log(err)
+	if err := <-slept; err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	if _, err := rdbload.Load(ctx, rdbload.Options{Node: rdbstream.Options{Addr: dst.Addr}}, f); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled context: %v", err)
+	}
 }

@@ -25,7 +25,7 @@ type source struct {
 
 	recording bool
 	rec       []byte
-	scratch   []byte // for reads larger than buf while not recording
+	scratch   []byte // for reads larger than buf
 }
 
 func newSource(r io.Reader) *source {
@@ -67,6 +67,9 @@ func unexpected(err error) error {
 	return err
 }
 
+// ReadByte consumes one byte (io.ByteReader, for rdbstream.ReadLength).
+func (s *source) ReadByte() (byte, error) { return s.byte() }
+
 // byte consumes one byte.
 func (s *source) byte() (byte, error) {
 	if s.r == s.w {
@@ -105,39 +108,55 @@ func (s *source) next(n int64) ([]byte, error) {
 	return p, nil
 }
 
-// large consumes n bytes, more than buf holds: what buf has read ahead, then the rest
-// straight from the input into the record (or the scratch buffer when not recording), a
-// chunk at a time, so that a corrupted length fails at the input's end rather than
-// allocating what it claims.
+// large consumes n bytes, more than buf holds, into the scratch buffer: what buf has read
+// ahead, then the rest straight from the input, a chunk at a time, so that a corrupted
+// length fails at the input's end rather than allocating what it claims. Values, which are
+// recorded, are read through skip in buffer-sized steps instead; only keys and function
+// code come here.
 func (s *source) large(n int) ([]byte, error) {
-	s.sum()
-	dst := &s.scratch
 	if s.recording {
-		dst = &s.rec
-	} else {
-		s.scratch = s.scratch[:0]
+		return nil, errors.New("rdbload: a large read while recording") // a bug, not an input error
 	}
-	start := len(*dst)
-	*dst = append(*dst, s.buf[s.r:s.w]...)
-	s.n += int64(s.w - s.r)
+	s.r, s.scratch = s.w, append(s.scratch[:0], s.buf[s.r:s.w]...)
+	s.n += int64(len(s.scratch))
+	s.sum()
 	s.r, s.w, s.hashed = 0, 0, 0
-	for len(*dst)-start < n {
-		chunk := min(n-(len(*dst)-start), largeChunk)
-		at := len(*dst)
-		*dst = append(*dst, make([]byte, chunk)...)
-		m, err := io.ReadFull(s.src, (*dst)[at:])
-		s.crc = rdbstream.CRC64(s.crc, (*dst)[at:at+m])
+	for len(s.scratch) < n {
+		at := len(s.scratch)
+		s.scratch = append(s.scratch, make([]byte, min(n-at, largeChunk))...)
+		m, err := io.ReadFull(s.src, s.scratch[at:])
+		s.crc = rdbstream.CRC64(s.crc, s.scratch[at:at+m])
 		s.n += int64(m)
 		if err != nil {
-			*dst = (*dst)[:at+m]
 			return nil, unexpected(err)
 		}
 	}
-	return (*dst)[start : start+n], nil
+	return s.scratch, nil
 }
 
 // largeChunk is the step by which large grows its destination.
 const largeChunk = 1 << 20
+
+// atEnd reads the input to its end and fails if anything is left: bytes after the RDB, or
+// the input's own error (an object store's failed checksum, passed on through a pipe).
+func (s *source) atEnd() error {
+	for {
+		if s.w > s.r {
+			return fmt.Errorf("%w: %d or more bytes after the RDB's end", ErrCorrupt, s.w-s.r)
+		}
+		n, err := s.src.Read(s.buf[:cap(s.buf)])
+		s.r, s.w, s.hashed = 0, n, 0
+		if s.w > 0 {
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("after the RDB's end: %w", err)
+		}
+	}
+}
 
 // skip consumes n bytes without returning them.
 func (s *source) skip(n int64) error {

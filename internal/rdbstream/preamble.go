@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 )
 
@@ -52,15 +53,15 @@ func readPreamble(r *bufio.Reader) preamble {
 				return p
 			}
 		case opSelectDB:
-			if db, _, err = readLength(r); err != nil {
+			if db, _, err = ReadLength(r); err != nil {
 				return p
 			}
 		case opResizeDB:
-			keys, _, err := readLength(r)
+			keys, _, err := ReadLength(r)
 			if err != nil {
 				return p
 			}
-			expires, _, err := readLength(r)
+			expires, _, err := ReadLength(r)
 			if err == nil && db == 0 {
 				p.keys, p.expires = keys, expires
 			}
@@ -76,32 +77,43 @@ func readPreamble(r *bufio.Reader) preamble {
 	}
 }
 
-// readLength reads an RDB length; special is true for the encoded-value form, whose length
-// is then the encoding (RDB_ENC_*).
-func readLength(r *bufio.Reader) (n int64, special bool, err error) {
+// ReadLength reads an RDB length (src/rdb.c rdbLoadLenByRef): 6 bits, 14 bits, or 32 or 64
+// bits big-endian after a marker byte. encoded is true for the encoded-string form, whose
+// value is then the encoding (0-2: an 8-, 16- or 32-bit integer, 3: LZF). A length byte of
+// no known form is ErrInvalid.
+func ReadLength(r io.ByteReader) (n int64, encoded bool, err error) {
 	b, err := r.ReadByte()
 	if err != nil {
 		return 0, false, err
 	}
-	switch b >> 6 {
-	case 0:
+	var size int
+	switch {
+	case b>>6 == 0:
 		return int64(b & 0x3F), false, nil
-	case 1:
+	case b>>6 == 1:
 		next, err := r.ReadByte()
 		return int64(b&0x3F)<<8 | int64(next), false, err
-	case 3:
+	case b>>6 == 3:
 		return int64(b & 0x3F), true, nil
+	case b == 0x80:
+		size = 4
+	case b == 0x81:
+		size = 8
+	default:
+		return 0, false, fmt.Errorf("%w: length byte 0x%02x", ErrInvalid, b)
 	}
-	var buf [8]byte
-	switch b {
-	case 0x80:
-		_, err = io.ReadFull(r, buf[:4])
-		return int64(binary.BigEndian.Uint32(buf[:4])), false, err
-	case 0x81:
-		_, err = io.ReadFull(r, buf[:])
-		return int64(binary.BigEndian.Uint64(buf[:])), false, err
+	var v uint64
+	for range size {
+		next, err := r.ReadByte()
+		if err != nil {
+			return 0, false, err
+		}
+		v = v<<8 | uint64(next)
 	}
-	return 0, false, fmt.Errorf("%w: length byte 0x%02x", ErrInvalid, b)
+	if v > math.MaxInt64 {
+		return 0, false, fmt.Errorf("%w: a length of %d", ErrInvalid, v)
+	}
+	return int64(v), false, nil
 }
 
 // maxAuxString bounds a string readPreamble keeps; longer ones (function libraries) are
@@ -111,7 +123,7 @@ const maxAuxString = 4096
 // readString reads an RDB string: raw, an encoded integer, or LZF-compressed (skipped: the
 // aux fields readPreamble keeps are never compressed, being short).
 func readString(r *bufio.Reader) (string, error) {
-	n, special, err := readLength(r)
+	n, special, err := ReadLength(r)
 	if err != nil {
 		return "", err
 	}
@@ -128,11 +140,11 @@ func readString(r *bufio.Reader) (string, error) {
 			_, err := io.ReadFull(r, buf[:4])
 			return strconv.Itoa(int(int32(binary.LittleEndian.Uint32(buf[:4])))), err
 		case 3:
-			compressed, _, err := readLength(r)
+			compressed, _, err := ReadLength(r)
 			if err != nil {
 				return "", err
 			}
-			if _, _, err := readLength(r); err != nil { // the uncompressed length
+			if _, _, err := ReadLength(r); err != nil { // the uncompressed length
 				return "", err
 			}
 			_, err = r.Discard(int(compressed))
