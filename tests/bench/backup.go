@@ -94,6 +94,7 @@ func RunBackup(ctx context.Context, keys, runs int, logf func(string, ...any)) (
 		return f, err
 	}
 	f.Formed = time.Since(start).Seconds()
+	logf("an empty 6-node RedisCluster Ready %.1f s after its creation", f.Formed)
 	if err := b.writeData(keys, source); err != nil {
 		return f, err
 	}
@@ -560,6 +561,9 @@ type memoryWatch struct {
 func (b *backupBench) watchMemory(ctx context.Context) (*memoryWatch, error) {
 	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", b.op.cmd.Process.Pid), []byte("5"), 0); err != nil {
 		return nil, fmt.Errorf("while resetting the operator's peak RSS: %w", err)
+	}
+	if rss, _, _, err := b.op.memory(); err == nil {
+		b.logf("operator RSS at the start of the run: %d MiB", rss>>20)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var peak uint64
