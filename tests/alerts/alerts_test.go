@@ -114,7 +114,7 @@ func TestAlertsAreComplete(t *testing.T) {
 		served[s.Name] = true
 	}
 	want := []string{"RedisClusterDown", "RedisClusterSlotsNotCovered", "RedisClusterMasterWithoutReplica",
-		"RedisClusterMigrationStuck", "RedisClusterNodeFailed", "AppServiceReplicasMismatch", "CloudManagerNotReady",
+		"RedisClusterMigrationStuck", "RedisClusterNodeFailed", "RedisClusterBackupTooOld", "RedisClusterBackupFailing", "AppServiceReplicasMismatch", "CloudManagerNotReady",
 		"OperatorReconcileErrorsHigh", "OperatorAbsent"}
 	var got []string
 	for _, r := range rules(t) {

@@ -196,3 +196,27 @@ func TestBenchSmoke(t *testing.T) {
 		t.Errorf("%d middleware_operator_* series for %d AppServices, want between %d and %d", f.OwnSeries, apps, 2*apps, 2*apps+64)
 	}
 }
+
+// BenchmarkRedisBackup measures backup and restore of a RedisCluster of 3 masters and 3
+// replicas holding MWO_BENCH_BACKUP_KEYS keys (comma-separated, default 100000; the issue's
+// size is 1000000): MWO_BENCH_BACKUP_RUNS (default 3) RedisBackups alternating with
+// `redis-cli --rdb` of the same nodes, and as many restores alternating with `redis-cli
+// --pipe` loads into empty clusters; the operator's peak RSS during each; then it prints
+// the table.
+func BenchmarkRedisBackup(b *testing.B) {
+	sizes := intsFromEnv(b, "MWO_BENCH_BACKUP_KEYS", 100000)
+	runs := intsFromEnv(b, "MWO_BENCH_BACKUP_RUNS", 3)[0]
+	var all []BackupFigures
+	for range b.N {
+		for _, n := range sizes {
+			f, err := RunBackup(b.Context(), n, runs, func(format string, args ...any) { b.Logf(format, args...) })
+			if err != nil {
+				b.Fatal(err)
+			}
+			all = append(all, f)
+			b.ReportMetric(median(f.BackupSeen)/median(f.RDB), fmt.Sprintf("backup/redis-cli-rdb@%d", n))
+			b.ReportMetric(median(f.RestoreLoad)/median(f.Pipe), fmt.Sprintf("restore-load/redis-cli-pipe@%d", n))
+		}
+	}
+	fmt.Print("\n" + BackupTable(all))
+}

@@ -40,21 +40,12 @@ type IdleFigures struct {
 // status (kills times, one cluster each).
 func RunIdle(ctx context.Context, n int, window time.Duration, kills int, profile string, logf func(string, ...any)) (IdleFigures, error) {
 	f := IdleFigures{Clusters: n}
-	env, err := testenv.Start(ctx, 3)
+	rb, err := startRedisBench(ctx)
 	if err != nil {
 		return f, err
 	}
-	defer env.Stop()
-	kctx, cancel := context.WithCancel(ctx)
-	kubelet := redispods.New(env.Client, env.Cluster.Dir+"/redis-data", func(string, ...any) {})
-	done := make(chan struct{})
-	go func() { kubelet.Run(kctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	op, err := startOperatorProcess(env)
-	if err != nil {
-		return f, err
-	}
-	defer op.stop()
+	defer rb.stop()
+	env, kubelet, op := rb.env, rb.kubelet, rb.op
 
 	const ns = "idle"
 	if err := namespace(ctx, env.Client, ns); err != nil {
@@ -106,6 +97,43 @@ func RunIdle(ctx context.Context, n int, window time.Duration, kills int, profil
 		logf("rc-%d: a frozen master showed in the status after %.1f s", i, d)
 	}
 	return f, nil
+}
+
+// redisBench is a fresh local cluster whose Redis pods run real redis-server processes, and
+// the operator's binary running against it.
+type redisBench struct {
+	env     *testenv.Env
+	kubelet *redispods.Kubelet
+	op      *process
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// startRedisBench starts the local cluster, the Redis pods' runner and the operator.
+func startRedisBench(ctx context.Context) (*redisBench, error) {
+	env, err := testenv.Start(ctx, 3)
+	if err != nil {
+		return nil, err
+	}
+	kctx, cancel := context.WithCancel(ctx)
+	rb := &redisBench{env: env, cancel: cancel, done: make(chan struct{}),
+		kubelet: redispods.New(env.Client, env.Cluster.Dir+"/redis-data", func(string, ...any) {})}
+	go func() { rb.kubelet.Run(kctx); close(rb.done) }()
+	if rb.op, err = startOperatorProcess(env); err != nil {
+		rb.stop()
+		return nil, err
+	}
+	return rb, nil
+}
+
+// stop ends the operator, the Redis pods and the cluster.
+func (rb *redisBench) stop() {
+	if rb.op != nil {
+		rb.op.stop()
+	}
+	rb.cancel()
+	<-rb.done
+	rb.env.Stop()
 }
 
 // waitAllReady waits until n RedisClusters in ns are Running and Ready.
