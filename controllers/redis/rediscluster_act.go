@@ -116,6 +116,8 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		return r.replacePod(ctx, s, step.Pod)
 	case redisadmin.StepReloadCertificates:
 		return r.reloadCertificates(ctx, s)
+	case redisadmin.StepSetMemory:
+		return r.setMemory(ctx, s)
 	case redisadmin.StepWriteRecord:
 		return r.writeRecord(ctx, s)
 	case redisadmin.StepAddPassword:

@@ -85,6 +85,7 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 	}
 	s.snap.CheckIdentity()
 	r.checkCertificates(ctx, s)
+	r.readMemory(ctx, s)
 	s.health = redisadmin.Assess(s.snap)
 }
 
@@ -95,7 +96,7 @@ func (r *RedisClusterReconciler) plannerSpec(s *state) redisadmin.Spec {
 	spec := redisadmin.Spec{
 		Name: rc.Name, Paused: rc.Spec.Pause, Refused: s.unsupported, Replicas: int(rc.Spec.Replicas), MembersRecorded: s.recordExists,
 		AcceptDataLoss: rc.Annotations[AcceptDataLossAnnotation] == "true", AcceptAnnotation: AcceptDataLossAnnotation,
-		Rotation: r.rotation(s),
+		Rotation: r.rotation(s), Memory: memoryTarget(s),
 	}
 	if s.sts != nil {
 		spec.StatefulSetReplicas, spec.UpdateRevision = int(ptr.Deref(s.sts.Spec.Replicas, 0)), s.sts.Status.UpdateRevision

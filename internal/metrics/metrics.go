@@ -3,7 +3,8 @@
 // sets from the snapshot it already took (no extra Redis or API call), and a collector that
 // counts the custom resources by phase and condition and reports AppService and CloudManager
 // replicas from the manager's cache at scrape time. Labels are bounded: kind, namespace,
-// name, tier, phase, condition, action; never pod IPs, node IDs or keys. Specs lists them
+// name, tier, phase, condition, action, and pod for a RedisCluster's per-node series (as
+// many as its replicas); never pod IPs, node IDs or keys. Specs lists them
 // all; docs/metrics.md is generated from it (go run ./hack/metricsdoc).
 package metrics
 
@@ -21,6 +22,9 @@ type Spec struct {
 const prefix = "middleware_operator_"
 
 var cluster = []string{"namespace", "name"}
+
+// node labels the per-node series of a cluster.
+var node = []string{"namespace", "name", "pod"}
 
 // specs is every metric of the operator, in the order docs/metrics.md lists them.
 var specs []Spec
@@ -75,6 +79,8 @@ var (
 		"Failovers the operator started, by kind: coordinated (upgrade), forced, takeover.", "namespace", "name", "kind")
 	RedisMigrationSlotsLeft = gauge("rediscluster_migration_slots_left",
 		"Slots the operation under way (scale, rebalance, AssignReceive) still has to move; 0 when none is under way.", cluster...)
+	RedisFullestMasterMemory = gauge("rediscluster_fullest_master_memory_ratio",
+		"Used memory of the fullest master as a share of its maxmemory (0 to 1; 0 without maxmemory).", cluster...)
 	// RedisStatusConflicts counts RedisCluster status writes refused because the status was
 	// computed from a stale object (the reconcile looks again instead of failing).
 	RedisStatusConflicts = counter("rediscluster_status_conflicts_total",
@@ -91,6 +97,25 @@ var (
 		[]float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 4, 5, 7.5, 10, 30}, "kind")
 )
 
+// The per-node memory metrics, one series per pod of a RedisCluster (bounded by its
+// replicas), read from the INFO the snapshot already sends and from the pods.
+var (
+	RedisNodeUsedMemory = gauge("rediscluster_node_used_memory_bytes",
+		"used_memory of the node (INFO memory).", node...)
+	RedisNodeMaxMemory = gauge("rediscluster_node_maxmemory_bytes",
+		"maxmemory of the node (0: none).", node...)
+	RedisNodeFragmentation = gauge("rediscluster_node_memory_fragmentation_ratio",
+		"mem_fragmentation_ratio of the node: RSS over used_memory.", node...)
+	RedisNodeEvictedKeys = gauge("rediscluster_node_evicted_keys",
+		"Keys the node evicted for maxmemory since it started (evicted_keys of INFO stats; falls to 0 when it restarts).", node...)
+	RedisNodeRejectedWrites = gauge("rediscluster_node_rejected_writes",
+		"Commands the node refused with an OOM error (maxmemory reached under noeviction) since it started (errorstat_OOM; falls to 0 when it restarts).", node...)
+	RedisNodeRestarts = gauge("rediscluster_node_restarts",
+		"Restarts of the pod's redis container (its restartCount).", node...)
+	RedisNodeOOMKilled = gauge("rediscluster_node_oom_killed",
+		"1 when the pod's redis container last ended OOMKilled (killed by the kernel at its memory limit), else 0.", node...)
+)
+
 // clusterVec is a metric vector with series per cluster.
 type clusterVec interface {
 	prometheus.Collector
@@ -101,7 +126,16 @@ type clusterVec interface {
 var redisVecs = []clusterVec{
 	RedisStateOK, RedisSlotsAssigned, RedisSlotsOK, RedisSlotsPFail, RedisSlotsFail, RedisKnownNodes, RedisMasters,
 	RedisReplicas, RedisMastersWithoutReplica, RedisNodesSilent, RedisLastCheck, RedisSlotsMoved, RedisKeysMoved,
-	RedisRecoveries, RedisFailovers, RedisMigrationSlotsLeft,
+	RedisRecoveries, RedisFailovers, RedisMigrationSlotsLeft, RedisFullestMasterMemory,
+	RedisNodeUsedMemory, RedisNodeMaxMemory, RedisNodeFragmentation, RedisNodeEvictedKeys, RedisNodeRejectedWrites,
+	RedisNodeRestarts, RedisNodeOOMKilled,
+}
+
+// ForgetRedisNode drops the per-node series of a pod that is gone.
+func ForgetRedisNode(namespace, name, pod string) {
+	for _, v := range redisVecs {
+		v.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "name": name, "pod": pod})
+	}
 }
 
 // ForgetRedisCluster drops every series of a deleted cluster.

@@ -1,0 +1,185 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/tests/redistest"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
+)
+
+// nodeInfo is the INFO server and memory of the node at addr.
+func nodeInfo(ctx context.Context, addr, pw string) (map[string]string, error) {
+	c := goredis.NewClient(&goredis.Options{Addr: addr, Password: pw, DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
+	defer func() { _ = c.Close() }()
+	s, err := c.Info(ctx, "server", "memory").Result()
+	if err != nil {
+		return nil, err
+	}
+	return redisadmin.ParseClusterInfo(s), nil
+}
+
+// waitMemory waits until every node of rc runs maxmemory and policy; it returns each node's
+// run_id (a restarted node has a new one).
+func waitMemory(t *testing.T, rc *redisv1alpha1.RedisCluster, pw string, maxMemory int64, policy string) map[string]string {
+	t.Helper()
+	runs := map[string]string{}
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		for _, n := range rc.Status.Nodes {
+			info, err := nodeInfo(ctx, n.Instance, pw)
+			if err != nil {
+				return false, err.Error()
+			}
+			if info["maxmemory"] != strconv.FormatInt(maxMemory, 10) || info["maxmemory_policy"] != policy {
+				return false, fmt.Sprintf("%s runs maxmemory %s, policy %s; want %d, %s", n.Name, info["maxmemory"], info["maxmemory_policy"], maxMemory, policy)
+			}
+			runs[n.Name] = info["run_id"]
+		}
+		return true, ""
+	})
+	return runs
+}
+
+// waitMemoryStatus waits until the status reports maxMemory from source with policy, on
+// the cluster and on every node.
+func waitMemoryStatus(t *testing.T, key client.ObjectKey, maxMemory int64, policy string, source redisv1alpha1.MaxMemorySource) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		m := cur.Status.Memory
+		if m == nil || m.MaxMemory != maxMemory || m.Policy != policy || m.Source != source || m.FullestMasterPercent == nil || m.FullestMaster == "" {
+			return false, fmt.Sprintf("status.memory %+v", m)
+		}
+		for _, n := range cur.Status.Nodes {
+			if n.MaxMemory != maxMemory || n.MemoryPercent == nil {
+				return false, fmt.Sprintf("node %s: maxMemory %d, memoryPercent %v", n.Name, n.MaxMemory, n.MemoryPercent)
+			}
+		}
+		return true, ""
+	})
+}
+
+// TestRedisClusterMemoryAppliedLive: a cluster whose redis containers have a memory limit
+// runs maxmemory at 45% of it under noeviction; a new share and policy in spec.memory, and
+// then a user's redis.conf that sets maxmemory, reach every running node without a
+// restart (CONFIG SET), and the status says where maxmemory comes from.
+func TestRedisClusterMemoryAppliedLive(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	const limit = 200 << 20
+	rc := redistest.NewCluster(ns, "memory", 6)
+	rc.Spec.Pod = []redisv1alpha1.PodSpec{{Resources: corev1.ResourceRequirements{
+		Limits: corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(limit, resource.BinarySI)},
+	}}}
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
+	pw := redistest.Password(t, env.Client, ns, "memory")
+	before := waitMemory(t, rc, pw, limit*45/100, "noeviction")
+	waitMemoryStatus(t, key, limit*45/100, "noeviction", redisv1alpha1.MaxMemoryFromLimit)
+
+	changed := time.Now()
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"memory":{"maxMemoryPercent":60,"policy":"allkeys-lru"}}}`)
+	after := waitMemory(t, rc, pw, limit*60/100, "allkeys-lru")
+	t.Logf("every node runs the new share and policy %s after the spec changed", time.Since(changed).Round(100*time.Millisecond))
+	for pod, run := range before {
+		if after[pod] != run {
+			t.Errorf("%s restarted (run_id %s, then %s): a memory change must not restart nodes", pod, run, after[pod])
+		}
+	}
+	waitMemoryStatus(t, key, limit*60/100, "allkeys-lru", redisv1alpha1.MaxMemoryFromLimit)
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		return hasEvent(ctx, ns, rediscontrollers.ReasonMemoryConfigured), "no MemoryConfigured event"
+	})
+
+	// The user's redis.conf sets maxmemory: it wins over spec.memory, live too.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "memory-user", Namespace: ns}, Data: map[string]string{"redis.conf": "maxmemory 50mb\n"}}
+	if err := env.Client.Create(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pod":[{"configmap":"memory-user","resources":{"limits":{"memory":"200Mi"}}}]}}`)
+	user := waitMemory(t, rc, pw, 50<<20, "allkeys-lru")
+	waitMemoryStatus(t, key, 50<<20, "allkeys-lru", redisv1alpha1.MaxMemoryFromUserConfig)
+	for pod, run := range before {
+		if user[pod] != run {
+			t.Errorf("%s restarted for the user's maxmemory", pod)
+		}
+	}
+}
+
+// TestRedisClusterInvalidMemoryIsRejected: spec.memory's bounds are checked by the API
+// server, with messages that name the field and the fix.
+func TestRedisClusterInvalidMemoryIsRejected(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	limited := func(limit string, m redisv1alpha1.MemorySpec) func(*redisv1alpha1.RedisCluster) {
+		return func(rc *redisv1alpha1.RedisCluster) {
+			rc.Spec.Memory = &m
+			if limit != "" {
+				rc.Spec.Pod = []redisv1alpha1.PodSpec{{Resources: corev1.ResourceRequirements{
+					Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(limit)},
+				}}}
+			}
+		}
+	}
+	q := func(s string) *resource.Quantity { return ptr.To(resource.MustParse(s)) }
+	cases := map[string]struct {
+		change func(*redisv1alpha1.RedisCluster)
+		want   []string // empty: accepted
+	}{
+		"maxMemory at the limit":        {change: limited("1Gi", redisv1alpha1.MemorySpec{MaxMemory: q("1Gi")}), want: []string{"spec.memory.maxMemory", "below the redis container's memory limit"}},
+		"maxMemory above the limit":     {change: limited("1Gi", redisv1alpha1.MemorySpec{MaxMemory: q("2G")}), want: []string{"spec.memory.maxMemory", "below"}},
+		"maxMemory below the limit":     {change: limited("1Gi", redisv1alpha1.MemorySpec{MaxMemory: q("700Mi")})},
+		"maxMemory without a limit":     {change: limited("", redisv1alpha1.MemorySpec{MaxMemory: q("700Mi")})},
+		"maxMemory of a few bytes":      {change: limited("", redisv1alpha1.MemorySpec{MaxMemory: q("100")}), want: []string{"spec.memory.maxMemory", "at least 1Mi"}},
+		"a share and a value":           {change: limited("1Gi", redisv1alpha1.MemorySpec{MaxMemory: q("100Mi"), MaxMemoryPercent: ptr.To[int32](50)}), want: []string{"spec.memory", "not both"}},
+		"a share of 5%":                 {change: limited("1Gi", redisv1alpha1.MemorySpec{MaxMemoryPercent: ptr.To[int32](5)}), want: []string{"spec.memory.maxMemoryPercent", "10"}},
+		"a share of 99%":                {change: limited("1Gi", redisv1alpha1.MemorySpec{MaxMemoryPercent: ptr.To[int32](99)}), want: []string{"spec.memory.maxMemoryPercent", "95"}},
+		"a policy Redis does not know":  {change: limited("", redisv1alpha1.MemorySpec{Policy: "lru"}), want: []string{"spec.memory.policy", "allkeys-lru"}},
+		"a policy and a share accepted": {change: limited("1Gi", redisv1alpha1.MemorySpec{Policy: "allkeys-lfu", MaxMemoryPercent: ptr.To[int32](70)})},
+	}
+	i := 0
+	for name, tc := range cases {
+		i++
+		t.Run(name, func(t *testing.T) {
+			rc := redistest.NewCluster(ns, fmt.Sprintf("memory-%d", i), 6)
+			rc.Spec.Pause = true
+			tc.change(rc)
+			err := env.Client.Create(t.Context(), rc)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("rejected: %v", err)
+				}
+				return
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("want Invalid, got %v", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("message %q does not contain %q", err.Error(), w)
+				}
+			}
+		})
+	}
+}
