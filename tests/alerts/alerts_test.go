@@ -114,7 +114,8 @@ func TestAlertsAreComplete(t *testing.T) {
 		served[s.Name] = true
 	}
 	want := []string{"RedisClusterDown", "RedisClusterSlotsNotCovered", "RedisClusterMasterWithoutReplica",
-		"RedisClusterMigrationStuck", "RedisClusterNodeFailed", "AppServiceReplicasMismatch", "CloudManagerNotReady",
+		"RedisClusterMigrationStuck", "RedisClusterNodeFailed", "RedisClusterMemoryHigh", "RedisClusterWritesRefused", "RedisClusterNodeOOMKilled",
+		"AppServiceReplicasMismatch", "CloudManagerNotReady",
 		"OperatorReconcileErrorsHigh", "OperatorAbsent"}
 	var got []string
 	for _, r := range rules(t) {
