@@ -183,3 +183,112 @@ func TestRedisClusterInvalidMemoryIsRejected(t *testing.T) {
 		})
 	}
 }
+
+// fillValue is the value the fill test writes: 64 KiB.
+var fillValue = strings.Repeat("v", 64<<10)
+
+// fillCluster writes fillValue under new keys from prefix until n writes were refused with
+// Redis's OOM error, or max were written; it returns the acknowledged keys and the refusals.
+func fillCluster(t *testing.T, c *goredis.ClusterClient, prefix string, n, max int) (acked []string, refused int) {
+	t.Helper()
+	other := 0
+	for i := 0; refused < n && i < max; i++ {
+		key := fmt.Sprintf("%s:%d", prefix, i)
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		err := c.Set(ctx, key, fillValue, 0).Err()
+		cancel()
+		switch {
+		case err == nil:
+			acked = append(acked, key)
+		case strings.Contains(err.Error(), "OOM command not allowed"):
+			refused++
+		default:
+			if other++; other > 20 {
+				t.Fatalf("after %d writes: %v", i, err)
+			}
+		}
+	}
+	return acked, refused
+}
+
+// TestRedisClusterFillsUntilWritesAreRefused: a writer fills a cluster whose pods have a
+// 64 MiB memory limit (and so a real memory cgroup in the local cluster). Under noeviction
+// the writer gets OOM errors from Redis, every acknowledged key reads back, no node is
+// killed or restarted, the status and the metrics show the fullest master near 100%, and
+// the RedisClusterMemoryHigh alert's condition holds over what the metrics endpoint serves.
+// Switched to allkeys-lru (live), writes go on and evictions are counted.
+func TestRedisClusterFillsUntilWritesAreRefused(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	const limit = 64 << 20
+	rc := redistest.NewCluster(ns, "fill", 6)
+	rc.Spec.Pod = []redisv1alpha1.PodSpec{{Resources: corev1.ResourceRequirements{
+		Limits: corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(limit, resource.BinarySI)},
+	}}}
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
+	pw := redistest.Password(t, env.Client, ns, "fill")
+	before := waitMemory(t, rc, pw, limit*45/100, "noeviction")
+	redistest.AlertSelects(t, gather(t), ns, "RedisClusterMemoryHigh", false)
+
+	var addrs []string
+	for _, n := range rc.Status.Nodes {
+		addrs = append(addrs, n.Instance)
+	}
+	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs, Password: pw, MaxRetries: 2})
+	defer func() { _ = c.Close() }()
+	acked, refused := fillCluster(t, c, "fill", 50, 5000)
+	t.Logf("noeviction: %d writes of 64 KiB acknowledged, then %d refused with OOM errors", len(acked), refused)
+	if refused < 50 {
+		t.Fatalf("only %d writes refused after %d acknowledged: maxmemory does not stop the writer", refused, len(acked))
+	}
+	for _, k := range acked {
+		if n, err := c.StrLen(t.Context(), k).Result(); err != nil || n != int64(len(fillValue)) {
+			t.Fatalf("acknowledged key %s reads back %d bytes, %v", k, n, err)
+		}
+	}
+	pods := &corev1.PodList{}
+	if err := env.Client.List(t.Context(), pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		for _, s := range p.Status.ContainerStatuses {
+			if s.RestartCount != 0 || s.LastTerminationState.Terminated != nil {
+				t.Errorf("pod %s: container %s restarted %d times, last %+v", p.Name, s.Name, s.RestartCount, s.LastTerminationState.Terminated)
+			}
+		}
+	}
+	for pod, run := range waitMemory(t, rc, pw, limit*45/100, "noeviction") {
+		if before[pod] != run {
+			t.Errorf("%s restarted during the fill", pod)
+		}
+	}
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		ratio := metricSum(t, "middleware_operator_rediscluster_fullest_master_memory_ratio", ns, "fill")
+		rejected := metricSum(t, "middleware_operator_rediscluster_node_rejected_writes", ns, "fill")
+		m := cur.Status.Memory
+		return m != nil && m.FullestMasterPercent != nil && *m.FullestMasterPercent >= 90 && ratio > 0.9 && rejected >= float64(refused),
+			fmt.Sprintf("status.memory %+v, fullest master ratio %v, rejected writes %v", m, ratio, rejected)
+	})
+	redistest.AlertSelects(t, gather(t), ns, "RedisClusterMemoryHigh", true)
+
+	// A cache: the same writer goes on under allkeys-lru, and the nodes evict.
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"memory":{"policy":"allkeys-lru"}}}`)
+	waitMemory(t, rc, pw, limit*45/100, "allkeys-lru")
+	more, refused := fillCluster(t, c, "lru", 1, 500)
+	if refused > 0 || len(more) < 450 {
+		t.Errorf("under allkeys-lru %d writes acknowledged, %d refused; want them all acknowledged", len(more), refused)
+	}
+	testenv.Eventually(t, 30*time.Second, func(context.Context) (bool, string) {
+		evicted := metricSum(t, "middleware_operator_rediscluster_node_evicted_keys", ns, "fill")
+		return evicted > 0, fmt.Sprintf("evicted keys %v", evicted)
+	})
+	t.Logf("allkeys-lru: %d more writes acknowledged, %v keys evicted", len(more), metricSum(t, "middleware_operator_rediscluster_node_evicted_keys", ns, "fill"))
+}
