@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"sync"
 
@@ -114,46 +115,100 @@ func memoryStatus(s *state) {
 	s.next.Status.Memory = m
 }
 
-// nodeSeries remembers, per cluster, the pods that have per-node series, so the series of
-// a pod that is gone are deleted.
-var nodeSeries sync.Map // types.NamespacedName -> map[string]bool
+// nodeCounts keeps, per cluster, the last value of each node's counts (evicted keys, refused
+// writes, container restarts), which fall back to 0 when a node or pod restarts, so that
+// only their increases are added to the cluster's counters.
+var nodeCounts = struct {
+	sync.Mutex
+	last map[types.NamespacedName]map[string]int64
+}{last: map[types.NamespacedName]map[string]int64{}}
 
-// recordMemoryMetrics sets the per-node memory gauges and the fullest master's share from
-// the snapshot, and the redis container's restarts and last OOM kill from the pods.
+// increases returns how much each count of counts (by an id "<count>/<pod>") rose since
+// the last look, and remembers them: a count below its last value started again (its node
+// restarted), so all of it is new; a count seen the first time is only remembered (the
+// operator may have started after it rose). The counts of a pod of pods that did not
+// answer this look are kept for the next; those of pods that are gone are forgotten.
+func increases(key types.NamespacedName, counts map[string]int64, pods map[string]bool) map[string]int64 {
+	nodeCounts.Lock()
+	defer nodeCounts.Unlock()
+	last := nodeCounts.last[key]
+	out := map[string]int64{}
+	for id, cur := range counts {
+		before, seen := last[id]
+		switch {
+		case !seen:
+		case cur >= before:
+			out[id] = cur - before
+		default:
+			out[id] = cur
+		}
+	}
+	keep := maps.Clone(counts)
+	for id, n := range last {
+		if _, pod, _ := strings.Cut(id, "/"); pods[pod] && !hasKey(counts, id) {
+			keep[id] = n
+		}
+	}
+	nodeCounts.last[key] = keep
+	return out
+}
+
+// hasKey reports whether m has k.
+func hasKey(m map[string]int64, k string) bool { _, ok := m[k]; return ok }
+
+// recordMemoryMetrics sets the cluster's memory gauges from the snapshot (the masters'
+// used memory and maxmemory, the fullest master's share, the highest fragmentation), and
+// adds to its counters the nodes' new evictions and refused writes and the redis
+// containers' new restarts, those after an OOM kill apart.
 func recordMemoryMetrics(s *state) {
 	ns, name := s.rc.Namespace, s.rc.Name
-	pods := map[string]bool{}
 	byPod, _, fullest := nodeMemories(s)
-	for pod, nm := range byPod {
-		pods[pod] = true
-		metrics.RedisNodeUsedMemory.WithLabelValues(ns, name, pod).Set(float64(nm.Used))
-		metrics.RedisNodeMaxMemory.WithLabelValues(ns, name, pod).Set(float64(nm.MaxMemory))
-		metrics.RedisNodeFragmentation.WithLabelValues(ns, name, pod).Set(nm.Fragmentation)
-		metrics.RedisNodeEvictedKeys.WithLabelValues(ns, name, pod).Set(float64(nm.Evicted))
-		metrics.RedisNodeRejectedWrites.WithLabelValues(ns, name, pod).Set(float64(nm.Rejected))
+	var used, maxMemory int64
+	fragmentation := 0.0
+	counts := map[string]int64{}
+	for i := range s.snap.Nodes {
+		o := &s.snap.Nodes[i]
+		nm, ok := byPod[o.Pod]
+		if !ok {
+			continue
+		}
+		counts["evicted/"+o.Pod], counts["rejected/"+o.Pod], fragmentation = nm.Evicted, nm.Rejected, max(fragmentation, nm.Fragmentation)
+		if self, _ := o.Self(); self.IsMaster() && len(self.Slots) > 0 {
+			used, maxMemory = used+nm.Used, maxMemory+nm.MaxMemory
+		}
 	}
+	oomKilled, pods := map[string]bool{}, map[string]bool{}
 	for i := range s.pods {
-		p := &s.pods[i]
-		for _, c := range p.Status.ContainerStatuses {
-			if c.Name != resources.RedisContainer {
-				continue
+		pods[s.pods[i].Name] = true
+		for _, c := range s.pods[i].Status.ContainerStatuses {
+			if c.Name == resources.RedisContainer {
+				counts["restarts/"+s.pods[i].Name] = int64(c.RestartCount)
+				t := c.LastTerminationState.Terminated
+				oomKilled[s.pods[i].Name] = t != nil && t.Reason == "OOMKilled"
 			}
-			pods[p.Name] = true
-			oom := 0.0
-			if t := c.LastTerminationState.Terminated; t != nil && t.Reason == "OOMKilled" {
-				oom = 1
+		}
+	}
+	var evicted, rejected, restarts, oomKills int64
+	for id, n := range increases(types.NamespacedName{Namespace: ns, Name: name}, counts, pods) {
+		kind, pod, _ := strings.Cut(id, "/")
+		switch kind {
+		case "evicted":
+			evicted += n
+		case "rejected":
+			rejected += n
+		case "restarts":
+			restarts += n
+			if n > 0 && oomKilled[pod] {
+				oomKills++ // the last restart; earlier ones in between are not known
 			}
-			metrics.RedisNodeRestarts.WithLabelValues(ns, name, p.Name).Set(float64(c.RestartCount))
-			metrics.RedisNodeOOMKilled.WithLabelValues(ns, name, p.Name).Set(oom)
 		}
 	}
 	metrics.RedisFullestMasterMemory.WithLabelValues(ns, name).Set(fullest)
-	key := types.NamespacedName{Namespace: ns, Name: name}
-	if before, ok := nodeSeries.Swap(key, pods); ok {
-		for pod := range before.(map[string]bool) { //nolint:forcetypeassert // only this type is stored
-			if !pods[pod] {
-				metrics.ForgetRedisNode(ns, name, pod)
-			}
-		}
-	}
+	metrics.RedisMemoryUsed.WithLabelValues(ns, name).Set(float64(used))
+	metrics.RedisMaxMemory.WithLabelValues(ns, name).Set(float64(maxMemory))
+	metrics.RedisFragmentation.WithLabelValues(ns, name).Set(fragmentation)
+	metrics.RedisEvictedKeys.WithLabelValues(ns, name).Add(float64(evicted))
+	metrics.RedisRejectedWrites.WithLabelValues(ns, name).Add(float64(rejected))
+	metrics.RedisContainerRestarts.WithLabelValues(ns, name).Add(float64(restarts))
+	metrics.RedisOOMKills.WithLabelValues(ns, name).Add(float64(oomKills))
 }

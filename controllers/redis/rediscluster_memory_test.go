@@ -272,7 +272,7 @@ func TestRedisClusterFillsUntilWritesAreRefused(t *testing.T) {
 			return false, err.Error()
 		}
 		ratio := metricSum(t, "middleware_operator_rediscluster_fullest_master_memory_ratio", ns, "fill")
-		rejected := metricSum(t, "middleware_operator_rediscluster_node_rejected_writes", ns, "fill")
+		rejected := metricSum(t, "middleware_operator_rediscluster_rejected_writes_total", ns, "fill")
 		m := cur.Status.Memory
 		return m != nil && m.FullestMasterPercent != nil && *m.FullestMasterPercent >= 90 && ratio > 0.9 && rejected >= float64(refused),
 			fmt.Sprintf("status.memory %+v, fullest master ratio %v, rejected writes %v", m, ratio, rejected)
@@ -287,8 +287,8 @@ func TestRedisClusterFillsUntilWritesAreRefused(t *testing.T) {
 		t.Errorf("under allkeys-lru %d writes acknowledged, %d refused; want them all acknowledged", len(more), refused)
 	}
 	testenv.Eventually(t, 30*time.Second, func(context.Context) (bool, string) {
-		evicted := metricSum(t, "middleware_operator_rediscluster_node_evicted_keys", ns, "fill")
+		evicted := metricSum(t, "middleware_operator_rediscluster_evicted_keys_total", ns, "fill")
 		return evicted > 0, fmt.Sprintf("evicted keys %v", evicted)
 	})
-	t.Logf("allkeys-lru: %d more writes acknowledged, %v keys evicted", len(more), metricSum(t, "middleware_operator_rediscluster_node_evicted_keys", ns, "fill"))
+	t.Logf("allkeys-lru: %d more writes acknowledged, %v keys evicted", len(more), metricSum(t, "middleware_operator_rediscluster_evicted_keys_total", ns, "fill"))
 }

@@ -2,10 +2,12 @@ package redis
 
 import (
 	"errors"
+	"maps"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
@@ -59,5 +61,32 @@ func TestMemoryStatus(t *testing.T) {
 	}
 	if p := s.next.Status.Nodes[0].MemoryPercent; p != nil {
 		t.Errorf("without maxmemory a node has memoryPercent %d", *p)
+	}
+}
+
+// TestIncreases: a node's count that rose adds the rise; one that fell (the node restarted)
+// adds all of it; one seen the first time adds nothing; a node that did not answer keeps
+// its last count while its pod exists.
+func TestIncreases(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "increases"}
+	pods := map[string]bool{"a": true, "b": true}
+	steps := []struct {
+		counts, want map[string]int64
+	}{
+		{counts: map[string]int64{"evicted/a": 5, "evicted/b": 7}, want: map[string]int64{}},
+		{counts: map[string]int64{"evicted/a": 9, "evicted/b": 7}, want: map[string]int64{"evicted/a": 4, "evicted/b": 0}},
+		{counts: map[string]int64{"evicted/a": 2, "evicted/b": 8}, want: map[string]int64{"evicted/a": 2, "evicted/b": 1}},
+		{counts: map[string]int64{"evicted/a": 3}, want: map[string]int64{"evicted/a": 1}}, // b silent
+		{counts: map[string]int64{"evicted/a": 3, "evicted/b": 10}, want: map[string]int64{"evicted/a": 0, "evicted/b": 2}},
+	}
+	for i, step := range steps {
+		if got := increases(key, step.counts, pods); !maps.Equal(got, step.want) {
+			t.Errorf("look %d: increases %v, want %v", i, got, step.want)
+		}
+	}
+	delete(pods, "b") // b is gone: forgotten
+	increases(key, map[string]int64{"evicted/a": 3}, pods)
+	if got := increases(key, map[string]int64{"evicted/a": 3, "evicted/b": 4}, map[string]bool{"a": true, "b": true}); hasKey(got, "evicted/b") {
+		t.Errorf("a new pod b's first count was added: %v", got)
 	}
 }

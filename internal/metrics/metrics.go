@@ -3,8 +3,7 @@
 // sets from the snapshot it already took (no extra Redis or API call), and a collector that
 // counts the custom resources by phase and condition and reports AppService and CloudManager
 // replicas from the manager's cache at scrape time. Labels are bounded: kind, namespace,
-// name, tier, phase, condition, action, and pod for a RedisCluster's per-node series (as
-// many as its replicas); never pod IPs, node IDs or keys. Specs lists them
+// name, tier, phase, condition, action; never pod IPs, node IDs or keys. Specs lists them
 // all; docs/metrics.md is generated from it (go run ./hack/metricsdoc).
 package metrics
 
@@ -22,9 +21,6 @@ type Spec struct {
 const prefix = "middleware_operator_"
 
 var cluster = []string{"namespace", "name"}
-
-// node labels the per-node series of a cluster.
-var node = []string{"namespace", "name", "pod"}
 
 // specs is every metric of the operator, in the order docs/metrics.md lists them.
 var specs []Spec
@@ -97,23 +93,24 @@ var (
 		[]float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 4, 5, 7.5, 10, 30}, "kind")
 )
 
-// The per-node memory metrics, one series per pod of a RedisCluster (bounded by its
-// replicas), read from the INFO the snapshot already sends and from the pods.
+// The memory metrics of a RedisCluster, one series per cluster, read from the INFO the
+// snapshot already sends and from the pods (each node's figures are in the status, and the
+// exporter sidecar serves them per pod).
 var (
-	RedisNodeUsedMemory = gauge("rediscluster_node_used_memory_bytes",
-		"used_memory of the node (INFO memory).", node...)
-	RedisNodeMaxMemory = gauge("rediscluster_node_maxmemory_bytes",
-		"maxmemory of the node (0: none).", node...)
-	RedisNodeFragmentation = gauge("rediscluster_node_memory_fragmentation_ratio",
-		"mem_fragmentation_ratio of the node: RSS over used_memory.", node...)
-	RedisNodeEvictedKeys = gauge("rediscluster_node_evicted_keys",
-		"Keys the node evicted for maxmemory since it started (evicted_keys of INFO stats; falls to 0 when it restarts).", node...)
-	RedisNodeRejectedWrites = gauge("rediscluster_node_rejected_writes",
-		"Commands the node refused with an OOM error (maxmemory reached under noeviction) since it started (errorstat_OOM; falls to 0 when it restarts).", node...)
-	RedisNodeRestarts = gauge("rediscluster_node_restarts",
-		"Restarts of the pod's redis container (its restartCount).", node...)
-	RedisNodeOOMKilled = gauge("rediscluster_node_oom_killed",
-		"1 when the pod's redis container last ended OOMKilled (killed by the kernel at its memory limit), else 0.", node...)
+	RedisMemoryUsed = gauge("rediscluster_memory_used_bytes",
+		"used_memory of the masters serving slots, added up.", cluster...)
+	RedisMaxMemory = gauge("rediscluster_maxmemory_bytes",
+		"maxmemory of the masters serving slots, added up (0: none has maxmemory).", cluster...)
+	RedisFragmentation = gauge("rediscluster_memory_fragmentation_ratio_max",
+		"The highest mem_fragmentation_ratio (RSS over used_memory) of the answering nodes.", cluster...)
+	RedisEvictedKeys = counter("rediscluster_evicted_keys_total",
+		"Keys the nodes evicted for maxmemory (the increases of each node's evicted_keys of INFO stats).", cluster...)
+	RedisRejectedWrites = counter("rediscluster_rejected_writes_total",
+		"Commands the nodes refused with an OOM error, maxmemory reached under noeviction (the increases of each node's errorstat_OOM).", cluster...)
+	RedisContainerRestarts = counter("rediscluster_redis_restarts_total",
+		"Restarts of the cluster's redis containers (the increases of their restartCount).", cluster...)
+	RedisOOMKills = counter("rediscluster_oom_kills_total",
+		"Restarts of the cluster's redis containers after the kernel killed them at their memory limit (lastState OOMKilled).", cluster...)
 )
 
 // clusterVec is a metric vector with series per cluster.
@@ -127,15 +124,8 @@ var redisVecs = []clusterVec{
 	RedisStateOK, RedisSlotsAssigned, RedisSlotsOK, RedisSlotsPFail, RedisSlotsFail, RedisKnownNodes, RedisMasters,
 	RedisReplicas, RedisMastersWithoutReplica, RedisNodesSilent, RedisLastCheck, RedisSlotsMoved, RedisKeysMoved,
 	RedisRecoveries, RedisFailovers, RedisMigrationSlotsLeft, RedisFullestMasterMemory,
-	RedisNodeUsedMemory, RedisNodeMaxMemory, RedisNodeFragmentation, RedisNodeEvictedKeys, RedisNodeRejectedWrites,
-	RedisNodeRestarts, RedisNodeOOMKilled,
-}
-
-// ForgetRedisNode drops the per-node series of a pod that is gone.
-func ForgetRedisNode(namespace, name, pod string) {
-	for _, v := range redisVecs {
-		v.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "name": name, "pod": pod})
-	}
+	RedisMemoryUsed, RedisMaxMemory, RedisFragmentation, RedisEvictedKeys, RedisRejectedWrites,
+	RedisContainerRestarts, RedisOOMKills,
 }
 
 // ForgetRedisCluster drops every series of a deleted cluster.
