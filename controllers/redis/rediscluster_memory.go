@@ -2,7 +2,10 @@ package redis
 
 import (
 	"context"
+	"errors"
+	"io"
 	"maps"
+	"net"
 	"strings"
 	"sync"
 
@@ -45,28 +48,31 @@ func memoryTarget(s *state) redisadmin.Memory {
 	return redisadmin.Memory{MaxMemory: s.memory.MaxMemory, Policy: s.memory.Policy, KeepMaxMemory: !s.memory.Known}
 }
 
-// setMemory carries out StepSetMemory: CONFIG SET on each node of the step. A node that went
-// away is set at the next look, when it answers again.
+// setMemory carries out StepSetMemory: CONFIG SET on each node of the step. A node that
+// did not answer is set at a later look, when it answers again; a node that refused the
+// settings is an error.
 func (r *RedisClusterReconciler) setMemory(ctx context.Context, s *state) error {
 	var set []string
-	var firstErr error
+	var refused error
 	for _, addr := range s.step.Addrs {
 		if err := r.fence(ctx); err != nil {
 			return err
 		}
-		if err := redisadmin.SetMemory(ctx, addr, s.tls, s.login(), s.step.Memory); err != nil {
-			if firstErr == nil {
-				firstErr = err
-			}
-			continue
+		err := redisadmin.SetMemory(ctx, addr, s.tls, s.login(), s.step.Memory)
+		var netErr net.Error
+		switch {
+		case err == nil:
+			set = append(set, addr)
+		case errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, context.DeadlineExceeded):
+		case refused == nil:
+			refused = err
 		}
-		set = append(set, addr)
 	}
 	if len(set) > 0 {
-		r.event(s, corev1.EventTypeNormal, ReasonMemoryConfigured, "Configure", "%s, without a restart, on %d nodes (%s)",
-			strings.TrimPrefix(s.step.Reason, "setting "), len(set), strings.Join(set, ", "))
+		r.event(s, corev1.EventTypeNormal, ReasonMemoryConfigured, "Configure", "set %s without a restart on %d nodes (%s)",
+			s.step.Memory, len(set), strings.Join(set, ", "))
 	}
-	return firstErr
+	return refused
 }
 
 // nodeMemories is the memory of every answering node, by pod, and the master serving slots

@@ -83,12 +83,16 @@ func planMemory(spec Spec, s Snapshot, _ Health) (Step, bool) {
 	if len(addrs) == 0 {
 		return Step{}, false
 	}
-	what := fmt.Sprintf("maxmemory-policy %s", want.Policy)
-	if !want.KeepMaxMemory {
-		what = fmt.Sprintf("maxmemory %d and %s", want.MaxMemory, what)
-	}
 	return Step{Kind: StepSetMemory, Addrs: addrs, Memory: want, After: LookSoon,
-		Reason: fmt.Sprintf("setting %s on %s", what, strings.Join(pods, ", "))}, true
+		Reason: fmt.Sprintf("setting %s on %s", want, strings.Join(pods, ", "))}, true
+}
+
+// String names the settings m sets, for messages.
+func (m Memory) String() string {
+	if m.KeepMaxMemory {
+		return "maxmemory-policy " + m.Policy
+	}
+	return fmt.Sprintf("maxmemory %d and maxmemory-policy %s", m.MaxMemory, m.Policy)
 }
 
 // SetMemory sets m on the node at addr with one CONFIG SET (maxmemory and
