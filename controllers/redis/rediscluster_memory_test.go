@@ -56,7 +56,7 @@ func waitMemory(t *testing.T, rc *redisv1alpha1.RedisCluster, pw string, maxMemo
 }
 
 // waitMemoryStatus waits until the status reports maxMemory from source with policy, on
-// the cluster and on every node.
+// the cluster and on every node, with the shares of memory used when maxMemory is set.
 func waitMemoryStatus(t *testing.T, key client.ObjectKey, maxMemory int64, policy string, source redisv1alpha1.MaxMemorySource) {
 	t.Helper()
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
@@ -65,16 +65,42 @@ func waitMemoryStatus(t *testing.T, key client.ObjectKey, maxMemory int64, polic
 			return false, err.Error()
 		}
 		m := cur.Status.Memory
-		if m == nil || m.MaxMemory != maxMemory || m.Policy != policy || m.Source != source || m.FullestMasterPercent == nil || m.FullestMaster == "" {
+		limited := maxMemory > 0 // else no share is reported
+		if m == nil || m.MaxMemory != maxMemory || m.Policy != policy || m.Source != source || (m.FullestMasterPercent != nil) != limited || (m.FullestMaster != "") != limited {
 			return false, fmt.Sprintf("status.memory %+v", m)
 		}
 		for _, n := range cur.Status.Nodes {
-			if n.MaxMemory != maxMemory || n.MemoryPercent == nil {
+			if n.MaxMemory != maxMemory || (n.MemoryPercent != nil) != limited {
 				return false, fmt.Sprintf("node %s: maxMemory %d, memoryPercent %v", n.Name, n.MaxMemory, n.MemoryPercent)
 			}
 		}
 		return true, ""
 	})
+}
+
+// limitedCluster creates the 6-node cluster name in ns whose redis containers have the
+// memory limit limit, with the user's redis.conf ConfigMap configmap ("" for none), waits
+// until it is formed, and returns its key, the RedisCluster and its password.
+func limitedCluster(t *testing.T, ns, name string, limit int64, configmap string) (client.ObjectKey, *redisv1alpha1.RedisCluster, string) {
+	t.Helper()
+	rc := redistest.NewCluster(ns, name, 6)
+	rc.Spec.Pod = []redisv1alpha1.PodSpec{{Configmap: configmap, Resources: corev1.ResourceRequirements{
+		Limits: corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(limit, resource.BinarySI)},
+	}}}
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	return key, redistest.WaitShape(t, env.Client, key, 3, 6), redistest.Password(t, env.Client, ns, name)
+}
+
+// clusterClient is a Redis Cluster client entering at every node of rc.
+func clusterClient(rc *redisv1alpha1.RedisCluster, pw string, retries int) *goredis.ClusterClient {
+	var addrs []string
+	for _, n := range rc.Status.Nodes {
+		addrs = append(addrs, n.Instance)
+	}
+	return goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs, Password: pw, MaxRetries: retries})
 }
 
 // TestRedisClusterMemoryAppliedLive: a cluster whose redis containers have a memory limit
@@ -85,16 +111,7 @@ func TestRedisClusterMemoryAppliedLive(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
 	const limit = 200 << 20
-	rc := redistest.NewCluster(ns, "memory", 6)
-	rc.Spec.Pod = []redisv1alpha1.PodSpec{{Resources: corev1.ResourceRequirements{
-		Limits: corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(limit, resource.BinarySI)},
-	}}}
-	if err := env.Client.Create(t.Context(), rc); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(rc)
-	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
-	pw := redistest.Password(t, env.Client, ns, "memory")
+	key, rc, pw := limitedCluster(t, ns, "memory", limit, "")
 	before := waitMemory(t, rc, pw, limit*45/100, "noeviction")
 	waitMemoryStatus(t, key, limit*45/100, "noeviction", redisv1alpha1.MaxMemoryFromLimit)
 
@@ -221,24 +238,11 @@ func TestRedisClusterFillsUntilWritesAreRefused(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
 	const limit = 64 << 20
-	rc := redistest.NewCluster(ns, "fill", 6)
-	rc.Spec.Pod = []redisv1alpha1.PodSpec{{Resources: corev1.ResourceRequirements{
-		Limits: corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(limit, resource.BinarySI)},
-	}}}
-	if err := env.Client.Create(t.Context(), rc); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(rc)
-	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
-	pw := redistest.Password(t, env.Client, ns, "fill")
+	key, rc, pw := limitedCluster(t, ns, "fill", limit, "")
 	before := waitMemory(t, rc, pw, limit*45/100, "noeviction")
 	redistest.AlertSelects(t, gather(t), ns, "RedisClusterMemoryHigh", false)
 
-	var addrs []string
-	for _, n := range rc.Status.Nodes {
-		addrs = append(addrs, n.Instance)
-	}
-	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs, Password: pw, MaxRetries: 2})
+	c := clusterClient(rc, pw, 2)
 	defer func() { _ = c.Close() }()
 	acked, refused := fillCluster(t, c, "fill", 50, 5000)
 	t.Logf("noeviction: %d writes of 64 KiB acknowledged, then %d refused with OOM errors", len(acked), refused)
@@ -291,4 +295,51 @@ func TestRedisClusterFillsUntilWritesAreRefused(t *testing.T) {
 		return evicted > 0, fmt.Sprintf("evicted keys %v", evicted)
 	})
 	t.Logf("allkeys-lru: %d more writes acknowledged, %v keys evicted", len(more), metricSum(t, "middleware_operator_rediscluster_evicted_keys_total", ns, "fill"))
+}
+
+// TestRedisClusterOOMKillIsCounted shows the fault maxmemory prevents, in a cluster: the
+// user's redis.conf turns maxmemory off (maxmemory 0, which wins over the 45% share), a
+// writer fills a master until the kernel kills it at its 64 MiB limit, its pod's
+// lastState says OOMKilled, and the operator counts the kill in
+// middleware_operator_rediscluster_oom_kills_total (the RedisClusterNodeOOMKilled alert).
+func TestRedisClusterOOMKillIsCounted(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	const limit = 64 << 20
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "oom-user", Namespace: ns}, Data: map[string]string{"redis.conf": "maxmemory 0\n"}}
+	if err := env.Client.Create(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	key, rc, pw := limitedCluster(t, ns, "oom", limit, "oom-user")
+	waitMemory(t, rc, pw, 0, "noeviction")
+	waitMemoryStatus(t, key, 0, "noeviction", redisv1alpha1.MaxMemoryFromUserConfig)
+	c := clusterClient(rc, pw, -1)
+	defer func() { _ = c.Close() }()
+	written := 0
+	for ; written < 4*limit/len(fillValue); written++ {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		err := c.Set(ctx, fmt.Sprintf("oom:%d", written), fillValue, 0).Err()
+		cancel()
+		if err != nil {
+			t.Logf("the writer stopped after %d writes of 64 KiB: %v", written, err)
+			break
+		}
+	}
+	var killed string
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		pods := &corev1.PodList{}
+		if err := env.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		for _, p := range pods.Items {
+			for _, s := range p.Status.ContainerStatuses {
+				if t := s.LastTerminationState.Terminated; t != nil && t.Reason == "OOMKilled" && s.RestartCount > 0 {
+					killed = p.Name
+				}
+			}
+		}
+		kills := metricSum(t, "middleware_operator_rediscluster_oom_kills_total", ns, "oom")
+		return killed != "" && kills >= 1, fmt.Sprintf("OOMKilled pod %q, oom_kills_total %v", killed, kills)
+	})
+	t.Logf("without maxmemory, %s was killed by the kernel at its 64 MiB limit after %d writes of 64 KiB; the operator counted it", killed, written)
 }
