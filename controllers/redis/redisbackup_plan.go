@@ -20,7 +20,6 @@ const (
 
 // The reasons of a RedisBackup's Completed condition and events.
 const (
-	ReasonBackupWaiting    = "Waiting"
 	ReasonBackupCompleted  = "Completed"
 	ReasonBackupFailed     = "BackupFailed"
 	ReasonBackupStarted    = "BackupStarted"

@@ -107,6 +107,8 @@ type state struct {
 	// clients would see of it.
 	snap   redisadmin.Snapshot
 	health redisadmin.Health
+	// memory is the memory configuration the nodes should run with (readMemory).
+	memory resources.RedisMemory
 	// step is the one step planned from the snapshot (zero when observing failed).
 	step redisadmin.Step
 	// restore is the backup a restoring cluster loads (nil when it restores none, or is done);

@@ -52,6 +52,7 @@ func recordMetrics(s *state) {
 	metrics.RedisMastersWithoutReplica.WithLabelValues(ns, name).Set(float64(alone))
 	metrics.RedisNodesSilent.WithLabelValues(ns, name).Set(float64(len(h.Silent)))
 	metrics.RedisLastCheck.WithLabelValues(ns, name).Set(float64(s.snap.Now.Unix()))
+	recordMemoryMetrics(s)
 	if s.step.Operation == "" {
 		metrics.RedisMigrationSlotsLeft.WithLabelValues(ns, name).Set(0)
 	}

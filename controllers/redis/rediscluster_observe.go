@@ -70,6 +70,7 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 	}
 	s.snap.CheckIdentity()
 	r.checkCertificates(ctx, s)
+	r.readMemory(ctx, s)
 	s.health = redisadmin.Assess(s.snap)
 }
 
@@ -102,7 +103,7 @@ func (r *RedisClusterReconciler) plannerSpec(s *state) redisadmin.Spec {
 	spec := redisadmin.Spec{
 		Name: rc.Name, Paused: rc.Spec.Pause, Refused: s.unsupported, Replicas: int(rc.Spec.Replicas), MembersRecorded: s.recordExists,
 		AcceptDataLoss: rc.Annotations[AcceptDataLossAnnotation] == "true", AcceptAnnotation: AcceptDataLossAnnotation,
-		Rotation: r.rotation(s), Restore: plannerRestore(s),
+		Rotation: r.rotation(s), Restore: plannerRestore(s), Memory: memoryTarget(s),
 		ReloadFrom: rc.Annotations[RestoreLostShardsAnnotation], ReloadAnnotation: RestoreLostShardsAnnotation, Reload: plannerReload(s),
 	}
 	if s.sts != nil {

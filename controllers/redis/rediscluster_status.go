@@ -72,6 +72,7 @@ func (r *RedisClusterReconciler) observe(s *state) {
 		next.Status.ReadyReplicas = s.sts.Status.ReadyReplicas
 	}
 	next.Status.Nodes = nodeStatuses(s)
+	memoryStatus(s)
 	next.Status.SlotsAssigned, next.Status.SlotsOK, next.Status.Masters = int32(h.SlotsAssigned), int32(h.SlotsServed), int32(h.Masters) //nolint:gosec // at most 16384
 
 	opPhase, opReason, waiting, lost := redisv1alpha1.Phase(s.step.Operation), s.step.Reason, "", ""

@@ -75,6 +75,8 @@ var (
 		"Failovers the operator started, by kind: coordinated (upgrade), forced, takeover.", "namespace", "name", "kind")
 	RedisMigrationSlotsLeft = gauge("rediscluster_migration_slots_left",
 		"Slots the operation under way (scale, rebalance, AssignReceive) still has to move; 0 when none is under way.", cluster...)
+	RedisFullestMasterMemory = gauge("rediscluster_fullest_master_memory_ratio",
+		"Used memory of the fullest master as a share of its maxmemory (0 to 1; 0 without maxmemory).", cluster...)
 	// RedisStatusConflicts counts RedisCluster status writes refused because the status was
 	// computed from a stale object (the reconcile looks again instead of failing).
 	RedisStatusConflicts = counter("rediscluster_status_conflicts_total",
@@ -102,6 +104,26 @@ var (
 		[]float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 4, 5, 7.5, 10, 30}, "kind")
 )
 
+// The memory metrics of a RedisCluster, one series per cluster, read from the INFO the
+// snapshot already sends and from the pods (each node's figures are in the status, and the
+// exporter sidecar serves them per pod).
+var (
+	RedisMemoryUsed = gauge("rediscluster_memory_used_bytes",
+		"used_memory of the masters serving slots, added up.", cluster...)
+	RedisMaxMemory = gauge("rediscluster_maxmemory_bytes",
+		"maxmemory of the masters serving slots, added up (0: none has maxmemory).", cluster...)
+	RedisFragmentation = gauge("rediscluster_memory_fragmentation_ratio_max",
+		"The highest mem_fragmentation_ratio (RSS over used_memory) of the answering nodes.", cluster...)
+	RedisEvictedKeys = counter("rediscluster_evicted_keys_total",
+		"Keys the nodes evicted for maxmemory (the increases of each node's evicted_keys of INFO stats).", cluster...)
+	RedisRejectedWrites = counter("rediscluster_rejected_writes_total",
+		"Commands the nodes refused with an OOM error, maxmemory reached under noeviction (the increases of each node's errorstat_OOM).", cluster...)
+	RedisContainerRestarts = counter("rediscluster_redis_restarts_total",
+		"Restarts of the cluster's redis containers (the increases of their restartCount).", cluster...)
+	RedisOOMKills = counter("rediscluster_oom_kills_total",
+		"Restarts of the cluster's redis containers after the kernel killed them at their memory limit (lastState OOMKilled).", cluster...)
+)
+
 // clusterVec is a metric vector with series per cluster.
 type clusterVec interface {
 	prometheus.Collector
@@ -113,7 +135,9 @@ var redisVecs = []clusterVec{
 	RedisStateOK, RedisSlotsAssigned, RedisSlotsOK, RedisSlotsPFail, RedisSlotsFail, RedisKnownNodes, RedisMasters,
 	RedisReplicas, RedisMastersWithoutReplica, RedisNodesSilent, RedisLastCheck, RedisSlotsMoved, RedisKeysMoved,
 	RedisRecoveries, RedisFailovers, RedisMigrationSlotsLeft,
-	RedisBackupLastSuccess, RedisBackupLastDuration, RedisBackupLastBytes, RedisBackupFailures,
+	RedisBackupLastSuccess, RedisBackupLastDuration, RedisBackupLastBytes, RedisBackupFailures, RedisFullestMasterMemory,
+	RedisMemoryUsed, RedisMaxMemory, RedisFragmentation, RedisEvictedKeys, RedisRejectedWrites,
+	RedisContainerRestarts, RedisOOMKills,
 }
 
 // ForgetRedisCluster drops every series of a deleted cluster.

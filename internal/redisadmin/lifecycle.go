@@ -142,6 +142,8 @@ type Step struct {
 	// Rotation is the state of password rotations whatever the step: RotationCurrent, what
 	// a rotation under way waits for, or "" when they were not looked at.
 	Rotation string
+	// Memory is what StepSetMemory sets on the nodes at Addrs.
+	Memory Memory
 }
 
 // Acts reports whether the step changes anything (Idle, Wait and Lost do not).
@@ -183,6 +185,8 @@ type Spec struct {
 	MembersRecorded bool
 	// Rotation is what the password rotations need.
 	Rotation Rotation
+	// Memory is the memory configuration the nodes should run with (see planMemory).
+	Memory Memory
 	// Restore is spec.restore while it is not done, nil otherwise.
 	Restore *Restore
 	// ReloadFrom is the backup the user named to reload lost shards from (the annotation
@@ -252,7 +256,7 @@ func NextStep(spec Spec, s Snapshot, h Health) Step {
 	planRotate := func(Spec, Snapshot, Health) (Step, bool) { return rotate, rotates }
 	step := Step{Kind: StepIdle, After: LookIdle}
 	for _, plan := range []func(Spec, Snapshot, Health) (Step, bool){
-		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planRecover, planFixSlots,
+		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planMemory, planRecover, planFixSlots,
 		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planUpgrade, planReload,
 	} {
 		if next, ok := plan(spec, s, h); ok {

@@ -39,7 +39,8 @@ type Observation struct {
 	// Err is why the node did not answer, nil when it did.
 	Err error
 	// View is the node's CLUSTER NODES, Info its CLUSTER INFO, Replication its INFO
-	// server and replication; empty when it did not answer.
+	// server, replication, memory, stats and errorstats (one map: their fields do not
+	// overlap); empty when it did not answer.
 	View        []Node
 	Info        map[string]string
 	Replication map[string]string
@@ -110,10 +111,10 @@ type Snapshot struct {
 const observeParallelism = 16
 
 // Observe reads one snapshot of the nodes at obs[i].Addr: each node is asked once, in one
-// pipelined round trip (CLUSTER NODES, CLUSTER INFO, INFO server and replication), the
-// nodes in parallel; a second round trip counts keys only on a master whose view leaves
-// slots unrouted. A node that does not answer keeps its error. obs carries the pod facts;
-// Observe fills the rest.
+// pipelined round trip (CLUSTER NODES, CLUSTER INFO, INFO server, replication, memory,
+// stats and errorstats), the nodes in parallel; a second round trip counts keys only on a
+// master whose view leaves slots unrouted. A node that does not answer keeps its error. obs
+// carries the pod facts; Observe fills the rest.
 func (a *Admin) Observe(ctx context.Context, obs []Observation) {
 	var wg sync.WaitGroup
 	limit := make(chan struct{}, observeParallelism)
@@ -135,7 +136,7 @@ func (a *Admin) observe(ctx context.Context, o *Observation) {
 	}
 	var nodes, info, server *goredis.StringCmd
 	read := func(p goredis.Pipeliner) error {
-		nodes, info, server = p.ClusterNodes(ctx), p.ClusterInfo(ctx), p.Info(ctx, "server", "replication")
+		nodes, info, server = p.ClusterNodes(ctx), p.ClusterInfo(ctx), p.Info(ctx, "server", "replication", "memory", "stats", "errorstats")
 		return nil
 	}
 	_, o.Err = a.client(o.Addr).Pipelined(ctx, read)

@@ -6,7 +6,11 @@
 // every other volume is the pod's data directory, named after the pod, which outlives the
 // pod as a PersistentVolumeClaim would. With Probes, the container's readiness probe runs
 // as a kubelet runs it, and its result is the pod's Ready condition. Only the network namespace is
-// played, by binding redis-server to the pod's IP.
+// played, by binding redis-server to the pod's IP. A container with a memory limit runs in a
+// memory cgroup of that size (v1 or v2; without cgroups it runs unlimited, said once in the
+// log), so the kernel kills it as it would under a kubelet; a restart is reported in the
+// container's status as a kubelet does (restartCount, lastState: OOMKilled, Error or
+// Completed).
 package redispods
 
 import (
@@ -57,6 +61,10 @@ type Kubelet struct {
 
 	mu      sync.Mutex         // guards running, and LoseData holds it until the data is gone
 	running map[string]*server // by namespace/pod
+
+	// memcg gives each redis container its memory limit (made on first use, see limitMemory).
+	memcg     *memoryCgroups
+	memcgOnce sync.Once
 }
 
 type server struct {
@@ -65,6 +73,16 @@ type server struct {
 	cmd    *exec.Cmd
 	done   chan struct{}
 	exited time.Time // when the process ended; zero while it runs
+	// started is when the process started, restarts how often the pod's container was
+	// restarted before it.
+	started  time.Time
+	restarts int32
+	// cg is the memory cgroup it runs in (nil: unlimited), oomBefore its OOM-kill count at
+	// the start.
+	cg        *podCgroup
+	oomBefore int64
+	// terminated is how it ended, set before done is closed.
+	terminated *corev1.ContainerStateTerminated
 }
 
 // RestartDelay is how long a crashed redis-server stays down before the kubelet restarts it
@@ -215,11 +233,31 @@ func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod, cms *configMaps) e
 	defer func() { _ = out.Close() }()
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cg := k.limitMemory(pod, container)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	s := &server{uid: string(pod.UID), ip: ip, cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); s.exited = time.Now(); close(s.done) }()
+	s := &server{uid: string(pod.UID), ip: ip, cmd: cmd, done: make(chan struct{}), started: time.Now(), cg: cg}
+	if cg != nil {
+		// Before the start script execs redis-server, so the server and its forks are in it.
+		if err := cg.add(cmd.Process.Pid); err != nil {
+			k.logf("redispods: %s/%s runs without its memory limit: %v", pod.Namespace, pod.Name, err)
+		}
+		s.oomBefore = cg.oomKills()
+	}
+	go func() {
+		_ = cmd.Wait()
+		s.exited = time.Now()
+		s.terminated = s.termination(cmd.ProcessState, s.exited)
+		close(s.done)
+	}()
+	k.mu.Lock()
+	prev := k.running[pod.Namespace+"/"+pod.Name]
+	k.mu.Unlock()
+	if prev != nil && prev.uid == s.uid && prev.terminated != nil {
+		s.restarts = prev.restarts + 1
+		k.reportRestart(ctx, pod, s, prev.terminated)
+	}
 	if p := newProbe(pod, container, hostDirs, containerEnv(container, env)); p != nil && k.Probes {
 		go p.run(ctx, k, client.ObjectKeyFromObject(pod), s.done)
 	}
@@ -535,6 +573,9 @@ func (k *Kubelet) stop(key string) {
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 		<-s.done
 	}
+	if s.cg != nil {
+		s.cg.remove()
+	}
 	k.logf("redispods: stopped the redis container of %s", key)
 }
 
@@ -559,4 +600,5 @@ func (k *Kubelet) StopAll() {
 	for _, key := range keys {
 		k.stop(key)
 	}
+	k.memcg.close()
 }

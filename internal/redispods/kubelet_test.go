@@ -32,6 +32,14 @@ const (
 // operator's StatefulSet template, until the test ends.
 func startKubelet(t *testing.T) (*Kubelet, client.Client, *redisv1alpha1.RedisCluster) {
 	t.Helper()
+	return startKubeletWith(t, corev1.ResourceRequirements{}, "port 6379\ncluster-enabled yes\n"+
+		"cluster-config-file nodes.conf\ndir /data\nappendonly no\n")
+}
+
+// startKubeletWith is startKubelet with the redis container's resources and the generated
+// redis.conf conf.
+func startKubeletWith(t *testing.T, res corev1.ResourceRequirements, conf string) (*Kubelet, client.Client, *redisv1alpha1.RedisCluster) {
+	t.Helper()
 	for _, bin := range []string{"redis-server", "unshare", "mount"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			if os.Getenv("CI") != "" {
@@ -42,7 +50,7 @@ func startKubelet(t *testing.T) (*Kubelet, client.Client, *redisv1alpha1.RedisCl
 	}
 	rc := &redisv1alpha1.RedisCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "kt", Namespace: testNamespace},
-		Spec:       redisv1alpha1.RedisClusterSpec{Replicas: 6},
+		Spec:       redisv1alpha1.RedisClusterSpec{Replicas: 6, Pod: []redisv1alpha1.PodSpec{{Resources: res}}},
 	}
 	template := resources.RedisStatefulSet(rc, 1).Spec.Template
 	pod := &corev1.Pod{
@@ -50,8 +58,9 @@ func startKubelet(t *testing.T) (*Kubelet, client.Client, *redisv1alpha1.RedisCl
 			Name: testPod, Namespace: testNamespace, UID: "uid-kt-0",
 			Labels: template.Labels, Annotations: template.Annotations,
 		},
-		Spec:   *template.Spec.DeepCopy(),
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: testIP},
+		Spec: *template.Spec.DeepCopy(),
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: testIP,
+			ContainerStatuses: []corev1.ContainerStatus{{Name: resources.RedisContainer, Ready: true}}},
 	}
 	// The StatefulSet controller adds the claim of the volumeClaimTemplate.
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: resources.RedisDataVolume, VolumeSource: corev1.VolumeSource{
@@ -59,8 +68,7 @@ func startKubelet(t *testing.T) (*Kubelet, client.Client, *redisv1alpha1.RedisCl
 	}})
 	config := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: resources.RedisConfigMapName(rc), Namespace: testNamespace},
-		Data: map[string]string{resources.RedisConfigFile: "port 6379\ncluster-enabled yes\n" +
-			"cluster-config-file nodes.conf\ndir /data\nappendonly no\n"},
+		Data:       map[string]string{resources.RedisConfigFile: conf},
 	}
 	c := fake.NewClientBuilder().WithObjects(pod, config, resources.RedisPasswordSecret(rc, testPassword)).
 		WithStatusSubresource(&corev1.Pod{}).Build()

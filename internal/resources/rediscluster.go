@@ -238,12 +238,11 @@ func RedisMasters(rc *redisv1alpha1.RedisCluster) int {
 func RedisConf(userConf string, tls bool) string {
 	var b strings.Builder
 	if userConf = strings.TrimSpace(userConf); userConf != "" {
-		b.WriteString("# from spec.pod[0].configmap\n")
+		b.WriteString(userConfHeader)
 		b.WriteString(userConf)
 		b.WriteString("\n\n")
 	}
-	b.WriteString(`# managed by middleware-operator
-port 6379
+	b.WriteString(managedConfHeader + `port 6379
 bind 0.0.0.0
 protected-mode no
 cluster-enabled yes
@@ -260,11 +259,15 @@ appendfsync everysec
 	return b.String()
 }
 
-// RedisConfigMap holds redis.conf; userConf is the user ConfigMap's redis.conf (may be empty).
+// managedConfHeader starts the operator's part of the generated redis.conf.
+const managedConfHeader = "# managed by middleware-operator\n"
+
+// RedisConfigMap holds redis.conf; userConf is the user ConfigMap's redis.conf (may be
+// empty). The memory directives (redisMemoryConf) come last.
 func RedisConfigMap(rc *redisv1alpha1.RedisCluster, userConf string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: redisMeta(rc, RedisConfigMapName(rc)),
-		Data:       map[string]string{RedisConfigFile: RedisConf(userConf, RedisTLSEnabled(rc))},
+		Data:       map[string]string{RedisConfigFile: RedisConf(userConf, RedisTLSEnabled(rc)) + redisMemoryConf(rc, userConf)},
 	}
 }
 

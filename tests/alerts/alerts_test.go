@@ -114,7 +114,9 @@ func TestAlertsAreComplete(t *testing.T) {
 		served[s.Name] = true
 	}
 	want := []string{"RedisClusterDown", "RedisClusterSlotsNotCovered", "RedisClusterMasterWithoutReplica",
-		"RedisClusterMigrationStuck", "RedisClusterNodeFailed", "RedisClusterBackupTooOld", "RedisClusterBackupFailing", "AppServiceReplicasMismatch", "CloudManagerNotReady",
+		"RedisClusterMigrationStuck", "RedisClusterNodeFailed", "RedisClusterBackupTooOld", "RedisClusterBackupFailing",
+		"RedisClusterMemoryHigh", "RedisClusterWritesRefused", "RedisClusterNodeOOMKilled",
+		"AppServiceReplicasMismatch", "CloudManagerNotReady",
 		"OperatorReconcileErrorsHigh", "OperatorAbsent"}
 	var got []string
 	for _, r := range rules(t) {

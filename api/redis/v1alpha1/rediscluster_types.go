@@ -25,6 +25,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="(has(self.acl) && has(self.acl.enabled) && self.acl.enabled) == (has(oldSelf.acl) && has(oldSelf.acl.enabled) && oldSelf.acl.enabled)",message="spec.acl.enabled cannot change on an existing RedisCluster: running nodes keep the users they started with and replicas authenticate as them; create a new RedisCluster with the setting you want",fieldPath=".acl"
 // +kubebuilder:validation:XValidation:rule="(has(self.tls) && has(self.tls.enabled) && self.tls.enabled) == (has(oldSelf.tls) && has(oldSelf.tls.enabled) && oldSelf.tls.enabled)",message="spec.tls.enabled cannot change on an existing RedisCluster: nodes with and without TLS cannot reach each other, so a running cluster cannot switch; create a new RedisCluster with the setting you want",fieldPath=".tls"
 // +kubebuilder:validation:XValidation:rule="has(self.restore) == has(oldSelf.restore) && (!has(self.restore) || self.restore == oldSelf.restore)",message="spec.restore cannot be added, changed or removed on an existing RedisCluster: only a new cluster restores; create a new RedisCluster with spec.restore",fieldPath=".restore"
+// +kubebuilder:validation:XValidation:rule="!has(self.memory) || !has(self.memory.maxMemory) || !has(self.pod) || size(self.pod) == 0 || !has(self.pod[0].resources) || !has(self.pod[0].resources.limits) || !('memory' in self.pod[0].resources.limits) || quantity(string(self.memory.maxMemory)).isLessThan(quantity(string(self.pod[0].resources.limits['memory'])))",message="spec.memory.maxMemory must be below the redis container's memory limit (spec.pod[0].resources.limits.memory), which must also hold fork copy-on-write, replication and client buffers: lower maxMemory, raise the limit, or use maxMemoryPercent",fieldPath=".memory.maxMemory"
 type RedisClusterSpec struct {
 	// Replicas is the total number of Redis nodes, masters and replicas together.
 	// +kubebuilder:validation:Minimum=3
@@ -114,6 +115,16 @@ type RedisClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="ACL users"
 	ACL *ACLSpec `json:"acl,omitempty"`
 
+	// Memory sets how much memory Redis fills with data (maxmemory) and what it does when
+	// full (maxmemory-policy). With a memory limit on the redis container
+	// (spec.pod[0].resources.limits.memory), maxmemory is a share of it (45% unless
+	// maxMemoryPercent or maxMemory says otherwise); without one, no maxmemory is set unless
+	// maxMemory is given. A redis.conf of spec.pod[0].configmap that sets maxmemory or
+	// maxmemory-policy wins over these fields. Changes reach running nodes without a restart.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Memory"
+	Memory *MemorySpec `json:"memory,omitempty"`
+
 	// Restore starts a new cluster from a backup: as many masters as the backup has shards,
 	// the backup's slot map, and each shard's keys loaded into its master before the cluster
 	// is Ready. Only a new cluster restores: the field cannot be added, changed or removed
@@ -137,6 +148,38 @@ type RestoreSpec struct {
 	// status.location (the folder holding manifest.json).
 	// +optional
 	Source *ObjectStore `json:"source,omitempty"`
+}
+
+// MaxMemoryPolicy is a Redis maxmemory-policy: what a node does when a write would take it
+// above maxmemory.
+// +kubebuilder:validation:Enum=noeviction;allkeys-lru;allkeys-lfu;allkeys-random;volatile-lru;volatile-lfu;volatile-random;volatile-ttl
+type MaxMemoryPolicy string
+
+// MaxMemoryPolicyNoEviction refuses writes with an OOM error when maxmemory is reached.
+const MaxMemoryPolicyNoEviction MaxMemoryPolicy = "noeviction"
+
+// MemorySpec configures maxmemory and maxmemory-policy.
+// +kubebuilder:validation:XValidation:rule="!(has(self.maxMemoryPercent) && has(self.maxMemory))",message="spec.memory: set maxMemoryPercent or maxMemory, not both"
+type MemorySpec struct {
+	// MaxMemoryPercent is maxmemory as a share of the redis container's memory limit, in
+	// percent (45 when unset). The rest of the limit holds what maxmemory does not count:
+	// the pages a fork for an RDB snapshot or an AOF rewrite copies while writes go on (up
+	// to as much again as the data), replication and client output buffers, and
+	// fragmentation. Without a memory limit it has no effect.
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=95
+	// +optional
+	MaxMemoryPercent *int32 `json:"maxMemoryPercent,omitempty"`
+	// MaxMemory is maxmemory itself, for example 700Mi. It must be below the memory limit
+	// when there is one.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('1Mi')) >= 0",message="spec.memory.maxMemory must be at least 1Mi, for example 700Mi"
+	// +optional
+	MaxMemory *resource.Quantity `json:"maxMemory,omitempty"`
+	// Policy is maxmemory-policy: noeviction (the default) refuses writes with an OOM
+	// error when maxmemory is reached, so no key is ever dropped; a cache opts in to
+	// eviction with allkeys-lru or another policy.
+	// +optional
+	Policy MaxMemoryPolicy `json:"policy,omitempty"`
 }
 
 // ACLSpec configures the Redis users of a RedisCluster.
@@ -388,6 +431,51 @@ type RedisNode struct {
 	// LastTransitionTime is when Status last changed.
 	// +optional
 	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+	// MaxMemory is the node's maxmemory in bytes (0: none), as it reports it.
+	// +optional
+	MaxMemory int64 `json:"maxMemory,omitempty"`
+	// MemoryPercent is the node's used memory as a share of its maxmemory, in whole percent
+	// (absent without maxmemory). The bytes, fragmentation and evictions are metrics.
+	// +optional
+	MemoryPercent *int32 `json:"memoryPercent,omitempty"`
+}
+
+// MaxMemorySource says where the nodes' maxmemory comes from.
+// +kubebuilder:validation:Enum=Limit;Spec;UserConfig;None
+type MaxMemorySource string
+
+// The sources of maxmemory.
+const (
+	// MaxMemoryFromLimit: a share of the redis container's memory limit.
+	MaxMemoryFromLimit MaxMemorySource = "Limit"
+	// MaxMemoryFromSpec: spec.memory.maxMemory.
+	MaxMemoryFromSpec MaxMemorySource = "Spec"
+	// MaxMemoryFromUserConfig: the redis.conf of spec.pod[0].configmap sets it, and wins.
+	MaxMemoryFromUserConfig MaxMemorySource = "UserConfig"
+	// MaxMemoryNone: no memory limit and no maxMemory: Redis grows without bound.
+	MaxMemoryNone MaxMemorySource = "None"
+)
+
+// MemoryStatus is the cluster's memory configuration and how full it is.
+type MemoryStatus struct {
+	// MaxMemory is the maxmemory every node is configured with, in bytes (0: none).
+	// +optional
+	MaxMemory int64 `json:"maxMemory,omitempty"`
+	// Policy is the maxmemory-policy every node is configured with.
+	// +optional
+	Policy string `json:"policy,omitempty"`
+	// Source says where maxmemory comes from: Limit, Spec, UserConfig (the user's redis.conf
+	// sets it and wins over spec.memory) or None.
+	// +optional
+	Source MaxMemorySource `json:"source,omitempty"`
+	// FullestMaster is the pod of the master whose used memory is the largest share of its
+	// maxmemory.
+	// +optional
+	FullestMaster string `json:"fullestMaster,omitempty"`
+	// FullestMasterPercent is that master's used memory as a share of its maxmemory, in
+	// whole percent.
+	// +optional
+	FullestMasterPercent *int32 `json:"fullestMasterPercent,omitempty"`
 }
 
 // RedisClusterStatus is the observed state of a RedisCluster.
@@ -441,6 +529,10 @@ type RedisClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Nodes"
 	Nodes []RedisNode `json:"nodes,omitempty"`
+	// Memory is the nodes' maxmemory, where it comes from, and the fullest master's share.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Memory"
+	Memory *MemoryStatus `json:"memory,omitempty"`
 	// Conditions are Ready, Progressing and Degraded.
 	// +listType=map
 	// +listMapKey=type

@@ -1,0 +1,216 @@
+package redisadmin
+
+import (
+	"fmt"
+	"time"
+)
+
+// Autoscale is an opt-in memory autoscaler in the planner's terms: keep the fullest
+// master's used memory below TargetPercent of its maxmemory by adding a shard (a master with
+// its replicas), between MinMasters and MaxMasters masters.
+type Autoscale struct {
+	// TargetPercent is the share of maxmemory the fullest master should stay below.
+	TargetPercent int
+	// MinMasters and MaxMasters bound the number of masters.
+	MinMasters, MaxMasters int
+	// Sustain is how long the masters must stay past a threshold before anything is done,
+	// so a burst is not a reason to scale.
+	Sustain time.Duration
+	// CoolDown is how long after a change (a shard added or removed, a rebalance) nothing
+	// else is changed: the slot moves and the new nodes' memory settle first.
+	CoolDown time.Duration
+	// ScaleIn opts in to removing a shard when the data would fit in one master fewer with
+	// room to spare (below ScaleInPercent of the target once spread over one master fewer).
+	ScaleIn bool
+}
+
+// scaleInPercent is how far below the target the masters must stay, once their data is
+// spread over one master fewer, for a scale in: the gap keeps a scale in from being
+// followed by a scale out.
+const scaleInPercent = 80
+
+// unevenPercent: when the average master is below this share of the target while the
+// fullest is past it, the shards are uneven (a hot master): rebalancing slots by memory
+// relieves it without a new shard.
+const unevenPercent = 75
+
+// AutoscaleState is what the autoscaler remembers between looks (the status holds it).
+type AutoscaleState struct {
+	// AboveSince is since when the fullest master has been past the target (zero: it is not).
+	AboveSince time.Time
+	// BelowSince is since when the masters would fit in one fewer (zero: they would not).
+	BelowSince time.Time
+	// LastChange is when the autoscaler last changed the cluster.
+	LastChange time.Time
+}
+
+// AutoscaleKind is what the autoscaler decides.
+type AutoscaleKind string
+
+// The autoscaler's decisions.
+const (
+	// AutoscaleNone: nothing to do (Reason says why, for the status).
+	AutoscaleNone AutoscaleKind = "None"
+	// AutoscaleWait: the cluster is busy (Reason says with what); the clocks keep running.
+	AutoscaleWait AutoscaleKind = "Wait"
+	// AutoscaleOut: ask for Masters masters, one shard more.
+	AutoscaleOut AutoscaleKind = "ScaleOut"
+	// AutoscaleIn: ask for Masters masters, one shard fewer.
+	AutoscaleIn AutoscaleKind = "ScaleIn"
+	// AutoscaleRebalance: move slots by Weights (by master ID), so each master's share of
+	// the data follows its weight.
+	AutoscaleRebalance AutoscaleKind = "Rebalance"
+)
+
+// AutoscaleDecision is one look's decision and the state to remember after it.
+type AutoscaleDecision struct {
+	Kind AutoscaleKind
+	// Masters is the number of masters to ask for (the current number unless scaling).
+	Masters int
+	// Weights are AutoscaleRebalance's slot weights by master ID.
+	Weights map[string]float64
+	// Reason says why, for the event and the status.
+	Reason string
+	// State is what to remember after this look.
+	State AutoscaleState
+}
+
+// masterMemory is one master serving slots, with its memory.
+type masterMemory struct {
+	id     string
+	pod    string
+	slots  int
+	memory NodeMemory
+}
+
+// PlanAutoscale decides whether to add or remove a shard, or rebalance, from the memory of
+// the masters in s (INFO memory as observed), what was remembered (st) and busy (why the
+// cluster must not change now: a backup, an upgrade, a rotation, a recovery; "" when
+// nothing is under way). It is pure: its only clock is s.Now.
+//
+// Past the target for Sustain, and CoolDown after the last change: if the other masters
+// have room (their average is below unevenPercent of the target), the slots are
+// rebalanced by memory; else a shard is added, never beyond MaxMasters. With ScaleIn, when
+// the data would stay below scaleInPercent of the target with one master fewer for
+// Sustain, one is removed, never below MinMasters. Nothing changes while the cluster is
+// busy or not healthy, or while the masters are not what the spec asks (a scale under way).
+func PlanAutoscale(a Autoscale, st AutoscaleState, s Snapshot, h Health, busy string) AutoscaleDecision {
+	masters := mastersMemory(s)
+	d := AutoscaleDecision{Kind: AutoscaleNone, Masters: s.Masters, State: st}
+	switch {
+	case busy != "":
+		d.Kind, d.Reason = AutoscaleWait, "not scaling while "+busy
+		return d
+	case !h.Ready() || len(h.Silent) > 0:
+		d.Kind, d.Reason = AutoscaleWait, "not scaling while the cluster is not healthy"
+		return d
+	case len(masters) != s.Masters:
+		d.Kind, d.Reason = AutoscaleWait, fmt.Sprintf("not scaling while %d masters serve slots and the spec asks for %d", len(masters), s.Masters)
+		return d
+	}
+	var used, capacity int64
+	fullest := masters[0]
+	for _, m := range masters {
+		if m.memory.MaxMemory <= 0 {
+			d.State, d.Reason = AutoscaleState{LastChange: st.LastChange}, "master "+m.pod+" has no maxmemory: nothing to scale on"
+			return d
+		}
+		used, capacity = used+m.memory.Used, capacity+m.memory.MaxMemory
+		if share(m.memory) > share(fullest.memory) {
+			fullest = m
+		}
+	}
+	target := float64(a.TargetPercent) / 100
+	top := share(fullest.memory)
+	average := float64(used) / float64(capacity)
+	// Spread over one master fewer (each with the average maxmemory).
+	fewer := 2.0
+	if n := len(masters); n > 1 {
+		fewer = float64(used) / (float64(capacity) * float64(n-1) / float64(n))
+	}
+	cooling := !st.LastChange.IsZero() && s.Now.Sub(st.LastChange) < a.CoolDown
+
+	if top < target {
+		d.State.AboveSince = time.Time{}
+	} else if d.State.AboveSince.IsZero() {
+		d.State.AboveSince = s.Now
+	}
+	if !a.ScaleIn || fewer >= target*scaleInPercent/100 {
+		d.State.BelowSince = time.Time{}
+	} else if d.State.BelowSince.IsZero() {
+		d.State.BelowSince = s.Now
+	}
+
+	switch {
+	case !d.State.AboveSince.IsZero():
+		over := s.Now.Sub(d.State.AboveSince)
+		what := fmt.Sprintf("master %s uses %.0f%% of its maxmemory, past the target %d%%", fullest.pod, top*100, a.TargetPercent)
+		switch {
+		case over < a.Sustain:
+			d.Reason = fmt.Sprintf("%s for %s; acting after %s", what, over.Round(time.Second), a.Sustain)
+		case cooling:
+			d.Reason = fmt.Sprintf("%s; cooling down until %s after the last change", what, st.LastChange.Add(a.CoolDown).UTC().Format(time.RFC3339))
+		case average < target*unevenPercent/100:
+			d.Kind, d.Weights = AutoscaleRebalance, memoryWeights(masters)
+			d.Reason = fmt.Sprintf("%s while the masters average %.0f%%: moving slots away from it by memory", what, average*100)
+			d.State = AutoscaleState{LastChange: s.Now}
+		case len(masters) >= a.MaxMasters:
+			d.Reason = fmt.Sprintf("%s, but the cluster has the maximum of %d masters", what, a.MaxMasters)
+		default:
+			d.Kind, d.Masters = AutoscaleOut, len(masters)+1
+			d.Reason = fmt.Sprintf("%s for %s: adding a shard (%d masters)", what, over.Round(time.Second), d.Masters)
+			d.State = AutoscaleState{LastChange: s.Now}
+		}
+	case !d.State.BelowSince.IsZero():
+		under := s.Now.Sub(d.State.BelowSince)
+		what := fmt.Sprintf("the data would use %.0f%% of maxmemory on one master fewer", fewer*100)
+		switch {
+		case len(masters) <= a.MinMasters:
+			d.Reason = fmt.Sprintf("%s, but the cluster has the minimum of %d masters", what, a.MinMasters)
+		case under < a.Sustain:
+			d.Reason = fmt.Sprintf("%s for %s; acting after %s", what, under.Round(time.Second), a.Sustain)
+		case cooling:
+			d.Reason = fmt.Sprintf("%s; cooling down until %s after the last change", what, st.LastChange.Add(a.CoolDown).UTC().Format(time.RFC3339))
+		default:
+			d.Kind, d.Masters = AutoscaleIn, len(masters)-1
+			d.Reason = fmt.Sprintf("%s for %s: removing a shard (%d masters)", what, under.Round(time.Second), d.Masters)
+			d.State = AutoscaleState{LastChange: s.Now}
+		}
+	default:
+		d.Reason = fmt.Sprintf("the fullest master (%s) uses %.0f%% of its maxmemory, below the target %d%%", fullest.pod, top*100, a.TargetPercent)
+	}
+	return d
+}
+
+// share is used memory as a share of maxmemory.
+func share(m NodeMemory) float64 {
+	if m.MaxMemory <= 0 {
+		return 0
+	}
+	return float64(m.Used) / float64(m.MaxMemory)
+}
+
+// mastersMemory are the answering masters that serve slots, with their memory.
+func mastersMemory(s Snapshot) []masterMemory {
+	var out []masterMemory
+	for _, o := range s.joined() {
+		self, ok := o.Self()
+		if !ok || !self.IsMaster() || len(self.Slots) == 0 {
+			continue
+		}
+		out = append(out, masterMemory{id: self.ID, pod: o.Pod, slots: CountSlots(self.Slots), memory: MemoryOf(o)})
+	}
+	return out
+}
+
+// memoryWeights weighs each master by how many slots' worth of data its maxmemory holds at
+// its current density (slots per byte used, times maxmemory): a master whose slots hold more
+// data gets fewer of them, so that every master ends near the same share.
+func memoryWeights(masters []masterMemory) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range masters {
+		used := max(m.memory.Used, 1)
+		out[m.id] = float64(m.slots) / float64(used) * float64(m.memory.MaxMemory)
+	}
+	return out
+}

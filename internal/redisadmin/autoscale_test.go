@@ -1,0 +1,140 @@
+package redisadmin
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// used sets the used memory of each of c's nodes to the share of 1000 bytes of maxmemory
+// given by percents, in ordinal order (masters first in six()).
+func (c *cluster) used(percents ...int64) *cluster {
+	for i, p := range percents {
+		r := c.snap.Nodes[i].Replication
+		r["maxmemory"], r["used_memory"], r["maxmemory_policy"] = "1000", itoa(p*10), "noeviction"
+	}
+	return c
+}
+
+// autoscaleCase is a row of TestPlanAutoscale: the decision want, whose reason says says.
+type autoscaleCase struct {
+	a     Autoscale
+	st    AutoscaleState
+	snap  Snapshot
+	busy  string
+	want  AutoscaleKind
+	says  string
+	check func(t *testing.T, d AutoscaleDecision)
+}
+
+func TestPlanAutoscale(t *testing.T) {
+	a := Autoscale{TargetPercent: 70, MinMasters: 3, MaxMasters: 5, Sustain: 5 * time.Minute, CoolDown: 10 * time.Minute}
+	scaleIn := a
+	scaleIn.ScaleIn = true
+	atMax := a
+	atMax.MaxMasters = 3
+	ago := func(d time.Duration) time.Time { return now.Add(-d) }
+	full := func() Snapshot { return six().current().used(80, 75, 72, 80, 75, 72).snap }
+	cases := map[string]autoscaleCase{
+		"below the target: nothing, and no clock runs": {
+			a: a, st: AutoscaleState{AboveSince: ago(time.Minute)}, snap: six().current().used(50, 40, 30, 50, 40, 30).snap, want: AutoscaleNone,
+			says: "below the target 70%",
+			check: func(t *testing.T, d AutoscaleDecision) {
+				expect(t, d.State.AboveSince.IsZero() && d.State.BelowSince.IsZero(), "state %+v", d.State)
+			},
+		},
+		"just crossed the target: the clock starts, nothing yet": {
+			a: a, snap: full(), want: AutoscaleNone, says: "acting after 5m0s",
+			check: func(t *testing.T, d AutoscaleDecision) {
+				expect(t, d.State.AboveSince.Equal(now), "above since %s", d.State.AboveSince)
+			},
+		},
+		"past the target for the sustain period: add a shard": {
+			a: a, st: AutoscaleState{AboveSince: ago(6 * time.Minute)}, snap: full(), want: AutoscaleOut, says: "master rc-0 uses 80%",
+			check: func(t *testing.T, d AutoscaleDecision) {
+				expect(t, d.Masters == 4, "masters %d", d.Masters)
+				expect(t, d.State.LastChange.Equal(now) && d.State.AboveSince.IsZero(), "state %+v", d.State)
+			},
+		},
+		"past the target but cooling down after the last change": {
+			a: a, st: AutoscaleState{AboveSince: ago(6 * time.Minute), LastChange: ago(3 * time.Minute)}, snap: full(), want: AutoscaleNone,
+			says: "cooling down",
+			check: func(t *testing.T, d AutoscaleDecision) {
+				expect(t, d.State.AboveSince.Equal(ago(6*time.Minute)), "the clock was reset: %+v", d.State)
+			},
+		},
+		"past the target after the cool-down": {
+			a: a, st: AutoscaleState{AboveSince: ago(6 * time.Minute), LastChange: ago(11 * time.Minute)}, snap: full(), want: AutoscaleOut,
+		},
+		"past the target at the maximum: nothing, and the status says so": {
+			a: atMax, st: AutoscaleState{AboveSince: ago(time.Hour)}, snap: full(), want: AutoscaleNone, says: "maximum of 3 masters",
+		},
+		"one hot master while the others have room: rebalance by memory, no new shard": {
+			a: a, st: AutoscaleState{AboveSince: ago(6 * time.Minute)}, snap: six().current().used(90, 20, 20, 90, 20, 20).snap, want: AutoscaleRebalance,
+			check: func(t *testing.T, d AutoscaleDecision) {
+				expect(t, d.Masters == 3, "masters %d", d.Masters)
+				hot, cold := d.Weights["aaaaaaaa"], d.Weights["bbbbbbbb"]
+				expect(t, len(d.Weights) == 3 && hot > 0 && cold > 4*hot, "weights %v: the hot master should weigh far less", d.Weights)
+				expect(t, d.State.LastChange.Equal(now), "state %+v", d.State)
+			},
+		},
+		"busy with a backup: wait, the clocks are kept": {
+			a: a, st: AutoscaleState{AboveSince: ago(time.Hour)}, snap: full(), busy: "a backup is under way", want: AutoscaleWait,
+			says: "a backup is under way",
+			check: func(t *testing.T, d AutoscaleDecision) {
+				expect(t, d.State.AboveSince.Equal(ago(time.Hour)), "state %+v", d.State)
+			},
+		},
+		"a node down: wait": {
+			a: a, st: AutoscaleState{AboveSince: ago(time.Hour)}, snap: six().current().used(80, 75, 72, 80, 75, 72).silence(4, errDown).snap,
+			want: AutoscaleWait, says: "not healthy",
+		},
+		"a scale under way (a master without slots yet): wait": {
+			a: a, st: AutoscaleState{AboveSince: ago(time.Hour)},
+			snap: func() Snapshot { s := full(); s.Masters = 4; return s }(), want: AutoscaleWait, says: "3 masters serve slots and the spec asks for 4",
+		},
+		"no maxmemory: nothing to scale on": {
+			a: a, snap: six().current().snap, want: AutoscaleNone, says: "no maxmemory",
+		},
+		"nearly empty, scale in not opted in: nothing": {
+			a: a, snap: six().current().used(10, 10, 10, 10, 10, 10).snap, want: AutoscaleNone,
+			check: func(t *testing.T, d AutoscaleDecision) { expect(t, d.State.BelowSince.IsZero(), "state %+v", d.State) },
+		},
+		"nearly empty at the minimum: nothing": {
+			a: scaleIn, st: AutoscaleState{BelowSince: ago(time.Hour)}, snap: six().current().used(10, 10, 10, 10, 10, 10).snap, want: AutoscaleNone,
+			says: "minimum of 3 masters",
+		},
+	}
+	// Above the minimum: four masters whose data fits in three.
+	four := func(percent int64) Snapshot {
+		c := eight()
+		c.snap.Masters = 4
+		for i := range c.snap.Nodes {
+			r := c.snap.Nodes[i].Replication
+			r["maxmemory"], r["used_memory"] = "1000", itoa(percent*10)
+		}
+		return c.snap
+	}
+	cases["fits in one master fewer for long: remove a shard"] = autoscaleCase{a: scaleIn, st: AutoscaleState{BelowSince: ago(6 * time.Minute)}, snap: four(30), want: AutoscaleIn, says: "removing a shard (3 masters)",
+		check: func(t *testing.T, d AutoscaleDecision) { expect(t, d.Masters == 3, "masters %d", d.Masters) }}
+	cases["would be near the target on one master fewer: no scale in"] = autoscaleCase{a: scaleIn, st: AutoscaleState{BelowSince: ago(time.Hour)}, snap: four(45), want: AutoscaleNone, says: "below the target",
+		check: func(t *testing.T, d AutoscaleDecision) { expect(t, d.State.BelowSince.IsZero(), "state %+v", d.State) }}
+
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d := PlanAutoscale(tc.a, tc.st, tc.snap, Assess(tc.snap), tc.busy)
+			if d.Kind != tc.want {
+				t.Fatalf("decision %s (%s), want %s", d.Kind, d.Reason, tc.want)
+			}
+			if d.Reason == "" || !strings.Contains(d.Reason, tc.says) {
+				t.Errorf("reason %q, want it to say %q", d.Reason, tc.says)
+			}
+			if d.Kind != AutoscaleOut && d.Kind != AutoscaleIn && d.Masters != tc.snap.Masters {
+				t.Errorf("%s asks for %d masters, want %d", d.Kind, d.Masters, tc.snap.Masters)
+			}
+			if tc.check != nil {
+				tc.check(t, d)
+			}
+		})
+	}
+}

@@ -1,0 +1,114 @@
+package redisadmin
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// StepSetMemory sets Step.Memory (maxmemory and maxmemory-policy) on the nodes at Addrs
+// with CONFIG SET, without a restart.
+const StepSetMemory StepKind = "SetMemory"
+
+// Memory is the memory configuration of a node: maxmemory and maxmemory-policy.
+type Memory struct {
+	// MaxMemory is maxmemory in bytes, 0 for none.
+	MaxMemory int64
+	// Policy is maxmemory-policy; "" when not known (nothing is set then).
+	Policy string
+	// KeepMaxMemory leaves maxmemory as the nodes have it (the user's redis.conf sets a
+	// value the operator could not read); Policy is still set.
+	KeepMaxMemory bool
+}
+
+// NodeMemory is what a node's INFO memory, stats and errorstats say of its memory.
+type NodeMemory struct {
+	// Used is used_memory, MaxMemory maxmemory (0: none), in bytes.
+	Used, MaxMemory int64
+	// Policy is maxmemory_policy.
+	Policy string
+	// Fragmentation is mem_fragmentation_ratio.
+	Fragmentation float64
+	// Evicted is evicted_keys, Rejected the writes refused with OOM (errorstat_OOM), since
+	// the node started.
+	Evicted, Rejected int64
+	// Known: the node reported its maxmemory.
+	Known bool
+}
+
+// MemoryOf reads o's memory fields (zero when it did not answer).
+func MemoryOf(o *Observation) NodeMemory {
+	r := o.Replication
+	num := func(field string) int64 { n, _ := strconv.ParseInt(r[field], 10, 64); return n }
+	m := NodeMemory{Used: num("used_memory"), MaxMemory: num("maxmemory"), Policy: r["maxmemory_policy"], Evicted: num("evicted_keys")}
+	_, m.Known = r["maxmemory"]
+	m.Fragmentation, _ = strconv.ParseFloat(r["mem_fragmentation_ratio"], 64)
+	// errorstat_OOM:count=3
+	if stat, ok := r["errorstat_OOM"]; ok {
+		m.Rejected, _ = strconv.ParseInt(strings.TrimPrefix(stat, "count="), 10, 64)
+	}
+	return m
+}
+
+// Percent is used memory as a share of maxmemory in whole percent, false without maxmemory.
+func (m NodeMemory) Percent() (int32, bool) {
+	if m.MaxMemory <= 0 {
+		return 0, false
+	}
+	return int32(m.Used * 100 / m.MaxMemory), true
+}
+
+// planMemory sets maxmemory and maxmemory-policy on the answering nodes that run with other
+// values than Spec.Memory (a change of spec.memory, of the user's redis.conf or of the
+// memory limit's share), so no node restarts for it. A pod on an old template is left
+// alone: its memory limit may be another one, and the upgrade replaces it with the new
+// configuration.
+func planMemory(spec Spec, s Snapshot, _ Health) (Step, bool) {
+	want := spec.Memory
+	if want.Policy == "" {
+		return Step{}, false
+	}
+	var addrs, pods []string
+	for _, o := range s.answering() {
+		have := MemoryOf(o)
+		if !have.Known || (spec.UpdateRevision != "" && o.Revision != spec.UpdateRevision) {
+			continue
+		}
+		if have.Policy != want.Policy || (!want.KeepMaxMemory && have.MaxMemory != want.MaxMemory) {
+			addrs, pods = append(addrs, o.Addr), append(pods, o.Pod)
+		}
+	}
+	if len(addrs) == 0 {
+		return Step{}, false
+	}
+	return Step{Kind: StepSetMemory, Addrs: addrs, Memory: want, After: LookSoon,
+		Reason: fmt.Sprintf("setting %s on %s", want, strings.Join(pods, ", "))}, true
+}
+
+// String names the settings m sets, for messages.
+func (m Memory) String() string {
+	if m.KeepMaxMemory {
+		return "maxmemory-policy " + m.Policy
+	}
+	return fmt.Sprintf("maxmemory %d and maxmemory-policy %s", m.MaxMemory, m.Policy)
+}
+
+// SetMemory sets m on the node at addr with one CONFIG SET (maxmemory and
+// maxmemory-policy together).
+func SetMemory(ctx context.Context, addr string, tlsConfig *tls.Config, login Login, m Memory) error {
+	c, err := dialAuthenticated(ctx, addr, tlsConfig, login.User, []string{login.Password})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
+	args := []any{"CONFIG", "SET", "maxmemory-policy", m.Policy}
+	if !m.KeepMaxMemory {
+		args = append(args, "maxmemory", strconv.FormatInt(m.MaxMemory, 10))
+	}
+	if err := c.Do(ctx, args...).Err(); err != nil {
+		return fmt.Errorf("while setting the memory configuration of %s: %w", addr, err)
+	}
+	return nil
+}

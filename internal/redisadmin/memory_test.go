@@ -1,0 +1,106 @@
+package redisadmin
+
+import (
+	"strconv"
+	"testing"
+)
+
+// memory gives every answering node of c the INFO memory fields of maxmemory maxMemory and
+// policy, with 1 MiB used.
+func (c *cluster) memory(maxMemory int64, policy string) *cluster {
+	for i := range c.snap.Nodes {
+		if r := c.snap.Nodes[i].Replication; r != nil {
+			r["maxmemory"], r["maxmemory_policy"], r["used_memory"] = itoa(maxMemory), policy, "1048576"
+		}
+	}
+	return c
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestPlanMemory(t *testing.T) {
+	const mi = 1 << 20
+	want := func(maxMemory int64, policy string) Spec {
+		s := specFor(6)
+		s.Memory = Memory{MaxMemory: maxMemory, Policy: policy}
+		return s
+	}
+	cases := map[string]struct {
+		spec Spec
+		snap Snapshot
+		want StepKind
+		// addrs are the nodes the step sets, when it is StepSetMemory.
+		addrs []string
+	}{
+		"every node runs the configuration: idle": {
+			spec: want(450*mi, "noeviction"), snap: six().current().memory(450*mi, "noeviction").snap, want: StepIdle,
+		},
+		"a new share: every node is set, no restart": {
+			spec: want(600*mi, "noeviction"), snap: six().current().memory(450*mi, "noeviction").snap, want: StepSetMemory,
+			addrs: []string{addrOf(0), addrOf(1), addrOf(2), addrOf(3), addrOf(4), addrOf(5)},
+		},
+		"a new policy on one node restarted from an old redis.conf": {
+			spec: want(450*mi, "allkeys-lru"), snap: func() Snapshot {
+				c := six().current().memory(450*mi, "allkeys-lru")
+				c.snap.Nodes[4].Replication["maxmemory_policy"] = "noeviction"
+				return c.snap
+			}(), want: StepSetMemory, addrs: []string{addrOf(4)},
+		},
+		"a pod on an old template is left to the upgrade": {
+			spec: want(450*mi, "noeviction"), snap: func() Snapshot {
+				c := six().current().memory(450*mi, "noeviction")
+				c.snap.Nodes[2].Revision = "r0"
+				c.snap.Nodes[2].Replication["maxmemory"] = "100"
+				return c.snap
+			}(), want: StepFailover,
+		},
+		"a silent node is not set, the others are": {
+			spec: want(450*mi, "noeviction"), snap: six().current().memory(0, "noeviction").silence(1, errDown).snap, want: StepSetMemory,
+			addrs: []string{addrOf(0), addrOf(2), addrOf(3), addrOf(4), addrOf(5)},
+		},
+		"the user's unreadable maxmemory is kept, the policy is set": {
+			spec: func() Spec {
+				s := want(0, "allkeys-lfu")
+				s.Memory.KeepMaxMemory = true
+				return s
+			}(), snap: six().current().memory(123, "noeviction").snap, want: StepSetMemory,
+			addrs: []string{addrOf(0), addrOf(1), addrOf(2), addrOf(3), addrOf(4), addrOf(5)},
+		},
+		"no configuration known: nothing is set": {
+			spec: specFor(6), snap: six().current().memory(123, "noeviction").snap, want: StepIdle,
+		},
+		"a node that reports no maxmemory is not set": {
+			spec: want(450*mi, "noeviction"), snap: six().current().snap, want: StepIdle,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := NextStep(tc.spec, tc.snap, Assess(tc.snap))
+			if got.Kind != tc.want {
+				t.Fatalf("step %s (%s), want %s", got.Kind, got.Reason, tc.want)
+			}
+			if got.Kind != StepSetMemory {
+				return
+			}
+			expect(t, got.Reason != "" && got.After == LookSoon, "reason %q, after %s", got.Reason, got.After)
+			expect(t, got.Memory == tc.spec.Memory, "sets %+v, want %+v", got.Memory, tc.spec.Memory)
+			expect(t, len(got.Addrs) == len(tc.addrs), "sets %v, want %v", got.Addrs, tc.addrs)
+			for i := range min(len(got.Addrs), len(tc.addrs)) {
+				expect(t, got.Addrs[i] == tc.addrs[i], "sets %v, want %v", got.Addrs, tc.addrs)
+			}
+		})
+	}
+}
+
+func TestMemoryOf(t *testing.T) {
+	o := &Observation{Replication: map[string]string{"used_memory": "900", "maxmemory": "1000", "maxmemory_policy": "allkeys-lru",
+		"mem_fragmentation_ratio": "1.25", "evicted_keys": "7", "errorstat_OOM": "count=3"}}
+	m := MemoryOf(o)
+	want := NodeMemory{Used: 900, MaxMemory: 1000, Policy: "allkeys-lru", Fragmentation: 1.25, Evicted: 7, Rejected: 3, Known: true}
+	expect(t, m == want, "MemoryOf = %+v, want %+v", m, want)
+	p, ok := m.Percent()
+	expect(t, ok && p == 90, "Percent = %d, %v", p, ok)
+	if _, ok := MemoryOf(&Observation{}).Percent(); ok {
+		t.Error("a node without maxmemory has a percentage")
+	}
+}
