@@ -409,3 +409,64 @@ func TestBundleObjects(t *testing.T) {
 		}
 	}
 }
+
+// clusterScopedGrants are the only grants the CSV's clusterPermissions may hold, and why:
+// everything else the operator does is namespaced and belongs in permissions, which OLM
+// grants in the OperatorGroup's target namespaces only.
+var clusterScopedGrants = map[string]string{
+	"create selfsubjectaccessreviews.authorization.k8s.io": "asks whether the operator may manage NetworkPolicies (config/rbac/cluster_role.yaml)",
+	"create tokenreviews.authentication.k8s.io":            "authenticates callers of the metrics endpoint (metrics_auth_role.yaml)",
+	"create subjectaccessreviews.authorization.k8s.io":     "authorizes callers of the metrics endpoint (metrics_auth_role.yaml)",
+}
+
+// clusterScoped are cluster-scoped resources a rule in permissions could name by mistake: a
+// Role cannot grant them, so such a rule would silently grant nothing.
+var clusterScoped = []string{"nodes", "namespaces", "persistentvolumes", "customresourcedefinitions", "clusterroles",
+	"clusterrolebindings", "storageclasses", "selfsubjectaccessreviews", "subjectaccessreviews", "tokenreviews",
+	"certificatesigningrequests", "mutatingwebhookconfigurations", "validatingwebhookconfigurations", "apiservices"}
+
+// TestCSVPermissionsScoped checks the split of the operator's grants (docs/security.md): the
+// namespaced rules in permissions, the three cluster-scoped grants alone in
+// clusterPermissions, and no deletecollection or wildcard anywhere.
+func TestCSVPermissionsScoped(t *testing.T) {
+	csv := loadBundle(t, "bundle").CSV
+	spec := csv.Spec.InstallStrategy.StrategySpec
+	each := func(perms []operatorsv1alpha1.StrategyDeploymentPermissions, f func(grant, resource, verb string)) {
+		for _, p := range perms {
+			for _, rule := range p.Rules {
+				for _, group := range rule.APIGroups {
+					for _, resource := range rule.Resources {
+						for _, verb := range rule.Verbs {
+							g := strings.TrimSuffix(fmt.Sprintf("%s %s.%s", verb, resource, group), ".")
+							f(g, resource, verb)
+						}
+					}
+				}
+			}
+		}
+	}
+	check := func(grant, resource, verb string) {
+		if verb == "*" || resource == "*" || verb == "deletecollection" {
+			t.Errorf("the CSV grants %s: name each verb and resource the operator uses, and no deletecollection", grant)
+		}
+	}
+	each(spec.ClusterPermissions, func(grant, resource, verb string) {
+		check(grant, resource, verb)
+		if clusterScopedGrants[grant] == "" {
+			t.Errorf("clusterPermissions grants %s: namespaced rules belong in permissions (a RoleBinding in config/components/namespaced), a new cluster-scoped one in clusterScopedGrants with its reason", grant)
+		}
+	})
+	namespaced := map[string]bool{}
+	each(spec.Permissions, func(grant, resource, verb string) {
+		check(grant, resource, verb)
+		namespaced[grant] = true
+		if slices.Contains(clusterScoped, strings.Split(resource, "/")[0]) {
+			t.Errorf("permissions grants %s, a cluster-scoped resource a Role cannot grant: put it in config/rbac/cluster_role.yaml", grant)
+		}
+	})
+	for _, want := range []string{"get secrets", "list secrets", "create statefulsets.apps", "list redisclusters.redis.middleware-operator.io", "update leases.coordination.k8s.io"} {
+		if !namespaced[want] {
+			t.Errorf("permissions lacks %s", want)
+		}
+	}
+}
