@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
@@ -242,6 +243,12 @@ func TestCSVInstall(t *testing.T) {
 	deployments := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs
 	if len(deployments) != 1 {
 		t.Fatalf("the CSV has %d deployments, want 1", len(deployments))
+	}
+	for k, v := range resources.OperatorPodLabels() {
+		// A RedisCluster's NetworkPolicy admits the operator's pods by these labels.
+		if got := deployments[0].Spec.Template.Labels[k]; got != v {
+			t.Errorf("the operator's pods have %s=%q, want %q (resources.OperatorPodLabels)", k, got, v)
+		}
 	}
 	pod := deployments[0].Spec.Template.Spec
 	if len(pod.Volumes) != 0 {
