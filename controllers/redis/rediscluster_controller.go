@@ -162,6 +162,9 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{RequeueAfter: redisadmin.LookSoon}, nil
 	case err != nil:
 		return ctrl.Result{}, err
+	case userObjectMissing(s.err):
+		// Waiting for the user's object: the condition says which; look again.
+		return ctrl.Result{RequeueAfter: redisadmin.LookIdle}, nil
 	case s.err != nil:
 		return ctrl.Result{}, s.err
 	}

@@ -28,7 +28,7 @@ func (r *RedisClusterReconciler) ensurePassword(ctx context.Context, s *state) e
 		secret := &corev1.Secret{}
 		if err := r.userObject(ctx, key, secret); err != nil {
 			if apierrors.IsNotFound(err) {
-				return fmt.Errorf("spec.passwordSecret: Secret %q not found: create it with a %q key", key.Name, resources.RedisPasswordKey)
+				return &userObjectMissingError{fmt.Sprintf("spec.passwordSecret: Secret %q not found: create it with a %q key", key.Name, resources.RedisPasswordKey)}
 			}
 			return fmt.Errorf("while reading Secret %s: %w", key.Name, err)
 		}
@@ -114,7 +114,7 @@ func (r *RedisClusterReconciler) ensureConfigMap(ctx context.Context, s *state) 
 		cm := &corev1.ConfigMap{} // the user's: not in the cache, which holds only the operator's own
 		if err := r.userObject(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: name}, cm); err != nil {
 			if apierrors.IsNotFound(err) {
-				return fmt.Errorf("spec.pod[0].configmap: ConfigMap %q not found: create it with a %q key or remove the field", name, resources.RedisUserConfigKey)
+				return &userObjectMissingError{fmt.Sprintf("spec.pod[0].configmap: ConfigMap %q not found: create it with a %q key or remove the field", name, resources.RedisUserConfigKey)}
 			}
 			return fmt.Errorf("while reading ConfigMap %s: %w", name, err)
 		}
