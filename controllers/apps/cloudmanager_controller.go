@@ -67,6 +67,9 @@ type cloudManagerStep struct {
 	run  func(context.Context, *appsv1api.CloudManager, *cloudManagerTiers) error
 }
 
+// The RBAC markers make manager-role, which OLM and config/overlays/namespaced bind per
+// namespace: namespaced resources only (a grant on a cluster-scoped one goes in
+// config/rbac/cluster_role.yaml; tests/bundle checks it), each verb one the code uses.
 // +kubebuilder:rbac:groups=apps.middleware-operator.io,resources=cloudmanagers,verbs=list;watch
 // +kubebuilder:rbac:groups=apps.middleware-operator.io,resources=cloudmanagers/status,verbs=patch
 // +kubebuilder:rbac:groups=apps.middleware-operator.io,resources=cloudmanagers/finalizers,verbs=update

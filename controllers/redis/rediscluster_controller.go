@@ -115,6 +115,9 @@ type state struct {
 	err     error // the first error, reported in Degraded
 }
 
+// The RBAC markers make manager-role, which OLM and config/overlays/namespaced bind per
+// namespace: namespaced resources only (a grant on a cluster-scoped one goes in
+// config/rbac/cluster_role.yaml; tests/bundle checks it), each verb one the code uses.
 // +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisclusters,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisclusters/finalizers,verbs=update

@@ -68,8 +68,9 @@ func (r *RedisClusterReconciler) readTLS(ctx context.Context, s *state) error {
 // Secret (keys, key pair, chain to ca.crt, the client Service's name, server and client
 // usages); otherwise it keeps a generated CA (<name>-tls-ca, made once) and a certificate it
 // signs (<name>-tls), made again when missing, invalid or two thirds through its life. A
-// Secret that is missing or wrong stops the reconcile: the TLS condition and a Warning
-// event say what to fix, and a change of the Secret resumes it.
+// user's Secret that is missing or wrong stops the reconcile: the TLS condition and a
+// Warning event say what to fix; a wrong one resumes on its next change (it is labelled and
+// watched), a missing one is looked for again after redisadmin.LookIdle.
 func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error {
 	gen, conds := s.rc.Generation, &s.next.Status.Conditions
 	if !resources.RedisTLSEnabled(s.rc) {
