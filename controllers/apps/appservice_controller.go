@@ -46,6 +46,9 @@ type AppServiceReconciler struct {
 // competed with the next Deployments' updates on the API server.
 const StatusInterval = 5 * time.Second
 
+// The RBAC markers make manager-role, which OLM and config/overlays/namespaced bind per
+// namespace: namespaced resources only (a grant on a cluster-scoped one goes in
+// config/rbac/cluster_role.yaml; tests/bundle checks it), each verb one the code uses.
 // +kubebuilder:rbac:groups=apps.middleware-operator.io,resources=appservices,verbs=list;watch
 // +kubebuilder:rbac:groups=apps.middleware-operator.io,resources=appservices/status,verbs=patch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;create;update;delete

@@ -40,6 +40,9 @@ type CloudManagerReconciler struct {
 	// References is the metadata cache through which that Secret is watched
 	// (caching.NewReferences over all namespaces when nil).
 	References cache.Cache
+	// userObjects reads that Secret once per version and labels it caching.WatchLabel, so
+	// References sees its changes (made by SetupWithManager; APIReader alone without it).
+	userObjects *caching.Versioned
 	// stale keeps reconciles off cached CloudManagers older than the operator's last status
 	// write: one would write again the status it has just written.
 	stale status.StaleGuard
@@ -64,12 +67,15 @@ type cloudManagerStep struct {
 	run  func(context.Context, *appsv1api.CloudManager, *cloudManagerTiers) error
 }
 
+// The RBAC markers make manager-role, which OLM and config/overlays/namespaced bind per
+// namespace: namespaced resources only (a grant on a cluster-scoped one goes in
+// config/rbac/cluster_role.yaml; tests/bundle checks it), each verb one the code uses.
 // +kubebuilder:rbac:groups=apps.middleware-operator.io,resources=cloudmanagers,verbs=list;watch
 // +kubebuilder:rbac:groups=apps.middleware-operator.io,resources=cloudmanagers/status,verbs=patch
 // +kubebuilder:rbac:groups=apps.middleware-operator.io,resources=cloudmanagers/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;update;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile validates the spec, deletes stale children, enforces the front, identity and
@@ -203,7 +209,11 @@ func (r *CloudManagerReconciler) ensurePassword(ctx context.Context, cm *appsv1a
 func (r *CloudManagerReconciler) checkPasswordSecret(ctx context.Context, cm *appsv1api.CloudManager) error {
 	name, key := resources.CloudManagerPasswordSource(cm)
 	secret := &corev1.Secret{} // the user's: not in the cache, which holds only the operator's own
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: cm.Namespace, Name: name}, secret); err != nil {
+	get := r.APIReader.Get
+	if r.userObjects != nil {
+		get = r.userObjects.Get
+	}
+	if err := get(ctx, client.ObjectKey{Namespace: cm.Namespace, Name: name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return &passwordSecretError{msg: fmt.Sprintf("Secret %q named by spec.db.rootPasswordSecretRef does not exist", name)}
 		}
@@ -287,6 +297,7 @@ func (r *CloudManagerReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 	if err := caching.UserObjects(mgr, &r.APIReader, &r.References); err != nil {
 		return err
 	}
+	r.userObjects = &caching.Versioned{Refs: r.References, API: r.APIReader, Writer: r.Client}
 	ctx := context.Background()
 	for _, obj := range ownedKinds() {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, cloudManagerOwnerIndex, controllingCloudManager); err != nil {

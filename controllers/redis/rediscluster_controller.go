@@ -120,17 +120,19 @@ type state struct {
 	err     error // the first error, reported in Degraded
 }
 
+// The RBAC markers make manager-role, which OLM and config/overlays/namespaced bind per
+// namespace: namespaced resources only (a grant on a cluster-scoped one goes in
+// config/rbac/cluster_role.yaml; tests/bundle checks it), each verb one the code uses.
 // +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisclusters,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;update
-// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch;delete;deletecollection
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;update
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;create;update;delete
-// +kubebuilder:rbac:groups=authorization.k8s.io,resources=selfsubjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile observes once, plans one step, acts once and writes the status once. Observing
@@ -168,6 +170,9 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{RequeueAfter: redisadmin.LookSoon}, nil
 	case err != nil:
 		return ctrl.Result{}, err
+	case userObjectMissing(s.err):
+		// Waiting for the user's object: the condition says which; look again.
+		return ctrl.Result{RequeueAfter: redisadmin.LookIdle}, nil
 	case s.err != nil:
 		return ctrl.Result{}, s.err
 	}
@@ -254,14 +259,15 @@ func (s *state) lookAgain() time.Duration {
 
 // userObject reads a Secret or ConfigMap a user names through userObjects, made on first
 // use over the references cache when there is one (always under a manager), else straight
-// through the API reader.
+// through the API reader; an object read from the API server is labelled
+// caching.WatchLabel, so the references cache sees its changes from then on.
 func (r *RedisClusterReconciler) userObject(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	r.userObjectsOnce.Do(func() {
 		var refs client.Reader
 		if r.References != nil {
 			refs = r.References
 		}
-		r.userObjects = &caching.Versioned{Refs: refs, API: r.APIReader}
+		r.userObjects = &caching.Versioned{Refs: refs, API: r.APIReader, Writer: r.Client}
 	})
 	return r.userObjects.Get(ctx, key, obj, opts...)
 }

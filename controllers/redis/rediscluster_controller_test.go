@@ -221,6 +221,15 @@ func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 	// Let gossip about the replicas settle so the status is final.
 	time.Sleep(2 * time.Second)
 	rc = waitRunning(t, key)
+	// The operator labelled the user's Secret when it first read it: the references cache,
+	// which lists only labelled Secrets, holds it, so the looks below read it from there.
+	pw := &corev1.Secret{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "steady-pw"}, pw); err != nil {
+		t.Fatal(err)
+	}
+	if pw.Labels[caching.WatchLabel] != caching.WatchLabelValue {
+		t.Errorf("the user's password Secret has labels %v, want %s=%s", pw.Labels, caching.WatchLabel, caching.WatchLabelValue)
+	}
 
 	refs, err := caching.NewReferences(mgr, nil)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
 // PVCFinalizer makes the operator delete a cluster's PersistentVolumeClaims with it; it is
@@ -42,8 +41,7 @@ func (r *RedisClusterReconciler) finalize(ctx context.Context, rc *redisv1alpha1
 	if !controllerutil.ContainsFinalizer(rc, PVCFinalizer) {
 		return nil
 	}
-	if err := r.DeleteAllOf(ctx, &corev1.PersistentVolumeClaim{}, client.InNamespace(rc.Namespace),
-		client.MatchingLabels(resources.SelectorLabels(resources.RedisClusterKind, rc.Name))); err != nil {
+	if err := r.deleteClaims(ctx, rc, 0); err != nil {
 		return fmt.Errorf("while deleting the PersistentVolumeClaims of %s: %w", rc.Name, err)
 	}
 	patched := rc.DeepCopy()

@@ -30,6 +30,10 @@ const (
 	ReasonMissingPermission = "MissingPermission"
 	// ReasonPermissionCheckFailed: the API server did not answer the access review.
 	ReasonPermissionCheckFailed = "PermissionCheckFailed"
+	// ReasonNetworkPolicyRefused: the API server refused the NetworkPolicy although the
+	// access review allowed it (an admission policy, a webhook, a namespace quota, an RBAC
+	// deny the review did not see); the cluster runs without a policy.
+	ReasonNetworkPolicyRefused = "NetworkPolicyRefused"
 )
 
 // NetworkPolicyVerbs are the verbs ensureNetworkPolicy uses on NetworkPolicies. It reads them
@@ -77,6 +81,16 @@ func (r *RedisClusterReconciler) ensureNetworkPolicy(ctx context.Context, s *sta
 	desired := resources.RedisNetworkPolicy(s.rc, r.OperatorNamespace)
 	live, outcome, err := child.Ensure(ctx, uncached, r.Scheme, s.rc, desired, child.MergeNetworkPolicy)
 	r.record(s, live, outcome, err)
+	if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+		// Refused for good, not a failure a retry mends: say so and run without the policy.
+		msg := fmt.Sprintf("the API server refused NetworkPolicy %s: %v; until it accepts it the cluster runs without a NetworkPolicy "+
+			"(check the admission policies and quotas of namespace %s, or set spec.networkPolicy.enabled to false)", desired.Name, err, s.rc.Namespace)
+		if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionNetworkPolicy); c == nil || c.Reason != ReasonNetworkPolicyRefused || c.Message != msg {
+			r.Recorder.Eventf(s.rc, nil, corev1.EventTypeWarning, ReasonNetworkPolicyRefused, "Reconcile", "%s", msg)
+		}
+		status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionFalse, ReasonNetworkPolicyRefused, msg)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -84,14 +98,15 @@ func (r *RedisClusterReconciler) ensureNetworkPolicy(ctx context.Context, s *sta
 	return nil
 }
 
-// networkPolicySummary says who the NetworkPolicy admits to which port.
+// networkPolicySummary says who the NetworkPolicy admits to which port, and where it lets
+// the pods connect.
 func (r *RedisClusterReconciler) networkPolicySummary(s *state, name string) string {
 	clients, operator, metrics := "any source", "", "no source"
 	if np := s.rc.Spec.NetworkPolicy; np != nil && len(np.Clients) > 0 {
 		clients = fmt.Sprintf("the %d peers of spec.networkPolicy.clients", len(np.Clients))
 	}
 	if r.OperatorNamespace != "" {
-		operator = " and namespace " + r.OperatorNamespace
+		operator = " and the operator's pods in namespace " + r.OperatorNamespace
 	}
 	if np := s.rc.Spec.NetworkPolicy; np != nil && np.MetricsNamespace != "" {
 		metrics = "namespace " + np.MetricsNamespace
@@ -99,8 +114,9 @@ func (r *RedisClusterReconciler) networkPolicySummary(s *state, name string) str
 	if resources.RedisPodSpec(s.rc).MonitorImage == "" {
 		metrics = "no source (no exporter)"
 	}
-	return fmt.Sprintf("NetworkPolicy %s admits to port %d %s, the cluster's pods%s; to port %d the cluster's pods only; to port %d %s",
-		name, resources.RedisPort, clients, operator, resources.RedisBusPort, resources.RedisExporterPort, metrics)
+	return fmt.Sprintf("NetworkPolicy %s admits to port %d %s, the cluster's pods%s; to port %d the cluster's pods only; to port %d %s; "+
+		"the pods may connect only to the cluster's pods (ports %d, %d) and to DNS (port 53)",
+		name, resources.RedisPort, clients, operator, resources.RedisBusPort, resources.RedisExporterPort, metrics, resources.RedisPort, resources.RedisBusPort)
 }
 
 const networkPolicyDisabled = "spec.networkPolicy.enabled is false: any pod may reach every port of the Redis pods"

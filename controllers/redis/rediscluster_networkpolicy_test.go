@@ -65,12 +65,17 @@ func TestRedisClusterNetworkPolicy(t *testing.T) {
 		t.Errorf("the NetworkPolicy is not controlled by the RedisCluster: %v", np.OwnerReferences)
 	}
 	own := resources.SelectorLabels(resources.RedisClusterKind, "fenced")
-	if !sameLabels(np.Spec.PodSelector.MatchLabels, own) || !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
-		t.Errorf("selects %v for %v, want the cluster's pods for ingress", np.Spec.PodSelector.MatchLabels, np.Spec.PolicyTypes)
+	if !sameLabels(np.Spec.PodSelector.MatchLabels, own) ||
+		!slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) {
+		t.Errorf("selects %v for %v, want the cluster's pods for ingress and egress", np.Spec.PodSelector.MatchLabels, np.Spec.PolicyTypes)
+	}
+	if len(np.Spec.Egress) != 2 || len(np.Spec.Egress[0].To) != 1 || !sameLabels(np.Spec.Egress[0].To[0].PodSelector.MatchLabels, own) ||
+		len(np.Spec.Egress[1].To) != 0 || np.Spec.Egress[1].Ports[0].Port.IntVal != 53 {
+		t.Errorf("egress %+v, want the cluster's pods and DNS only", np.Spec.Egress)
 	}
 	// Who reaches each port: the API server stores the rules as the operator wrote them.
 	want := map[int32][]string{
-		resources.RedisPort:         {"any", "pods " + fmt.Sprint(own), "namespace " + operatorNamespace},
+		resources.RedisPort:         {"any", "pods " + fmt.Sprint(own), "pods " + fmt.Sprint(resources.OperatorPodLabels()) + " in namespace " + operatorNamespace},
 		resources.RedisBusPort:      {"pods " + fmt.Sprint(own)},
 		resources.RedisExporterPort: {"namespace monitoring"},
 	}
@@ -78,7 +83,8 @@ func TestRedisClusterNetworkPolicy(t *testing.T) {
 		t.Errorf("sources by port\n got %v\nwant %v", got, want)
 	}
 	c := waitNetworkPolicyCondition(t, key, metav1.ConditionTrue, rediscontrollers.ReasonNetworkPolicyApplied)
-	for _, part := range []string{"to port 6379 any source, the cluster's pods and namespace " + operatorNamespace, "to port 16379 the cluster's pods only", "to port 9121 namespace monitoring"} {
+	for _, part := range []string{"to port 6379 any source, the cluster's pods and the operator's pods in namespace " + operatorNamespace,
+		"to port 16379 the cluster's pods only", "to port 9121 namespace monitoring", "connect only to the cluster's pods (ports 6379, 16379) and to DNS"} {
 		if !strings.Contains(c.Message, part) {
 			t.Errorf("condition message %q does not say %q", c.Message, part)
 		}
@@ -170,6 +176,64 @@ func TestRedisClusterNetworkPolicyWithoutGrant(t *testing.T) {
 	})
 }
 
+// TestRedisClusterNetworkPolicyRefused is an API server that refuses the NetworkPolicy
+// although the access review allows it (an admission policy, say): the reconcile goes on
+// without one and does not fail, and the NetworkPolicy condition and a Warning event say
+// NetworkPolicyRefused with the API server's answer.
+func TestRedisClusterNetworkPolicyRefused(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	rc := smallCluster(ns, "refused")
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	waitRunning(t, key)
+	// The suite's reconciler has made the NetworkPolicy: this one does not see it, so it
+	// creates one, and that is refused.
+	capture := &statusCapture{Client: refusingNetworkPolicies{Client: mgr.GetClient()}}
+	recorder := events.NewFakeRecorder(10)
+	r := &rediscontrollers.RedisClusterReconciler{
+		Client: capture, APIReader: hidingNetworkPolicies{Reader: mgr.GetAPIReader()}, Scheme: env.Scheme, Recorder: recorder,
+		NewAdmin: rediscontrollers.DefaultAdminFactory, OperatorNamespace: operatorNamespace,
+	}
+	if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: key}); err != nil {
+		t.Fatalf("a reconcile whose NetworkPolicy was refused failed: %v", err)
+	}
+	c := capture.condition(rediscontrollers.ConditionNetworkPolicy)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != rediscontrollers.ReasonNetworkPolicyRefused || !strings.Contains(c.Message, "denied by policy") {
+		t.Fatalf("NetworkPolicy condition %+v, want False %s with the API server's answer", c, rediscontrollers.ReasonNetworkPolicyRefused)
+	}
+	found := false
+	for len(recorder.Events) > 0 {
+		found = found || strings.HasPrefix(<-recorder.Events, corev1.EventTypeWarning+" "+rediscontrollers.ReasonNetworkPolicyRefused+" ")
+	}
+	if !found {
+		t.Errorf("no Warning %s event", rediscontrollers.ReasonNetworkPolicyRefused)
+	}
+}
+
+// refusingNetworkPolicies answers every NetworkPolicy write with Forbidden, as an admission
+// policy would.
+type refusingNetworkPolicies struct{ client.Client }
+
+func (c refusingNetworkPolicies) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if _, ok := obj.(*networkingv1.NetworkPolicy); ok {
+		return apierrors.NewForbidden(networkingv1.Resource("networkpolicies"), obj.GetName(), fmt.Errorf("denied by policy"))
+	}
+	return c.Client.Create(ctx, obj, opts...)
+}
+
+// hidingNetworkPolicies answers every NetworkPolicy read with NotFound.
+type hidingNetworkPolicies struct{ client.Reader }
+
+func (c hidingNetworkPolicies) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*networkingv1.NetworkPolicy); ok {
+		return apierrors.NewNotFound(networkingv1.Resource("networkpolicies"), key.Name)
+	}
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
 func waitNetworkPolicyCondition(t *testing.T, key client.ObjectKey, want metav1.ConditionStatus, reason string) *metav1.Condition {
 	t.Helper()
 	var c *metav1.Condition
@@ -196,6 +260,8 @@ func sourcesByPort(np *networkingv1.NetworkPolicy) map[int32][]string {
 				from = append(from, "pods "+fmt.Sprint(peer.PodSelector.MatchLabels))
 			case peer.NamespaceSelector != nil && peer.PodSelector == nil:
 				from = append(from, "namespace "+peer.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"])
+			case peer.NamespaceSelector != nil && peer.PodSelector != nil:
+				from = append(from, "pods "+fmt.Sprint(peer.PodSelector.MatchLabels)+" in namespace "+peer.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"])
 			default:
 				from = append(from, fmt.Sprintf("%+v", peer))
 			}

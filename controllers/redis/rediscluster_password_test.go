@@ -11,10 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/caching"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
@@ -190,4 +193,47 @@ func TestRedisClusterPasswordSecretWithANewline(t *testing.T) {
 		}
 	}
 	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, password)
+}
+
+// TestRedisClusterWaitsForAMissingPasswordSecret names a password Secret that does not exist
+// yet: a reconcile reports it in Degraded and looks again after a bounded delay rather than
+// failing into the error backoff, since no watch event can announce a Secret the operator
+// has not labelled. Created later without the label, the Secret is found at such a look,
+// labelled caching.WatchLabel, and the cluster forms.
+func TestRedisClusterWaitsForAMissingPasswordSecret(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	rc := smallCluster(ns, "later")
+	rc.Spec.PasswordSecret = "not-yet"
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	r := &rediscontrollers.RedisClusterReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: env.Scheme,
+		Recorder: events.NewFakeRecorder(100), NewAdmin: rediscontrollers.DefaultAdminFactory, OperatorNamespace: operatorNamespace}
+	testenv.Eventually(t, 10*time.Second, func(ctx context.Context) (bool, string) {
+		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+		return err == nil && res.RequeueAfter > 0 && res.RequeueAfter <= redisadmin.LookIdle,
+			fmt.Sprintf("a reconcile without the Secret: %+v, %v; want a requeue within %s and no error", res, err, redisadmin.LookIdle)
+	})
+	testenv.Eventually(t, 10*time.Second, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionDegraded)
+		return c != nil && strings.Contains(c.Message, `Secret "not-yet" not found`), fmt.Sprintf("Degraded %v", c)
+	})
+
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "not-yet", Namespace: ns}, Data: map[string][]byte{"password": []byte("arrived-later")}}
+	if err := env.Client.Create(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	redistest.WaitShape(t, env.Client, key, 3, 3)
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(secret), secret); err != nil {
+		t.Fatal(err)
+	}
+	if secret.Labels[caching.WatchLabel] != caching.WatchLabelValue {
+		t.Errorf("the Secret has labels %v, want %s=%s", secret.Labels, caching.WatchLabel, caching.WatchLabelValue)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
@@ -27,7 +28,7 @@ func (r *RedisClusterReconciler) ensurePassword(ctx context.Context, s *state) e
 		secret := &corev1.Secret{}
 		if err := r.userObject(ctx, key, secret); err != nil {
 			if apierrors.IsNotFound(err) {
-				return fmt.Errorf("spec.passwordSecret: Secret %q not found: create it with a %q key", key.Name, resources.RedisPasswordKey)
+				return &userObjectMissingError{fmt.Sprintf("spec.passwordSecret: Secret %q not found: create it with a %q key", key.Name, resources.RedisPasswordKey)}
 			}
 			return fmt.Errorf("while reading Secret %s: %w", key.Name, err)
 		}
@@ -113,7 +114,7 @@ func (r *RedisClusterReconciler) ensureConfigMap(ctx context.Context, s *state) 
 		cm := &corev1.ConfigMap{} // the user's: not in the cache, which holds only the operator's own
 		if err := r.userObject(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: name}, cm); err != nil {
 			if apierrors.IsNotFound(err) {
-				return fmt.Errorf("spec.pod[0].configmap: ConfigMap %q not found: create it with a %q key or remove the field", name, resources.RedisUserConfigKey)
+				return &userObjectMissingError{fmt.Sprintf("spec.pod[0].configmap: ConfigMap %q not found: create it with a %q key or remove the field", name, resources.RedisUserConfigKey)}
 			}
 			return fmt.Errorf("while reading ConfigMap %s: %w", name, err)
 		}
@@ -224,14 +225,20 @@ func (r *RedisClusterReconciler) deleteScaledInClaims(ctx context.Context, s *st
 	if s.rc.Spec.Finalizers != "foreground" || *s.sts.Spec.Replicas > s.rc.Spec.Replicas {
 		return nil
 	}
+	return r.deleteClaims(ctx, s.rc, int(s.rc.Spec.Replicas))
+}
+
+// deleteClaims deletes the cluster's claims of ordinals at or above from, one by one, each
+// only if it is still the claim that was listed (the operator has no deletecollection grant).
+func (r *RedisClusterReconciler) deleteClaims(ctx context.Context, rc *redisv1alpha1.RedisCluster, from int) error {
 	claims := &corev1.PersistentVolumeClaimList{}
-	if err := r.List(ctx, claims, client.InNamespace(s.rc.Namespace),
-		client.MatchingLabels(resources.SelectorLabels(resources.RedisClusterKind, s.rc.Name))); err != nil {
-		return fmt.Errorf("while listing the claims of %s: %w", s.rc.Name, err)
+	if err := r.List(ctx, claims, client.InNamespace(rc.Namespace),
+		client.MatchingLabels(resources.SelectorLabels(resources.RedisClusterKind, rc.Name))); err != nil {
+		return fmt.Errorf("while listing the claims of %s: %w", rc.Name, err)
 	}
 	for i := range claims.Items {
 		c := &claims.Items[i]
-		if ordinal(c.Name) < int(s.rc.Spec.Replicas) || !c.DeletionTimestamp.IsZero() {
+		if ordinal(c.Name) < from || !c.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if err := r.Delete(ctx, c, client.Preconditions{UID: &c.UID}); err != nil && !apierrors.IsNotFound(err) {

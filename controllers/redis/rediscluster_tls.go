@@ -68,8 +68,9 @@ func (r *RedisClusterReconciler) readTLS(ctx context.Context, s *state) error {
 // Secret (keys, key pair, chain to ca.crt, the client Service's name, server and client
 // usages); otherwise it keeps a generated CA (<name>-tls-ca, made once) and a certificate it
 // signs (<name>-tls), made again when missing, invalid or two thirds through its life. A
-// Secret that is missing or wrong stops the reconcile: the TLS condition and a Warning
-// event say what to fix, and a change of the Secret resumes it.
+// user's Secret that is missing or wrong stops the reconcile: the TLS condition and a
+// Warning event say what to fix; a wrong one resumes on its next change (it is labelled and
+// watched), a missing one is looked for again after redisadmin.LookIdle.
 func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error {
 	gen, conds := s.rc.Generation, &s.next.Status.Conditions
 	if !resources.RedisTLSEnabled(s.rc) {
@@ -82,8 +83,8 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error 
 	if resources.RedisTLSUserSecret(s.rc) {
 		secret, err = r.tlsSecret(ctx, s)
 		if err == nil && secret == nil {
-			err = &tlsInvalidError{fmt.Sprintf("spec.tls.secretName: Secret %q not found: create a kubernetes.io/tls Secret with the keys %s, %s and %s",
-				s.rc.Spec.TLS.SecretName, resources.RedisTLSCAKey, resources.RedisTLSCertKey, resources.RedisTLSKeyKey)}
+			err = &tlsInvalidError{msg: fmt.Sprintf("spec.tls.secretName: Secret %q not found: create a kubernetes.io/tls Secret with the keys %s, %s and %s",
+				s.rc.Spec.TLS.SecretName, resources.RedisTLSCAKey, resources.RedisTLSCertKey, resources.RedisTLSKeyKey), missing: true}
 		}
 	} else {
 		reason = ReasonTLSGenerated
@@ -98,6 +99,9 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error 
 			r.Recorder.Eventf(s.rc, nil, corev1.EventTypeWarning, ReasonTLSInvalid, "Reconcile", "%s", invalid.msg)
 		}
 		status.Set(conds, gen, ConditionTLS, metav1.ConditionFalse, ReasonTLSInvalid, invalid.msg)
+		if invalid.missing {
+			return &userObjectMissingError{invalid.msg}
+		}
 		return reconcile.TerminalError(err)
 	}
 	if err != nil {
@@ -211,7 +215,11 @@ func (c *certsSeen) forget(cluster types.NamespacedName) {
 }
 
 // tlsInvalidError: the TLS Secret is missing or its content is wrong.
-type tlsInvalidError struct{ msg string }
+type tlsInvalidError struct {
+	msg string
+	// missing: the user's Secret does not exist (a bounded requeue looks for it again).
+	missing bool
+}
 
 func (e *tlsInvalidError) Error() string { return e.msg }
 
@@ -244,14 +252,14 @@ func (r *RedisClusterReconciler) tlsSecret(ctx context.Context, s *state) (*core
 func nodeTLSConfig(s *state, secret *corev1.Secret) (*tls.Config, error) {
 	for _, key := range []string{resources.RedisTLSCAKey, resources.RedisTLSCertKey, resources.RedisTLSKeyKey} {
 		if len(secret.Data[key]) == 0 {
-			return nil, &tlsInvalidError{fmt.Sprintf("Secret %q has no %q key: it needs %s, %s and %s",
+			return nil, &tlsInvalidError{msg: fmt.Sprintf("Secret %q has no %q key: it needs %s, %s and %s",
 				secret.Name, key, resources.RedisTLSCAKey, resources.RedisTLSCertKey, resources.RedisTLSKeyKey)}
 		}
 	}
 	serverName := resources.RedisTLSServerName(s.rc)
 	pair := certs.Pair{Cert: secret.Data[resources.RedisTLSCertKey], Key: secret.Data[resources.RedisTLSKeyKey]}
 	if err := certs.Check(secret.Data[resources.RedisTLSCAKey], pair, serverName, tlsNow()); err != nil {
-		return nil, &tlsInvalidError{fmt.Sprintf("Secret %q: %v; the certificate must be signed by %s, valid now, name %s (and may name *.%s.%s.svc for the pods), and allow server and client authentication",
+		return nil, &tlsInvalidError{msg: fmt.Sprintf("Secret %q: %v; the certificate must be signed by %s, valid now, name %s (and may name *.%s.%s.svc for the pods), and allow server and client authentication",
 			secret.Name, err, resources.RedisTLSCAKey, serverName, resources.RedisHeadlessServiceName(s.rc), s.rc.Namespace)}
 	}
 	pool, _ := certs.Pool(secret.Data[resources.RedisTLSCAKey]) // checked above

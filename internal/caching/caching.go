@@ -1,9 +1,10 @@
 // Package caching decides what the operator's informers hold: of the kinds it creates, only
 // the objects carrying its managed-by label (Redis pods and claims only), everything without
-// managedFields; and of the Secrets and ConfigMaps a user names in a spec, only their names,
-// in a metadata cache of their own, enough to wake a reconciler when one appears or changes.
-// Reconcilers read those user objects through the API reader, never through a cache that
-// would hold every Secret of the cluster.
+// managedFields; and of the Secrets and ConfigMaps a user names in a spec, only the ones the
+// operator labelled WatchLabel when it first read them, by name only, in a metadata cache of
+// their own, enough to wake a reconciler when one changes. No informer of the operator lists
+// or watches a Secret or ConfigMap it was never told about: the API server filters them out
+// by label before they reach it. Reconcilers read the user objects through the API reader.
 package caching
 
 import (
@@ -49,13 +50,30 @@ func Options(base cache.Options) cache.Options {
 	return base
 }
 
+// WatchLabel is the label the operator puts on a user's Secret or ConfigMap that a spec
+// names (a password Secret, a TLS Secret, a Redis configuration ConfigMap) when it first
+// reads it: the references cache watches only objects that carry it. A user may set it in
+// advance; removing it only delays the operator's reaction to a change until its next
+// periodic read, which labels the object again.
+const WatchLabel = "middleware-operator.io/watched"
+
+// WatchLabelValue is WatchLabel's value.
+const WatchLabelValue = "true"
+
+// ReferencesSelector selects, on the API server, the Secrets and ConfigMaps the references
+// cache lists and watches: only those carrying WatchLabel.
+func ReferencesSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{WatchLabel: WatchLabelValue})
+}
+
 // NewReferences starts, with the manager, a metadata-only cache over namespaces (all when
-// empty) that keeps of each object only its identity: reconcilers watch user-named Secrets
-// and ConfigMaps through it (see ReferenceSource) and read them through the API reader.
+// empty) of the Secrets and ConfigMaps labelled WatchLabel that keeps of each object only its
+// identity: reconcilers watch user-named Secrets and ConfigMaps through it and read them
+// through the API reader (see Versioned).
 func NewReferences(mgr ctrl.Manager, namespaces map[string]cache.Config) (cache.Cache, error) {
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
-		DefaultNamespaces: namespaces, DefaultTransform: keepIdentity,
+		DefaultNamespaces: namespaces, DefaultTransform: keepIdentity, DefaultLabelSelector: ReferencesSelector(),
 	})
 	if err != nil {
 		return nil, err

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -18,10 +20,13 @@ import (
 // cache Refs reports the resourceVersion of the copy it keeps, Get serves that copy, so a
 // converged reconcile sends the API server no request for them. It keeps only the objects
 // it was asked for. When Refs does not list an object (not yet seen, or Refs is nil) Get
-// asks the API server.
+// asks the API server, and then, when Writer is set, labels the object WatchLabel so that
+// Refs holds it from then on.
 type Versioned struct {
 	Refs client.Reader
 	API  client.Reader
+	// Writer labels the objects read through API (none when nil).
+	Writer client.Writer
 
 	mu   sync.Mutex
 	kept map[versionedKey]client.Object
@@ -76,12 +81,29 @@ func (v *Versioned) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 		}
 		return err
 	}
+	if err := v.label(ctx, kind, obj); err != nil {
+		return err
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.kept == nil {
 		v.kept = map[versionedKey]client.Object{}
 	}
 	v.kept[vk] = obj.DeepCopyObject().(client.Object) //nolint:forcetypeassert // a copy of a client.Object
+	return nil
+}
+
+// label puts WatchLabel on obj, read from the API server, unless it has it or Writer is
+// nil; obj becomes the labelled object.
+func (v *Versioned) label(ctx context.Context, kind string, obj client.Object) error {
+	if v.Writer == nil || obj.GetLabels()[WatchLabel] == WatchLabelValue {
+		return nil
+	}
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+WatchLabel+`":"`+WatchLabelValue+`"}}}`))
+	if err := v.Writer.Patch(ctx, obj, patch); err != nil {
+		return fmt.Errorf("while labelling %s %s %s=%s, so that the operator sees its changes (grant the operator patch on %ss, or set the label yourself): %w",
+			kind, obj.GetName(), WatchLabel, WatchLabelValue, strings.ToLower(kind), err)
+	}
 	return nil
 }
 

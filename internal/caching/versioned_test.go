@@ -2,13 +2,17 @@ package caching
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 // versions is a metadata reader that knows one resourceVersion per name.
@@ -101,5 +105,53 @@ func TestVersionedReadsEachVersionOnce(t *testing.T) {
 	}
 	if err := v.Get(ctx, key, &corev1.Pod{}); err == nil {
 		t.Error("a Pod was served: Versioned serves Secrets and ConfigMaps only")
+	}
+}
+
+func TestVersionedLabelsWhatItReadsFromTheAPI(t *testing.T) {
+	ctx := context.Background()
+	user := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pw", Namespace: "ns", Labels: map[string]string{"app": "mine"}},
+		Data: map[string][]byte{"password": []byte("one")}}
+	patches := 0
+	api := fake.NewClientBuilder().WithObjects(user).WithInterceptorFuncs(interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+			patches++
+			return c.Patch(ctx, obj, p, opts...)
+		},
+	}).Build()
+	v := &Versioned{API: api, Writer: api}
+	key := client.ObjectKeyFromObject(user)
+	got := &corev1.Secret{}
+	if err := v.Get(ctx, key, got); err != nil {
+		t.Fatal(err)
+	}
+	stored := &corev1.Secret{}
+	if err := api.Get(ctx, key, stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored.Labels[WatchLabel] != WatchLabelValue || stored.Labels["app"] != "mine" {
+		t.Errorf("labels after the first read %v, want %s=%s beside the user's own", stored.Labels, WatchLabel, WatchLabelValue)
+	}
+	if string(stored.Data["password"]) != "one" || got.Labels[WatchLabel] != WatchLabelValue {
+		t.Errorf("the label patch changed the data (%q) or the caller got the unlabelled object (%v)", stored.Data["password"], got.Labels)
+	}
+	if err := v.Get(ctx, key, &corev1.Secret{}); err != nil {
+		t.Fatal(err)
+	}
+	if patches != 1 {
+		t.Errorf("%d label patches for two reads, want 1 (a labelled object is not patched again)", patches)
+	}
+	if !ReferencesSelector().Matches(labels.Set(stored.Labels)) || ReferencesSelector().Matches(labels.Set{"app": "mine"}) {
+		t.Errorf("selector %v: must select the labelled object and nothing else", ReferencesSelector())
+	}
+
+	// A refused patch is an error that says how to fix it.
+	refusing := fake.NewClientBuilder().WithObjects(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: "ns"}}).
+		WithInterceptorFuncs(interceptor.Funcs{Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "conf", nil)
+		}}).Build()
+	err := (&Versioned{API: refusing, Writer: refusing}).Get(ctx, client.ObjectKey{Namespace: "ns", Name: "conf"}, &corev1.ConfigMap{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "set the label yourself") {
+		t.Errorf("a refused label patch: %v, want Forbidden naming the fix", err)
 	}
 }

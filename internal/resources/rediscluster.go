@@ -232,6 +232,10 @@ func RedisMasters(rc *redisv1alpha1.RedisCluster) int {
 
 // RedisConf is the generated redis.conf: the user's configuration first, then the cluster
 // settings the operator depends on, which win (Redis keeps the last value of a directive).
+// protected-mode is on: Redis then refuses connections from other hosts only while the
+// default user has no password, and the start scripts never start a node without one (the
+// password Secret's, as requirepass or as the default user's ACL password), so it refuses
+// nothing in normal operation and closes the node should it ever run without a password.
 // The password and the announced IP come from the environment at start (see the
 // StatefulSet's args), so they are never in the ConfigMap. With tls, 6379 speaks TLS only,
 // and so do replication and the cluster bus (see redisTLSConf).
@@ -244,7 +248,7 @@ func RedisConf(userConf string, tls bool) string {
 	}
 	b.WriteString(managedConfHeader + `port 6379
 bind 0.0.0.0
-protected-mode no
+protected-mode yes
 cluster-enabled yes
 cluster-config-file nodes.conf
 cluster-node-timeout 5000

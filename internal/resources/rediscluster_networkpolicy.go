@@ -21,40 +21,62 @@ func RedisNetworkPolicyEnabled(rc *redisv1alpha1.RedisCluster) bool {
 // RedisNetworkPolicyName is the NetworkPolicy of a RedisCluster's pods.
 func RedisNetworkPolicyName(rc *redisv1alpha1.RedisCluster) string { return rc.Name }
 
-// RedisNetworkPolicy isolates a RedisCluster's pods for ingress and then allows, rule by
-// rule (NetworkPolicy rules add up):
-//   - the client port 6379 from spec.networkPolicy.clients, or from anywhere when none are
-//     listed;
-//   - the client port and the cluster bus port 16379 from the cluster's own pods (the bus,
-//     and replication, which uses the client port); nothing else reaches the bus;
-//   - the client port from operatorNamespace, where the operator runs its admin commands
-//     (no rule when it is empty: an operator outside the cluster, as with make run);
-//   - with an exporter, its port 9121 from spec.networkPolicy.metricsNamespace only (no rule,
-//     so no source, when that is empty).
-//
-// Egress is not limited.
+// OperatorPodLabels are the labels of the operator's own pods (config/manager, and so the
+// CSV's Deployment): a RedisCluster's NetworkPolicy admits the operator by them.
+func OperatorPodLabels() map[string]string {
+	return map[string]string{"app.kubernetes.io/name": "middleware-operator", "control-plane": "controller-manager"}
+}
+
+// dnsPort is the port of the cluster's DNS service.
+const dnsPort = 53
+
+// RedisNetworkPolicy isolates a RedisCluster's pods for ingress and egress and then allows,
+// rule by rule (NetworkPolicy rules add up):
+//   - ingress to the client port 6379 from spec.networkPolicy.clients, or from anywhere when
+//     none are listed;
+//   - ingress to the client port and the cluster bus port 16379 from the cluster's own pods
+//     (the bus, and replication, which uses the client port); nothing else reaches the bus;
+//   - ingress to the client port from the operator's pods (OperatorPodLabels) in
+//     operatorNamespace, where the operator runs its admin commands; other pods of that
+//     namespace are not admitted (no rule when it is empty: an operator outside the
+//     cluster, as with make run);
+//   - with an exporter, ingress to its port 9121 from spec.networkPolicy.metricsNamespace
+//     only (no rule, so no source, when that is empty);
+//   - egress to the cluster's own pods on 6379 and 16379 (replication and the bus) and to
+//     port 53 (DNS, UDP and TCP) anywhere: all a Redis node opens itself. Answers to the
+//     connections admitted above need no rule.
 func RedisNetworkPolicy(rc *redisv1alpha1.RedisCluster, operatorNamespace string) *networkingv1.NetworkPolicy {
 	var spec redisv1alpha1.NetworkPolicySpec
 	if rc.Spec.NetworkPolicy != nil {
 		spec = *rc.Spec.NetworkPolicy
 	}
 	own := &metav1.LabelSelector{MatchLabels: SelectorLabels(RedisClusterKind, rc.Name)}
+	ownPods := []networkingv1.NetworkPolicyPeer{{PodSelector: own}}
 	rules := []networkingv1.NetworkPolicyIngressRule{
 		{Ports: tcpPorts(RedisPort), From: spec.Clients},
-		{Ports: tcpPorts(RedisPort, RedisBusPort), From: []networkingv1.NetworkPolicyPeer{{PodSelector: own}}},
+		{Ports: tcpPorts(RedisPort, RedisBusPort), From: ownPods},
 	}
 	if operatorNamespace != "" {
-		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(RedisPort), From: namespaceNamed(operatorNamespace)})
+		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(RedisPort), From: []networkingv1.NetworkPolicyPeer{{
+			NamespaceSelector: namespaceNamed(operatorNamespace)[0].NamespaceSelector,
+			PodSelector:       &metav1.LabelSelector{MatchLabels: OperatorPodLabels()},
+		}}})
 	}
 	if RedisPodSpec(rc).MonitorImage != "" && spec.MetricsNamespace != "" {
 		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(RedisExporterPort), From: namespaceNamed(spec.MetricsNamespace)})
+	}
+	udp, tcp, dns := corev1.ProtocolUDP, corev1.ProtocolTCP, intstr.FromInt32(dnsPort)
+	egress := []networkingv1.NetworkPolicyEgressRule{
+		{Ports: tcpPorts(RedisPort, RedisBusPort), To: ownPods},
+		{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dns}, {Protocol: &tcp, Port: &dns}}},
 	}
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: redisMeta(rc, RedisNetworkPolicyName(rc)),
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: *own,
-			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 			Ingress:     rules,
+			Egress:      egress,
 		},
 	}
 }

@@ -20,7 +20,7 @@ import (
 const (
 	anyClient  = "TCP/6379 <- any source"
 	ownPods    = "TCP/6379,TCP/16379 <- pods app.kubernetes.io/instance=cache,app.kubernetes.io/name=rediscluster"
-	operatorNS = "TCP/6379 <- namespace kubernetes.io/metadata.name=ops"
+	operatorNS = "TCP/6379 <- pods app.kubernetes.io/name=middleware-operator,control-plane=controller-manager in namespace kubernetes.io/metadata.name=ops"
 )
 
 func TestRedisNetworkPolicy(t *testing.T) {
@@ -30,7 +30,7 @@ func TestRedisNetworkPolicy(t *testing.T) {
 		operatorNS string
 		want       []string
 	}{
-		"default: clients from anywhere, bus from own pods, admin from the operator's namespace": {
+		"default: clients from anywhere, bus from own pods, admin from the operator's pods": {
 			operatorNS: "ops",
 			want:       []string{anyClient, ownPods, operatorNS},
 		},
@@ -70,8 +70,15 @@ func TestRedisNetworkPolicy(t *testing.T) {
 			if want := resources.SelectorLabels(resources.RedisClusterKind, "cache"); !reflect.DeepEqual(np.Spec.PodSelector.MatchLabels, want) {
 				t.Errorf("selects %v, want the cluster's pods %v", np.Spec.PodSelector.MatchLabels, want)
 			}
-			if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) || np.Spec.Egress != nil {
-				t.Errorf("policy types %v egress %v: want ingress only", np.Spec.PolicyTypes, np.Spec.Egress)
+			if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) {
+				t.Errorf("policy types %v: want ingress and egress", np.Spec.PolicyTypes)
+			}
+			wantEgress := []string{
+				"TCP/6379,TCP/16379 -> pods app.kubernetes.io/instance=cache,app.kubernetes.io/name=rediscluster",
+				"UDP/53,TCP/53 -> any destination",
+			}
+			if got := describeEgress(np.Spec.Egress); !slices.Equal(got, wantEgress) {
+				t.Errorf("egress\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(wantEgress, "\n  "))
 			}
 			if got := describeRules(np.Spec.Ingress); !slices.Equal(got, tc.want) {
 				t.Errorf("rules\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "))
@@ -102,26 +109,41 @@ func TestRedisNetworkPolicyEnabled(t *testing.T) {
 func describeRules(rules []networkingv1.NetworkPolicyIngressRule) []string {
 	var out []string
 	for _, r := range rules {
-		var ports, from []string
-		for _, p := range r.Ports {
-			ports = append(ports, fmt.Sprintf("%s/%s", ptr.Deref(p.Protocol, "TCP"), p.Port))
-		}
-		for _, f := range r.From {
-			switch {
-			case f.NamespaceSelector != nil && f.PodSelector == nil:
-				from = append(from, "namespace "+labelString(f.NamespaceSelector))
-			case f.PodSelector != nil && f.NamespaceSelector == nil:
-				from = append(from, "pods "+labelString(f.PodSelector))
-			default:
-				from = append(from, fmt.Sprintf("peer %+v", f))
-			}
-		}
-		if len(from) == 0 {
-			from = []string{"any source"}
-		}
-		out = append(out, strings.Join(ports, ",")+" <- "+strings.Join(from, "; "))
+		out = append(out, describeRule(r.Ports, r.From, " <- ", "any source"))
 	}
 	return out
+}
+
+// describeEgress writes each egress rule as "ports -> destinations".
+func describeEgress(rules []networkingv1.NetworkPolicyEgressRule) []string {
+	var out []string
+	for _, r := range rules {
+		out = append(out, describeRule(r.Ports, r.To, " -> ", "any destination"))
+	}
+	return out
+}
+
+func describeRule(ports []networkingv1.NetworkPolicyPort, peers []networkingv1.NetworkPolicyPeer, arrow, anyPeer string) string {
+	var portList, from []string
+	for _, p := range ports {
+		portList = append(portList, fmt.Sprintf("%s/%s", ptr.Deref(p.Protocol, "TCP"), p.Port))
+	}
+	for _, f := range peers {
+		switch {
+		case f.NamespaceSelector != nil && f.PodSelector == nil:
+			from = append(from, "namespace "+labelString(f.NamespaceSelector))
+		case f.PodSelector != nil && f.NamespaceSelector == nil:
+			from = append(from, "pods "+labelString(f.PodSelector))
+		case f.PodSelector != nil && f.NamespaceSelector != nil:
+			from = append(from, "pods "+labelString(f.PodSelector)+" in namespace "+labelString(f.NamespaceSelector))
+		default:
+			from = append(from, fmt.Sprintf("peer %+v", f))
+		}
+	}
+	if len(from) == 0 {
+		from = []string{anyPeer}
+	}
+	return strings.Join(portList, ",") + arrow + strings.Join(from, "; ")
 }
 
 func labelString(s *metav1.LabelSelector) string {

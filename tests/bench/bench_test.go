@@ -220,3 +220,36 @@ func BenchmarkRedisBackup(b *testing.B) {
 	}
 	fmt.Print("\n" + BackupTable(all))
 }
+
+// BenchmarkUnrelatedSecrets creates MWO_BENCH_SECRETS (default 10,000) Secrets that no
+// resource names, with the operator running in this process and as its own process, and
+// prints the watch events they caused the operator and its RSS before and after (issue 30).
+func BenchmarkUnrelatedSecrets(b *testing.B) {
+	n := intsFromEnv(b, "MWO_BENCH_SECRETS", 10000)[0]
+	for range b.N {
+		f, err := RunUnrelatedSecrets(b.Context(), n, true, b.Logf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fmt.Println(f)
+		b.ReportMetric(float64(f.UnrelatedEvents), "events")
+		b.ReportMetric(growth(f.RSSBefore, f.RSSAfter), "rss-growth-%")
+	}
+}
+
+// TestUnrelatedSecretsReachNoWatch is the small run of BenchmarkUnrelatedSecrets: 300
+// unrelated Secrets send the operator no watch event, while a Secret labelled
+// caching.WatchLabel does (so the count is live).
+func TestUnrelatedSecretsReachNoWatch(t *testing.T) {
+	f, err := RunUnrelatedSecrets(t.Context(), 300, false, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(f)
+	if f.LabelledEvents == 0 {
+		t.Error("no event for the labelled Secret: the count does not see the operator's watches")
+	}
+	if f.UnrelatedEvents != 0 {
+		t.Errorf("%d watch events from Secrets the operator was never told about, want 0", f.UnrelatedEvents)
+	}
+}

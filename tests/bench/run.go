@@ -237,15 +237,8 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	if err := operator.Setup(mgr, cfg); err != nil {
 		return err
 	}
-	mctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			o.Logf("the operator stopped with %v", err)
-		}
-	}()
+	mctx, stop := startManager(ctx, mgr, o.Logf)
+	defer stop()
 	if !mgr.GetCache().WaitForCacheSync(mctx) {
 		return fmt.Errorf("the operator's cache never synced")
 	}
@@ -424,6 +417,20 @@ func traceUpdate(ctx context.Context, watched client.Reader, ns, image string, w
 		}
 		fmt.Fprintf(os.Stderr, "update wave at %.1f s: %d Deployments carry the image; operator writes: %d Deployment updates, %d status patches, %d events\n",
 			time.Since(start).Seconds(), done, writes.Get("update Deployment"), writes.Get("patch-status AppService"), writes.Get("create Event"))
+	}
+}
+
+// startManager starts mgr until ctx ends or the returned stop is called; stop waits for it
+// and logs an error it stopped with. The context is the manager's.
+func startManager(ctx context.Context, mgr ctrl.Manager, logf func(string, ...any)) (context.Context, func()) {
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	return mctx, func() {
+		cancel()
+		if err := <-done; err != nil {
+			logf("the operator stopped with %v", err)
+		}
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
@@ -243,6 +244,12 @@ func TestCSVInstall(t *testing.T) {
 	if len(deployments) != 1 {
 		t.Fatalf("the CSV has %d deployments, want 1", len(deployments))
 	}
+	for k, v := range resources.OperatorPodLabels() {
+		// A RedisCluster's NetworkPolicy admits the operator's pods by these labels.
+		if got := deployments[0].Spec.Template.Labels[k]; got != v {
+			t.Errorf("the operator's pods have %s=%q, want %q (resources.OperatorPodLabels)", k, got, v)
+		}
+	}
 	pod := deployments[0].Spec.Template.Spec
 	if len(pod.Volumes) != 0 {
 		t.Errorf("the operator's pod has volumes %v: under OLM nothing provides their contents", pod.Volumes)
@@ -406,6 +413,67 @@ func TestBundleObjects(t *testing.T) {
 	for _, w := range want {
 		if !got[w] {
 			t.Errorf("bundle/manifests has no %s (run make bundle)", w)
+		}
+	}
+}
+
+// clusterScopedGrants are the only grants the CSV's clusterPermissions may hold, and why:
+// everything else the operator does is namespaced and belongs in permissions, which OLM
+// grants in the OperatorGroup's target namespaces only.
+var clusterScopedGrants = map[string]string{
+	"create selfsubjectaccessreviews.authorization.k8s.io": "asks whether the operator may manage NetworkPolicies (config/rbac/cluster_role.yaml)",
+	"create tokenreviews.authentication.k8s.io":            "authenticates callers of the metrics endpoint (metrics_auth_role.yaml)",
+	"create subjectaccessreviews.authorization.k8s.io":     "authorizes callers of the metrics endpoint (metrics_auth_role.yaml)",
+}
+
+// clusterScoped are cluster-scoped resources a rule in permissions could name by mistake: a
+// Role cannot grant them, so such a rule would silently grant nothing.
+var clusterScoped = []string{"nodes", "namespaces", "persistentvolumes", "customresourcedefinitions", "clusterroles",
+	"clusterrolebindings", "storageclasses", "selfsubjectaccessreviews", "subjectaccessreviews", "tokenreviews",
+	"certificatesigningrequests", "mutatingwebhookconfigurations", "validatingwebhookconfigurations", "apiservices"}
+
+// TestCSVPermissionsScoped checks the split of the operator's grants (docs/security.md): the
+// namespaced rules in permissions, the three cluster-scoped grants alone in
+// clusterPermissions, and no deletecollection or wildcard anywhere.
+func TestCSVPermissionsScoped(t *testing.T) {
+	csv := loadBundle(t, "bundle").CSV
+	spec := csv.Spec.InstallStrategy.StrategySpec
+	each := func(perms []operatorsv1alpha1.StrategyDeploymentPermissions, f func(grant, resource, verb string)) {
+		for _, p := range perms {
+			for _, rule := range p.Rules {
+				for _, group := range rule.APIGroups {
+					for _, resource := range rule.Resources {
+						for _, verb := range rule.Verbs {
+							g := strings.TrimSuffix(fmt.Sprintf("%s %s.%s", verb, resource, group), ".")
+							f(g, resource, verb)
+						}
+					}
+				}
+			}
+		}
+	}
+	check := func(grant, resource, verb string) {
+		if verb == "*" || resource == "*" || verb == "deletecollection" {
+			t.Errorf("the CSV grants %s: name each verb and resource the operator uses, and no deletecollection", grant)
+		}
+	}
+	each(spec.ClusterPermissions, func(grant, resource, verb string) {
+		check(grant, resource, verb)
+		if clusterScopedGrants[grant] == "" {
+			t.Errorf("clusterPermissions grants %s: namespaced rules belong in permissions (a RoleBinding in config/components/namespaced), a new cluster-scoped one in clusterScopedGrants with its reason", grant)
+		}
+	})
+	namespaced := map[string]bool{}
+	each(spec.Permissions, func(grant, resource, verb string) {
+		check(grant, resource, verb)
+		namespaced[grant] = true
+		if slices.Contains(clusterScoped, strings.Split(resource, "/")[0]) {
+			t.Errorf("permissions grants %s, a cluster-scoped resource a Role cannot grant: put it in config/rbac/cluster_role.yaml", grant)
+		}
+	})
+	for _, want := range []string{"get secrets", "list secrets", "create statefulsets.apps", "list redisclusters.redis.middleware-operator.io", "update leases.coordination.k8s.io"} {
+		if !namespaced[want] {
+			t.Errorf("permissions lacks %s", want)
 		}
 	}
 }

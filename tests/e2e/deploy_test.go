@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -49,6 +50,12 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 		t.Errorf("make deploy changed the working tree:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 
+	// config/default binds the namespaced rules in every namespace.
+	const sa = "system:serviceaccount:middleware-operator-system:middleware-operator-controller-manager"
+	if out, _ := kubectlOn("auth", "can-i", "get", "secrets", "-n", "default", "--as", sa); strings.TrimSpace(out) != "yes" {
+		t.Errorf("after make deploy the operator may not read the Secrets of namespace default (%q): config/default watches all namespaces", out)
+	}
+
 	run("undeploy")
 	if out, err := kubectlOn("get", "deployment", "-n", "middleware-operator-system", "middleware-operator-controller-manager"); err == nil {
 		t.Errorf("the operator's Deployment is still there after make undeploy:\n%s", out)
@@ -58,6 +65,33 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 	}
 	if after := gitStatus(t); after != before {
 		t.Errorf("make undeploy changed the working tree:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+
+	// The namespaced overlay (docs/installation.md): the operator watches its namespace and
+	// may read no Secret outside it.
+	rendered, err := exec.Command(testenv.Tool(t, "kustomize"), "build", filepath.Join(testenv.RepoRoot(), "config", "overlays", "namespaced")).Output()
+	if err != nil {
+		t.Fatalf("kustomize build config/overlays/namespaced: %v", err)
+	}
+	manifest := filepath.Join(t.TempDir(), "namespaced.yaml")
+	if err := os.WriteFile(manifest, rendered, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := kubectlOn("apply", "--server-side", "-f", manifest); err != nil {
+		t.Fatalf("kubectl apply of config/overlays/namespaced: %v\n%s", err, out)
+	}
+	for ns, want := range map[string]string{"default": "no", "middleware-operator-system": "yes"} {
+		if out, _ := kubectlOn("auth", "can-i", "get", "secrets", "-n", ns, "--as", sa); strings.TrimSpace(out) != want {
+			t.Errorf("namespaced overlay: may the operator read the Secrets of namespace %s? %q, want %s", ns, strings.TrimSpace(out), want)
+		}
+	}
+	watch, err := kubectlOn("get", "deployment", "-n", "middleware-operator-system", "middleware-operator-controller-manager",
+		"-o", `jsonpath={.spec.template.spec.containers[0].env[?(@.name=="WATCH_NAMESPACE")].valueFrom.fieldRef.fieldPath}`)
+	if err != nil || watch != "metadata.namespace" {
+		t.Errorf("namespaced overlay: WATCH_NAMESPACE from %q (%v), want metadata.namespace", watch, err)
+	}
+	if out, err := kubectlOn("delete", "--ignore-not-found", "-f", manifest); err != nil {
+		t.Errorf("kubectl delete of config/overlays/namespaced: %v\n%s", err, out)
 	}
 }
 

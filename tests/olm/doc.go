@@ -9,7 +9,11 @@
 // OperatorGroup and a Subscription. OLM resolves the package, creates and runs the
 // InstallPlan, and the CSV reaches Succeeded once its Deployment is Available on kwok nodes.
 // With the examples of the CSV's alm-examples created, the catalog gains the next version and
-// OLM upgrades along the channel; the custom resources stay and are still reconciled.
+// OLM upgrades along the channel; the custom resources stay and are still reconciled
+// (TestInstallAndUpgradeThroughOLM, SingleNamespace). TestInstallModesScopeTheOperator installs
+// the current bundle in OwnNamespace mode, where the operator reconciles the three kinds in its
+// namespace and its token is Forbidden from the Secrets of any other, then in AllNamespaces
+// mode, where OLM grants the same rules in every namespace.
 //
 // What differs from OLM on a real cluster, and why:
 //

@@ -49,12 +49,22 @@ const (
 	catalogPort       = 8443 // catalog's, fixed when it serves TLS
 )
 
-// flow is the state the steps of the OLM e2e test share.
+// flow is the state the steps of the OLM e2e tests share.
 type flow struct {
 	t       *testing.T
 	cluster *localcluster.Cluster
 	cl      client.Client
 	logDir  string
+	// ns is the namespace the operator is installed in (its OperatorGroup and Subscription);
+	// targets are the OperatorGroup's target namespaces (none: AllNamespaces); appsNS is
+	// where the test creates the custom resources the operator must reconcile.
+	ns      string
+	targets []string
+	appsNS  string
+	// installed is the version waitInstalled last saw installed.
+	installed string
+	// token is the operator's ServiceAccount token runOperator last ran it with.
+	token string
 	// oldVersion is what the current bundle replaces; newVersion is the current bundle's.
 	oldVersion, newVersion string
 	olm, catalog           *localcluster.Process
@@ -68,7 +78,7 @@ type flow struct {
 // on a real cluster.
 func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 	ph := newPhase(t)
-	f := &flow{t: t, logDir: t.TempDir()}
+	f := &flow{t: t, logDir: t.TempDir(), ns: operatorNamespace, targets: []string{targetNamespace}, appsNS: targetNamespace}
 	if os.Getenv("MWO_KEEP_CLUSTER_DIR") != "" {
 		// Keep the logs of olm, catalog, opm and the operator for a look after the test.
 		var err error
@@ -80,18 +90,7 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 	f.oldVersion, f.newVersion = bundleVersions(t)
 	t.Logf("upgrade under test: %s -> %s on channel %s", csvName(f.oldVersion), csvName(f.newVersion), channelName)
 
-	var err error
-	f.cluster, err = localcluster.Start(t.Context(), localcluster.Options{Nodes: 2, Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.cluster.Stop)
-	scheme := testenv.Scheme()
-	utilruntime.Must(operatorsv1alpha1.AddToScheme(scheme))
-	utilruntime.Must(operatorsv1.AddToScheme(scheme))
-	if f.cl, err = client.New(f.cluster.Config, client.Options{Scheme: scheme}); err != nil {
-		t.Fatal(err)
-	}
+	f.startCluster(2)
 	ph.done("local cluster started")
 
 	f.installOLM()
@@ -154,7 +153,7 @@ func (f *flow) checkMonitoringObjectsAppear(operator *localcluster.Process) {
 		for kind, name := range map[string]string{"ServiceMonitor": monitoring.ServiceMonitorName, "PrometheusRule": monitoring.PrometheusRuleName} {
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(monitoring.GroupVersion.WithKind(kind))
-			if err := f.cl.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name}, u); err != nil {
+			if err := f.cl.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, u); err != nil {
 				missing = append(missing, fmt.Sprintf("%s %s: %v", kind, name, err))
 				continue
 			}
@@ -171,6 +170,24 @@ func (f *flow) checkMonitoringObjectsAppear(operator *localcluster.Process) {
 }
 
 // bundleVersions reads the current bundle's version and the version it replaces.
+// startCluster starts a local cluster of nodes nodes, stopped when the test ends, and a
+// client of it that knows OLM's kinds.
+func (f *flow) startCluster(nodes int) {
+	t := f.t
+	var err error
+	f.cluster, err = localcluster.Start(t.Context(), localcluster.Options{Nodes: nodes, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.cluster.Stop)
+	scheme := testenv.Scheme()
+	utilruntime.Must(operatorsv1alpha1.AddToScheme(scheme))
+	utilruntime.Must(operatorsv1.AddToScheme(scheme))
+	if f.cl, err = client.New(f.cluster.Config, client.Options{Scheme: scheme}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func bundleVersions(t *testing.T) (oldVersion, newVersion string) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "bundle", "manifests", packageName+".clusterserviceversion.yaml"))
@@ -197,7 +214,7 @@ func (f *flow) installOLM() {
 	}
 	kubectl(t, f.cluster.Kubeconfig, "apply", "--server-side", "-f", crds)
 	kubectl(t, f.cluster.Kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", "-f", crds)
-	for _, ns := range []string{olmNamespace, operatorNamespace, targetNamespace, otherNamespace} {
+	for _, ns := range f.namespaces() {
 		if err := f.cl.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
 		}
@@ -277,16 +294,28 @@ func (f *flow) createCatalogSource(port int, opm *localcluster.Process) {
 	}, f.catalog, opm)
 }
 
-// subscribe creates the OperatorGroup (SingleNamespace: the operator watches targetNamespace)
-// and the Subscription to the package's stable channel with automatic approval.
+// namespaces are the namespaces the flow needs: OLM's, the operator's, its targets and
+// otherNamespace, each once.
+func (f *flow) namespaces() []string {
+	var out []string
+	for _, ns := range append([]string{olmNamespace, f.ns, otherNamespace}, f.targets...) {
+		if !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// subscribe creates the OperatorGroup (its target namespaces f.targets, AllNamespaces when
+// none) and the Subscription to the package's stable channel with automatic approval.
 func (f *flow) subscribe() {
 	t := f.t
 	og := &operatorsv1.OperatorGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: packageName, Namespace: operatorNamespace},
-		Spec:       operatorsv1.OperatorGroupSpec{TargetNamespaces: []string{targetNamespace}},
+		ObjectMeta: metav1.ObjectMeta{Name: packageName, Namespace: f.ns},
+		Spec:       operatorsv1.OperatorGroupSpec{TargetNamespaces: f.targets},
 	}
 	sub := &operatorsv1alpha1.Subscription{
-		ObjectMeta: metav1.ObjectMeta{Name: packageName, Namespace: operatorNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: packageName, Namespace: f.ns},
 		Spec: &operatorsv1alpha1.SubscriptionSpec{
 			CatalogSource:          catalogSourceName,
 			CatalogSourceNamespace: olmNamespace,
@@ -311,11 +340,11 @@ func (f *flow) waitInstalled(version, replaced string) {
 	logs := []*localcluster.Process{f.olm, f.catalog}
 	eventually(t, 5*time.Minute, "Subscription installs "+name, func(ctx context.Context) (bool, string) {
 		sub := &operatorsv1alpha1.Subscription{}
-		if err := f.cl.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: packageName}, sub); err != nil {
+		if err := f.cl.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: packageName}, sub); err != nil {
 			return false, err.Error()
 		}
 		csv := &operatorsv1alpha1.ClusterServiceVersion{}
-		if err := f.cl.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name}, csv); err != nil {
+		if err := f.cl.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, csv); err != nil {
 			return false, fmt.Sprintf("subscription state %q current %q installed %q; CSV %s: %v", sub.Status.State, sub.Status.CurrentCSV, sub.Status.InstalledCSV, name, err)
 		}
 		return sub.Status.InstalledCSV == name && csv.Status.Phase == operatorsv1alpha1.CSVPhaseSucceeded,
@@ -324,7 +353,7 @@ func (f *flow) waitInstalled(version, replaced string) {
 
 	eventually(t, time.Minute, "InstallPlan of "+name+" Complete", func(ctx context.Context) (bool, string) {
 		plans := &operatorsv1alpha1.InstallPlanList{}
-		if err := f.cl.List(ctx, plans, client.InNamespace(operatorNamespace)); err != nil {
+		if err := f.cl.List(ctx, plans, client.InNamespace(f.ns)); err != nil {
 			return false, err.Error()
 		}
 		var seen []string
@@ -338,7 +367,7 @@ func (f *flow) waitInstalled(version, replaced string) {
 	}, logs...)
 
 	csv := &operatorsv1alpha1.ClusterServiceVersion{}
-	if err := f.cl.Get(t.Context(), client.ObjectKey{Namespace: operatorNamespace, Name: name}, csv); err != nil {
+	if err := f.cl.Get(t.Context(), client.ObjectKey{Namespace: f.ns, Name: name}, csv); err != nil {
 		t.Fatal(err)
 	}
 	if want := csvName(replaced); replaced != "" && csv.Spec.Replaces != want || replaced == "" && csv.Spec.Replaces != "" {
@@ -347,18 +376,19 @@ func (f *flow) waitInstalled(version, replaced string) {
 	if replaced != "" {
 		eventually(t, 2*time.Minute, csvName(replaced)+" removed after the upgrade", func(ctx context.Context) (bool, string) {
 			old := &operatorsv1alpha1.ClusterServiceVersion{}
-			err := f.cl.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: csvName(replaced)}, old)
+			err := f.cl.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: csvName(replaced)}, old)
 			return apierrors.IsNotFound(err), fmt.Sprintf("phase %s: %v", old.Status.Phase, err)
 		}, logs...)
 	}
 
+	f.installed = version
 	image := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec.Containers[0].Image
 	if !strings.HasSuffix(image, ":v"+version) {
 		t.Errorf("the CSV of %s runs %s", version, image)
 	}
 	eventually(t, 2*time.Minute, "operator Deployment rolled out and Available", func(ctx context.Context) (bool, string) {
 		d := &appsv1.Deployment{}
-		if err := f.cl.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: deploymentName}, d); err != nil {
+		if err := f.cl.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: deploymentName}, d); err != nil {
 			return false, err.Error()
 		}
 		available := false
@@ -378,11 +408,11 @@ func (f *flow) waitInstalled(version, replaced string) {
 // operatorPod returns a Ready pod of the operator's Deployment with its current template.
 func (f *flow) operatorPod(ctx context.Context) (*appsv1.Deployment, *corev1.Pod, error) {
 	d := &appsv1.Deployment{}
-	if err := f.cl.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: deploymentName}, d); err != nil {
+	if err := f.cl.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: deploymentName}, d); err != nil {
 		return nil, nil, err
 	}
 	pods := &corev1.PodList{}
-	if err := f.cl.List(ctx, pods, client.InNamespace(operatorNamespace), client.MatchingLabels(d.Spec.Selector.MatchLabels)); err != nil {
+	if err := f.cl.List(ctx, pods, client.InNamespace(f.ns), client.MatchingLabels(d.Spec.Selector.MatchLabels)); err != nil {
 		return nil, nil, err
 	}
 	for i := range pods.Items {
@@ -411,8 +441,8 @@ func (f *flow) runOperator(name string) *localcluster.Process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := pod.Annotations["olm.targetNamespaces"]; got != targetNamespace {
-		t.Errorf("the operator's pod has olm.targetNamespaces %q, want %q", got, targetNamespace)
+	if got, want := pod.Annotations["olm.targetNamespaces"], strings.Join(f.targets, ","); got != want {
+		t.Errorf("the operator's pod has olm.targetNamespaces %q, want %q", got, want)
 	}
 	container := d.Spec.Template.Spec.Containers[0]
 	var env []string
@@ -442,18 +472,19 @@ func (f *flow) runOperator(name string) *localcluster.Process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := cs.CoreV1().ServiceAccounts(operatorNamespace).CreateToken(ctx, d.Spec.Template.Spec.ServiceAccountName,
+	tr, err := cs.CoreV1().ServiceAccounts(f.ns).CreateToken(ctx, d.Spec.Template.Spec.ServiceAccountName,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("while creating a token of the operator's ServiceAccount %s: %v", d.Spec.Template.Spec.ServiceAccountName, err)
 	}
+	f.token = tr.Status.Token
 	kubeconfig := filepath.Join(f.logDir, name+".kubeconfig")
 	if err := f.cluster.WriteKubeconfig(kubeconfig, tr.Status.Token); err != nil {
 		t.Fatal(err)
 	}
 	// In a pod the kubeconfig and the leader election namespace come from the mounted
 	// ServiceAccount; here they are given.
-	args = append(args, "--kubeconfig="+kubeconfig, "--leader-election-namespace="+operatorNamespace)
+	args = append(args, "--kubeconfig="+kubeconfig, "--leader-election-namespace="+f.ns)
 	t.Logf("running the operator as the %s pod: %s %s", d.Spec.Template.Spec.Containers[0].Image, strings.Join(env, " "), strings.Join(args, " "))
 	p := start(t, f.logDir, name, f.operatorBin, args, env)
 	if err := p.WaitFor(time.Minute, func() error { return httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)) }); err != nil {
@@ -492,7 +523,7 @@ func downwardValue(t *testing.T, pod *corev1.Pod, path string) string {
 func (f *flow) createExamples() []*unstructured.Unstructured {
 	t := f.t
 	csv := &operatorsv1alpha1.ClusterServiceVersion{}
-	if err := f.cl.Get(t.Context(), client.ObjectKey{Namespace: operatorNamespace, Name: csvName(f.oldVersion)}, csv); err != nil {
+	if err := f.cl.Get(t.Context(), client.ObjectKey{Namespace: f.ns, Name: csvName(f.installed)}, csv); err != nil {
 		t.Fatal(err)
 	}
 	var examples []map[string]any
@@ -502,7 +533,7 @@ func (f *flow) createExamples() []*unstructured.Unstructured {
 	var crs []*unstructured.Unstructured
 	for _, ex := range examples {
 		u := &unstructured.Unstructured{Object: ex}
-		u.SetNamespace(targetNamespace)
+		u.SetNamespace(f.appsNS)
 		if u.GetKind() == "RedisCluster" {
 			if err := unstructured.SetNestedField(u.Object, true, "spec", "pause"); err != nil {
 				t.Fatal(err)
@@ -622,7 +653,7 @@ func (f *flow) checkStillReconciled(crs []*unstructured.Unstructured, operator *
 		}
 		eventually(t, 2*time.Minute, cr.GetKind()+" "+cr.GetName()+" change reaches its Deployment", func(ctx context.Context) (bool, string) {
 			d := &appsv1.Deployment{}
-			if err := f.cl.Get(ctx, client.ObjectKey{Namespace: targetNamespace, Name: child}, d); err != nil {
+			if err := f.cl.Get(ctx, client.ObjectKey{Namespace: f.appsNS, Name: child}, d); err != nil {
 				return false, err.Error()
 			}
 			return int64(ptr.Deref(d.Spec.Replicas, 0)) == want && int64(d.Status.AvailableReplicas) == want,
@@ -648,11 +679,11 @@ func (f *flow) uninstall() {
 			t.Errorf("uninstall: while deleting %T %s: %v", obj, obj.GetName(), err)
 		}
 	}
-	del(&operatorsv1alpha1.Subscription{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: packageName}})
+	del(&operatorsv1alpha1.Subscription{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: packageName}})
 	var left []string
 	for ctx.Err() == nil {
 		left = nil
-		for _, ns := range []string{operatorNamespace, targetNamespace} {
+		for _, ns := range append([]string{f.ns}, f.targets...) {
 			csvs := &operatorsv1alpha1.ClusterServiceVersionList{}
 			if err := f.cl.List(ctx, csvs, client.InNamespace(ns)); err != nil {
 				left = append(left, fmt.Sprintf("CSVs in %s (%v)", ns, err))
@@ -660,13 +691,13 @@ func (f *flow) uninstall() {
 			}
 			for i, c := range csvs.Items {
 				left = append(left, fmt.Sprintf("CSV %s/%s (%s, deleting since %v, finalizers %v)", ns, c.Name, c.Status.Phase, c.DeletionTimestamp, c.Finalizers))
-				if ns == operatorNamespace && c.DeletionTimestamp == nil {
+				if ns == f.ns && c.DeletionTimestamp == nil {
 					del(&csvs.Items[i]) // OLM removes the copies in the target namespaces
 				}
 			}
 		}
 		d := &appsv1.Deployment{}
-		if err := f.cl.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: deploymentName}, d); !apierrors.IsNotFound(err) {
+		if err := f.cl.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: deploymentName}, d); !apierrors.IsNotFound(err) {
 			left = append(left, fmt.Sprintf("Deployment %s (%v)", deploymentName, err))
 		}
 		if len(left) == 0 {
@@ -679,6 +710,6 @@ func (f *flow) uninstall() {
 	}
 	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	del(&operatorsv1.OperatorGroup{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: packageName}})
+	del(&operatorsv1.OperatorGroup{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: packageName}})
 	del(&operatorsv1alpha1.CatalogSource{ObjectMeta: metav1.ObjectMeta{Namespace: olmNamespace, Name: catalogSourceName}})
 }

@@ -10,6 +10,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // Grant is one verb on one resource of one API group ("" for the core group); Resource may
@@ -130,6 +133,33 @@ func GrantsOf(files ...string) ([]Grant, error) {
 	return out, nil
 }
 
+// ClusterRoleFile is the operator's ClusterRole of grants on cluster-scoped resources.
+const ClusterRoleFile = "config/rbac/cluster_role.yaml"
+
+// RoleGrants are the grants of the rules of a Role or ClusterRole file (relative to the
+// repository root).
+func RoleGrants(file string) ([]Grant, error) {
+	b, err := os.ReadFile(filepath.Join(RepoRoot(), file))
+	if err != nil {
+		return nil, err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(b, role); err != nil {
+		return nil, fmt.Errorf("while reading %s: %w", file, err)
+	}
+	var out []Grant
+	for _, rule := range role.Rules {
+		for _, group := range rule.APIGroups {
+			for _, r := range rule.Resources {
+				for _, v := range rule.Verbs {
+					out = append(out, Grant{group, r, v})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
 // CheckGrants compares the grants the markers give with the ones the requests used: it
 // returns the grants never used (except the ones in mayBeUnused, each of which the caller
 // says why) and the requests no grant allows.
@@ -170,7 +200,7 @@ func (e *Env) CheckManagerGrants(code int, mayBeUnused map[Grant]string, files .
 		fmt.Fprintln(os.Stderr, "RBAC markers:", err)
 		return 1
 	}
-	// The operator's ClusterRole is the union of every controller's markers.
+	// The operator's namespaced role is the union of every controller's markers.
 	all, _ := filepath.Glob(filepath.Join(RepoRoot(), "controllers", "*", "*_controller.go"))
 	for i := range all {
 		all[i], _ = filepath.Rel(RepoRoot(), all[i])
@@ -180,6 +210,13 @@ func (e *Env) CheckManagerGrants(code int, mayBeUnused map[Grant]string, files .
 		fmt.Fprintln(os.Stderr, "RBAC markers:", err)
 		return 1
 	}
+	// Its grants on cluster-scoped resources are no markers: they are bound cluster-wide.
+	cluster, err := RoleGrants(ClusterRoleFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "RBAC:", err)
+		return 1
+	}
+	role = append(role, cluster...)
 	used := e.ManagerRequests.Used()
 	unused, _ := CheckGrants(granted, used, mayBeUnused)
 	_, missing := CheckGrants(role, used, nil)

@@ -1,0 +1,24 @@
+package resources_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+)
+
+// TestRedisConfProtectedMode: protected-mode is on and stays on whatever the user's
+// ConfigMap says (the operator's settings come last and win), and it can refuse no one
+// because both start scripts give the default user a password.
+func TestRedisConfProtectedMode(t *testing.T) {
+	conf := resources.RedisConf("protected-mode no\nmaxmemory 1gb", false)
+	if last := strings.LastIndex(conf, "protected-mode "); last < 0 || !strings.HasPrefix(conf[last:], "protected-mode yes\n") {
+		t.Errorf("the last protected-mode directive is not yes:\n%s", conf)
+	}
+	if !strings.Contains(resources.RedisStartScript, "requirepass") {
+		t.Error("the start script without ACL users sets no requirepass: protected mode would refuse every other host")
+	}
+	if !strings.Contains(resources.RedisACLStartScript, `user default on ">`) {
+		t.Error("the ACL start script gives the default user no password: protected mode would refuse every other host")
+	}
+}
