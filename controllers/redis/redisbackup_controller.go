@@ -47,7 +47,6 @@ type RedisBackupReconciler struct {
 
 // +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisbackups,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisbackups/status,verbs=patch
-// +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisbackups/finalizers,verbs=update
 
 // Reconcile moves a backup on by one decision: wait (with the reason), copy every shard, or
 // nothing once it is Completed or Failed. A copy under way when the operator stops is
@@ -196,7 +195,7 @@ func (r *RedisBackupReconciler) copyAndRecord(ctx context.Context, b, next *redi
 // phase or the reason changes (a Warning for a failure or a store that cannot be used).
 func (r *RedisBackupReconciler) setPhase(b, next *redisv1alpha1.RedisBackup, phase redisv1alpha1.BackupPhase, reason, message string) {
 	changed := b.Status.Phase != phase || b.Status.Reason != message
-	next.Status.Phase, next.Status.Reason = phase, message
+	next.Status.Phase, next.Status.Reason, next.Status.ObservedGeneration = phase, message, b.Generation
 	cond := metav1.ConditionFalse
 	if phase == redisv1alpha1.BackupCompleted {
 		cond = metav1.ConditionTrue

@@ -62,6 +62,7 @@ func (r *RedisBackupScheduleReconciler) Reconcile(ctx context.Context, req ctrl.
 		return ctrl.Result{}, nil
 	}
 	next := sch.DeepCopy()
+	next.Status.ObservedGeneration = sch.Generation
 	parsed, err := cron.ParseStandard(sch.Spec.Schedule)
 	if err != nil {
 		msg := fmt.Sprintf("spec.schedule %q cannot be parsed: %v; use five cron fields (0 3 * * *), @daily or @every 6h", sch.Spec.Schedule, err)

@@ -74,7 +74,8 @@ func (r *RedisClusterReconciler) recordReload(s *state) {
 
 // reloadShard loads the backup's keys in the lost slots of the step's shard.
 func (r *RedisClusterReconciler) reloadShard(ctx context.Context, s *state) error {
-	res, err := r.loadShard(ctx, s, s.reload)
+	step := s.step
+	res, err := r.loadShard(ctx, s, s.reload, redisadmin.ShardLoad{Shard: step.Shard, Slots: step.Slots, Addr: step.Addr, NodeID: step.NodeID, Pod: step.Pod})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -143,38 +144,44 @@ func (src *restoreSource) shardSlots() [][]redisadmin.SlotRange {
 	return out
 }
 
-// restoreShard loads the step's shard into its master: it first reads the whole file once
-// and checks its size and SHA-256 against the manifest, so a corrupted or truncated object
-// loads nothing; then it streams the file again into the master as RESTOREs, keeping only
-// the shard's slots. It records the loaded master in the status, and the restore's end.
+// restoreShard loads the step's shards, each into its master, all at once (loadShard), and
+// records every master loaded, and the restore's end, in the status. A shard that fails is
+// tried again at the next look; the others stay loaded.
 func (r *RedisClusterReconciler) restoreShard(ctx context.Context, s *state) error {
-	step, src := s.step, s.restore
+	src := s.restore
 	initRestoreStatus(s)
-	sh := src.manifest.Shards[step.Shard]
-	res, err := r.loadShard(ctx, s, src)
-	if err != nil {
-		return err
+	loads := s.step.Loads
+	results := make([]rdbload.Result, len(loads))
+	errs := make([]error, len(loads))
+	var wg sync.WaitGroup
+	for i, load := range loads {
+		wg.Go(func() { results[i], errs[i] = r.loadShard(ctx, s, src, load) })
 	}
+	wg.Wait()
 	st := s.next.Status.Restore
-	st.LoadedShards = append(st.LoadedShards, step.NodeID)
-	st.Keys += res.Restored
-	r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Restore", "loaded shard %d of %d (slots %s, %d keys, captured at %s) into %s",
-		step.Shard+1, len(src.manifest.Shards), redisadmin.FormatSlotRanges(step.Slots), res.Restored, sh.CapturedAt.Format(time.RFC3339), step.Pod)
+	for i, load := range loads {
+		if errs[i] != nil {
+			continue
+		}
+		st.LoadedShards = append(st.LoadedShards, load.NodeID)
+		st.Keys += results[i].Restored
+		r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Restore", "loaded shard %d of %d (slots %s, %d keys, captured at %s) into %s",
+			load.Shard+1, len(src.manifest.Shards), redisadmin.FormatSlotRanges(load.Slots), results[i].Restored,
+			src.manifest.Shards[load.Shard].CapturedAt.Format(time.RFC3339), load.Pod)
+	}
 	if len(st.LoadedShards) == len(src.manifest.Shards) {
 		now := metav1.Now()
 		st.CompletedAt = &now
 		r.event(s, corev1.EventTypeNormal, ReasonRestoreCompleted, "Restore", "restored %d keys in %d shards from %s (backup completed at %s)",
 			st.Keys, len(st.LoadedShards), src.location, src.manifest.CompletedAt.Format(time.RFC3339))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// loadShard loads the step's shard of src into the step's master, only the keys of the
-// step's slots: it first reads the whole file once and checks its size and SHA-256 against
+// loadShard loads a shard of src into a master, only the keys of the load's slots: it first reads the whole file once and checks its size and SHA-256 against
 // the manifest, so a corrupted or truncated object loads nothing; then it streams the file
 // again into the master as RESTOREs.
-func (r *RedisClusterReconciler) loadShard(ctx context.Context, s *state, src *restoreSource) (rdbload.Result, error) {
-	step := s.step
+func (r *RedisClusterReconciler) loadShard(ctx context.Context, s *state, src *restoreSource, step redisadmin.ShardLoad) (rdbload.Result, error) {
 	sh := src.manifest.Shards[step.Shard]
 	want := &objectstore.Digest{Size: sh.Bytes, SHA256: sh.SHA256}
 	if _, err := src.store.Get(ctx, sh.File, io.Discard, want); err != nil {

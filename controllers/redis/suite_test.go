@@ -262,8 +262,9 @@ const stepTooSlow = 30
 // mayBeUnused are the grants of the RBAC markers that no request of the operator needs to
 // use in a test run, and why the operator has them.
 var mayBeUnused = map[testenv.Grant]string{
-	{Group: "redis.middleware-operator.io", Resource: "redisclusters/finalizers", Verb: "update"}: "the API server checks it when the operator sets blockOwnerDeletion on a child's owner reference; the operator sends no such request itself",
-	{Group: "events.k8s.io", Resource: "events", Verb: "patch"}:                                   "the event recorder patches an event's series only when the same event repeats within minutes",
-	{Group: "", Resource: "services", Verb: "update"}:                                             "child.Ensure puts back a Service someone edited (or one an older operator made differently); no test here edits one (the AppService tests do)",
-	{Group: "policy", Resource: "poddisruptionbudgets", Verb: "update"}:                           "child.Ensure puts back a PodDisruptionBudget someone edited (or one an older operator made differently); no test here edits one",
+	{Group: "redis.middleware-operator.io", Resource: "redisclusters/finalizers", Verb: "update"}:        "the API server checks it when the operator sets blockOwnerDeletion on a child's owner reference; the operator sends no such request itself",
+	{Group: "redis.middleware-operator.io", Resource: "redisbackupschedules/finalizers", Verb: "update"}: "the API server checks it when a schedule's RedisBackup carries blockOwnerDeletion in its owner reference; the operator sends no such request itself",
+	{Group: "events.k8s.io", Resource: "events", Verb: "patch"}:                                          "the event recorder patches an event's series only when the same event repeats within minutes",
+	{Group: "", Resource: "services", Verb: "update"}:                                                    "child.Ensure puts back a Service someone edited (or one an older operator made differently); no test here edits one (the AppService tests do)",
+	{Group: "policy", Resource: "poddisruptionbudgets", Verb: "update"}:                                  "child.Ensure puts back a PodDisruptionBudget someone edited (or one an older operator made differently); no test here edits one",
 }

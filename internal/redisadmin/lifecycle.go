@@ -84,7 +84,8 @@ const (
 	StepFailover StepKind = "Failover"
 	// StepReplacePod deletes Pod, which runs an old template, so it comes back on the new one.
 	StepReplacePod StepKind = "ReplacePod"
-	// StepRestoreShard loads the backup's shard Shard (its slots Slots) into the master
+	// StepRestoreShard loads each of Loads (a backup's shard into the master serving its
+	// slots) at once. Was: the backup's shard Shard (its slots Slots) into the master
 	// NodeID at Addr, which serves them.
 	StepRestoreShard StepKind = "RestoreShard"
 	// StepRecordReload records Slots, the lost slots, as the ones to reload from the backup
@@ -136,9 +137,11 @@ type Step struct {
 	Credential int
 	Record     AppliedRecord
 	Addrs      []string
-	// Shard and Slots are StepRestoreShard's shard index and its slots.
+	// Shard and Slots are StepReloadShard's shard index and its slots; Loads
+	// StepRestoreShard's shards.
 	Shard int
 	Slots []SlotRange
+	Loads []ShardLoad
 	// Rotation is the state of password rotations whatever the step: RotationCurrent, what
 	// a rotation under way waits for, or "" when they were not looked at.
 	Rotation string
@@ -205,6 +208,15 @@ type Reload struct {
 	Loaded []int
 	// Problem says why the reload cannot go on ("" when it can).
 	Problem string
+}
+
+// ShardLoad is the load of a backup's shard Shard (its slots Slots) into the master NodeID
+// of Pod at Addr, which serves them.
+type ShardLoad struct {
+	Shard        int
+	Slots        []SlotRange
+	Addr, NodeID string
+	Pod          string
 }
 
 // Restore is a new cluster's restore from a backup, in the planner's terms.
@@ -383,9 +395,9 @@ func planForm(spec Spec, s Snapshot, _ Health) (Step, bool) {
 		Reason: fmt.Sprintf("forming a cluster of %d masters and %d replicas", len(plan.Masters), len(answering)-len(plan.Masters))}, true
 }
 
-// planRestore loads a restoring cluster's shards one at a time, each into the master that
-// serves its slots, once the new cluster serves every slot (so a loaded key is where its
-// clients will look for it).
+// planRestore loads a restoring cluster's shards, every one not loaded yet at once, each
+// into the master that serves its slots, once the new cluster serves every slot (so a
+// loaded key is where its clients will look for it).
 func planRestore(spec Spec, s Snapshot, h Health) (Step, bool) {
 	r := spec.Restore
 	if r == nil {
@@ -396,19 +408,26 @@ func planRestore(spec Spec, s Snapshot, h Health) (Step, bool) {
 			Reason: "waiting for the new cluster to serve every slot before loading the backup: " + strings.Join(h.Problems, "; ")}, true
 	}
 	owners := routes(s.joined()[0])
+	ids := s.byID()
+	var loads []ShardLoad
+	var pods []string
 	for i, slots := range r.Shards {
 		owner := owners[slots[0].Start]
 		if slices.Contains(r.Loaded, owner) {
 			continue
 		}
-		o := s.byID()[owner]
+		o := ids[owner]
 		if o == nil {
 			return Step{Kind: StepWait, Operation: OpCreating, After: LookSoon, Reason: fmt.Sprintf("waiting for master %s of shard %d to answer", short(owner), i)}, true
 		}
-		return Step{Kind: StepRestoreShard, Operation: OpCreating, Shard: i, Slots: slots, Addr: o.Addr, NodeID: owner, Pod: o.Pod, After: LookSoon,
-			Reason: fmt.Sprintf("restoring shard %d of %d (slots %s) into %s", i+1, len(r.Shards), FormatSlotRanges(slots), o.Pod)}, true
+		loads = append(loads, ShardLoad{Shard: i, Slots: slots, Addr: o.Addr, NodeID: owner, Pod: o.Pod})
+		pods = append(pods, o.Pod)
 	}
-	return Step{Kind: StepWait, Operation: OpCreating, After: LookSoon, Reason: "every shard is loaded; recording the restore"}, true
+	if len(loads) == 0 {
+		return Step{Kind: StepWait, Operation: OpCreating, After: LookSoon, Reason: "every shard is loaded; recording the restore"}, true
+	}
+	return Step{Kind: StepRestoreShard, Operation: OpCreating, Loads: loads, After: LookSoon,
+		Reason: fmt.Sprintf("restoring %d of %d shards at once into %s", len(loads), len(r.Shards), strings.Join(pods, ", "))}, true
 }
 
 // planReload loads, once the cluster is whole again (the lost slots served, empty, and the

@@ -161,16 +161,17 @@ func TestNextStep(t *testing.T) {
 				expect(t, s.Reason == "cannot restore: the manifest is missing", "reason %q", s.Reason)
 			},
 		},
-		"a restored cluster formed: load the first shard into its master": {
+		"a restored cluster formed: load every shard into its master at once": {
 			spec: restoringSix(specFor(6)), snap: six().current().snap, want: StepRestoreShard,
 			check: func(t *testing.T, s Step) {
-				expect(t, s.Shard == 0 && s.NodeID == "aaaaaaaa" && s.Pod == "rc-0" && s.Operation == OpCreating, "shard %d into %s (%s)", s.Shard, s.NodeID, s.Pod)
+				expect(t, len(s.Loads) == 3 && s.Loads[0].Shard == 0 && s.Loads[0].NodeID == "aaaaaaaa" && s.Loads[2].Pod == "rc-2" &&
+					FormatSlotRanges(s.Loads[1].Slots) == "5461-10922" && s.Operation == OpCreating, "loads %+v", s.Loads)
 			},
 		},
 		"a restore with two shards loaded: the third": {
 			spec: restoringSix(specFor(6), "aaaaaaaa", "bbbbbbbb"), snap: six().current().snap, want: StepRestoreShard,
 			check: func(t *testing.T, s Step) {
-				expect(t, s.Shard == 2 && s.Pod == "rc-2", "shard %d into %s", s.Shard, s.Pod)
+				expect(t, len(s.Loads) == 1 && s.Loads[0].Shard == 2 && s.Loads[0].Pod == "rc-2", "loads %+v", s.Loads)
 			},
 		},
 		"a restore while a master is down: recover first": {

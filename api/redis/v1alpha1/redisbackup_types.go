@@ -126,6 +126,10 @@ type BackupShard struct {
 
 // RedisBackupStatus is what the operator did of a RedisBackup.
 type RedisBackupStatus struct {
+	// ObservedGeneration is the generation of the spec this status describes.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation"
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Phase is where the backup stands.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase"}

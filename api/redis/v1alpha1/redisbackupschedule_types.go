@@ -56,6 +56,10 @@ type RedisBackupScheduleSpec struct {
 
 // RedisBackupScheduleStatus is what the schedule did.
 type RedisBackupScheduleStatus struct {
+	// ObservedGeneration is the generation of the spec this status describes.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation"
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// LastScheduleTime is the scheduled time of the last backup created.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Schedule"
