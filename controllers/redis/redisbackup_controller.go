@@ -38,7 +38,7 @@ type RedisBackupReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
 	Recorder events.EventRecorder
-	// APIReader reads the store's Secrets (the manager's when nil).
+	// APIReader reads the store's Secrets (SetupWithManager sets the manager's when nil).
 	APIReader client.Reader
 	// Clusters is the RedisCluster reconciler, whose connections to each cluster (login and
 	// TLS included) a backup uses: a backup waits until it has looked at the cluster.
@@ -116,7 +116,7 @@ func (r *RedisBackupReconciler) look(ctx context.Context, b *redisv1alpha1.Redis
 			"of a cluster it does not look after; set spec.pause to false", rc.Name)
 		return l, run
 	}
-	store, err := openStore(ctx, r.reader(), b.Namespace, b.Spec.Destination, backupFolder(b))
+	store, err := openStore(ctx, r.APIReader, b.Namespace, b.Spec.Destination, backupFolder(b))
 	if err == nil {
 		err = store.Check(ctx)
 	}
@@ -253,7 +253,7 @@ func (r *RedisBackupReconciler) finalize(ctx context.Context, b *redisv1alpha1.R
 
 // deleteFiles deletes every object of the backup's folder.
 func (r *RedisBackupReconciler) deleteFiles(ctx context.Context, b *redisv1alpha1.RedisBackup) error {
-	store, err := openStore(ctx, r.reader(), b.Namespace, b.Spec.Destination, backupFolder(b))
+	store, err := openStore(ctx, r.APIReader, b.Namespace, b.Spec.Destination, backupFolder(b))
 	if err != nil {
 		return err
 	}
@@ -266,13 +266,6 @@ func (r *RedisBackupReconciler) deleteFiles(ctx context.Context, b *redisv1alpha
 		errs = append(errs, store.Delete(ctx, o.Name))
 	}
 	return errors.Join(errs...)
-}
-
-func (r *RedisBackupReconciler) reader() client.Reader {
-	if r.APIReader != nil {
-		return r.APIReader
-	}
-	return r.Client
 }
 
 func redisBackupStatus(obj client.Object) any { return obj.(*redisv1alpha1.RedisBackup).Status } //nolint:forcetypeassert // only RedisBackups

@@ -36,7 +36,7 @@ func (d backupDone) apply(st *redisv1alpha1.RedisBackupStatus) {
 	for i, sh := range m.Shards {
 		captured := metav1.NewTime(sh.CapturedAt)
 		st.Shards[i] = redisv1alpha1.BackupShard{
-			Slots: formatBackupSlots(sh.Slots), MasterNodeID: sh.MasterNodeID, Source: d.pods[i], SourceRole: string(sh.SourceRole),
+			Slots: redisadmin.FormatSlotRanges(adminRanges(sh.Slots)), MasterNodeID: sh.MasterNodeID, Source: d.pods[i], SourceRole: string(sh.SourceRole),
 			ReplicationOffset: sh.ReplicationOffset, File: sh.File, Keys: sh.Keys, Bytes: sh.Bytes, SHA256: sh.SHA256,
 		}
 		if !sh.CapturedAt.IsZero() {
@@ -45,7 +45,7 @@ func (d backupDone) apply(st *redisv1alpha1.RedisBackupStatus) {
 	}
 }
 
-// copy streams every shard from its source to the store, one after the other, checks that
+// copy streams every shard from its source to the store (all at once, copyShards), checks that
 // the slot map did not change meanwhile, and writes the manifest last: a folder without a
 // manifest is not a backup.
 func (r *RedisBackupReconciler) copy(ctx context.Context, run backupRun) (backupDone, error) {
@@ -129,11 +129,11 @@ func manifestShard(src redisadmin.ShardSource, res rdbstream.Result, file string
 	return sh
 }
 
-// formatBackupSlots prints a shard's slot ranges as Redis does, "0-5460,5461".
-func formatBackupSlots(ranges []backup.SlotRange) string {
+// adminRanges are a manifest's slot ranges as redisadmin's.
+func adminRanges(ranges []backup.SlotRange) []redisadmin.SlotRange {
 	out := make([]redisadmin.SlotRange, len(ranges))
 	for i, rg := range ranges {
 		out[i] = redisadmin.SlotRange{Start: rg.Start, End: rg.End}
 	}
-	return redisadmin.FormatSlotRanges(out)
+	return out
 }

@@ -456,15 +456,8 @@ func TestRedisClusterReloadsALostShardFromABackup(t *testing.T) {
 	t.Parallel()
 	ns, key, rc, pw := formed(t, "reload", 6, 3)
 	createStoreSecrets(t, ns, store.SecretKey)
-	master := podOfRole(rc, "master")
-	i := slices.IndexFunc(rc.Status.Nodes, func(n redisv1alpha1.RedisNode) bool {
-		return n.Type == "slave" && n.MasterNodeID == master.NodeID
-	})
-	replica := rc.Status.Nodes[i]
-	seed := slices.IndexFunc(rc.Status.Nodes, func(n redisv1alpha1.RedisNode) bool {
-		return n.Type == "master" && n.NodeID != master.NodeID
-	})
-	w := redistest.StartWriter(rc.Status.Nodes[seed].Instance, pw)
+	master, replica, seed := oneShard(rc)
+	w := redistest.StartWriter(seed.Instance, pw)
 	w.WaitWritten(t, 300)
 	acknowledged := w.Written()
 	waitBackup(t, createBackup(t, ns, "before-loss", "reload", storeSpec(store.Bucket)), redisv1alpha1.BackupCompleted,

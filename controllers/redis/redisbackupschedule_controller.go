@@ -8,6 +8,7 @@ import (
 	"github.com/robfig/cron/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
@@ -148,20 +149,11 @@ func (r *RedisBackupScheduleReconciler) act(ctx context.Context, sch, next *redi
 // setScheduled sets the Scheduled condition, with an event of kind (none when "") when its
 // reason changes.
 func (r *RedisBackupScheduleReconciler) setScheduled(sch, next *redisv1alpha1.RedisBackupSchedule, cond metav1.ConditionStatus, reason, message, kind string) {
-	if kind != "" && (reason == ReasonBackupCreated || !hasReason(sch.Status.Conditions, ConditionScheduled, reason)) {
+	prev := meta.FindStatusCondition(sch.Status.Conditions, ConditionScheduled)
+	if kind != "" && (reason == ReasonBackupCreated || prev == nil || prev.Reason != reason) {
 		r.Recorder.Eventf(sch, nil, kind, reason, "Schedule", "%s", message)
 	}
 	status.Set(&next.Status.Conditions, sch.Generation, ConditionScheduled, cond, reason, message)
-}
-
-// hasReason reports whether the condition typ has reason.
-func hasReason(conds []metav1.Condition, typ, reason string) bool {
-	for _, c := range conds {
-		if c.Type == typ {
-			return c.Reason == reason
-		}
-	}
-	return false
 }
 
 func (r *RedisBackupScheduleReconciler) now() time.Time {

@@ -88,7 +88,7 @@ func (r *RedisClusterReconciler) openBackup(ctx context.Context, rc *redisv1alph
 func (r *RedisClusterReconciler) openFolder(ctx context.Context, rc *redisv1alpha1.RedisCluster, store redisv1alpha1.ObjectStore, dir string) *restoreSource {
 	src := &restoreSource{location: storeLocation(store, dir)}
 	var err error
-	if src.store, err = openStore(ctx, r.storeReader(), rc.Namespace, store, dir); err != nil {
+	if src.store, err = openStore(ctx, r.APIReader, rc.Namespace, store, dir); err != nil {
 		src.problem = err.Error()
 		return src
 	}
@@ -106,14 +106,6 @@ func (r *RedisClusterReconciler) openFolder(ctx context.Context, rc *redisv1alph
 			"restore into the same Redis version or a later one", needs, src.manifest.RedisVersion, rc.Spec.Version)
 	}
 	return src
-}
-
-// storeReader reads the Secrets of an object store straight from the API server.
-func (r *RedisClusterReconciler) storeReader() client.Reader {
-	if r.APIReader != nil {
-		return r.APIReader
-	}
-	return r.Client
 }
 
 // plannerRestore is the restore in the planner's terms, nil when there is none to do.
@@ -136,10 +128,7 @@ func (src *restoreSource) shardSlots() [][]redisadmin.SlotRange {
 	}
 	out := make([][]redisadmin.SlotRange, len(src.manifest.Shards))
 	for i, sh := range src.manifest.Shards {
-		out[i] = make([]redisadmin.SlotRange, len(sh.Slots))
-		for j, rg := range sh.Slots {
-			out[i][j] = redisadmin.SlotRange{Start: rg.Start, End: rg.End}
-		}
+		out[i] = adminRanges(sh.Slots)
 	}
 	return out
 }
