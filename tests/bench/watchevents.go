@@ -17,7 +17,13 @@ import (
 type watchEvents struct {
 	next   http.RoundTripper
 	events atomic.Int64
+	// unrelated counts the events for objects whose name starts with unrelatedPrefix.
+	unrelated atomic.Int64
 }
+
+// unrelatedPrefix starts the names of the Secrets no resource names, so that their events
+// are told apart from a late one for the labelled Secret.
+const unrelatedPrefix = "u-"
 
 // RoundTrip passes the request on and, for a watch of Secrets or ConfigMaps, counts the
 // events of the response as the caller reads them.
@@ -35,13 +41,21 @@ func (w *watchEvents) RoundTrip(req *http.Request) (*http.Response, error) {
 	go func() {
 		dec := json.NewDecoder(pr)
 		for {
-			var ev struct{ Type string }
+			var ev struct {
+				Type   string
+				Object struct {
+					Metadata struct{ Name string }
+				}
+			}
 			if err := dec.Decode(&ev); err != nil {
 				_ = pr.CloseWithError(err)
 				return
 			}
 			if ev.Type != "BOOKMARK" {
 				w.events.Add(1)
+				if strings.HasPrefix(ev.Object.Metadata.Name, unrelatedPrefix) {
+					w.unrelated.Add(1)
+				}
 			}
 		}
 	}()
