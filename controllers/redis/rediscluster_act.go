@@ -120,6 +120,8 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		return r.replacePod(ctx, s, step.Pod)
 	case redisadmin.StepReloadCertificates:
 		return r.reloadCertificates(ctx, s)
+	case redisadmin.StepAutoscale:
+		r.actAutoscale(s)
 	case redisadmin.StepRestoreShard:
 		return r.fenced(ctx, func() error { return r.restoreShard(ctx, s) })
 	case redisadmin.StepRecordReload:

@@ -116,8 +116,11 @@ type state struct {
 	restore, reload *restoreSource
 	// applied are the applied-password records by name.
 	applied map[string]*corev1.Secret
-	admin   Admin
-	err     error // the first error, reported in Degraded
+	// backupUnderWay names a backup of the cluster pending or running, with spec.autoscale
+	// ("" when none): the autoscaler waits for it.
+	backupUnderWay string
+	admin          Admin
+	err            error // the first error, reported in Degraded
 }
 
 // The RBAC markers make manager-role, which OLM and config/overlays/namespaced bind per

@@ -10,7 +10,6 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -160,10 +159,7 @@ func TestRedisClusterInvalidMemoryIsRejected(t *testing.T) {
 		}
 	}
 	q := func(s string) *resource.Quantity { return ptr.To(resource.MustParse(s)) }
-	cases := map[string]struct {
-		change func(*redisv1alpha1.RedisCluster)
-		want   []string // empty: accepted
-	}{
+	cases := map[string]admissionCase{
 		"maxMemory at the limit":        {change: limited("1Gi", redisv1alpha1.MemorySpec{MaxMemory: q("1Gi")}), want: []string{"spec.memory.maxMemory", "below the redis container's memory limit"}},
 		"maxMemory above the limit":     {change: limited("1Gi", redisv1alpha1.MemorySpec{MaxMemory: q("2G")}), want: []string{"spec.memory.maxMemory", "below"}},
 		"maxMemory below the limit":     {change: limited("1Gi", redisv1alpha1.MemorySpec{MaxMemory: q("700Mi")})},
@@ -175,30 +171,7 @@ func TestRedisClusterInvalidMemoryIsRejected(t *testing.T) {
 		"a policy Redis does not know":  {change: limited("", redisv1alpha1.MemorySpec{Policy: "lru"}), want: []string{"spec.memory.policy", "allkeys-lru"}},
 		"a policy and a share accepted": {change: limited("1Gi", redisv1alpha1.MemorySpec{Policy: "allkeys-lfu", MaxMemoryPercent: ptr.To[int32](70)})},
 	}
-	i := 0
-	for name, tc := range cases {
-		i++
-		t.Run(name, func(t *testing.T) {
-			rc := redistest.NewCluster(ns, fmt.Sprintf("memory-%d", i), 6)
-			rc.Spec.Pause = true
-			tc.change(rc)
-			err := env.Client.Create(t.Context(), rc)
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Fatalf("rejected: %v", err)
-				}
-				return
-			}
-			if !apierrors.IsInvalid(err) {
-				t.Fatalf("want Invalid, got %v", err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("message %q does not contain %q", err.Error(), w)
-				}
-			}
-		})
-	}
+	checkAdmission(t, ns, "memory", cases)
 }
 
 // fillValue is the value the fill test writes: 64 KiB.

@@ -56,7 +56,7 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 	if err := r.listPods(ctx, s); err != nil && s.err == nil {
 		s.err = err
 	}
-	obs := podObservations(s.pods, s.rc.Spec.Replicas)
+	obs := podObservations(s.pods, resources.RedisNodes(s.rc))
 	if s.login().Password != "" {
 		r.adminFor(s).Observe(ctx, obs)
 	} else {
@@ -71,6 +71,7 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 	s.snap.CheckIdentity()
 	r.checkCertificates(ctx, s)
 	r.readMemory(ctx, s)
+	r.readBackupsUnderWay(ctx, s)
 	s.health = redisadmin.Assess(s.snap)
 }
 
@@ -101,11 +102,12 @@ func podObservations(pods []corev1.Pod, replicas int32) []redisadmin.Observation
 func (r *RedisClusterReconciler) plannerSpec(s *state) redisadmin.Spec {
 	rc := s.rc
 	spec := redisadmin.Spec{
-		Name: rc.Name, Paused: rc.Spec.Pause, Refused: s.unsupported, Replicas: int(rc.Spec.Replicas), MembersRecorded: s.recordExists,
+		Name: rc.Name, Paused: rc.Spec.Pause, Refused: s.unsupported, Replicas: int(resources.RedisNodes(rc)), MembersRecorded: s.recordExists,
 		AcceptDataLoss: rc.Annotations[AcceptDataLossAnnotation] == "true", AcceptAnnotation: AcceptDataLossAnnotation,
 		Rotation: r.rotation(s), Restore: plannerRestore(s), Memory: memoryTarget(s),
 		ReloadFrom: rc.Annotations[RestoreLostShardsAnnotation], ReloadAnnotation: RestoreLostShardsAnnotation, Reload: plannerReload(s),
 	}
+	plannerAutoscale(s, &spec)
 	if s.sts != nil {
 		spec.StatefulSetReplicas, spec.UpdateRevision = int(ptr.Deref(s.sts.Spec.Replicas, 0)), s.sts.Status.UpdateRevision
 	}

@@ -171,7 +171,7 @@ func (r *RedisClusterReconciler) ensureStatefulSet(ctx context.Context, s *state
 	if err := r.readStatefulSetIfAny(ctx, s); err != nil {
 		return err
 	}
-	replicas := s.rc.Spec.Replicas
+	replicas := resources.RedisNodes(s.rc)
 	if s.sts != nil && s.sts.Spec.Replicas != nil && *s.sts.Spec.Replicas > replicas {
 		replicas = *s.sts.Spec.Replicas
 	}
@@ -222,10 +222,10 @@ func (r *RedisClusterReconciler) writeStatefulSet(ctx context.Context, s *state,
 // deleteScaledInClaims deletes, with spec.finalizers "foreground" and once the StatefulSet
 // has shrunk, the claims of ordinals at or above spec.replicas.
 func (r *RedisClusterReconciler) deleteScaledInClaims(ctx context.Context, s *state) error {
-	if s.rc.Spec.Finalizers != "foreground" || *s.sts.Spec.Replicas > s.rc.Spec.Replicas {
+	if s.rc.Spec.Finalizers != "foreground" || *s.sts.Spec.Replicas > resources.RedisNodes(s.rc) {
 		return nil
 	}
-	return r.deleteClaims(ctx, s.rc, int(s.rc.Spec.Replicas))
+	return r.deleteClaims(ctx, s.rc, int(resources.RedisNodes(s.rc)))
 }
 
 // deleteClaims deletes the cluster's claims of ordinals at or above from, one by one, each

@@ -73,6 +73,7 @@ func (r *RedisClusterReconciler) observe(s *state) {
 	}
 	next.Status.Nodes = nodeStatuses(s)
 	memoryStatus(s)
+	autoscaleStatus(s)
 	next.Status.SlotsAssigned, next.Status.SlotsOK, next.Status.Masters = int32(h.SlotsAssigned), int32(h.SlotsServed), int32(h.Masters) //nolint:gosec // at most 16384
 
 	opPhase, opReason, waiting, lost := redisv1alpha1.Phase(s.step.Operation), s.step.Reason, "", ""
@@ -119,7 +120,7 @@ func (r *RedisClusterReconciler) observe(s *state) {
 	case h.SlotsAssigned == 0 && len(s.recorded) == 0:
 		reason := waiting
 		if reason == "" {
-			reason = fmt.Sprintf("waiting for %d Redis nodes to run before forming the cluster", s.rc.Spec.Replicas)
+			reason = fmt.Sprintf("waiting for %d Redis nodes to run before forming the cluster", resources.RedisNodes(s.rc))
 		}
 		setPhase(next, redisv1alpha1.PhaseCreating, reason)
 		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionTrue, ReasonForming, reason)

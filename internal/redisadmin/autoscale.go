@@ -62,9 +62,29 @@ const (
 	AutoscaleRebalance AutoscaleKind = "Rebalance"
 )
 
+// AutoscalePhase is where the autoscaler stands after a look, for the status; its values
+// are the RedisCluster's status.autoscale.phase values.
+type AutoscalePhase string
+
+// The autoscaler's phases.
+const (
+	PhaseBelowTarget AutoscalePhase = "BelowTarget"
+	PhaseAboveTarget AutoscalePhase = "AboveTarget"
+	PhaseCoolingDown AutoscalePhase = "CoolingDown"
+	PhaseAtMaximum   AutoscalePhase = "AtMaximum"
+	PhaseAtMinimum   AutoscalePhase = "AtMinimum"
+	PhaseWaiting     AutoscalePhase = "Waiting"
+	PhaseNoMaxMemory AutoscalePhase = "NoMaxMemory"
+	PhaseScalingOut  AutoscalePhase = "ScalingOut"
+	PhaseScalingIn   AutoscalePhase = "ScalingIn"
+	PhaseRebalancing AutoscalePhase = "Rebalancing"
+)
+
 // AutoscaleDecision is one look's decision and the state to remember after it.
 type AutoscaleDecision struct {
 	Kind AutoscaleKind
+	// Phase is where the autoscaler stands, for the status.
+	Phase AutoscalePhase
 	// Masters is the number of masters to ask for (the current number unless scaling).
 	Masters int
 	// Weights are AutoscaleRebalance's slot weights by master ID.
@@ -99,20 +119,20 @@ func PlanAutoscale(a Autoscale, st AutoscaleState, s Snapshot, h Health, busy st
 	d := AutoscaleDecision{Kind: AutoscaleNone, Masters: s.Masters, State: st}
 	switch {
 	case busy != "":
-		d.Kind, d.Reason = AutoscaleWait, "not scaling while "+busy
+		d.Kind, d.Phase, d.Reason = AutoscaleWait, PhaseWaiting, "not scaling while "+busy
 		return d
 	case !h.Ready() || len(h.Silent) > 0:
-		d.Kind, d.Reason = AutoscaleWait, "not scaling while the cluster is not healthy"
+		d.Kind, d.Phase, d.Reason = AutoscaleWait, PhaseWaiting, "not scaling while the cluster is not healthy"
 		return d
 	case len(masters) != s.Masters:
-		d.Kind, d.Reason = AutoscaleWait, fmt.Sprintf("not scaling while %d masters serve slots and the spec asks for %d", len(masters), s.Masters)
+		d.Kind, d.Phase, d.Reason = AutoscaleWait, PhaseWaiting, fmt.Sprintf("not scaling while %d masters serve slots and the spec asks for %d", len(masters), s.Masters)
 		return d
 	}
 	var used, capacity int64
 	fullest := masters[0]
 	for _, m := range masters {
 		if m.memory.MaxMemory <= 0 {
-			d.State, d.Reason = AutoscaleState{LastChange: st.LastChange}, "master "+m.pod+" has no maxmemory: nothing to scale on"
+			d.State, d.Phase, d.Reason = AutoscaleState{LastChange: st.LastChange}, PhaseNoMaxMemory, "master "+m.pod+" has no maxmemory: nothing to scale on"
 			return d
 		}
 		used, capacity = used+m.memory.Used, capacity+m.memory.MaxMemory
@@ -147,17 +167,17 @@ func PlanAutoscale(a Autoscale, st AutoscaleState, s Snapshot, h Health, busy st
 		what := fmt.Sprintf("master %s uses %.0f%% of its maxmemory, past the target %d%%", fullest.pod, top*100, a.TargetPercent)
 		switch {
 		case over < a.Sustain:
-			d.Reason = fmt.Sprintf("%s for %s; acting after %s", what, over.Round(time.Second), a.Sustain)
+			d.Phase, d.Reason = PhaseAboveTarget, fmt.Sprintf("%s for %s; acting after %s", what, over.Round(time.Second), a.Sustain)
 		case cooling:
-			d.Reason = fmt.Sprintf("%s; cooling down until %s after the last change", what, st.LastChange.Add(a.CoolDown).UTC().Format(time.RFC3339))
+			d.Phase, d.Reason = PhaseCoolingDown, fmt.Sprintf("%s; cooling down until %s after the last change", what, st.LastChange.Add(a.CoolDown).UTC().Format(time.RFC3339))
 		case average < target*unevenPercent/100:
-			d.Kind, d.Weights = AutoscaleRebalance, memoryWeights(masters)
+			d.Kind, d.Phase, d.Weights = AutoscaleRebalance, PhaseRebalancing, memoryWeights(masters)
 			d.Reason = fmt.Sprintf("%s while the masters average %.0f%%: moving slots away from it by memory", what, average*100)
 			d.State = AutoscaleState{LastChange: s.Now}
 		case len(masters) >= a.MaxMasters:
-			d.Reason = fmt.Sprintf("%s, but the cluster has the maximum of %d masters", what, a.MaxMasters)
+			d.Phase, d.Reason = PhaseAtMaximum, fmt.Sprintf("%s, but the cluster has the maximum of %d masters", what, a.MaxMasters)
 		default:
-			d.Kind, d.Masters = AutoscaleOut, len(masters)+1
+			d.Kind, d.Phase, d.Masters = AutoscaleOut, PhaseScalingOut, len(masters)+1
 			d.Reason = fmt.Sprintf("%s for %s: adding a shard (%d masters)", what, over.Round(time.Second), d.Masters)
 			d.State = AutoscaleState{LastChange: s.Now}
 		}
@@ -166,18 +186,18 @@ func PlanAutoscale(a Autoscale, st AutoscaleState, s Snapshot, h Health, busy st
 		what := fmt.Sprintf("the data would use %.0f%% of maxmemory on one master fewer", fewer*100)
 		switch {
 		case len(masters) <= a.MinMasters:
-			d.Reason = fmt.Sprintf("%s, but the cluster has the minimum of %d masters", what, a.MinMasters)
+			d.Phase, d.Reason = PhaseAtMinimum, fmt.Sprintf("%s, but the cluster has the minimum of %d masters", what, a.MinMasters)
 		case under < a.Sustain:
-			d.Reason = fmt.Sprintf("%s for %s; acting after %s", what, under.Round(time.Second), a.Sustain)
+			d.Phase, d.Reason = PhaseBelowTarget, fmt.Sprintf("%s for %s; acting after %s", what, under.Round(time.Second), a.Sustain)
 		case cooling:
-			d.Reason = fmt.Sprintf("%s; cooling down until %s after the last change", what, st.LastChange.Add(a.CoolDown).UTC().Format(time.RFC3339))
+			d.Phase, d.Reason = PhaseCoolingDown, fmt.Sprintf("%s; cooling down until %s after the last change", what, st.LastChange.Add(a.CoolDown).UTC().Format(time.RFC3339))
 		default:
-			d.Kind, d.Masters = AutoscaleIn, len(masters)-1
+			d.Kind, d.Phase, d.Masters = AutoscaleIn, PhaseScalingIn, len(masters)-1
 			d.Reason = fmt.Sprintf("%s for %s: removing a shard (%d masters)", what, under.Round(time.Second), d.Masters)
 			d.State = AutoscaleState{LastChange: s.Now}
 		}
 	default:
-		d.Reason = fmt.Sprintf("the fullest master (%s) uses %.0f%% of its maxmemory, below the target %d%%", fullest.pod, top*100, a.TargetPercent)
+		d.Phase, d.Reason = PhaseBelowTarget, fmt.Sprintf("the fullest master (%s) uses %.0f%% of its maxmemory, below the target %d%%", fullest.pod, top*100, a.TargetPercent)
 	}
 	return d
 }

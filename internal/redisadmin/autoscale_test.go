@@ -126,6 +126,9 @@ func TestPlanAutoscale(t *testing.T) {
 			if d.Kind != tc.want {
 				t.Fatalf("decision %s (%s), want %s", d.Kind, d.Reason, tc.want)
 			}
+			if d.Phase == "" {
+				t.Errorf("%s decision without a phase for the status", d.Kind)
+			}
 			if d.Reason == "" || !strings.Contains(d.Reason, tc.says) {
 				t.Errorf("reason %q, want it to say %q", d.Reason, tc.says)
 			}
@@ -134,6 +137,82 @@ func TestPlanAutoscale(t *testing.T) {
 			}
 			if tc.check != nil {
 				tc.check(t, d)
+			}
+		})
+	}
+}
+
+// TestNextStepAutoscale checks where the autoscaler sits in NextStep: it acts only when
+// nothing else is to be done, its decision rides on every step (keeping its clocks), and a
+// memory rebalance's weights steer the slot moves only while they name every master.
+func TestNextStepAutoscale(t *testing.T) {
+	a := &Autoscale{TargetPercent: 70, MinMasters: 3, MaxMasters: 5, Sustain: 5 * time.Minute, CoolDown: 10 * time.Minute}
+	above := func(s Spec) Spec {
+		s.Autoscale, s.AutoscaleState = a, AutoscaleState{AboveSince: now.Add(-time.Hour)}
+		return s
+	}
+	full := func(c *cluster) Snapshot { return c.used(80, 75, 72, 80, 75, 72).snap }
+	cases := map[string]struct {
+		spec  Spec
+		snap  Snapshot
+		want  StepKind
+		phase AutoscalePhase
+		check func(t *testing.T, s Step)
+	}{
+		"full for long and nothing else to do: the autoscale step adds a shard": {
+			spec: above(specFor(6)), snap: full(six().current()), want: StepAutoscale, phase: PhaseScalingOut,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Autoscale.Masters == 4 && s.Operation == OpScaling && s.After == LookSoon, "masters %d, operation %s, after %s", s.Autoscale.Masters, s.Operation, s.After)
+			},
+		},
+		"no autoscale: idle however full": {
+			spec: specFor(6), snap: full(six().current()), want: StepIdle,
+			check: func(t *testing.T, s Step) { expect(t, s.Autoscale == nil, "decision %+v", s.Autoscale) },
+		},
+		"full, but a pod to join first: the join, and the autoscaler waits with its clock": {
+			spec: above(specFor(7)), snap: full(six().current().fresh("rc-6", "gggggggg", "n1")), want: StepJoin, phase: PhaseWaiting,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Autoscale.State.AboveSince.Equal(now.Add(-time.Hour)), "the clock was reset: %+v", s.Autoscale.State)
+				expect(t, strings.Contains(s.Autoscale.Reason, "Join"), "reason %q", s.Autoscale.Reason)
+			},
+		},
+		"full, but a backup under way: idle, the autoscaler waits": {
+			spec: func() Spec { s := above(specFor(6)); s.Busy = "backup nightly is under way"; return s }(), snap: full(six().current()), want: StepIdle, phase: PhaseWaiting,
+		},
+		"below the target: idle": {
+			spec: above(specFor(6)), snap: six().current().used(30, 30, 30, 30, 30, 30).snap, want: StepIdle, phase: PhaseBelowTarget,
+		},
+		"weights naming every master steer the slot moves": {
+			spec: func() Spec {
+				s := specFor(6)
+				s.SlotWeights = map[string]float64{"aaaaaaaa": 1, "bbbbbbbb": 2, "cccccccc": 2}
+				return s
+			}(),
+			snap: six().current().snap, want: StepRebalance,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Weights["aaaaaaaa"] == 1 && s.Weights["bbbbbbbb"] == 2, "weights %v", s.Weights)
+			},
+		},
+		"weights that miss a master are stale: even slots, nothing to move": {
+			spec: func() Spec {
+				s := specFor(6)
+				s.SlotWeights = map[string]float64{"aaaaaaaa": 1, "bbbbbbbb": 2}
+				return s
+			}(),
+			snap: six().current().snap, want: StepIdle,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			step := NextStep(tc.spec, tc.snap, Assess(tc.snap))
+			if step.Kind != tc.want {
+				t.Fatalf("step %s (%s), want %s", step.Kind, step.Reason, tc.want)
+			}
+			if tc.phase != "" && (step.Autoscale == nil || step.Autoscale.Phase != tc.phase) {
+				t.Errorf("autoscale decision %+v, want phase %s", step.Autoscale, tc.phase)
+			}
+			if tc.check != nil {
+				tc.check(t, step)
 			}
 		})
 	}

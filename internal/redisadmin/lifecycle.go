@@ -100,6 +100,10 @@ const (
 	// StepReloadCertificates makes the nodes at Addrs, which serve an old certificate, read
 	// their certificate files again.
 	StepReloadCertificates StepKind = "ReloadCertificates"
+	// StepAutoscale carries out Autoscale's decision to add or remove a shard, or to move
+	// slots by memory: the controller records it (the number of masters, the slot
+	// weights) and the steps of a scale follow from the next look.
+	StepAutoscale StepKind = "Autoscale"
 )
 
 // Step is the one thing NextStep decides to do next, with what it needs to do it and why.
@@ -147,6 +151,10 @@ type Step struct {
 	Rotation string
 	// Memory is what StepSetMemory sets on the nodes at Addrs.
 	Memory Memory
+	// Autoscale is the autoscaler's decision whatever the step (nil without
+	// Spec.Autoscale): StepAutoscale carries out a scale or a rebalance; with any other
+	// step it is a wait, keeping its clocks.
+	Autoscale *AutoscaleDecision
 }
 
 // Acts reports whether the step changes anything (Idle, Wait and Lost do not).
@@ -196,6 +204,15 @@ type Spec struct {
 	// ReloadAnnotation), "" when none; Reload the reload under way, nil when none.
 	ReloadFrom, ReloadAnnotation string
 	Reload                       *Reload
+	// Autoscale is the memory autoscaler's configuration (nil when off) and AutoscaleState
+	// what it remembers; Busy says why the cluster must not be scaled now besides what
+	// NextStep itself sees (a backup under way), "" when nothing.
+	Autoscale      *Autoscale
+	AutoscaleState AutoscaleState
+	Busy           string
+	// SlotWeights are the slot weights by master ID a rebalance by memory set (nil: every
+	// master weighs the same); they count only while they name every staying master.
+	SlotWeights map[string]float64
 }
 
 // Reload is a reload of lost slots from a backup, under way.
@@ -277,6 +294,28 @@ func NextStep(spec Spec, s Snapshot, h Health) Step {
 		}
 	}
 	step.Rotation = note
+	if spec.Autoscale != nil {
+		step = planAutoscale(spec, s, h, step)
+	}
+	return step
+}
+
+// planAutoscale asks the autoscaler (PlanAutoscale) what to do once NextStep chose step:
+// only when nothing else is to be done (step is Idle, no rotation under way) may it scale;
+// otherwise its decision is a wait for what step is about, which keeps its clocks.
+func planAutoscale(spec Spec, s Snapshot, h Health, step Step) Step {
+	busy := spec.Busy
+	switch {
+	case step.Kind != StepIdle:
+		busy = fmt.Sprintf("the cluster is busy (%s: %s)", step.Kind, step.Reason)
+	case step.Rotation != RotationCurrent && step.Rotation != "":
+		busy = "a password rotation is under way (" + step.Rotation + ")"
+	}
+	d := PlanAutoscale(*spec.Autoscale, spec.AutoscaleState, s, h, busy)
+	step.Autoscale = &d
+	if step.Kind == StepIdle && (d.Kind == AutoscaleOut || d.Kind == AutoscaleIn || d.Kind == AutoscaleRebalance) {
+		step.Kind, step.Operation, step.Reason, step.After = StepAutoscale, OpScaling, d.Reason, LookSoon
+	}
 	return step
 }
 
@@ -635,6 +674,7 @@ func planMoveSlots(spec Spec, s Snapshot, _ Health) (Step, bool) {
 			masters = append(masters, self)
 		}
 	}
+	addSlotWeights(weights, masters, spec.SlotWeights)
 	moves, err := planRebalance(masters, weights, DefaultRebalanceThreshold, !assign)
 	if err != nil || len(moves) == 0 {
 		return Step{}, false //nolint:nilerr // nothing to plan (no slots yet, say): the status reports it
@@ -642,6 +682,28 @@ func planMoveSlots(spec Spec, s Snapshot, _ Health) (Step, bool) {
 	left := countMovedSlots(moves)
 	return Step{Kind: StepRebalance, Operation: OpScaling, Weights: weights, UseEmptyMasters: !assign, SlotsLeft: left, After: LookSoon,
 		Reason: fmt.Sprintf("moving slots: %d left to move", left)}, true
+}
+
+// addSlotWeights adds the memory rebalance's slot weights to the drain weights of masters,
+// when they name every master that stays (a master added or gone since makes them stale:
+// every master then weighs the same).
+func addSlotWeights(weights map[string]float64, masters []Node, slotWeights map[string]float64) {
+	if len(slotWeights) == 0 {
+		return
+	}
+	for _, m := range masters {
+		if _, drained := weights[m.ID]; drained {
+			continue
+		}
+		if _, ok := slotWeights[m.ID]; !ok {
+			return
+		}
+	}
+	for _, m := range masters {
+		if _, drained := weights[m.ID]; !drained {
+			weights[m.ID] = slotWeights[m.ID]
+		}
+	}
 }
 
 // planAssign is the next AssignReceive batch: strategy i's slots go to target i modulo the

@@ -225,9 +225,33 @@ func RedisReplicasPerMaster(rc *redisv1alpha1.RedisCluster) int {
 	return int(ptr.Deref(rc.Spec.ReplicasPerMaster, 1))
 }
 
-// RedisMasters is the number of masters: replicas / (1 + replicasPerMaster).
+// RedisMasters is the number of masters the cluster runs: replicas / (1 +
+// replicasPerMaster), or with spec.autoscale the autoscaler's (AutoscaleMasters).
 func RedisMasters(rc *redisv1alpha1.RedisCluster) int {
+	if rc.Spec.Autoscale != nil {
+		return AutoscaleMasters(rc)
+	}
 	return int(rc.Spec.Replicas) / (1 + RedisReplicasPerMaster(rc))
+}
+
+// RedisNodes is the number of Redis nodes the cluster runs: spec.replicas, or with
+// spec.autoscale the autoscaler's masters with their replicas.
+func RedisNodes(rc *redisv1alpha1.RedisCluster) int32 {
+	if rc.Spec.Autoscale != nil {
+		return int32(AutoscaleMasters(rc) * (1 + RedisReplicasPerMaster(rc))) //nolint:gosec // at most 1000 (CEL)
+	}
+	return rc.Spec.Replicas
+}
+
+// AutoscaleMasters is the number of masters the autoscaler asks for: status.autoscale.masters
+// once it decided, spec.replicas' masters before; within minMasters and maxMasters.
+func AutoscaleMasters(rc *redisv1alpha1.RedisCluster) int {
+	a := rc.Spec.Autoscale
+	m := int(rc.Spec.Replicas) / (1 + RedisReplicasPerMaster(rc))
+	if rc.Status.Autoscale != nil && rc.Status.Autoscale.Masters > 0 {
+		m = int(rc.Status.Autoscale.Masters)
+	}
+	return min(max(m, int(a.MinMasters)), int(a.MaxMasters))
 }
 
 // RedisConf is the generated redis.conf: the user's configuration first, then the cluster

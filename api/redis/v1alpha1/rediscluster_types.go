@@ -26,6 +26,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="(has(self.tls) && has(self.tls.enabled) && self.tls.enabled) == (has(oldSelf.tls) && has(oldSelf.tls.enabled) && oldSelf.tls.enabled)",message="spec.tls.enabled cannot change on an existing RedisCluster: nodes with and without TLS cannot reach each other, so a running cluster cannot switch; create a new RedisCluster with the setting you want",fieldPath=".tls"
 // +kubebuilder:validation:XValidation:rule="has(self.restore) == has(oldSelf.restore) && (!has(self.restore) || self.restore == oldSelf.restore)",message="spec.restore cannot be added, changed or removed on an existing RedisCluster: only a new cluster restores; create a new RedisCluster with spec.restore",fieldPath=".restore"
 // +kubebuilder:validation:XValidation:rule="!has(self.memory) || !has(self.memory.maxMemory) || !has(self.pod) || size(self.pod) == 0 || !has(self.pod[0].resources) || !has(self.pod[0].resources.limits) || !('memory' in self.pod[0].resources.limits) || quantity(string(self.memory.maxMemory)).isLessThan(quantity(string(self.pod[0].resources.limits['memory'])))",message="spec.memory.maxMemory must be below the redis container's memory limit (spec.pod[0].resources.limits.memory), which must also hold fork copy-on-write, replication and client buffers: lower maxMemory, raise the limit, or use maxMemoryPercent",fieldPath=".memory.maxMemory"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoscale) || !has(self.updateStrategy) || self.updateStrategy.type != 'AssignReceive'",message="spec.autoscale needs spec.updateStrategy.type AutoReceive: the shards the autoscaler adds get their slots by rebalancing, not by assignStrategies",fieldPath=".autoscale"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoscale) || self.autoscale.maxMasters * (1 + (has(self.replicasPerMaster) ? self.replicasPerMaster : 1)) <= 1000",message="spec.autoscale.maxMasters is too large: maxMasters x (1 + replicasPerMaster) nodes must stay at most 1000",fieldPath=".autoscale.maxMasters"
 type RedisClusterSpec struct {
 	// Replicas is the total number of Redis nodes, masters and replicas together.
 	// +kubebuilder:validation:Minimum=3
@@ -132,6 +134,53 @@ type RedisClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Restore"
 	Restore *RestoreSpec `json:"restore,omitempty"`
+
+	// Autoscale lets the operator choose the number of masters from their memory: when the
+	// fullest master stays above targetPercent of its maxmemory, a shard (a master and its
+	// replicas) is added and slots move to it; with scaleIn, a shard is removed when the
+	// data would stay well below the target on one master fewer. While it is set, the
+	// operator owns the number of nodes: spec.replicas gives the starting number of
+	// masters (bounded by minMasters and maxMasters), status.autoscale.masters the current
+	// one, and the cluster runs masters x (1 + replicasPerMaster) nodes. It needs a
+	// maxmemory (a memory limit on the redis container, or spec.memory.maxMemory).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Autoscale"
+	Autoscale *AutoscaleSpec `json:"autoscale,omitempty"`
+}
+
+// AutoscaleSpec is the memory autoscaler's target and bounds.
+// +kubebuilder:validation:XValidation:rule="self.maxMasters >= self.minMasters",message="spec.autoscale.maxMasters must be at least minMasters",fieldPath=".maxMasters"
+type AutoscaleSpec struct {
+	// TargetPercent is the share of maxmemory the fullest master should stay below, in
+	// percent (70 when unset).
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=95
+	// +optional
+	TargetPercent *int32 `json:"targetPercent,omitempty"`
+	// MinMasters is the fewest masters the autoscaler leaves (at least 3).
+	// +kubebuilder:validation:Minimum=3
+	// +kubebuilder:validation:Maximum=500
+	// +required
+	MinMasters int32 `json:"minMasters"`
+	// MaxMasters is the most masters the autoscaler adds up to.
+	// +kubebuilder:validation:Minimum=3
+	// +kubebuilder:validation:Maximum=500
+	// +required
+	MaxMasters int32 `json:"maxMasters"`
+	// Sustain is how long the masters must stay past a threshold before the autoscaler acts,
+	// so that a burst is no reason to scale (5m when unset).
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="spec.autoscale.sustain must be a duration between 0s and 24h, for example 5m"
+	// +optional
+	Sustain *metav1.Duration `json:"sustain,omitempty"`
+	// CoolDown is how long after a change the autoscaler changes nothing else, so that the
+	// slot moves and the new nodes' memory settle first (10m when unset).
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="spec.autoscale.coolDown must be a duration between 0s and 24h, for example 10m"
+	// +optional
+	CoolDown *metav1.Duration `json:"coolDown,omitempty"`
+	// ScaleIn lets the autoscaler remove a shard when the data would stay below 80% of the
+	// target once spread over one master fewer. Off unless true.
+	// +optional
+	ScaleIn bool `json:"scaleIn,omitempty"`
 }
 
 // RestoreSpec names the backup a new RedisCluster starts from: a RedisBackup of the same
@@ -456,6 +505,42 @@ const (
 	MaxMemoryNone MaxMemorySource = "None"
 )
 
+// AutoscalePhase is where the memory autoscaler stands.
+// +kubebuilder:validation:Enum=BelowTarget;AboveTarget;CoolingDown;AtMaximum;AtMinimum;Waiting;NoMaxMemory;ScalingOut;ScalingIn;Rebalancing
+type AutoscalePhase string
+
+// AutoscaleStatus is the memory autoscaler's state: the number of masters it asks for, the
+// clocks it keeps and its last change.
+type AutoscaleStatus struct {
+	// Masters is the number of masters the autoscaler asks for.
+	// +optional
+	Masters int32 `json:"masters,omitempty"`
+	// Phase is where the autoscaler stands: BelowTarget, AboveTarget (waiting for sustain),
+	// CoolingDown, AtMaximum, AtMinimum, Waiting (the cluster is busy or not healthy),
+	// NoMaxMemory, or ScalingOut, ScalingIn, Rebalancing right after a decision.
+	// +optional
+	Phase AutoscalePhase `json:"phase,omitempty"`
+	// Message says why, as of the last change of phase.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// AboveSince is since when the fullest master has been past the target.
+	// +optional
+	AboveSince *metav1.Time `json:"aboveSince,omitempty"`
+	// BelowSince is since when the data would fit on one master fewer (with scaleIn).
+	// +optional
+	BelowSince *metav1.Time `json:"belowSince,omitempty"`
+	// LastChange is when the autoscaler last changed the cluster, and LastChangeReason why.
+	// +optional
+	LastChange *metav1.Time `json:"lastChange,omitempty"`
+	// +optional
+	LastChangeReason string `json:"lastChangeReason,omitempty"`
+	// SlotWeights are the slot weights, by master node ID, that a rebalance by memory set:
+	// a master whose slots hold more data gets fewer slots. Cleared when a shard is added
+	// or removed.
+	// +optional
+	SlotWeights map[string]int32 `json:"slotWeights,omitempty"`
+}
+
 // MemoryStatus is the cluster's memory configuration and how full it is.
 type MemoryStatus struct {
 	// MaxMemory is the maxmemory every node is configured with, in bytes (0: none).
@@ -533,6 +618,10 @@ type RedisClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Memory"
 	Memory *MemoryStatus `json:"memory,omitempty"`
+	// Autoscale is what the memory autoscaler decided (with spec.autoscale).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Autoscale"
+	Autoscale *AutoscaleStatus `json:"autoscale,omitempty"`
 	// Conditions are Ready, Progressing and Degraded.
 	// +listType=map
 	// +listMapKey=type
