@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/logging"
 	"github.com/middleware-operator/middleware-operator/internal/operator"
 
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -70,7 +71,7 @@ func parseFlags() (*flags, zap.Options) {
 
 func main() {
 	f, zapOpts := parseFlags()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	ctrl.SetLogger(logging.Deferred(zap.New(zap.UseFlagOptions(&zapOpts))))
 	log := ctrl.Log.WithName("setup")
 	gc := operator.TuneGC()
 	log.Info("garbage collector", "gcPercent", gc.Percent, "memoryLimitBytes", gc.Limit, "note", "0 keeps GOGC / GOMEMLIMIT from the environment")

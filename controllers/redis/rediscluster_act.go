@@ -37,11 +37,7 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		return nil
 	}
 	logf.FromContext(ctx).Info("step", "kind", step.Kind, "reason", step.Reason)
-	budget := stepBudget
-	if step.Kind == redisadmin.StepRestoreShard || step.Kind == redisadmin.StepReloadShard {
-		budget = restoreShardTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, budget)
+	ctx, cancel := context.WithTimeout(ctx, stepBudget)
 	defer cancel()
 	defer func(start time.Time) {
 		metrics.RedisStepSeconds.WithLabelValues(string(step.Kind)).Observe(time.Since(start).Seconds())
@@ -123,11 +119,11 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 	case redisadmin.StepAutoscale:
 		r.actAutoscale(s)
 	case redisadmin.StepRestoreShard:
-		return r.fenced(ctx, func() error { return r.restoreShard(ctx, s) })
+		return r.fenced(ctx, func() error { return r.restoreShard(s) })
 	case redisadmin.StepRecordReload:
 		r.recordReload(s)
 	case redisadmin.StepReloadShard:
-		return r.fenced(ctx, func() error { return r.reloadShard(ctx, s) })
+		return r.fenced(ctx, func() error { return r.reloadShard(s) })
 	case redisadmin.StepFinishReload:
 		return r.finishReload(ctx, s)
 	case redisadmin.StepSetMemory:

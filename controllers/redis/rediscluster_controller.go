@@ -72,6 +72,8 @@ type RedisClusterReconciler struct {
 	userObjects     *caching.Versioned
 	// changes says which clusters' children may be out of date (see childChanges).
 	changes childChanges
+	// loads runs the shard loads of restores and reloads off the workers.
+	loads *shardLoads
 }
 
 // state is what one reconcile observes, the step it plans and what acting on it leaves
@@ -116,6 +118,9 @@ type state struct {
 	restore, reload *restoreSource
 	// applied are the applied-password records by name.
 	applied map[string]*corev1.Secret
+	// loadsPending: a shard load of a restore or reload runs in the background; its end
+	// wakes the cluster, so the next look can wait longer.
+	loadsPending bool
 	// backupUnderWay names a backup of the cluster pending or running, with spec.autoscale
 	// ("" when none): the autoscaler waits for it.
 	backupUnderWay string
@@ -192,6 +197,7 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 			r.admins.forget(req.NamespacedName)
 			r.certsSeen.forget(req.NamespacedName)
 			r.changes.forget(req.NamespacedName)
+			r.loads.forget(req.NamespacedName)
 		}
 		return nil, ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -203,6 +209,7 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 		r.admins.forget(req.NamespacedName)
 		r.certsSeen.forget(req.NamespacedName)
 		r.changes.forget(req.NamespacedName)
+		r.loads.forget(req.NamespacedName)
 		return nil, ctrl.Result{}, r.finalize(ctx, rc)
 	}
 	if done, err := r.ensureFinalizer(ctx, rc); done || err != nil {
@@ -251,7 +258,8 @@ func runAll(ctx context.Context, s *state, steps []func(context.Context, *state)
 // a node that just started has settled (it turns Ready then, not a look later).
 func (s *state) lookAgain() time.Duration {
 	after := s.step.After
-	if after == 0 {
+	if after == 0 || s.loadsPending {
+		// With a load pending, its end wakes the cluster (shardLoads).
 		after = redisadmin.LookIdle
 	}
 	if settled := s.health.SettledIn; settled > 0 && settled < after {
@@ -306,6 +314,9 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 	if r.NetworkPolicyAccess == nil {
 		r.NetworkPolicyAccess = NewNetworkPolicyAccess(mgr.GetClient())
 	}
+	if r.loads == nil {
+		r.loads = newShardLoads()
+	}
 	if err := caching.UserObjects(mgr, &r.APIReader, &r.References); err != nil {
 		return err
 	}
@@ -333,6 +344,8 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 		// A user's Secret or ConfigMap that appears (or changes) resumes its clusters at once.
 		WatchesRawSource(source.Kind(r.References, caching.Metadata("Secret"), handler.TypedEnqueueRequestsFromMapFunc(r.referencing))).
 		WatchesRawSource(source.Kind(r.References, caching.Metadata("ConfigMap"), handler.TypedEnqueueRequestsFromMapFunc(r.referencing))).
+		// A shard load that ended in the background wakes its cluster.
+		WatchesRawSource(source.Channel(r.loads.wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(opts).
 		Named("rediscluster").
 		Complete(r)

@@ -73,10 +73,10 @@ func (r *RedisClusterReconciler) recordReload(s *state) {
 }
 
 // reloadShard loads the backup's keys in the lost slots of the step's shard.
-func (r *RedisClusterReconciler) reloadShard(ctx context.Context, s *state) error {
+func (r *RedisClusterReconciler) reloadShard(s *state) error {
 	step := s.step
-	res, err := r.loadShard(ctx, s, s.reload, redisadmin.ShardLoad{Shard: step.Shard, Slots: step.Slots, Addr: step.Addr, NodeID: step.NodeID, Pod: step.Pod})
-	if err != nil {
+	res, ended, err := r.runLoad(s, s.reload, redisadmin.ShardLoad{Shard: step.Shard, Slots: step.Slots, Addr: step.Addr, NodeID: step.NodeID, Pod: step.Pod})
+	if !ended || err != nil {
 		return err
 	}
 	st := s.next.Status.Reload

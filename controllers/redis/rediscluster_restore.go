@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,8 +22,8 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
-// restoreShardTimeout bounds the load of one shard (its check and its load): a restore
-// step holds a worker for as long as the shard's data takes, not stepBudget.
+// restoreShardTimeout bounds the load of one shard (its check and its load), which runs in
+// the background (shardLoads): a step only starts it or collects its end.
 const restoreShardTimeout = 30 * time.Minute
 
 // The reasons of a restore's events.
@@ -133,29 +132,28 @@ func (src *restoreSource) shardSlots() [][]redisadmin.SlotRange {
 	return out
 }
 
-// restoreShard loads the step's shards, each into its master, all at once (loadShard), and
-// records every master loaded, and the restore's end, in the status. A shard that fails is
-// tried again at the next look; the others stay loaded.
-func (r *RedisClusterReconciler) restoreShard(ctx context.Context, s *state) error {
+// restoreShard starts the step's shard loads, each into its master, all at once in the
+// background (runLoad), and records in the status every master whose load ended, and the
+// restore's end. A shard that fails is tried again at the next look; the others stay
+// loaded.
+func (r *RedisClusterReconciler) restoreShard(s *state) error {
 	src := s.restore
 	initRestoreStatus(s)
-	loads := s.step.Loads
-	results := make([]rdbload.Result, len(loads))
-	errs := make([]error, len(loads))
-	var wg sync.WaitGroup
-	for i, load := range loads {
-		wg.Go(func() { results[i], errs[i] = r.loadShard(ctx, s, src, load) })
-	}
-	wg.Wait()
 	st := s.next.Status.Restore
-	for i, load := range loads {
-		if errs[i] != nil {
+	var errs []error
+	for _, load := range s.step.Loads {
+		res, ended, err := r.runLoad(s, src, load)
+		switch {
+		case !ended:
+			continue
+		case err != nil:
+			errs = append(errs, err)
 			continue
 		}
 		st.LoadedShards = append(st.LoadedShards, load.NodeID)
-		st.Keys += results[i].Restored
+		st.Keys += res.Restored
 		r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Restore", "loaded shard %d of %d (slots %s, %d keys, captured at %s) into %s",
-			load.Shard+1, len(src.manifest.Shards), redisadmin.FormatSlotRanges(load.Slots), results[i].Restored,
+			load.Shard+1, len(src.manifest.Shards), redisadmin.FormatSlotRanges(load.Slots), res.Restored,
 			src.manifest.Shards[load.Shard].CapturedAt.Format(time.RFC3339), load.Pod)
 	}
 	if len(st.LoadedShards) == len(src.manifest.Shards) {
@@ -167,14 +165,15 @@ func (r *RedisClusterReconciler) restoreShard(ctx context.Context, s *state) err
 	return errors.Join(errs...)
 }
 
-// loadShard loads a shard of src into a master, only the keys of the load's slots: it first reads the whole file once and checks its size and SHA-256 against
-// the manifest, so a corrupted or truncated object loads nothing; then it streams the file
+// loadShard loads a shard of src into the master node of rc, only the keys of the load's
+// slots: it first reads the whole file once and checks its size and SHA-256 against the
+// manifest, so a corrupted or truncated object loads nothing; then it streams the file
 // again into the master as RESTOREs.
-func (r *RedisClusterReconciler) loadShard(ctx context.Context, s *state, src *restoreSource, step redisadmin.ShardLoad) (rdbload.Result, error) {
+func (r *RedisClusterReconciler) loadShard(ctx context.Context, rc *redisv1alpha1.RedisCluster, node rdbstream.Options, src *restoreSource, step redisadmin.ShardLoad) (rdbload.Result, error) {
 	sh := src.manifest.Shards[step.Shard]
 	want := &objectstore.Digest{Size: sh.Bytes, SHA256: sh.SHA256}
 	if _, err := src.store.Get(ctx, sh.File, io.Discard, want); err != nil {
-		return rdbload.Result{}, r.restoreFailed(s, fmt.Errorf("shard %d's file %s at %s: %w", step.Shard, sh.File, src.location, err))
+		return rdbload.Result{}, r.restoreFailed(rc, fmt.Errorf("shard %d's file %s at %s: %w", step.Shard, sh.File, src.location, err))
 	}
 	pr, pw := io.Pipe()
 	got := make(chan error, 1)
@@ -183,29 +182,25 @@ func (r *RedisClusterReconciler) loadShard(ctx context.Context, s *state, src *r
 		_ = pw.CloseWithError(err)
 		got <- err
 	}()
-	login := s.login()
 	slots := make([]rdbload.SlotRange, len(step.Slots))
 	for i, rg := range step.Slots {
 		slots[i] = rdbload.SlotRange{From: rg.Start, To: rg.End}
 	}
-	res, err := rdbload.Load(ctx, rdbload.Options{
-		Node:  rdbstream.Options{Addr: step.Addr, Username: login.User, Password: login.Password, TLS: s.tls},
-		Slots: slots,
-	}, pr)
+	res, err := rdbload.Load(ctx, rdbload.Options{Node: node, Slots: slots}, pr)
 	_ = pr.CloseWithError(errors.New("the load ended"))
 	if getErr := <-got; err == nil && getErr != nil {
 		err = getErr
 	}
 	if err != nil {
-		return res, r.restoreFailed(s, fmt.Errorf("while loading shard %d into %s: %w", step.Shard, step.Pod, err))
+		return res, r.restoreFailed(rc, fmt.Errorf("while loading shard %d into %s: %w", step.Shard, step.Pod, err))
 	}
 	return res, nil
 }
 
 // restoreFailed reports a shard that could not be loaded and returns err: the cluster stays
 // not Ready, and the next reconcile tries the shard again.
-func (r *RedisClusterReconciler) restoreFailed(s *state, err error) error {
-	r.event(s, corev1.EventTypeWarning, ReasonRestoreFailed, "Restore", "%v", err)
+func (r *RedisClusterReconciler) restoreFailed(rc *redisv1alpha1.RedisCluster, err error) error {
+	r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ReasonRestoreFailed, "Restore", "%v", err)
 	return err
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/middleware-operator/middleware-operator/internal/crashpoint"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 )
@@ -32,7 +33,7 @@ func StreamShard(ctx context.Context, opts rdbstream.Options, store *objectstore
 		// The upload sees the end of the stream, or the fetch's error instead of an EOF.
 		_ = pw.CloseWithError(fetchErr)
 	}()
-	obj, putErr := store.Put(ctx, name, pr, -1)
+	obj, putErr := store.Put(ctx, name, &crashMidUpload{r: pr}, -1)
 	_ = pr.CloseWithError(errUploadEnded) // unblocks a fetch still writing
 	cancel()
 	<-fetched
@@ -51,4 +52,21 @@ func StreamShard(ctx context.Context, opts rdbstream.Options, store *objectstore
 			opts.Addr, res.Bytes, res.SHA256, obj.Size, obj.SHA256)
 	}
 	return res, obj, nil
+}
+
+// crashMidUpload passes a shard's stream to the upload and reaches the crash point
+// BackupMidUpload once crashpoint.MidUploadBytes have passed (tests/ha; nothing in the
+// shipped build).
+type crashMidUpload struct {
+	r    io.Reader
+	read int
+}
+
+func (c *crashMidUpload) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if c.read < crashpoint.MidUploadBytes && c.read+n >= crashpoint.MidUploadBytes {
+		crashpoint.Reach(crashpoint.BackupMidUpload)
+	}
+	c.read += n
+	return n, err
 }

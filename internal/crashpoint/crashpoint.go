@@ -17,5 +17,13 @@ const ExitCode = 137
 // is told which master to replicate: a crash there leaves an empty extra master.
 const JoinAfterMeet = "join-after-meet"
 
+// BackupMidUpload is reached when a backup's upload of a shard has read its first
+// MidUploadBytes from the node: the file is partly sent, no shard is complete and no
+// manifest is written.
+const BackupMidUpload = "backup-mid-upload"
+
+// MidUploadBytes is how far into a shard's stream BackupMidUpload is reached.
+const MidUploadBytes = 64 << 10
+
 // Tag is the build tag that compiles crash points in.
 const Tag = "crashpoints"

@@ -1,0 +1,133 @@
+package redis
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/rdbload"
+	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+)
+
+// loadKey names one shard load: a backup's shard Shard into the master NodeID of a cluster.
+type loadKey struct {
+	cluster types.NamespacedName
+	node    string
+	shard   int
+}
+
+// loadState is where a shard load stands.
+type loadState int
+
+// The states of a shard load, as poll reports them.
+const (
+	// loadNone: no load of that key is known (never started, or its end was taken).
+	loadNone loadState = iota
+	// loadRunning: the load is under way.
+	loadRunning
+	// loadFinished: the load ended (with its result or error), reported once.
+	loadFinished
+)
+
+// shardLoad is one load under way or ended.
+type shardLoad struct {
+	cancel context.CancelFunc
+	ended  bool
+	result rdbload.Result
+	err    error
+}
+
+// shardLoads runs the shard loads of restores and reloads off the reconcile workers: a
+// load takes as long as its data (up to restoreShardTimeout), a step only as long as it
+// takes to start one or to collect its end. When a load ends, its cluster is woken through
+// wake; an operator that restarts meanwhile starts the load again (RESTORE REPLACE makes
+// a second load of the same keys harmless).
+type shardLoads struct {
+	mu    sync.Mutex
+	loads map[loadKey]*shardLoad
+	// wake, when set, gets an event for the cluster of every load that ends.
+	wake chan event.GenericEvent
+}
+
+// newShardLoads is a shardLoads whose ended loads wake their cluster through a channel
+// (for a source.Channel).
+func newShardLoads() *shardLoads {
+	return &shardLoads{loads: map[loadKey]*shardLoad{}, wake: make(chan event.GenericEvent, 64)}
+}
+
+// poll reports where the load k stands; an ended load's result and error are returned, and
+// forgotten, once.
+func (l *shardLoads) poll(k loadKey) (loadState, rdbload.Result, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ld, ok := l.loads[k]
+	switch {
+	case !ok:
+		return loadNone, rdbload.Result{}, nil
+	case !ld.ended:
+		return loadRunning, rdbload.Result{}, nil
+	}
+	delete(l.loads, k)
+	return loadFinished, ld.result, ld.err
+}
+
+// start runs load for k in the background, bounded by timeout, unless a load of k is known
+// already.
+func (l *shardLoads) start(k loadKey, timeout time.Duration, load func(context.Context) (rdbload.Result, error)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.loads[k]; ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ld := &shardLoad{cancel: cancel}
+	l.loads[k] = ld
+	go func() {
+		defer cancel()
+		res, err := load(ctx)
+		l.mu.Lock()
+		ld.ended, ld.result, ld.err = true, res, err
+		l.mu.Unlock()
+		select {
+		case l.wake <- event.GenericEvent{Object: &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: k.cluster.Namespace, Name: k.cluster.Name}}}:
+		default:
+			// The channel is full or nobody reads it: the cluster's next look collects it.
+			return
+		}
+	}()
+}
+
+// forget cancels the loads of cluster and drops what is known of them (a deleted cluster).
+func (l *shardLoads) forget(cluster types.NamespacedName) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, ld := range l.loads {
+		if k.cluster == cluster {
+			ld.cancel()
+			delete(l.loads, k)
+		}
+	}
+}
+
+// runLoad starts load of s's cluster in the background, or collects its end: ended is true
+// once, with the load's result and error; until then the state notes a load pending.
+func (r *RedisClusterReconciler) runLoad(s *state, src *restoreSource, load redisadmin.ShardLoad) (res rdbload.Result, ended bool, err error) {
+	k := loadKey{cluster: types.NamespacedName{Namespace: s.rc.Namespace, Name: s.rc.Name}, node: load.NodeID, shard: load.Shard}
+	switch st, res, err := r.loads.poll(k); st {
+	case loadFinished:
+		return res, true, err
+	case loadNone:
+		login := s.login()
+		node := rdbstream.Options{Addr: load.Addr, Username: login.User, Password: login.Password, TLS: s.tls}
+		rc := s.rc
+		r.loads.start(k, restoreShardTimeout, func(ctx context.Context) (rdbload.Result, error) { return r.loadShard(ctx, rc, node, src, load) })
+	}
+	s.loadsPending = true
+	return rdbload.Result{}, false, nil
+}

@@ -1,0 +1,83 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/middleware-operator/middleware-operator/internal/rdbload"
+)
+
+// TestShardLoadsRunOffTheWorker: a load runs in the background while poll says it is under
+// way; its end wakes its cluster and is reported once, with its result; a second start of
+// a known load does nothing; forget cancels a load under way.
+func TestShardLoadsRunOffTheWorker(t *testing.T) {
+	l := newShardLoads()
+	k := loadKey{cluster: types.NamespacedName{Namespace: "ns", Name: "rc"}, node: "aaaa", shard: 1}
+	release := make(chan struct{})
+	starts := 0
+	load := func(ctx context.Context) (rdbload.Result, error) {
+		starts++
+		select {
+		case <-release:
+			return rdbload.Result{Restored: 42}, nil
+		case <-ctx.Done():
+			return rdbload.Result{}, ctx.Err()
+		}
+	}
+	if st, _, _ := l.poll(k); st != loadNone {
+		t.Fatalf("an unknown load is %v", st)
+	}
+	l.start(k, time.Minute, load)
+	l.start(k, time.Minute, load) // already known: not started twice
+	if st, _, _ := l.poll(k); st != loadRunning {
+		t.Fatalf("a load under way is %v", st)
+	}
+	close(release)
+	select {
+	case ev := <-l.wake:
+		if ev.Object.GetNamespace() != "ns" || ev.Object.GetName() != "rc" {
+			t.Errorf("woke %s/%s, want ns/rc", ev.Object.GetNamespace(), ev.Object.GetName())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the load's end woke nobody")
+	}
+	st, res, err := l.poll(k)
+	if st != loadFinished || err != nil || res.Restored != 42 {
+		t.Fatalf("the ended load: %v, %+v, %v", st, res, err)
+	}
+	if st, _, _ := l.poll(k); st != loadNone || starts != 1 {
+		t.Fatalf("after its end was taken the load is %v; started %d times", st, starts)
+	}
+
+	// A deleted cluster's load is cancelled.
+	l.start(k, time.Minute, cancelledLoad(t))
+	l.forget(k.cluster)
+	if st, _, _ := l.poll(k); st != loadNone {
+		t.Fatalf("a forgotten load is %v", st)
+	}
+}
+
+// cancelledLoad is a load that waits for its context and fails the test unless it is cancelled
+// within 10 s.
+func cancelledLoad(t *testing.T) func(context.Context) (rdbload.Result, error) {
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("forget did not cancel the load")
+		}
+	})
+	return func(ctx context.Context) (rdbload.Result, error) {
+		defer close(done)
+		<-ctx.Done()
+		if !errors.Is(ctx.Err(), context.Canceled) {
+			t.Errorf("the load ended with %v, want it cancelled", ctx.Err())
+		}
+		return rdbload.Result{}, ctx.Err()
+	}
+}
