@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
@@ -31,17 +32,18 @@ type AppServiceReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
 	Recorder events.EventRecorder
-	// StatusPace spaces the status writes of a rollout under way (see status.Pacer);
-	// SetupWithManager sets one of StatusInterval when nil; nil writes every change at once.
+	// StatusPace holds back the first status of a new AppService while its first rollout
+	// is under way (see status.Pacer); SetupWithManager sets one of StatusInterval when nil;
+	// nil writes that first status at once. Later rollouts are not paced but held: see
+	// statusWait.
 	StatusPace *status.Pacer
 	// stale keeps reconciles off cached AppServices older than the operator's last status
 	// write: one would write again the status it has just written.
 	stale status.StaleGuard
 }
 
-// StatusInterval is how long an AppService's rollout goes before its first progress write
-// (later ones come a minute apart: status.LaterIntervals). A rollout that completes within it
-// writes only its completion: measured with
+// StatusInterval is how long a new AppService's first rollout goes before its first status
+// is written; a rollout that completes within it writes only its completion: measured with
 // tests/bench, each step the Deployment reported was a write of its own, and those writes
 // competed with the next Deployments' updates on the API server.
 const StatusInterval = 5 * time.Second
@@ -76,9 +78,16 @@ func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err == nil {
 		err = r.ensureService(ctx, next, &changes)
 	}
+	if app.Generation != app.Status.ObservedGeneration {
+		// The children follow the user's own spec change: the status's observedGeneration
+		// and conditions say so, an event would only repeat it (an API write per AppService
+		// of a fleet-wide update). Updates that revert an edit of a child are still events.
+		changes.Forget(child.Updated)
+	}
 	changes.Record(r.Recorder, app)
 	setAppServiceStatus(next, deployment, err)
-	if wait := r.statusWait(req.NamespacedName, app, next); wait > 0 {
+	wait, hold := r.statusWait(req.NamespacedName, app, next)
+	if hold || wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil // err is nil: an error is Degraded, which is written at once
 	}
 	wrote, statusErr := status.PatchDerived(ctx, r.Client, app, next, appServiceStatus)
@@ -88,18 +97,30 @@ func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if wrote {
 		r.stale.Wrote(req.NamespacedName, app.ResourceVersion)
 		metrics.StatusWrites.WithLabelValues("AppService", statusChange(app.Status, next.Status)).Inc()
+		warnRolloutProblem(r.Recorder, app, next)
 	}
 	return ctrl.Result{}, err
 }
 
-// statusWait is how long the new status waits before it is written: never when nothing
-// changed, when the rollout is over or failing, or when availability changed; otherwise the
-// pace of a rollout under way.
-func (r *AppServiceReconciler) statusWait(key types.NamespacedName, app, next *appsv1api.AppService) time.Duration {
-	if r.StatusPace == nil || equality.Semantic.DeepEqual(app.Status, next.Status) {
-		return 0
+// statusWait says when the new status is written. At once when nothing changed (nothing is
+// written then), when the rollout is over or failing, or when availability changed. A
+// rollout under way with nothing wrong is held (hold) until the Deployment reports its end
+// or a problem, whose events (see deploymentNews) start the reconcile that writes it: the
+// Deployment's own status shows the progress, and a write per step competed with the
+// rollouts of a fleet-wide update for the API server (tests/bench). Only a new AppService,
+// with no status yet, shows its first rollout after wait (StatusPace).
+func (r *AppServiceReconciler) statusWait(key types.NamespacedName, app, next *appsv1api.AppService) (wait time.Duration, hold bool) {
+	if equality.Semantic.DeepEqual(app.Status, next.Status) {
+		return 0, false
 	}
-	return r.StatusPace.Wait(key, rollingOutQuietly(app.Status, next.Status))
+	quiet := rollingOutQuietly(app.Status, next.Status)
+	if quiet && len(app.Status.Conditions) > 0 {
+		return 0, true
+	}
+	if r.StatusPace == nil {
+		return 0, false
+	}
+	return r.StatusPace.Wait(key, quiet), false
 }
 
 func (r *AppServiceReconciler) ensureDeployment(ctx context.Context, app *appsv1api.AppService, changes *child.Outcomes) (*appsv1.Deployment, error) {
@@ -141,8 +162,8 @@ func (r *AppServiceReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 		r.StatusPace = status.NewPacer(StatusInterval)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&appsv1api.AppService{}).
-		Owns(&appsv1.Deployment{}).
+		For(&appsv1api.AppService{}, builder.WithPredicates(specChanged)).
+		Owns(&appsv1.Deployment{}, builder.WithPredicates(deploymentChanged)).
 		Owns(&corev1.Service{}).
 		WithOptions(opts).
 		Named("appservice").

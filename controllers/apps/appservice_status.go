@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/events"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
 	"github.com/middleware-operator/middleware-operator/internal/child"
@@ -100,11 +101,13 @@ func statusChange(before, next appsv1api.AppServiceStatus) string {
 }
 
 // rollingOutQuietly reports whether next is the status of a rollout under way that nothing
-// has gone wrong with: Progressing, not Degraded, and available as before (a change of
-// availability is news; the Available condition's first setting is not).
+// has gone wrong with: Progressing, not Degraded (nor was it: its end is news), and
+// available as before (a change of availability is news; the Available condition's first
+// setting is not).
 func rollingOutQuietly(before, next appsv1api.AppServiceStatus) bool {
 	if !meta.IsStatusConditionTrue(next.Conditions, appsv1api.ConditionProgressing) ||
-		meta.IsStatusConditionTrue(next.Conditions, appsv1api.ConditionDegraded) {
+		meta.IsStatusConditionTrue(next.Conditions, appsv1api.ConditionDegraded) ||
+		meta.IsStatusConditionTrue(before.Conditions, appsv1api.ConditionDegraded) {
 		return false
 	}
 	was := meta.FindStatusCondition(before.Conditions, appsv1api.ConditionAvailable)
@@ -140,4 +143,19 @@ func deploymentStuck(d *appsv1.Deployment) rolloutProblem {
 		}
 	}
 	return rolloutProblem{}
+}
+
+// warnRolloutProblem emits a Warning when the status written, next, newly says that the
+// rollout failed (ReplicaFailure) or passed its deadline (ProgressDeadlineExceeded): once
+// per problem, as the status changes.
+func warnRolloutProblem(rec events.EventRecorder, before, next *appsv1api.AppService) {
+	c := meta.FindStatusCondition(next.Status.Conditions, appsv1api.ConditionDegraded)
+	if c == nil || c.Status != metav1.ConditionTrue || (c.Reason != ReasonRolloutStuck && c.Reason != ReasonReplicaFailure) {
+		return
+	}
+	if was := meta.FindStatusCondition(before.Status.Conditions, appsv1api.ConditionDegraded); was != nil &&
+		was.Status == c.Status && was.Reason == c.Reason {
+		return
+	}
+	rec.Eventf(before, nil, corev1.EventTypeWarning, c.Reason, "Rollout", "%s", c.Message)
 }

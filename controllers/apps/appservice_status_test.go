@@ -2,18 +2,23 @@ package apps
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
+	"github.com/middleware-operator/middleware-operator/internal/status"
 )
 
-// TestRollingOutQuietly: which statuses the pacer may hold back. Only a rollout under way
-// with nothing wrong and availability unchanged is; a finished rollout, an error, a stuck
-// rollout and a change of availability are written at once. statusChange names each.
+// TestRollingOutQuietly: which statuses wait. Only a rollout under way with nothing wrong
+// and availability unchanged does: held until its end when the AppService has a status,
+// paced when it is the first; a finished rollout, an error, a stuck rollout, one moving
+// again and a change of availability are written at once. statusChange names each.
 func TestRollingOutQuietly(t *testing.T) {
 	app := func() *appsv1api.AppService {
 		return &appsv1api.AppService{
@@ -46,6 +51,9 @@ func TestRollingOutQuietly(t *testing.T) {
 	setAppServiceStatus(rolling, surged, nil)
 	countsOff := *settled.Status.DeepCopy()
 	countsOff.ObservedGeneration, countsOff.AvailableReplicas = 2, 0
+	degraded := app()
+	degraded.Status = *settled.Status.DeepCopy()
+	setAppServiceStatus(degraded, stuck, nil)
 
 	cases := []struct {
 		name   string
@@ -54,16 +62,21 @@ func TestRollingOutQuietly(t *testing.T) {
 		err    error
 		quiet  bool
 		change string
+		// write is when the reconcile writes it: "now", "paced" (after StatusInterval) or
+		// "held" (until the Deployment reports the rollout's end or a problem).
+		write string
 	}{
-		{"a new AppService, its Deployment just created", appsv1api.AppServiceStatus{}, nil, nil, true, "first"},
-		{"an image change under way", settled.Status, started, nil, true, "progress"},
-		{"the rollout's next step", settled.Status, surged, nil, true, "progress"},
-		{"the rollout finished", rolling.Status, owned(), nil, false, "settled"},
-		{"a spec change with nothing to roll out", settled.Status, owned(), nil, false, "generation"},
-		{"only a replica count differs", countsOff, owned(), nil, false, "counts"},
-		{"availability lost during the rollout", settled.Status, unavailable, nil, false, "availability"},
-		{"the rollout stuck", settled.Status, stuck, nil, false, "degraded"},
-		{"a reconcile error", settled.Status, started, errors.New("boom"), false, "degraded"},
+		{"a new AppService, its Deployment just created", appsv1api.AppServiceStatus{}, nil, nil, true, "first", "paced"},
+		{"an image change under way", settled.Status, started, nil, true, "progress", "held"},
+		{"the rollout's next step", settled.Status, surged, nil, true, "progress", "held"},
+		{"the rollout finished", rolling.Status, owned(), nil, false, "settled", "now"},
+		{"a spec change with nothing to roll out", settled.Status, owned(), nil, false, "generation", "now"},
+		{"only a replica count differs", countsOff, owned(), nil, false, "counts", "now"},
+		{"availability lost during the rollout", settled.Status, unavailable, nil, false, "availability", "now"},
+		{"the rollout stuck", settled.Status, stuck, nil, false, "degraded", "now"},
+		{"a stuck rollout moving again", degraded.Status, surged, nil, false, "degraded", "now"},
+		{"a reconcile error", settled.Status, started, errors.New("boom"), false, "degraded", "now"},
+		{"nothing changed", settled.Status, owned(), nil, false, "generation", "now"},
 	}
 	for _, c := range cases {
 		next := app()
@@ -74,6 +87,54 @@ func TestRollingOutQuietly(t *testing.T) {
 		}
 		if got := statusChange(c.before, next.Status); got != c.change {
 			t.Errorf("%s: statusChange = %q, want %q", c.name, got, c.change)
+		}
+		r := &AppServiceReconciler{StatusPace: status.NewPacer(StatusInterval)}
+		before := app()
+		before.Status = c.before
+		if c.name == "nothing changed" {
+			before.Status = next.Status
+		}
+		got := "now"
+		switch wait, hold := r.statusWait(types.NamespacedName{Name: c.name}, before, next); {
+		case hold && wait == 0:
+			got = "held"
+		case !hold && wait == StatusInterval:
+			got = "paced"
+		case hold || wait != 0:
+			got = fmt.Sprintf("wait %s, hold %t", wait, hold)
+		}
+		if got != c.write {
+			t.Errorf("%s: statusWait says %s, want %s", c.name, got, c.write)
+		}
+	}
+}
+
+// TestWarnRolloutProblem: a Warning when the status newly says the rollout failed or is
+// past its deadline, once.
+func TestWarnRolloutProblem(t *testing.T) {
+	withDegraded := func(reason string) *appsv1api.AppService {
+		a := &appsv1api.AppService{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+		if reason != "" {
+			status.Set(&a.Status.Conditions, 1, appsv1api.ConditionDegraded, metav1.ConditionTrue, reason, "why")
+		}
+		return a
+	}
+	cases := []struct {
+		before, next string
+		want         int
+	}{
+		{"", ReasonRolloutStuck, 1},
+		{"", ReasonReplicaFailure, 1},
+		{ReasonReplicaFailure, ReasonRolloutStuck, 1},
+		{ReasonRolloutStuck, ReasonRolloutStuck, 0},
+		{"", ReasonReconcileError, 0},
+		{"", "", 0},
+	}
+	for _, c := range cases {
+		rec := events.NewFakeRecorder(5)
+		warnRolloutProblem(rec, withDegraded(c.before), withDegraded(c.next))
+		if got := len(rec.Events); got != c.want {
+			t.Errorf("Degraded %q then %q: %d events, want %d", c.before, c.next, got, c.want)
 		}
 	}
 }

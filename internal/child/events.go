@@ -55,6 +55,10 @@ func (o *Outcomes) Note(rec events.EventRecorder, owner runtime.Object, conds []
 	o.children[outcome] = append(o.children[outcome], live)
 }
 
+// Forget drops the children noted with outcome, for an owner whose status already reports
+// what the outcome would say.
+func (o *Outcomes) Forget(outcome Outcome) { delete(o.children, outcome) }
+
 // Record emits the events of the outcomes noted: Created, then Updated, each naming its
 // children (and relating the event to the child when there is only one).
 func (o *Outcomes) Record(rec events.EventRecorder, owner runtime.Object) {

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,9 @@ type Figures struct {
 	FloorChildren  float64 `json:"floorChildrenSeconds"`
 	FloorAvailable float64 `json:"floorAvailableSeconds"`
 	FloorUpdate    float64 `json:"floorUpdateSeconds"`
+	// FloorRolledOut is when, after the floor's image change, every Deployment is
+	// available with the new image: the rollouts' end.
+	FloorRolledOut float64 `json:"floorRolledOutSeconds"`
 	// The user's own part of each of the operator's waves, alone, on the floor's cluster
 	// once its rollout is over and with no operator to react: N AppServices created, then
 	// each patched to the new image. No operator can make its waves cost less.
@@ -62,6 +66,9 @@ type Figures struct {
 	CreateStatusChanges map[string]int64 `json:"createStatusChanges"`
 	UpdateStatusChanges map[string]int64 `json:"updateStatusChanges"`
 	ProbeWrites         map[string]int64 `json:"probeWrites"`
+	// The AppService reconciles of each wave (controller_runtime_reconcile_total).
+	CreateReconciles int64 `json:"createReconciles"`
+	UpdateReconciles int64 `json:"updateReconciles"`
 	// Steady state after convergence.
 	SteadySeconds float64          `json:"steadySeconds"`
 	SteadyWrites  map[string]int64 `json:"steadyWrites"`
@@ -147,6 +154,76 @@ func Table(fs []Figures) string {
 		}
 	}
 	return b.String()
+}
+
+// UpdateTable renders, one row per run, the update wave against its floor: the wave
+// against the floor's plus the user's own patches (its lower bound), the rollouts' end as
+// the statuses report it against the floor's, and the writes and reconciles per AppService;
+// then, for each N run more than once, the medians.
+func UpdateTable(fs []Figures) string {
+	var b strings.Builder
+	b.WriteString("| N | run | floor update + AppService patches alone (s) | operator update wave (s) | ratio to floor + patches | floor rolled out (s) | operator settled (s) | ratio | writes per update | reconciles per AppService: create / update | creation latency p50 / p99 with N (s) | peak RSS operator / memcached (MiB) |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	row := func(n int, run string, r updateRow) {
+		fmt.Fprintf(&b, "| %d | %s | %.1f + %.1f | %.1f | %.2f | %.1f | %.1f | %.2f | %.2f | %.2f / %.2f | %.3f / %.3f | %.1f / %.1f |\n",
+			n, run, r.floorUpdate, r.userPatch, r.update, r.updateRatio, r.floorRolledOut, r.settled, r.settledRatio,
+			r.writesPerUpdate, r.createReconciles, r.updateReconciles, r.p50, r.p99, r.peakRSS, r.memcachedPeakRSS)
+	}
+	runs := map[int][]updateRow{}
+	var ns []int
+	for _, f := range fs {
+		if _, ok := runs[f.N]; !ok {
+			ns = append(ns, f.N)
+		}
+		r := rowOf(f)
+		runs[f.N] = append(runs[f.N], r)
+		row(f.N, strconv.Itoa(len(runs[f.N])), r)
+	}
+	for _, n := range ns {
+		if rs := runs[n]; len(rs) > 1 {
+			row(n, fmt.Sprintf("median of %d", len(rs)), medianRow(rs))
+		}
+	}
+	return b.String()
+}
+
+// updateRow is one row of UpdateTable.
+type updateRow struct {
+	floorUpdate, userPatch, update, updateRatio, floorRolledOut, settled, settledRatio       float64
+	writesPerUpdate, createReconciles, updateReconciles, p50, p99, peakRSS, memcachedPeakRSS float64
+}
+
+func rowOf(f Figures) updateRow {
+	n := float64(f.N)
+	return updateRow{
+		floorUpdate: f.FloorUpdate, userPatch: f.FloorUserPatch, update: f.Update, updateRatio: f.Update / (f.FloorUpdate + f.FloorUserPatch),
+		floorRolledOut: f.FloorRolledOut, settled: f.UpdateSettled, settledRatio: f.UpdateSettled / f.FloorRolledOut,
+		writesPerUpdate: float64(sum(f.UpdateWrites)) / n, createReconciles: float64(f.CreateReconciles) / n,
+		updateReconciles: float64(f.UpdateReconciles) / n, p50: f.LatencyP50, p99: f.LatencyP99,
+		peakRSS: mib(f.PeakRSSBytes), memcachedPeakRSS: mib(f.Memcached.PeakRSSBytes),
+	}
+}
+
+// medianRow is the median of each column of rs, the ratios of the medians of the times
+// they divide (not the medians of the runs' ratios).
+func medianRow(rs []updateRow) updateRow {
+	col := func(get func(updateRow) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = get(r)
+		}
+		return median(v)
+	}
+	m := updateRow{
+		floorUpdate: col(func(r updateRow) float64 { return r.floorUpdate }), userPatch: col(func(r updateRow) float64 { return r.userPatch }),
+		update: col(func(r updateRow) float64 { return r.update }), floorRolledOut: col(func(r updateRow) float64 { return r.floorRolledOut }),
+		settled: col(func(r updateRow) float64 { return r.settled }), writesPerUpdate: col(func(r updateRow) float64 { return r.writesPerUpdate }),
+		createReconciles: col(func(r updateRow) float64 { return r.createReconciles }), updateReconciles: col(func(r updateRow) float64 { return r.updateReconciles }),
+		p50: col(func(r updateRow) float64 { return r.p50 }), p99: col(func(r updateRow) float64 { return r.p99 }),
+		peakRSS: col(func(r updateRow) float64 { return r.peakRSS }), memcachedPeakRSS: col(func(r updateRow) float64 { return r.memcachedPeakRSS }),
+	}
+	m.updateRatio, m.settledRatio = m.update/(m.floorUpdate+m.userPatch), m.settled/m.floorRolledOut
+	return m
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }

@@ -164,17 +164,17 @@ func runFloor(ctx context.Context, o Options, f *Figures) error {
 		return err
 	}
 	f.FloorUpdateCPU = cpu.Reset()
-	o.Logf("floor: every Deployment carries the new image after %.1f s; CPU s: %s", f.FloorUpdate, cpuLine(f.FloorUpdateCPU))
-	return userWrites(ctx, o, c, watched, cpu, ns, f)
+	if f.FloorRolledOut, err = waitFor(ctx, start, "the floor's rollout", deploymentsDone(watched, ns, o.N, image2, true)); err != nil {
+		return err
+	}
+	o.Logf("floor: every Deployment carries the new image after %.1f s, all rolled out after %.1f s; CPU s: %s", f.FloorUpdate, f.FloorRolledOut, cpuLine(f.FloorUpdateCPU))
+	return userWrites(ctx, o, c, cpu, ns, f)
 }
 
 // userWrites measures the user's writes of the operator's waves alone, on the floor's
 // cluster once its rollout is over, with no operator running: N AppServices created, then
 // each patched to the new image, as the operator's waves create and patch them.
-func userWrites(ctx context.Context, o Options, c client.Client, watched client.Reader, cpu *cpuMeter, ns string, f *Figures) error {
-	if _, err := waitFor(ctx, time.Now(), "the floor's rollout", deploymentsDone(watched, ns, o.N, image2, true)); err != nil {
-		return err
-	}
+func userWrites(ctx context.Context, o Options, c client.Client, cpu *cpuMeter, ns string, f *Figures) error {
 	for _, w := range []struct {
 		what    string
 		write   func(ctx context.Context, i int) error
@@ -280,6 +280,8 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	defer stopProfile()
 	writes.Reset()
 	changes.Reset()
+	reconciled := &reconciles{}
+	reconciled.Reset()
 	cpu := newCPUMeter(env.Cluster.PIDs())
 	start := time.Now()
 	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
@@ -304,7 +306,7 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	}
 	f.CreateCPU = cpu.Reset()
 	time.Sleep(2 * time.Second) // writes still under way are part of the wave
-	f.CreateWrites, f.CreateStatusChanges = writes.Reset(), changes.Reset()
+	f.CreateWrites, f.CreateStatusChanges, f.CreateReconciles = writes.Reset(), changes.Reset(), reconciled.Reset()
 	o.Logf("operator: children of %d AppServices exist after %.1f s, every status converged after %.1f s, %d writes; CPU s: %s", o.N, f.Children, f.Converged, sum(f.CreateWrites), cpuLine(f.CreateCPU))
 	var latencies []float64
 	sent.Range(func(k, v any) bool {
@@ -334,9 +336,9 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 		return err
 	}
 	time.Sleep(2 * time.Second)
-	f.UpdateWrites, f.UpdateStatusChanges = writes.Reset(), changes.Reset()
-	o.Logf("operator: every Deployment carries the new image after %.1f s, every status settled after %.1f s, %d writes; CPU s: %s",
-		f.Update, f.UpdateSettled, sum(f.UpdateWrites), cpuLine(f.UpdateCPU))
+	f.UpdateWrites, f.UpdateStatusChanges, f.UpdateReconciles = writes.Reset(), changes.Reset(), reconciled.Reset()
+	o.Logf("operator: every Deployment carries the new image after %.1f s, every status settled after %.1f s, %d writes, %d reconciles; CPU s: %s",
+		f.Update, f.UpdateSettled, sum(f.UpdateWrites), f.UpdateReconciles, cpuLine(f.UpdateCPU))
 
 	if f.LatencyP50, f.LatencyP99, err = probeLatency(ctx, c, cs, ns); err != nil {
 		return err
@@ -638,5 +640,31 @@ func (s *statusChanges) Reset() map[string]int64 {
 		}
 	}
 	s.last = now
+	return since
+}
+
+// reconciles counts the in-process operator's AppService reconciles
+// (controller_runtime_reconcile_total of the appservice controller, every result), wave by
+// wave.
+type reconciles struct{ last int64 }
+
+// Reset returns the reconciles since the last Reset.
+func (r *reconciles) Reset() int64 {
+	var now int64
+	families, _ := ctrlmetrics.Registry.Gather()
+	for _, mf := range families {
+		if mf.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "appservice" {
+					now += int64(m.GetCounter().GetValue())
+				}
+			}
+		}
+	}
+	since := now - r.last
+	r.last = now
 	return since
 }

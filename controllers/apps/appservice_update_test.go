@@ -1,0 +1,178 @@
+package apps_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
+	"github.com/middleware-operator/middleware-operator/controllers/apps"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
+)
+
+// countStatusWrites counts, from now on, the updates of the AppService key that leave its
+// generation as it was: the operator's status writes (nothing else writes it in a test).
+func countStatusWrites(t *testing.T, key client.ObjectKey) *atomic.Int64 {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Cluster.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := mustGet(t, key)
+	w, err := wc.Watch(t.Context(), &appsv1api.AppServiceList{}, client.InNamespace(key.Namespace),
+		client.MatchingFields{"metadata.name": key.Name}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: app.ResourceVersion}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	var n atomic.Int64
+	gen := app.Generation
+	go func() {
+		for ev := range w.ResultChan() {
+			a, ok := ev.Object.(*appsv1api.AppService)
+			if !ok || ev.Type != watch.Modified {
+				continue
+			}
+			if a.Generation == gen {
+				n.Add(1)
+			}
+			gen = a.Generation
+		}
+	}()
+	return &n
+}
+
+// appEvents counts the events of the AppService named name in ns by type and reason.
+func appEvents(ctx context.Context, ns, name string) (map[string]int, error) {
+	list := &corev1.EventList{}
+	if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == "AppService" && e.InvolvedObject.Name == name {
+			out[e.Type+"/"+e.Reason]++
+		}
+	}
+	return out, nil
+}
+
+// availableApp creates the seed's AppService in a namespace of its own and waits for it to
+// be Available.
+func availableApp(t *testing.T, nodePort int32) (string, client.ObjectKey) {
+	t.Helper()
+	app := seedAppService(env.Namespace(t), nodePort)
+	if err := env.Client.Create(t.Context(), app); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(app)
+	waitAvailable(t, key, 2)
+	return app.Namespace, key
+}
+
+// TestAppServiceImageUpdateWritesItsStatusOnce: an image change costs the Deployment's
+// update and one status write, the settled one; no event repeats what the status says.
+func TestAppServiceImageUpdateWritesItsStatusOnce(t *testing.T) {
+	t.Parallel()
+	ns, key := availableApp(t, 30015)
+	before, err := appEvents(t.Context(), ns, key.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := countStatusWrites(t, key)
+	updateApp(t, key, func(a *appsv1api.AppService) { a.Spec.Image = "nginx:1.28" })
+	waitDeployment(t, key, "the new image, rolled out", func(d *appsv1.Deployment) bool {
+		return d.Spec.Template.Spec.Containers[0].Image == "nginx:1.28" && d.Status.ObservedGeneration == d.Generation &&
+			d.Status.UpdatedReplicas == 2 && d.Status.Replicas == 2 && d.Status.AvailableReplicas == 2
+	})
+	waitAvailable(t, key, 2)
+	time.Sleep(2 * time.Second) // a late (wrong) write or event
+	if n := writes.Load(); n != 1 {
+		t.Errorf("%d status writes for an image change, want 1 (the settled status)", n)
+	}
+	after, err := appEvents(t.Context(), ns, key.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range after {
+		if v != before[k] {
+			t.Errorf("%d %s events for an image change (before it %d), want none: the status says it", v-before[k], k, before[k])
+		}
+	}
+}
+
+// TestAppServiceStalledRolloutIsReported: a rollout under way writes no status while it
+// moves (not after StatusInterval either); once the Deployment is past its progress
+// deadline the status says ProgressDeadlineExceeded, with one Warning, and when the rollout
+// is fixed and over the status settles with nothing stale.
+func TestAppServiceStalledRolloutIsReported(t *testing.T) {
+	t.Parallel()
+	ns, key := availableApp(t, 30016)
+	writes := countStatusWrites(t, key)
+
+	// kwok leaves pods with this annotation Pending: the new pods never get Ready.
+	updateApp(t, key, func(a *appsv1api.AppService) {
+		a.Spec.Image = "nginx:1.28"
+		a.Spec.PodAnnotations = map[string]string{"kwok.x-k8s.io/status": "custom"}
+	})
+	waitDeployment(t, key, "the new image, observed", func(d *appsv1.Deployment) bool {
+		return d.Spec.Template.Spec.Containers[0].Image == "nginx:1.28" && d.Status.ObservedGeneration == d.Generation && d.Status.Replicas == 3
+	})
+	time.Sleep(apps.StatusInterval + 3*time.Second)
+	if n := writes.Load(); n != 0 {
+		t.Errorf("%d status writes while the rollout was under way, want 0: the Deployment's status says it", n)
+	}
+	if cur := mustGet(t, key); condition(cur, "Available") != "True/MinimumReplicasAvailable" {
+		t.Errorf("Available %s while the old pods serve", condition(cur, "Available"))
+	}
+
+	// The deadline, shortened on the Deployment (the AppService leaves it to the default).
+	testenv.Update(t, env.Client, key, &appsv1.Deployment{}, func(d *appsv1.Deployment) { d.Spec.ProgressDeadlineSeconds = ptr.To[int32](2) })
+	start := time.Now()
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		cur, err := getApp(ctx, key)
+		if err != nil {
+			return false, err.Error()
+		}
+		return condition(cur, "Degraded") == "True/ProgressDeadlineExceeded" && condition(cur, "Progressing") == "True/RollingOut" &&
+			cur.Status.ObservedGeneration == cur.Generation, fmt.Sprintf("status %+v", cur.Status)
+	})
+	t.Logf("the stall showed %.1f s after the 2 s deadline was set", time.Since(start).Seconds())
+	if n := writes.Load(); n != 1 {
+		t.Errorf("%d status writes until the stall showed, want 1", n)
+	}
+	testenv.Eventually(t, 10*time.Second, func(ctx context.Context) (bool, string) {
+		evs, err := appEvents(ctx, ns, key.Name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return evs["Warning/ProgressDeadlineExceeded"] == 1, fmt.Sprintf("events %v, want one Warning ProgressDeadlineExceeded", evs)
+	})
+
+	updateApp(t, key, func(a *appsv1api.AppService) { a.Spec.PodAnnotations = nil })
+	waitAvailable(t, key, 2)
+	testenv.Eventually(t, 10*time.Second, func(ctx context.Context) (bool, string) {
+		cur, err := getApp(ctx, key)
+		if err != nil {
+			return false, err.Error()
+		}
+		return condition(cur, "Degraded") == "False/Reconciled" && cur.Status.UpdatedReplicas == 2 && cur.Status.Replicas == 2,
+			fmt.Sprintf("status %+v after the rollout", cur.Status)
+	})
+	evs, err := appEvents(t.Context(), ns, key.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs["Normal/Updated"] != 0 || evs["Warning/ProgressDeadlineExceeded"] != 1 {
+		t.Errorf("events %v: want no Updated (the user's own changes) and one Warning", evs)
+	}
+}
