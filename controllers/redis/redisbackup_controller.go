@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -43,6 +45,10 @@ type RedisBackupReconciler struct {
 	// Clusters is the RedisCluster reconciler, whose connections to each cluster (login and
 	// TLS included) a backup uses: a backup waits until it has looked at the cluster.
 	Clusters *RedisClusterReconciler
+	// newest is the completion time of each cluster's newest Completed backup seen, whose
+	// figures the backup series show.
+	newestMu sync.Mutex
+	newest   map[types.NamespacedName]time.Time
 }
 
 // +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisbackups,verbs=list;watch;patch
@@ -68,6 +74,11 @@ func (r *RedisBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	log.FromContext(ctx).V(1).Info("backup decision", "phase", d.phase, "reason", d.reason, "message", d.message, "copy", d.copy,
 		"looked", time.Since(started).Round(time.Millisecond).String())
 	if d.terminal && d.phase == b.Status.Phase {
+		// After an operator restart every backup is reconciled once: the Completed ones
+		// rebuild the newest-backup series, so RedisClusterBackupTooOld keeps its input.
+		if b.Status.Phase == redisv1alpha1.BackupCompleted {
+			r.recordBackupMetrics(b, &b.Status)
+		}
 		return ctrl.Result{}, nil
 	}
 	next := b.DeepCopy()
@@ -186,7 +197,7 @@ func (r *RedisBackupReconciler) copyAndRecord(ctx context.Context, b, next *redi
 	r.setPhase(running, next, redisv1alpha1.BackupCompleted, ReasonBackupCompleted,
 		fmt.Sprintf("%d keys in %d shards, %d bytes, in %s", next.Status.Keys, len(next.Status.Shards), next.Status.Bytes,
 			next.Status.CompletedAt.Sub(next.Status.StartedAt.Time).Round(time.Millisecond)))
-	recordBackupMetrics(b, &next.Status)
+	r.recordBackupMetrics(b, &next.Status)
 	_, err = status.Patch(ctx, r.Client, running, next, redisBackupStatus)
 	return ctrl.Result{}, err
 }
@@ -211,8 +222,22 @@ func (r *RedisBackupReconciler) setPhase(b, next *redisv1alpha1.RedisBackup, pha
 	r.Recorder.Eventf(b, nil, kind, reason, "Backup", "%s", message)
 }
 
-// recordBackupMetrics sets the cluster's newest successful backup series.
-func recordBackupMetrics(b *redisv1alpha1.RedisBackup, st *redisv1alpha1.RedisBackupStatus) {
+// recordBackupMetrics sets the cluster's newest successful backup series from st, unless
+// a newer Completed backup of the cluster was recorded.
+func (r *RedisBackupReconciler) recordBackupMetrics(b *redisv1alpha1.RedisBackup, st *redisv1alpha1.RedisBackupStatus) {
+	if st.CompletedAt == nil || st.StartedAt == nil {
+		return
+	}
+	cluster := types.NamespacedName{Namespace: b.Namespace, Name: b.Spec.Cluster}
+	r.newestMu.Lock()
+	defer r.newestMu.Unlock()
+	if r.newest[cluster].After(st.CompletedAt.Time) {
+		return
+	}
+	if r.newest == nil {
+		r.newest = map[types.NamespacedName]time.Time{}
+	}
+	r.newest[cluster] = st.CompletedAt.Time
 	labels := []string{b.Namespace, b.Spec.Cluster}
 	metrics.RedisBackupLastSuccess.WithLabelValues(labels...).Set(float64(st.CompletedAt.Unix()))
 	metrics.RedisBackupLastDuration.WithLabelValues(labels...).Set(st.CompletedAt.Sub(st.StartedAt.Time).Seconds())
