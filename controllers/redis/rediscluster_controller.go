@@ -222,7 +222,7 @@ func (r *RedisClusterReconciler) prepare(ctx context.Context, s *state) error {
 		r.warnUnsupported(s)
 		steps = append(steps, r.readStatefulSetIfAny)
 	case ensuring:
-		steps = append(steps, r.ensurePassword, r.ensureUsers, r.ensureTLS, r.ensureConfigMap, r.ensureServices,
+		steps = append(steps, r.ensurePassword, r.ensureUsers, r.ensureACLUsers, r.ensureTLS, r.ensureConfigMap, r.ensureServices,
 			r.ensurePodDisruptionBudget, r.ensureNetworkPolicy, r.ensureStatefulSet, r.deleteScaledInClaims)
 	case !s.rc.Spec.Pause:
 		steps = append(steps, r.readStatefulSet)
@@ -273,7 +273,8 @@ func (r *RedisClusterReconciler) userObject(ctx context.Context, key client.Obje
 }
 
 // referencing maps a Secret or ConfigMap to the clusters that name it in
-// spec.passwordSecret, spec.tls.secretName or spec.pod[0].configmap.
+// spec.passwordSecret, spec.tls.secretName, spec.acl.users[].passwordSecret or
+// spec.pod[0].configmap.
 func (r *RedisClusterReconciler) referencing(ctx context.Context, obj *metav1.PartialObjectMetadata) []reconcile.Request {
 	list := &redisv1alpha1.RedisClusterList{}
 	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
@@ -282,7 +283,8 @@ func (r *RedisClusterReconciler) referencing(ctx context.Context, obj *metav1.Pa
 	var out []reconcile.Request
 	isSecret := obj.Kind == "Secret"
 	for _, rc := range list.Items {
-		named := isSecret && (rc.Spec.PasswordSecret == obj.GetName() || (resources.RedisTLSUserSecret(&rc) && rc.Spec.TLS.SecretName == obj.GetName()))
+		named := isSecret && (rc.Spec.PasswordSecret == obj.GetName() || (resources.RedisTLSUserSecret(&rc) && rc.Spec.TLS.SecretName == obj.GetName()) ||
+			resources.RedisACLNamesSecret(&rc, obj.GetName()))
 		if named || (!isSecret && resources.RedisPodSpec(&rc).Configmap == obj.GetName()) {
 			key := types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name}
 			r.changes.touch(key)

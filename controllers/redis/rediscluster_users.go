@@ -2,8 +2,10 @@ package redis
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/middleware-operator/middleware-operator/internal/child"
@@ -103,4 +105,43 @@ func (s *state) login() redisadmin.Login {
 		return redisadmin.Login{Password: string(applied.Data[resources.RedisPasswordKey])} // the one every node accepts
 	}
 	return redisadmin.Login{Password: s.password}
+}
+
+// ReasonUserSecretMissing is the Warning event of a Secret that spec.acl.users names and
+// that does not exist or lacks the key: the pods could not start with it, so the StatefulSet
+// is not changed until it is there.
+const ReasonUserSecretMissing = "UserSecretMissing"
+
+// ensureACLUsers checks the password Secrets of spec.acl.users before any pod is made to
+// mount them: each must exist and hold a password at its key. A missing one is reported
+// (Degraded, naming the field, and an event) and looked for again after a bounded delay.
+func (r *RedisClusterReconciler) ensureACLUsers(ctx context.Context, s *state) error {
+	if !resources.RedisACLEnabled(s.rc) {
+		return nil
+	}
+	for i, u := range s.rc.Spec.ACL.Users {
+		key := resources.RedisACLUserSecretKey(u)
+		field := fmt.Sprintf("spec.acl.users[%d].passwordSecret", i)
+		secret := &corev1.Secret{}
+		err := r.userObject(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: u.PasswordSecret.Name}, secret)
+		var missing string
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = fmt.Sprintf("%s: Secret %q of user %s not found: create it with a %q key", field, u.PasswordSecret.Name, u.Name, key)
+		case err != nil:
+			return fmt.Errorf("while reading Secret %s: %w", u.PasswordSecret.Name, err)
+		case len(secret.Data[key]) == 0:
+			missing = fmt.Sprintf("%s: Secret %q of user %s has no %q key: add the user's password there", field, u.PasswordSecret.Name, u.Name, key)
+		}
+		if missing != "" {
+			if s.rc.Status.Reason != missing {
+				r.event(s, corev1.EventTypeWarning, ReasonUserSecretMissing, "Configure", "%s", missing)
+			}
+			return &userObjectMissingError{missing}
+		}
+		if _, err := secretPassword(secret, key); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -11,65 +11,6 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
-// TestRedisACLStartScriptGivesEachUserOnlyItsCommands runs the ACL start script in front of
-// a real redis-server and tries, as each user, a command it needs and one it must not run.
-func TestRedisACLStartScriptGivesEachUserOnlyItsCommands(t *testing.T) {
-	const app, op, ex = `a"pp\pass word`, "operatorpassword", "exporterpassword"
-	srv := runStartScript(t, resources.RedisACLStartScript, map[string]string{
-		resources.RedisPasswordFile:                                     app,
-		resources.RedisUsersDir + "/" + resources.RedisUsersOperatorKey: op,
-		resources.RedisUsersDir + "/" + resources.RedisUsersExporterKey: ex,
-	})
-	srv.waitFor(t, "", app)
-	if out := srv.cli("", "", "ping"); !strings.Contains(out, "NOAUTH") {
-		t.Errorf("the server answers without a password: %s", out)
-	}
-	cases := []struct {
-		user, password string
-		args           []string
-		allowed        bool
-	}{
-		{"", app, []string{"set", "k", "v"}, true},
-		{"", app, []string{"get", "k"}, true},
-		{"", app, []string{"info", "server"}, true},
-		{"", app, []string{"config", "get", "masterauth"}, false},
-		{"", app, []string{"acl", "setuser", "default", "nopass"}, false},
-		{"", app, []string{"replicaof", "127.0.0.1", "1"}, false},
-		{"", app, []string{"client", "kill", "127.0.0.2:1"}, false},
-		{resources.RedisOperatorUser, op, []string{"info", "replication"}, true},
-		{resources.RedisOperatorUser, op, []string{"dbsize"}, true},
-		{resources.RedisOperatorUser, op, []string{"dump", "k"}, true},
-		{resources.RedisOperatorUser, op, []string{"config", "get", "maxmemory"}, true},
-		{resources.RedisOperatorUser, op, []string{"acl", "setuser", "default", "on", ">" + app}, true},
-		{resources.RedisOperatorUser, op, []string{"get", "k"}, false},
-		{resources.RedisOperatorUser, op, []string{"set", "k", "x"}, false},
-		{resources.RedisOperatorUser, op, []string{"flushall"}, false},
-		{resources.RedisOperatorUser, op, []string{"acl", "list"}, false},
-		{resources.RedisOperatorUser, op, []string{"shutdown"}, false},
-		{resources.RedisExporterUser, ex, []string{"info", "stats"}, true},
-		{resources.RedisExporterUser, ex, []string{"slowlog", "get"}, true},
-		{resources.RedisExporterUser, ex, []string{"get", "k"}, false},
-		{resources.RedisExporterUser, ex, []string{"config", "get", "masterauth"}, false},
-		{resources.RedisExporterUser, ex, []string{"keys", "*"}, false},
-	}
-	for _, c := range cases {
-		out := srv.cli(c.user, c.password, c.args...)
-		if denied := strings.Contains(out, "NOPERM"); denied == c.allowed {
-			t.Errorf("user %q, %s: allowed %v, want %v (%s)", c.user, strings.Join(c.args, " "), !denied, c.allowed, out)
-		}
-	}
-	if out := srv.cli(resources.RedisOperatorUser, op, "config", "get", "masteruser"); !strings.Contains(out, resources.RedisOperatorUser) {
-		t.Errorf("replicas do not authenticate as %s: %s", resources.RedisOperatorUser, out)
-	}
-	if out := srv.cli(resources.RedisOperatorUser, op, "config", "get", "masterauth"); !strings.Contains(out, op) {
-		t.Errorf("masterauth is not the operator's password: %s", out)
-	}
-	if out := srv.cli("", app, "get", "k"); out != "v" {
-		t.Errorf("the application's key changed: %q", out)
-	}
-	srv.assertNoSecretPassed(t, app, op, ex)
-}
-
 // TestRedisStatefulSetWithACL: the pods of a cluster with users start with the ACL script
 // and mount the users Secret's passwords; the exporter is its own user with its own password
 // file. Without users nothing of it appears.
