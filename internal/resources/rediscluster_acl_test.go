@@ -65,6 +65,49 @@ func TestRedisStatefulSetWithACL(t *testing.T) {
 	if exporterUser(plain) != "" || exporterUser(acl) != resources.RedisExporterUser {
 		t.Errorf("exporter user without ACL %q, with ACL %q; want \"\", %q", exporterUser(plain), exporterUser(acl), resources.RedisExporterUser)
 	}
+	envOf := func(spec corev1.PodSpec, name string) (string, bool) {
+		for _, e := range spec.Containers[0].Env {
+			if e.Name == name {
+				return e.Value, true
+			}
+		}
+		return "", false
+	}
+	if _, ok := envOf(plain, resources.RedisDefaultUserRulesEnv); ok {
+		t.Errorf("without users the default user's rules are in the environment")
+	}
+	if got, _ := envOf(acl, resources.RedisDefaultUserRulesEnv); got != resources.RedisDefaultUserRules {
+		t.Errorf("default user's rules %q, want %q", got, resources.RedisDefaultUserRules)
+	}
+	if _, ok := envOf(acl, resources.RedisACLUsersEnv); ok || slices.ContainsFunc(acl.Volumes, func(v corev1.Volume) bool { return v.Name == resources.RedisACLUsersVolume }) {
+		t.Errorf("without spec.acl.users the users' environment or volume is there")
+	}
+
+	// Users of spec.acl.users: one line each in the environment, their Secrets' keys in one
+	// projected volume, a file per user; defaultUserRules replaces the default rules.
+	rc.Spec.ACL.DefaultUserRules = "~* &* +@all"
+	rc.Spec.ACL.Users = []redisv1alpha1.ACLUser{
+		{Name: "reader", Rules: " ~c:* +@read ", PasswordSecret: redisv1alpha1.SecretKeyRef{Name: "reader-pw"}},
+		{Name: "writer", Rules: "~* +@write", PasswordSecret: redisv1alpha1.SecretKeyRef{Name: "shared", Key: "w"}},
+	}
+	users := resources.RedisStatefulSet(rc, 6).Spec.Template.Spec
+	if got, _ := envOf(users, resources.RedisDefaultUserRulesEnv); got != "~* &* +@all" {
+		t.Errorf("default user's rules %q, want spec.acl.defaultUserRules", got)
+	}
+	if got, _ := envOf(users, resources.RedisACLUsersEnv); got != "reader ~c:* +@read\nwriter ~* +@write\n" {
+		t.Errorf("users' environment %q", got)
+	}
+	var projected []string
+	for _, v := range users.Volumes {
+		if v.Name == resources.RedisACLUsersVolume && v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				projected = append(projected, src.Secret.Name+"/"+src.Secret.Items[0].Key+"->"+src.Secret.Items[0].Path)
+			}
+		}
+	}
+	if want := []string{"reader-pw/password->reader", "shared/w->writer"}; !slices.Equal(projected, want) {
+		t.Errorf("users' volume %v, want %v", projected, want)
+	}
 	secret := resources.RedisUsersSecret(rc, "op", "ex")
 	if string(secret.Data[resources.RedisUsersOperatorKey]) != "op" || string(secret.Data[resources.RedisUsersExporterKey]) != "ex" {
 		t.Errorf("users Secret data: %q", secret.Data)
