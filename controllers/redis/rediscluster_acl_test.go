@@ -32,7 +32,8 @@ import (
 // to 4 masters (the nodes MIGRATE with AUTH2 as the operator's user), then the application's
 // password rotates, then the operator's and the exporter's, with the writer running; every
 // acknowledged key reads back through every node. A user of spec.acl.users logs in on every
-// node with its Secret's password and reads only its keys.
+// node with its Secret's password and reads only its keys; its password rotates with the
+// others.
 func TestRedisClusterWithACLUsers(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
@@ -89,14 +90,19 @@ func TestRedisClusterWithACLUsers(t *testing.T) {
 
 	// The operator's and the exporter's passwords rotate the same way, changed by hand in
 	// the users Secret: replicas keep replicating (masterauth follows the operator's).
-	oldLogins := map[string]redisadmin.Login{"operator": logins["operator"], "exporter": logins["exporter"]}
+	// So does the password of a user of spec.acl.users, changed in its own Secret.
+	oldLogins := map[string]redisadmin.Login{"operator": logins["operator"], "exporter": logins["exporter"], "reader": logins["reader"]}
 	suffix := fmt.Sprint(time.Now().UnixNano())
 	testenv.Update(t, env.Client, client.ObjectKey{Namespace: ns, Name: "acl-users"}, &corev1.Secret{}, func(s *corev1.Secret) {
 		s.Data[resources.RedisUsersOperatorKey] = []byte("operator-" + suffix)
 		s.Data[resources.RedisUsersExporterKey] = []byte("exporter-" + suffix)
 	})
+	testenv.Update(t, env.Client, client.ObjectKeyFromObject(reader), &corev1.Secret{}, func(s *corev1.Secret) {
+		s.Data["pw"] = []byte("reader-" + suffix)
+	})
 	logins["operator"] = redisadmin.Login{User: resources.RedisOperatorUser, Password: "operator-" + suffix}
 	logins["exporter"] = redisadmin.Login{User: resources.RedisExporterUser, Password: "exporter-" + suffix}
+	logins["reader"] = redisadmin.Login{User: "reader", Password: "reader-" + suffix}
 	rotateStart = time.Now()
 	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
 		cur := &redisv1alpha1.RedisCluster{}
@@ -115,7 +121,7 @@ func TestRedisClusterWithACLUsers(t *testing.T) {
 		}
 		return true, ""
 	})
-	t.Logf("the operator's and the exporter's passwords rotated in %.1f s", time.Since(rotateStart).Seconds())
+	t.Logf("the operator's, the exporter's and the reader's passwords rotated in %.1f s", time.Since(rotateStart).Seconds())
 	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
 	for _, n := range rc.Status.Nodes {
 		assertUserCommands(t.Context(), t, n.Instance, logins)

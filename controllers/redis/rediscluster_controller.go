@@ -83,6 +83,9 @@ type state struct {
 	password string
 	// users holds the users Secret's passwords (with ACL users), by key.
 	users map[string]string
+	// aclPasswords holds the passwords of spec.acl.users whose Secret holds a valid one,
+	// by user name.
+	aclPasswords map[string]string
 	// operatorPasswords are the passwords of resources.RedisOperatorUser (with ACL users)
 	// nodes may accept now: the first is the one every node accepts, which the operator
 	// authenticates with; a second is the one a rotation of it retires.
@@ -212,7 +215,7 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 // prepare reads what the snapshot needs (passwords, TLS, the member record) and, unless the
 // cluster is paused, keeps the children. The first error stops it.
 func (r *RedisClusterReconciler) prepare(ctx context.Context, s *state) error {
-	steps := []func(context.Context, *state) error{r.readPassword, r.readApplied, r.readUsers, r.readTLS, r.readMembers, r.readRestore, r.readReload}
+	steps := []func(context.Context, *state) error{r.readPassword, r.readACLUsers, r.readApplied, r.readUsers, r.readTLS, r.readMembers, r.readRestore, r.readReload}
 	if !s.rc.Spec.Pause {
 		s.unsupported = resources.RedisVersionProblem(s.rc)
 	}

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -232,6 +233,15 @@ func RedisUserConfConflict(rc *redisv1alpha1.RedisCluster, userConf string) stri
 		}
 	}
 	return ""
+}
+
+// RedisACLUserAppliedSecretName is the applied-password record (see
+// RedisAppliedPasswordSecret) of the user of spec.acl.users named user: named after a digest
+// of the name, which may hold characters a Secret's name cannot.
+func RedisACLUserAppliedSecretName(rc *redisv1alpha1.RedisCluster, user string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(user))
+	return fmt.Sprintf("%s-acl-%08x-applied", rc.Name, h.Sum32())
 }
 
 // RedisACLNamesSecret reports whether a user of rc's spec.acl.users has its password in the

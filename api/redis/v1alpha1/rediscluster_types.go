@@ -212,8 +212,9 @@ type ACLSpec struct {
 	DefaultUserRules string `json:"defaultUserRules,omitempty"`
 
 	// Users are more Redis users for the application, each with its own rules and its
-	// password in a Secret. Their passwords are read when a pod starts; changing the list
-	// or a user's rules restarts the pods one at a time, as an upgrade does.
+	// password in a Secret. A changed password is rotated onto the running nodes as the
+	// others are; changing the list or a user's rules restarts the pods one at a time, as
+	// an upgrade does.
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=map
 	// +listMapKey=name
