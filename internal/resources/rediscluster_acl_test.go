@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
@@ -129,5 +130,24 @@ func TestRedisUserConfConflict(t *testing.T) {
 	}
 	if got := resources.RedisUserConfConflict(rc, "maxmemory 1gb\n# aclfile /data/users.acl\nrequirepass x\n"); got != "" {
 		t.Errorf("with users, a comment and requirepass: %q, want no conflict", got)
+	}
+}
+
+// TestRedisACLUserAppliedSecretName: the record of a user of spec.acl.users is a valid
+// Secret name whatever the user's name holds, and users whose names differ only in case or
+// punctuation get records of their own.
+func TestRedisACLUserAppliedSecretName(t *testing.T) {
+	rc := &redisv1alpha1.RedisCluster{}
+	rc.Name = "cache"
+	seen := map[string]string{}
+	for _, user := range []string{"reader", "Reader", "app.v2", "app_v2", "App-V2"} {
+		name := resources.RedisACLUserAppliedSecretName(rc, user)
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			t.Errorf("user %q: record %q is no Secret name: %v", user, name, errs)
+		}
+		if other, ok := seen[name]; ok {
+			t.Errorf("users %q and %q share the record %q", user, other, name)
+		}
+		seen[name] = user
 	}
 }
