@@ -31,12 +31,20 @@ import (
 // statistics, and replicas replicate as the operator's user. The cluster scales out from 3
 // to 4 masters (the nodes MIGRATE with AUTH2 as the operator's user), then the application's
 // password rotates, then the operator's and the exporter's, with the writer running; every
-// acknowledged key reads back through every node.
+// acknowledged key reads back through every node. A user of spec.acl.users logs in on every
+// node with its Secret's password and reads only its keys; its password rotates with the
+// others.
 func TestRedisClusterWithACLUsers(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
+	reader := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "reader-pw", Namespace: ns}, Data: map[string][]byte{"pw": []byte("reader-password\n")}}
+	if err := env.Client.Create(t.Context(), reader); err != nil {
+		t.Fatal(err)
+	}
 	rc := redistest.NewCluster(ns, "acl", 6)
-	rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true}
+	rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{
+		{Name: "reader", Rules: "~w:* +@read", PasswordSecret: redisv1alpha1.SecretKeyRef{Name: reader.Name, Key: "pw"}},
+	}}
 	key, rc, pw := createRunning(t, rc, "with ACL users")
 	users := &corev1.Secret{}
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "acl-users"}, users); err != nil {
@@ -46,6 +54,7 @@ func TestRedisClusterWithACLUsers(t *testing.T) {
 		"application": {Password: pw},
 		"operator":    {User: resources.RedisOperatorUser, Password: string(users.Data[resources.RedisUsersOperatorKey])},
 		"exporter":    {User: resources.RedisExporterUser, Password: string(users.Data[resources.RedisUsersExporterKey])},
+		"reader":      {User: "reader", Password: "reader-password"},
 	}
 	assertNoSecretInProcesses(t, ns, rc.Status.Nodes, pw, logins["operator"].Password, logins["exporter"].Password)
 	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
@@ -81,14 +90,19 @@ func TestRedisClusterWithACLUsers(t *testing.T) {
 
 	// The operator's and the exporter's passwords rotate the same way, changed by hand in
 	// the users Secret: replicas keep replicating (masterauth follows the operator's).
-	oldLogins := map[string]redisadmin.Login{"operator": logins["operator"], "exporter": logins["exporter"]}
+	// So does the password of a user of spec.acl.users, changed in its own Secret.
+	oldLogins := map[string]redisadmin.Login{"operator": logins["operator"], "exporter": logins["exporter"], "reader": logins["reader"]}
 	suffix := fmt.Sprint(time.Now().UnixNano())
 	testenv.Update(t, env.Client, client.ObjectKey{Namespace: ns, Name: "acl-users"}, &corev1.Secret{}, func(s *corev1.Secret) {
 		s.Data[resources.RedisUsersOperatorKey] = []byte("operator-" + suffix)
 		s.Data[resources.RedisUsersExporterKey] = []byte("exporter-" + suffix)
 	})
+	testenv.Update(t, env.Client, client.ObjectKeyFromObject(reader), &corev1.Secret{}, func(s *corev1.Secret) {
+		s.Data["pw"] = []byte("reader-" + suffix)
+	})
 	logins["operator"] = redisadmin.Login{User: resources.RedisOperatorUser, Password: "operator-" + suffix}
 	logins["exporter"] = redisadmin.Login{User: resources.RedisExporterUser, Password: "exporter-" + suffix}
+	logins["reader"] = redisadmin.Login{User: "reader", Password: "reader-" + suffix}
 	rotateStart = time.Now()
 	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
 		cur := &redisv1alpha1.RedisCluster{}
@@ -107,7 +121,7 @@ func TestRedisClusterWithACLUsers(t *testing.T) {
 		}
 		return true, ""
 	})
-	t.Logf("the operator's and the exporter's passwords rotated in %.1f s", time.Since(rotateStart).Seconds())
+	t.Logf("the operator's, the exporter's and the reader's passwords rotated in %.1f s", time.Since(rotateStart).Seconds())
 	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
 	for _, n := range rc.Status.Nodes {
 		assertUserCommands(t.Context(), t, n.Instance, logins)
@@ -145,6 +159,14 @@ func assertUserCommands(ctx context.Context, t *testing.T, addr string, logins m
 		{"application", []any{"CONFIG", "GET", "masterauth"}, false},
 		{"application", []any{"CLUSTER", "FORGET", "0000000000000000000000000000000000000000"}, false},
 		{"application", []any{"ACL", "SETUSER", resources.RedisOperatorUser, "nopass"}, false},
+		{"application", []any{"KEYS", "*"}, false},
+		{"application", []any{"FLUSHALL"}, false},
+		{"application", []any{"MIGRATE", "127.0.0.1", 1, "", 0, 100, "KEYS", "w:1"}, false},
+		{"operator", []any{"CONFIG", "GET", "maxmemory"}, false},
+		{"operator", []any{"SCAN", 0}, false},
+		{"reader", []any{"GET", "w:1"}, true},
+		{"reader", []any{"GET", "other"}, false},
+		{"reader", []any{"SET", "w:1", "x"}, false},
 		{"operator", []any{"CLUSTER", "NODES"}, true},
 		{"operator", []any{"CLUSTER", "COUNTKEYSINSLOT", 0}, true},
 		{"operator", []any{"GET", "w:1"}, false},
@@ -196,6 +218,18 @@ func TestRedisClusterACLRefusesAnACLFile(t *testing.T) {
 	if err := env.Client.Create(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}
+	refusedUntilFixed(t, rc, "", []string{"spec.pod[0].configmap: redis.conf sets aclfile", "remove the line"}, func() {
+		testenv.Update(t, env.Client, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}, func(c *corev1.ConfigMap) {
+			c.Data["redis.conf"] = "maxmemory-policy allkeys-lru\n"
+		})
+	})
+}
+
+// refusedUntilFixed waits until rc is Degraded with a message holding each of want (and,
+// unless event is "", an event of that reason), checks that no StatefulSet was made, runs
+// fix, and waits for the StatefulSet.
+func refusedUntilFixed(t *testing.T, rc *redisv1alpha1.RedisCluster, event string, want []string, fix func()) {
+	t.Helper()
 	key := client.ObjectKeyFromObject(rc)
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
 		cur := &redisv1alpha1.RedisCluster{}
@@ -203,18 +237,46 @@ func TestRedisClusterACLRefusesAnACLFile(t *testing.T) {
 			return false, err.Error()
 		}
 		d := meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionDegraded)
-		return d != nil && d.Status == metav1.ConditionTrue && strings.Contains(d.Message, "spec.pod[0].configmap: redis.conf sets aclfile") &&
-			strings.Contains(d.Message, "remove the line"), fmt.Sprintf("Degraded %+v", d)
+		if d == nil || d.Status != metav1.ConditionTrue || (event != "" && !hasEvent(ctx, rc.Namespace, event)) {
+			return false, fmt.Sprintf("Degraded %+v", d)
+		}
+		for _, w := range want {
+			if !strings.Contains(d.Message, w) {
+				return false, fmt.Sprintf("Degraded %+v, want %q", d, w)
+			}
+		}
+		return true, ""
 	})
 	sts := &appsv1.StatefulSet{}
 	if err := env.Client.Get(t.Context(), key, sts); !apierrors.IsNotFound(err) {
 		t.Errorf("a StatefulSet whose pods could not start was created (%v)", err)
 	}
-	testenv.Update(t, env.Client, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}, func(c *corev1.ConfigMap) {
-		c.Data["redis.conf"] = "maxmemory-policy allkeys-lru\n"
-	})
+	fix()
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
 		err := env.Client.Get(ctx, key, sts)
-		return err == nil, fmt.Sprintf("no StatefulSet once the aclfile line is gone (%v)", err)
+		return err == nil, fmt.Sprintf("no StatefulSet once fixed (%v)", err)
 	})
+}
+
+// TestRedisClusterACLWaitsForAUserSecret: a user of spec.acl.users whose Secret does not
+// exist yet would keep every pod from starting. The operator says so in Degraded, naming
+// the field and the fix, with a Warning event, and creates no StatefulSet; once the Secret
+// is there it goes on.
+func TestRedisClusterACLWaitsForAUserSecret(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	rc := redistest.NewCluster(ns, "acl-later", 6)
+	rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{
+		{Name: "app", Rules: "~* +@read +@write", PasswordSecret: redisv1alpha1.SecretKeyRef{Name: "app-pw"}},
+	}}
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	refusedUntilFixed(t, rc, rediscontrollers.ReasonUserSecretMissing,
+		[]string{`spec.acl.users[0].passwordSecret: Secret "app-pw" of user app not found`, `create it with a "password" key`}, func() {
+			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-pw", Namespace: ns}, Data: map[string][]byte{"password": []byte("app-password")}}
+			if err := env.Client.Create(t.Context(), secret); err != nil {
+				t.Fatal(err)
+			}
+		})
 }

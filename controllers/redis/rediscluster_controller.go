@@ -85,6 +85,9 @@ type state struct {
 	password string
 	// users holds the users Secret's passwords (with ACL users), by key.
 	users map[string]string
+	// aclPasswords holds the passwords of spec.acl.users whose Secret holds a valid one,
+	// by user name.
+	aclPasswords map[string]string
 	// operatorPasswords are the passwords of resources.RedisOperatorUser (with ACL users)
 	// nodes may accept now: the first is the one every node accepts, which the operator
 	// authenticates with; a second is the one a rotation of it retires.
@@ -222,7 +225,7 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 // prepare reads what the snapshot needs (passwords, TLS, the member record) and, unless the
 // cluster is paused, keeps the children. The first error stops it.
 func (r *RedisClusterReconciler) prepare(ctx context.Context, s *state) error {
-	steps := []func(context.Context, *state) error{r.readPassword, r.readApplied, r.readUsers, r.readTLS, r.readMembers, r.readRestore, r.readReload}
+	steps := []func(context.Context, *state) error{r.readPassword, r.readACLUsers, r.readApplied, r.readUsers, r.readTLS, r.readMembers, r.readRestore, r.readReload}
 	if !s.rc.Spec.Pause {
 		s.unsupported = resources.RedisVersionProblem(s.rc)
 	}
@@ -232,7 +235,7 @@ func (r *RedisClusterReconciler) prepare(ctx context.Context, s *state) error {
 		r.warnUnsupported(s)
 		steps = append(steps, r.readStatefulSetIfAny)
 	case ensuring:
-		steps = append(steps, r.ensurePassword, r.ensureUsers, r.ensureTLS, r.ensureConfigMap, r.ensureServices,
+		steps = append(steps, r.ensurePassword, r.ensureUsers, r.ensureACLUsers, r.ensureTLS, r.ensureConfigMap, r.ensureServices,
 			r.ensurePodDisruptionBudget, r.ensureNetworkPolicy, r.ensureStatefulSet, r.deleteScaledInClaims)
 	case !s.rc.Spec.Pause:
 		steps = append(steps, r.readStatefulSet)
@@ -284,7 +287,8 @@ func (r *RedisClusterReconciler) userObject(ctx context.Context, key client.Obje
 }
 
 // referencing maps a Secret or ConfigMap to the clusters that name it in
-// spec.passwordSecret, spec.tls.secretName or spec.pod[0].configmap.
+// spec.passwordSecret, spec.tls.secretName, spec.acl.users[].passwordSecret or
+// spec.pod[0].configmap.
 func (r *RedisClusterReconciler) referencing(ctx context.Context, obj *metav1.PartialObjectMetadata) []reconcile.Request {
 	list := &redisv1alpha1.RedisClusterList{}
 	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
@@ -293,7 +297,8 @@ func (r *RedisClusterReconciler) referencing(ctx context.Context, obj *metav1.Pa
 	var out []reconcile.Request
 	isSecret := obj.Kind == "Secret"
 	for _, rc := range list.Items {
-		named := isSecret && (rc.Spec.PasswordSecret == obj.GetName() || (resources.RedisTLSUserSecret(&rc) && rc.Spec.TLS.SecretName == obj.GetName()))
+		named := isSecret && (rc.Spec.PasswordSecret == obj.GetName() || (resources.RedisTLSUserSecret(&rc) && rc.Spec.TLS.SecretName == obj.GetName()) ||
+			resources.RedisACLNamesSecret(&rc, obj.GetName()))
 		if named || (!isSecret && resources.RedisPodSpec(&rc).Configmap == obj.GetName()) {
 			key := types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name}
 			r.changes.touch(key)

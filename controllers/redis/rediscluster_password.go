@@ -25,7 +25,8 @@ const DefaultPasswordGrace = 2 * time.Minute
 
 // credential is a Redis user's password that the operator keeps every node on: the
 // application's (the default user's, from the password Secret) and, with spec.acl, the
-// operator's and the exporter's (from the users Secret).
+// operator's and the exporter's (from the users Secret) and those of spec.acl.users (from
+// their Secrets).
 type credential struct {
 	user    string // the Redis user
 	desired string // the password its Secret holds now
@@ -54,13 +55,18 @@ func (s *state) credentials() []credential {
 		return s.withRecords([]credential{app})
 	}
 	users := resources.RedisUsersSecretName(s.rc)
-	return s.withRecords([]credential{
+	creds := []credential{
 		{user: resources.RedisOperatorUser, desired: s.users[resources.RedisUsersOperatorKey], source: users,
 			record: resources.RedisUserAppliedSecretName(s.rc, resources.RedisUsersOperatorKey), masterAuth: true},
 		app,
 		{user: resources.RedisExporterUser, desired: s.users[resources.RedisUsersExporterKey], source: users,
 			record: resources.RedisUserAppliedSecretName(s.rc, resources.RedisUsersExporterKey)},
-	})
+	}
+	for _, u := range s.rc.Spec.ACL.Users {
+		creds = append(creds, credential{user: u.Name, desired: s.aclPasswords[u.Name], source: u.PasswordSecret.Name,
+			record: resources.RedisACLUserAppliedSecretName(s.rc, u.Name)})
+	}
+	return s.withRecords(creds)
 }
 
 // readApplied reads the applied-password records (from the cache: they are the operator's

@@ -152,5 +152,10 @@ func TestRedisClusterInvalidStringsAreRejected(t *testing.T) {
 		{Path: "spec.networkPolicy.metricsNamespace", Kind: "name", Valid: "monitoring", Set: func(o client.Object, v string) {
 			rcOf(o).Spec.NetworkPolicy = &redisv1alpha1.NetworkPolicySpec{MetricsNamespace: v}
 		}},
+		{Path: "spec.acl.users[0].passwordSecret.name", Kind: "name", Valid: "reader-password", Set: func(o client.Object, v string) {
+			rcOf(o).Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{
+				{Name: "reader", Rules: "~* +@read", PasswordSecret: redisv1alpha1.SecretKeyRef{Name: v}},
+			}}
+		}},
 	})
 }

@@ -1,9 +1,13 @@
 package redis
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/middleware-operator/middleware-operator/internal/child"
@@ -103,4 +107,70 @@ func (s *state) login() redisadmin.Login {
 		return redisadmin.Login{Password: string(applied.Data[resources.RedisPasswordKey])} // the one every node accepts
 	}
 	return redisadmin.Login{Password: s.password}
+}
+
+// ReasonUserSecretMissing is the Warning event of a Secret that spec.acl.users names and
+// that does not exist or lacks the key: the pods could not start with it, so the StatefulSet
+// is not changed until it is there.
+const ReasonUserSecretMissing = "UserSecretMissing"
+
+// readACLUsers reads the passwords of spec.acl.users from their Secrets into
+// s.aclPasswords, leaving out the ones it cannot read: ensureACLUsers reports them. Their
+// rotation (credentials) starts from these.
+func (r *RedisClusterReconciler) readACLUsers(ctx context.Context, s *state) error {
+	_, err := r.aclUserPasswords(ctx, s)
+	return err
+}
+
+// ensureACLUsers checks the password Secrets of spec.acl.users before any pod is made to
+// mount them: each must exist and hold a password at its key. A missing one is reported
+// (Degraded, naming the field, and an event) and looked for again after a bounded delay.
+func (r *RedisClusterReconciler) ensureACLUsers(ctx context.Context, s *state) error {
+	problem, err := r.aclUserPasswords(ctx, s)
+	if err != nil {
+		return err
+	}
+	var missing *userObjectMissingError
+	if errors.As(problem, &missing) {
+		if s.rc.Status.Reason != missing.msg {
+			r.event(s, corev1.EventTypeWarning, ReasonUserSecretMissing, "Configure", "%s", missing.msg)
+		}
+	}
+	return problem
+}
+
+// aclUserPasswords reads the password of each user of spec.acl.users into s.aclPasswords.
+// It returns the first user whose Secret is missing, lacks the key (a
+// *userObjectMissingError naming the field) or holds no password (a
+// *passwordInvalidError) as problem, and err for a failed read.
+func (r *RedisClusterReconciler) aclUserPasswords(ctx context.Context, s *state) (problem, err error) {
+	s.aclPasswords = map[string]string{}
+	if !resources.RedisACLEnabled(s.rc) {
+		return nil, nil
+	}
+	for i, u := range s.rc.Spec.ACL.Users {
+		key := resources.RedisACLUserSecretKey(u)
+		field := fmt.Sprintf("spec.acl.users[%d].passwordSecret", i)
+		secret := &corev1.Secret{}
+		err := r.userObject(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: u.PasswordSecret.Name}, secret)
+		switch {
+		case apierrors.IsNotFound(err):
+			problem = cmp.Or(problem, error(&userObjectMissingError{fmt.Sprintf("%s: Secret %q of user %s not found: create it with a %q key",
+				field, u.PasswordSecret.Name, u.Name, key)}))
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("while reading Secret %s: %w", u.PasswordSecret.Name, err)
+		case len(secret.Data[key]) == 0:
+			problem = cmp.Or(problem, error(&userObjectMissingError{fmt.Sprintf("%s: Secret %q of user %s has no %q key: add the user's password there",
+				field, u.PasswordSecret.Name, u.Name, key)}))
+			continue
+		}
+		password, err := secretPassword(secret, key)
+		if err != nil {
+			problem = cmp.Or(problem, err)
+			continue
+		}
+		s.aclPasswords[u.Name] = password
+	}
+	return problem, nil
 }

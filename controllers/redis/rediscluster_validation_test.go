@@ -246,6 +246,84 @@ func TestRedisClusterInvalidSpecsAreRejected(t *testing.T) {
 			},
 			want: []string{"spec.tls.secretName", "must be a Secret's name"},
 		},
+		"ACL users without ACL": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.ACL = &redisv1alpha1.ACLSpec{Users: []redisv1alpha1.ACLUser{aclUser("app", "+@read")}}
+			},
+			want: []string{"spec.acl.defaultUserRules and spec.acl.users need spec.acl.enabled: true"},
+		},
+		"default user rules without ACL": {
+			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.ACL = &redisv1alpha1.ACLSpec{DefaultUserRules: "+@all"} },
+			want:   []string{"spec.acl.defaultUserRules and spec.acl.users need spec.acl.enabled: true"},
+		},
+		"a password in the default user's rules": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, DefaultUserRules: "~* +@all >secret"}
+			},
+			want: []string{"spec.acl.defaultUserRules", "must not set the password", "remove that rule"},
+		},
+		"nopass in a user's rules": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{aclUser("app", "~* +@read NOPASS")}}
+			},
+			want: []string{"spec.acl.users[].rules", "must not set the password"},
+		},
+		"a password hash in a user's rules": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{aclUser("app", "#5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8 +@read")}}
+			},
+			want: []string{"spec.acl.users[].rules", "must not set the password"},
+		},
+		"a second line in a user's rules": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{aclUser("app", "+@read\nuser evil on nopass +@all")}}
+			},
+			want: []string{"spec.acl.users[].rules", "on one line"},
+		},
+		"a quote in the default user's rules": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, DefaultUserRules: `~"* +@all`}
+			},
+			want: []string{"spec.acl.defaultUserRules", "without quotes or backslashes"},
+		},
+		"a user named default": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{aclUser("default", "+@read")}}
+			},
+			want: []string{"spec.acl.users[].name must not be default", "spec.acl.defaultUserRules"},
+		},
+		"a user named like the operator's": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{aclUser("mwo-operator", "+@all")}}
+			},
+			want: []string{"spec.acl.users[].name", "nor start with mwo-"},
+		},
+		"a user name with a space": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{aclUser("app reader", "+@read")}}
+			},
+			want: []string{"spec.acl.users[].name must be letters, digits"},
+		},
+		"two users of the same name": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{aclUser("app", "+@read"), aclUser("app", "+@write")}}
+			},
+			want: []string{"spec.acl.users[1]", "Duplicate value"},
+		},
+		"a user's Secret that cannot exist": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				u := aclUser("app", "+@read")
+				u.PasswordSecret.Name = "App_PW"
+				rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{u}}
+			},
+			want: []string{"passwordSecret.name must be a Secret's name"},
+		},
+		"a user without rules": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{aclUser("app", "")}}
+			},
+			want: []string{"spec.acl.users[0].rules"},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -261,5 +339,29 @@ func TestRedisClusterInvalidSpecsAreRejected(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// aclUser is a user of spec.acl.users with its password in the Secret <name>-pw.
+func aclUser(name, rules string) redisv1alpha1.ACLUser {
+	return redisv1alpha1.ACLUser{Name: name, Rules: rules, PasswordSecret: redisv1alpha1.SecretKeyRef{Name: name + "-pw"}}
+}
+
+// TestRedisClusterACLUsersAccepted: users with rules, a key of their Secret, and rules for
+// the default user are accepted; the Secret's key defaults to "password".
+func TestRedisClusterACLUsersAccepted(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	rc := redistest.NewCluster(ns, "acl-valid", 6)
+	rc.Spec.Pause = true
+	rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, DefaultUserRules: "~* &* +@all -@dangerous +info -flushall", Users: []redisv1alpha1.ACLUser{
+		aclUser("app-reader", "~cache:* %R~shared:* -@all +@read +ping (~other:* +get)"),
+		{Name: "writer.2", Rules: "allkeys +@write -@dangerous", PasswordSecret: redisv1alpha1.SecretKeyRef{Name: "writer", Key: "pw.txt"}},
+	}}
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatalf("valid users were rejected: %v", err)
+	}
+	if rc.Spec.ACL.Users[0].PasswordSecret.Key != "password" {
+		t.Errorf("passwordSecret.key defaulted to %q, want password", rc.Spec.ACL.Users[0].PasswordSecret.Key)
 	}
 }

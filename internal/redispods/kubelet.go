@@ -334,6 +334,13 @@ func (k *Kubelet) writeVolumes(ctx context.Context, pod *corev1.Pod, cms *config
 			}
 			continue
 		}
+		if v.Projected != nil && secretsOnly(v.Projected) { // not the service account token's
+			dirs[v.Name] = filepath.Join(k.podDir(pod.Namespace, pod.Name), v.Name)
+			if err := k.writeProjectedVolume(ctx, pod.Namespace, v.Projected, dirs[v.Name]); err != nil {
+				errs = append(errs, fmt.Errorf("volume %s: %w", v.Name, err))
+			}
+			continue
+		}
 		if v.ConfigMap == nil {
 			continue
 		}
@@ -366,22 +373,49 @@ func (k *Kubelet) writeVolumes(ctx context.Context, pod *corev1.Pod, cms *config
 // up to date on every sync as a kubelet refreshes Secret volumes (here at once, where a real
 // kubelet takes up to its sync period and cache TTL).
 func (k *Kubelet) writeSecretVolume(ctx context.Context, namespace string, v *corev1.SecretVolumeSource, dir string) error {
-	secret := &corev1.Secret{}
-	if err := k.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: v.SecretName}, secret); err != nil {
+	files := map[string][]byte{}
+	if err := k.secretFiles(ctx, namespace, v.SecretName, v.Items, files); err != nil {
 		return err
 	}
+	return writeFiles(dir, files)
+}
+
+// secretsOnly reports whether every source of a projected volume is a Secret: the volumes
+// writeProjectedVolume writes (the redis container mounts no other kind).
+func secretsOnly(v *corev1.ProjectedVolumeSource) bool {
+	return len(v.Sources) > 0 && !slices.ContainsFunc(v.Sources, func(s corev1.VolumeProjection) bool { return s.Secret == nil })
+}
+
+// writeProjectedVolume writes a projected volume of Secrets into dir, each source as
+// writeSecretVolume writes one.
+func (k *Kubelet) writeProjectedVolume(ctx context.Context, namespace string, v *corev1.ProjectedVolumeSource, dir string) error {
 	files := map[string][]byte{}
-	if len(v.Items) == 0 {
+	for _, src := range v.Sources {
+		if err := k.secretFiles(ctx, namespace, src.Secret.Name, src.Secret.Items, files); err != nil {
+			return err
+		}
+	}
+	return writeFiles(dir, files)
+}
+
+// secretFiles adds to files the Secret name's items (file path -> value), or every key
+// when there is no item.
+func (k *Kubelet) secretFiles(ctx context.Context, namespace, name string, items []corev1.KeyToPath, files map[string][]byte) error {
+	secret := &corev1.Secret{}
+	if err := k.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret); err != nil {
+		return err
+	}
+	if len(items) == 0 {
 		maps.Copy(files, secret.Data)
 	}
-	for _, item := range v.Items {
+	for _, item := range items {
 		data, ok := secret.Data[item.Key]
 		if !ok {
-			return fmt.Errorf("secret %s has no key %q", v.SecretName, item.Key)
+			return fmt.Errorf("secret %s has no key %q", name, item.Key)
 		}
 		files[item.Path] = data
 	}
-	return writeFiles(dir, files)
+	return nil
 }
 
 // writeFiles makes dir hold exactly files. Each file is replaced atomically (written next to

@@ -40,6 +40,13 @@ func startKubelet(t *testing.T) (*Kubelet, client.Client, *redisv1alpha1.RedisCl
 // redis.conf conf.
 func startKubeletWith(t *testing.T, res corev1.ResourceRequirements, conf string) (*Kubelet, client.Client, *redisv1alpha1.RedisCluster) {
 	t.Helper()
+	return startKubeletFor(t, res, conf, nil)
+}
+
+// startKubeletFor is startKubeletWith with rc changed by edit, and objects besides the pod,
+// its redis.conf and its password Secret.
+func startKubeletFor(t *testing.T, res corev1.ResourceRequirements, conf string, edit func(*redisv1alpha1.RedisCluster) []client.Object) (*Kubelet, client.Client, *redisv1alpha1.RedisCluster) {
+	t.Helper()
 	for _, bin := range []string{"redis-server", "unshare", "mount"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			if os.Getenv("CI") != "" {
@@ -51,6 +58,10 @@ func startKubeletWith(t *testing.T, res corev1.ResourceRequirements, conf string
 	rc := &redisv1alpha1.RedisCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "kt", Namespace: testNamespace},
 		Spec:       redisv1alpha1.RedisClusterSpec{Replicas: 6, Pod: []redisv1alpha1.PodSpec{{Resources: res}}},
+	}
+	var objects []client.Object
+	if edit != nil {
+		objects = edit(rc)
 	}
 	template := resources.RedisStatefulSet(rc, 1).Spec.Template
 	pod := &corev1.Pod{
@@ -70,7 +81,7 @@ func startKubeletWith(t *testing.T, res corev1.ResourceRequirements, conf string
 		ObjectMeta: metav1.ObjectMeta{Name: resources.RedisConfigMapName(rc), Namespace: testNamespace},
 		Data:       map[string]string{resources.RedisConfigFile: conf},
 	}
-	c := fake.NewClientBuilder().WithObjects(pod, config, resources.RedisPasswordSecret(rc, testPassword)).
+	c := fake.NewClientBuilder().WithObjects(append(objects, pod, config, resources.RedisPasswordSecret(rc, testPassword))...).
 		WithStatusSubresource(&corev1.Pod{}).Build()
 
 	k := New(c, t.TempDir(), t.Logf)
@@ -253,5 +264,25 @@ func TestKubeletHoldsADeletedPodUntilItsProcessStopped(t *testing.T) {
 	}
 	if err := ping(rdb); err == nil {
 		t.Error("the pod's object is gone while its redis-server still answers")
+	}
+}
+
+// TestKubeletMountsProjectedSecrets runs a pod with ACL users, one of them from
+// spec.acl.users: the users' passwords come from a projected volume of their Secrets, and
+// each user logs in with its own.
+func TestKubeletMountsProjectedSecrets(t *testing.T) {
+	startKubeletFor(t, corev1.ResourceRequirements{}, "port 6379\ndir /data\nappendonly no\n", func(rc *redisv1alpha1.RedisCluster) []client.Object {
+		rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{
+			{Name: "reader", Rules: "~* +@read +ping", PasswordSecret: redisv1alpha1.SecretKeyRef{Name: "reader-pw", Key: "pw"}},
+		}}
+		return []client.Object{resources.RedisUsersSecret(rc, "op-pw", "ex-pw"),
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "reader-pw", Namespace: testNamespace}, Data: map[string][]byte{"pw": []byte("reader-password\n")}}}
+	})
+	for user, pw := range map[string]string{"": testPassword, "reader": "reader-password", resources.RedisOperatorUser: "op-pw"} {
+		rdb := redis.NewClient(&redis.Options{Addr: testIP + ":6379", Username: user, Password: pw, MaxRetries: -1, DialTimeout: 500 * time.Millisecond})
+		defer func() { _ = rdb.Close() }()
+		if !eventually(15*time.Second, func() bool { return ping(rdb) == nil }) {
+			t.Errorf("user %q: no PING answer: %v", user, ping(rdb))
+		}
 	}
 }

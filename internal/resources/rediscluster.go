@@ -482,6 +482,10 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 	}
 	if RedisACLEnabled(rc) {
 		redis.VolumeMounts = append(redis.VolumeMounts, redisUsersMount())
+		redis.Env = append(redis.Env, redisACLEnv(rc)...)
+		if len(rc.Spec.ACL.Users) > 0 {
+			redis.VolumeMounts = append(redis.VolumeMounts, corev1.VolumeMount{Name: RedisACLUsersVolume, MountPath: RedisACLUsersDir, ReadOnly: true})
+		}
 	}
 	containers := []corev1.Container{redis}
 	if pod.MonitorImage != "" {
@@ -567,6 +571,9 @@ func redisVolumes(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) []c
 	}
 	if RedisACLEnabled(rc) {
 		volumes = append(volumes, redisUsersVolume(rc))
+		if v := redisACLUsersVolume(rc); v != nil {
+			volumes = append(volumes, *v)
+		}
 	}
 	switch redisVolumeType(pod) {
 	case "hostPath":

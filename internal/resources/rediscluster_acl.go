@@ -2,6 +2,7 @@ package resources
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,26 +30,106 @@ const (
 )
 
 // ACL rules of each user, after its password. Each starts from nothing (a user line resets
-// the user), so these are all it may do.
+// the user), so these are all it may do. The README's Security section and docs/security.md
+// say the same; TestRedisUsersMustAndMustNot runs each command named here, and the ones each
+// user must not run, against a real redis-server.
 const (
-	// RedisDefaultUserRules: the application may use every key, channel and command but
-	// the administrative ones (@admin: CONFIG, ACL changes, CLUSTER changes, SHUTDOWN,
-	// REPLICAOF, MONITOR, DEBUG, SAVE, FAILOVER, CLIENT KILL...). CLUSTER SLOTS, SHARDS,
-	// NODES and INFO stay, which cluster clients and the readiness probe need.
-	RedisDefaultUserRules = "~* &* +@all -@admin"
-	// RedisOperatorUserRules: the commands the operator sends (CLUSTER, INFO, PING,
-	// DBSIZE, CONFIG GET/SET, ACL SETUSER) and the ones its slot moves make the nodes send
-	// (MIGRATE, and on the target SELECT and RESTORE-ASKING; DUMP compares conflicting
-	// keys), plus PSYNC and REPLCONF for replication and backups, and RESTORE and FUNCTION
-	// LOAD to load a backup into a restoring cluster. It reads no key by name and runs no
-	// command of the application's.
-	RedisOperatorUserRules = "~* &* -@all +cluster +info +ping +dbsize +migrate +asking +dump +restore-asking +select " +
-		"+config|set +config|get +acl|setuser +readonly +psync +replconf +restore +function|load"
-	// RedisExporterUserRules: the statistics redis_exporter reads, no key and no CONFIG
-	// (CONFIG GET masterauth would reveal the operator's password).
-	RedisExporterUserRules = "resetkeys -@all +ping +info +dbsize +select +cluster|info +cluster|nodes " +
+	// RedisDefaultUserRules is the application's default user when spec.acl.defaultUserRules
+	// is empty: every key, channel and command but the @dangerous ones (CONFIG, ACL changes,
+	// CLUSTER changes, KEYS, FLUSHALL, FLUSHDB, MIGRATE, RESTORE, SWAPDB, MONITOR, DEBUG,
+	// SHUTDOWN, REPLICAOF, FAILOVER, CLIENT KILL/LIST, SLOWLOG, SORT...). INFO stays: the
+	// readiness probe reads INFO replication as this user, and clients read it. CLUSTER
+	// SLOTS, SHARDS, NODES and INFO are not dangerous; cluster clients need them.
+	RedisDefaultUserRules = "~* &* +@all -@dangerous +info"
+	// RedisOperatorUserRules: the commands the operator sends, and those the nodes send as
+	// this user on its behalf; nothing else. Each one and the step that needs it:
+	//   - PING, INFO, DBSIZE, CLUSTER NODES/INFO/COUNTKEYSINSLOT: the snapshot, and the
+	//     checks before a node joins;
+	//   - CLUSTER MEET/ADDSLOTSRANGE/REPLICATE/SET-CONFIG-EPOCH/FORGET/RESET/FAILOVER/
+	//     SETSLOT/BUMPEPOCH: forming, scaling, upgrading and healing the cluster;
+	//   - CLUSTER GETKEYSINSLOT, MIGRATE, and ASKING + DUMP (comparing a key both nodes hold
+	//     before MIGRATE REPLACE) for slot moves, and on the target the SELECT and
+	//     RESTORE-ASKING that MIGRATE sends as this user (AUTH2); these need every key (~*);
+	//   - PSYNC and REPLCONF (with PING): replicas replicate as this user, and a backup
+	//     streams each master's RDB the same way;
+	//   - RESTORE and FUNCTION LOAD: loading a backup into a restoring cluster;
+	//   - CONFIG SET: maxmemory and maxmemory-policy (spec.memory), tls-cert-file (a renewed
+	//     certificate), masterauth (a rotated password of this user);
+	//   - ACL SETUSER: rotating the passwords of every user without a restart.
+	// It runs no read or write command of the application's (GET, SET, SCAN, KEYS,
+	// FLUSHALL...), no CONFIG GET, no ACL read, and no channel.
+	RedisOperatorUserRules = "~* resetchannels -@all +ping +info +dbsize " +
+		"+cluster|nodes +cluster|info +cluster|countkeysinslot +cluster|getkeysinslot " +
+		"+cluster|meet +cluster|addslotsrange +cluster|replicate +cluster|set-config-epoch +cluster|forget " +
+		"+cluster|reset +cluster|failover +cluster|setslot +cluster|bumpepoch " +
+		"+migrate +asking +dump +select +restore-asking +psync +replconf +restore +function|load " +
+		"+config|set +acl|setuser"
+	// RedisExporterUserRules: the statistics redis_exporter reads, no key, no channel and no
+	// CONFIG (CONFIG GET masterauth would reveal the operator's password).
+	RedisExporterUserRules = "resetkeys resetchannels -@all +ping +info +dbsize +select +cluster|info +cluster|nodes " +
 		"+slowlog|get +slowlog|len +latency|latest +client|list"
 )
+
+// Where the rules and the passwords of the application's users reach the start script.
+const (
+	// RedisACLUsersDir is where the redis container mounts the passwords of spec.acl.users,
+	// one file per user named after it (RedisACLUsersVolume).
+	RedisACLUsersDir    = "/etc/redis-acl-users"
+	RedisACLUsersVolume = "acl-users"
+	// RedisDefaultUserRulesEnv and RedisACLUsersEnv carry the rules to the start script:
+	// the default user's, and one line "<name> <rules>" per user of spec.acl.users.
+	RedisDefaultUserRulesEnv = "REDIS_DEFAULT_USER_RULES"
+	RedisACLUsersEnv         = "REDIS_ACL_USERS"
+)
+
+// RedisDefaultUserRulesOf is the default user's rules: spec.acl.defaultUserRules, or
+// RedisDefaultUserRules when it is empty.
+func RedisDefaultUserRulesOf(rc *redisv1alpha1.RedisCluster) string {
+	if rc.Spec.ACL != nil && strings.TrimSpace(rc.Spec.ACL.DefaultUserRules) != "" {
+		return strings.TrimSpace(rc.Spec.ACL.DefaultUserRules)
+	}
+	return RedisDefaultUserRules
+}
+
+// RedisACLUserSecretKey is the key of a user's password Secret: passwordSecret.key, or
+// RedisPasswordKey.
+func RedisACLUserSecretKey(u redisv1alpha1.ACLUser) string {
+	if u.PasswordSecret.Key != "" {
+		return u.PasswordSecret.Key
+	}
+	return RedisPasswordKey
+}
+
+// redisACLEnv is what the ACL start script reads besides the password files: the default
+// user's rules and the users of spec.acl.users.
+func redisACLEnv(rc *redisv1alpha1.RedisCluster) []corev1.EnvVar {
+	var users strings.Builder
+	for _, u := range rc.Spec.ACL.Users {
+		users.WriteString(u.Name + " " + strings.TrimSpace(u.Rules) + "\n")
+	}
+	env := []corev1.EnvVar{{Name: RedisDefaultUserRulesEnv, Value: RedisDefaultUserRulesOf(rc)}}
+	if users.Len() > 0 {
+		env = append(env, corev1.EnvVar{Name: RedisACLUsersEnv, Value: users.String()})
+	}
+	return env
+}
+
+// redisACLUsersVolume holds the passwords of spec.acl.users, or is nil when there is none.
+func redisACLUsersVolume(rc *redisv1alpha1.RedisCluster) *corev1.Volume {
+	if len(rc.Spec.ACL.Users) == 0 {
+		return nil
+	}
+	sources := make([]corev1.VolumeProjection, 0, len(rc.Spec.ACL.Users))
+	for _, u := range rc.Spec.ACL.Users {
+		sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: u.PasswordSecret.Name},
+			Items:                []corev1.KeyToPath{{Key: RedisACLUserSecretKey(u), Path: u.Name}},
+		}})
+	}
+	return &corev1.Volume{Name: RedisACLUsersVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: sources, DefaultMode: ptr.To[int32](0o440),
+	}}}
+}
 
 // RedisACLEnabled reports whether spec.acl.enabled is true.
 func RedisACLEnabled(rc *redisv1alpha1.RedisCluster) bool {
@@ -82,17 +163,27 @@ func RedisUserAppliedSecretName(rc *redisv1alpha1.RedisCluster, key string) stri
 
 // RedisACLStartScript is RedisStartScript for a cluster with ACL users: instead of
 // requirepass it writes one user line per user into RedisAuthFile (the default user with
-// the password Secret's password, the operator's and the exporter's with the users
-// Secret's), and makes replicas authenticate to their masters as RedisOperatorUser.
+// the password Secret's password and the rules of RedisDefaultUserRulesEnv, the operator's
+// and the exporter's with the users Secret's, and each line of RedisACLUsersEnv with its
+// password file in RedisACLUsersDir), and makes replicas authenticate to their masters as
+// RedisOperatorUser. A password file that is missing or not a password stops it.
 const RedisACLStartScript = redisStartHead + redisUsersAuth + redisStartGuard
 
 // redisUsersAuth writes the users into RedisAuthFile, each password quoted for redis.conf.
+// The users' loop reads a here-document, so it runs in this shell and its exit stops the
+// script.
 const redisUsersAuth = redisPasswordFunc + `for f in ` + RedisPasswordFile + ` ` + redisOperatorPasswordFile + ` ` + redisExporterPasswordFile + `; do
   password "$f" || exit 1
 done
-{ printf 'user default on ">'; quoted ` + RedisPasswordFile + `; printf '" ` + RedisDefaultUserRules + `\n'
+{ printf 'user default on ">'; quoted ` + RedisPasswordFile + `; printf '" %s\n' "$` + RedisDefaultUserRulesEnv + `"
   printf 'user ` + RedisOperatorUser + ` on ">'; quoted ` + redisOperatorPasswordFile + `; printf '" ` + RedisOperatorUserRules + `\n'
   printf 'user ` + RedisExporterUser + ` on ">'; quoted ` + redisExporterPasswordFile + `; printf '" ` + RedisExporterUserRules + `\n'
+  while read -r name rules; do
+    [ -n "$name" ] || continue
+    printf 'user %s on ">' "$name"; quoted "` + RedisACLUsersDir + `/$name"; printf '" %s\n' "$rules"
+  done <<EOF
+$` + RedisACLUsersEnv + `
+EOF
   printf 'masteruser ` + RedisOperatorUser + `\nmasterauth "'; quoted ` + redisOperatorPasswordFile + `; printf '"\n'; } > ` + RedisAuthFile + `
 `
 
@@ -142,4 +233,27 @@ func RedisUserConfConflict(rc *redisv1alpha1.RedisCluster, userConf string) stri
 		}
 	}
 	return ""
+}
+
+// RedisACLUserAppliedSecretName is the applied-password record (see
+// RedisAppliedPasswordSecret) of the user of spec.acl.users named user: named after a digest
+// of the name, which may hold characters a Secret's name cannot.
+func RedisACLUserAppliedSecretName(rc *redisv1alpha1.RedisCluster, user string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(user))
+	return fmt.Sprintf("%s-acl-%08x-applied", rc.Name, h.Sum32())
+}
+
+// RedisACLNamesSecret reports whether a user of rc's spec.acl.users has its password in the
+// Secret name.
+func RedisACLNamesSecret(rc *redisv1alpha1.RedisCluster, name string) bool {
+	if !RedisACLEnabled(rc) {
+		return false
+	}
+	for _, u := range rc.Spec.ACL.Users {
+		if u.PasswordSecret.Name == name {
+			return true
+		}
+	}
+	return false
 }

@@ -6,69 +6,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
-
-// TestRedisACLStartScriptGivesEachUserOnlyItsCommands runs the ACL start script in front of
-// a real redis-server and tries, as each user, a command it needs and one it must not run.
-func TestRedisACLStartScriptGivesEachUserOnlyItsCommands(t *testing.T) {
-	const app, op, ex = `a"pp\pass word`, "operatorpassword", "exporterpassword"
-	srv := runStartScript(t, resources.RedisACLStartScript, map[string]string{
-		resources.RedisPasswordFile:                                     app,
-		resources.RedisUsersDir + "/" + resources.RedisUsersOperatorKey: op,
-		resources.RedisUsersDir + "/" + resources.RedisUsersExporterKey: ex,
-	})
-	srv.waitFor(t, "", app)
-	if out := srv.cli("", "", "ping"); !strings.Contains(out, "NOAUTH") {
-		t.Errorf("the server answers without a password: %s", out)
-	}
-	cases := []struct {
-		user, password string
-		args           []string
-		allowed        bool
-	}{
-		{"", app, []string{"set", "k", "v"}, true},
-		{"", app, []string{"get", "k"}, true},
-		{"", app, []string{"info", "server"}, true},
-		{"", app, []string{"config", "get", "masterauth"}, false},
-		{"", app, []string{"acl", "setuser", "default", "nopass"}, false},
-		{"", app, []string{"replicaof", "127.0.0.1", "1"}, false},
-		{"", app, []string{"client", "kill", "127.0.0.2:1"}, false},
-		{resources.RedisOperatorUser, op, []string{"info", "replication"}, true},
-		{resources.RedisOperatorUser, op, []string{"dbsize"}, true},
-		{resources.RedisOperatorUser, op, []string{"dump", "k"}, true},
-		{resources.RedisOperatorUser, op, []string{"config", "get", "maxmemory"}, true},
-		{resources.RedisOperatorUser, op, []string{"acl", "setuser", "default", "on", ">" + app}, true},
-		{resources.RedisOperatorUser, op, []string{"get", "k"}, false},
-		{resources.RedisOperatorUser, op, []string{"set", "k", "x"}, false},
-		{resources.RedisOperatorUser, op, []string{"flushall"}, false},
-		{resources.RedisOperatorUser, op, []string{"acl", "list"}, false},
-		{resources.RedisOperatorUser, op, []string{"shutdown"}, false},
-		{resources.RedisExporterUser, ex, []string{"info", "stats"}, true},
-		{resources.RedisExporterUser, ex, []string{"slowlog", "get"}, true},
-		{resources.RedisExporterUser, ex, []string{"get", "k"}, false},
-		{resources.RedisExporterUser, ex, []string{"config", "get", "masterauth"}, false},
-		{resources.RedisExporterUser, ex, []string{"keys", "*"}, false},
-	}
-	for _, c := range cases {
-		out := srv.cli(c.user, c.password, c.args...)
-		if denied := strings.Contains(out, "NOPERM"); denied == c.allowed {
-			t.Errorf("user %q, %s: allowed %v, want %v (%s)", c.user, strings.Join(c.args, " "), !denied, c.allowed, out)
-		}
-	}
-	if out := srv.cli(resources.RedisOperatorUser, op, "config", "get", "masteruser"); !strings.Contains(out, resources.RedisOperatorUser) {
-		t.Errorf("replicas do not authenticate as %s: %s", resources.RedisOperatorUser, out)
-	}
-	if out := srv.cli(resources.RedisOperatorUser, op, "config", "get", "masterauth"); !strings.Contains(out, op) {
-		t.Errorf("masterauth is not the operator's password: %s", out)
-	}
-	if out := srv.cli("", app, "get", "k"); out != "v" {
-		t.Errorf("the application's key changed: %q", out)
-	}
-	srv.assertNoSecretPassed(t, app, op, ex)
-}
 
 // TestRedisStatefulSetWithACL: the pods of a cluster with users start with the ACL script
 // and mount the users Secret's passwords; the exporter is its own user with its own password
@@ -124,6 +66,49 @@ func TestRedisStatefulSetWithACL(t *testing.T) {
 	if exporterUser(plain) != "" || exporterUser(acl) != resources.RedisExporterUser {
 		t.Errorf("exporter user without ACL %q, with ACL %q; want \"\", %q", exporterUser(plain), exporterUser(acl), resources.RedisExporterUser)
 	}
+	envOf := func(spec corev1.PodSpec, name string) (string, bool) {
+		for _, e := range spec.Containers[0].Env {
+			if e.Name == name {
+				return e.Value, true
+			}
+		}
+		return "", false
+	}
+	if _, ok := envOf(plain, resources.RedisDefaultUserRulesEnv); ok {
+		t.Errorf("without users the default user's rules are in the environment")
+	}
+	if got, _ := envOf(acl, resources.RedisDefaultUserRulesEnv); got != resources.RedisDefaultUserRules {
+		t.Errorf("default user's rules %q, want %q", got, resources.RedisDefaultUserRules)
+	}
+	if _, ok := envOf(acl, resources.RedisACLUsersEnv); ok || slices.ContainsFunc(acl.Volumes, func(v corev1.Volume) bool { return v.Name == resources.RedisACLUsersVolume }) {
+		t.Errorf("without spec.acl.users the users' environment or volume is there")
+	}
+
+	// Users of spec.acl.users: one line each in the environment, their Secrets' keys in one
+	// projected volume, a file per user; defaultUserRules replaces the default rules.
+	rc.Spec.ACL.DefaultUserRules = "~* &* +@all"
+	rc.Spec.ACL.Users = []redisv1alpha1.ACLUser{
+		{Name: "reader", Rules: " ~c:* +@read ", PasswordSecret: redisv1alpha1.SecretKeyRef{Name: "reader-pw"}},
+		{Name: "writer", Rules: "~* +@write", PasswordSecret: redisv1alpha1.SecretKeyRef{Name: "shared", Key: "w"}},
+	}
+	users := resources.RedisStatefulSet(rc, 6).Spec.Template.Spec
+	if got, _ := envOf(users, resources.RedisDefaultUserRulesEnv); got != "~* &* +@all" {
+		t.Errorf("default user's rules %q, want spec.acl.defaultUserRules", got)
+	}
+	if got, _ := envOf(users, resources.RedisACLUsersEnv); got != "reader ~c:* +@read\nwriter ~* +@write\n" {
+		t.Errorf("users' environment %q", got)
+	}
+	var projected []string
+	for _, v := range users.Volumes {
+		if v.Name == resources.RedisACLUsersVolume && v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				projected = append(projected, src.Secret.Name+"/"+src.Secret.Items[0].Key+"->"+src.Secret.Items[0].Path)
+			}
+		}
+	}
+	if want := []string{"reader-pw/password->reader", "shared/w->writer"}; !slices.Equal(projected, want) {
+		t.Errorf("users' volume %v, want %v", projected, want)
+	}
 	secret := resources.RedisUsersSecret(rc, "op", "ex")
 	if string(secret.Data[resources.RedisUsersOperatorKey]) != "op" || string(secret.Data[resources.RedisUsersExporterKey]) != "ex" {
 		t.Errorf("users Secret data: %q", secret.Data)
@@ -145,5 +130,24 @@ func TestRedisUserConfConflict(t *testing.T) {
 	}
 	if got := resources.RedisUserConfConflict(rc, "maxmemory 1gb\n# aclfile /data/users.acl\nrequirepass x\n"); got != "" {
 		t.Errorf("with users, a comment and requirepass: %q, want no conflict", got)
+	}
+}
+
+// TestRedisACLUserAppliedSecretName: the record of a user of spec.acl.users is a valid
+// Secret name whatever the user's name holds, and users whose names differ only in case or
+// punctuation get records of their own.
+func TestRedisACLUserAppliedSecretName(t *testing.T) {
+	rc := &redisv1alpha1.RedisCluster{}
+	rc.Name = "cache"
+	seen := map[string]string{}
+	for _, user := range []string{"reader", "Reader", "app.v2", "app_v2", "App-V2"} {
+		name := resources.RedisACLUserAppliedSecretName(rc, user)
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			t.Errorf("user %q: record %q is no Secret name: %v", user, name, errs)
+		}
+		if other, ok := seen[name]; ok {
+			t.Errorf("users %q and %q share the record %q", user, other, name)
+		}
+		seen[name] = user
 	}
 }

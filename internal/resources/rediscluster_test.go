@@ -179,8 +179,8 @@ type scriptServer struct {
 // runStartScript runs script (a start script) with files (path in the pod -> content) at
 // paths in a temporary directory, in front of a stand-in redis-server that records its
 // arguments and environment and then starts the real one, standalone, with the same
-// arguments.
-func runStartScript(t *testing.T, script string, files map[string]string) *scriptServer {
+// arguments. env is more of the script's environment (NAME=value).
+func runStartScript(t *testing.T, script string, files map[string]string, env ...string) *scriptServer {
 	t.Helper()
 	real, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -204,7 +204,7 @@ func runStartScript(t *testing.T, script string, files map[string]string) *scrip
 		script = strings.ReplaceAll(script, path, local)
 	}
 	cmd := exec.Command("sh", "-c", script, "redis-server", "--include", srv.dir+"/auth.conf")
-	cmd.Env = []string{"PATH=" + srv.dir + ":/usr/bin:/bin", "POD_NAME=cache-0"}
+	cmd.Env = append([]string{"PATH=" + srv.dir + ":/usr/bin:/bin", "POD_NAME=cache-0"}, env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -232,18 +232,85 @@ type MemorySpec struct {
 }
 
 // ACLSpec configures the Redis users of a RedisCluster.
+// +kubebuilder:validation:XValidation:rule="(has(self.enabled) && self.enabled) || ((!has(self.defaultUserRules) || size(self.defaultUserRules) == 0) && (!has(self.users) || size(self.users) == 0))",message="spec.acl.defaultUserRules and spec.acl.users need spec.acl.enabled: true (without it Redis has no users, only the password of spec.passwordSecret)"
 type ACLSpec struct {
 	// Enabled turns the users on. The application keeps the default user and the password
-	// Secret's password, without the administrative commands (CONFIG, ACL, CLUSTER
-	// changes, SHUTDOWN, REPLICAOF, MONITOR, DEBUG...). The operator authenticates as
-	// mwo-operator (the CLUSTER, INFO, MIGRATE, CONFIG and ACL commands it sends, no key
-	// reads), replicas authenticate to their masters as mwo-operator, and the exporter as
-	// mwo-exporter (INFO and other read-only statistics, no keys). Their passwords are
-	// generated into the Secret <name>-users. It is set when the RedisCluster is created
-	// and cannot change afterwards.
+	// Secret's password, with defaultUserRules. The operator authenticates as mwo-operator
+	// (the cluster topology, slot moves, replication, backups, restores, memory settings,
+	// TLS reloads and password rotations: no command of the application's), replicas
+	// authenticate to their masters as mwo-operator, and the exporter as mwo-exporter
+	// (statistics only, no keys). Their passwords are generated into the Secret
+	// <name>-users. It is set when the RedisCluster is created and cannot change
+	// afterwards.
 	// +kubebuilder:default=false
 	// +optional
 	Enabled bool `json:"enabled,omitempty"`
+
+	// DefaultUserRules are the ACL rules of the application's default user, as ACL SETUSER
+	// takes them, for example "~* &* +@all -@dangerous +info -flushall". When empty:
+	// "~* &* +@all -@dangerous +info", every key, channel and command but the dangerous ones
+	// (CONFIG, ACL changes, CLUSTER changes, KEYS, FLUSHALL, FLUSHDB, MIGRATE, RESTORE,
+	// MONITOR, DEBUG, SHUTDOWN, REPLICAOF, CLIENT KILL/LIST, SORT...), with INFO kept for
+	// the readiness probe and the clients that read it. "+@all" gives them back. The
+	// password comes from spec.passwordSecret, never from the rules. Changing them restarts
+	// the pods one at a time, as an upgrade does.
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[ -~]*$') && !self.contains('\"') && !self.contains(\"'\") && !self.contains('\\\\')",message="spec.acl.defaultUserRules must be ACL rules on one line, without quotes or backslashes, for example ~* &* +@all -@dangerous +info"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^| )([<>#!]|(?i:nopass|resetpass|reset|on|off)( |$))')",message="spec.acl.defaultUserRules must not set the password or switch the user (>, <, #, !, nopass, resetpass, reset, on, off): the password comes from spec.passwordSecret; remove that rule"
+	// +optional
+	DefaultUserRules string `json:"defaultUserRules,omitempty"`
+
+	// Users are more Redis users for the application, each with its own rules and its
+	// password in a Secret. A changed password is rotated onto the running nodes as the
+	// others are; changing the list or a user's rules restarts the pods one at a time, as
+	// an upgrade does.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Users []ACLUser `json:"users,omitempty"`
+}
+
+// ACLUser is a Redis user of the application.
+type ACLUser struct {
+	// Name is the Redis user name. "default" is configured by defaultUserRules, and the
+	// names starting with "mwo-" are the operator's.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9][A-Za-z0-9._-]*$')",message="spec.acl.users[].name must be letters, digits, '.', '_' and '-', starting with a letter or digit, for example app-reader"
+	// +kubebuilder:validation:XValidation:rule="self != 'default' && !self.startsWith('mwo-')",message="spec.acl.users[].name must not be default (set spec.acl.defaultUserRules instead) nor start with mwo- (the operator's users)"
+	// +required
+	Name string `json:"name"`
+
+	// Rules are the user's ACL rules, as ACL SETUSER takes them, for example
+	// "~cache:* +@read +@write -@dangerous". The user starts from nothing: no key, channel
+	// or command it is not given here.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[ -~]*$') && !self.contains('\"') && !self.contains(\"'\") && !self.contains('\\\\')",message="spec.acl.users[].rules must be ACL rules on one line, without quotes or backslashes, for example ~cache:* +@read +@write"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^| )([<>#!]|(?i:nopass|resetpass|reset|on|off)( |$))')",message="spec.acl.users[].rules must not set the password or switch the user (>, <, #, !, nopass, resetpass, reset, on, off): the password comes from passwordSecret; remove that rule"
+	// +required
+	Rules string `json:"rules"`
+
+	// PasswordSecret is the Secret in the same namespace, and its key, holding the user's
+	// password.
+	// +required
+	PasswordSecret SecretKeyRef `json:"passwordSecret"`
+}
+
+// SecretKeyRef names a key of a Secret in the RedisCluster's namespace.
+type SecretKeyRef struct {
+	// Name is the Secret's name.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="passwordSecret.name must be a Secret's name (lowercase letters, digits, '-' and '.'), for example app-reader-password"
+	// +required
+	Name string `json:"name"`
+	// Key is the key of the Secret holding the password.
+	// +kubebuilder:default=password
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$')",message="passwordSecret.key must be a Secret key (letters, digits, '-', '_' and '.'), for example password"
+	// +optional
+	Key string `json:"key,omitempty"`
 }
 
 // TLSSpec configures TLS for a RedisCluster.
