@@ -72,8 +72,16 @@ type RedisClusterReconciler struct {
 	userObjects     *caching.Versioned
 	// changes says which clusters' children may be out of date (see childChanges).
 	changes childChanges
-	// loads runs the shard loads of restores and reloads off the workers.
-	loads *shardLoads
+	// loads runs the shard loads of restores and reloads off the workers (backgroundLoads).
+	loadsOnce sync.Once
+	loads     *shardLoads
+}
+
+// backgroundLoads is the reconciler's shardLoads, made on first use (a reconciler built
+// without SetupWithManager, as in unit tests, has one too; its ends then wake nobody).
+func (r *RedisClusterReconciler) backgroundLoads() *shardLoads {
+	r.loadsOnce.Do(func() { r.loads = newShardLoads() })
+	return r.loads
 }
 
 // state is what one reconcile observes, the step it plans and what acting on it leaves
@@ -200,7 +208,7 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 			r.admins.forget(req.NamespacedName)
 			r.certsSeen.forget(req.NamespacedName)
 			r.changes.forget(req.NamespacedName)
-			r.loads.forget(req.NamespacedName)
+			r.backgroundLoads().forget(req.NamespacedName)
 		}
 		return nil, ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -212,7 +220,7 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 		r.admins.forget(req.NamespacedName)
 		r.certsSeen.forget(req.NamespacedName)
 		r.changes.forget(req.NamespacedName)
-		r.loads.forget(req.NamespacedName)
+		r.backgroundLoads().forget(req.NamespacedName)
 		return nil, ctrl.Result{}, r.finalize(ctx, rc)
 	}
 	if done, err := r.ensureFinalizer(ctx, rc); done || err != nil {
@@ -319,9 +327,6 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 	if r.NetworkPolicyAccess == nil {
 		r.NetworkPolicyAccess = NewNetworkPolicyAccess(mgr.GetClient())
 	}
-	if r.loads == nil {
-		r.loads = newShardLoads()
-	}
 	if err := caching.UserObjects(mgr, &r.APIReader, &r.References); err != nil {
 		return err
 	}
@@ -350,7 +355,7 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 		WatchesRawSource(source.Kind(r.References, caching.Metadata("Secret"), handler.TypedEnqueueRequestsFromMapFunc(r.referencing))).
 		WatchesRawSource(source.Kind(r.References, caching.Metadata("ConfigMap"), handler.TypedEnqueueRequestsFromMapFunc(r.referencing))).
 		// A shard load that ended in the background wakes its cluster.
-		WatchesRawSource(source.Channel(r.loads.wake, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.backgroundLoads().wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(opts).
 		Named("rediscluster").
 		Complete(r)

@@ -119,14 +119,14 @@ func (l *shardLoads) forget(cluster types.NamespacedName) {
 // once, with the load's result and error; until then the state notes a load pending.
 func (r *RedisClusterReconciler) runLoad(s *state, src *restoreSource, load redisadmin.ShardLoad) (res rdbload.Result, ended bool, err error) {
 	k := loadKey{cluster: types.NamespacedName{Namespace: s.rc.Namespace, Name: s.rc.Name}, node: load.NodeID, shard: load.Shard}
-	switch st, res, err := r.loads.poll(k); st {
+	switch st, res, err := r.backgroundLoads().poll(k); st {
 	case loadFinished:
 		return res, true, err
 	case loadNone:
 		login := s.login()
 		node := rdbstream.Options{Addr: load.Addr, Username: login.User, Password: login.Password, TLS: s.tls}
 		rc := s.rc
-		r.loads.start(k, restoreShardTimeout, func(ctx context.Context) (rdbload.Result, error) { return r.loadShard(ctx, rc, node, src, load) })
+		r.backgroundLoads().start(k, restoreShardTimeout, func(ctx context.Context) (rdbload.Result, error) { return r.loadShard(ctx, rc, node, src, load) })
 	}
 	s.loadsPending = true
 	return rdbload.Result{}, false, nil
