@@ -10,7 +10,6 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -229,41 +228,4 @@ func TestRedisClusterInvalidAutoscaleIsRejected(t *testing.T) {
 			Sustain: d("10m"), CoolDown: d("30m"), ScaleIn: true})},
 	}
 	checkAdmission(t, ns, "autoscale", cases)
-}
-
-// admissionCase is a RedisCluster changed by change, and the words the API server's
-// refusal must contain (none: it is accepted).
-type admissionCase struct {
-	change func(*redisv1alpha1.RedisCluster)
-	want   []string
-}
-
-// checkAdmission creates, paused, one 6-node RedisCluster per case in ns (named prefix-N)
-// and checks that the API server accepts it or refuses it as Invalid with the words wanted.
-func checkAdmission(t *testing.T, ns, prefix string, cases map[string]admissionCase) {
-	t.Helper()
-	i := 0
-	for name, tc := range cases {
-		i++
-		t.Run(name, func(t *testing.T) {
-			rc := redistest.NewCluster(ns, fmt.Sprintf("%s-%d", prefix, i), 6)
-			rc.Spec.Pause = true
-			tc.change(rc)
-			err := env.Client.Create(t.Context(), rc)
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Fatalf("rejected: %v", err)
-				}
-				return
-			}
-			if !apierrors.IsInvalid(err) {
-				t.Fatalf("want Invalid, got %v", err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("message %q does not contain %q", err.Error(), w)
-				}
-			}
-		})
-	}
 }

@@ -153,16 +153,7 @@ func members(t *testing.T, ns, name string) map[string]string {
 
 // hasEvent reports whether the namespace has an event with reason.
 func hasEvent(ctx context.Context, ns, reason string) bool {
-	evs := &corev1.EventList{}
-	if err := env.Client.List(ctx, evs, client.InNamespace(ns)); err != nil {
-		return false
-	}
-	for _, e := range evs.Items {
-		if e.Reason == reason {
-			return true
-		}
-	}
-	return false
+	return eventSays(ctx, ns, reason, "")
 }
 
 // loseVolume runs the lost-PVC scenario on the first node of role typ: its data is wiped

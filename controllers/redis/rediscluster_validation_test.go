@@ -149,10 +149,7 @@ func TestRedisClusterTLSAndACLCannotBeSwitched(t *testing.T) {
 func TestRedisClusterInvalidSpecsAreRejected(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	cases := map[string]struct {
-		change func(*redisv1alpha1.RedisCluster)
-		want   []string
-	}{
+	cases := map[string]admissionCase{
 		"fewer than 3 masters": {
 			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.Replicas = 4 },
 			want:   []string{"spec.replicas", "at least 3 masters"},
@@ -325,21 +322,7 @@ func TestRedisClusterInvalidSpecsAreRejected(t *testing.T) {
 			want: []string{"spec.acl.users[0].rules"},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			rc := redistest.NewCluster(ns, "invalid", 6)
-			tc.change(rc)
-			err := env.Client.Create(t.Context(), rc)
-			if !apierrors.IsInvalid(err) {
-				t.Fatalf("want Invalid, got %v", err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("message %q does not contain %q", err.Error(), w)
-				}
-			}
-		})
-	}
+	checkAdmission(t, ns, "invalid", cases)
 }
 
 // aclUser is a user of spec.acl.users with its password in the Secret <name>-pw.
@@ -363,5 +346,42 @@ func TestRedisClusterACLUsersAccepted(t *testing.T) {
 	}
 	if rc.Spec.ACL.Users[0].PasswordSecret.Key != "password" {
 		t.Errorf("passwordSecret.key defaulted to %q, want password", rc.Spec.ACL.Users[0].PasswordSecret.Key)
+	}
+}
+
+// admissionCase is a RedisCluster changed by change, and the words the API server's
+// refusal must contain (none: it is accepted).
+type admissionCase struct {
+	change func(*redisv1alpha1.RedisCluster)
+	want   []string
+}
+
+// checkAdmission creates, paused, one 6-node RedisCluster per case in ns (named prefix-N)
+// and checks that the API server accepts it or refuses it as Invalid with the words wanted.
+func checkAdmission(t *testing.T, ns, prefix string, cases map[string]admissionCase) {
+	t.Helper()
+	i := 0
+	for name, tc := range cases {
+		i++
+		t.Run(name, func(t *testing.T) {
+			rc := redistest.NewCluster(ns, fmt.Sprintf("%s-%d", prefix, i), 6)
+			rc.Spec.Pause = true
+			tc.change(rc)
+			err := env.Client.Create(t.Context(), rc)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("rejected: %v", err)
+				}
+				return
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("want Invalid, got %v", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("message %q does not contain %q", err.Error(), w)
+				}
+			}
+		})
 	}
 }

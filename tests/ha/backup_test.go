@@ -54,16 +54,7 @@ func TestOperatorKilledMidUpload(t *testing.T) {
 	if err := r.env.Client.Create(t.Context(), b); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = op.cmd.Wait(); close(exited) }()
-	select {
-	case <-exited:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("the operator never reached the crash point mid-upload")
-	}
-	if code := op.cmd.ProcessState.ExitCode(); code != crashpoint.ExitCode {
-		t.Fatalf("the operator exited with %d, want %d from the crash point", code, crashpoint.ExitCode)
-	}
+	op.waitCrash(t, "mid-upload")
 
 	// What the dead operator left: a Running backup, no manifest, the cluster untouched.
 	if err := r.env.Client.Get(t.Context(), client.ObjectKeyFromObject(b), b); err != nil {

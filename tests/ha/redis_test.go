@@ -411,16 +411,7 @@ func TestOperatorKilledBetweenMeetAndReplicate(t *testing.T) {
 	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
 	w.WaitWritten(t, 300)
 	redistest.PatchSpec(t, r.env.Client, key, `{"spec":{"replicas":7}}`)
-	exited := make(chan struct{})
-	go func() { _ = op.cmd.Wait(); close(exited) }()
-	select {
-	case <-exited:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("the operator never reached the crash point between MEET and REPLICATE")
-	}
-	if code := op.cmd.ProcessState.ExitCode(); code != crashpoint.ExitCode {
-		t.Fatalf("the operator exited with %d, want %d from the crash point", code, crashpoint.ExitCode)
-	}
+	op.waitCrash(t, "between MEET and REPLICATE")
 	joining := rc.Name + "-6"
 	addr := r.kubelet.Addr(key.Namespace, joining)
 	admin := redisadmin.NewAdmin(pw, time.Second)
@@ -445,4 +436,20 @@ func TestOperatorKilledBetweenMeetAndReplicate(t *testing.T) {
 	t.Logf("the half-joined %s became a replica %s after a new operator started", joining, time.Since(started).Round(100*time.Millisecond))
 	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	w.Verify(t, r.env.Client, rc, pw)
+}
+
+// waitCrash waits up to 2 minutes for the operator to end at its armed crash point (where
+// names it for the failure) and fails the test unless it exited as that point makes it.
+func (p *replica) waitCrash(t *testing.T, where string) {
+	t.Helper()
+	exited := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the operator never reached the crash point %s", where)
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code != crashpoint.ExitCode {
+		t.Fatalf("the operator exited with %d, want %d from the crash point", code, crashpoint.ExitCode)
+	}
 }
