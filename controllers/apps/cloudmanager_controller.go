@@ -52,6 +52,11 @@ type CloudManagerReconciler struct {
 // watches on its children normally wake it much sooner.
 const safetyRequeue = time.Minute
 
+// missingSecretLook is how soon a CloudManager whose password Secret is missing or lacks its
+// key looks again. The Secret watch sees only Secrets the operator has labelled, and a Secret
+// that does not exist yet cannot be labelled, so no event announces its creation.
+const missingSecretLook = 10 * time.Second
+
 // cloudManagerTiers is what one reconcile saw: each tier's live object (nil when it does not
 // exist yet), whether a tier waits for the one before it, and the tier whose step failed.
 type cloudManagerTiers struct {
@@ -205,7 +210,7 @@ func (r *CloudManagerReconciler) ensurePassword(ctx context.Context, cm *appsv1a
 }
 
 // checkPasswordSecret reports a Secret named by spec.db.rootPasswordSecretRef that is
-// missing or lacks the key; the Secret watch reconciles again when it appears.
+// missing or lacks the key; the reconcile looks again after missingSecretLook.
 func (r *CloudManagerReconciler) checkPasswordSecret(ctx context.Context, cm *appsv1api.CloudManager) error {
 	name, key := resources.CloudManagerPasswordSource(cm)
 	secret := &corev1.Secret{} // the user's: not in the cache, which holds only the operator's own
@@ -268,14 +273,14 @@ func (r *CloudManagerReconciler) recordPhase(before, after *appsv1api.CloudManag
 }
 
 // cloudManagerResult maps the outcome of a reconcile to the controller's result: errors are
-// retried with backoff (a TerminalError is not), a missing password Secret waits for the
-// Secret watch, and a stack that is not Ready yet waits for its children's watches, with
+// retried with backoff (a TerminalError is not), a missing password Secret is looked for
+// again after missingSecretLook, and a stack that is not Ready yet waits for its children's watches, with
 // RequeueAfter only as a safety net.
 func cloudManagerResult(cm *appsv1api.CloudManager, err error) (ctrl.Result, error) {
 	var secretErr *passwordSecretError
 	switch {
 	case errors.As(err, &secretErr):
-		return ctrl.Result{RequeueAfter: safetyRequeue}, nil
+		return ctrl.Result{RequeueAfter: missingSecretLook}, nil
 	case err != nil:
 		return ctrl.Result{}, err
 	case cm.Status.Phase != appsv1api.CloudManagerReady:
