@@ -128,6 +128,8 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		return r.finishReload(ctx, s)
 	case redisadmin.StepSetMemory:
 		return r.setMemory(ctx, s)
+	case redisadmin.StepSetCoverage:
+		return r.setCoverage(ctx, s)
 	case redisadmin.StepWriteRecord:
 		return r.writeRecord(ctx, s)
 	case redisadmin.StepAddPassword:

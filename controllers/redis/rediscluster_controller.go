@@ -64,8 +64,9 @@ type RedisClusterReconciler struct {
 	stale status.StaleGuard
 	// admins keeps each cluster's Redis connections from one reconcile to the next.
 	admins adminPool
-	// certsSeen remembers which node processes serve the current certificate.
-	certsSeen certsSeen
+	// certsSeen remembers which node processes serve the current certificate, coverageSet
+	// which run with the cluster-require-full-coverage of the generated redis.conf.
+	certsSeen, coverageSet nodeValues
 	// userObjects reads the Secrets and ConfigMaps a user names once per version
 	// (caching.Versioned over References and APIReader).
 	userObjectsOnce sync.Once
@@ -120,8 +121,11 @@ type state struct {
 	// clients would see of it.
 	snap   redisadmin.Snapshot
 	health redisadmin.Health
-	// memory is the memory configuration the nodes should run with (readMemory).
-	memory resources.RedisMemory
+	// memory is the memory configuration the nodes should run with, coverage their
+	// cluster-require-full-coverage ("" when not known), both from the generated redis.conf
+	// (readConf).
+	memory   resources.RedisMemory
+	coverage string
 	// step is the one step planned from the snapshot (zero when observing failed).
 	step redisadmin.Step
 	// restore is the backup a restoring cluster loads (nil when it restores none, or is done);
@@ -207,6 +211,7 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 			metrics.ForgetRedisCluster(req.Namespace, req.Name)
 			r.admins.forget(req.NamespacedName)
 			r.certsSeen.forget(req.NamespacedName)
+			r.coverageSet.forget(req.NamespacedName)
 			r.changes.forget(req.NamespacedName)
 			r.backgroundLoads().forget(req.NamespacedName)
 		}
@@ -219,6 +224,7 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 		metrics.ForgetRedisCluster(req.Namespace, req.Name)
 		r.admins.forget(req.NamespacedName)
 		r.certsSeen.forget(req.NamespacedName)
+		r.coverageSet.forget(req.NamespacedName)
 		r.changes.forget(req.NamespacedName)
 		r.backgroundLoads().forget(req.NamespacedName)
 		return nil, ctrl.Result{}, r.finalize(ctx, rc)

@@ -25,14 +25,16 @@ import (
 // while running.
 const ReasonMemoryConfigured = "MemoryConfigured"
 
-// readMemory sets s.memory from the generated redis.conf as the cache has it (the user's
-// redis.conf is in it, and its maxmemory wins), or from the spec alone while there is none.
-func (r *RedisClusterReconciler) readMemory(ctx context.Context, s *state) {
+// readConf sets s.memory and s.coverage from the generated redis.conf as the cache has it
+// (the user's redis.conf is in it, and its maxmemory wins), or from the spec alone while
+// there is none.
+func (r *RedisClusterReconciler) readConf(ctx context.Context, s *state) {
 	cm := &corev1.ConfigMap{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisConfigMapName(s.rc)}, cm)
 	switch {
 	case err == nil:
 		s.memory = resources.RedisMemoryOf(s.rc, cm.Data[resources.RedisConfigFile])
+		s.coverage = resources.RedisFullCoverageOf(cm.Data[resources.RedisConfigFile])
 	case apierrors.IsNotFound(err):
 		s.memory = resources.RedisMemoryFromSpec(s.rc)
 	default: // not known: nothing is set this look
@@ -48,31 +50,39 @@ func memoryTarget(s *state) redisadmin.Memory {
 	return redisadmin.Memory{MaxMemory: s.memory.MaxMemory, Policy: s.memory.Policy, KeepMaxMemory: !s.memory.Known}
 }
 
-// setMemory carries out StepSetMemory: CONFIG SET on each node of the step. A node that
-// did not answer is set at a later look, when it answers again; a node that refused the
-// settings is an error.
+// setMemory carries out StepSetMemory: CONFIG SET on each node of the step.
 func (r *RedisClusterReconciler) setMemory(ctx context.Context, s *state) error {
-	var set []string
+	set, err := r.configureNodes(ctx, s, func(addr string) error {
+		return redisadmin.SetMemory(ctx, addr, s.tls, s.login(), s.step.Memory)
+	})
+	if len(set) > 0 {
+		r.event(s, corev1.EventTypeNormal, ReasonMemoryConfigured, "Configure", "set %s without a restart on %d nodes (%s)",
+			s.step.Memory, len(set), strings.Join(set, ", "))
+	}
+	return err
+}
+
+// configureNodes runs set on the address of each node of the step, fenced, and returns the
+// addresses it succeeded on. A node that did not answer is set at a later look, when it
+// answers again; the first node that refused is the error.
+func (r *RedisClusterReconciler) configureNodes(ctx context.Context, s *state, set func(addr string) error) ([]string, error) {
+	var done []string
 	var refused error
 	for _, addr := range s.step.Addrs {
 		if err := r.fence(ctx); err != nil {
-			return err
+			return done, err
 		}
-		err := redisadmin.SetMemory(ctx, addr, s.tls, s.login(), s.step.Memory)
+		err := set(addr)
 		var netErr net.Error
 		switch {
 		case err == nil:
-			set = append(set, addr)
+			done = append(done, addr)
 		case errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, context.DeadlineExceeded):
 		case refused == nil:
 			refused = err
 		}
 	}
-	if len(set) > 0 {
-		r.event(s, corev1.EventTypeNormal, ReasonMemoryConfigured, "Configure", "set %s without a restart on %d nodes (%s)",
-			s.step.Memory, len(set), strings.Join(set, ", "))
-	}
-	return refused
+	return done, refused
 }
 
 // nodeMemories is the memory of every answering node, by pod, and the master serving slots

@@ -18,24 +18,32 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
-// nodeInfo is the INFO server and memory of the node at addr.
+// nodeInfo is the INFO server and memory of the node at addr, with its
+// cluster-require-full-coverage (CONFIG GET) under that name.
 func nodeInfo(ctx context.Context, addr, pw string) (map[string]string, error) {
 	c := goredis.NewClient(&goredis.Options{Addr: addr, Password: pw, DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
 	defer func() { _ = c.Close() }()
-	s, err := c.Info(ctx, "server", "memory").Result()
-	if err != nil {
+	var info *goredis.StringCmd
+	var coverage *goredis.MapStringStringCmd
+	if _, err := c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		info, coverage = p.Info(ctx, "server", "memory"), p.ConfigGet(ctx, resources.FullCoverageDirective)
+		return nil
+	}); err != nil {
 		return nil, err
 	}
-	return redisadmin.ParseClusterInfo(s), nil
+	fields := redisadmin.ParseClusterInfo(info.Val())
+	fields[resources.FullCoverageDirective] = coverage.Val()[resources.FullCoverageDirective]
+	return fields, nil
 }
 
-// waitMemory waits until every node of rc runs maxmemory and policy; it returns each node's
-// run_id (a restarted node has a new one).
-func waitMemory(t *testing.T, rc *redisv1alpha1.RedisCluster, pw string, maxMemory int64, policy string) map[string]string {
+// waitNodes waits until every node of rc runs as want says (a message when it does not,
+// "" when it does); it returns each node's run_id (a restarted node has a new one).
+func waitNodes(t *testing.T, rc *redisv1alpha1.RedisCluster, pw string, want func(info map[string]string) string) map[string]string {
 	t.Helper()
 	runs := map[string]string{}
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
@@ -44,14 +52,36 @@ func waitMemory(t *testing.T, rc *redisv1alpha1.RedisCluster, pw string, maxMemo
 			if err != nil {
 				return false, err.Error()
 			}
-			if info["maxmemory"] != strconv.FormatInt(maxMemory, 10) || info["maxmemory_policy"] != policy {
-				return false, fmt.Sprintf("%s runs maxmemory %s, policy %s; want %d, %s", n.Name, info["maxmemory"], info["maxmemory_policy"], maxMemory, policy)
+			if msg := want(info); msg != "" {
+				return false, n.Name + " " + msg
 			}
 			runs[n.Name] = info["run_id"]
 		}
 		return true, ""
 	})
 	return runs
+}
+
+// waitMemory waits until every node of rc runs maxmemory and policy (see waitNodes).
+func waitMemory(t *testing.T, rc *redisv1alpha1.RedisCluster, pw string, maxMemory int64, policy string) map[string]string {
+	t.Helper()
+	return waitNodes(t, rc, pw, func(info map[string]string) string {
+		if info["maxmemory"] != strconv.FormatInt(maxMemory, 10) || info["maxmemory_policy"] != policy {
+			return fmt.Sprintf("runs maxmemory %s, policy %s; want %d, %s", info["maxmemory"], info["maxmemory_policy"], maxMemory, policy)
+		}
+		return ""
+	})
+}
+
+// waitCoverage waits until every node of rc runs cluster-require-full-coverage want.
+func waitCoverage(t *testing.T, rc *redisv1alpha1.RedisCluster, pw, want string) map[string]string {
+	t.Helper()
+	return waitNodes(t, rc, pw, func(info map[string]string) string {
+		if got := info[resources.FullCoverageDirective]; got != want {
+			return fmt.Sprintf("runs cluster-require-full-coverage %q, want %q", got, want)
+		}
+		return ""
+	})
 }
 
 // waitMemoryStatus waits until the status reports maxMemory from source with policy, on
@@ -105,7 +135,8 @@ func clusterClient(rc *redisv1alpha1.RedisCluster, pw string, retries int) *gore
 // TestRedisClusterMemoryAppliedLive: a cluster whose redis containers have a memory limit
 // runs maxmemory at 45% of it under noeviction; a new share and policy in spec.memory, and
 // then a user's redis.conf that sets maxmemory, reach every running node without a
-// restart (CONFIG SET), and the status says where maxmemory comes from.
+// restart (CONFIG SET), and the status says where maxmemory comes from. The nodes run
+// cluster-require-full-coverage no until that redis.conf asks for yes, live too.
 func TestRedisClusterMemoryAppliedLive(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
@@ -128,17 +159,21 @@ func TestRedisClusterMemoryAppliedLive(t *testing.T) {
 		return hasEvent(ctx, ns, rediscontrollers.ReasonMemoryConfigured), "no MemoryConfigured event"
 	})
 
-	// The user's redis.conf sets maxmemory: it wins over spec.memory, live too.
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "memory-user", Namespace: ns}, Data: map[string]string{"redis.conf": "maxmemory 50mb\n"}}
+	// The user's redis.conf sets maxmemory: it wins over spec.memory, live too; and so does
+	// its cluster-require-full-coverage over the operator's "no".
+	waitCoverage(t, rc, pw, "no")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "memory-user", Namespace: ns},
+		Data: map[string]string{"redis.conf": "maxmemory 50mb\ncluster-require-full-coverage yes\n"}}
 	if err := env.Client.Create(t.Context(), cm); err != nil {
 		t.Fatal(err)
 	}
 	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pod":[{"configmap":"memory-user","resources":{"limits":{"memory":"200Mi"}}}]}}`)
 	user := waitMemory(t, rc, pw, 50<<20, "allkeys-lru")
 	waitMemoryStatus(t, key, 50<<20, "allkeys-lru", redisv1alpha1.MaxMemoryFromUserConfig)
+	covering := waitCoverage(t, rc, pw, "yes")
 	for pod, run := range before {
-		if user[pod] != run {
-			t.Errorf("%s restarted for the user's maxmemory", pod)
+		if user[pod] != run || covering[pod] != run {
+			t.Errorf("%s restarted for the user's maxmemory or cluster-require-full-coverage", pod)
 		}
 	}
 }

@@ -70,7 +70,8 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 	}
 	s.snap.CheckIdentity()
 	r.checkCertificates(ctx, s)
-	r.readMemory(ctx, s)
+	r.readConf(ctx, s)
+	r.checkCoverage(s)
 	r.readBackupsUnderWay(ctx, s)
 	s.health = redisadmin.Assess(s.snap)
 }
@@ -104,7 +105,7 @@ func (r *RedisClusterReconciler) plannerSpec(s *state) redisadmin.Spec {
 	spec := redisadmin.Spec{
 		Name: rc.Name, Paused: rc.Spec.Pause, Refused: s.unsupported, Replicas: int(resources.RedisNodes(rc)), MembersRecorded: s.recordExists,
 		AcceptDataLoss: rc.Annotations[AcceptDataLossAnnotation] == "true", AcceptAnnotation: AcceptDataLossAnnotation,
-		Rotation: r.rotation(s), Restore: plannerRestore(s), Memory: memoryTarget(s),
+		Rotation: r.rotation(s), Restore: plannerRestore(s), Memory: memoryTarget(s), Coverage: s.coverage,
 		ReloadFrom: rc.Annotations[RestoreLostShardsAnnotation], ReloadAnnotation: RestoreLostShardsAnnotation, Reload: plannerReload(s),
 	}
 	plannerAutoscale(s, &spec)

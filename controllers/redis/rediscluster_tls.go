@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -130,14 +128,14 @@ func (r *RedisClusterReconciler) checkCertificates(ctx context.Context, s *state
 	cluster := client.ObjectKeyFromObject(s.rc)
 	for i := range s.snap.Nodes {
 		o := &s.snap.Nodes[i]
-		if !o.Answered() || r.certsSeen.serves(cluster, s.tlsCert, o) {
+		if !o.Answered() || r.certsSeen.has(cluster, string(s.tlsCert), o) {
 			continue
 		}
 		ok, err := redisadmin.ServesCertificate(ctx, o.Addr, s.tls, s.tlsCert)
 		switch {
 		case err != nil: // gone since it answered: left to the other steps
 		case ok:
-			r.certsSeen.saw(cluster, s.tlsCert, o)
+			r.certsSeen.mark(cluster, string(s.tlsCert), o)
 		default:
 			o.StaleCertificate = true
 		}
@@ -165,53 +163,6 @@ func (r *RedisClusterReconciler) reloadCertificates(ctx context.Context, s *stat
 			"%d nodes now serve the certificate of Secret %s (%s)", len(reloaded), resources.RedisTLSSecretName(s.rc), strings.Join(reloaded, ", "))
 	}
 	return nil
-}
-
-// certsSeen remembers, per cluster, which node processes were seen serving which
-// certificate: by address, with the process's start.
-type certsSeen struct {
-	mu   sync.Mutex
-	seen map[types.NamespacedName]seenCert
-}
-
-type seenCert struct {
-	cert  string               // the certificate (DER)
-	nodes map[string]time.Time // address -> process start
-}
-
-// serves reports whether o's process was seen serving cert (a start within a second of the
-// one seen: the start is read as now minus the uptime).
-func (c *certsSeen) serves(cluster types.NamespacedName, cert []byte, o *redisadmin.Observation) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	seen, ok := c.seen[cluster]
-	if !ok || seen.cert != string(cert) {
-		return false
-	}
-	started, ok := seen.nodes[o.Addr]
-	return ok && !o.Started.IsZero() && (o.Started.Sub(started)).Abs() <= 1500*time.Millisecond
-}
-
-// saw records that o's process serves cert.
-func (c *certsSeen) saw(cluster types.NamespacedName, cert []byte, o *redisadmin.Observation) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.seen == nil {
-		c.seen = map[types.NamespacedName]seenCert{}
-	}
-	seen := c.seen[cluster]
-	if seen.cert != string(cert) {
-		seen = seenCert{cert: string(cert), nodes: map[string]time.Time{}}
-	}
-	seen.nodes[o.Addr] = o.Started
-	c.seen[cluster] = seen
-}
-
-// forget drops what was seen of a cluster.
-func (c *certsSeen) forget(cluster types.NamespacedName) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.seen, cluster)
 }
 
 // tlsInvalidError: the TLS Secret is missing or its content is wrong.

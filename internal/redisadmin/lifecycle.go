@@ -149,8 +149,10 @@ type Step struct {
 	// Rotation is the state of password rotations whatever the step: RotationCurrent, what
 	// a rotation under way waits for, or "" when they were not looked at.
 	Rotation string
-	// Memory is what StepSetMemory sets on the nodes at Addrs.
-	Memory Memory
+	// Memory is what StepSetMemory sets on the nodes at Addrs, Coverage what
+	// StepSetCoverage sets.
+	Memory   Memory
+	Coverage string
 	// Autoscale is the autoscaler's decision whatever the step (nil without
 	// Spec.Autoscale): StepAutoscale carries out a scale or a rebalance; with any other
 	// step it is a wait, keeping its clocks.
@@ -196,8 +198,10 @@ type Spec struct {
 	MembersRecorded bool
 	// Rotation is what the password rotations need.
 	Rotation Rotation
-	// Memory is the memory configuration the nodes should run with (see planMemory).
-	Memory Memory
+	// Memory is the memory configuration the nodes should run with (see planMemory),
+	// Coverage their cluster-require-full-coverage ("" when not known: nothing is set).
+	Memory   Memory
+	Coverage string
 	// Restore is spec.restore while it is not done, nil otherwise.
 	Restore *Restore
 	// ReloadFrom is the backup the user named to reload lost shards from (the annotation
@@ -285,7 +289,7 @@ func NextStep(spec Spec, s Snapshot, h Health) Step {
 	planRotate := func(Spec, Snapshot, Health) (Step, bool) { return rotate, rotates }
 	step := Step{Kind: StepIdle, After: LookIdle}
 	for _, plan := range []func(Spec, Snapshot, Health) (Step, bool){
-		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planMemory, planRecover, planFixSlots,
+		planRotate, planRecord, planCoverage, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planMemory, planRecover, planFixSlots,
 		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planUpgrade, planReload,
 	} {
 		if next, ok := plan(spec, s, h); ok {
@@ -537,12 +541,7 @@ func planDropAcceptance(spec Spec, _ Snapshot, _ Health) (Step, bool) {
 // (without a restart). Until the kubelet has refreshed a pod's Secret volume the node reads
 // the old files again, so this repeats until every node serves the new one.
 func planReloadCertificates(_ Spec, s Snapshot, _ Health) (Step, bool) {
-	var addrs, pods []string
-	for _, o := range s.answering() {
-		if o.StaleCertificate {
-			addrs, pods = append(addrs, o.Addr), append(pods, o.Pod)
-		}
-	}
+	addrs, pods := s.answeringWhere(func(o *Observation) bool { return o.StaleCertificate })
 	if len(addrs) == 0 {
 		return Step{}, false
 	}

@@ -75,11 +75,8 @@ func TestPlanMemory(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := NextStep(tc.spec, tc.snap, Assess(tc.snap))
-			if got.Kind != tc.want {
-				t.Fatalf("step %s (%s), want %s", got.Kind, got.Reason, tc.want)
-			}
-			if got.Kind != StepSetMemory {
+			got, ok := nextStepIs(t, tc.spec, tc.snap, tc.want, StepSetMemory)
+			if !ok {
 				return
 			}
 			expect(t, got.Reason != "" && got.After == LookSoon, "reason %q, after %s", got.Reason, got.After)

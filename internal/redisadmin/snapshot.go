@@ -50,6 +50,9 @@ type Observation struct {
 	// StaleCertificate: the node serves another certificate than the TLS Secret's (a renewed
 	// or replaced one it has not loaded yet).
 	StaleCertificate bool
+	// StaleCoverage: the node may run another cluster-require-full-coverage than
+	// Spec.Coverage (the operator has not set it on this process).
+	StaleCoverage bool
 	// KeysInUncovered counts, on a master, its keys in each slot its view routes to no
 	// master (CLUSTER COUNTKEYSINSLOT, asked only when there are such slots).
 	KeysInUncovered map[int]int64
@@ -208,6 +211,16 @@ func (s *Snapshot) answering() []*Observation {
 		}
 	}
 	return out
+}
+
+// answeringWhere are the addresses and pods of the answering nodes for which match holds.
+func (s *Snapshot) answeringWhere(match func(o *Observation) bool) (addrs, pods []string) {
+	for _, o := range s.answering() {
+		if match(o) {
+			addrs, pods = append(addrs, o.Addr), append(pods, o.Pod)
+		}
+	}
+	return addrs, pods
 }
 
 // joined are the observations of nodes that answered and belong to the cluster.

@@ -262,7 +262,8 @@ func AutoscaleMasters(rc *redisv1alpha1.RedisCluster) int {
 // nothing in normal operation and closes the node should it ever run without a password.
 // The password and the announced IP come from the environment at start (see the
 // StatefulSet's args), so they are never in the ConfigMap. With tls, 6379 speaks TLS only,
-// and so do replication and the cluster bus (see redisTLSConf).
+// and so do replication and the cluster bus (see redisTLSConf). cluster-require-full-coverage
+// is the user's value when their redis.conf sets one, else RedisDefaultFullCoverage.
 func RedisConf(userConf string, tls bool) string {
 	var b strings.Builder
 	if userConf = strings.TrimSpace(userConf); userConf != "" {
@@ -276,7 +277,7 @@ protected-mode yes
 cluster-enabled yes
 cluster-config-file nodes.conf
 cluster-node-timeout 5000
-cluster-require-full-coverage yes
+cluster-require-full-coverage ` + redisUserFullCoverage(userConf) + `
 dir /data
 appendonly yes
 appendfsync everysec

@@ -22,3 +22,22 @@ func TestRedisConfProtectedMode(t *testing.T) {
 		t.Error("the ACL start script gives the default user no password: protected mode would refuse every other host")
 	}
 }
+
+// TestRedisConfFullCoverage: the nodes keep serving the covered slots by default, the
+// user's redis.conf can ask for all-or-nothing, and what the nodes get is read back from the
+// generated file.
+func TestRedisConfFullCoverage(t *testing.T) {
+	for _, tc := range []struct{ userConf, want string }{
+		{"", "no"},
+		{"maxmemory 1gb", "no"},
+		{"cluster-require-full-coverage yes", "yes"},
+		{"Cluster-Require-Full-Coverage YES", "yes"},
+		{"cluster-require-full-coverage yes\ncluster-require-full-coverage no", "no"},
+		{"cluster-require-full-coverage maybe", "no"},
+	} {
+		conf := resources.RedisConf(tc.userConf, false)
+		if got := resources.RedisFullCoverageOf(conf); got != tc.want {
+			t.Errorf("user conf %q: the nodes get cluster-require-full-coverage %q, want %q\n%s", tc.userConf, got, tc.want, conf)
+		}
+	}
+}

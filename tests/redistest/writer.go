@@ -190,9 +190,14 @@ func (w *Writer) VerifyFirstOn(t *testing.T, rc *redisv1alpha1.RedisCluster, pas
 // keys some node could not serve with their value, failing the test for each such node.
 func (w *Writer) readThroughEach(t *testing.T, rc *redisv1alpha1.RedisCluster, password string, keys []string) map[string]bool {
 	t.Helper()
+	return readThroughEach(t, rc, password, w.tls, keys)
+}
+
+func readThroughEach(t *testing.T, rc *redisv1alpha1.RedisCluster, password string, tlsConfig *tls.Config, keys []string) map[string]bool {
+	t.Helper()
 	lost := map[string]bool{}
 	for _, node := range rc.Status.Nodes {
-		missing, firstErr := readThrough(t, node.Instance, password, w.tls, keys)
+		missing, firstErr := readThrough(t, node.Instance, password, tlsConfig, keys)
 		for _, k := range missing {
 			lost[k] = true
 		}
@@ -366,7 +371,7 @@ func readThrough(t *testing.T, addr, password string, tlsConfig *tls.Config, key
 					case err != nil && strings.HasPrefix(err.Error(), "MOVED ") && hop < 3:
 						f := strings.Fields(err.Error())
 						next[f[len(f)-1]] = append(next[f[len(f)-1]], ks[i])
-					case err != nil || "w:"+strconv.Itoa(v) != ks[i]:
+					case err != nil || ks[i][strings.IndexByte(ks[i], ':')+1:] != strconv.Itoa(v): // w:7 = 7, p:7 = 7
 						if firstErr == nil {
 							firstErr = fmt.Errorf("GET %s at %s: %d, %w", ks[i], node, v, err)
 						}

@@ -1,0 +1,42 @@
+package redis
+
+import (
+	"context"
+	"slices"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+)
+
+// checkCoverage marks, in the snapshot, the answering nodes this operator has not set the
+// generated redis.conf's cluster-require-full-coverage on since their process started
+// (coverageSet). Nothing can read it back (the operator's Redis user may not CONFIG GET), so
+// each node process is set once per operator process: a converged cluster costs nothing.
+func (r *RedisClusterReconciler) checkCoverage(s *state) {
+	if s.coverage == "" {
+		return
+	}
+	cluster := client.ObjectKeyFromObject(s.rc)
+	for i := range s.snap.Nodes {
+		if o := &s.snap.Nodes[i]; o.Answered() && !r.coverageSet.has(cluster, s.coverage, o) {
+			o.StaleCoverage = true
+		}
+	}
+}
+
+// setCoverage carries out StepSetCoverage: CONFIG SET cluster-require-full-coverage on each
+// node of the step, remembered per node process. It sends no event: it changes how a node
+// behaves only while a shard is down.
+func (r *RedisClusterReconciler) setCoverage(ctx context.Context, s *state) error {
+	set, err := r.configureNodes(ctx, s, func(addr string) error {
+		return redisadmin.SetCoverage(ctx, addr, s.tls, s.login(), s.step.Coverage)
+	})
+	cluster := client.ObjectKeyFromObject(s.rc)
+	for i := range s.snap.Nodes {
+		if o := &s.snap.Nodes[i]; slices.Contains(set, o.Addr) {
+			r.coverageSet.mark(cluster, s.step.Coverage, o)
+		}
+	}
+	return err
+}

@@ -1,0 +1,32 @@
+package redisadmin
+
+import (
+	"context"
+	"crypto/tls"
+	"strings"
+)
+
+// StepSetCoverage sets cluster-require-full-coverage (Step.Coverage) on the nodes at Addrs
+// with CONFIG SET, without a restart: the generated redis.conf changed it (a new default,
+// the user's redis.conf), and a running node reads its file only when it starts.
+const StepSetCoverage StepKind = "SetCoverage"
+
+// planCoverage sets Spec.Coverage on the answering nodes the operator has not set it on
+// (Observation.StaleCoverage). It comes before the lost-data guards: while a shard is lost,
+// the other shards serve only once their nodes run with "no".
+func planCoverage(spec Spec, s Snapshot, _ Health) (Step, bool) {
+	if spec.Coverage == "" {
+		return Step{}, false
+	}
+	addrs, pods := s.answeringWhere(func(o *Observation) bool { return o.StaleCoverage })
+	if len(addrs) == 0 {
+		return Step{}, false
+	}
+	return Step{Kind: StepSetCoverage, Addrs: addrs, Coverage: spec.Coverage, After: LookSoon,
+		Reason: "setting cluster-require-full-coverage " + spec.Coverage + " on " + strings.Join(pods, ", ")}, true
+}
+
+// SetCoverage sets cluster-require-full-coverage to value (yes or no) on the node at addr.
+func SetCoverage(ctx context.Context, addr string, tlsConfig *tls.Config, login Login, value string) error {
+	return configSet(ctx, addr, tlsConfig, login, "cluster-require-full-coverage", "cluster-require-full-coverage", value)
+}
