@@ -53,7 +53,7 @@ func recordMetrics(s *state) {
 	metrics.RedisNodesSilent.WithLabelValues(ns, name).Set(float64(len(h.Silent)))
 	metrics.RedisLastCheck.WithLabelValues(ns, name).Set(float64(s.snap.Now.Unix()))
 	recordMemoryMetrics(s)
-	if s.step.Operation == "" {
+	if s.step.Shown().Operation == "" {
 		metrics.RedisMigrationSlotsLeft.WithLabelValues(ns, name).Set(0)
 	}
 }

@@ -76,12 +76,13 @@ func (r *RedisClusterReconciler) observe(s *state) {
 	autoscaleStatus(s)
 	next.Status.SlotsAssigned, next.Status.SlotsOK, next.Status.Masters = int32(h.SlotsAssigned), int32(h.SlotsServed), int32(h.Masters) //nolint:gosec // at most 16384
 
-	opPhase, opReason, waiting, lost := redisv1alpha1.Phase(s.step.Operation), s.step.Reason, "", ""
+	shown := s.step.Shown()
+	opPhase, opReason, waiting, lost := redisv1alpha1.Phase(shown.Operation), shown.Reason, "", ""
 	switch {
-	case s.step.Kind == redisadmin.StepLost:
-		opPhase, lost = "", s.step.Reason
-	case opPhase == "" && s.step.Kind == redisadmin.StepWait:
-		waiting = s.step.Reason
+	case shown.Kind == redisadmin.StepLost:
+		opPhase, lost = "", shown.Reason
+	case opPhase == "" && shown.Kind == redisadmin.StepWait:
+		waiting = shown.Reason
 	}
 	if missing := missingPods(s); missing != "" && waiting == "" {
 		waiting = missing

@@ -12,8 +12,9 @@ import (
 const StepSetCoverage StepKind = "SetCoverage"
 
 // planCoverage sets Spec.Coverage on the answering nodes the operator has not set it on
-// (Observation.StaleCoverage). It comes before the lost-data guards: while a shard is lost,
-// the other shards serve only once their nodes run with "no".
+// (Observation.StaleCoverage). NextStep takes it before every other step, as a side step
+// (Step.Behind keeps what is under way for the status): while a shard is lost, the other
+// shards serve only once their nodes run with "no".
 func planCoverage(spec Spec, s Snapshot, _ Health) (Step, bool) {
 	if spec.Coverage == "" {
 		return Step{}, false

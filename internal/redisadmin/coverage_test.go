@@ -26,17 +26,22 @@ func TestPlanCoverage(t *testing.T) {
 		snap  Snapshot
 		want  StepKind
 		addrs []string // the nodes StepSetCoverage sets
+		// behind is the step a StepSetCoverage leaves for the status (Step.Behind).
+		behind StepKind
 	}{
 		"every node set: idle":                          {spec: covering("no"), snap: six().current().snap, want: StepIdle},
-		"an operator that just started sets every node": {spec: covering("no"), snap: six().current().stale(0, 1, 2, 3, 4, 5).snap, want: StepSetCoverage, addrs: all},
-		"a restarted node is set again":                 {spec: covering("no"), snap: six().current().stale(4).snap, want: StepSetCoverage, addrs: []string{addrOf(4)}},
+		"an operator that just started sets every node": {spec: covering("no"), snap: six().current().stale(0, 1, 2, 3, 4, 5).snap, want: StepSetCoverage, addrs: all, behind: StepIdle},
+		"a restarted node is set again":                 {spec: covering("no"), snap: six().current().stale(4).snap, want: StepSetCoverage, addrs: []string{addrOf(4)}, behind: StepIdle},
+		"a recovery under way stays what the status shows": {
+			spec: covering("no"), snap: six().current().withNewMaster().stale(0).snap, want: StepSetCoverage, addrs: []string{addrOf(0)}, behind: StepRecover,
+		},
 		"a silent node is left for when it answers": {
 			spec: covering("yes"), snap: six().current().stale(0, 1, 2, 3, 4, 5).silence(1, errDown).snap, want: StepSetCoverage,
-			addrs: []string{addrOf(0), addrOf(2), addrOf(3), addrOf(4), addrOf(5)},
+			addrs: []string{addrOf(0), addrOf(2), addrOf(3), addrOf(4), addrOf(5)}, behind: StepWait,
 		},
-		"a lost shard: the other shards are set before the loss is reported": {
+		"a lost shard: the other shards are set first, the loss still shown": {
 			spec: covering("no"), snap: lostShard(time.Minute).stale(1, 2, 4, 5).snap, want: StepSetCoverage,
-			addrs: []string{addrOf(1), addrOf(2), addrOf(4), addrOf(5)},
+			addrs: []string{addrOf(1), addrOf(2), addrOf(4), addrOf(5)}, behind: StepLost,
 		},
 		"a lost shard, the others set: the loss is reported": {spec: covering("no"), snap: lostShard(time.Minute).snap, want: StepLost},
 		"the configuration not known: nothing is set":        {spec: specFor(6), snap: six().current().stale(0, 1).snap, want: StepIdle},
@@ -49,6 +54,12 @@ func TestPlanCoverage(t *testing.T) {
 			}
 			expect(t, got.Coverage == tc.spec.Coverage && got.After == LookSoon, "sets %q after %s, want %q", got.Coverage, got.After, tc.spec.Coverage)
 			expect(t, slices.Equal(got.Addrs, tc.addrs), "sets %v, want %v", got.Addrs, tc.addrs)
+			expect(t, got.Behind != nil && got.Shown().Kind == tc.behind, "the status shows %s, want %s", got.Shown().Kind, tc.behind)
+			if got.Behind != nil {
+				behind := NextStep(tc.spec, clearStale(tc.snap), Assess(tc.snap))
+				expect(t, got.Shown().Operation == behind.Operation && got.Shown().Reason == behind.Reason,
+					"the status shows %q (%s), the step once the nodes are set is %q (%s)", got.Shown().Operation, got.Shown().Reason, behind.Operation, behind.Reason)
+			}
 		})
 	}
 }
@@ -62,4 +73,13 @@ func nextStepIs(t *testing.T, spec Spec, snap Snapshot, want, check StepKind) (S
 		t.Fatalf("step %s (%s), want %s", got.Kind, got.Reason, want)
 	}
 	return got, got.Kind == check
+}
+
+// clearStale is snap once every node is set.
+func clearStale(snap Snapshot) Snapshot {
+	snap.Nodes = slices.Clone(snap.Nodes)
+	for i := range snap.Nodes {
+		snap.Nodes[i].StaleCoverage = false
+	}
+	return snap
 }

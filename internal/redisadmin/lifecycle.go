@@ -153,10 +153,21 @@ type Step struct {
 	// StepSetCoverage sets.
 	Memory   Memory
 	Coverage string
+	// Behind is, for a side step that comes first (StepSetCoverage), the step the planners
+	// would take next: what is under way, which the status reports (see Shown).
+	Behind *Step
 	// Autoscale is the autoscaler's decision whatever the step (nil without
 	// Spec.Autoscale): StepAutoscale carries out a scale or a rebalance; with any other
 	// step it is a wait, keeping its clocks.
 	Autoscale *AutoscaleDecision
+}
+
+// Shown is the step the status reports: Behind for a side step, else the step itself.
+func (s Step) Shown() Step {
+	if s.Behind != nil {
+		return *s.Behind
+	}
+	return s
 }
 
 // Acts reports whether the step changes anything (Idle, Wait and Lost do not).
@@ -289,7 +300,7 @@ func NextStep(spec Spec, s Snapshot, h Health) Step {
 	planRotate := func(Spec, Snapshot, Health) (Step, bool) { return rotate, rotates }
 	step := Step{Kind: StepIdle, After: LookIdle}
 	for _, plan := range []func(Spec, Snapshot, Health) (Step, bool){
-		planRotate, planRecord, planCoverage, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planMemory, planRecover, planFixSlots,
+		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planMemory, planRecover, planFixSlots,
 		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planUpgrade, planReload,
 	} {
 		if next, ok := plan(spec, s, h); ok {
@@ -300,6 +311,13 @@ func NextStep(spec Spec, s Snapshot, h Health) Step {
 	step.Rotation = note
 	if spec.Autoscale != nil {
 		step = planAutoscale(spec, s, h, step)
+	}
+	if side, ok := planCoverage(spec, s, h); ok {
+		// A side step, before anything else (a lost shard's Lost included: the other shards
+		// serve only once they run "no"), that leaves what is under way as it was.
+		behind := step
+		side.Behind, side.Rotation, side.Autoscale = &behind, behind.Rotation, behind.Autoscale
+		step = side
 	}
 	return step
 }

@@ -181,7 +181,8 @@ func (a *assignRun) moved(ctx context.Context) (int, []string) {
 }
 
 // waitForOpenSlots waits up to 20 s until some node has a slot open that inherited does not
-// name: a batch of this process is under way. It fails the test when none shows.
+// name: a batch of this process is under way. It fails the test when none shows while
+// slots are left to move.
 func (a *assignRun) waitForOpenSlots(t *testing.T, inherited map[string]bool) {
 	t.Helper()
 	_, addrs := a.moved(t.Context())
@@ -190,6 +191,9 @@ func (a *assignRun) waitForOpenSlots(t *testing.T, inherited map[string]bool) {
 			if !inherited[slotOf(o)] {
 				return
 			}
+		}
+		if n, _ := a.moved(t.Context()); n >= 2900 {
+			return // the last batch ended between two looks: no SIGTERM follows (the caller sees the moves done)
 		}
 	}
 	t.Errorf("no batch of slot moves was seen under way within 20 s (no slot open beyond the %d an earlier kill left): the SIGTERM that follows proves nothing", len(inherited))
