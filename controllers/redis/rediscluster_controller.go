@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -73,6 +74,8 @@ type RedisClusterReconciler struct {
 	userObjects     *caching.Versioned
 	// changes says which clusters' children may be out of date (see childChanges).
 	changes childChanges
+	// podsIndexed: SetupWithManager registered podClusterIndex in the manager's cache.
+	podsIndexed bool
 	// loads runs the shard loads of restores and reloads off the workers (backgroundLoads).
 	loadsOnce sync.Once
 	loads     *shardLoads
@@ -336,6 +339,10 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 	if err := caching.UserObjects(mgr, &r.APIReader, &r.References); err != nil {
 		return err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podClusterIndex, podCluster); err != nil {
+		return fmt.Errorf("while indexing pods by their RedisCluster: %w", err)
+	}
+	r.podsIndexed = true
 	podToCluster := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
 		labels := obj.GetLabels()
 		if labels[resources.LabelName] != resources.RedisClusterKind || labels[resources.LabelInstance] == "" {

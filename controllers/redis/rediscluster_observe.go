@@ -128,13 +128,32 @@ func (r *RedisClusterReconciler) plannerSpec(s *state) redisadmin.Spec {
 	return spec
 }
 
-// listPods reads the cluster's pods, ordered by their StatefulSet ordinal.
+// podClusterIndex indexes pods by the RedisCluster they belong to (their name and instance
+// labels), so a look takes its cluster's pods from the cache's index instead of matching
+// the labels of every pod in the namespace (120 for 20 clusters of six, each look).
+const podClusterIndex = "rediscluster.pod.instance"
+
+// podCluster is the index function of podClusterIndex.
+func podCluster(obj client.Object) []string {
+	labels := obj.GetLabels()
+	if labels[resources.LabelName] != resources.RedisClusterKind || labels[resources.LabelInstance] == "" {
+		return nil
+	}
+	return []string{labels[resources.LabelInstance]}
+}
+
+// listPods reads the cluster's pods, ordered by their StatefulSet ordinal: through
+// podClusterIndex once SetupWithManager registered it, else by their labels.
 func (r *RedisClusterReconciler) listPods(ctx context.Context, s *state) error {
 	pods := &corev1.PodList{}
 	// The pods are only read (s.pods is never written to), so the cache's objects are used
 	// as they are, without a deep copy each look.
-	if err := r.List(ctx, pods, client.InNamespace(s.rc.Namespace), client.UnsafeDisableDeepCopy,
-		client.MatchingLabels(resources.SelectorLabels(resources.RedisClusterKind, s.rc.Name))); err != nil {
+	opts := []client.ListOption{client.InNamespace(s.rc.Namespace), client.UnsafeDisableDeepCopy,
+		client.MatchingLabels(resources.SelectorLabels(resources.RedisClusterKind, s.rc.Name))}
+	if r.podsIndexed {
+		opts = append(opts, client.MatchingFields{podClusterIndex: s.rc.Name})
+	}
+	if err := r.List(ctx, pods, opts...); err != nil {
 		return fmt.Errorf("while listing the pods of %s: %w", s.rc.Name, err)
 	}
 	s.pods = pods.Items

@@ -128,15 +128,21 @@ func (n *Node) IsMaster() bool { return n.Role == RoleMaster }
 // hasOpenSlots reports whether the node has slots in importing or migrating state.
 func (n *Node) hasOpenSlots() bool { return len(n.Migrating)+len(n.Importing) > 0 }
 
-// parseClusterNodes parses the output of CLUSTER NODES.
+// parseClusterNodes parses the output of CLUSTER NODES. Every node's strings are slices of
+// text, and the nodes' flags and slot ranges share one backing array each: a look parses
+// every node's view every LookIdle, so it allocates a few times per reply, not per field.
 func parseClusterNodes(text string) ([]Node, error) {
-	var nodes []Node
-	for i, line := range strings.Split(text, "\n") {
+	lines := strings.Count(text, "\n") + 1
+	nodes := make([]Node, 0, lines)
+	p := nodeParser{flags: make([]string, 0, 2*lines), slots: make([]SlotRange, 0, lines)}
+	for i := 0; text != ""; i++ {
+		var line string
+		line, text, _ = strings.Cut(text, "\n")
 		line = strings.TrimSpace(line)
 		if line == "" {
 			continue
 		}
-		n, err := parseNodeLine(line)
+		n, err := p.parseNodeLine(line)
 		if err != nil {
 			return nil, fmt.Errorf("while parsing CLUSTER NODES line %d %q: %w", i+1, line, err)
 		}
@@ -145,91 +151,165 @@ func parseClusterNodes(text string) ([]Node, error) {
 	return nodes, nil
 }
 
+// nodeParser holds the backing arrays the nodes of one CLUSTER NODES reply share.
+type nodeParser struct {
+	flags []string
+	slots []SlotRange
+}
+
+// nextField splits s at its first run of spaces or tabs: the field before, the rest after.
+func nextField(s string) (field, rest string) {
+	s = strings.TrimLeft(s, " \t")
+	end := strings.IndexAny(s, " \t")
+	if end < 0 {
+		return s, ""
+	}
+	return s[:end], s[end:]
+}
+
 // parseNodeLine parses
 // "<id> <ip:port@cport[,hostname[,aux=val...]]> <flags> <master> <ping-sent> <pong-recv>
 // <config-epoch> <link-state> <slot>...".
-func parseNodeLine(line string) (Node, error) {
-	f := strings.Fields(line)
-	if len(f) < 8 {
-		return Node{}, fmt.Errorf("expected at least 8 fields, got %d", len(f))
+func (p *nodeParser) parseNodeLine(line string) (Node, error) {
+	var f [8]string
+	rest := line
+	for i := range f {
+		if f[i], rest = nextField(rest); f[i] == "" {
+			return Node{}, fmt.Errorf("expected at least 8 fields, got %d", i)
+		}
 	}
 	n := Node{ID: f[0], LinkState: f[7]}
 	if err := n.parseAddr(f[1]); err != nil {
 		return Node{}, err
 	}
-	n.parseFlags(f[2])
-	if f[3] != "-" {
-		n.MasterID = f[3]
+	p.parseFlags(&n, f[2])
+	if err := n.parseLinks(f[3], f[4], f[5], f[6]); err != nil {
+		return Node{}, err
 	}
-	var err error
-	if n.PingSent, err = strconv.ParseInt(f[4], 10, 64); err != nil {
-		return Node{}, fmt.Errorf("bad ping-sent %q: %w", f[4], err)
-	}
-	if n.PongRecv, err = strconv.ParseInt(f[5], 10, 64); err != nil {
-		return Node{}, fmt.Errorf("bad pong-recv %q: %w", f[5], err)
-	}
-	if n.ConfigEpoch, err = strconv.ParseInt(f[6], 10, 64); err != nil {
-		return Node{}, fmt.Errorf("bad config-epoch %q: %w", f[6], err)
-	}
-	for _, s := range f[8:] {
-		if err := n.parseSlot(s); err != nil {
+	from := len(p.slots)
+	for {
+		var s string
+		if s, rest = nextField(rest); s == "" {
+			break
+		}
+		if err := n.parseSlot(s, &p.slots); err != nil {
 			return Node{}, err
 		}
 	}
+	if len(p.slots) > from {
+		n.Slots = p.slots[from:len(p.slots):len(p.slots)]
+	}
 	return n, nil
+}
+
+// parseLinks sets the master ID ("-" for none), ping-sent, pong-recv and config-epoch
+// fields.
+func (n *Node) parseLinks(master, pingSent, pongRecv, epoch string) error {
+	if master != "-" {
+		n.MasterID = master
+	}
+	var err error
+	if n.PingSent, err = strconv.ParseInt(pingSent, 10, 64); err != nil {
+		return fmt.Errorf("bad ping-sent %q: %w", pingSent, err)
+	}
+	if n.PongRecv, err = strconv.ParseInt(pongRecv, 10, 64); err != nil {
+		return fmt.Errorf("bad pong-recv %q: %w", pongRecv, err)
+	}
+	if n.ConfigEpoch, err = strconv.ParseInt(epoch, 10, 64); err != nil {
+		return fmt.Errorf("bad config-epoch %q: %w", epoch, err)
+	}
+	return nil
 }
 
 // parseAddr parses "ip:port@cport[,hostname[,key=value...]]". The IP may be empty, and may
 // be an IPv6 address printed without brackets.
 func (n *Node) parseAddr(s string) error {
-	parts := strings.Split(s, ",")
-	for i, p := range parts[1:] {
-		if k, v, ok := strings.Cut(p, "="); ok {
-			if n.Aux == nil {
-				n.Aux = map[string]string{}
-			}
-			n.Aux[k] = v
-		} else if i == 0 {
-			n.Hostname = p
-		}
+	addr, extra, _ := strings.Cut(s, ",")
+	for i := 0; extra != ""; i++ {
+		var p string
+		p, extra, _ = strings.Cut(extra, ",")
+		n.setExtra(i, p)
 	}
-	hostPort, bus, hasBus := strings.Cut(parts[0], "@")
-	colon := strings.LastIndexByte(hostPort, ':')
-	if colon < 0 {
-		return fmt.Errorf("address %q has no port", s)
-	}
-	port, err := strconv.Atoi(hostPort[colon+1:])
+	hostPort, err := n.parseEndpoint(addr, s)
 	if err != nil {
-		return fmt.Errorf("bad port in address %q: %w", s, err)
+		return err
 	}
-	if hasBus {
-		if n.BusPort, err = strconv.Atoi(bus); err != nil {
-			return fmt.Errorf("bad cluster bus port in address %q: %w", s, err)
-		}
+	if canonicalHostPort(n.Host, hostPort[len(n.Host)+1:]) {
+		n.Addr = hostPort // as net.JoinHostPort would print it, without a copy
+	} else {
+		n.Addr = net.JoinHostPort(n.Host, strconv.Itoa(n.Port))
 	}
-	n.Host, n.Port = hostPort[:colon], port
-	n.Addr = net.JoinHostPort(n.Host, strconv.Itoa(port))
 	return nil
 }
 
-func (n *Node) parseFlags(s string) {
-	n.Flags = strings.Split(s, ",")
-	for _, flag := range n.Flags {
-		switch flag {
-		case "myself":
-			n.Myself = true
-		case RoleMaster, RoleSlave:
-			n.Role = flag
-		case "fail":
-			n.Failed = true
-		case "fail?":
-			n.PossiblyFailed = true
+// setExtra sets the i-th field after the address's first comma: "key=value" an auxiliary
+// field, else the first one the hostname.
+func (n *Node) setExtra(i int, field string) {
+	if k, v, ok := strings.Cut(field, "="); ok {
+		if n.Aux == nil {
+			n.Aux = map[string]string{}
 		}
+		n.Aux[k] = v
+	} else if i == 0 {
+		n.Hostname = field
+	}
+}
+
+// parseEndpoint sets Host, Port and BusPort from addr, the "ip:port@cport" part of the
+// address field s, and returns its "ip:port".
+func (n *Node) parseEndpoint(addr, s string) (string, error) {
+	hostPort, bus, hasBus := strings.Cut(addr, "@")
+	colon := strings.LastIndexByte(hostPort, ':')
+	if colon < 0 {
+		return "", fmt.Errorf("address %q has no port", s)
+	}
+	port, err := strconv.Atoi(hostPort[colon+1:])
+	if err != nil {
+		return "", fmt.Errorf("bad port in address %q: %w", s, err)
+	}
+	if hasBus {
+		if n.BusPort, err = strconv.Atoi(bus); err != nil {
+			return "", fmt.Errorf("bad cluster bus port in address %q: %w", s, err)
+		}
+	}
+	n.Host, n.Port = hostPort[:colon], port
+	return hostPort, nil
+}
+
+// canonicalHostPort reports whether host:port is what net.JoinHostPort(host,
+// strconv.Itoa(port)) returns: host needs no brackets and port has no sign or leading zero.
+func canonicalHostPort(host, port string) bool {
+	return !strings.Contains(host, ":") && port != "" && port[0] >= '1' && port[0] <= '9'
+}
+
+// parseFlags sets n's flags from s ("myself,master"), appending them to p's shared array.
+func (p *nodeParser) parseFlags(n *Node, s string) {
+	from := len(p.flags)
+	for more := true; more; {
+		var flag string
+		flag, s, more = strings.Cut(s, ",")
+		p.flags = append(p.flags, flag)
+		n.setFlag(flag)
+	}
+	n.Flags = p.flags[from:len(p.flags):len(p.flags)]
+}
+
+// setFlag sets the fields flag implies (Myself, Role, Failed, PossiblyFailed).
+func (n *Node) setFlag(flag string) {
+	switch flag {
+	case "myself":
+		n.Myself = true
+	case RoleMaster, RoleSlave:
+		n.Role = flag
+	case "fail":
+		n.Failed = true
+	case "fail?":
+		n.PossiblyFailed = true
 	}
 }
 
 // parseSlot parses "5461", "0-5460", "[42->-<id>]" (migrating) or "[42-<-<id>]" (importing).
-func (n *Node) parseSlot(s string) error {
+func (n *Node) parseSlot(s string, slots *[]SlotRange) error {
 	if strings.HasPrefix(s, "[") {
 		body := strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
 		if slot, id, ok := strings.Cut(body, "->-"); ok {
@@ -271,7 +351,7 @@ func (n *Node) parseSlot(s string) error {
 	if b < a {
 		return fmt.Errorf("bad slot range %q", s)
 	}
-	n.Slots = append(n.Slots, SlotRange{Start: a, End: b})
+	*slots = append(*slots, SlotRange{Start: a, End: b})
 	return nil
 }
 
@@ -288,13 +368,21 @@ func parseSlotNumber(s string) (int, error) {
 
 // ParseClusterInfo parses the "key:value" lines of CLUSTER INFO (or INFO).
 func ParseClusterInfo(text string) map[string]string {
+	return parseInfoFields(text, func(string) bool { return true })
+}
+
+// parseInfoFields parses the "key:value" lines of CLUSTER INFO or INFO, keeping only the
+// fields keep accepts. The values are slices of text.
+func parseInfoFields(text string, keep func(field string) bool) map[string]string {
 	info := map[string]string{}
-	for _, line := range strings.Split(text, "\n") {
+	for text != "" {
+		var line string
+		line, text, _ = strings.Cut(text, "\n")
 		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
+		if line == "" || line[0] == '#' {
 			continue
 		}
-		if k, v, ok := strings.Cut(line, ":"); ok {
+		if k, v, ok := strings.Cut(line, ":"); ok && keep(k) {
 			info[k] = v
 		}
 	}

@@ -37,6 +37,13 @@ func TestObserveReusesItsConnections(t *testing.T) {
 			if !o.Joined() || o.Info["cluster_state"] == "" || o.Replication["role"] == "" || o.Started.IsZero() {
 				t.Fatalf("%s: answered %t, joined %t, info %d fields, replication %d fields, err %v", o.Pod, o.Answered(), o.Joined(), len(o.Info), len(o.Replication), o.Err)
 			}
+			// Only the fields something reads are kept: the memory ones, not the version.
+			if m := MemoryOf(&o); !m.Known || m.Policy == "" || m.Used == 0 || m.Fragmentation == 0 {
+				t.Fatalf("%s: memory %+v from INFO fields %v", o.Pod, m, o.Replication)
+			}
+			if _, kept := o.Replication["redis_version"]; kept || len(o.Info) > 4 {
+				t.Fatalf("%s: a look kept INFO %v and CLUSTER INFO %v", o.Pod, o.Replication, o.Info)
+			}
 		}
 	}
 	look()

@@ -40,7 +40,8 @@ type Observation struct {
 	Err error
 	// View is the node's CLUSTER NODES, Info its CLUSTER INFO, Replication its INFO
 	// server, replication, memory, stats and errorstats (one map: their fields do not
-	// overlap); empty when it did not answer.
+	// overlap); empty when it did not answer. Observe keeps only the fields something
+	// reads (clusterInfoField, nodeInfoField).
 	View        []Node
 	Info        map[string]string
 	Replication map[string]string
@@ -156,7 +157,7 @@ func (a *Admin) observe(ctx context.Context, o *Observation) {
 		o.View = nil
 		return
 	}
-	o.Info, o.Replication = ParseClusterInfo(info.Val()), ParseClusterInfo(server.Val())
+	o.Info, o.Replication = parseInfoFields(info.Val(), clusterInfoField), parseInfoFields(server.Val(), nodeInfoField)
 	if up, err := strconv.ParseInt(o.Replication["uptime_in_seconds"], 10, 64); err == nil {
 		o.Started = time.Now().Add(-time.Duration(up) * time.Second)
 	}
@@ -166,6 +167,29 @@ func (a *Admin) observe(ctx context.Context, o *Observation) {
 			o.View, o.Info, o.Replication, o.KeysInUncovered, o.Started, o.routes = nil, nil, nil, nil, time.Time{}, nil
 		}
 	}
+}
+
+// clusterInfoField reports whether a look keeps a CLUSTER INFO field: those the status,
+// the metrics and the planners read. The others (a dozen) are not copied into a map every
+// look.
+func clusterInfoField(field string) bool {
+	switch field {
+	case "cluster_state", "cluster_slots_pfail", "cluster_slots_fail", "cluster_known_nodes":
+		return true
+	}
+	return false
+}
+
+// nodeInfoField reports whether a look keeps a field of INFO server, replication, memory,
+// stats and errorstats (about 130 fields): the process's age, its replication,
+// and what MemoryOf reads.
+func nodeInfoField(field string) bool {
+	switch field {
+	case "uptime_in_seconds", "role", "master_link_status", "master_sync_in_progress", "slave_repl_offset",
+		"used_memory", "maxmemory", "maxmemory_policy", "mem_fragmentation_ratio", "evicted_keys", "errorstat_OOM":
+		return true
+	}
+	return false
 }
 
 // retryable reports whether a read failed on a connection that was already open and that
