@@ -28,6 +28,7 @@ type Admin interface {
 	Rebalance(ctx context.Context, addrs []string, opts redisadmin.RebalanceOptions) (redisadmin.MoveStats, error)
 	Reshard(ctx context.Context, addrs []string, n int, from []string, to string, opts redisadmin.MoveOptions) (redisadmin.MoveStats, error)
 	Failover(ctx context.Context, replicaAddr string) error
+	CheckACLRules(ctx context.Context, addr string, sets []string) ([]error, error)
 	Close() error
 }
 
@@ -96,6 +97,13 @@ func (f fencedAdmin) Failover(ctx context.Context, replicaAddr string) error {
 		return err
 	}
 	return f.Admin.Failover(ctx, replicaAddr)
+}
+
+func (f fencedAdmin) CheckACLRules(ctx context.Context, addr string, sets []string) ([]error, error) {
+	if err := f.fence(ctx); err != nil {
+		return nil, err
+	}
+	return f.Admin.CheckACLRules(ctx, addr, sets)
 }
 
 // adminFor is the reconcile's Admin: the cluster's pooled one (adminPool), fenced when

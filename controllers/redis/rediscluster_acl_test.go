@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
@@ -279,4 +281,114 @@ func TestRedisClusterACLWaitsForAUserSecret(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+}
+
+// TestRedisClusterRefusesUnknownACLRules: a user's rules changed to hold a command Redis does
+// not know (+gett) pass the API server, whose rules check only their form; the operator asks
+// a running node before replacing any pod. The node refuses it, so Degraded
+// (InvalidACLRules) and a Warning event name the field, the rule and Redis's reason, the
+// StatefulSet keeps the rules the pods run, no pod is replaced, the user keeps its old rules,
+// and a writer loses no key. Correcting the rule resumes the rollout: every pod is replaced
+// and the user has its new rules.
+func TestRedisClusterRefusesUnknownACLRules(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-pw", Namespace: ns}, Data: map[string][]byte{"password": []byte("app-password")}}
+	if err := env.Client.Create(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	rc := redistest.NewCluster(ns, "acl-rules", 6)
+	rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{
+		{Name: "app", Rules: "~w:* +@read", PasswordSecret: redisv1alpha1.SecretKeyRef{Name: secret.Name}},
+	}}
+	key, rc, pw := createRunning(t, rc, "with a user")
+	before := podUIDs(t, ns, rc.Name)
+	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
+	w.WaitWritten(t, 200)
+
+	setRules := func(rules string) {
+		t.Helper()
+		redistest.PatchSpec(t, env.Client, key, fmt.Sprintf(`{"spec":{"acl":{"users":[{"name":"app","rules":%q,"passwordSecret":{"name":%q}}]}}}`, rules, secret.Name))
+	}
+	start := time.Now()
+	setRules("~w:* +@read +gett")
+	want := `spec.acl.users[0].rules (user app): Redis refuses the rule "+gett": Unknown command or category name in ACL`
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		d := meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionDegraded)
+		return d != nil && d.Status == metav1.ConditionTrue && d.Reason == rediscontrollers.ReasonInvalidACLRules && d.ObservedGeneration == cur.Generation &&
+			strings.Contains(d.Message, want) && eventSays(ctx, ns, rediscontrollers.ReasonInvalidACLRules, want), fmt.Sprintf("Degraded %+v", d)
+	})
+	t.Logf("the unknown command was refused in %.1f s", time.Since(start).Seconds())
+	time.Sleep(3 * time.Second) // without the check, a pod would be replaced within a look or two
+	sts := &appsv1.StatefulSet{}
+	if err := env.Client.Get(t.Context(), key, sts); err != nil {
+		t.Fatal(err)
+	}
+	if !resources.RedisACLRulesInTemplate(rc, sts) {
+		t.Error("the StatefulSet's template took the refused rules")
+	}
+	if after := podUIDs(t, ns, rc.Name); !maps.Equal(after, before) {
+		t.Errorf("pods were replaced for refused rules: %v, were %v", after, before)
+	}
+	if err := appSet(t.Context(), rc.Status.Nodes[0].Instance); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Errorf("the user's old rules are not in force: SET gave %v, want NOPERM", err)
+	}
+	cur := redistest.WaitShape(t, env.Client, key, 3, 6)
+	if ready := meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
+		t.Errorf("the cluster stopped serving: %+v", ready)
+	}
+
+	start = time.Now()
+	setRules("~w:* +@read +@write")
+	testenv.Eventually(t, 4*time.Minute, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		after := podUIDs(t, ns, rc.Name)
+		for name, uid := range before {
+			if after[name] == uid {
+				return false, fmt.Sprintf("%s not replaced yet; phase %s (%s)", name, cur.Status.Phase, cur.Status.Reason)
+			}
+		}
+		return !meta.IsStatusConditionTrue(cur.Status.Conditions, rediscontrollers.ConditionDegraded), fmt.Sprintf("phase %s (%s)", cur.Status.Phase, cur.Status.Reason)
+	})
+	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
+	t.Logf("the corrected rules rolled out in %.1f s", time.Since(start).Seconds())
+	if err := appSet(t.Context(), rc.Status.Nodes[0].Instance); err != nil {
+		t.Errorf("the user cannot write with its new rules: %v", err)
+	}
+
+	written, outage := w.Stop()
+	t.Logf("the writer wrote %d keys; its longest failing stretch %s", written, outage.Round(time.Millisecond))
+	w.Verify(t, env.Client, rc, pw)
+}
+
+// appSet sets a key as the user app of TestRedisClusterRefusesUnknownACLRules on the node
+// at addr: nil when the node takes it or redirects it (MOVED).
+func appSet(ctx context.Context, addr string) error {
+	c := goredis.NewClient(&goredis.Options{Addr: addr, Username: "app", Password: "app-password", MaxRetries: -1, Protocol: 2})
+	defer func() { _ = c.Close() }()
+	if err := c.Set(ctx, "w:from-app", "x", 0).Err(); err != nil && !goredis.HasErrorPrefix(err, "MOVED") {
+		return err
+	}
+	return nil
+}
+
+// podUIDs maps the pods of the cluster name in ns to their UIDs.
+func podUIDs(t *testing.T, ns, name string) map[string]types.UID {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := env.Client.List(t.Context(), pods, client.InNamespace(ns), client.MatchingLabels(resources.SelectorLabels(resources.RedisClusterKind, name))); err != nil {
+		t.Fatal(err)
+	}
+	uids := map[string]types.UID{}
+	for _, p := range pods.Items {
+		uids[p.Name] = p.UID
+	}
+	return uids
 }

@@ -79,6 +79,8 @@ type RedisClusterReconciler struct {
 	// loads runs the shard loads of restores and reloads off the workers (backgroundLoads).
 	loadsOnce sync.Once
 	loads     *shardLoads
+	// aclVerdicts remembers what a node said of each cluster's new ACL rules (checkACLRules).
+	aclVerdicts aclVerdicts
 }
 
 // backgroundLoads is the reconciler's shardLoads, made on first use (a reconciler built
@@ -139,6 +141,9 @@ type state struct {
 	// loadsPending: a shard load of a restore or reload runs in the background; its end
 	// wakes the cluster, so the next look can wait longer.
 	loadsPending bool
+	// aclRejected is the spec's new ACL rules as a running node refused them (nil: none, or
+	// the pods run the spec's rules already): the StatefulSet keeps the rules it has.
+	aclRejected *aclRulesInvalidError
 	// backupUnderWay names a backup of the cluster pending or running, with spec.autoscale
 	// ("" when none): the autoscaler waits for it.
 	backupUnderWay string
@@ -217,6 +222,7 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 			r.coverageSet.forget(req.NamespacedName)
 			r.changes.forget(req.NamespacedName)
 			r.backgroundLoads().forget(req.NamespacedName)
+			r.aclVerdicts.forget(req.NamespacedName)
 		}
 		return nil, ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -230,6 +236,7 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 		r.coverageSet.forget(req.NamespacedName)
 		r.changes.forget(req.NamespacedName)
 		r.backgroundLoads().forget(req.NamespacedName)
+		r.aclVerdicts.forget(req.NamespacedName)
 		return nil, ctrl.Result{}, r.finalize(ctx, rc)
 	}
 	if done, err := r.ensureFinalizer(ctx, rc); done || err != nil {
@@ -253,9 +260,9 @@ func (r *RedisClusterReconciler) prepare(ctx context.Context, s *state) error {
 		steps = append(steps, r.readStatefulSetIfAny)
 	case ensuring:
 		steps = append(steps, r.ensurePassword, r.ensureUsers, r.ensureACLUsers, r.ensureTLS, r.ensureConfigMap, r.ensureServices,
-			r.ensurePodDisruptionBudget, r.ensureNetworkPolicy, r.ensureStatefulSet, r.deleteScaledInClaims)
+			r.ensurePodDisruptionBudget, r.ensureNetworkPolicy, r.checkACLRules, r.ensureStatefulSet, r.deleteScaledInClaims)
 	case !s.rc.Spec.Pause:
-		steps = append(steps, r.readStatefulSet)
+		steps = append(steps, r.readStatefulSet, r.checkACLRules)
 	}
 	err := runAll(ctx, s, steps)
 	if ensuring {

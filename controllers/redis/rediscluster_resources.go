@@ -171,6 +171,9 @@ func (r *RedisClusterReconciler) ensureStatefulSet(ctx context.Context, s *state
 	if err := r.readStatefulSetIfAny(ctx, s); err != nil {
 		return err
 	}
+	if s.aclRejected != nil && s.sts != nil {
+		return nil // the pods keep the rules they run (checkACLRules)
+	}
 	replicas := resources.RedisNodes(s.rc)
 	if s.sts != nil && s.sts.Spec.Replicas != nil && *s.sts.Spec.Replicas > replicas {
 		replicas = *s.sts.Spec.Replicas
@@ -208,8 +211,12 @@ func (r *RedisClusterReconciler) warnUnsupported(s *state) {
 	}
 }
 
-// writeStatefulSet is the one writer of the StatefulSet: the spec's template with replicas pods.
+// writeStatefulSet is the one writer of the StatefulSet: the spec's template with replicas
+// pods. It writes nothing while a node refuses the spec's ACL rules (checkACLRules).
 func (r *RedisClusterReconciler) writeStatefulSet(ctx context.Context, s *state, replicas int32) error {
+	if s.aclRejected != nil && s.sts != nil {
+		return s.aclRejected
+	}
 	sts, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, resources.RedisStatefulSet(s.rc, replicas), child.MergeStatefulSet)
 	r.record(s, sts, outcome, err)
 	if err != nil {

@@ -286,6 +286,8 @@ func degradedBecause(s *state) (reason, message string) {
 		return ReasonKeyConflict, s.err.Error()
 	case errors.As(s.err, &notOurs):
 		return ReasonNotControlled, notOurs.Error()
+	case s.aclRejected != nil:
+		return ReasonInvalidACLRules, s.aclRejected.Error()
 	case s.err != nil:
 		return ReasonReconcileError, s.err.Error()
 	}

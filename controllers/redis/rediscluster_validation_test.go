@@ -321,6 +321,42 @@ func TestRedisClusterInvalidSpecsAreRejected(t *testing.T) {
 			},
 			want: []string{"spec.acl.users[0].rules"},
 		},
+		"a key pattern with a space after ~": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{aclUser("app", "~ * +@read")}}
+			},
+			want: []string{`spec.acl.users[0].rules`, "spec.acl.users[].rules has ~, %R~, &, +, -, +@ or -@ followed by a space", "~* not ~ *"},
+		},
+		"a bare word in the default user's rules": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, DefaultUserRules: "~* &* +@all get"}
+			},
+			want: []string{"spec.acl.defaultUserRules must be ACL rules separated by spaces", "+command", "+@category", "allkeys"},
+		},
+		"a command sign without a name": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{aclUser("app", "~* + get")}}
+			},
+			want: []string{"spec.acl.users[].rules has ~, %R~, &, +, -, +@ or -@ followed by a space", "+get not + get"},
+		},
+		"an unknown keyword": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{aclUser("app", "allkey +@read")}}
+			},
+			want: []string{"spec.acl.users[].rules must be ACL rules separated by spaces", "resetkeys"},
+		},
+		"a category sign without a name": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, DefaultUserRules: "~* +@"}
+			},
+			want: []string{"spec.acl.defaultUserRules has ~, %R~, &, +, -, +@ or -@ followed by a space"},
+		},
+		"rules of spaces only": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{aclUser("app", "   ")}}
+			},
+			want: []string{"spec.acl.users[0].rules", "spec.acl.users[].rules must be ACL rules separated by spaces"},
+		},
 	}
 	checkAdmission(t, ns, "invalid", cases)
 }
@@ -339,6 +375,7 @@ func TestRedisClusterACLUsersAccepted(t *testing.T) {
 	rc.Spec.Pause = true
 	rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, DefaultUserRules: "~* &* +@all -@dangerous +info -flushall", Users: []redisv1alpha1.ACLUser{
 		aclUser("app-reader", "~cache:* %R~shared:* -@all +@read +ping (~other:* +get)"),
+		aclUser("every-form", "resetkeys ~a:* %W~b:* %RW~c:* resetchannels &news:* nocommands +@read -@dangerous +cluster|info +select|0 +json.get -debug clearselectors (%R~d:* +get) ALLKEYS allchannels allcommands sanitize-payload"),
 		{Name: "writer.2", Rules: "allkeys +@write -@dangerous", PasswordSecret: redisv1alpha1.SecretKeyRef{Name: "writer", Key: "pw.txt"}},
 	}}
 	if err := env.Client.Create(t.Context(), rc); err != nil {

@@ -3,8 +3,10 @@ package resources
 import (
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -112,6 +114,51 @@ func redisACLEnv(rc *redisv1alpha1.RedisCluster) []corev1.EnvVar {
 		env = append(env, corev1.EnvVar{Name: RedisACLUsersEnv, Value: users.String()})
 	}
 	return env
+}
+
+// RedisACLRuleSet is one field of ACL rules of a RedisCluster.
+type RedisACLRuleSet struct {
+	// Field is the field's path in the spec, for example spec.acl.users[0].rules.
+	Field string
+	// User is the Redis user the rules are for ("default" for spec.acl.defaultUserRules).
+	User string
+	// Rules are the rules the pods start the user with.
+	Rules string
+}
+
+// RedisACLRuleSets are the rules the pods start the application's users with: the default
+// user's (RedisDefaultUserRulesOf), then those of spec.acl.users in order. None without
+// spec.acl.enabled.
+func RedisACLRuleSets(rc *redisv1alpha1.RedisCluster) []RedisACLRuleSet {
+	if !RedisACLEnabled(rc) {
+		return nil
+	}
+	sets := []RedisACLRuleSet{{Field: "spec.acl.defaultUserRules", User: "default", Rules: RedisDefaultUserRulesOf(rc)}}
+	for i, u := range rc.Spec.ACL.Users {
+		sets = append(sets, RedisACLRuleSet{Field: fmt.Sprintf("spec.acl.users[%d].rules", i), User: u.Name, Rules: strings.TrimSpace(u.Rules)})
+	}
+	return sets
+}
+
+// RedisACLRulesInTemplate reports whether the pod template of sts starts the users with the
+// rules rc asks for: its containers carry the same rules for the start script (both none
+// without spec.acl.enabled).
+func RedisACLRulesInTemplate(rc *redisv1alpha1.RedisCluster, sts *appsv1.StatefulSet) bool {
+	want := map[string]string{}
+	if RedisACLEnabled(rc) {
+		for _, e := range redisACLEnv(rc) {
+			want[e.Name] = e.Value
+		}
+	}
+	have := map[string]string{}
+	for _, c := range sts.Spec.Template.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == RedisDefaultUserRulesEnv || e.Name == RedisACLUsersEnv {
+				have[e.Name] = e.Value
+			}
+		}
+	}
+	return maps.Equal(want, have)
 }
 
 // redisACLUsersVolume holds the passwords of spec.acl.users, or is nil when there is none.

@@ -151,3 +151,42 @@ func TestRedisACLUserAppliedSecretName(t *testing.T) {
 		seen[name] = user
 	}
 }
+
+// TestRedisACLRulesInTemplate: a StatefulSet built from a spec runs its rules; a change of
+// the default user's rules, of a user's rules or of the list of users is seen, a change of
+// anything else is not; RedisACLRuleSets names each field.
+func TestRedisACLRulesInTemplate(t *testing.T) {
+	rc := &redisv1alpha1.RedisCluster{}
+	rc.Name, rc.Namespace = "cache", "prod"
+	rc.Spec.Replicas = 6
+	rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{
+		{Name: "app", Rules: " ~a:* +@read ", PasswordSecret: redisv1alpha1.SecretKeyRef{Name: "app-pw"}},
+	}}
+	sts := resources.RedisStatefulSet(rc, 6)
+	cases := map[string]struct {
+		change func(*redisv1alpha1.RedisCluster)
+		same   bool
+	}{
+		"unchanged":              {change: func(*redisv1alpha1.RedisCluster) {}, same: true},
+		"more replicas":          {change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.Replicas = 8 }, same: true},
+		"default rules":          {change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.ACL.DefaultUserRules = "~* +@all" }},
+		"a user's rules":         {change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.ACL.Users[0].Rules = "~a:* +gett" }},
+		"a user removed":         {change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.ACL.Users = nil }},
+		"the same rules, spaced": {change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.ACL.Users[0].Rules = "~a:* +@read" }, same: true},
+	}
+	for name, tc := range cases {
+		changed := rc.DeepCopy()
+		tc.change(changed)
+		if got := resources.RedisACLRulesInTemplate(changed, sts); got != tc.same {
+			t.Errorf("%s: in the template %v, want %v", name, got, tc.same)
+		}
+	}
+	sets := resources.RedisACLRuleSets(rc)
+	want := []resources.RedisACLRuleSet{
+		{Field: "spec.acl.defaultUserRules", User: "default", Rules: resources.RedisDefaultUserRules},
+		{Field: "spec.acl.users[0].rules", User: "app", Rules: "~a:* +@read"},
+	}
+	if !slices.Equal(sets, want) {
+		t.Errorf("rule sets %+v, want %+v", sets, want)
+	}
+}

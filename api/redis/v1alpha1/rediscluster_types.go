@@ -256,6 +256,8 @@ type ACLSpec struct {
 	// the pods one at a time, as an upgrade does.
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[ -~]*$') && !self.contains('\"') && !self.contains(\"'\") && !self.contains('\\\\')",message="spec.acl.defaultUserRules must be ACL rules on one line, without quotes or backslashes, for example ~* &* +@all -@dangerous +info"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^ *([(]?((?i:allkeys|resetkeys|allchannels|resetchannels|allcommands|nocommands|clearselectors|sanitize-payload|skip-sanitize-payload)|(~|%[RWrw]{1,2}~|&)[!-~]+|[+-]@?[A-Za-z0-9_][!-~]*)[)]?( +|$))*$')",message="spec.acl.defaultUserRules must be ACL rules separated by spaces, each one of ~pattern, %R~pattern, %W~pattern, %RW~pattern, &pattern, +command, -command, +@category, -@category, allkeys, resetkeys, allchannels, resetchannels, allcommands, nocommands, (selector), without a space after ~, & or +; for example ~* &* +@all -@dangerous +info"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^| )[(]?(~|%[RWrw]{1,2}~|&|[+-]@?)[)]?( |$)')",message="spec.acl.defaultUserRules has ~, %R~, &, +, -, +@ or -@ followed by a space: write the pattern, command or category right after it, for example ~* not ~ *, +get not + get"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('(^| )([<>#!]|(?i:nopass|resetpass|reset|on|off)( |$))')",message="spec.acl.defaultUserRules must not set the password or switch the user (>, <, #, !, nopass, resetpass, reset, on, off): the password comes from spec.passwordSecret; remove that rule"
 	// +optional
 	DefaultUserRules string `json:"defaultUserRules,omitempty"`
@@ -288,6 +290,8 @@ type ACLUser struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[ -~]*$') && !self.contains('\"') && !self.contains(\"'\") && !self.contains('\\\\')",message="spec.acl.users[].rules must be ACL rules on one line, without quotes or backslashes, for example ~cache:* +@read +@write"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^ *([(]?((?i:allkeys|resetkeys|allchannels|resetchannels|allcommands|nocommands|clearselectors|sanitize-payload|skip-sanitize-payload)|(~|%[RWrw]{1,2}~|&)[!-~]+|[+-]@?[A-Za-z0-9_][!-~]*)[)]?( +|$))+$')",message="spec.acl.users[].rules must be ACL rules separated by spaces, each one of ~pattern, %R~pattern, %W~pattern, %RW~pattern, &pattern, +command, -command, +@category, -@category, allkeys, resetkeys, allchannels, resetchannels, allcommands, nocommands, (selector), without a space after ~, & or +; for example ~cache:* +@read +@write"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^| )[(]?(~|%[RWrw]{1,2}~|&|[+-]@?)[)]?( |$)')",message="spec.acl.users[].rules has ~, %R~, &, +, -, +@ or -@ followed by a space: write the pattern, command or category right after it, for example ~* not ~ *, +get not + get"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('(^| )([<>#!]|(?i:nopass|resetpass|reset|on|off)( |$))')",message="spec.acl.users[].rules must not set the password or switch the user (>, <, #, !, nopass, resetpass, reset, on, off): the password comes from passwordSecret; remove that rule"
 	// +required
 	Rules string `json:"rules"`
