@@ -39,15 +39,8 @@ import (
 func TestRedisClusterWithACLUsers(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	reader := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "reader-pw", Namespace: ns}, Data: map[string][]byte{"pw": []byte("reader-password\n")}}
-	if err := env.Client.Create(t.Context(), reader); err != nil {
-		t.Fatal(err)
-	}
-	rc := redistest.NewCluster(ns, "acl", 6)
-	rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{
-		{Name: "reader", Rules: "~w:* +@read", PasswordSecret: redisv1alpha1.SecretKeyRef{Name: reader.Name, Key: "pw"}},
-	}}
-	key, rc, pw := createRunning(t, rc, "with ACL users")
+	reader, key, rc, pw := runningWithACLUser(t, ns, "acl", "with ACL users",
+		redisv1alpha1.ACLUser{Name: "reader", Rules: "~w:* +@read", PasswordSecret: redisv1alpha1.SecretKeyRef{Name: "reader-pw", Key: "pw"}}, "reader-password\n")
 	users := &corev1.Secret{}
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "acl-users"}, users); err != nil {
 		t.Fatal(err)
@@ -293,15 +286,8 @@ func TestRedisClusterACLWaitsForAUserSecret(t *testing.T) {
 func TestRedisClusterRefusesUnknownACLRules(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-pw", Namespace: ns}, Data: map[string][]byte{"password": []byte("app-password")}}
-	if err := env.Client.Create(t.Context(), secret); err != nil {
-		t.Fatal(err)
-	}
-	rc := redistest.NewCluster(ns, "acl-rules", 6)
-	rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{
-		{Name: "app", Rules: "~w:* +@read", PasswordSecret: redisv1alpha1.SecretKeyRef{Name: secret.Name}},
-	}}
-	key, rc, pw := createRunning(t, rc, "with a user")
+	secret, key, rc, pw := runningWithACLUser(t, ns, "acl-rules", "with a user",
+		redisv1alpha1.ACLUser{Name: "app", Rules: "~w:* +@read", PasswordSecret: redisv1alpha1.SecretKeyRef{Name: "app-pw"}}, "app-password")
 	before := podUIDs(t, ns, rc.Name)
 	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
 	w.WaitWritten(t, 200)
@@ -391,4 +377,20 @@ func podUIDs(t *testing.T, ns, name string) map[string]types.UID {
 		uids[p.Name] = p.UID
 	}
 	return uids
+}
+
+// runningWithACLUser creates user's password Secret holding password, then the 6-node
+// cluster name in ns with spec.acl and that one user, and waits until it runs (see
+// createRunning). It returns the Secret with the cluster's key, object and password.
+func runningWithACLUser(t *testing.T, ns, name, how string, user redisv1alpha1.ACLUser, password string) (*corev1.Secret, client.ObjectKey, *redisv1alpha1.RedisCluster, string) {
+	t.Helper()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: user.PasswordSecret.Name, Namespace: ns},
+		Data: map[string][]byte{resources.RedisACLUserSecretKey(user): []byte(password)}}
+	if err := env.Client.Create(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	rc := redistest.NewCluster(ns, name, 6)
+	rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{user}}
+	key, rc, pw := createRunning(t, rc, how)
+	return secret, key, rc, pw
 }

@@ -83,6 +83,18 @@ type RedisClusterReconciler struct {
 	aclVerdicts aclVerdicts
 }
 
+// forgetCluster drops everything the reconciler keeps of a cluster that is gone or going:
+// its metric series, connections, what it saw of its nodes, its loads and verdicts.
+func (r *RedisClusterReconciler) forgetCluster(key types.NamespacedName) {
+	metrics.ForgetRedisCluster(key.Namespace, key.Name)
+	r.admins.forget(key)
+	r.certsSeen.forget(key)
+	r.coverageSet.forget(key)
+	r.changes.forget(key)
+	r.backgroundLoads().forget(key)
+	r.aclVerdicts.forget(key)
+}
+
 // backgroundLoads is the reconciler's shardLoads, made on first use (a reconciler built
 // without SetupWithManager, as in unit tests, has one too; its ends then wake nobody).
 func (r *RedisClusterReconciler) backgroundLoads() *shardLoads {
@@ -216,13 +228,7 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 	rc := &redisv1alpha1.RedisCluster{}
 	if err := r.Get(ctx, req.NamespacedName, rc); err != nil {
 		if apierrors.IsNotFound(err) {
-			metrics.ForgetRedisCluster(req.Namespace, req.Name)
-			r.admins.forget(req.NamespacedName)
-			r.certsSeen.forget(req.NamespacedName)
-			r.coverageSet.forget(req.NamespacedName)
-			r.changes.forget(req.NamespacedName)
-			r.backgroundLoads().forget(req.NamespacedName)
-			r.aclVerdicts.forget(req.NamespacedName)
+			r.forgetCluster(req.NamespacedName)
 		}
 		return nil, ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -230,13 +236,7 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 		return nil, ctrl.Result{RequeueAfter: status.StaleRetry}, nil
 	}
 	if !rc.DeletionTimestamp.IsZero() {
-		metrics.ForgetRedisCluster(req.Namespace, req.Name)
-		r.admins.forget(req.NamespacedName)
-		r.certsSeen.forget(req.NamespacedName)
-		r.coverageSet.forget(req.NamespacedName)
-		r.changes.forget(req.NamespacedName)
-		r.backgroundLoads().forget(req.NamespacedName)
-		r.aclVerdicts.forget(req.NamespacedName)
+		r.forgetCluster(req.NamespacedName)
 		return nil, ctrl.Result{}, r.finalize(ctx, rc)
 	}
 	if done, err := r.ensureFinalizer(ctx, rc); done || err != nil {
@@ -351,11 +351,11 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 	}
 	r.podsIndexed = true
 	podToCluster := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
-		labels := obj.GetLabels()
-		if labels[resources.LabelName] != resources.RedisClusterKind || labels[resources.LabelInstance] == "" {
+		cluster := podCluster(obj)
+		if len(cluster) == 0 {
 			return nil
 		}
-		key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: labels[resources.LabelInstance]}
+		key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: cluster[0]}
 		r.changes.touch(key)
 		return []reconcile.Request{{NamespacedName: key}}
 	})

@@ -32,10 +32,7 @@ type Probe struct {
 func StartProbe(addr, password string, down func(slot int) bool) *Probe {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Probe{
-		client: goredis.NewClusterClient(&goredis.ClusterOptions{
-			Addrs: []string{addr}, Password: password, MaxRedirects: 16,
-			ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: time.Second,
-		}),
+		client: testClient(addr, password, nil),
 		cancel: cancel, done: make(chan struct{}),
 	}
 	go p.run(ctx, down)

@@ -48,15 +48,21 @@ func StartWriter(addr, password string) *Writer { return StartTLSWriter(addr, pa
 func StartTLSWriter(addr, password string, tlsConfig *tls.Config) *Writer {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &Writer{
-		client: goredis.NewClusterClient(&goredis.ClusterOptions{
-			Addrs: []string{addr}, Password: password, MaxRedirects: 16, TLSConfig: tlsConfig,
-			ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: time.Second,
-		}),
+		client: testClient(addr, password, tlsConfig),
 		tls:    tlsConfig,
 		cancel: cancel, done: make(chan struct{}),
 	}
 	go w.run(ctx)
 	return w
+}
+
+// testClient is the cluster client of a Writer or a Probe: it knows only the node at addr,
+// follows up to 16 redirects and gives each command a second.
+func testClient(addr, password string, tlsConfig *tls.Config) *goredis.ClusterClient {
+	return goredis.NewClusterClient(&goredis.ClusterOptions{
+		Addrs: []string{addr}, Password: password, MaxRedirects: 16, TLSConfig: tlsConfig,
+		ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: time.Second,
+	})
 }
 
 func (w *Writer) run(ctx context.Context) {
