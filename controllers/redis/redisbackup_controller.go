@@ -83,7 +83,7 @@ func (r *RedisBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	next := b.DeepCopy()
 	if d.copy {
-		return r.copyAndRecord(ctx, b, next, run)
+		return r.copyAndRecord(ctx, b, next, run, time.Since(started))
 	}
 	r.setPhase(b, next, d.phase, d.reason, d.message)
 	if d.phase == redisv1alpha1.BackupFailed {
@@ -170,7 +170,8 @@ func (r *RedisBackupReconciler) sources(ctx context.Context, rc *redisv1alpha1.R
 
 // copyAndRecord records the attempt (phase Running), copies every shard and the manifest,
 // and records the outcome.
-func (r *RedisBackupReconciler) copyAndRecord(ctx context.Context, b, next *redisv1alpha1.RedisBackup, run backupRun) (ctrl.Result, error) {
+func (r *RedisBackupReconciler) copyAndRecord(ctx context.Context, b, next *redisv1alpha1.RedisBackup, run backupRun, looked time.Duration) (ctrl.Result, error) {
+	begun := time.Now()
 	next.Status.Attempts++
 	now := metav1.Now()
 	next.Status.StartedAt = &now
@@ -199,6 +200,9 @@ func (r *RedisBackupReconciler) copyAndRecord(ctx context.Context, b, next *redi
 			next.Status.CompletedAt.Sub(next.Status.StartedAt.Time).Round(time.Millisecond)))
 	r.recordBackupMetrics(b, &next.Status)
 	_, err = status.Patch(ctx, r.Client, running, next, redisBackupStatus)
+	log.FromContext(ctx).Info("backup completed", "keys", next.Status.Keys, "bytes", next.Status.Bytes,
+		"look", looked.Round(time.Millisecond).String(), "total", (looked + time.Since(begun)).Round(time.Millisecond).String(),
+		"shards", done.shards.Round(time.Millisecond).String(), "check", done.check.Round(time.Millisecond).String())
 	return ctrl.Result{}, err
 }
 

@@ -24,6 +24,9 @@ const backupCopyTimeout = 30 * time.Minute
 type backupDone struct {
 	manifest *backup.Manifest
 	pods     []string
+	// shards is how long the shards took to stream, and check how long the slot map's
+	// second look and the manifest's upload took after them.
+	shards, check time.Duration
 }
 
 // apply records the manifest in a backup's status.
@@ -57,6 +60,7 @@ func (r *RedisBackupReconciler) copy(ctx context.Context, run backupRun) (backup
 	if err != nil {
 		return backupDone{}, err
 	}
+	copied := time.Now()
 	var pods []string
 	for i, src := range run.source {
 		m.RedisVersion = shards[i].RedisVersion
@@ -78,7 +82,7 @@ func (r *RedisBackupReconciler) copy(ctx context.Context, run backupRun) (backup
 	if _, err := run.store.Put(ctx, backup.ManifestName, bytes.NewReader(data), int64(len(data))); err != nil {
 		return backupDone{}, fmt.Errorf("while writing the manifest: %w", err)
 	}
-	return backupDone{manifest: m, pods: pods}, nil
+	return backupDone{manifest: m, pods: pods, shards: copied.Sub(m.StartedAt), check: time.Since(copied)}, nil
 }
 
 // copyShards streams every shard at once, each from its source to its file: a node with

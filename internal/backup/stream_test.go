@@ -21,7 +21,7 @@ import (
 )
 
 // startStore starts the local cluster's object store on its own, with TLS.
-func startStore(t *testing.T) (*localcluster.ObjectStore, *objectstore.Client) {
+func startStore(t testing.TB) (*localcluster.ObjectStore, *objectstore.Client) {
 	t.Helper()
 	return teststore.Start(t, "shop/cache")
 }

@@ -189,6 +189,14 @@ func (o *ObjectStore) Env() string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
+// PID is the store's process id, or 0 when it is not running.
+func (o *ObjectStore) PID() int {
+	if o.proc == nil || o.proc.cmd.Process == nil {
+		return 0
+	}
+	return o.proc.cmd.Process.Pid
+}
+
 // Stop ends a store that StartObjectStore started and removes its temporary directory. A
 // store that a Cluster started is stopped by the Cluster's Stop. It is safe to call more
 // than once.

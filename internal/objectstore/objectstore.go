@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"net/url"
 	"slices"
@@ -208,11 +207,24 @@ func (c *Client) Location() string { return "s3://" + c.bucket + "/" + c.prefix 
 // of PartSize, so the object can be at most 10,000 parts). Put reads r once, and returns
 // the size and SHA-256 of what it read and the store accepted.
 func (c *Client) Put(ctx context.Context, name string, r io.Reader, size int64) (Object, error) {
+	h := sha256.New()
+	obj, err := c.PutUnhashed(ctx, name, io.TeeReader(r, h), size)
+	if err == nil {
+		obj.SHA256 = hex.EncodeToString(h.Sum(nil))
+	}
+	return obj, err
+}
+
+// PutUnhashed is Put without the SHA-256, for a caller that hashes the content on its way in
+// (a shard's snapshot is hashed as it arrives from the node): on a machine whose cores the
+// node, the store and the operator share, a second pass over every byte slows the copy. The
+// Object's SHA256 is empty. Every part still carries a CRC32C the store checks.
+func (c *Client) PutUnhashed(ctx context.Context, name string, r io.Reader, size int64) (Object, error) {
 	key, err := c.key(name)
 	if err != nil {
 		return Object{}, err
 	}
-	src := &hashingReader{r: r, h: sha256.New()}
+	src := &countingReader{r: r}
 	info, err := c.mc.PutObject(ctx, c.bucket, key, src, size, minio.PutObjectOptions{
 		PartSize:    c.partSize,
 		ContentType: "application/octet-stream",
@@ -230,10 +242,7 @@ func (c *Client) Put(ctx context.Context, name string, r io.Reader, size int64) 
 	if info.Size != src.n {
 		return Object{}, fmt.Errorf("while uploading %s: the store recorded %d bytes of the %d sent", key, info.Size, src.n)
 	}
-	return Object{
-		Name: name, Key: key, Digest: Digest{Size: src.n, SHA256: hex.EncodeToString(src.h.Sum(nil))},
-		ETag: info.ETag, LastModified: info.LastModified,
-	}, nil
+	return Object{Name: name, Key: key, Digest: Digest{Size: src.n}, ETag: info.ETag, LastModified: info.LastModified}, nil
 }
 
 // Get downloads the object name into w as it arrives, and returns its size and SHA-256.
@@ -375,16 +384,14 @@ func kindOf(err error) error {
 	return nil
 }
 
-// hashingReader hashes and counts what is read through it.
-type hashingReader struct {
+// countingReader counts what is read through it.
+type countingReader struct {
 	r io.Reader
-	h hash.Hash
 	n int64
 }
 
-func (r *hashingReader) Read(p []byte) (int, error) {
+func (r *countingReader) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
-	r.h.Write(p[:n])
 	r.n += int64(n)
 	return n, err
 }

@@ -175,16 +175,15 @@ func TestDigestVerify(t *testing.T) {
 	}
 }
 
-func TestHashingReader(t *testing.T) {
+func TestCountingReader(t *testing.T) {
 	data := bytes.Repeat([]byte("0123456789"), 100_000)
-	r := &hashingReader{r: bytes.NewReader(data), h: sha256.New()}
+	r := &countingReader{r: bytes.NewReader(data)}
 	var out bytes.Buffer
 	if _, err := out.ReadFrom(r); err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(data)
-	if r.n != int64(len(data)) || !bytes.Equal(r.h.Sum(nil), sum[:]) || !bytes.Equal(out.Bytes(), data) {
-		t.Fatalf("read %d bytes, hash %x; want %d, %x", r.n, r.h.Sum(nil), len(data), sum)
+	if r.n != int64(len(data)) || !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("read %d bytes, want %d", r.n, len(data))
 	}
 }
 

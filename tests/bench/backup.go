@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -23,6 +24,7 @@ import (
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/localcluster"
 	"github.com/middleware-operator/middleware-operator/internal/rdbload"
+	"github.com/middleware-operator/middleware-operator/internal/redispods"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -55,6 +57,9 @@ type BackupFigures struct {
 	// (VmHWM, reset before each run) over the backups and over the restores. HeapPeak* are
 	// the largest go_memstats_heap_inuse_bytes sampled every 250 ms during them.
 	IdleRSS, BackupPeakRSS, RestorePeakRSS, BackupPeakHeap, RestorePeakHeap uint64
+	// BackupCPU and RDBCPU are the CPU seconds each side used, per run: the operator, the
+	// object store, the source's redis-servers (with their snapshot forks) and redis-cli.
+	BackupCPU, RDBCPU []map[string]float64
 	// Limits, in MB/s: a loopback TCP copy, a file written and fsynced on this disk, and
 	// three objects of a shard's size put into the store side by side from memory.
 	Loopback, Disk, StorePut float64
@@ -80,7 +85,7 @@ func RunBackup(ctx context.Context, keys, runs int, logf func(string, ...any)) (
 		return f, err
 	}
 	defer store.Stop()
-	b := &backupBench{env: env, op: rb.op, store: store, logf: logf, work: env.Cluster.Dir + "/bench"}
+	b := &backupBench{env: env, op: rb.op, kubelet: rb.kubelet, store: store, logf: logf, work: env.Cluster.Dir + "/bench"}
 	if err := b.setup(ctx); err != nil {
 		return f, err
 	}
@@ -135,10 +140,11 @@ func RunBackup(ctx context.Context, keys, runs int, logf func(string, ...any)) (
 
 // backupBench is the state of one RunBackup.
 type backupBench struct {
-	env   *testenv.Env
-	op    *process
-	store *localcluster.ObjectStore
-	logf  func(string, ...any)
+	env     *testenv.Env
+	op      *process
+	kubelet *redispods.Kubelet
+	store   *localcluster.ObjectStore
+	logf    func(string, ...any)
 	// work holds the pipe files and redis-cli's RDB files.
 	work string
 	// pipes are the protocol files of the keys, one per master of the source, in the order
@@ -361,6 +367,7 @@ func (b *backupBench) backup(ctx context.Context, name string, f *BackupFigures)
 	if err != nil {
 		return err
 	}
+	cpu := b.cpu(ctx)
 	rb := &redisv1alpha1.RedisBackup{ObjectMeta: metav1.ObjectMeta{Namespace: backupNS, Name: name},
 		Spec: redisv1alpha1.RedisBackupSpec{Cluster: "source", Destination: redisv1alpha1.ObjectStore{
 			Endpoint: b.store.Endpoint, Bucket: b.store.Bucket, Region: b.store.Region, CredentialsSecret: "store", CASecret: "store-ca"}}}
@@ -379,6 +386,7 @@ func (b *backupBench) backup(ctx context.Context, name string, f *BackupFigures)
 		return rb.Status.Phase == redisv1alpha1.BackupCompleted, nil
 	})
 	seen := time.Since(start).Seconds()
+	used := cpuSince(cpu, b.cpu(ctx))
 	rss, heap := mem.stop()
 	if err != nil {
 		return err
@@ -389,8 +397,9 @@ func (b *backupBench) backup(ctx context.Context, name string, f *BackupFigures)
 	took := rb.Status.CompletedAt.Sub(rb.Status.StartedAt.Time).Seconds()
 	f.Backup, f.BackupSeen, f.Bytes = append(f.Backup, took), append(f.BackupSeen, seen), rb.Status.Bytes
 	f.BackupPeakRSS, f.BackupPeakHeap = max(f.BackupPeakRSS, rss), max(f.BackupPeakHeap, heap)
-	b.logf("%s: %d keys, %d bytes in %d shards, %.2f s from start to completion (%.2f s from creation); operator peak RSS %d MiB, heap %d MiB",
-		name, rb.Status.Keys, rb.Status.Bytes, len(rb.Status.Shards), took, seen, rss>>20, heap>>20)
+	f.BackupCPU = append(f.BackupCPU, used)
+	b.logf("%s: %d keys, %d bytes in %d shards, %.2f s from start to completion (%.2f s from creation); operator peak RSS %d MiB, heap %d MiB; CPU s: %s; operator's timeline: %s",
+		name, rb.Status.Keys, rb.Status.Bytes, len(rb.Status.Shards), took, seen, rss>>20, heap>>20, cpuLine(used), b.operatorLine("backup completed", name))
 	return nil
 }
 
@@ -410,6 +419,7 @@ func (b *backupBench) redisCLIRDB(ctx context.Context, rc *redisv1alpha1.RedisCl
 		return err
 	}
 	sizes := make([]int64, len(rb.Status.Shards))
+	cpu := b.cpu(ctx)
 	start := time.Now()
 	each, err := sideBySide(ctx, len(rb.Status.Shards), func(ctx context.Context, i int) error {
 		out := filepath.Join(b.work, fmt.Sprintf("cli-%d.rdb", i))
@@ -428,12 +438,13 @@ func (b *backupBench) redisCLIRDB(ctx context.Context, rc *redisv1alpha1.RedisCl
 		return err
 	}
 	wall := time.Since(start).Seconds()
-	f.RDB = append(f.RDB, wall)
+	used := cpuSince(cpu, b.cpu(ctx))
+	f.RDB, f.RDBCPU = append(f.RDB, wall), append(f.RDBCPU, used)
 	var total int64
 	for _, s := range sizes {
 		total += s
 	}
-	b.logf("redis-cli --rdb of the 3 source nodes side by side: %d bytes in %.2f s (%s)", total, wall, seconds(each))
+	b.logf("redis-cli --rdb of the 3 source nodes side by side: %d bytes in %.2f s (%s); CPU s: %s", total, wall, seconds(each), cpuLine(used))
 	return nil
 }
 
@@ -622,4 +633,57 @@ func BackupTable(all []BackupFigures) string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// cpu is the CPU seconds used so far by the operator, the object store, the source
+// cluster's redis-servers with the snapshot forks they reaped, and the redis-cli processes
+// this bench ran and reaped; with the machine's busy and total seconds.
+func (b *backupBench) cpu(ctx context.Context) map[string]float64 {
+	out := map[string]float64{}
+	out["operator"], _ = processCPU(b.op.cmd.Process.Pid)
+	if pid := b.store.PID(); pid > 0 {
+		out["object store"], _ = processCPU(pid)
+	}
+	rc := &redisv1alpha1.RedisCluster{}
+	if err := b.env.Client.Get(ctx, client.ObjectKey{Namespace: backupNS, Name: "source"}, rc); err == nil {
+		for _, n := range rc.Status.Nodes {
+			for _, pid := range b.kubelet.Processes(backupNS, n.Name) {
+				own, forks, _ := processAndChildrenCPU(pid)
+				out["redis-server"] += own + forks
+			}
+		}
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err == nil {
+		out["redis-cli"] = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	}
+	if busy, total, err := machineCPU(); err == nil {
+		out[machineBusy], out[machineTotal] = busy, total
+	}
+	return out
+}
+
+// cpuSince is what each of after's figures grew since before.
+func cpuSince(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		out[k] = v - before[k]
+	}
+	return out
+}
+
+// operatorLine is the last line of the operator's log that holds msg and name, or a note
+// that there is none.
+func (b *backupBench) operatorLine(msg, name string) string {
+	data, err := os.ReadFile(filepath.Join(b.env.Cluster.Dir, "operator.log"))
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(string(data), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], msg) && strings.Contains(lines[i], `"`+name+`"`) {
+			return lines[i]
+		}
+	}
+	return "no " + msg + " line for " + name
 }

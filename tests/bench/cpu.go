@@ -61,21 +61,29 @@ func (m *cpuMeter) read() map[string]float64 {
 
 // processCPU is the user and system CPU seconds process pid has used, from /proc/pid/stat.
 func processCPU(pid int) (float64, error) {
+	own, _, err := processAndChildrenCPU(pid)
+	return own, err
+}
+
+// processAndChildrenCPU is the user and system CPU seconds process pid has used, and those of
+// its children it has waited for (a redis-server's snapshot forks), from /proc/pid/stat.
+func processAndChildrenCPU(pid int) (own, children float64, err error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	// Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+	// Fields after the command's closing parenthesis.
 	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	if len(fields) < 15 {
+		return 0, 0, fmt.Errorf("short /proc/%d/stat", pid)
 	}
-	utime, err1 := strconv.ParseFloat(fields[11], 64)
-	stime, err2 := strconv.ParseFloat(fields[12], 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err1)
+	var ticks [4]float64 // utime, stime, cutime, cstime: the 12th to 15th
+	for i := range ticks {
+		if ticks[i], err = strconv.ParseFloat(fields[11+i], 64); err != nil {
+			return 0, 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
 	}
-	return (utime + stime) / 100, nil // clock ticks: 100 per second on Linux
+	return (ticks[0] + ticks[1]) / 100, (ticks[2] + ticks[3]) / 100, nil // clock ticks: 100 per second on Linux
 }
 
 // machineCPU is every core's busy and total CPU seconds since boot, from /proc/stat.
