@@ -60,7 +60,12 @@ type RedisClusterReconciler struct {
 	// NetworkPolicyAccess tells whether the operator may manage NetworkPolicies
 	// (NewNetworkPolicyAccess through Client when nil).
 	NetworkPolicyAccess AccessChecker
-	accessOnce          sync.Once
+	// NetworkPolicyCacheAccess tells whether the operator may list and watch them, and so
+	// read them from its cache (NewNetworkPolicyCacheAccess through Client when nil).
+	NetworkPolicyCacheAccess AccessChecker
+	accessOnce               sync.Once
+	// WatchNamespaces are the namespaces the manager's cache lists; empty means every one.
+	WatchNamespaces []string
 	// stale keeps reconciles off cached objects older than the operator's last status write.
 	stale status.StaleGuard
 	// admins keeps each cluster's Redis connections from one reconcile to the next.
@@ -175,7 +180,7 @@ type state struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;update
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;create;update;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile observes once, plans one step, acts once and writes the status once. Observing

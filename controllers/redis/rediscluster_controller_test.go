@@ -23,6 +23,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -236,10 +237,10 @@ func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	var writes, topology atomic.Int64
-	var reads testenv.WriteCounts
+	var reads, cacheReads testenv.WriteCounts
 	recorder := events.NewFakeRecorder(10)
 	r := &rediscontrollers.RedisClusterReconciler{
-		Client: testenv.CountingClient{Client: mgr.GetClient(), Writes: &writes}, Scheme: env.Scheme, Recorder: recorder,
+		Client: testenv.CountingClient{Client: countingGets{Client: mgr.GetClient(), reads: countingReader{Reader: mgr.GetClient(), reads: &cacheReads}}, Writes: &writes}, Scheme: env.Scheme, Recorder: recorder,
 		APIReader: countingReader{Reader: mgr.GetAPIReader(), reads: &reads}, References: refs,
 		OperatorNamespace: operatorNamespace, // as the suite's reconciler, or the two rewrite the NetworkPolicy in turn
 		NewAdmin: func(login redisadmin.Login, tlsConfig *tls.Config) rediscontrollers.Admin {
@@ -257,6 +258,12 @@ func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 	})
 	for len(recorder.Events) > 0 {
 		<-recorder.Events
+	}
+	// Those looks ensured the children, the NetworkPolicy among them: the operator may list
+	// and watch NetworkPolicies, so it read the policy from its cache, not the API server.
+	policy := fmt.Sprintf("%T", &networkingv1.NetworkPolicy{})
+	if api, cached := reads.Get(policy), cacheReads.Get(policy); api != 0 || cached == 0 {
+		t.Errorf("ensuring the children read the NetworkPolicy %d times from the API server and %d from the cache, want 0 and some", api, cached)
 	}
 	// Then three looks, once, with no retry: nothing may change.
 	writes.Store(0)
@@ -296,6 +303,17 @@ type countingReader struct {
 func (c countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	c.reads.Add(fmt.Sprintf("%T", obj))
 	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+// countingGets is a client whose reads go through reads (a countingReader over the same
+// client's cache).
+type countingGets struct {
+	client.Client
+	reads countingReader
+}
+
+func (c countingGets) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return c.reads.Get(ctx, key, obj, opts...)
 }
 
 // nodeCounters reads, from each node of rc's status, the connections it accepted so far and

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -36,15 +37,29 @@ const (
 	ReasonNetworkPolicyRefused = "NetworkPolicyRefused"
 )
 
-// NetworkPolicyVerbs are the verbs ensureNetworkPolicy uses on NetworkPolicies. It reads them
-// through the API reader, so the operator has no NetworkPolicy informer: one started under
-// an RBAC without these grants would never sync and would stall the manager.
+// NetworkPolicyVerbs are the verbs ensureNetworkPolicy needs on NetworkPolicies to keep one.
 var NetworkPolicyVerbs = []string{"get", "create", "update", "delete"}
+
+// NetworkPolicyCacheVerbs are the verbs an informer of NetworkPolicies needs. With them, where
+// the operator's cache lists (every namespace, or the cluster's namespace when the operator
+// watches a list of namespaces), ensureNetworkPolicy reads NetworkPolicies from the cache,
+// whose label-selected informer starts at the first read. Without them (an RBAC that grants
+// only NetworkPolicyVerbs, such as an older bundle's during an upgrade) it reads them from the
+// API server: an informer started under such an RBAC would never sync.
+var NetworkPolicyCacheVerbs = []string{"list", "watch"}
 
 // NewNetworkPolicyAccess is the access check of NetworkPolicyVerbs through c.
 func NewNetworkPolicyAccess(c client.Client) *child.Access {
 	return &child.Access{Client: c, Group: networkingv1.GroupName, Resource: "networkpolicies", Verbs: NetworkPolicyVerbs}
 }
+
+// NewNetworkPolicyCacheAccess is the access check of NetworkPolicyCacheVerbs through c.
+func NewNetworkPolicyCacheAccess(c client.Client) *child.Access {
+	return &child.Access{Client: c, Group: networkingv1.GroupName, Resource: "networkpolicies", Verbs: NetworkPolicyCacheVerbs}
+}
+
+// informerSyncWait bounds a read from the cache whose informer has not listed yet.
+const informerSyncWait = 10 * time.Second
 
 // ensureNetworkPolicy keeps the cluster's NetworkPolicy (resources.RedisNetworkPolicy), or
 // deletes it when spec.networkPolicy.enabled is false. When the operator may not manage
@@ -77,9 +92,8 @@ func (r *RedisClusterReconciler) ensureNetworkPolicy(ctx context.Context, s *sta
 		status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionFalse, ReasonNetworkPolicyDisabled, networkPolicyDisabled)
 		return nil
 	}
-	uncached := uncachedClient{Client: r.Client, reader: r.APIReader}
 	desired := resources.RedisNetworkPolicy(s.rc, r.OperatorNamespace)
-	live, outcome, err := child.Ensure(ctx, uncached, r.Scheme, s.rc, desired, child.MergeNetworkPolicy)
+	live, outcome, err := child.Ensure(ctx, r.networkPolicyClient(ctx, s.rc.Namespace), r.Scheme, s.rc, desired, child.MergeNetworkPolicy)
 	r.record(s, live, outcome, err)
 	if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 		// Refused for good, not a failure a retry mends: say so and run without the policy.
@@ -125,7 +139,7 @@ const networkPolicyDisabled = "spec.networkPolicy.enabled is false: any pod may 
 func (r *RedisClusterReconciler) deleteNetworkPolicy(ctx context.Context, s *state) error {
 	np := &networkingv1.NetworkPolicy{}
 	key := client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisNetworkPolicyName(s.rc)}
-	if err := r.APIReader.Get(ctx, key, np); err != nil {
+	if err := r.networkPolicyClient(ctx, s.rc.Namespace).Get(ctx, key, np); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -143,18 +157,56 @@ func (r *RedisClusterReconciler) deleteNetworkPolicy(ctx context.Context, s *sta
 
 // networkPolicyAccess is r.NetworkPolicyAccess, or one through r.Client made once.
 func (r *RedisClusterReconciler) networkPolicyAccess() AccessChecker {
-	r.accessOnce.Do(func() {
-		if r.NetworkPolicyAccess == nil {
-			r.NetworkPolicyAccess = NewNetworkPolicyAccess(r.Client)
-		}
-	})
+	r.accessOnce.Do(r.defaultAccess)
 	return r.NetworkPolicyAccess
+}
+
+// networkPolicyCacheAccess is r.NetworkPolicyCacheAccess, or one through r.Client made once.
+func (r *RedisClusterReconciler) networkPolicyCacheAccess() AccessChecker {
+	r.accessOnce.Do(r.defaultAccess)
+	return r.NetworkPolicyCacheAccess
+}
+
+func (r *RedisClusterReconciler) defaultAccess() {
+	if r.NetworkPolicyAccess == nil {
+		r.NetworkPolicyAccess = NewNetworkPolicyAccess(r.Client)
+	}
+	if r.NetworkPolicyCacheAccess == nil {
+		r.NetworkPolicyCacheAccess = NewNetworkPolicyCacheAccess(r.Client)
+	}
+}
+
+// networkPolicyClient is the client NetworkPolicies of a cluster in namespace are read and
+// written through: the manager's, reading from its cache, when the operator may list and
+// watch them wherever its cache lists (cluster-wide unless it watches a list of namespaces);
+// else one that reads them from the API server. A failed access review reads from the API
+// server too.
+func (r *RedisClusterReconciler) networkPolicyClient(ctx context.Context, namespace string) client.Client {
+	scope := "" // a cache over every namespace lists cluster-wide
+	if len(r.WatchNamespaces) > 0 {
+		scope = namespace
+	}
+	if missing, err := r.networkPolicyCacheAccess().Missing(ctx, scope); err == nil && len(missing) == 0 {
+		return syncBoundedClient{Client: r.Client}
+	}
+	return uncachedClient{Client: r.Client, reader: r.APIReader}
 }
 
 // AccessChecker tells which verbs the operator may not use in a namespace (child.Access).
 type AccessChecker interface {
 	Missing(ctx context.Context, namespace string) ([]string, error)
 	Describe(namespace string, missing []string) string
+}
+
+// syncBoundedClient reads from the manager's cache but waits at most informerSyncWait for an
+// informer's first list: one that cannot list fails the read instead of holding the worker.
+type syncBoundedClient struct{ client.Client }
+
+// Get reads obj from the cache.
+func (c syncBoundedClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	ctx, cancel := context.WithTimeout(ctx, informerSyncWait)
+	defer cancel()
+	return c.Client.Get(ctx, key, obj, opts...)
 }
 
 // uncachedClient reads through the API reader: for kinds the manager's cache does not hold,

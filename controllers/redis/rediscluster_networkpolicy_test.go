@@ -189,8 +189,8 @@ func TestRedisClusterNetworkPolicyRefused(t *testing.T) {
 	}
 	key := client.ObjectKeyFromObject(rc)
 	waitRunning(t, key)
-	// The suite's reconciler has made the NetworkPolicy: this one does not see it, so it
-	// creates one, and that is refused.
+	// The suite's reconciler has made the NetworkPolicy: this one does not see it (neither in
+	// its cache nor through the API reader), so it creates one, and that is refused.
 	capture := &statusCapture{Client: refusingNetworkPolicies{Client: mgr.GetClient()}}
 	recorder := events.NewFakeRecorder(10)
 	r := &rediscontrollers.RedisClusterReconciler{
@@ -214,8 +214,12 @@ func TestRedisClusterNetworkPolicyRefused(t *testing.T) {
 }
 
 // refusingNetworkPolicies answers every NetworkPolicy write with Forbidden, as an admission
-// policy would.
+// policy would, and hides the NetworkPolicies from reads through its cache.
 type refusingNetworkPolicies struct{ client.Client }
+
+func (c refusingNetworkPolicies) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return hidingNetworkPolicies{Reader: c.Client}.Get(ctx, key, obj, opts...)
+}
 
 func (c refusingNetworkPolicies) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
 	if _, ok := obj.(*networkingv1.NetworkPolicy); ok {

@@ -10,6 +10,7 @@ package caching
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -34,6 +35,7 @@ func Owned() map[client.Object]labels.Set {
 		&corev1.ConfigMap{}:             ours,
 		&corev1.Secret{}:                ours,
 		&policyv1.PodDisruptionBudget{}: ours,
+		&networkingv1.NetworkPolicy{}:   ours, // its informer starts at the first read, once RBAC allows it
 		&corev1.Pod{}:                   redis,
 		&corev1.PersistentVolumeClaim{}: redis,
 	}

@@ -90,6 +90,7 @@ func Setup(mgr ctrl.Manager, c Config) error {
 	clusters := &rediscontrollers.RedisClusterReconciler{
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("rediscluster-controller"),
 		APIReader: mgr.GetAPIReader(), References: references, Fence: c.Fence, OperatorNamespace: c.OperatorNamespace,
+		WatchNamespaces: c.WatchNamespaces,
 	}
 	if err := clusters.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: c.RedisClusterWorkers}); err != nil {
 		return fmt.Errorf("while setting up the RedisCluster controller: %w", err)
