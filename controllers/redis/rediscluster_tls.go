@@ -210,8 +210,8 @@ func nodeTLSConfig(s *state, secret *corev1.Secret) (*tls.Config, error) {
 	serverName := resources.RedisTLSServerName(s.rc)
 	pair := certs.Pair{Cert: secret.Data[resources.RedisTLSCertKey], Key: secret.Data[resources.RedisTLSKeyKey]}
 	if err := certs.Check(secret.Data[resources.RedisTLSCAKey], pair, serverName, tlsNow()); err != nil {
-		return nil, &tlsInvalidError{msg: fmt.Sprintf("Secret %q: %v; the certificate must be signed by %s, valid now, name %s (and may name *.%s.%s.svc for the pods), and allow server and client authentication",
-			secret.Name, err, resources.RedisTLSCAKey, serverName, resources.RedisHeadlessServiceName(s.rc), s.rc.Namespace)}
+		return nil, &tlsInvalidError{msg: fmt.Sprintf("Secret %q: %v; the certificate must be signed by %s, valid now, name %s (and may name *.%s.%s.svc for the pods), allow server and client authentication, and have keys of at least RSA %d bits or ECDSA P-256",
+			secret.Name, err, resources.RedisTLSCAKey, serverName, resources.RedisHeadlessServiceName(s.rc), s.rc.Namespace, certs.MinRSABits)}
 	}
 	pool, _ := certs.Pool(secret.Data[resources.RedisTLSCAKey]) // checked above
 	return &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}, nil

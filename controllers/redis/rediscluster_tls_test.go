@@ -2,9 +2,15 @@ package redis_test
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -192,8 +198,8 @@ func isTimeout(err error) bool {
 }
 
 // TestRedisClusterTLSBadSecret: a missing user Secret, then one whose certificate does not
-// name the client Service, are reported in the TLS condition and a Warning event that say
-// what to fix; no pod is created meanwhile.
+// name the client Service, then one whose certificate has a 1024-bit RSA key, are reported
+// in the TLS condition and a Warning event that say what to fix; no pod is created meanwhile.
 func TestRedisClusterTLSBadSecret(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
@@ -225,6 +231,14 @@ func TestRedisClusterTLSBadSecret(t *testing.T) {
 	}
 	waitTLSCondition(t, key, "tls.crt does not name mtls-client."+ns+".svc")
 	waitEvent(t, ns, rediscontrollers.ReasonTLSInvalid, "does not name")
+
+	before := secret.DeepCopy() // the operator has labelled it since: a merge patch keeps that
+	secret.Data["tls.crt"], secret.Data["tls.key"] = rsaCertificate(t, ca, 1024, "mtls-client."+ns+".svc", now)
+	if err := env.Client.Patch(t.Context(), secret, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	waitTLSCondition(t, key, "tls.crt has an RSA key of 1024 bits: re-issue it with an RSA key of at least 2048 bits")
+	waitEvent(t, ns, rediscontrollers.ReasonTLSInvalid, "RSA key of 1024 bits")
 	pods := &corev1.PodList{}
 	if err := env.Client.List(t.Context(), pods, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
@@ -232,6 +246,33 @@ func TestRedisClusterTLSBadSecret(t *testing.T) {
 	if len(pods.Items) != 0 {
 		t.Errorf("%d pods exist with an invalid certificate", len(pods.Items))
 	}
+}
+
+// rsaCertificate is a certificate for name with an RSA key of bits, signed by ca, for server
+// and client authentication, and its key (PEM).
+func rsaCertificate(t *testing.T, ca certs.Pair, bits int, name string, now time.Time) (certPEM, keyPEM []byte) {
+	t.Helper()
+	caPair, err := tls.X509KeyPair(ca.Cert, ca.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, err := x509.ParseCertificate(caPair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := rsa.GenerateKey(rand.Reader, bits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(now.UnixNano()), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caPair.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
 }
 
 func waitTLSCondition(t *testing.T, key client.ObjectKey, says string) {

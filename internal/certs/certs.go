@@ -7,8 +7,10 @@ package certs
 
 import (
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -109,8 +111,8 @@ func NeedsRenewal(certPEM []byte, now time.Time) bool {
 }
 
 // Check verifies that server is a key pair whose certificate chains to caPEM at now, may be
-// used by a server and by a client (Redis nodes use it as both), and, when serverName is not
-// empty, names it. The error says what does not match, in words a person can act on.
+// used by a server and by a client (Redis nodes use it as both), has no key weaker than RSA
+// 2048 or ECDSA P-256 in its chain, and, when serverName is not empty, names it. The error says what does not match, in words a person can act on.
 func Check(caPEM []byte, server Pair, serverName string, now time.Time) error {
 	roots, err := Pool(caPEM)
 	if err != nil {
@@ -123,10 +125,22 @@ func Check(caPEM []byte, server Pair, serverName string, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("tls.crt: %w", err)
 	}
+	var chain []*x509.Certificate
 	for _, usage := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
 		opts := x509.VerifyOptions{Roots: roots, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{usage}, Intermediates: intermediates(server.Cert)}
-		if _, err := cert.Verify(opts); err != nil {
+		chains, err := cert.Verify(opts)
+		if err != nil {
 			return fmt.Errorf("tls.crt does not verify against ca.crt for %s: %w", usageName(usage), err)
+		}
+		chain = chains[0]
+	}
+	for i, c := range chain {
+		if weak := weakKey(c); weak != "" {
+			which := "tls.crt"
+			if i > 0 {
+				which = fmt.Sprintf("the CA certificate %q of its chain", c.Subject.CommonName)
+			}
+			return fmt.Errorf("%s has %s: re-issue it with an RSA key of at least %d bits or an ECDSA key on P-256 or a larger curve", which, weak, MinRSABits)
 		}
 	}
 	if serverName != "" {
@@ -135,6 +149,30 @@ func Check(caPEM []byte, server Pair, serverName string, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// MinRSABits is the smallest RSA key Check accepts in a certificate or its chain (112 bits
+// of security, NIST SP 800-57); an ECDSA key needs P-256 or a larger curve.
+const MinRSABits = 2048
+
+// weakKey says what is too weak about c's public key ("an RSA key of 1024 bits"), or "" when
+// nothing is: RSA under MinRSABits, ECDSA under P-256, or a kind of key TLS in Redis does not
+// take.
+func weakKey(c *x509.Certificate) string {
+	switch k := c.PublicKey.(type) {
+	case *rsa.PublicKey:
+		if bits := k.N.BitLen(); bits < MinRSABits {
+			return fmt.Sprintf("an RSA key of %d bits", bits)
+		}
+	case *ecdsa.PublicKey:
+		if k.Curve.Params().BitSize < 256 {
+			return "an ECDSA key on " + k.Curve.Params().Name
+		}
+	case ed25519.PublicKey:
+	default:
+		return fmt.Sprintf("a key of type %T", k)
+	}
+	return ""
 }
 
 func usageName(u x509.ExtKeyUsage) string {

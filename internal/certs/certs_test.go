@@ -1,7 +1,13 @@
 package certs
 
 import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
+	"encoding/pem"
 	"net"
 	"os"
 	"strings"
@@ -159,6 +165,83 @@ func TestCheckRejects(t *testing.T) {
 	}
 	if err := Check(ca.Cert, server, "svc", now); err != nil {
 		t.Errorf("Check of a good pair = %v", err)
+	}
+}
+
+// TestCheckRejectsWeakKeys: a certificate, or a CA of its chain, with an RSA key under
+// 2048 bits or an ECDSA key under P-256 is refused, naming the key and the fix; RSA 2048
+// and P-384 pass.
+func TestCheckRejectsWeakKeys(t *testing.T) {
+	rsaKey := func(bits int) crypto.Signer {
+		k, err := rsa.GenerateKey(rand.Reader, bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	ecKey := func(c elliptic.Curve) crypto.Signer {
+		k, err := ecdsa.GenerateKey(c, rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	for name, tc := range map[string]struct {
+		caKey, leafKey crypto.Signer
+		want           string // "" when Check must accept it
+	}{
+		"RSA 1024 leaf":      {ecKey(elliptic.P256()), rsaKey(1024), "tls.crt has an RSA key of 1024 bits"},
+		"P-224 leaf":         {ecKey(elliptic.P256()), ecKey(elliptic.P224()), "tls.crt has an ECDSA key on P-224"},
+		"RSA 1024 CA":        {rsaKey(1024), ecKey(elliptic.P256()), `the CA certificate "weak-test-ca" of its chain has an RSA key of 1024 bits`},
+		"RSA 2048 leaf":      {ecKey(elliptic.P256()), rsaKey(2048), ""},
+		"P-384 leaf, RSA CA": {rsaKey(2048), ecKey(elliptic.P384()), ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			caPEM, leaf := signedPair(t, tc.caKey, tc.leafKey)
+			err := Check(caPEM, leaf, "svc", now)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Check refused it: %v", err)
+			case tc.want == "":
+			case err == nil:
+				t.Fatal("Check accepted it")
+			case !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "re-issue it with an RSA key of at least 2048 bits"):
+				t.Errorf("Check = %v, want it to say %q and how to fix it", err, tc.want)
+			}
+		})
+	}
+}
+
+// signedPair is a CA certificate of caKey (PEM) and a certificate for "svc" of leafKey it
+// signs, for server and client authentication.
+func signedPair(t *testing.T, caKey, leafKey crypto.Signer) ([]byte, Pair) {
+	t.Helper()
+	caTmpl, err := template("weak-test-ca", now, CAValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl.IsCA, caTmpl.BasicConstraintsValid, caTmpl.KeyUsage = true, true, x509.KeyUsageCertSign
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leafTmpl, err := template("svc", now, ServerValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leafTmpl.DNSNames, leafTmpl.KeyUsage = []string{"svc"}, x509.KeyUsageDigitalSignature|x509.KeyUsageKeyEncipherment
+	leafTmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, caTmpl, leafKey.Public(), caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(leafKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), Pair{
+		Cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER}),
+		Key:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
 	}
 }
 

@@ -332,7 +332,8 @@ type TLSSpec struct {
 	// ca.crt, tls.crt and tls.key: the certificate every node presents (to clients, and to
 	// other nodes as a client certificate, so it needs both server and client
 	// authentication usages) and the CA that signed it. It must name
-	// <name>-client.<namespace>.svc, which the operator verifies. When empty, the operator
+	// <name>-client.<namespace>.svc, and its keys and its chain's must be at least RSA 2048
+	// bits or ECDSA P-256; the operator verifies both. When empty, the operator
 	// generates a CA (<name>-tls-ca) and a certificate (<name>-tls) and renews the
 	// certificate before it expires. Changing it rolls the pods one at a time: keep the same
 	// CA (or list the old and the new CA in ca.crt) so that rolled and waiting nodes still
