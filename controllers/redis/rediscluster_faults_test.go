@@ -308,9 +308,15 @@ func TestRedisClusterRefusesToReplaceALostCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
-	if _, still := rc.Annotations[rediscontrollers.AcceptDataLossAnnotation]; still {
-		t.Errorf("the annotation %s is still set after the new cluster formed", rediscontrollers.AcceptDataLossAnnotation)
-	}
+	// The annotation goes at a step of its own once the new cluster is formed (DropAcceptance),
+	// which may come a look after the shape is whole (a SetCoverage of the new nodes first).
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, key, rc); err != nil {
+			return false, err.Error()
+		}
+		_, still := rc.Annotations[rediscontrollers.AcceptDataLossAnnotation]
+		return !still, fmt.Sprintf("the annotation %s is still set after the new cluster formed", rediscontrollers.AcceptDataLossAnnotation)
+	})
 	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, redistest.Password(t, env.Client, ns, "gone"))
 }
 

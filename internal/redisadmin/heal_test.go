@@ -235,6 +235,36 @@ func TestPlanRecovery(t *testing.T) {
 			}(),
 			want: ActionRoute, commands: []string{addrOf(2) + ": CLUSTER BUMPEPOCH"}, served: SlotCount - 1,
 		},
+		"a replica's view gives a shard to a forgotten master of the owner's own epoch, the highest the owner knows: another master's epoch is raised first": {
+			snap: func() Snapshot {
+				c := six()
+				for id, epoch := range map[string]int64{"aaaaaaaa": 1, "bbbbbbbb": 2, "cccccccc": 7} {
+					c.each(id, func(n *Node) { n.ConfigEpoch = epoch })
+				}
+				v := &c.snap.Nodes[4].View[2] // rc-4's line for cccccccc
+				v.Slots = nil
+				c.snap.Nodes[4].View = append(c.snap.Nodes[4].View, Node{ID: "gggggggg", Role: RoleMaster,
+					Flags: []string{"master", "noaddr"}, ConfigEpoch: 7, Slots: []SlotRange{{10923, 16383}}})
+				return c.snap
+			}(),
+			want: ActionRoute, commands: []string{addrOf(0) + ": CLUSTER BUMPEPOCH", addrOf(2) + ": CLUSTER BUMPEPOCH"},
+			served: SlotCount - 5461,
+		},
+		"the same a look later, the cluster's epoch raised: only the owner's epoch is bumped, and it outranks the stale entry": {
+			snap: func() Snapshot {
+				c := six()
+				for id, epoch := range map[string]int64{"aaaaaaaa": 8, "bbbbbbbb": 2, "cccccccc": 7} {
+					c.each(id, func(n *Node) { n.ConfigEpoch = epoch })
+				}
+				v := &c.snap.Nodes[4].View[2]
+				v.Slots = nil
+				c.snap.Nodes[4].View = append(c.snap.Nodes[4].View, Node{ID: "gggggggg", Role: RoleMaster,
+					Flags: []string{"master", "noaddr"}, ConfigEpoch: 7, Slots: []SlotRange{{10923, 16383}}})
+				return c.snap
+			}(),
+			want: ActionRoute, commands: []string{addrOf(2) + ": CLUSTER BUMPEPOCH"},
+			served: SlotCount - 5461,
+		},
 		"an old master back with its data claims slots most views give its silent promoted replica: its claim is not pushed": {
 			snap: six().promote("eeeeeeee", "bbbbbbbb").silence(4, errDown).snap,
 			want: "", served: SlotCount - 5462,

@@ -131,6 +131,15 @@ func planRoute(s Snapshot) (Action, bool) {
 			wrong, wrongSlots[slot] = true, true
 			if !bumped[owner] {
 				bumped[owner] = true
+				if helper := epochRaiser(joined, owner); helper != nil && !bumped[helper] && bumpStill(owner) {
+					// The owner's epoch is the highest it knows, so its BUMPEPOCH would
+					// answer STILL, and a stale entry of the same epoch (a forgotten master's
+					// in a view that did not forget it) would outrank it for good: another
+					// master's bump raises the cluster's epoch first, and the owner's bump
+					// at the next look then outranks the stale entry.
+					bumped[helper] = true
+					bump = append(bump, Command{helper.Addr, []string{"CLUSTER", "BUMPEPOCH"}})
+				}
 				bump = append(bump, Command{owner.Addr, []string{"CLUSTER", "BUMPEPOCH"}})
 			}
 			if self.IsMaster() { // a replica refuses SETSLOT; it follows the bumped epoch
@@ -147,4 +156,37 @@ func planRoute(s Snapshot) (Action, bool) {
 	return Action{ActionRoute, append(bump, setslot...), fmt.Sprintf(
 		"%d slots were routed away from the master that serves them by %d nodes: their owners' config epochs were bumped and the owners set where Redis allows",
 		len(wrongSlots), wrongViews)}, true
+}
+
+// bumpStill reports whether o, a master, would answer CLUSTER BUMPEPOCH with STILL: its
+// config epoch is set and no node of its view has a higher one (Redis bumps an epoch only
+// when it is 0 or not already the greatest).
+func bumpStill(o *Observation) bool {
+	self, _ := o.Self()
+	if self.ConfigEpoch == 0 {
+		return false
+	}
+	for _, n := range o.View {
+		if n.ConfigEpoch > self.ConfigEpoch {
+			return false
+		}
+	}
+	return true
+}
+
+// epochRaiser is the answering master other than owner with the lowest config epoch, whose
+// BUMPEPOCH raises the cluster's current epoch above the owner's; nil when none would.
+func epochRaiser(joined []*Observation, owner *Observation) *Observation {
+	var best *Observation
+	var bestEpoch int64
+	for _, o := range joined {
+		self, _ := o.Self()
+		if o == owner || !self.IsMaster() || bumpStill(o) {
+			continue
+		}
+		if best == nil || self.ConfigEpoch < bestEpoch {
+			best, bestEpoch = o, self.ConfigEpoch
+		}
+	}
+	return best
 }
