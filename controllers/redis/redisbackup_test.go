@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,6 +25,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/backup"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -275,8 +277,14 @@ func TestRedisBackupRestoresIntoANewClusterHereAndInAnotherNamespace(t *testing.
 		if err := env.Client.Create(t.Context(), c); err != nil {
 			t.Fatal(err)
 		}
+		heldOff(t, c)
 		restored := waitRestored(t, client.ObjectKeyFromObject(c))
 		t.Logf("%s/%s restored %d keys and Ready %.1f s after it was created", c.Namespace, c.Name, restored.Status.Restore.Keys, time.Since(start).Seconds())
+		testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+			np := &networkingv1.NetworkPolicy{}
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), np)
+			return err == nil && admitsAnyClient(np), fmt.Sprintf("the NetworkPolicy does not admit clients again after the restore (%v)", err)
+		})
 		if restored.Status.Masters != 3 || restored.Status.Restore.Keys != b.Status.Keys {
 			t.Errorf("%s/%s has %d masters and restored %d keys, want 3 and the backup's %d", c.Namespace, c.Name,
 				restored.Status.Masters, restored.Status.Restore.Keys, b.Status.Keys)
@@ -288,6 +296,38 @@ func TestRedisBackupRestoresIntoANewClusterHereAndInAnotherNamespace(t *testing.
 			t.Errorf("events of %s: %v, want %s", c.Name, got, rediscontrollers.ReasonRestoreCompleted)
 		}
 	}
+}
+
+// heldOff checks that c's NetworkPolicy, as first seen, admits no client to port 6379 while
+// c's restore has not loaded every shard.
+func heldOff(t *testing.T, c *redisv1alpha1.RedisCluster) {
+	t.Helper()
+	np := &networkingv1.NetworkPolicy{}
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), np)
+		return err == nil, fmt.Sprintf("no NetworkPolicy yet (%v)", err)
+	})
+	cur := &redisv1alpha1.RedisCluster{}
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(c), cur); err != nil {
+		t.Fatal(err)
+	}
+	if cur.Status.Restore != nil && cur.Status.Restore.CompletedAt != nil {
+		t.Fatalf("%s/%s finished its restore before its NetworkPolicy was seen: nothing to check", c.Namespace, c.Name)
+	}
+	if admitsAnyClient(np) {
+		t.Errorf("%s/%s admits clients while its restore loads: %+v", c.Namespace, c.Name, np.Spec.Ingress)
+	}
+}
+
+// admitsAnyClient reports whether np lets any source reach port 6379 (the clients' rule
+// without spec.networkPolicy.clients).
+func admitsAnyClient(np *networkingv1.NetworkPolicy) bool {
+	for _, rule := range np.Spec.Ingress {
+		if len(rule.From) == 0 && len(rule.Ports) == 1 && rule.Ports[0].Port.IntValue() == resources.RedisPort {
+			return true
+		}
+	}
+	return false
 }
 
 func TestRedisBackupScheduleRunsAndKeepsWhatItSays(t *testing.T) {

@@ -13,16 +13,16 @@ import (
 )
 
 // ensureEvery is how often a RedisCluster's children are ensured even when no event says
-// anything they are built from changed: the NetworkPolicy is not watched (see
-// NetworkPolicyVerbs), so a hand edit of it is put back within this, and a missed event
-// costs no more than this.
+// anything they are built from changed: no event handler watches the NetworkPolicy (see
+// NetworkPolicyCacheVerbs), so a hand edit of it is put back within this, and a missed
+// event costs no more than this.
 const ensureEvery = time.Minute
 
 // childChanges remembers, for each RedisCluster, whether anything its children are built
 // from may have changed since they were last ensured: the cluster itself (its
 // resourceVersion), an object it owns, one of its pods, or a Secret or ConfigMap it names.
 // A converged cluster's periodic look then skips the nine child reads and comparisons
-// (and the NetworkPolicy's GET from the API server), which were half of what an idle
+// (the NetworkPolicy's among them, a GET from the API server before it came from the cache), which were half of what an idle
 // cluster cost the operator.
 type childChanges struct {
 	mu    sync.Mutex

@@ -119,6 +119,9 @@ func (r *RedisClusterReconciler) networkPolicySummary(s *state, name string) str
 	if np := s.rc.Spec.NetworkPolicy; np != nil && len(np.Clients) > 0 {
 		clients = fmt.Sprintf("the %d peers of spec.networkPolicy.clients", len(np.Clients))
 	}
+	if resources.RedisClientsHeldOff(s.rc, r.OperatorNamespace) {
+		clients = "no client until the restore has loaded every shard"
+	}
 	if r.OperatorNamespace != "" {
 		operator = " and the operator's pods in namespace " + r.OperatorNamespace
 	}

@@ -42,17 +42,12 @@ type restoreSource struct {
 	problem string
 }
 
-// restoring reports whether rc restores a backup that is not fully loaded yet.
-func restoring(rc *redisv1alpha1.RedisCluster) bool {
-	return rc.Spec.Restore != nil && (rc.Status.Restore == nil || rc.Status.Restore.CompletedAt == nil)
-}
-
 // readRestore reads, while the restore is not done, the backup spec.restore names: the
 // RedisBackup (which must be Completed) or the source folder, then its manifest, and checks
 // that the spec's Redis reads its files. What keeps it from going on is the problem, which
 // the planner reports instead of forming the cluster.
 func (r *RedisClusterReconciler) readRestore(ctx context.Context, s *state) error {
-	if !restoring(s.rc) {
+	if !resources.RedisRestoring(s.rc) {
 		return nil
 	}
 	spec := s.rc.Spec.Restore

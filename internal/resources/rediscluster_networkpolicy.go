@@ -12,6 +12,21 @@ import (
 // namespaceNameLabel is the label the API server puts on every namespace with its name.
 const namespaceNameLabel = "kubernetes.io/metadata.name"
 
+// RedisRestoring reports whether rc restores a backup (spec.restore) that is not fully
+// loaded yet.
+func RedisRestoring(rc *redisv1alpha1.RedisCluster) bool {
+	return rc.Spec.Restore != nil && (rc.Status.Restore == nil || rc.Status.Restore.CompletedAt == nil)
+}
+
+// RedisClientsHeldOff reports whether the NetworkPolicy keeps clients off port 6379: while a
+// restore loads, so that no client reads a partial data set or writes a key the load then
+// replaces. Only the cluster's own pods and the operator's pods may connect then, so an
+// operator outside the cluster (no operatorNamespace) holds nobody off, or it would lock
+// itself out where policies are enforced.
+func RedisClientsHeldOff(rc *redisv1alpha1.RedisCluster, operatorNamespace string) bool {
+	return RedisRestoring(rc) && operatorNamespace != ""
+}
+
 // RedisNetworkPolicyEnabled is spec.networkPolicy.enabled, true when unset.
 func RedisNetworkPolicyEnabled(rc *redisv1alpha1.RedisCluster) bool {
 	np := rc.Spec.NetworkPolicy
@@ -33,7 +48,7 @@ const dnsPort = 53
 // RedisNetworkPolicy isolates a RedisCluster's pods for ingress and egress and then allows,
 // rule by rule (NetworkPolicy rules add up):
 //   - ingress to the client port 6379 from spec.networkPolicy.clients, or from anywhere when
-//     none are listed;
+//     none are listed; none while a restore loads (RedisClientsHeldOff);
 //   - ingress to the client port and the cluster bus port 16379 from the cluster's own pods
 //     (the bus, and replication, which uses the client port); nothing else reaches the bus;
 //   - ingress to the client port from the operator's pods (OperatorPodLabels) in
@@ -52,10 +67,11 @@ func RedisNetworkPolicy(rc *redisv1alpha1.RedisCluster, operatorNamespace string
 	}
 	own := &metav1.LabelSelector{MatchLabels: SelectorLabels(RedisClusterKind, rc.Name)}
 	ownPods := []networkingv1.NetworkPolicyPeer{{PodSelector: own}}
-	rules := []networkingv1.NetworkPolicyIngressRule{
-		{Ports: tcpPorts(RedisPort), From: spec.Clients},
-		{Ports: tcpPorts(RedisPort, RedisBusPort), From: ownPods},
+	var rules []networkingv1.NetworkPolicyIngressRule
+	if !RedisClientsHeldOff(rc, operatorNamespace) {
+		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(RedisPort), From: spec.Clients})
 	}
+	rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(RedisPort, RedisBusPort), From: ownPods})
 	if operatorNamespace != "" {
 		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(RedisPort), From: []networkingv1.NetworkPolicyPeer{{
 			NamespaceSelector: namespaceNamed(operatorNamespace)[0].NamespaceSelector,

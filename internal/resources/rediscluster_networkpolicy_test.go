@@ -28,8 +28,21 @@ func TestRedisNetworkPolicy(t *testing.T) {
 		policy     *redisv1alpha1.NetworkPolicySpec
 		exporter   bool
 		operatorNS string
+		restore    *redisv1alpha1.RestoreStatus // with spec.restore set, when not nil
 		want       []string
 	}{
+		"restoring: no client until every shard is loaded": {
+			operatorNS: "ops", restore: &redisv1alpha1.RestoreStatus{},
+			want: []string{ownPods, operatorNS},
+		},
+		"restore loaded: clients again": {
+			operatorNS: "ops", restore: &redisv1alpha1.RestoreStatus{CompletedAt: &metav1.Time{}},
+			want: []string{anyClient, ownPods, operatorNS},
+		},
+		"restoring with the operator outside the cluster: clients stay, or it would lock itself out": {
+			restore: &redisv1alpha1.RestoreStatus{},
+			want:    []string{anyClient, ownPods},
+		},
 		"default: clients from anywhere, bus from own pods, admin from the operator's pods": {
 			operatorNS: "ops",
 			want:       []string{anyClient, ownPods, operatorNS},
@@ -60,6 +73,10 @@ func TestRedisNetworkPolicy(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			rc := redisCluster(nil)
 			rc.Spec.NetworkPolicy = tc.policy
+			if tc.restore != nil {
+				rc.Spec.Restore = &redisv1alpha1.RestoreSpec{Backup: "nightly"}
+				rc.Status.Restore = tc.restore
+			}
 			if tc.exporter {
 				rc.Spec.Pod[0].MonitorImage = "oliver006/redis_exporter:v1.62.0"
 			}
