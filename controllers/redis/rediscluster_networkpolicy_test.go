@@ -174,6 +174,25 @@ func TestRedisClusterNetworkPolicyWithoutGrant(t *testing.T) {
 		missing, err := rediscontrollers.NewNetworkPolicyAccess(saClient).Missing(ctx, ns)
 		return err == nil && len(missing) == 0, fmt.Sprintf("missing %v (%v)", missing, err)
 	})
+
+	// Those verbs without list and watch (a hand-trimmed role): the operator keeps the policy
+	// and reads it from the API server, starting no informer that could not sync.
+	if missing, err := rediscontrollers.NewNetworkPolicyCacheAccess(saClient).Missing(t.Context(), ns); err != nil || !slices.Equal(missing, []string{"list", "watch"}) {
+		t.Fatalf("the list and watch check says missing %v (%v), want list and watch", missing, err)
+	}
+	reads.Store(0)
+	granted := &statusCapture{Client: mgr.GetClient()}
+	r = &rediscontrollers.RedisClusterReconciler{
+		Client: granted, APIReader: networkPolicyReads{Reader: mgr.GetAPIReader(), n: &reads}, Scheme: env.Scheme, Recorder: events.NewFakeRecorder(10),
+		NewAdmin: rediscontrollers.DefaultAdminFactory, OperatorNamespace: operatorNamespace, WatchNamespaces: []string{ns},
+		NetworkPolicyAccess: rediscontrollers.NewNetworkPolicyAccess(saClient), NetworkPolicyCacheAccess: rediscontrollers.NewNetworkPolicyCacheAccess(saClient),
+	}
+	if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: key}); err != nil {
+		t.Fatalf("a reconcile without list and watch failed: %v", err)
+	}
+	if c := granted.condition(rediscontrollers.ConditionNetworkPolicy); c == nil || c.Status != metav1.ConditionTrue || reads.Load() == 0 {
+		t.Errorf("without list and watch: NetworkPolicy condition %+v after %d reads from the API server, want True after at least one", c, reads.Load())
+	}
 }
 
 // TestRedisClusterNetworkPolicyRefused is an API server that refuses the NetworkPolicy
