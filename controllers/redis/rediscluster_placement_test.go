@@ -82,19 +82,21 @@ func TestRedisClusterPendingPodWhileAMasterDies(t *testing.T) {
 	ns, nodes, key, rc, pw := onPool(t, "pending", 3, 6, 3)
 	keepOut := func(string) { cordon(t, nodes, true) }
 	letIn := func() {
-		pending := 0
-		pods := &corev1.PodList{}
-		if err := env.Client.List(t.Context(), pods, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range pods.Items {
-			if p.Status.Phase == corev1.PodPending && p.Spec.NodeName == "" {
-				pending++
+		// The master may heal before the StatefulSet controller has made the deleted
+		// replica's pod again: wait for it, Pending and unscheduled.
+		testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+			pending := 0
+			pods := &corev1.PodList{}
+			if err := env.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
+				return false, err.Error()
 			}
-		}
-		if pending != 1 {
-			t.Errorf("%d pods Pending unscheduled while the master healed, want the deleted replica's", pending)
-		}
+			for _, p := range pods.Items {
+				if p.Status.Phase == corev1.PodPending && p.Spec.NodeName == "" {
+					pending++
+				}
+			}
+			return pending == 1, fmt.Sprintf("%d pods Pending unscheduled while the master healed, want the deleted replica's", pending)
+		})
 		cordon(t, nodes, false)
 	}
 	healsWithAReplicaGone(t, ns, key, rc, pw, keepOut, letIn)
