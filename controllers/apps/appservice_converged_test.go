@@ -32,16 +32,7 @@ func TestAppServiceConvergedReconcileMakesNoWrites(t *testing.T) {
 	// Available may come a moment before the rollout's settled status is written (the
 	// status waits for the Deployment to report its end): look until a look changes
 	// nothing, so the five below start from a converged AppService.
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
-		writes.Store(0)
-		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
-			return false, err.Error()
-		}
-		return writes.Load() == 0, fmt.Sprintf("a look made %d API writes", writes.Load())
-	})
-	for len(recorder.Events) > 0 {
-		<-recorder.Events
-	}
+	testenv.LookUntilQuiet(t, r, key, &writes, recorder)
 	writes.Store(0)
 	for i := range 5 {
 		if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: key}); err != nil {

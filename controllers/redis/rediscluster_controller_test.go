@@ -249,16 +249,7 @@ func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 	}
 	// This reconciler's first look ensures the children (it has not seen them yet); looks go
 	// on until one changes nothing, so the checks below start from a converged cluster.
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
-		writes.Store(0)
-		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
-			return false, err.Error()
-		}
-		return writes.Load() == 0, fmt.Sprintf("a look made %d API writes", writes.Load())
-	})
-	for len(recorder.Events) > 0 {
-		<-recorder.Events
-	}
+	testenv.LookUntilQuiet(t, r, key, &writes, recorder)
 	// Those looks ensured the children, the NetworkPolicy among them: the operator may list
 	// and watch NetworkPolicies, so it read the policy from its cache, not the API server.
 	policy := fmt.Sprintf("%T", &networkingv1.NetworkPolicy{})

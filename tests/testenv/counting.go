@@ -6,9 +6,13 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
+	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // CountingClient wraps a client and counts every write it makes: in Writes, and by verb
@@ -121,4 +125,21 @@ func (c countingStatus) Patch(ctx context.Context, obj client.Object, p client.P
 	err := c.SubResourceWriter.Patch(ctx, obj, p, opts...)
 	c.client.count("patch-status", obj, err)
 	return err
+}
+
+// LookUntilQuiet reconciles key with r until a reconcile makes no write that writes counts
+// (within 30 s), then empties recorder: a test that counts what a converged object costs
+// starts from one that is converged, whatever the suite's own reconciler left to do.
+func LookUntilQuiet(t *testing.T, r reconcile.Reconciler, key client.ObjectKey, writes *atomic.Int64, recorder *events.FakeRecorder) {
+	t.Helper()
+	Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		writes.Store(0)
+		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
+			return false, err.Error()
+		}
+		return writes.Load() == 0, fmt.Sprintf("a look made %d API writes", writes.Load())
+	})
+	for len(recorder.Events) > 0 {
+		<-recorder.Events
+	}
 }
