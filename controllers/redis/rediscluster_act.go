@@ -18,16 +18,18 @@ import (
 // stepBudget bounds one step, its Redis commands and its waits, so that no reconcile holds
 // a worker for long. Every step is idempotent: one cut short by it goes on from where the
 // cluster is at the next reconcile (a Form's or a Join's replicas are attached by the
-// recovery planner, slot moves left open are fixed by FixSlots). It was 4 s for a day: a
-// Join cut before its CLUSTER REPLICATE left an empty extra master that the status called
-// Ready until planDemote ran, and a scale test once ended with a slot routed two ways; it is
-// 10 s again until Assess counts those as not converged.
-const stepBudget = 10 * time.Second
+// recovery planner, and Assess does not call the cluster Ready while one of them is still
+// an extra, empty master; slot moves left open are fixed by FixSlots).
+const stepBudget = 5 * time.Second
 
 // moveBudget bounds how long one step keeps starting new batches of slot moves; the batch
-// under way finishes (well under a second at the default batch size), and the rest of a
-// rebalance goes on at the next step.
-const moveBudget = 5 * time.Second
+// under way finishes (well under a second at the default batch size) within stepBudget, and
+// the rest of a rebalance goes on at the next step.
+const moveBudget = 3 * time.Second
+
+// overrunLogged is how far past stepBudget a step must run before act logs it: a step that
+// overruns names its kind and time, so a slow one can be found in the logs.
+const overrunLogged = time.Second
 
 // act carries out the planned step: one bounded thing, fenced where it changes Redis, with
 // its event and metrics. Every acting step is logged with its reason; waits are not.
@@ -40,7 +42,11 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 	ctx, cancel := context.WithTimeout(ctx, stepBudget)
 	defer cancel()
 	defer func(start time.Time) {
-		metrics.RedisStepSeconds.WithLabelValues(string(step.Kind)).Observe(time.Since(start).Seconds())
+		took := time.Since(start)
+		metrics.RedisStepSeconds.WithLabelValues(string(step.Kind)).Observe(took.Seconds())
+		if took > stepBudget+overrunLogged {
+			logf.FromContext(ctx).Info("step overran its budget", "kind", step.Kind, "took", took.Round(time.Millisecond).String(), "budget", stepBudget.String())
+		}
 	}(time.Now())
 	switch step.Kind {
 	case redisadmin.StepRecordMembers:

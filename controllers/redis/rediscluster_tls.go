@@ -214,7 +214,13 @@ func nodeTLSConfig(s *state, secret *corev1.Secret) (*tls.Config, error) {
 			secret.Name, err, resources.RedisTLSCAKey, serverName, resources.RedisHeadlessServiceName(s.rc), s.rc.Namespace, certs.MinRSABits)}
 	}
 	pool, _ := certs.Pool(secret.Data[resources.RedisTLSCAKey]) // checked above
-	return &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}, nil
+	// The operator presents the nodes' certificate (it has the client usage): nodes that
+	// require client certificates (spec.tls.requireClientCertificates) accept it.
+	cert, err := tls.X509KeyPair(pair.Cert, pair.Key)
+	if err != nil {
+		return nil, &tlsInvalidError{msg: fmt.Sprintf("Secret %q: %v", secret.Name, err)}
+	}
+	return &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}, nil
 }
 
 // ensureGeneratedTLS keeps the generated CA and certificate Secrets and returns the

@@ -179,6 +179,73 @@ func TestRedisClusterTLS(t *testing.T) {
 	w.Verify(t, env.Client, rc, pw)
 }
 
+// TestRedisClusterTLSRequiresClientCertificates: with spec.tls.requireClientCertificates
+// every node refuses a client that trusts the CA but presents no certificate, while the
+// operator (which forms the cluster and calls it Ready), the readiness probe's redis-cli and
+// a client with a certificate of the cluster's CA get in; the writer's keys all read back
+// through every node and on the replicas.
+func TestRedisClusterTLSRequiresClientCertificates(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	rc := redistest.NewCluster(ns, "mtls", 6)
+	rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: true, RequireClientCertificates: true}
+	_, rc, pw := createRunning(t, rc, "requiring client certificates")
+
+	secret := &corev1.Secret{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "mtls-tls"}, secret); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := certs.Pool(secret.Data["ca.crt"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	caOnly := &tls.Config{RootCAs: pool, ServerName: "mtls-client." + ns + ".svc", MinVersion: tls.VersionTLS12}
+	keyPair, err := tls.X509KeyPair(secret.Data["tls.crt"], secret.Data["tls.key"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	withCert := caOnly.Clone()
+	withCert.Certificates = []tls.Certificate{keyPair}
+	dir := t.TempDir()
+	for _, f := range []string{"ca.crt", "tls.crt", "tls.key"} {
+		if err := os.WriteFile(filepath.Join(dir, f), secret.Data[f], 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range rc.Status.Nodes {
+		c := goredis.NewClient(&goredis.Options{Addr: n.Instance, Password: pw, MaxRetries: -1, TLSConfig: withCert})
+		conf, err := c.ConfigGet(t.Context(), "tls-auth-clients").Result()
+		_ = c.Close()
+		if err != nil || conf["tls-auth-clients"] != "yes" {
+			t.Errorf("%s with the cluster's certificate: tls-auth-clients %q (%v), want yes", n.Name, conf["tls-auth-clients"], err)
+		}
+		bare := goredis.NewClient(&goredis.Options{Addr: n.Instance, Password: pw, MaxRetries: -1, TLSConfig: caOnly, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second})
+		if err := bare.Ping(t.Context()).Err(); err == nil {
+			t.Errorf("%s answers a client without a certificate", n.Name)
+		}
+		_ = bare.Close()
+		host := strings.TrimSuffix(n.Instance, ":6379")
+		for _, tc := range []struct {
+			args []string
+			ok   bool
+		}{
+			{[]string{"--tls", "--cacert", dir + "/ca.crt", "--cert", dir + "/tls.crt", "--key", dir + "/tls.key"}, true}, // as the readiness probe runs it
+			{[]string{"--tls", "--cacert", dir + "/ca.crt"}, false},
+		} {
+			cmd := exec.CommandContext(t.Context(), "redis-cli", append(tc.args, "-h", host, "-p", "6379", "cluster", "info")...)
+			cmd.Env = append(os.Environ(), "REDISCLI_AUTH="+pw)
+			out, _ := cmd.CombinedOutput()
+			if ok := strings.Contains(string(out), "cluster_state:ok"); ok != tc.ok {
+				t.Errorf("%s: redis-cli %s answered %q, want cluster_state:ok: %v", n.Name, strings.Join(tc.args, " "), out, tc.ok)
+			}
+		}
+	}
+	w := redistest.StartTLSWriter(rc.Status.Nodes[0].Instance, pw, withCert)
+	w.WaitWritten(t, 300)
+	time.Sleep(time.Second)
+	w.Verify(t, env.Client, rc, pw)
+}
+
 // busRead opens a TLS connection to a cluster bus address with cfg and reads for a second:
 // the error says whether the node refused the handshake or waits for a message.
 func busRead(addr string, cfg *tls.Config) error {

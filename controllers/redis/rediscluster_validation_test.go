@@ -144,12 +144,31 @@ func TestRedisClusterTLSAndACLCannotBeSwitched(t *testing.T) {
 			}
 		}
 	}
+	for _, required := range []bool{false, true} {
+		rc := redistest.NewCluster(ns, fmt.Sprintf("client-certs-%t", required), 6)
+		rc.Spec.Pause = true
+		rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: true, RequireClientCertificates: required}
+		if err := env.Client.Create(t.Context(), rc); err != nil {
+			t.Fatal(err)
+		}
+		patch := fmt.Sprintf(`{"spec":{"tls":{"requireClientCertificates":%t}}}`, !required)
+		err := env.Client.Patch(t.Context(), rc, client.RawPatch("application/merge-patch+json", []byte(patch)))
+		if want := "spec.tls.requireClientCertificates cannot change"; !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("switching requireClientCertificates from %t: %v, want Invalid saying %q", required, err, want)
+		}
+	}
 }
 
 func TestRedisClusterInvalidSpecsAreRejected(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
 	cases := map[string]admissionCase{
+		"client certificates without TLS": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.TLS = &redisv1alpha1.TLSSpec{RequireClientCertificates: true}
+			},
+			want: []string{"spec.tls.requireClientCertificates", "client certificates need TLS"},
+		},
 		"fewer than 3 masters": {
 			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.Replicas = 4 },
 			want:   []string{"spec.replicas", "at least 3 masters"},

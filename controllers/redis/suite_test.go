@@ -72,7 +72,10 @@ func run(m *testing.M) int {
 	defer env.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	kubelet = redispods.New(env.Client, env.Cluster.Dir+"/redis-data", logf)
+	if kubelet, err = redispods.Watching(env.Cluster.Config, env.Cluster.Dir+"/redis-data", logf); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	kubeletDone := make(chan struct{})
 	go func() { kubelet.Run(ctx); close(kubeletDone) }()
 	defer func() { cancel(); <-kubeletDone }()
@@ -254,10 +257,10 @@ func slowestBucket(h *dto.Histogram) float64 {
 // longer than stepTooSlow.
 var reconcileTooSlow bool
 
-// stepTooSlow is the guard on one step's duration: a step runs under stepBudget (10 s), and
-// a batch of slot moves under way may finish past it; the guard leaves room for a loaded
-// machine.
-const stepTooSlow = 30
+// stepTooSlow is the guard on one step's duration: a step runs under stepBudget (5 s), and
+// a batch of slot moves under way may finish past it; the guard (a bucket bound of the step
+// histogram) leaves room for a loaded machine.
+const stepTooSlow = 10
 
 // mayBeUnused are the grants of the RBAC markers that no request of the operator needs to
 // use in a test run, and why the operator has them.

@@ -16,9 +16,6 @@ import (
 	"strings"
 	"syscall"
 
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/middleware-operator/middleware-operator/internal/localcluster"
 	"github.com/middleware-operator/middleware-operator/internal/redispods"
 )
@@ -44,11 +41,10 @@ func run(nodes int, dir, kubeconfigOut string, objectStore bool, objectStoreEnvO
 		return fmt.Errorf("local cluster: %w", err)
 	}
 	defer cluster.Stop()
-	c, err := client.New(cluster.Config, client.Options{Scheme: clientgoscheme.Scheme})
+	kubelet, err := redispods.Watching(cluster.Config, filepath.Join(cluster.Dir, "redis-data"), log.Printf)
 	if err != nil {
 		return fmt.Errorf("local cluster: %w", err)
 	}
-	kubelet := redispods.New(c, filepath.Join(cluster.Dir, "redis-data"), log.Printf)
 	kubelet.Probes = true // a pod is Ready as a real kubelet would say
 	kubeletDone := make(chan struct{})
 	go func() { kubelet.Run(ctx); close(kubeletDone) }()

@@ -114,6 +114,10 @@ func Assess(s Snapshot) Health {
 		h.Problems = append(h.Problems, fmt.Sprintf("%d of %d slots are not served (%d unassigned, %d routed differently by different nodes)",
 			SlotCount-h.SlotsServed, SlotCount, unowned, disagree))
 	}
+	if extra := extraMasters(s); len(extra) > 0 {
+		h.Problems = append(h.Problems, fmt.Sprintf("%d masters serve no slot beyond the %d the spec asks for and are not replicas yet (%s)",
+			len(extra), s.Masters, strings.Join(extra, ", ")))
+	}
 	if a, ok := planMeet(s); ok {
 		h.Problems = append(h.Problems, fmt.Sprintf("members do not all know each other at their current addresses (%d introductions missing)", len(a.Commands)))
 	}
@@ -177,6 +181,23 @@ func Assess(s Snapshot) Health {
 		h.Problems = append(h.Problems, "no node belongs to a cluster")
 	}
 	return h
+}
+
+// extraMasters names the pods of staying masters that serve no slot beyond the masters the
+// spec asks for: a Form or a Join cut short before its CLUSTER REPLICATE leaves one, and
+// planDemote makes it a replica. The shard it should copy has one copy fewer until then.
+func extraMasters(s Snapshot) []string {
+	if s.Masters == 0 || !layoutStable(&s) {
+		return nil
+	}
+	l := newReplicaLayout(&s)
+	var pods []string
+	for _, o := range s.joined() {
+		if self, _ := o.Self(); !o.Leaving && self.IsMaster() && !self.Failed && len(self.Slots) == 0 && !l.isMaster(self.ID) {
+			pods = append(pods, o.Pod)
+		}
+	}
+	return pods
 }
 
 // Lost reports whether the cluster s records was formed and none of its nodes answers with

@@ -27,7 +27,7 @@ type emptyNode struct {
 // introduces every node to the first master (CLUSTER MEET), waits until all nodes know each
 // other and agree on the slots, makes the replicas replicate their masters (CLUSTER
 // REPLICATE), and waits until every node reports cluster_state:ok with the planned slots
-// and every replica reports itself attached to its master.
+// and every replica reports itself attached to its master (not with plan.NoReadyWait).
 //
 // Create refuses, changing nothing, when any node already knows other nodes, serves slots,
 // has open slots or holds keys; that error wraps ErrNodeNotEmpty. An existing cluster is
@@ -58,6 +58,9 @@ func (a *Admin) Create(ctx context.Context, plan Plan) error {
 		{"waiting for the nodes to agree", a.waitJoined},
 		{"attaching replicas", a.replicate},
 		{"waiting for the cluster to be ready", a.waitReady},
+	}
+	if plan.NoReadyWait {
+		steps = steps[:len(steps)-1]
 	}
 	for _, s := range steps {
 		if err := s.run(ctx, plan, nodes); err != nil {

@@ -347,6 +347,21 @@ func TestPlanRecovery(t *testing.T) {
 			}(),
 			want: ActionRepoint, commands: []string{addrOf(5) + ": CLUSTER REPLICATE cccccccc"}, served: SlotCount, ready: true,
 		},
+		"a Form cut before its CLUSTER REPLICATE: the three planned replicas are empty masters, not Ready until they replicate": {
+			snap: threeShards(3, 1,
+				fakeNode{"rc-3", "dddddddd", "n2", "", nil},
+				fakeNode{"rc-4", "eeeeeeee", "n3", "", nil},
+				fakeNode{"rc-5", "ffffffff", "n1", "", nil},
+			).snap,
+			want: ActionDemote, served: SlotCount,
+		},
+		"a scale out's new masters wait empty for slots: the spec asks for them, so the cluster is Ready": {
+			snap: threeShards(5, 0,
+				fakeNode{"rc-3", "dddddddd", "n2", "", nil},
+				fakeNode{"rc-4", "eeeeeeee", "n3", "", nil},
+			).snap,
+			served: SlotCount, ready: true,
+		},
 		"scale in left a staying master without slots beyond the spec's count: it becomes a replica": {
 			snap: func() Snapshot {
 				c := threeShards(3, 1,
@@ -356,7 +371,8 @@ func TestPlanRecovery(t *testing.T) {
 				)
 				return c.snap
 			}(),
-			want: ActionDemote, commands: []string{addrOf(5) + ": CLUSTER REPLICATE cccccccc"}, served: SlotCount, ready: true,
+			want: ActionDemote, commands: []string{addrOf(5) + ": CLUSTER REPLICATE cccccccc"}, served: SlotCount, // its shard is a copy short
+
 		},
 		"an empty master the spec still needs (scale out in progress) is kept": {
 			snap: func() Snapshot {

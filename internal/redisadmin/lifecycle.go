@@ -452,6 +452,7 @@ func planForm(spec Spec, s Snapshot, _ Health) (Step, bool) {
 			plan.Masters[i].Slots = r.Shards[i]
 		}
 	}
+	plan.NoReadyWait = true // the next look judges readiness (Assess); the step holds no worker for it
 	return Step{Kind: StepForm, Operation: OpCreating, Create: plan, After: LookSoon,
 		Reason: fmt.Sprintf("forming a cluster of %d masters and %d replicas", len(plan.Masters), len(answering)-len(plan.Masters))}, true
 }

@@ -132,6 +132,7 @@ func TestNextStep(t *testing.T) {
 			spec: func() Spec { s := specFor(6); s.UpdateRevision = ""; return s }(), snap: sixNewPods(), want: StepForm,
 			check: func(t *testing.T, s Step) {
 				expect(t, len(s.Create.Masters) == 3 && s.Operation == OpCreating, "%d masters, operation %s", len(s.Create.Masters), s.Operation)
+				expect(t, s.Create.NoReadyWait, "the Form step waits for cluster_state:ok, which the next look judges")
 			},
 		},
 		"a restore: form with the backup's slot map, uneven as it is": {

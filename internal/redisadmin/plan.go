@@ -33,6 +33,10 @@ type MasterPlan struct {
 type Plan struct {
 	// Masters are the masters, in slot order.
 	Masters []MasterPlan
+	// NoReadyWait ends Create once the replicas are told to replicate, without waiting for
+	// every node to report cluster_state:ok: the caller judges readiness itself (the
+	// operator's next look, through Assess), so a Form step holds no worker for it.
+	NoReadyWait bool
 }
 
 // Endpoints returns every endpoint of the plan, masters first, then replicas.

@@ -262,9 +262,10 @@ func AutoscaleMasters(rc *redisv1alpha1.RedisCluster) int {
 // nothing in normal operation and closes the node should it ever run without a password.
 // The password and the announced IP come from the environment at start (see the
 // StatefulSet's args), so they are never in the ConfigMap. With tls, 6379 speaks TLS only,
-// and so do replication and the cluster bus (see redisTLSConf). cluster-require-full-coverage
-// is the user's value when their redis.conf sets one, else RedisDefaultFullCoverage.
-func RedisConf(userConf string, tls bool) string {
+// and so do replication and the cluster bus (see redisTLSConf). tlsClientAuth is
+// RedisTLSClientAuth: "" without TLS. cluster-require-full-coverage is the user's value when
+// their redis.conf sets one, else RedisDefaultFullCoverage.
+func RedisConf(userConf, tlsClientAuth string) string {
 	var b strings.Builder
 	if userConf = strings.TrimSpace(userConf); userConf != "" {
 		b.WriteString(userConfHeader)
@@ -282,8 +283,8 @@ dir /data
 appendonly yes
 appendfsync everysec
 `)
-	if tls {
-		b.WriteString(redisTLSConf())
+	if tlsClientAuth != "" {
+		b.WriteString(redisTLSConf(tlsClientAuth))
 	}
 	return b.String()
 }
@@ -296,7 +297,7 @@ const managedConfHeader = "# managed by middleware-operator\n"
 func RedisConfigMap(rc *redisv1alpha1.RedisCluster, userConf string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: redisMeta(rc, RedisConfigMapName(rc)),
-		Data:       map[string]string{RedisConfigFile: RedisConf(userConf, RedisTLSEnabled(rc)) + redisMemoryConf(rc, userConf)},
+		Data:       map[string]string{RedisConfigFile: RedisConf(userConf, RedisTLSClientAuth(rc)) + redisMemoryConf(rc, userConf)},
 	}
 }
 
@@ -454,7 +455,7 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 		},
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{
-				"sh", "-c", redisReadinessScript(RedisTLSEnabled(rc)),
+				"sh", "-c", redisReadinessScript(RedisTLSClientAuth(rc)),
 			}}},
 			PeriodSeconds: 5, TimeoutSeconds: 3,
 		},
@@ -490,7 +491,7 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 	}
 	containers := []corev1.Container{redis}
 	if pod.MonitorImage != "" {
-		containers = append(containers, redisExporterContainer(pod.MonitorImage, RedisTLSEnabled(rc), RedisACLEnabled(rc)))
+		containers = append(containers, redisExporterContainer(pod.MonitorImage, RedisTLSClientAuth(rc), RedisACLEnabled(rc)))
 	}
 	return containers
 }
@@ -504,9 +505,10 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 // older than v1.50.0 has no such endpoint (its index page answers the probe) and keeps the
 // password it started with. With tls it scrapes RedisExporterTLSAddr and verifies the node
 // against the CA (REDIS_EXPORTER_TLS_CA_CERT_FILE, its --tls-ca-cert-file); the certificate
-// names localhost. With acl it authenticates as RedisExporterUser (REDIS_USER), its password
-// file then from the users Secret.
-func redisExporterContainer(image string, tls, acl bool) corev1.Container {
+// names localhost; with tlsClientAuth "yes" it presents the node's certificate
+// (REDIS_EXPORTER_TLS_CLIENT_CERT_FILE and _KEY_FILE). With acl it authenticates as
+// RedisExporterUser (REDIS_USER), its password file then from the users Secret.
+func redisExporterContainer(image, tlsClientAuth string, acl bool) corev1.Container {
 	c := corev1.Container{
 		Name:  "exporter",
 		Image: image,
@@ -531,10 +533,15 @@ func redisExporterContainer(image string, tls, acl bool) corev1.Container {
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		},
 	}
-	if tls {
+	if tlsClientAuth != "" {
 		c.Env[0].Value = RedisExporterTLSAddr
 		c.Env = append(c.Env, corev1.EnvVar{Name: "REDIS_EXPORTER_TLS_CA_CERT_FILE", Value: RedisTLSCAFile})
 		c.VolumeMounts = append(c.VolumeMounts, redisTLSMount())
+	}
+	if tlsClientAuth == "yes" {
+		c.Env = append(c.Env,
+			corev1.EnvVar{Name: "REDIS_EXPORTER_TLS_CLIENT_CERT_FILE", Value: RedisTLSCertFile},
+			corev1.EnvVar{Name: "REDIS_EXPORTER_TLS_CLIENT_KEY_FILE", Value: RedisTLSKeyFile})
 	}
 	if acl {
 		c.Env = append(c.Env, corev1.EnvVar{Name: "REDIS_USER", Value: RedisExporterUser})

@@ -11,7 +11,7 @@ import (
 // ConfigMap says (the operator's settings come last and win), and it can refuse no one
 // because both start scripts give the default user a password.
 func TestRedisConfProtectedMode(t *testing.T) {
-	conf := resources.RedisConf("protected-mode no\nmaxmemory 1gb", false)
+	conf := resources.RedisConf("protected-mode no\nmaxmemory 1gb", "")
 	if last := strings.LastIndex(conf, "protected-mode "); last < 0 || !strings.HasPrefix(conf[last:], "protected-mode yes\n") {
 		t.Errorf("the last protected-mode directive is not yes:\n%s", conf)
 	}
@@ -35,7 +35,7 @@ func TestRedisConfFullCoverage(t *testing.T) {
 		{"cluster-require-full-coverage yes\ncluster-require-full-coverage no", "no"},
 		{"cluster-require-full-coverage maybe", "no"},
 	} {
-		conf := resources.RedisConf(tc.userConf, false)
+		conf := resources.RedisConf(tc.userConf, "")
 		if got := resources.RedisFullCoverageOf(conf); got != tc.want {
 			t.Errorf("user conf %q: the nodes get cluster-require-full-coverage %q, want %q\n%s", tc.userConf, got, tc.want, conf)
 		}

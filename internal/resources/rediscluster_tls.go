@@ -96,20 +96,38 @@ func RedisTLSSecret(rc *redisv1alpha1.RedisCluster, caCert []byte, server certs.
 	}
 }
 
+// RedisTLSClientAuth is rc's redis.conf tls-auth-clients: "yes" with
+// spec.tls.requireClientCertificates, else "optional"; "" without TLS.
+func RedisTLSClientAuth(rc *redisv1alpha1.RedisCluster) string {
+	switch {
+	case !RedisTLSEnabled(rc):
+		return ""
+	case RedisTLSRequireClientCerts(rc):
+		return "yes"
+	}
+	return "optional"
+}
+
+// RedisTLSRequireClientCerts reports whether the nodes refuse clients without a certificate.
+func RedisTLSRequireClientCerts(rc *redisv1alpha1.RedisCluster) bool {
+	return RedisTLSEnabled(rc) && rc.Spec.TLS.RequireClientCertificates
+}
+
 // redisTLSConf are the redis.conf directives of TLS: TLS only on 6379 (port 0 refuses plain
 // text), on the cluster bus (whose port follows the TLS port, 16379) and for replication.
-// tls-auth-clients is optional: clients authenticate with the password and need only the
-// CA, not a certificate of their own; one that presents a certificate must present a valid
-// one. The cluster bus always demands a valid client certificate (Redis accepts bus
-// connections with client authentication whatever tls-auth-clients says), so only holders
-// of the cluster's certificate can join it; replicas and MIGRATE present it too.
-func redisTLSConf() string {
+// With clientAuth optional, clients authenticate with the password and need only the CA,
+// not a certificate of their own; one that presents a certificate must present a valid one.
+// With yes, a client without a valid certificate is refused. The cluster bus always demands
+// a valid client certificate (Redis accepts bus connections with client authentication
+// whatever tls-auth-clients says), so only holders of the cluster's certificate can join
+// it; replicas and MIGRATE present it too.
+func redisTLSConf(clientAuth string) string {
 	return strings.Join([]string{
 		"port 0",
 		"tls-port 6379",
 		"tls-cluster yes",
 		"tls-replication yes",
-		"tls-auth-clients optional",
+		"tls-auth-clients " + clientAuth,
 		"tls-cert-file " + RedisTLSCertFile,
 		"tls-key-file " + RedisTLSKeyFile,
 		"tls-ca-cert-file " + RedisTLSCAFile,
@@ -119,10 +137,17 @@ func redisTLSConf() string {
 // redisCLITLS are redis-cli's TLS arguments, verifying the node against the CA.
 const redisCLITLS = "--tls --cacert " + RedisTLSCAFile + " "
 
-// redisReadinessScript is RedisReadinessScript, over TLS when tls is true.
-func redisReadinessScript(tls bool) string {
-	if !tls {
+// redisCLIClientCert are redis-cli's arguments presenting the node's certificate.
+const redisCLIClientCert = "--cert " + RedisTLSCertFile + " --key " + RedisTLSKeyFile + " "
+
+// redisReadinessScript is RedisReadinessScript over TLS when clientAuth (RedisTLSClientAuth)
+// is set, presenting the node's certificate when it is "yes".
+func redisReadinessScript(clientAuth string) string {
+	switch clientAuth {
+	case "":
 		return RedisReadinessScript
+	case "yes":
+		return strings.ReplaceAll(RedisReadinessScript, "redis-cli -h", "redis-cli "+redisCLITLS+redisCLIClientCert+"-h")
 	}
 	return strings.ReplaceAll(RedisReadinessScript, "redis-cli -h", "redis-cli "+redisCLITLS+"-h")
 }

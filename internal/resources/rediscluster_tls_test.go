@@ -45,11 +45,14 @@ func TestRedisTLSPodTemplate(t *testing.T) {
 		tls        *redisv1alpha1.TLSSpec
 		secret     string // the Secret the pods mount, "" for none
 		exporterTo string
+		clientCert bool // the probe and the exporter present the node's certificate
 	}{
 		"no tls field":          {exporterTo: "redis://localhost:6379"},
 		"enabled false":         {tls: &redisv1alpha1.TLSSpec{}, exporterTo: "redis://localhost:6379"},
 		"generated certificate": {tls: &redisv1alpha1.TLSSpec{Enabled: true}, secret: "cache-tls", exporterTo: "rediss://localhost:6379"},
 		"user certificate":      {tls: &redisv1alpha1.TLSSpec{Enabled: true, SecretName: "mine"}, secret: "mine", exporterTo: "rediss://localhost:6379"},
+		"client certificates required": {tls: &redisv1alpha1.TLSSpec{Enabled: true, RequireClientCertificates: true}, secret: "cache-tls",
+			exporterTo: "rediss://localhost:6379", clientCert: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -88,8 +91,16 @@ func TestRedisTLSPodTemplate(t *testing.T) {
 				if !mounted(redis) || !mounted(exporter) {
 					t.Errorf("TLS volume mounted read-only at %s: redis %v, exporter %v", resources.RedisTLSDir, mounted(redis), mounted(exporter))
 				}
-				if n := strings.Count(probe, "redis-cli --tls --cacert /etc/redis-tls/ca.crt -h 127.0.0.1 -p 6379"); n != 2 {
-					t.Errorf("the probe runs redis-cli over TLS %d times, want 2: %s", n, probe)
+				cli := "redis-cli --tls --cacert /etc/redis-tls/ca.crt -h 127.0.0.1 -p 6379"
+				if tc.clientCert {
+					cli = "redis-cli --tls --cacert /etc/redis-tls/ca.crt --cert /etc/redis-tls/tls.crt --key /etc/redis-tls/tls.key -h 127.0.0.1 -p 6379"
+				}
+				if n := strings.Count(probe, cli); n != 2 {
+					t.Errorf("the probe runs %q %d times, want 2: %s", cli, n, probe)
+				}
+				certFile, keyFile := envValue(exporter, "REDIS_EXPORTER_TLS_CLIENT_CERT_FILE"), envValue(exporter, "REDIS_EXPORTER_TLS_CLIENT_KEY_FILE")
+				if presents := certFile == resources.RedisTLSCertFile && keyFile == resources.RedisTLSKeyFile; presents != tc.clientCert {
+					t.Errorf("exporter client certificate %q key %q, want presented: %v", certFile, keyFile, tc.clientCert)
 				}
 				if got := envValue(exporter, "REDIS_EXPORTER_TLS_CA_CERT_FILE"); got != resources.RedisTLSCAFile {
 					t.Errorf("exporter CA file %q, want %q", got, resources.RedisTLSCAFile)
@@ -110,20 +121,25 @@ func TestRedisTLSConf(t *testing.T) {
 	if !strings.Contains(plain, "\nport 6379\n") || strings.Contains(plain, "tls-") {
 		t.Errorf("redis.conf without TLS:\n%s", plain)
 	}
-	conf := resources.RedisConfigMap(tlsCluster(&redisv1alpha1.TLSSpec{Enabled: true}, ""), "tls-port 7000\nport 6380").Data[resources.RedisConfigFile]
-	// Redis keeps the last value of a directive: the operator's come after the user's.
-	last := map[string]string{}
-	for _, line := range strings.Split(conf, "\n") {
-		if f := strings.Fields(line); len(f) == 2 && !strings.HasPrefix(f[0], "#") {
-			last[f[0]] = f[1]
-		}
-	}
-	for directive, want := range map[string]string{
-		"port": "0", "tls-port": "6379", "tls-cluster": "yes", "tls-replication": "yes", "tls-auth-clients": "optional",
-		"tls-cert-file": "/etc/redis-tls/tls.crt", "tls-key-file": "/etc/redis-tls/tls.key", "tls-ca-cert-file": "/etc/redis-tls/ca.crt",
+	for authClients, spec := range map[string]redisv1alpha1.TLSSpec{
+		"optional": {Enabled: true},
+		"yes":      {Enabled: true, RequireClientCertificates: true},
 	} {
-		if last[directive] != want {
-			t.Errorf("%s is %q, want %q in:\n%s", directive, last[directive], want, conf)
+		conf := resources.RedisConfigMap(tlsCluster(&spec, ""), "tls-port 7000\nport 6380\ntls-auth-clients no").Data[resources.RedisConfigFile]
+		// Redis keeps the last value of a directive: the operator's come after the user's.
+		last := map[string]string{}
+		for _, line := range strings.Split(conf, "\n") {
+			if f := strings.Fields(line); len(f) == 2 && !strings.HasPrefix(f[0], "#") {
+				last[f[0]] = f[1]
+			}
+		}
+		for directive, want := range map[string]string{
+			"port": "0", "tls-port": "6379", "tls-cluster": "yes", "tls-replication": "yes", "tls-auth-clients": authClients,
+			"tls-cert-file": "/etc/redis-tls/tls.crt", "tls-key-file": "/etc/redis-tls/tls.key", "tls-ca-cert-file": "/etc/redis-tls/ca.crt",
+		} {
+			if last[directive] != want {
+				t.Errorf("%s is %q, want %q in:\n%s", directive, last[directive], want, conf)
+			}
 		}
 	}
 }

@@ -117,9 +117,13 @@ func startRedisBench(ctx context.Context) (*redisBench, error) {
 	if err != nil {
 		return nil, err
 	}
+	kubelet, err := redispods.Watching(env.Cluster.Config, env.Cluster.Dir+"/redis-data", func(string, ...any) {})
+	if err != nil {
+		env.Stop()
+		return nil, err
+	}
 	kctx, cancel := context.WithCancel(ctx)
-	rb := &redisBench{env: env, cancel: cancel, done: make(chan struct{}),
-		kubelet: redispods.New(env.Client, env.Cluster.Dir+"/redis-data", func(string, ...any) {})}
+	rb := &redisBench{env: env, cancel: cancel, done: make(chan struct{}), kubelet: kubelet}
 	go func() { rb.kubelet.Run(kctx); close(rb.done) }()
 	if rb.op, err = startOperatorProcess(env); err != nil {
 		rb.stop()

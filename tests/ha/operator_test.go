@@ -69,7 +69,10 @@ func newRig(t *testing.T) *rig {
 	}
 	t.Cleanup(env.Stop)
 	ctx, cancel := context.WithCancel(context.Background())
-	kubelet := redispods.New(env.Client, filepath.Join(env.Cluster.Dir, "redis-data"), nil)
+	kubelet, err := redispods.Watching(env.Cluster.Config, filepath.Join(env.Cluster.Dir, "redis-data"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
 	go func() { kubelet.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })

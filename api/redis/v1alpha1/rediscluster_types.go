@@ -24,6 +24,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy) || self.updateStrategy.type != 'AssignReceive' || (has(self.updateStrategy.assignStrategies) && size(self.updateStrategy.assignStrategies) > 0)",message="spec.updateStrategy.assignStrategies is required when spec.updateStrategy.type is AssignReceive: list the slots to move and the nodes to take them from",fieldPath=".updateStrategy"
 // +kubebuilder:validation:XValidation:rule="(has(self.acl) && has(self.acl.enabled) && self.acl.enabled) == (has(oldSelf.acl) && has(oldSelf.acl.enabled) && oldSelf.acl.enabled)",message="spec.acl.enabled cannot change on an existing RedisCluster: running nodes keep the users they started with and replicas authenticate as them; create a new RedisCluster with the setting you want",fieldPath=".acl"
 // +kubebuilder:validation:XValidation:rule="(has(self.tls) && has(self.tls.enabled) && self.tls.enabled) == (has(oldSelf.tls) && has(oldSelf.tls.enabled) && oldSelf.tls.enabled)",message="spec.tls.enabled cannot change on an existing RedisCluster: nodes with and without TLS cannot reach each other, so a running cluster cannot switch; create a new RedisCluster with the setting you want",fieldPath=".tls"
+// +kubebuilder:validation:XValidation:rule="(has(self.tls) && has(self.tls.requireClientCertificates) && self.tls.requireClientCertificates) == (has(oldSelf.tls) && has(oldSelf.tls.requireClientCertificates) && oldSelf.tls.requireClientCertificates)",message="spec.tls.requireClientCertificates cannot change on an existing RedisCluster: the nodes read it at start; create a new RedisCluster with the setting you want (and restore a backup into it)",fieldPath=".tls"
 // +kubebuilder:validation:XValidation:rule="has(self.restore) == has(oldSelf.restore) && (!has(self.restore) || self.restore == oldSelf.restore)",message="spec.restore cannot be added, changed or removed on an existing RedisCluster: only a new cluster restores; create a new RedisCluster with spec.restore",fieldPath=".restore"
 // +kubebuilder:validation:XValidation:rule="!has(self.memory) || !has(self.memory.maxMemory) || !has(self.pod) || size(self.pod) == 0 || !has(self.pod[0].resources) || !has(self.pod[0].resources.limits) || !('memory' in self.pod[0].resources.limits) || quantity(string(self.memory.maxMemory)).isLessThan(quantity(string(self.pod[0].resources.limits['memory'])))",message="spec.memory.maxMemory must be below the redis container's memory limit (spec.pod[0].resources.limits.memory), which must also hold fork copy-on-write, replication and client buffers: lower maxMemory, raise the limit, or use maxMemoryPercent",fieldPath=".memory.maxMemory"
 // +kubebuilder:validation:XValidation:rule="!has(self.autoscale) || !has(self.updateStrategy) || self.updateStrategy.type != 'AssignReceive'",message="spec.autoscale needs spec.updateStrategy.type AutoReceive: the shards the autoscaler adds get their slots by rebalancing, not by assignStrategies",fieldPath=".autoscale"
@@ -319,6 +320,7 @@ type SecretKeyRef struct {
 
 // TLSSpec configures TLS for a RedisCluster.
 // +kubebuilder:validation:XValidation:rule="!has(self.secretName) || size(self.secretName) == 0 || (has(self.enabled) && self.enabled)",message="spec.tls.secretName is set but spec.tls.enabled is not true: set enabled: true to use the certificate, or remove secretName",fieldPath=".secretName"
+// +kubebuilder:validation:XValidation:rule="!has(self.requireClientCertificates) || !self.requireClientCertificates || (has(self.enabled) && self.enabled)",message="spec.tls.requireClientCertificates is true but spec.tls.enabled is not: client certificates need TLS; set enabled: true (on a new RedisCluster) or remove requireClientCertificates",fieldPath=".requireClientCertificates"
 type TLSSpec struct {
 	// Enabled turns TLS on: redis-server listens on 6379 with TLS only (plain text is
 	// refused), and replication, the cluster bus, slot migration, the operator's admin
@@ -342,6 +344,16 @@ type TLSSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="spec.tls.secretName must be a Secret's name (lowercase letters, digits, '-' and '.'), for example cache-tls"
 	// +optional
 	SecretName string `json:"secretName,omitempty"`
+
+	// RequireClientCertificates makes every node refuse a client that presents no
+	// certificate signed by the cluster's CA (redis.conf tls-auth-clients yes); off, a client
+	// needs only the CA and the password, and a certificate it presents must be valid
+	// (tls-auth-clients optional). The operator, the readiness probe and the exporter present
+	// the nodes' certificate; applications need a certificate of that CA with the client
+	// authentication usage. It is set when the RedisCluster is created and cannot change
+	// afterwards.
+	// +optional
+	RequireClientCertificates bool `json:"requireClientCertificates,omitempty"`
 }
 
 // NetworkPolicySpec configures the NetworkPolicy the operator keeps for a RedisCluster.
