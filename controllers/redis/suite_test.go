@@ -219,11 +219,27 @@ func reportReconcileTimes() {
 				}
 			}
 			fmt.Fprintf(os.Stderr, "steps by kind: %s\n", strings.Join(steps, "; "))
+			reportOverruns()
 		case "middleware_operator_rediscluster_status_conflicts_total":
 			for _, m := range f.GetMetric() {
 				fmt.Fprintf(os.Stderr, "status writes refused on a conflict: %.0f\n", m.GetCounter().GetValue())
 			}
 		}
+	}
+}
+
+// reportOverruns prints the operator's "step overran its budget" lines (at most 10), which
+// say which step kinds ran past stepBudget and for how long.
+func reportOverruns() {
+	var lines []string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "step overran its budget") {
+			lines = append(lines, l)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "steps that overran their budget: %d\n", len(lines))
+	for _, l := range lines[:min(len(lines), 10)] {
+		fmt.Fprintln(os.Stderr, "  "+l)
 	}
 }
 

@@ -26,7 +26,9 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 	before := gitStatus(t)
 	run := func(args ...string) {
 		t.Helper()
-		defer func(start time.Time) { t.Logf("make %s took %.1f s", strings.Join(args, " "), time.Since(start).Seconds()) }(time.Now())
+		defer func(start time.Time) {
+			t.Logf("make %s took %.1f s", strings.Join(args, " "), time.Since(start).Seconds())
+		}(time.Now())
 		cmd := exec.Command("make", append([]string{"-o", "deploy-tools", "-o", "manifests"}, args...)...)
 		cmd.Dir = testenv.RepoRoot()
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
@@ -36,7 +38,9 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 		}
 	}
 	kubectlOn := func(args ...string) (string, error) {
-		defer func(start time.Time) { t.Logf("kubectl %s took %.1f s", strings.Join(args, " "), time.Since(start).Seconds()) }(time.Now())
+		defer func(start time.Time) {
+			t.Logf("kubectl %s took %.1f s", strings.Join(args, " "), time.Since(start).Seconds())
+		}(time.Now())
 		cmd := exec.Command(testenv.Tool(t, "kubectl"), args...)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
 		out, err := cmd.CombinedOutput()
