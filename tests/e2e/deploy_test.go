@@ -63,6 +63,7 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 		t.Errorf("after make deploy the operator may not read the Secrets of namespace default (%q): config/default watches all namespaces", out)
 	}
 
+	waitCRDStorage(t, kubectlOn)
 	run("undeploy")
 	if out, err := kubectlOn("get", "deployment", "-n", "middleware-operator-system", "middleware-operator-controller-manager"); err == nil {
 		t.Errorf("the operator's Deployment is still there after make undeploy:\n%s", out)
@@ -97,11 +98,41 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 	if err != nil || watch != "metadata.namespace" {
 		t.Errorf("namespaced overlay: WATCH_NAMESPACE from %q (%v), want metadata.namespace", watch, err)
 	}
-	// Without waiting: in 1 run of 5 this delete waited about 290 s for the CRDs, deleted by
-	// make undeploy and made again seconds before (the API server's CRD finalizer met
-	// "storage is (re)initializing"); the cluster is torn down next anyway.
-	if out, err := kubectlOn("delete", "--ignore-not-found", "--wait=false", "-f", manifest); err != nil {
+	waitCRDStorage(t, kubectlOn)
+	if out, err := kubectlOn("delete", "--ignore-not-found", "-f", manifest); err != nil {
 		t.Errorf("kubectl delete of config/overlays/namespaced: %v\n%s", err, out)
+	}
+}
+
+// crdLists are the paths of the operator's kinds.
+var crdLists = []string{
+	"/apis/apps.middleware-operator.io/v1/appservices",
+	"/apis/apps.middleware-operator.io/v1/cloudmanagers",
+	"/apis/redis.middleware-operator.io/v1alpha1/redisclusters",
+	"/apis/redis.middleware-operator.io/v1alpha1/redisbackups",
+	"/apis/redis.middleware-operator.io/v1alpha1/redisbackupschedules",
+}
+
+// waitCRDStorage waits until the API server serves every kind of the operator from its
+// watch cache (a watch from resourceVersion 0, which it refuses with "storage is
+// (re)initializing" until then), as it does seconds after the CRDs are made. A
+// CRD deleted before that makes the API server's CRD finalizer meet "storage is
+// (re)initializing" and back off: in 1 run of 5 a delete then waited about 290 s. Users do
+// not delete CRDs seconds after making them; the test did.
+func waitCRDStorage(t *testing.T, kubectlOn func(args ...string) (string, error)) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for _, path := range crdLists {
+		for {
+			out, err := kubectlOn("get", "--raw", path+"?watch=true&resourceVersion=0&timeoutSeconds=1")
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the API server does not list %s from its cache after a minute: %v\n%s", path, err, out)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 	}
 }
 
