@@ -273,10 +273,10 @@ func slowestBucket(h *dto.Histogram) float64 {
 // longer than stepTooSlow.
 var reconcileTooSlow bool
 
-// stepTooSlow is the guard on one step's duration: a step runs under stepBudget (5 s), and
+// stepTooSlow is the guard on one step's duration: a step runs under stepBudget (10 s), and
 // a batch of slot moves under way may finish past it; the guard (a bucket bound of the step
 // histogram) leaves room for a loaded machine.
-const stepTooSlow = 10
+const stepTooSlow = 30
 
 // mayBeUnused are the grants of the RBAC markers that no request of the operator needs to
 // use in a test run, and why the operator has them.
