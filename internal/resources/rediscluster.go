@@ -538,7 +538,7 @@ func redisExporterContainer(image, tlsClientAuth string, acl bool) corev1.Contai
 		c.Env = append(c.Env, corev1.EnvVar{Name: "REDIS_EXPORTER_TLS_CA_CERT_FILE", Value: RedisTLSCAFile})
 		c.VolumeMounts = append(c.VolumeMounts, redisTLSMount())
 	}
-	if tlsClientAuth == "yes" {
+	if tlsClientAuth == tlsAuthClientsRequired {
 		c.Env = append(c.Env,
 			corev1.EnvVar{Name: "REDIS_EXPORTER_TLS_CLIENT_CERT_FILE", Value: RedisTLSCertFile},
 			corev1.EnvVar{Name: "REDIS_EXPORTER_TLS_CLIENT_KEY_FILE", Value: RedisTLSKeyFile})

@@ -96,21 +96,22 @@ func RedisTLSSecret(rc *redisv1alpha1.RedisCluster, caCert []byte, server certs.
 	}
 }
 
+// The values of redis.conf tls-auth-clients the operator writes.
+const (
+	tlsAuthClientsRequired = "yes"
+	tlsAuthClientsOptional = "optional"
+)
+
 // RedisTLSClientAuth is rc's redis.conf tls-auth-clients: "yes" with
 // spec.tls.requireClientCertificates, else "optional"; "" without TLS.
 func RedisTLSClientAuth(rc *redisv1alpha1.RedisCluster) string {
 	switch {
 	case !RedisTLSEnabled(rc):
 		return ""
-	case RedisTLSRequireClientCerts(rc):
-		return "yes"
+	case rc.Spec.TLS.RequireClientCertificates:
+		return tlsAuthClientsRequired
 	}
-	return "optional"
-}
-
-// RedisTLSRequireClientCerts reports whether the nodes refuse clients without a certificate.
-func RedisTLSRequireClientCerts(rc *redisv1alpha1.RedisCluster) bool {
-	return RedisTLSEnabled(rc) && rc.Spec.TLS.RequireClientCertificates
+	return tlsAuthClientsOptional
 }
 
 // redisTLSConf are the redis.conf directives of TLS: TLS only on 6379 (port 0 refuses plain
@@ -146,7 +147,7 @@ func redisReadinessScript(clientAuth string) string {
 	switch clientAuth {
 	case "":
 		return RedisReadinessScript
-	case "yes":
+	case tlsAuthClientsRequired:
 		return strings.ReplaceAll(RedisReadinessScript, "redis-cli -h", "redis-cli "+redisCLITLS+redisCLIClientCert+"-h")
 	}
 	return strings.ReplaceAll(RedisReadinessScript, "redis-cli -h", "redis-cli "+redisCLITLS+"-h")
