@@ -78,7 +78,7 @@ func (a *Admin) Fix(ctx context.Context, addrs []string, opts MoveOptions) ([]Sl
 }
 
 func (a *Admin) fix(ctx context.Context, topo *topology, opts MoveOptions) ([]SlotFix, error) {
-	open := topo.openSlots()
+	open := slices.Compact(slices.Sorted(slices.Values(append(topo.openSlots(), topo.strayed()...))))
 	if len(open) == 0 {
 		return nil, nil
 	}
@@ -190,6 +190,9 @@ func (m *mover) fixSlot(ctx context.Context, topo *topology, s int, counts map[s
 		}
 		return m.fixImporting(ctx, topo, s, owner, importing, counts)
 	case 0:
+		if len(importing) == 0 {
+			return m.fixStrayed(ctx, topo, s, counts)
+		}
 		return m.fixOrphan(ctx, topo, s, importing)
 	case 2:
 		src, dst := owners[0], owners[1]
@@ -377,4 +380,48 @@ func (m *mover) fixOrphan(ctx context.Context, topo *topology, s int, importing 
 	}
 	return SlotFix{Slot: s, Action: FixFinished, Owner: target.ID,
 		Detail: fmt.Sprintf("its source %s is gone; %s took it", target.Importing[s], target.Addr)}, nil
+}
+
+// fixStrayed gives a slot no master claims, and none imports, to the one master that holds
+// keys of it, or to the master the entry's view routes it to when none does; the new owner
+// raises its config epoch so that its claim outranks every stale view, and the other
+// masters are told. Keys of it on several masters are left for a person.
+func (m *mover) fixStrayed(ctx context.Context, topo *topology, s int, counts map[string]map[int]int64) (SlotFix, error) {
+	var holders []Node
+	for _, n := range topo.masters() {
+		if counts[n.ID][s] > 0 {
+			holders = append(holders, n)
+		}
+	}
+	var owner *Node
+	switch len(holders) {
+	case 0:
+		for _, n := range topo.entryView {
+			if ownsSlot(n, s) && n.IsMaster() && topo.reachable[n.ID] {
+				owner = topo.node(n.ID)
+			}
+		}
+		if owner == nil {
+			return SlotFix{}, errors.New("no master claims it and the entry routes it to none that answers; not fixed")
+		}
+	case 1:
+		owner = &holders[0]
+	default:
+		var names []string
+		for _, n := range holders {
+			names = append(names, n.Addr)
+		}
+		return SlotFix{}, fmt.Errorf("no master claims it and %d hold keys of it (%s); not fixed", len(holders), strings.Join(names, ", "))
+	}
+	if err := m.setSlot(ctx, *owner, s, "NODE", owner.ID); err != nil {
+		return SlotFix{}, err
+	}
+	if err := m.client(owner.Addr).Do(ctx, "CLUSTER", "BUMPEPOCH").Err(); err != nil {
+		return SlotFix{}, fmt.Errorf("while running CLUSTER BUMPEPOCH on %s: %w", owner.Addr, err)
+	}
+	if err := m.tellOthers(ctx, &pair{target: *owner, others: othersThan(topo, owner.ID)}, []int{s}); err != nil {
+		return SlotFix{}, err
+	}
+	return SlotFix{Slot: s, Action: FixFinished, Owner: owner.ID,
+		Detail: fmt.Sprintf("no master claimed it; %s, holding %d keys of it, took it back", owner.Addr, counts[owner.ID][s])}, nil
 }

@@ -315,3 +315,39 @@ func TestFixAfterSourceKilled(t *testing.T) {
 	c.assertKeys(keys)
 	redisCliCheck(ctx, t, c.servers[0].addr, "")
 }
+
+// TestFixStrayedSlot stages the split a cut scale in left on 2026-11-27: a master whose own
+// view gives one of its slots, keys and all, to another master that does not claim it,
+// while every other view still routes the slot to it. Nobody serves the slot. Fix gives it
+// back to the master holding the keys, and every key reads back.
+func TestFixStrayedSlot(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	c := newSlotCluster(ctx, t)
+	slot, owner := c.slotOf("strayed")
+	other := c.other(owner)
+	keys := c.fill("strayed", 40)
+	// DELSLOTS drops the slot from the owner's view without the key check SETSLOT NODE
+	// makes; SETSLOT NODE then routes it to the other master, which never claimed it.
+	c.do(owner.Addr, "CLUSTER", "DELSLOTS", slot)
+	c.do(owner.Addr, "CLUSTER", "SETSLOT", slot, "NODE", other.ID)
+	if _, err := c.cc.Get(ctx, keys[0]).Result(); err == nil {
+		t.Fatalf("%s still reads back after the split was staged: the fault was not injected", keys[0])
+	}
+	fixes, err := c.admin.Fix(ctx, []string{c.servers[0].addr}, MoveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fixes) != 1 || fixes[0].Slot != slot || fixes[0].Action != FixFinished || fixes[0].Owner != owner.ID {
+		t.Fatalf("fixes = %+v, want slot %d given back to %s", fixes, slot, owner.Addr)
+	}
+	if got := ownerOf(c.healthy(), slot); got != owner.Addr {
+		t.Errorf("slot %d is served by %s, want %s", slot, got, owner.Addr)
+	}
+	c.assertKeys(keys)
+	redisCliCheck(ctx, t, c.servers[0].addr, "")
+	if again, err := c.admin.Fix(ctx, []string{c.servers[0].addr}, MoveOptions{}); err != nil || len(again) != 0 {
+		t.Errorf("a second Fix did %+v (%v), want nothing", again, err)
+	}
+}

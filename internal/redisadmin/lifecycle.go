@@ -578,13 +578,19 @@ func planRecover(_ Spec, s Snapshot, _ Health) (Step, bool) {
 }
 
 // planFixSlots finishes or rolls back slot moves an interruption (an operator restart, a
-// crashed node) left open, before anything else changes the topology.
+// crashed node) left open, and gives back slots no master claims any longer
+// (strayedSlots), before anything else changes the topology.
 func planFixSlots(_ Spec, s Snapshot, _ Health) (Step, bool) {
 	for _, o := range s.answering() {
 		if self, _ := o.Self(); self.hasOpenSlots() {
 			return Step{Kind: StepFixSlots, Operation: OpScaling, After: LookSoon,
 				Reason: "finishing or rolling back the slot moves an interruption left open (first on " + o.Pod + ")"}, true
 		}
+	}
+	if strayed := strayedSlots(s); len(strayed) > 0 {
+		return Step{Kind: StepFixSlots, Operation: OpHealing, After: LookSoon,
+			Reason: fmt.Sprintf("%d slots (%s) are claimed by no master while the cluster routes them to one: giving each to the master that holds its keys",
+				len(strayed), FormatSlotRanges(slotRanges(strayed)))}, true
 	}
 	return Step{}, false
 }

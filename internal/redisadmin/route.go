@@ -190,3 +190,46 @@ func epochRaiser(joined []*Observation, owner *Observation) *Observation {
 	}
 	return best
 }
+
+// strayedSlots are the slots that no answering master claims as its own while a view routes
+// them to an answering master: a master that lost a slot in its own view (told by gossip or
+// SETSLOT that another node had it) while the rest of the cluster still routes the slot to
+// it. Nobody serves such a slot, and gossip never mends it (Redis hands a slot over only on
+// a claim), so Fix gives it to the master holding its keys. A slot that some view routes to
+// a node that does not answer is a failover's or the lost-shard guards' case, not this.
+func strayedSlots(s Snapshot) []int {
+	joined := s.joined()
+	answering := map[string]bool{}
+	var claimed [SlotCount]bool
+	for _, o := range joined {
+		self, _ := o.Self()
+		if !self.IsMaster() {
+			continue
+		}
+		answering[self.ID] = true
+		for _, r := range self.Slots {
+			for slot := r.Start; slot <= r.End; slot++ {
+				claimed[slot] = true
+			}
+		}
+	}
+	var toAnswering, toSilent [SlotCount]bool
+	for _, o := range joined {
+		for slot, owner := range routes(o) {
+			switch {
+			case owner == "" || claimed[slot]:
+			case answering[owner]:
+				toAnswering[slot] = true
+			default:
+				toSilent[slot] = true
+			}
+		}
+	}
+	var out []int
+	for slot := range SlotCount {
+		if toAnswering[slot] && !toSilent[slot] {
+			out = append(out, slot)
+		}
+	}
+	return out
+}

@@ -17,8 +17,9 @@ type topology struct {
 	nodes     []Node
 	byID      map[string]int
 	reachable map[string]bool
-	// entry is the address the first node was reached at.
-	entry string
+	// entry is the address the first node was reached at, entryView that node's view.
+	entry     string
+	entryView []Node
 }
 
 // loadTopology reaches the cluster through the first of addrs that answers and asks every
@@ -44,7 +45,7 @@ func (a *Admin) loadTopology(ctx context.Context, addrs []string) (*topology, er
 	if view == nil {
 		return nil, fmt.Errorf("while loading the cluster: no node answered: %w", errors.Join(errs...))
 	}
-	t := &topology{byID: map[string]int{}, reachable: map[string]bool{}, entry: entry}
+	t := &topology{byID: map[string]int{}, reachable: map[string]bool{}, entry: entry, entryView: view}
 	var others []Node
 	for _, n := range view {
 		if n.Myself {
@@ -138,6 +139,34 @@ func (t *topology) openSlots() []int {
 	out := make([]int, 0, len(seen))
 	for s := range seen {
 		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// strayed returns the slots no node claims (reachable masters as they describe themselves,
+// the others as the entry sees them) while the entry's view routes them to a reachable
+// master: one that lost the slot in its own view while the cluster still routes it there
+// (see strayedSlots), sorted.
+func (t *topology) strayed() []int {
+	var claimed [SlotCount]bool
+	for _, n := range t.nodes {
+		if n.IsMaster() {
+			for _, s := range slotList(n.Slots) {
+				claimed[s] = true
+			}
+		}
+	}
+	var out []int
+	for _, n := range t.entryView {
+		if !n.IsMaster() || !t.reachable[n.ID] || n.hasFlag("handshake") {
+			continue
+		}
+		for _, s := range slotList(n.Slots) {
+			if !claimed[s] {
+				out = append(out, s)
+			}
+		}
 	}
 	slices.Sort(out)
 	return out
