@@ -73,6 +73,8 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		}
 	case redisadmin.StepRecover:
 		return r.recover(ctx, s, step.Action)
+	case redisadmin.StepRotateCA:
+		return r.advanceCA(ctx, s)
 	case redisadmin.StepFixSlots:
 		var fixes []redisadmin.SlotFix
 		_, err := bounded(ctx, func(ctx context.Context) (err error) {

@@ -130,8 +130,11 @@ type state struct {
 	// tlsSecret is the TLS Secret as read this reconcile (nil: none), once tlsSecretRead.
 	tlsSecret     *corev1.Secret
 	tlsSecretRead bool
-	sts           *appsv1.StatefulSet
-	pods          []corev1.Pod // the cluster's pods, by ordinal
+	// ca is the generated CA Secret read as a rotation's stage (nil with the user's
+	// certificate, or before the CA exists).
+	ca   *resources.RedisCA
+	sts  *appsv1.StatefulSet
+	pods []corev1.Pod // the cluster's pods, by ordinal
 	// unsupported says why the spec's Redis version is refused ("" when it is not): no
 	// child is created or changed then.
 	unsupported string

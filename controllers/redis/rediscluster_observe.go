@@ -109,6 +109,7 @@ func (r *RedisClusterReconciler) plannerSpec(s *state) redisadmin.Spec {
 		ReloadFrom: rc.Annotations[RestoreLostShardsAnnotation], ReloadAnnotation: RestoreLostShardsAnnotation, Reload: plannerReload(s),
 	}
 	plannerAutoscale(s, &spec)
+	spec.CARotation = plannerCARotation(s)
 	if s.sts != nil {
 		spec.StatefulSetReplicas, spec.UpdateRevision = int(ptr.Deref(s.sts.Spec.Replicas, 0)), s.sts.Status.UpdateRevision
 	}

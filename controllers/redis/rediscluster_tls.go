@@ -59,6 +59,9 @@ func (r *RedisClusterReconciler) readTLS(ctx context.Context, s *state) error {
 	if cfg, err := nodeTLSConfig(s, secret); err == nil {
 		s.tls = cfg
 	}
+	if !resources.RedisTLSUserSecret(s.rc) {
+		return r.readGeneratedCA(ctx, s)
+	}
 	return nil
 }
 
@@ -112,6 +115,10 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error 
 	if reason == ReasonTLSGenerated {
 		at, _ := certs.RenewAt(secret.Data[resources.RedisTLSCertKey])
 		msg += fmt.Sprintf("; renewed from %s", at.UTC().Format(time.RFC3339))
+		if s.ca != nil && s.ca.Stage() != "" {
+			msg += fmt.Sprintf("; CA rotation in stage %s since %s (%s lists the old and the new CA)",
+				s.ca.Stage(), s.ca.Since.UTC().Format(time.RFC3339), resources.RedisTLSCAKey)
+		}
 	}
 	status.Set(conds, gen, ConditionTLS, metav1.ConditionTrue, reason, msg)
 	return nil
@@ -224,58 +231,46 @@ func nodeTLSConfig(s *state, secret *corev1.Secret) (*tls.Config, error) {
 }
 
 // ensureGeneratedTLS keeps the generated CA and certificate Secrets and returns the
-// certificate's.
+// certificate's: issued again when missing, invalid, due for renewal, or when a CA
+// rotation's stage changed the signing CA or ca.crt.
 func (r *RedisClusterReconciler) ensureGeneratedTLS(ctx context.Context, s *state) (*corev1.Secret, error) {
 	rc := s.rc
-	caKey := client.ObjectKey{Namespace: rc.Namespace, Name: resources.RedisTLSCASecretName(rc)}
-	caCert, err := child.KeptSecretValue(ctx, r.Client, rc, caKey, resources.RedisTLSCertKey)
+	ca, err := r.ensureGeneratedCA(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	ca := certs.Pair{Cert: caCert}
-	if caCert == nil {
-		if ca, err = certs.NewCA(rc.Name+"."+rc.Namespace+" Redis CA", tlsNow(), certs.CAValidity); err != nil {
-			return nil, err
-		}
-	}
-	// The live CA is kept even over a stale read: a fresh one would not sign what the
-	// nodes' clients already trust.
-	liveCA, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, rc, resources.RedisTLSCASecret(rc, ca),
-		child.MergeSecretKeeping(resources.RedisTLSCertKey, resources.RedisTLSKeyKey))
-	r.record(s, liveCA, outcome, err)
-	if err != nil {
-		return nil, err
-	}
-	ca = certs.Pair{Cert: liveCA.Data[resources.RedisTLSCertKey], Key: liveCA.Data[resources.RedisTLSKeyKey]}
-
 	current, err := r.tlsSecret(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	if current != nil && metav1.IsControlledBy(current, rc) && generatedCertCurrent(s, current, ca.Cert) {
+	if current != nil && metav1.IsControlledBy(current, rc) && generatedCertCurrent(s, current, ca) {
 		return current, nil
 	}
-	server, err := certs.NewServer(ca, resources.RedisTLSDNSNames(rc), resources.RedisTLSIPs(), tlsNow(), certs.ServerValidity)
+	server, err := certs.NewServer(ca.Signer, resources.RedisTLSDNSNames(rc), resources.RedisTLSIPs(), tlsNow(), certs.ServerValidity)
 	if err != nil {
 		return nil, err
 	}
-	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, rc, resources.RedisTLSSecret(rc, ca.Cert, server), child.MergeSecret)
+	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, rc, resources.RedisTLSSecret(rc, ca.Bundle(), server), child.MergeSecret)
 	r.record(s, live, outcome, err)
 	if err != nil {
 		return nil, err
 	}
 	if current != nil && outcome == child.Updated {
 		r.Recorder.Eventf(s.rc, live, corev1.EventTypeNormal, ReasonTLSRenewed, "Renew",
-			"issued a new certificate in Secret %s (the previous one was due for renewal or did not verify); the nodes load it once their Secret volume shows it", live.Name)
+			"issued a new certificate in Secret %s (the previous one was due for renewal, did not verify, or a CA rotation moved on); the nodes load it once their Secret volume shows it", live.Name)
 	}
 	return live, nil
 }
 
-// generatedCertCurrent reports whether the generated Secret holds a certificate of ca that
-// verifies and is not yet due for renewal.
-func generatedCertCurrent(s *state, secret *corev1.Secret, caCert []byte) bool {
+// generatedCertCurrent reports whether the generated Secret lists ca's bundle as ca.crt and
+// holds a certificate ca's signing CA issued that verifies and is not yet due for renewal.
+func generatedCertCurrent(s *state, secret *corev1.Secret, ca resources.RedisCA) bool {
 	cert := secret.Data[resources.RedisTLSCertKey]
-	if string(secret.Data[resources.RedisTLSCAKey]) != string(caCert) || certs.NeedsRenewal(cert, tlsNow()) {
+	if string(secret.Data[resources.RedisTLSCAKey]) != string(ca.Bundle()) || certs.NeedsRenewal(cert, tlsNow()) {
+		return false
+	}
+	pair := certs.Pair{Cert: cert, Key: secret.Data[resources.RedisTLSKeyKey]}
+	if certs.Check(ca.Signer.Cert, pair, resources.RedisTLSServerName(s.rc), tlsNow()) != nil {
 		return false
 	}
 	_, err := nodeTLSConfig(s, secret)

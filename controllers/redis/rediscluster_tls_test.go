@@ -362,7 +362,9 @@ func waitTLSCondition(t *testing.T, key client.ObjectKey, says string) {
 func waitEvent(t *testing.T, ns, reason, says string) {
 	t.Helper()
 	want := corev1.EventTypeWarning
-	if reason == rediscontrollers.ReasonTLSRenewed || reason == rediscontrollers.ReasonTLSReloaded {
+	switch reason {
+	case rediscontrollers.ReasonTLSRenewed, rediscontrollers.ReasonTLSReloaded, rediscontrollers.ReasonCARotationStarted,
+		rediscontrollers.ReasonCARotationSwitched, rediscontrollers.ReasonCARotationCompleted:
 		want = corev1.EventTypeNormal
 	}
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -168,6 +169,12 @@ func TestRedisClusterInvalidSpecsAreRejected(t *testing.T) {
 				rc.Spec.TLS = &redisv1alpha1.TLSSpec{RequireClientCertificates: true}
 			},
 			want: []string{"spec.tls.requireClientCertificates", "client certificates need TLS"},
+		},
+		"a CA rotation overlap of half a second": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: true, CARotationOverlap: &metav1.Duration{Duration: 500 * time.Millisecond}}
+			},
+			want: []string{"spec.tls.caRotationOverlap", "between 1s and 24h"},
 		},
 		"fewer than 3 masters": {
 			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.Replicas = 4 },

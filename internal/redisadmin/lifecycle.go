@@ -153,6 +153,8 @@ type Step struct {
 	// StepSetCoverage sets.
 	Memory   Memory
 	Coverage string
+	// CAStage is the stage StepRotateCA ends.
+	CAStage string
 	// Behind is, for a side step that comes first (StepSetCoverage), the step the planners
 	// would take next: what is under way, which the status reports (see Shown).
 	Behind *Step
@@ -228,6 +230,8 @@ type Spec struct {
 	// SlotWeights are the slot weights by master ID a rebalance by memory set (nil: every
 	// master weighs the same); they count only while they name every staying master.
 	SlotWeights map[string]float64
+	// CARotation is the rotation of the generated CA under way, nil when none is.
+	CARotation *CARotation
 }
 
 // Reload is a reload of lost slots from a backup, under way.
@@ -300,7 +304,7 @@ func NextStep(spec Spec, s Snapshot, h Health) Step {
 	planRotate := func(Spec, Snapshot, Health) (Step, bool) { return rotate, rotates }
 	step := Step{Kind: StepIdle, After: LookIdle}
 	for _, plan := range []func(Spec, Snapshot, Health) (Step, bool){
-		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planMemory, planRecover, planFixSlots,
+		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planRotateCA, planMemory, planRecover, planFixSlots,
 		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planUpgrade, planReload,
 	} {
 		if next, ok := plan(spec, s, h); ok {

@@ -269,6 +269,40 @@ func TestNextStep(t *testing.T) {
 			spec: accept(specFor(6)), snap: six().current().snap, want: StepDropAcceptance,
 		},
 
+		"a CA rotation's stage has lasted its overlap and every node serves its certificate: end the stage": {
+			spec: func() Spec {
+				s := specFor(6)
+				s.CARotation = &CARotation{Stage: "Trust", Due: now.Add(-time.Second)}
+				return s
+			}(),
+			snap: six().current().snap, want: StepRotateCA,
+			check: func(t *testing.T, s Step) { expect(t, s.CAStage == "Trust", "ends stage %q", s.CAStage) },
+		},
+		"a CA rotation's stage before its overlap has passed: nothing to do yet": {
+			spec: func() Spec {
+				s := specFor(6)
+				s.CARotation = &CARotation{Stage: "Switch", Due: now.Add(time.Second)}
+				return s
+			}(),
+			snap: six().current().snap, want: StepIdle,
+		},
+		"a CA rotation due while a node still serves the previous stage's certificate: reload it first": {
+			spec: func() Spec {
+				s := specFor(6)
+				s.CARotation = &CARotation{Stage: "Switch", Due: now.Add(-time.Second)}
+				return s
+			}(),
+			snap: func() Snapshot { c := six().current(); c.snap.Nodes[3].StaleCertificate = true; return c.snap }(),
+			want: StepReloadCertificates,
+		},
+		"a CA rotation due while a member does not answer: it may come back with older files, so the stage goes on": {
+			spec: func() Spec {
+				s := specFor(6)
+				s.CARotation = &CARotation{Stage: "Trust", Due: now.Add(-time.Second)}
+				return s
+			}(),
+			snap: six().current().silence(4, errDown).snap, want: StepWait,
+		},
 		"a node serves an old certificate: reload it before any recovery": {
 			spec: specFor(6), snap: func() Snapshot {
 				c := six().current()
@@ -533,7 +567,7 @@ func TestNextStep(t *testing.T) {
 	}
 	for _, k := range []StepKind{StepIdle, StepWait, StepLost, StepRecordMembers, StepAcceptLostCluster, StepDropAcceptance, StepForm,
 		StepRecover, StepFixSlots, StepJoin, StepRecordTargets, StepAssign, StepRebalance, StepRemoveNode, StepShrink, StepFailover, StepReplacePod,
-		StepReloadCertificates, StepRestoreShard, StepRecordReload, StepReloadShard, StepFinishReload} {
+		StepReloadCertificates, StepRotateCA, StepRestoreShard, StepRecordReload, StepReloadShard, StepFinishReload} {
 		if !kinds[k] {
 			t.Errorf("no case chooses %s", k)
 		}

@@ -78,15 +78,6 @@ func RedisTLSDNSNames(rc *redisv1alpha1.RedisCluster) []string {
 // RedisTLSIPs are the IP addresses of the generated certificate: the loopback address only.
 func RedisTLSIPs() []net.IP { return []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback} }
 
-// RedisTLSCASecret is the generated CA's Secret.
-func RedisTLSCASecret(rc *redisv1alpha1.RedisCluster, ca certs.Pair) *corev1.Secret {
-	return &corev1.Secret{
-		ObjectMeta: redisMeta(rc, RedisTLSCASecretName(rc)),
-		Type:       corev1.SecretTypeTLS,
-		Data:       map[string][]byte{RedisTLSCertKey: ca.Cert, RedisTLSKeyKey: ca.Key},
-	}
-}
-
 // RedisTLSSecret is the generated certificate's Secret, with the CA's certificate as ca.crt.
 func RedisTLSSecret(rc *redisv1alpha1.RedisCluster, caCert []byte, server certs.Pair) *corev1.Secret {
 	return &corev1.Secret{

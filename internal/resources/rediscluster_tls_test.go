@@ -174,7 +174,7 @@ func TestRedisTLSNames(t *testing.T) {
 	if secret.Type != corev1.SecretTypeTLS || secret.Name != "cache-tls" || string(secret.Data["ca.crt"]) != string(ca.Cert) {
 		t.Errorf("certificate Secret %s of type %s", secret.Name, secret.Type)
 	}
-	if caSecret := resources.RedisTLSCASecret(rc, ca); caSecret.Name != "cache-tls-ca" || len(caSecret.Data["tls.key"]) == 0 {
+	if caSecret := resources.RedisTLSCASecret(rc, resources.RedisCA{Signer: ca}); caSecret.Name != "cache-tls-ca" || len(caSecret.Data["tls.key"]) == 0 {
 		t.Errorf("CA Secret %s without its key", caSecret.Name)
 	}
 }

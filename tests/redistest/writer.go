@@ -38,6 +38,8 @@ type Writer struct {
 	written   int
 	maxOutage time.Duration // from the first failed write of a key to its success
 	maxWrite  time.Duration // the slowest single SET, the client's own retries included
+	failures  int           // SETs that returned an error
+	lastErr   error         // the last of those errors
 }
 
 // StartWriter starts a Writer whose client knows only the node at addr.
@@ -46,9 +48,20 @@ func StartWriter(addr, password string) *Writer { return StartTLSWriter(addr, pa
 // StartTLSWriter is StartWriter over TLS with tlsConfig (plain text when nil); Verify reads
 // back over TLS too.
 func StartTLSWriter(addr, password string, tlsConfig *tls.Config) *Writer {
+	return startWriter(testClient(addr, password, tlsConfig), tlsConfig)
+}
+
+// StartReconnectingTLSWriter is StartTLSWriter with a client that replaces each connection
+// after connLifetime: every new connection meets the certificate the node serves then, and
+// verifies it with tlsConfig as it is then (a client whose CA file changes under it).
+func StartReconnectingTLSWriter(addr, password string, tlsConfig *tls.Config, connLifetime time.Duration) *Writer {
+	return startWriter(testClient(addr, password, tlsConfig, func(o *goredis.ClusterOptions) { o.ConnMaxLifetime = connLifetime }), tlsConfig)
+}
+
+func startWriter(c *goredis.ClusterClient, tlsConfig *tls.Config) *Writer {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &Writer{
-		client: testClient(addr, password, tlsConfig),
+		client: c,
 		tls:    tlsConfig,
 		cancel: cancel, done: make(chan struct{}),
 	}
@@ -58,11 +71,15 @@ func StartTLSWriter(addr, password string, tlsConfig *tls.Config) *Writer {
 
 // testClient is the cluster client of a Writer or a Probe: it knows only the node at addr,
 // follows up to 16 redirects and gives each command a second.
-func testClient(addr, password string, tlsConfig *tls.Config) *goredis.ClusterClient {
-	return goredis.NewClusterClient(&goredis.ClusterOptions{
+func testClient(addr, password string, tlsConfig *tls.Config, tune ...func(*goredis.ClusterOptions)) *goredis.ClusterClient {
+	opts := &goredis.ClusterOptions{
 		Addrs: []string{addr}, Password: password, MaxRedirects: 16, TLSConfig: tlsConfig,
 		ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: time.Second,
-	})
+	}
+	for _, f := range tune {
+		f(opts)
+	}
+	return goredis.NewClusterClient(opts)
 }
 
 func (w *Writer) run(ctx context.Context) {
@@ -74,6 +91,10 @@ func (w *Writer) run(ctx context.Context) {
 			err := w.client.Set(ctx, "w:"+strconv.Itoa(n), n, 0).Err()
 			w.mu.Lock()
 			w.maxWrite = max(w.maxWrite, time.Since(start))
+			if err != nil && ctx.Err() == nil {
+				w.failures++
+				w.lastErr = err
+			}
 			w.mu.Unlock()
 			if err == nil {
 				break
@@ -93,6 +114,14 @@ func (w *Writer) run(ctx context.Context) {
 		w.mu.Unlock()
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// Failures is how many writes returned an error so far (each was retried), and the last
+// such error.
+func (w *Writer) Failures() (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failures, w.lastErr
 }
 
 // Written is how many keys the writer has been told were written so far.

@@ -354,6 +354,19 @@ type TLSSpec struct {
 	// afterwards.
 	// +optional
 	RequireClientCertificates bool `json:"requireClientCertificates,omitempty"`
+
+	// CARotationOverlap is how long each stage of a rotation of the generated CA lasts at
+	// least: first the new CA is added to ca.crt of <name>-tls next to the old one, then the
+	// nodes present a certificate of the new CA while ca.crt still lists both, then the old
+	// CA is dropped. Clients that read ca.crt from the Secret (a mounted volume is refreshed
+	// within about a minute) must pick up each change within it. A rotation starts when the
+	// CA is two thirds through its life, or when the annotation
+	// redis.middleware-operator.io/rotate-ca is given a new value. It has no effect with
+	// secretName (the user rotates that CA).
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="spec.tls.caRotationOverlap must be between 1s and 24h, for example 5m"
+	// +optional
+	CARotationOverlap *metav1.Duration `json:"caRotationOverlap,omitempty"`
 }
 
 // NetworkPolicySpec configures the NetworkPolicy the operator keeps for a RedisCluster.

@@ -1,0 +1,136 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/certs"
+	"github.com/middleware-operator/middleware-operator/internal/child"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+)
+
+// The events of a rotation of the generated CA (see resources.CAStageTrust).
+const (
+	// ReasonCARotationStarted: a new CA is trusted next to the old one.
+	ReasonCARotationStarted = "CARotationStarted"
+	// ReasonCARotationSwitched: the new CA signs the nodes' certificate.
+	ReasonCARotationSwitched = "CARotationSwitched"
+	// ReasonCARotationCompleted: the old CA is no longer trusted.
+	ReasonCARotationCompleted = "CARotationCompleted"
+)
+
+// readGeneratedCA reads the generated CA Secret from the cache, for the planner to see a
+// rotation under way; nothing when it does not exist yet or is not the operator's.
+func (r *RedisClusterReconciler) readGeneratedCA(ctx context.Context, s *state) error {
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisTLSCASecretName(s.rc)}
+	if err := r.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("while reading Secret %s: %w", key.Name, err)
+	}
+	if metav1.IsControlledBy(secret, s.rc) {
+		ca := resources.ReadRedisCA(secret)
+		s.ca = &ca
+	}
+	return nil
+}
+
+// ensureGeneratedCA keeps the generated CA Secret: made once, and a rotation started when
+// the CA is two thirds through its life or the rotate-ca annotation has a new value.
+func (r *RedisClusterReconciler) ensureGeneratedCA(ctx context.Context, s *state) (resources.RedisCA, error) {
+	rc := s.rc
+	live := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: rc.Namespace, Name: resources.RedisTLSCASecretName(rc)}
+	err := r.Get(ctx, key, live)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return resources.RedisCA{}, fmt.Errorf("while reading Secret %s: %w", key.Name, err)
+	}
+	if err != nil || !metav1.IsControlledBy(live, rc) {
+		// Made once. A stale read cannot replace a live CA (its keys are kept), and a
+		// Secret of someone else's is refused by Ensure.
+		fresh, err := certs.NewCA(rc.Name+"."+rc.Namespace+" Redis CA", tlsNow(), certs.CAValidity)
+		if err != nil {
+			return resources.RedisCA{}, err
+		}
+		made, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, rc, resources.RedisTLSCASecret(rc, resources.RedisCA{Signer: fresh}),
+			child.MergeSecretKeeping(resources.RedisTLSCertKey, resources.RedisTLSKeyKey))
+		r.record(s, made, outcome, err)
+		if err != nil {
+			return resources.RedisCA{}, err
+		}
+		live = made
+	}
+	ca := resources.ReadRedisCA(live)
+	if ca.RotationWanted(rc, tlsNow()) {
+		next, err := certs.NewCA(rc.Name+"."+rc.Namespace+" Redis CA", tlsNow(), certs.CAValidity)
+		if err != nil {
+			return resources.RedisCA{}, err
+		}
+		ca = ca.Started(next, tlsNow(), rc.Annotations[resources.RedisRotateCAAnnotation])
+		if err := r.writeCA(ctx, rc, live, ca); err != nil {
+			return resources.RedisCA{}, err
+		}
+		r.event(s, corev1.EventTypeNormal, ReasonCARotationStarted, "Rotate",
+			"rotating the CA of Secret %s: ca.crt of %s now lists the new CA next to the old one; the nodes switch to a certificate of the new CA after at least %s",
+			live.Name, resources.RedisTLSSecretName(rc), resources.RedisCAStageDue(rc, ca).Sub(ca.Since))
+	}
+	s.ca = &ca
+	return ca, nil
+}
+
+// writeCA writes ca into the live CA Secret, failing on a conflict rather than over a
+// newer stage.
+func (r *RedisClusterReconciler) writeCA(ctx context.Context, rc *redisv1alpha1.RedisCluster, live *corev1.Secret, ca resources.RedisCA) error {
+	desired := resources.RedisTLSCASecret(rc, ca)
+	live.Data = desired.Data
+	live.Annotations = resources.WithRedisCAAnnotations(live.Annotations, desired.Annotations)
+	if err := r.Update(ctx, live); err != nil {
+		return fmt.Errorf("while writing the CA rotation's stage to Secret %s: %w", live.Name, err)
+	}
+	return nil
+}
+
+// plannerCARotation is the rotation under way for the planner, nil when none is.
+func plannerCARotation(s *state) *redisadmin.CARotation {
+	if s.ca == nil || s.ca.Stage() == "" {
+		return nil
+	}
+	return &redisadmin.CARotation{Stage: s.ca.Stage(), Due: resources.RedisCAStageDue(s.rc, *s.ca)}
+}
+
+// advanceCA moves the CA rotation a stage on (the step planned it: every node serves the
+// current stage's certificate and the overlap has passed). The next look issues the
+// certificate of the new stage.
+func (r *RedisClusterReconciler) advanceCA(ctx context.Context, s *state) error {
+	live := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisTLSCASecretName(s.rc)}
+	if err := r.Get(ctx, key, live); err != nil {
+		return fmt.Errorf("while reading Secret %s: %w", key.Name, err)
+	}
+	ca := resources.ReadRedisCA(live)
+	if ca.Stage() != s.step.CAStage {
+		return nil // moved on already (a stale look)
+	}
+	next := ca.Advanced(tlsNow())
+	if err := r.writeCA(ctx, s.rc, live, next); err != nil {
+		return err
+	}
+	r.changes.touch(client.ObjectKeyFromObject(s.rc))
+	if next.Stage() == resources.CAStageSwitch {
+		r.event(s, corev1.EventTypeNormal, ReasonCARotationSwitched, "Rotate",
+			"every node trusts the new CA: it now signs the nodes' certificate; ca.crt keeps the old CA for at least %s more", resources.RedisCAStageDue(s.rc, next).Sub(next.Since))
+	} else {
+		r.event(s, corev1.EventTypeNormal, ReasonCARotationCompleted, "Rotate",
+			"every node serves a certificate of the new CA: the old CA is dropped from ca.crt of %s", resources.RedisTLSSecretName(s.rc))
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+package redisadmin
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// StepRotateCA moves a rotation of the generated CA a stage on (Step.CAStage is the stage it
+// ends): the operator rewrites the CA Secret, and the next look issues the certificate of
+// the new stage, which the nodes then reload (StepReloadCertificates).
+const StepRotateCA StepKind = "RotateCA"
+
+// CARotation is a rotation of the generated CA under way.
+type CARotation struct {
+	// Stage is the current stage (the resources package's CAStageTrust or CAStageSwitch).
+	Stage string
+	// Due is when the stage may end at the earliest: it began the overlap before.
+	Due time.Time
+}
+
+// planRotateCA ends the rotation's current stage once it has lasted its overlap and every
+// node serves the certificate the stage issued: only then does every node trust the new CA
+// (before it signs) or present a certificate of it (before the old CA is dropped). A
+// recorded member that does not answer holds the rotation, since it may come back with the
+// files of an earlier stage.
+func planRotateCA(spec Spec, s Snapshot, _ Health) (Step, bool) {
+	r := spec.CARotation
+	if r == nil || s.Now.Before(r.Due) {
+		return Step{}, false
+	}
+	var silent []string
+	for i := range s.Nodes {
+		o := &s.Nodes[i]
+		if o.StaleCertificate {
+			return Step{}, false // planReloadCertificates first
+		}
+		if _, member := s.Members[o.Pod]; member && !o.Answered() {
+			silent = append(silent, o.Pod)
+		}
+	}
+	if len(silent) > 0 {
+		return Step{}, false
+	}
+	reason := "every node trusts the new CA: it signs the nodes' certificate from now on"
+	if r.Stage != caStageTrust {
+		reason = "every node serves a certificate of the new CA: the old CA is dropped"
+	}
+	return Step{Kind: StepRotateCA, CAStage: r.Stage, After: LookSoon,
+		Reason: fmt.Sprintf("CA rotation, stage %s ends: %s", strings.ToLower(r.Stage), reason)}, true
+}
+
+// caStageTrust is the name of a rotation's first stage (resources.CAStageTrust).
+const caStageTrust = "Trust"
