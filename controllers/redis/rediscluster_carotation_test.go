@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,14 +77,22 @@ func TestRedisClusterRotatesItsCA(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}()
+	var issuersMu sync.Mutex
+	issuers := map[string]int{}                                                                           // verified handshakes by the issuing CA's key ID
 	appTLS := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName, InsecureSkipVerify: true, // verified below, with the trust of the moment
 		VerifyConnection: func(cs tls.ConnectionState) error {
 			if len(cs.PeerCertificates) == 0 {
 				return errors.New("no certificate")
 			}
-			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: trusted.Load(), DNSName: serverName,
-				KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
-			return err
+			leaf := cs.PeerCertificates[0]
+			if _, err := leaf.Verify(x509.VerifyOptions{Roots: trusted.Load(), DNSName: serverName,
+				KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+				return err
+			}
+			issuersMu.Lock()
+			issuers[string(leaf.AuthorityKeyId)]++
+			issuersMu.Unlock()
+			return nil
 		}}
 
 	w := redistest.StartReconnectingTLSWriter(rc.Status.Nodes[0].Instance, pw, appTLS, 300*time.Millisecond)
@@ -149,6 +158,13 @@ func TestRedisClusterRotatesItsCA(t *testing.T) {
 	if failures > 0 {
 		t.Errorf("%d writes failed during the CA rotation, want 0 (last: %v)", failures, lastErr)
 	}
+	issuersMu.Lock()
+	// The writer's new connections met certificates of both CAs: the switch happened
+	// under it, not before it started or after it stopped.
+	if len(issuers) < 2 {
+		t.Errorf("the writer's handshakes verified certificates of %d CAs (%v), want the old and the new", len(issuers), issuers)
+	}
+	issuersMu.Unlock()
 	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
 	w.Verify(t, env.Client, rc, pw)
 
