@@ -273,7 +273,7 @@ func slowestBucket(h *dto.Histogram) float64 {
 // longer than stepTooSlow.
 var reconcileTooSlow bool
 
-// stepTooSlow is the guard on one step's duration: a step runs under stepBudget (10 s), and
+// stepTooSlow is the guard on one step's duration: a step runs under stepBudget (5 s), and
 // a batch of slot moves under way may finish past it; the guard (a bucket bound of the step
 // histogram) leaves room for a loaded machine.
 const stepTooSlow = 30
