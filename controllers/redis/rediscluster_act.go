@@ -35,7 +35,8 @@ const moveBudget = 3 * time.Second
 const overrunLogged = time.Second
 
 // act carries out the planned step: one bounded thing, fenced where it changes Redis, with
-// its event and metrics. Every acting step is logged with its reason; waits are not.
+// its event and metrics. Every acting step is logged with its reason when it starts and
+// with its time when it ends; waits are not.
 func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 	step := &s.step
 	if !step.Acts() {
@@ -47,6 +48,7 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 	defer func(start time.Time) {
 		took := time.Since(start)
 		metrics.RedisStepSeconds.WithLabelValues(string(step.Kind)).Observe(took.Seconds())
+		logf.FromContext(ctx).Info("step done", "kind", step.Kind, "seconds", took.Seconds())
 		if took > stepBudget+overrunLogged {
 			logf.FromContext(ctx).Info("step overran its budget", "kind", step.Kind, "took", took.Round(time.Millisecond).String(), "budget", stepBudget.String())
 		}

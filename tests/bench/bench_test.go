@@ -264,3 +264,22 @@ func TestUnrelatedSecretsReachNoWatch(t *testing.T) {
 		t.Errorf("%d watch events from Secrets the operator was never told about, want 0", f.UnrelatedEvents)
 	}
 }
+
+// BenchmarkRedisClusterSteps times every step the operator takes while one RedisCluster
+// with MWO_BENCH_STEP_KEYS keys (default 100000) and a writer goes through forming, a scale
+// out and in, an upgrade and a killed master, and prints the longest of each kind.
+func BenchmarkRedisClusterSteps(b *testing.B) {
+	keys := intsFromEnv(b, "MWO_BENCH_STEP_KEYS", 100000)[0]
+	for range b.N {
+		f, err := RunSteps(b.Context(), keys, func(format string, args ...any) { b.Logf(format, args...) })
+		if err != nil {
+			b.Fatal(err)
+		}
+		longest := 0.0
+		for _, s := range f.Max {
+			longest = max(longest, s)
+		}
+		b.ReportMetric(longest, "longest-step-s")
+		fmt.Print("\n" + StepTable(f))
+	}
+}
