@@ -122,10 +122,10 @@ func RunSteps(ctx context.Context, keys int, logf func(string, ...any)) (StepFig
 	return f, err
 }
 
-// waitSettledAt waits up to 10 minutes until the cluster at key is Ready for its current
+// waitSettledAt waits up to 5 minutes until the cluster at key is Ready for its current
 // generation with nodes nodes, every pod on the StatefulSet's update revision.
 func waitSettledAt(ctx context.Context, c client.Client, key client.ObjectKey, nodes int) error {
-	deadline := time.Now().Add(10 * time.Minute)
+	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		rc := &redisv1alpha1.RedisCluster{}
 		sts := &appsv1.StatefulSet{}
@@ -135,16 +135,27 @@ func waitSettledAt(ctx context.Context, c client.Client, key client.ObjectKey, n
 		ready := meta.FindStatusCondition(rc.Status.Conditions, "Ready")
 		settled := isReady(rc) && ready.ObservedGeneration == rc.Generation && len(rc.Status.Nodes) == nodes
 		if settled {
+			// The operator replaces pods itself (OnDelete): every pod on the update revision.
+			pods := &corev1.PodList{}
 			if err := c.Get(ctx, key, sts); err != nil {
 				return err
 			}
-			settled = sts.Status.UpdateRevision == sts.Status.CurrentRevision && int(sts.Status.UpdatedReplicas) == nodes
+			if err := c.List(ctx, pods, client.InNamespace(key.Namespace), client.MatchingLabels{"app.kubernetes.io/instance": key.Name}); err != nil {
+				return err
+			}
+			updated := 0
+			for _, p := range pods.Items {
+				if p.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision && p.DeletionTimestamp.IsZero() {
+					updated++
+				}
+			}
+			settled = updated == nodes
 		}
 		if settled {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("not Ready with %d nodes after 10 minutes: %s", nodes, rc.Status.Reason)
+			return fmt.Errorf("not Ready with %d nodes on the update revision after 5 minutes (phase %s, %d nodes listed): %s", nodes, rc.Status.Phase, len(rc.Status.Nodes), rc.Status.Reason)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
