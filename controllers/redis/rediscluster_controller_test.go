@@ -454,7 +454,7 @@ func TestRedisClusterHealsAfterEveryPodIsRecreated(t *testing.T) {
 		}
 		ready := meta.FindStatusCondition(cur.Status.Conditions, "Ready")
 		return changed > 0 && cur.Status.Phase == redisv1alpha1.PhaseRunning && ready != nil && ready.Status == metav1.ConditionTrue,
-			fmt.Sprintf("phase %s, %d nodes moved, slotsOk %d, nodes %+v", cur.Status.Phase, changed, cur.Status.SlotsOK, cur.Status.Nodes)
+			fmt.Sprintf("phase %s (%s), %d nodes moved, slotsOk %d, nodes %+v", cur.Status.Phase, cur.Status.Reason, changed, cur.Status.SlotsOK, cur.Status.Nodes)
 	})
 	rc = waitRunning(t, key)
 	t.Logf("every pod deleted at once; Ready again after %s", time.Since(start).Round(time.Second))
