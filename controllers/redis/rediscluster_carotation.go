@@ -26,8 +26,9 @@ const (
 	ReasonCARotationCompleted = "CARotationCompleted"
 )
 
-// readGeneratedCA reads the generated CA Secret from the cache, for the planner to see a
-// rotation under way; nothing when it does not exist yet or is not the operator's.
+// readGeneratedCA reads the generated CA Secret from the cache once per reconcile, for the
+// planner to see a rotation under way and for ensureGeneratedCA and advanceCA to write;
+// s.ca stays nil when it does not exist yet or is not the operator's.
 func (r *RedisClusterReconciler) readGeneratedCA(ctx context.Context, s *state) error {
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisTLSCASecretName(s.rc)}
@@ -37,6 +38,7 @@ func (r *RedisClusterReconciler) readGeneratedCA(ctx context.Context, s *state) 
 		}
 		return fmt.Errorf("while reading Secret %s: %w", key.Name, err)
 	}
+	s.caSecret = secret
 	if metav1.IsControlledBy(secret, s.rc) {
 		ca := resources.ReadRedisCA(secret)
 		s.ca = &ca
@@ -44,20 +46,21 @@ func (r *RedisClusterReconciler) readGeneratedCA(ctx context.Context, s *state) 
 	return nil
 }
 
-// ensureGeneratedCA keeps the generated CA Secret: made once, and a rotation started when
-// the CA is two thirds through its life or the rotate-ca annotation has a new value.
+// newClusterCA makes a fresh CA for rc.
+func newClusterCA(rc *redisv1alpha1.RedisCluster) (certs.Pair, error) {
+	return certs.NewCA(rc.Name+"."+rc.Namespace+" Redis CA", tlsNow(), certs.CAValidity)
+}
+
+// ensureGeneratedCA keeps the generated CA Secret (as readGeneratedCA read it): made once,
+// and a rotation started when the CA is two thirds through its life or the rotate-ca
+// annotation has a new value.
 func (r *RedisClusterReconciler) ensureGeneratedCA(ctx context.Context, s *state) (resources.RedisCA, error) {
 	rc := s.rc
-	live := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: rc.Namespace, Name: resources.RedisTLSCASecretName(rc)}
-	err := r.Get(ctx, key, live)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return resources.RedisCA{}, fmt.Errorf("while reading Secret %s: %w", key.Name, err)
-	}
-	if err != nil || !metav1.IsControlledBy(live, rc) {
+	live := s.caSecret
+	if s.ca == nil {
 		// Made once. A stale read cannot replace a live CA (its keys are kept), and a
 		// Secret of someone else's is refused by Ensure.
-		fresh, err := certs.NewCA(rc.Name+"."+rc.Namespace+" Redis CA", tlsNow(), certs.CAValidity)
+		fresh, err := newClusterCA(rc)
 		if err != nil {
 			return resources.RedisCA{}, err
 		}
@@ -67,11 +70,13 @@ func (r *RedisClusterReconciler) ensureGeneratedCA(ctx context.Context, s *state
 		if err != nil {
 			return resources.RedisCA{}, err
 		}
-		live = made
+		live, s.caSecret = made, made
+		read := resources.ReadRedisCA(made)
+		s.ca = &read
 	}
-	ca := resources.ReadRedisCA(live)
+	ca := *s.ca
 	if ca.RotationWanted(rc, tlsNow()) {
-		next, err := certs.NewCA(rc.Name+"."+rc.Namespace+" Redis CA", tlsNow(), certs.CAValidity)
+		next, err := newClusterCA(rc)
 		if err != nil {
 			return resources.RedisCA{}, err
 		}
@@ -104,24 +109,19 @@ func plannerCARotation(s *state) *redisadmin.CARotation {
 	if s.ca == nil || s.ca.Stage() == "" {
 		return nil
 	}
-	return &redisadmin.CARotation{Stage: s.ca.Stage(), Due: resources.RedisCAStageDue(s.rc, *s.ca)}
+	return &redisadmin.CARotation{Stage: s.ca.Stage(), Last: s.ca.Stage() == resources.CAStageSwitch, Due: resources.RedisCAStageDue(s.rc, *s.ca)}
 }
 
 // advanceCA moves the CA rotation a stage on (the step planned it: every node serves the
-// current stage's certificate and the overlap has passed). The next look issues the
-// certificate of the new stage.
+// current stage's certificate and the overlap has passed), writing over the Secret as read
+// this reconcile: a newer one fails on the conflict. The next look issues the certificate
+// of the new stage.
 func (r *RedisClusterReconciler) advanceCA(ctx context.Context, s *state) error {
-	live := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisTLSCASecretName(s.rc)}
-	if err := r.Get(ctx, key, live); err != nil {
-		return fmt.Errorf("while reading Secret %s: %w", key.Name, err)
+	if s.ca == nil || s.ca.Stage() != s.step.CAStage {
+		return nil // planned from another read (not expected within one reconcile)
 	}
-	ca := resources.ReadRedisCA(live)
-	if ca.Stage() != s.step.CAStage {
-		return nil // moved on already (a stale look)
-	}
-	next := ca.Advanced(tlsNow())
-	if err := r.writeCA(ctx, s.rc, live, next); err != nil {
+	next := s.ca.Advanced(tlsNow())
+	if err := r.writeCA(ctx, s.rc, s.caSecret, next); err != nil {
 		return err
 	}
 	r.changes.touch(client.ObjectKeyFromObject(s.rc))

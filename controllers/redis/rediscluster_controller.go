@@ -130,11 +130,12 @@ type state struct {
 	// tlsSecret is the TLS Secret as read this reconcile (nil: none), once tlsSecretRead.
 	tlsSecret     *corev1.Secret
 	tlsSecretRead bool
-	// ca is the generated CA Secret read as a rotation's stage (nil with the user's
-	// certificate, or before the CA exists).
-	ca   *resources.RedisCA
-	sts  *appsv1.StatefulSet
-	pods []corev1.Pod // the cluster's pods, by ordinal
+	// caSecret is the generated CA Secret as read this reconcile (nil: none), ca the same
+	// read as a rotation's stage (nil also when the Secret is not the operator's).
+	caSecret *corev1.Secret
+	ca       *resources.RedisCA
+	sts      *appsv1.StatefulSet
+	pods     []corev1.Pod // the cluster's pods, by ordinal
 	// unsupported says why the spec's Redis version is refused ("" when it is not): no
 	// child is created or changed then.
 	unsupported string

@@ -52,15 +52,17 @@ func (r *RedisClusterReconciler) readTLS(ctx context.Context, s *state) error {
 	if !resources.RedisTLSEnabled(s.rc) {
 		return nil
 	}
+	if !resources.RedisTLSUserSecret(s.rc) {
+		if err := r.readGeneratedCA(ctx, s); err != nil {
+			return err
+		}
+	}
 	secret, err := r.tlsSecret(ctx, s)
 	if err != nil || secret == nil {
 		return err
 	}
 	if cfg, err := nodeTLSConfig(s, secret); err == nil {
 		s.tls = cfg
-	}
-	if !resources.RedisTLSUserSecret(s.rc) {
-		return r.readGeneratedCA(ctx, s)
 	}
 	return nil
 }

@@ -13,8 +13,10 @@ const StepRotateCA StepKind = "RotateCA"
 
 // CARotation is a rotation of the generated CA under way.
 type CARotation struct {
-	// Stage is the current stage (the resources package's CAStageTrust or CAStageSwitch).
+	// Stage is the current stage (the resources package's CAStageTrust or CAStageSwitch);
+	// Last is true for the last one, whose end drops the old CA.
 	Stage string
+	Last  bool
 	// Due is when the stage may end at the earliest: it began the overlap before.
 	Due time.Time
 }
@@ -43,12 +45,9 @@ func planRotateCA(spec Spec, s Snapshot, _ Health) (Step, bool) {
 		return Step{}, false
 	}
 	reason := "every node trusts the new CA: it signs the nodes' certificate from now on"
-	if r.Stage != caStageTrust {
+	if r.Last {
 		reason = "every node serves a certificate of the new CA: the old CA is dropped"
 	}
 	return Step{Kind: StepRotateCA, CAStage: r.Stage, After: LookSoon,
 		Reason: fmt.Sprintf("CA rotation, stage %s ends: %s", strings.ToLower(r.Stage), reason)}, true
 }
-
-// caStageTrust is the name of a rotation's first stage (resources.CAStageTrust).
-const caStageTrust = "Trust"

@@ -372,10 +372,7 @@ func (m *mover) fixOrphan(ctx context.Context, topo *topology, s int, importing 
 	if src := target.Importing[s]; !gone(topo, src) {
 		return SlotFix{}, fmt.Errorf("%s imports it from %s, which is still there but does not serve it; not fixed", target.Addr, src)
 	}
-	if err := m.setSlot(ctx, target, s, "NODE", target.ID); err != nil {
-		return SlotFix{}, err
-	}
-	if err := m.tellOthers(ctx, &pair{target: target, others: othersThan(topo, target.ID)}, []int{s}); err != nil {
+	if err := m.takeSlot(ctx, topo, s, target, false); err != nil {
 		return SlotFix{}, err
 	}
 	return SlotFix{Slot: s, Action: FixFinished, Owner: target.ID,
@@ -413,15 +410,24 @@ func (m *mover) fixStrayed(ctx context.Context, topo *topology, s int, counts ma
 		}
 		return SlotFix{}, fmt.Errorf("no master claims it and %d hold keys of it (%s); not fixed", len(holders), strings.Join(names, ", "))
 	}
-	if err := m.setSlot(ctx, *owner, s, "NODE", owner.ID); err != nil {
-		return SlotFix{}, err
-	}
-	if err := m.client(owner.Addr).Do(ctx, "CLUSTER", "BUMPEPOCH").Err(); err != nil {
-		return SlotFix{}, fmt.Errorf("while running CLUSTER BUMPEPOCH on %s: %w", owner.Addr, err)
-	}
-	if err := m.tellOthers(ctx, &pair{target: *owner, others: othersThan(topo, owner.ID)}, []int{s}); err != nil {
+	if err := m.takeSlot(ctx, topo, s, *owner, true); err != nil {
 		return SlotFix{}, err
 	}
 	return SlotFix{Slot: s, Action: FixFinished, Owner: owner.ID,
 		Detail: fmt.Sprintf("no master claimed it; %s, holding %d keys of it, took it back", owner.Addr, counts[owner.ID][s])}, nil
+}
+
+// takeSlot makes n the owner of slot s: SETSLOT NODE on n itself, then, with bump, CLUSTER
+// BUMPEPOCH on n (a node that takes a slot it was not importing keeps its epoch, which a
+// stale view may outrank), then SETSLOT NODE on every other master.
+func (m *mover) takeSlot(ctx context.Context, topo *topology, s int, n Node, bump bool) error {
+	if err := m.setSlot(ctx, n, s, "NODE", n.ID); err != nil {
+		return err
+	}
+	if bump {
+		if err := m.client(n.Addr).Do(ctx, "CLUSTER", "BUMPEPOCH").Err(); err != nil {
+			return fmt.Errorf("while running CLUSTER BUMPEPOCH on %s: %w", n.Addr, err)
+		}
+	}
+	return m.tellOthers(ctx, &pair{target: n, others: othersThan(topo, n.ID)}, []int{s})
 }

@@ -281,7 +281,7 @@ func TestNextStep(t *testing.T) {
 		"a CA rotation's stage before its overlap has passed: nothing to do yet": {
 			spec: func() Spec {
 				s := specFor(6)
-				s.CARotation = &CARotation{Stage: "Switch", Due: now.Add(time.Second)}
+				s.CARotation = &CARotation{Stage: "Switch", Last: true, Due: now.Add(time.Second)}
 				return s
 			}(),
 			snap: six().current().snap, want: StepIdle,
@@ -289,7 +289,7 @@ func TestNextStep(t *testing.T) {
 		"a CA rotation due while a node still serves the previous stage's certificate: reload it first": {
 			spec: func() Spec {
 				s := specFor(6)
-				s.CARotation = &CARotation{Stage: "Switch", Due: now.Add(-time.Second)}
+				s.CARotation = &CARotation{Stage: "Switch", Last: true, Due: now.Add(-time.Second)}
 				return s
 			}(),
 			snap: func() Snapshot { c := six().current(); c.snap.Nodes[3].StaleCertificate = true; return c.snap }(),

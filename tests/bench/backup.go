@@ -25,7 +25,6 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/localcluster"
 	"github.com/middleware-operator/middleware-operator/internal/rdbload"
 	"github.com/middleware-operator/middleware-operator/internal/redispods"
-	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -332,12 +331,7 @@ func sideBySide(ctx context.Context, n int, do func(ctx context.Context, i int) 
 
 // password is the generated password of the cluster name.
 func (b *backupBench) password(ctx context.Context, name string) (string, error) {
-	s := &corev1.Secret{}
-	rc := redistest.NewCluster(backupNS, name, 6)
-	if err := b.env.Client.Get(ctx, client.ObjectKey{Namespace: backupNS, Name: resources.RedisPasswordSecretName(rc)}, s); err != nil {
-		return "", err
-	}
-	return string(s.Data[resources.RedisPasswordKey]), nil
+	return clusterPassword(ctx, b.env.Client, redistest.NewCluster(backupNS, name, 6))
 }
 
 // masterKeys is the sum of DBSIZE over rc's masters.

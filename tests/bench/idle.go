@@ -176,17 +176,9 @@ func isReady(rc *redisv1alpha1.RedisCluster) bool {
 // the look interval may never show) and returns how long its status took to stop saying
 // Ready; then it lets the process go on and waits until the cluster is Ready again.
 func detectKilledMaster(ctx context.Context, c client.Client, kubelet *redispods.Kubelet, key client.ObjectKey) (float64, error) {
-	rc := &redisv1alpha1.RedisCluster{}
-	if err := c.Get(ctx, key, rc); err != nil {
+	rc, pod, pids, err := masterProcesses(ctx, c, kubelet, key)
+	if err != nil {
 		return 0, err
-	}
-	i := slices.IndexFunc(rc.Status.Nodes, func(n redisv1alpha1.RedisNode) bool { return n.Type == "master" })
-	if i < 0 {
-		return 0, fmt.Errorf("%s lists no master", key.Name)
-	}
-	pids := kubelet.Processes(key.Namespace, rc.Status.Nodes[i].Name)
-	if len(pids) == 0 {
-		return 0, fmt.Errorf("no process for %s", rc.Status.Nodes[i].Name)
 	}
 	signal := func(sig syscall.Signal) {
 		for _, pid := range pids {
@@ -203,7 +195,7 @@ func detectKilledMaster(ctx context.Context, c client.Client, kubelet *redispods
 	var seen float64
 	for seen == 0 {
 		if time.Since(start) > 2*time.Minute {
-			return 0, fmt.Errorf("%s still Ready 2 minutes after %s was frozen", key.Name, rc.Status.Nodes[i].Name)
+			return 0, fmt.Errorf("%s still Ready 2 minutes after %s was frozen", key.Name, pod)
 		}
 		time.Sleep(100 * time.Millisecond)
 		if err := c.Get(ctx, key, rc); err != nil {
@@ -215,6 +207,25 @@ func detectKilledMaster(ctx context.Context, c client.Client, kubelet *redispods
 	}
 	signal(syscall.SIGCONT)
 	return seen, waitAllReadyOne(ctx, c, key)
+}
+
+// masterProcesses finds the first master the status of the cluster at key lists, and the
+// processes the stand-in kubelet runs for its pod.
+func masterProcesses(ctx context.Context, c client.Client, kubelet *redispods.Kubelet, key client.ObjectKey) (*redisv1alpha1.RedisCluster, string, []int, error) {
+	rc := &redisv1alpha1.RedisCluster{}
+	if err := c.Get(ctx, key, rc); err != nil {
+		return nil, "", nil, err
+	}
+	i := slices.IndexFunc(rc.Status.Nodes, func(n redisv1alpha1.RedisNode) bool { return n.Type == "master" })
+	if i < 0 {
+		return nil, "", nil, fmt.Errorf("%s lists no master", key.Name)
+	}
+	pod := rc.Status.Nodes[i].Name
+	pids := kubelet.Processes(key.Namespace, pod)
+	if len(pids) == 0 {
+		return nil, "", nil, fmt.Errorf("no process for %s", pod)
+	}
+	return rc, pod, pids, nil
 }
 
 // waitAllReadyOne waits up to 3 minutes until the cluster at key is Ready again.

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/redispods"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 )
@@ -107,7 +108,7 @@ func RunSteps(ctx context.Context, keys int, logf func(string, ...any)) (StepFig
 		{"scale out to 10 nodes", patch(`{"spec":{"replicas":10}}`), 10},
 		{"scale in to 6 nodes", patch(`{"spec":{"replicas":6}}`), 6},
 		{"upgrade every pod", patch(`{"spec":{"version":"7.2.4"}}`), 6},
-		{"kill a master's process", func() error { return killMaster(ctx, c, rb, key) }, 6},
+		{"kill a master's process", func() error { return killMaster(ctx, c, rb.kubelet, key) }, 6},
 	}
 	for _, p := range phases {
 		if err := phase(p.name, p.act, p.nodes); err != nil {
@@ -192,18 +193,10 @@ func loadKeys(ctx context.Context, addr, pw string, n int) error {
 
 // killMaster kills the process of the first master the status lists with SIGKILL; the
 // stand-in kubelet restarts it, as a container runtime would.
-func killMaster(ctx context.Context, c client.Client, rb *redisBench, key client.ObjectKey) error {
-	rc := &redisv1alpha1.RedisCluster{}
-	if err := c.Get(ctx, key, rc); err != nil {
+func killMaster(ctx context.Context, c client.Client, kubelet *redispods.Kubelet, key client.ObjectKey) error {
+	rc, _, pids, err := masterProcesses(ctx, c, kubelet, key)
+	if err != nil {
 		return err
-	}
-	i := slices.IndexFunc(rc.Status.Nodes, func(n redisv1alpha1.RedisNode) bool { return n.Type == "master" })
-	if i < 0 {
-		return fmt.Errorf("%s lists no master", key.Name)
-	}
-	pids := rb.kubelet.Processes(key.Namespace, rc.Status.Nodes[i].Name)
-	if len(pids) == 0 {
-		return fmt.Errorf("no process for %s", rc.Status.Nodes[i].Name)
 	}
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
