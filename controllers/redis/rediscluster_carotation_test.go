@@ -151,13 +151,7 @@ func TestRedisClusterRotatesItsCA(t *testing.T) {
 		waitEvent(t, ns, reason, "CA")
 	}
 
-	w.WaitWritten(t, 300)
-	written, outage := w.Stop()
-	failures, lastErr := w.Failures()
-	t.Logf("writer: %d keys, %d failed writes (last: %v), longest outage %s", written, failures, lastErr, outage)
-	if failures > 0 {
-		t.Errorf("%d writes failed during the CA rotation, want 0 (last: %v)", failures, lastErr)
-	}
+	stopWithoutFailures(t, w, "during the CA rotation")
 	issuersMu.Lock()
 	// The writer's new connections met certificates of both CAs: the switch happened
 	// under it, not before it started or after it stopped.
@@ -184,5 +178,18 @@ func TestRedisClusterRotatesItsCA(t *testing.T) {
 		if err := busRead(bus, withOld); err == nil || isTimeout(err) {
 			t.Errorf("%s: the cluster bus, to a certificate of the old CA: %v, want it refused", n.Name, err)
 		}
+	}
+}
+
+// stopWithoutFailures lets the writer write 300 more keys, stops it, and fails the test
+// when any of its writes failed (during says when: "during the CA rotation").
+func stopWithoutFailures(t *testing.T, w *redistest.Writer, during string) {
+	t.Helper()
+	w.WaitWritten(t, 300)
+	written, outage := w.Stop()
+	failures, lastErr := w.Failures()
+	t.Logf("writer: %d keys, %d failed writes (last: %v), longest outage %s", written, failures, lastErr, outage)
+	if failures > 0 {
+		t.Errorf("%d writes failed %s, want 0 (last: %v)", failures, during, lastErr)
 	}
 }

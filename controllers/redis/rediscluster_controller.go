@@ -86,6 +86,8 @@ type RedisClusterReconciler struct {
 	loads     *shardLoads
 	// aclVerdicts remembers what a node said of each cluster's new ACL rules (checkACLRules).
 	aclVerdicts aclVerdicts
+	// certificates remembers the cert-manager Certificates kept as wanted (ensureCertificate).
+	certificates keptCertificates
 }
 
 // forgetCluster drops everything the reconciler keeps of a cluster that is gone or going:
@@ -98,6 +100,7 @@ func (r *RedisClusterReconciler) forgetCluster(key types.NamespacedName) {
 	r.changes.forget(key)
 	r.backgroundLoads().forget(key)
 	r.aclVerdicts.forget(key)
+	r.certificates.forget(key)
 }
 
 // backgroundLoads is the reconciler's shardLoads, made on first use (a reconciler built
@@ -186,6 +189,7 @@ type state struct {
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;update
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;create;update
 
 // Reconcile observes once, plans one step, acts once and writes the status once. Observing
 // reads the user's Secrets and the member record, keeps the children as the spec says (the
@@ -330,7 +334,7 @@ func (r *RedisClusterReconciler) referencing(ctx context.Context, obj *metav1.Pa
 	var out []reconcile.Request
 	isSecret := obj.Kind == "Secret"
 	for _, rc := range list.Items {
-		named := isSecret && (rc.Spec.PasswordSecret == obj.GetName() || (resources.RedisTLSUserSecret(&rc) && rc.Spec.TLS.SecretName == obj.GetName()) ||
+		named := isSecret && (rc.Spec.PasswordSecret == obj.GetName() || ((resources.RedisTLSUserSecret(&rc) || resources.RedisTLSIssued(&rc)) && resources.RedisTLSSecretName(&rc) == obj.GetName()) ||
 			resources.RedisACLNamesSecret(&rc, obj.GetName()))
 		if named || (!isSecret && resources.RedisPodSpec(&rc).Configmap == obj.GetName()) {
 			key := types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name}

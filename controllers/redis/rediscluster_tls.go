@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -52,7 +53,7 @@ func (r *RedisClusterReconciler) readTLS(ctx context.Context, s *state) error {
 	if !resources.RedisTLSEnabled(s.rc) {
 		return nil
 	}
-	if !resources.RedisTLSUserSecret(s.rc) {
+	if !resources.RedisTLSUserSecret(s.rc) && !resources.RedisTLSIssued(s.rc) {
 		if err := r.readGeneratedCA(ctx, s); err != nil {
 			return err
 		}
@@ -83,13 +84,17 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error 
 	reason := ReasonTLSUserCertificate
 	var secret *corev1.Secret
 	var err error
-	if resources.RedisTLSUserSecret(s.rc) {
+	switch {
+	case resources.RedisTLSUserSecret(s.rc):
 		secret, err = r.tlsSecret(ctx, s)
 		if err == nil && secret == nil {
 			err = &tlsInvalidError{msg: fmt.Sprintf("spec.tls.secretName: Secret %q not found: create a kubernetes.io/tls Secret with the keys %s, %s and %s",
 				s.rc.Spec.TLS.SecretName, resources.RedisTLSCAKey, resources.RedisTLSCertKey, resources.RedisTLSKeyKey), missing: true}
 		}
-	} else {
+	case resources.RedisTLSIssued(s.rc):
+		reason = ReasonTLSIssued
+		secret, err = r.ensureIssuedTLS(ctx, s)
+	default:
 		reason = ReasonTLSGenerated
 		secret, err = r.ensureGeneratedTLS(ctx, s)
 	}
@@ -98,10 +103,11 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error 
 	}
 	var invalid *tlsInvalidError
 	if errors.As(err, &invalid) {
-		if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionTLS); c == nil || c.Reason != ReasonTLSInvalid || c.Message != invalid.msg {
-			r.Recorder.Eventf(s.rc, nil, corev1.EventTypeWarning, ReasonTLSInvalid, "Reconcile", "%s", invalid.msg)
+		why := cmp.Or(invalid.reason, ReasonTLSInvalid)
+		if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionTLS); why != ReasonTLSCertificatePending && (c == nil || c.Reason != why || c.Message != invalid.msg) {
+			r.Recorder.Eventf(s.rc, nil, corev1.EventTypeWarning, why, "Reconcile", "%s", invalid.msg)
 		}
-		status.Set(conds, gen, ConditionTLS, metav1.ConditionFalse, ReasonTLSInvalid, invalid.msg)
+		status.Set(conds, gen, ConditionTLS, metav1.ConditionFalse, why, invalid.msg)
 		if invalid.missing {
 			return &userObjectMissingError{invalid.msg}
 		}
@@ -114,6 +120,9 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error 
 	s.tlsCert = cert.Raw
 	msg := fmt.Sprintf("the nodes serve the certificate of Secret %s, valid until %s; clients verify it with its %s and the name %s",
 		secret.Name, cert.NotAfter.UTC().Format(time.RFC3339), resources.RedisTLSCAKey, resources.RedisTLSServerName(s.rc))
+	if reason == ReasonTLSIssued {
+		msg += fmt.Sprintf("; issued by %s through Certificate %s, which cert-manager renews", resources.RedisIssuer(s.rc), secret.Name)
+	}
 	if reason == ReasonTLSGenerated {
 		at, _ := certs.RenewAt(secret.Data[resources.RedisTLSCertKey])
 		msg += fmt.Sprintf("; renewed from %s", at.UTC().Format(time.RFC3339))
@@ -177,6 +186,8 @@ func (r *RedisClusterReconciler) reloadCertificates(ctx context.Context, s *stat
 // tlsInvalidError: the TLS Secret is missing or its content is wrong.
 type tlsInvalidError struct {
 	msg string
+	// reason is the TLS condition's reason (ReasonTLSInvalid when empty).
+	reason string
 	// missing: the user's Secret does not exist (a bounded requeue looks for it again).
 	missing bool
 }
@@ -191,8 +202,8 @@ func (r *RedisClusterReconciler) tlsSecret(ctx context.Context, s *state) (*core
 		return s.tlsSecret, nil
 	}
 	get := r.Get
-	if resources.RedisTLSUserSecret(s.rc) {
-		get = r.userObject
+	if resources.RedisTLSUserSecret(s.rc) || resources.RedisTLSIssued(s.rc) {
+		get = r.userObject // cert-manager's Secret is not the operator's either
 	}
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisTLSSecretName(s.rc)}

@@ -145,6 +145,28 @@ func TestRedisClusterTLSAndACLCannotBeSwitched(t *testing.T) {
 			}
 		}
 	}
+	for _, issued := range []bool{false, true} {
+		rc := redistest.NewCluster(ns, fmt.Sprintf("issuer-%t", issued), 6)
+		rc.Spec.Pause = true
+		rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: true}
+		patch := `{"spec":{"tls":{"issuerRef":{"name":"redis-ca"}}}}`
+		if issued {
+			rc.Spec.TLS.IssuerRef = &redisv1alpha1.IssuerReference{Name: "redis-ca"}
+			patch = `{"spec":{"tls":{"issuerRef":null}}}`
+		}
+		if err := env.Client.Create(t.Context(), rc); err != nil {
+			t.Fatal(err)
+		}
+		err := env.Client.Patch(t.Context(), rc, client.RawPatch("application/merge-patch+json", []byte(patch)))
+		if want := "spec.tls.issuerRef can be set or removed only when the RedisCluster is created"; !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("issuerRef set %t, then the other way: %v, want Invalid saying %q", issued, err, want)
+		}
+		if issued {
+			if err := env.Client.Patch(t.Context(), rc, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"tls":{"issuerRef":{"name":"other-ca"}}}}`))); err != nil {
+				t.Errorf("pointing issuerRef at another issuer: %v, want it accepted", err)
+			}
+		}
+	}
 	for _, required := range []bool{false, true} {
 		rc := redistest.NewCluster(ns, fmt.Sprintf("client-certs-%t", required), 6)
 		rc.Spec.Pause = true
@@ -175,6 +197,30 @@ func TestRedisClusterInvalidSpecsAreRejected(t *testing.T) {
 				rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: true, CARotationOverlap: &metav1.Duration{Duration: 500 * time.Millisecond}}
 			},
 			want: []string{"spec.tls.caRotationOverlap", "between 1s and 24h"},
+		},
+		"an issuer without TLS": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.TLS = &redisv1alpha1.TLSSpec{IssuerRef: &redisv1alpha1.IssuerReference{Name: "redis-ca"}}
+			},
+			want: []string{"spec.tls.issuerRef", "set enabled: true"},
+		},
+		"an issuer and a Secret of one's own": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: true, SecretName: "mine", IssuerRef: &redisv1alpha1.IssuerReference{Name: "redis-ca"}}
+			},
+			want: []string{"spec.tls.issuerRef", "both set"},
+		},
+		"an issuer of an unknown kind": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: true, IssuerRef: &redisv1alpha1.IssuerReference{Name: "redis-ca", Kind: "Vault"}}
+			},
+			want: []string{"spec.tls.issuerRef.kind", "Issuer", "ClusterIssuer"},
+		},
+		"an issuer name with capitals": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: true, IssuerRef: &redisv1alpha1.IssuerReference{Name: "Redis_CA"}}
+			},
+			want: []string{"spec.tls.issuerRef.name", "an issuer's name"},
 		},
 		"fewer than 3 masters": {
 			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.Replicas = 4 },

@@ -64,6 +64,7 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	var err error
 	testenv.LogWriter = &logs // the operator logs at debug level here; run greps it for passwords
+	testenv.FailureReport = reportSteps
 	env, err = testenv.Start(context.Background(), 3)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -240,6 +241,43 @@ func reportOverruns() {
 	fmt.Fprintf(os.Stderr, "steps that overran their budget: %d\n", len(lines))
 	for _, l := range lines[:min(len(lines), 10)] {
 		fmt.Fprintln(os.Stderr, "  "+l)
+	}
+}
+
+// reportSteps logs, for a test that failed, the last steps the operator took in its
+// namespace and the errors it met there, runs of the same step and reason counted once, so
+// that a CI failure says what the operator was doing (its logs are not in the test output).
+func reportSteps(t *testing.T, ns string) {
+	type entry struct {
+		what  string
+		count int
+	}
+	var entries []entry
+	for _, l := range strings.Split(logs.String(), "\n") {
+		var line struct {
+			Msg, Namespace, Kind, Reason, Error string
+		}
+		if json.Unmarshal([]byte(l), &line) != nil || line.Namespace != ns {
+			continue
+		}
+		var what string
+		switch {
+		case line.Msg == "step":
+			what = fmt.Sprintf("step %s: %s", line.Kind, line.Reason)
+		case line.Error != "":
+			what = fmt.Sprintf("%s: %s", line.Msg, line.Error)
+		default:
+			continue
+		}
+		if n := len(entries); n > 0 && entries[n-1].what == what {
+			entries[n-1].count++
+			continue
+		}
+		entries = append(entries, entry{what, 1})
+	}
+	t.Logf("the operator's last steps and errors in %s (%d runs of one step and reason in all):", ns, len(entries))
+	for _, e := range entries[max(0, len(entries)-40):] {
+		t.Logf("  %dx %s", e.count, e.what)
 	}
 }
 

@@ -48,6 +48,10 @@ TOOLS=(
   # image of catalog.Dockerfile ships and OLM's CatalogSource pods run as their probes.
   "imagetar|images|./imagetar|v0.22.1|-s -w"
   "grpc_health_probe|grpc-health-probe|github.com/grpc-ecosystem/grpc-health-probe|v0.4.41|-s -w"
+  # cert-manager's controllers for CA and SelfSigned issuers (cert-manager/controller, our
+  # own main on its pkg/ API: the upstream binary's module is not on the proxy), for the
+  # spec.tls.issuerRef test.
+  "cert-manager-controller|cert-manager|./controller|v1.21.2|-s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=v1.21.2"
 )
 
 # module_dir prints the directory of module (path@version, or a path the tool module in $1
@@ -136,6 +140,14 @@ for entry in "${TOOLS[@]}"; do
     mv "$(dirname "$out")/crds.tmp" "$(dirname "$out")/crds"
   fi
   if [ "$name" = olm ]; then ln -sfn "$(dirname "$out")/crds" "$bin/olm-crds"; fi
+  if [ "$name" = cert-manager-controller ] && [ ! -d "$(dirname "$out")/crds" ]; then
+    # cert-manager's CRDs ship in its module (deploy/crds).
+    moddir=$(module_dir "$tools_dir/cert-manager" github.com/cert-manager/cert-manager)
+    cp -r "$moddir/deploy/crds" "$(dirname "$out")/crds.tmp"
+    chmod -R u+w "$(dirname "$out")/crds.tmp"
+    mv "$(dirname "$out")/crds.tmp" "$(dirname "$out")/crds"
+  fi
+  if [ "$name" = cert-manager-controller ]; then ln -sfn "$(dirname "$out")/crds" "$bin/cert-manager-crds"; fi
 done
 
 # The Prometheus Operator's ServiceMonitor and PrometheusRule CRDs ship in its module; the

@@ -70,7 +70,7 @@ func Ensure[T any, PT interface {
 	if err := controllerutil.SetControllerReference(owner, desired, scheme); err != nil {
 		return nil, "", fmt.Errorf("while setting the owner of %s %s: %w", kind, desired.GetName(), err)
 	}
-	hash, err := hashOf(desired)
+	hash, err := HashOf(desired)
 	if err != nil {
 		return nil, "", err
 	}
@@ -191,7 +191,10 @@ func mergeMaps(live, desired map[string]string) map[string]string {
 	return out
 }
 
-func hashOf(obj client.Object) (string, error) {
+// HashOf is the hash of obj as the server would store it, which Ensure keeps in
+// HashAnnotation to tell whether a child changed; a caller keeping a child Ensure cannot
+// (an unstructured kind) uses it the same way.
+func HashOf(obj client.Object) (string, error) {
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return "", fmt.Errorf("while hashing %s: %w", obj.GetName(), err)

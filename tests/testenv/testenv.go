@@ -42,6 +42,10 @@ import (
 // tests run (controller-runtime's logger can be set only once per process).
 var LogWriter io.Writer
 
+// FailureReport, when set, is called for the namespace of each test that failed, after the
+// test: a suite uses it to print what its operator did there (its steps, from its logs).
+var FailureReport func(t *testing.T, namespace string)
+
 // Env is a running local cluster with the CRDs installed.
 type Env struct {
 	Cluster *localcluster.Cluster
@@ -149,6 +153,11 @@ func (e *Env) NamespaceAt(t *testing.T, level string) string {
 	if err := e.Client.Create(t.Context(), ns); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if t.Failed() && FailureReport != nil {
+			FailureReport(t, ns.Name)
+		}
+	})
 	if err := e.Cluster.WaitForDefaultServiceAccount(t.Context(), ns.Name); err != nil {
 		t.Fatal(err)
 	}

@@ -321,6 +321,9 @@ type SecretKeyRef struct {
 // TLSSpec configures TLS for a RedisCluster.
 // +kubebuilder:validation:XValidation:rule="!has(self.secretName) || size(self.secretName) == 0 || (has(self.enabled) && self.enabled)",message="spec.tls.secretName is set but spec.tls.enabled is not true: set enabled: true to use the certificate, or remove secretName",fieldPath=".secretName"
 // +kubebuilder:validation:XValidation:rule="!has(self.requireClientCertificates) || !self.requireClientCertificates || (has(self.enabled) && self.enabled)",message="spec.tls.requireClientCertificates is true but spec.tls.enabled is not: client certificates need TLS; set enabled: true (on a new RedisCluster) or remove requireClientCertificates",fieldPath=".requireClientCertificates"
+// +kubebuilder:validation:XValidation:rule="!has(self.issuerRef) || (has(self.enabled) && self.enabled)",message="spec.tls.issuerRef is set but spec.tls.enabled is not true: set enabled: true (on a new RedisCluster) or remove issuerRef",fieldPath=".issuerRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.issuerRef) || !has(self.secretName) || size(self.secretName) == 0",message="spec.tls.issuerRef and spec.tls.secretName are both set: keep issuerRef for a certificate cert-manager issues, or secretName for your own Secret",fieldPath=".issuerRef"
+// +kubebuilder:validation:XValidation:rule="has(self.issuerRef) == has(oldSelf.issuerRef)",message="spec.tls.issuerRef can be set or removed only when the RedisCluster is created (the nodes would stop trusting each other's certificates): create a new RedisCluster, or keep it as it was",fieldPath=".issuerRef"
 type TLSSpec struct {
 	// Enabled turns TLS on: redis-server listens on 6379 with TLS only (plain text is
 	// refused), and replication, the cluster bus, slot migration, the operator's admin
@@ -367,6 +370,38 @@ type TLSSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="spec.tls.caRotationOverlap must be between 1s and 24h, for example 5m"
 	// +optional
 	CARotationOverlap *metav1.Duration `json:"caRotationOverlap,omitempty"`
+
+	// IssuerRef names a cert-manager Issuer or ClusterIssuer that issues the nodes'
+	// certificate instead of the operator's CA: the operator keeps a cert-manager
+	// Certificate <name>-tls (the names of the generated certificate, server and client
+	// authentication usages, an ECDSA P-256 key) whose Secret <name>-tls the pods mount;
+	// cert-manager renews it and the nodes load each renewal without a restart. No CA key
+	// is then kept by the operator. cert-manager must be installed (its Certificate kind
+	// served): without it the TLS condition says so and nothing is created. It cannot be
+	// combined with secretName, and it can be set or removed only when the RedisCluster is
+	// created.
+	// +optional
+	IssuerRef *IssuerReference `json:"issuerRef,omitempty"`
+}
+
+// IssuerReference names a cert-manager issuer.
+type IssuerReference struct {
+	// Name is the issuer's name.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="spec.tls.issuerRef.name must be an issuer's name (lowercase letters, digits, '-' and '.'), for example redis-ca"
+	// +required
+	Name string `json:"name"`
+	// Kind is Issuer (in the RedisCluster's namespace) or ClusterIssuer.
+	// +kubebuilder:default=Issuer
+	// +kubebuilder:validation:Enum=Issuer;ClusterIssuer
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// Group is the issuer's API group: cert-manager.io, or an external issuer's.
+	// +kubebuilder:default=cert-manager.io
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="spec.tls.issuerRef.group must be an API group, for example cert-manager.io"
+	// +optional
+	Group string `json:"group,omitempty"`
 }
 
 // NetworkPolicySpec configures the NetworkPolicy the operator keeps for a RedisCluster.

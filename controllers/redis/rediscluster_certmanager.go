@@ -1,0 +1,152 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/middleware-operator/middleware-operator/internal/caching"
+	"github.com/middleware-operator/middleware-operator/internal/child"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+)
+
+// The TLS condition's reasons with spec.tls.issuerRef.
+const (
+	// ReasonTLSIssued: cert-manager issued the nodes' certificate, which verifies.
+	ReasonTLSIssued = "IssuedByCertManager"
+	// ReasonTLSCertManagerMissing: spec.tls.issuerRef is set, and the cluster does not serve
+	// cert-manager's Certificate kind.
+	ReasonTLSCertManagerMissing = "CertManagerMissing"
+	// ReasonTLSCertificatePending: the Certificate is kept, and cert-manager has not written
+	// its Secret yet; the message carries what the Certificate says.
+	ReasonTLSCertificatePending = "CertificatePending"
+)
+
+// certificateRecheck is how long a Certificate the operator made or found as it wants it is
+// trusted to stay so without reading it again (the operator does not watch Certificates:
+// a converged cluster then costs no API read for it).
+const certificateRecheck = 10 * time.Minute
+
+// keptCertificates remembers, by cluster, the hash of the Certificate last kept and when.
+type keptCertificates struct {
+	mu   sync.Mutex
+	kept map[types.NamespacedName]keptCertificate
+}
+
+type keptCertificate struct {
+	hash string
+	at   time.Time
+}
+
+func (k *keptCertificates) fresh(key types.NamespacedName, hash string, now time.Time) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	c, ok := k.kept[key]
+	return ok && c.hash == hash && now.Sub(c.at) < certificateRecheck
+}
+
+func (k *keptCertificates) mark(key types.NamespacedName, hash string, now time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.kept == nil {
+		k.kept = map[types.NamespacedName]keptCertificate{}
+	}
+	k.kept[key] = keptCertificate{hash, now}
+}
+
+func (k *keptCertificates) forget(key types.NamespacedName) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.kept, key)
+}
+
+// ensureIssuedTLS keeps the cluster's cert-manager Certificate and returns the Secret
+// cert-manager writes for it. Until that Secret holds a certificate the reconcile stops
+// with the TLS condition saying what the Certificate says, and looks again after a bounded
+// requeue (the Secret's creation is seen by no watch until the operator labels it).
+func (r *RedisClusterReconciler) ensureIssuedTLS(ctx context.Context, s *state) (*corev1.Secret, error) {
+	secret, err := r.tlsSecret(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	issued := secret != nil && len(secret.Data[resources.RedisTLSCertKey]) > 0
+	cert, err := r.ensureCertificate(ctx, s, issued)
+	if err != nil || issued {
+		return secret, err
+	}
+	status, msg := resources.CertificateReady(cert)
+	if status == "" {
+		msg = "no Ready condition yet"
+	}
+	return nil, &tlsInvalidError{reason: ReasonTLSCertificatePending, missing: true, msg: fmt.Sprintf(
+		"waiting for cert-manager to issue Secret %s from %s: Certificate %s says %q; check that the issuer exists and is Ready (kubectl describe certificate %s)",
+		resources.RedisTLSSecretName(s.rc), resources.RedisIssuer(s.rc), cert.GetName(), msg, cert.GetName())}
+}
+
+// ensureCertificate makes the Certificate match resources.RedisCertificate, reading it from
+// the API server (Certificates are not cached) unless this process kept it as wanted within
+// certificateRecheck and its Secret is issued. It returns the Certificate as the server has
+// it (nil when skipped).
+func (r *RedisClusterReconciler) ensureCertificate(ctx context.Context, s *state, issued bool) (*unstructured.Unstructured, error) {
+	desired := resources.RedisCertificate(s.rc, map[string]string{caching.WatchLabel: caching.WatchLabelValue})
+	if err := controllerutil.SetControllerReference(s.rc, desired, r.Scheme); err != nil {
+		return nil, err
+	}
+	hash, err := child.HashOf(desired)
+	if err != nil {
+		return nil, err
+	}
+	key, now := client.ObjectKeyFromObject(s.rc), time.Now()
+	if issued && r.certificates.fresh(key, hash, now) {
+		return nil, nil
+	}
+	desired.SetAnnotations(map[string]string{child.HashAnnotation: hash})
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(resources.CertificateGVK)
+	err = r.apiReader().Get(ctx, client.ObjectKeyFromObject(desired), live)
+	switch {
+	case meta.IsNoMatchError(err):
+		return nil, &tlsInvalidError{reason: ReasonTLSCertManagerMissing, missing: true, msg: fmt.Sprintf(
+			"spec.tls.issuerRef names %s, but this cluster does not serve cert-manager's Certificate kind (%s): install cert-manager, or create a new RedisCluster without issuerRef",
+			resources.RedisIssuer(s.rc), resources.CertificateGVK.GroupVersion())}
+	case apierrors.IsNotFound(err):
+		if err := r.Create(ctx, desired, client.FieldOwner(child.FieldOwner)); err != nil {
+			return nil, fmt.Errorf("while creating Certificate %s: %w", desired.GetName(), err)
+		}
+		r.record(s, desired, child.Created, nil)
+		live = desired
+	case err != nil:
+		return nil, fmt.Errorf("while reading Certificate %s: %w", desired.GetName(), err)
+	case !metav1.IsControlledBy(live, s.rc):
+		return nil, &tlsInvalidError{msg: fmt.Sprintf(
+			"Certificate %s exists and belongs to something else than this RedisCluster: delete it or rename the RedisCluster", live.GetName())}
+	case live.GetAnnotations()[child.HashAnnotation] != hash:
+		live.Object["spec"] = desired.Object["spec"]
+		live.SetLabels(desired.GetLabels())
+		live.SetAnnotations(desired.GetAnnotations())
+		if err := r.Update(ctx, live, client.FieldOwner(child.FieldOwner)); err != nil {
+			return nil, fmt.Errorf("while updating Certificate %s: %w", live.GetName(), err)
+		}
+		r.record(s, live, child.Updated, nil)
+	}
+	r.certificates.mark(key, hash, now)
+	return live, nil
+}
+
+// apiReader reads from the API server, bypassing the cache.
+func (r *RedisClusterReconciler) apiReader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
