@@ -45,7 +45,7 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: tools
-tools: setup ## Build every pinned tool (Kubernetes, etcd, kwok, the versitygw object store, controller-gen, kustomize, golangci-lint, promtool, operator-sdk, opm, OLM, imagetar, grpc_health_probe) into the cache and link them into bin/.
+tools: setup ## Build every pinned tool (Kubernetes, etcd, kwok, the versitygw object store, controller-gen, kustomize, golangci-lint, promtool, operator-sdk, opm, OLM, imagetar, grpc_health_probe, cert-manager's controllers) into the cache and link them into bin/.
 	@hack/tools/build.sh
 
 # RUN_TOOLS are the tools `make run` and `make cluster` need: the local cluster with its object

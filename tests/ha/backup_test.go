@@ -27,6 +27,7 @@ import (
 // the backup on a new attempt, and a cluster restored from it has every key acknowledged
 // before the backup started.
 func TestOperatorKilledMidUpload(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	store, objects := teststore.Start(t, "")
 	op := r.operator(t, crashpoint.Env+"="+crashpoint.BackupMidUpload)

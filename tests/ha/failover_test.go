@@ -73,6 +73,7 @@ func appService(ns, name string) *appsv1api.AppService {
 // AppService at once, and measures how long until the other replica has made its
 // Deployment. It logs min, median and max; it fails only beyond the lease's worst case.
 func TestLeaderFailover(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	env, err := testenv.Start(ctx, 1)
 	if err != nil {

@@ -35,6 +35,7 @@ import (
 // SIGKILL, slots may be open and the next process must close them. In the end the new
 // masters hold exactly the requested slots and no acknowledged key is lost.
 func TestOperatorKilledDuringAssignReceive(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	op := r.operator(t)
 	run := startAssignReceive(t, r)
@@ -94,6 +95,7 @@ func TestOperatorKilledDuringAssignReceive(t *testing.T) {
 // half done: two operators race on the same slots until it notices it lost its lease. The
 // end must still be exact: every requested slot moved once, none open, no key lost.
 func TestStalledLeaderResumes(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	ops := []*replica{r.operator(t), r.operator(t)}
 	run := startAssignReceive(t, r)
@@ -246,6 +248,7 @@ func (a *assignRun) finish(t *testing.T) {
 // in a loop, and once the API server is back the operator works again: a scale out is
 // carried out.
 func TestAPIServerGoneForAMinute(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	var mu sync.Mutex
 	ops := []*replica{r.operator(t), r.operator(t)}
@@ -357,6 +360,7 @@ func TestAPIServerGoneForAMinute(t *testing.T) {
 // so no replica syncs from it. Once an operator starts again, it sees the new topology and
 // heals: the empty node rejoins as a replica, the layout is whole, and no key is lost.
 func TestOperatorDownWhileAMasterLosesItsVolume(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	op := r.operator(t)
 	key, rc, pw := r.formed(t)
@@ -419,6 +423,7 @@ func TestOperatorDownWhileAMasterLosesItsVolume(t *testing.T) {
 // there every run). The node is then an empty extra master that every node knows; the next
 // operator must make it the replica the spec asks for, not a fourth master, and lose no key.
 func TestOperatorKilledBetweenMeetAndReplicate(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	op := r.operator(t, crashpoint.Env+"="+crashpoint.JoinAfterMeet)
 	key, rc, pw := r.formed(t)
