@@ -85,10 +85,9 @@ func (r *RedisBackupReconciler) copy(ctx context.Context, run backupRun) (backup
 	return backupDone{manifest: m, pods: pods, shards: copied.Sub(m.StartedAt), check: time.Since(copied)}, nil
 }
 
-// copyShards streams every shard at once, each from its source to its file: a node with
-// repl-diskless-sync waits repl-diskless-sync-delay (5 s by default) before it starts a
-// snapshot, so shards one after another would take that long each. The first failure
-// cancels the others.
+// copyShards streams every shard at once, each from its source to its file, the source
+// writing its snapshot to its disk first (rdbstream.Options.ViaDisk) so that nothing waits
+// for repl-diskless-sync-delay. The first failure cancels the others.
 func copyShards(ctx context.Context, run backupRun) ([]rdbstream.Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -97,7 +96,10 @@ func copyShards(ctx context.Context, run backupRun) ([]rdbstream.Result, error) 
 	var wg sync.WaitGroup
 	for i, src := range run.source {
 		wg.Go(func() {
-			opts := rdbstream.Options{Addr: src.Addr, Username: run.conn.login.User, Password: run.conn.login.Password, TLS: run.conn.tls}
+			// Via disk: the node starts at once instead of waiting repl-diskless-sync-delay
+			// for replicas a backup never brings; it needs the room of one snapshot, which
+			// its own BGSAVEs (Redis's default save points) need too.
+			opts := rdbstream.Options{Addr: src.Addr, Username: run.conn.login.User, Password: run.conn.login.Password, TLS: run.conn.tls, ViaDisk: true}
 			res, _, err := backup.StreamShard(ctx, opts, run.store, backup.ShardFile(i))
 			if err != nil {
 				errs[i] = fmt.Errorf("shard %d (slots %s, from %s): %w", i, redisadmin.FormatSlotRanges(src.Slots), src.Pod, err)

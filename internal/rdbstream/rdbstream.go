@@ -38,6 +38,12 @@ type Options struct {
 	// snapshot it sends a newline every second, so silence means a dead node or link
 	// (default DefaultIdleTimeout).
 	IdleTimeout time.Duration
+	// ViaDisk leaves out REPLCONF capa eof, so the node writes the snapshot to its disk and
+	// then sends the file, starting at once, instead of streaming it from its fork after
+	// repl-diskless-sync-delay (5 s by default) spent waiting for other replicas that a
+	// backup never brings. The node needs free disk for one snapshot (as for BGSAVE) and
+	// replaces its dump.rdb with it.
+	ViaDisk bool
 }
 
 // Result describes a fetched snapshot.
@@ -101,7 +107,7 @@ func Fetch(ctx context.Context, opts Options, w io.Writer) (Result, error) {
 	dc := &deadlineConn{conn: conn, idle: opts.IdleTimeout}
 	stop := context.AfterFunc(ctx, dc.cancel)
 	defer stop()
-	s := &session{addr: opts.Addr, r: bufio.NewReaderSize(dc, 64<<10), w: conn}
+	s := &session{addr: opts.Addr, r: bufio.NewReaderSize(dc, 64<<10), w: conn, viaDisk: opts.ViaDisk}
 	res, err := s.fetch(w)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -225,14 +231,17 @@ func (d *deadlineConn) cancel() {
 
 // session is one exchange with a node.
 type session struct {
-	addr string
-	r    *bufio.Reader
-	w    io.Writer
+	addr    string
+	r       *bufio.Reader
+	w       io.Writer
+	viaDisk bool // Options.ViaDisk
 }
 
 func (s *session) fetch(w io.Writer) (Result, error) {
-	if err := s.command("REPLCONF", "capa", "eof"); err != nil {
-		return Result{}, fmt.Errorf("REPLCONF capa eof: %w", err)
+	if !s.viaDisk {
+		if err := s.command("REPLCONF", "capa", "eof"); err != nil {
+			return Result{}, fmt.Errorf("REPLCONF capa eof: %w", err)
+		}
 	}
 	// Before Redis 7.0 the node does not know rdb-only: it then streams commands after the
 	// snapshot, which Fetch never reads.

@@ -88,6 +88,34 @@ func TestFetchRestoresEveryKey(t *testing.T) {
 	}
 }
 
+// TestFetchViaDiskStartsAtOnce: a node with repl-diskless-sync yes and its default 5 s
+// repl-diskless-sync-delay makes a diskless fetch wait that delay; ViaDisk gets the same
+// snapshot written to disk first, without the wait, and it restores every key.
+func TestFetchViaDiskStartsAtOnce(t *testing.T) {
+	data := dataset{testredis.Dataset{Strings: 20_000, Others: 200}}
+	src := testredis.StartClusterNode(t, t.TempDir(), goredis.Options{}, "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "5")
+	data.Write(t, src.Client)
+	took := map[bool]time.Duration{}
+	for _, viaDisk := range []bool{false, true} {
+		out := t.TempDir()
+		start := time.Now()
+		res := fetchToFile(t, t.Context(), rdbstream.Options{Addr: src.Addr, ViaDisk: viaDisk}, out)
+		took[viaDisk] = time.Since(start)
+		if res.Diskless == viaDisk {
+			t.Errorf("ViaDisk %v: Diskless = %v", viaDisk, res.Diskless)
+		}
+		data.checkResult(t, res, src.Client)
+		data.Check(t, testredis.Restore(t, out))
+	}
+	t.Logf("diskless %s, via disk %s", took[false].Round(time.Millisecond), took[true].Round(time.Millisecond))
+	if took[false] < 4*time.Second {
+		t.Errorf("the diskless fetch took %s, well short of the 5 s delay it must wait: the comparison proves nothing", took[false])
+	}
+	if took[true] >= 4*time.Second {
+		t.Errorf("the fetch via disk took %s, want well under the 5 s delay it skips", took[true])
+	}
+}
+
 // TestFetchFromReplica takes the snapshot from a replica, as a backup does: it holds what
 // the replica had, and the replication ID and offset it reports are the master's history up
 // to the writes it holds. A replica cut off from its master refuses (ErrRefused).

@@ -278,6 +278,7 @@ protected-mode yes
 cluster-enabled yes
 cluster-config-file nodes.conf
 cluster-node-timeout 5000
+cluster-migration-barrier ` + redisMigrationBarrier + `
 cluster-require-full-coverage ` + redisUserFullCoverage(userConf) + `
 dir /data
 appendonly yes
@@ -288,6 +289,14 @@ appendfsync everysec
 	}
 	return b.String()
 }
+
+// redisMigrationBarrier turns off Redis's own replica migration (a replica of a master with
+// more than cluster-migration-barrier replicas moves to a master left with none): the
+// operator's planner places replicas (balanced, and apart from their master's Kubernetes
+// node), and Redis moving one back between the two REPLICATE commands of a swap undid the
+// planner's move, look after look. An emptied master's replicas still follow its slots
+// (cluster-allow-replica-migration stays yes).
+const redisMigrationBarrier = "999"
 
 // managedConfHeader starts the operator's part of the generated redis.conf.
 const managedConfHeader = "# managed by middleware-operator\n"
