@@ -158,7 +158,7 @@ func (r *RedisBackupReconciler) sources(ctx context.Context, rc *redisv1alpha1.R
 	}
 	sorted := pods.Items
 	sortByOrdinal(sorted)
-	snap := redisadmin.Snapshot{Nodes: podObservations(sorted, resources.RedisNodes(rc)), Masters: resources.RedisMasters(rc),
+	snap := redisadmin.Snapshot{Nodes: podObservations(sorted, resources.RedisNodes(rc), nil), Masters: resources.RedisMasters(rc),
 		ReplicasPerMaster: resources.RedisReplicasPerMaster(rc), NodeTimeout: nodeTimeout, Now: time.Now()}
 	conn.admin.Observe(ctx, snap.Nodes)
 	slots, err := redisadmin.StableSlotMap(snap, redisadmin.Assess(snap))

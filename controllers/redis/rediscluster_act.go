@@ -228,6 +228,7 @@ func (r *RedisClusterReconciler) replacePod(ctx context.Context, s *state, name 
 		if err := r.Delete(ctx, p, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("while replacing pod %s: %w", name, err)
 		}
+		r.deletedPods.mark(uid, time.Now())
 		r.event(s, corev1.EventTypeNormal, "PodReplaced", "Upgrade", "replaced pod %s to run the new template", name)
 	}
 	return nil

@@ -88,6 +88,8 @@ type RedisClusterReconciler struct {
 	aclVerdicts aclVerdicts
 	// certificates remembers the cert-manager Certificates kept as wanted (ensureCertificate).
 	certificates keptCertificates
+	// deletedPods remembers the pods replaced until the cache shows their deletion.
+	deletedPods deletedPods
 }
 
 // forgetCluster drops everything the reconciler keeps of a cluster that is gone or going:

@@ -56,7 +56,7 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 	if err := r.listPods(ctx, s); err != nil && s.err == nil {
 		s.err = err
 	}
-	obs := podObservations(s.pods, resources.RedisNodes(s.rc))
+	obs := podObservations(s.pods, resources.RedisNodes(s.rc), func(p *corev1.Pod) bool { return r.deletedPods.pending(p, time.Now()) })
 	if s.login().Password != "" {
 		r.adminFor(s).Observe(ctx, obs)
 	} else {
@@ -77,8 +77,9 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 }
 
 // podObservations are the pods as the snapshot starts from them, before their nodes are
-// read: pods at ordinals from replicas up are leaving.
-func podObservations(pods []corev1.Pod, replicas int32) []redisadmin.Observation {
+// read: pods at ordinals from replicas up are leaving; a pod deleted reports a pod this
+// process deleted whose deletion the cache does not show yet (terminating, too).
+func podObservations(pods []corev1.Pod, replicas int32, deleted func(*corev1.Pod) bool) []redisadmin.Observation {
 	obs := make([]redisadmin.Observation, len(pods))
 	for i := range pods {
 		p := &pods[i]
@@ -87,7 +88,7 @@ func podObservations(pods []corev1.Pod, replicas int32) []redisadmin.Observation
 		obs[i] = redisadmin.Observation{Pod: p.Name, Host: p.Spec.NodeName, Zone: p.Labels[corev1.LabelTopologyZone],
 			Leaving: ordinal(p.Name) >= int(replicas), Running: p.Status.Phase == corev1.PodRunning,
 			Unready:     p.Status.Phase == corev1.PodRunning && !podReady(p),
-			Terminating: !p.DeletionTimestamp.IsZero(), Revision: p.Labels[appsv1.ControllerRevisionHashLabelKey], PodStarted: p.CreationTimestamp.Time}
+			Terminating: (deleted != nil && deleted(p)) || !p.DeletionTimestamp.IsZero(), Revision: p.Labels[appsv1.ControllerRevisionHashLabelKey], PodStarted: p.CreationTimestamp.Time}
 		if p.Status.StartTime != nil {
 			obs[i].PodStarted = p.Status.StartTime.Time
 		}
