@@ -12,8 +12,9 @@ import (
 )
 
 // notServed are the API groups of documentation examples the e2e cluster does not serve:
-// OLM's (tests/olm installs OLM) and kustomize's (not an API object).
-var notServed = []string{"operators.coreos.com/", "kustomize.config.k8s.io/"}
+// OLM's (tests/olm installs OLM), cert-manager's (the RedisCluster suite installs it) and
+// kustomize's (not an API object).
+var notServed = []string{"operators.coreos.com/", "cert-manager.io/", "kustomize.config.k8s.io/"}
 
 // TestDocsExamplesPassServerSideDryRun creates every YAML example of README.md and docs/
 // with a server-side dry run: the API server validates it against the installed CRDs (their
