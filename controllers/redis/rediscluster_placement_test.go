@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,7 +30,10 @@ const poolLabel = "middleware-operator.io/test-pool"
 
 // onPool creates a RedisCluster of replicas pods whose pods run only on n Kubernetes nodes
 // of the test's own (spread over them as the operator's default affinity would), so the
-// test can cordon them without touching other tests; it waits for masters masters.
+// test can cordon them without touching other tests; it waits for masters masters. Other
+// tests' pods may land on those nodes too (they carry no taint), so the test's end only
+// cordons them: deleting them took every such pod down at once (three pods of another
+// test's upgrade, in a run with 4 tests at a time).
 func onPool(t *testing.T, name string, n int, replicas int32, masters int) (ns string, nodes []string, key client.ObjectKey, rc *redisv1alpha1.RedisCluster, pw string) {
 	t.Helper()
 	ns = env.Namespace(t)
@@ -38,8 +42,15 @@ func onPool(t *testing.T, name string, n int, replicas int32, masters int) (ns s
 		if err := env.Cluster.AddNode(t.Context(), node, localcluster.Zones[i%len(localcluster.Zones)], 100, map[string]string{poolLabel: ns}); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
-			_ = env.Client.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
+		t.Cleanup(func() { // t.Context() is over by now
+			_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				n := &corev1.Node{}
+				if err := env.Client.Get(context.Background(), client.ObjectKey{Name: node}, n); err != nil {
+					return err
+				}
+				n.Spec.Unschedulable = true
+				return env.Client.Update(context.Background(), n)
+			})
 		})
 		nodes = append(nodes, node)
 	}
