@@ -20,7 +20,6 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/certs"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -133,12 +132,7 @@ func TestRedisClusterRotatesItsCA(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		for _, n := range rc.Status.Nodes {
-			if ok, err := redisadmin.ServesCertificate(ctx, n.Instance, onlyNew, cert.Raw); err != nil || !ok {
-				return false, fmt.Sprintf("%s does not serve the new CA's last certificate yet (%v)", n.Name, err)
-			}
-		}
-		return true, ""
+		return everyNodeServes(ctx, rc.Status.Nodes, onlyNew, cert.Raw, "the new CA's last certificate")
 	})
 	took := time.Since(start)
 	if strings.Join(stages, ",") != resources.CAStageTrust+","+resources.CAStageSwitch {

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,7 +17,6 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/certs"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -48,10 +47,7 @@ func TestRedisClusterTLSFromCertManager(t *testing.T) {
 			t.Errorf("the TLS condition says %q, want how to fix it", c.Message)
 		}
 		waitEvent(t, ns, rediscontrollers.ReasonTLSCertManagerMissing, "ClusterIssuer "+issuer)
-		sts := &unstructured.Unstructured{}
-		sts.SetAPIVersion("apps/v1")
-		sts.SetKind("StatefulSet")
-		if err := env.Client.Get(t.Context(), key, sts); err == nil {
+		if err := env.Client.Get(t.Context(), key, &appsv1.StatefulSet{}); err == nil {
 			t.Errorf("a StatefulSet was made before the certificate exists")
 		}
 	}
@@ -119,12 +115,7 @@ func TestRedisClusterTLSFromCertManager(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		for _, n := range rc.Status.Nodes {
-			if ok, err := redisadmin.ServesCertificate(ctx, n.Instance, appTLS, cert.Raw); err != nil || !ok {
-				return false, fmt.Sprintf("%s does not serve the new certificate yet (%v)", n.Name, err)
-			}
-		}
-		return true, ""
+		return everyNodeServes(ctx, rc.Status.Nodes, appTLS, cert.Raw, "the new certificate")
 	})
 	t.Logf("issuer switched: every node serves the new certificate %.1f s later", time.Since(switched).Seconds())
 	waitEvent(t, ns, rediscontrollers.ReasonTLSReloaded, "now serve")

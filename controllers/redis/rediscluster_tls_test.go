@@ -155,12 +155,7 @@ func TestRedisClusterTLS(t *testing.T) {
 		if time.Until(cert.NotAfter) < 300*24*time.Hour {
 			return false, "the certificate expires at " + cert.NotAfter.String()
 		}
-		for _, n := range rc.Status.Nodes {
-			if ok, err := redisadmin.ServesCertificate(ctx, n.Instance, tlsConfig, cert.Raw); err != nil || !ok {
-				return false, fmt.Sprintf("%s does not serve the renewed certificate yet (%v)", n.Name, err)
-			}
-		}
-		return true, ""
+		return everyNodeServes(ctx, rc.Status.Nodes, tlsConfig, cert.Raw, "the renewed certificate")
 	})
 	t.Logf("a certificate due for renewal was replaced and served by all %d nodes in %.1f s", len(rc.Status.Nodes), time.Since(renewStart).Seconds())
 	waitEvent(t, ns, rediscontrollers.ReasonTLSRenewed, "secure-tls")
@@ -355,6 +350,17 @@ func waitTLSCondition(t *testing.T, key client.ObjectKey, says string) {
 		}
 		return c.Status == metav1.ConditionFalse && c.Reason == rediscontrollers.ReasonTLSInvalid && strings.Contains(c.Message, says), c.Reason + ": " + c.Message
 	})
+}
+
+// everyNodeServes reports, for an Eventually, whether every node serves the certificate of
+// DER bytes raw and verifies with cfg; what names the certificate in the message.
+func everyNodeServes(ctx context.Context, nodes []redisv1alpha1.RedisNode, cfg *tls.Config, raw []byte, what string) (bool, string) {
+	for _, n := range nodes {
+		if ok, err := redisadmin.ServesCertificate(ctx, n.Instance, cfg, raw); err != nil || !ok {
+			return false, fmt.Sprintf("%s does not serve %s yet (%v)", n.Name, what, err)
+		}
+	}
+	return true, ""
 }
 
 // waitEvent waits for an event of reason whose message has says (a Warning, unless the
