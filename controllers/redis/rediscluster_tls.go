@@ -151,7 +151,8 @@ func (r *RedisClusterReconciler) checkCertificates(ctx context.Context, s *state
 		}
 		ok, err := redisadmin.ServesCertificate(ctx, o.Addr, s.tls, s.tlsCert)
 		switch {
-		case err != nil: // gone since it answered: left to the other steps
+		case err != nil: // gone since it answered, or the handshake failed: no evidence either way
+			o.CertificateUnknown = true
 		case ok:
 			r.certsSeen.mark(cluster, string(s.tlsCert), o)
 		default:

@@ -25,7 +25,8 @@ type CARotation struct {
 // node serves the certificate the stage issued: only then does every node trust the new CA
 // (before it signs) or present a certificate of it (before the old CA is dropped). A
 // recorded member that does not answer holds the rotation, since it may come back with the
-// files of an earlier stage.
+// files of an earlier stage; so does a node whose certificate could not be checked (a
+// handshake that timed out on a loaded machine is no evidence that it serves the new one).
 func planRotateCA(spec Spec, s Snapshot, _ Health) (Step, bool) {
 	r := spec.CARotation
 	if r == nil || s.Now.Before(r.Due) {
@@ -36,6 +37,9 @@ func planRotateCA(spec Spec, s Snapshot, _ Health) (Step, bool) {
 		o := &s.Nodes[i]
 		if o.StaleCertificate {
 			return Step{}, false // planReloadCertificates first
+		}
+		if o.Answered() && o.CertificateUnknown {
+			silent = append(silent, o.Pod)
 		}
 		if _, member := s.Members[o.Pod]; member && !o.Answered() {
 			silent = append(silent, o.Pod)

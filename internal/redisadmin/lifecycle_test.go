@@ -303,6 +303,15 @@ func TestNextStep(t *testing.T) {
 			}(),
 			snap: six().current().silence(4, errDown).snap, want: StepWait,
 		},
+		"a CA rotation due while a node's certificate could not be checked (a handshake timed out): the stage goes on": {
+			spec: func() Spec {
+				s := specFor(6)
+				s.CARotation = &CARotation{Stage: "Switch", Last: true, Due: now.Add(-time.Second)}
+				return s
+			}(),
+			snap: func() Snapshot { c := six().current(); c.snap.Nodes[4].CertificateUnknown = true; return c.snap }(),
+			want: StepIdle,
+		},
 		"a node serves an old certificate: reload it before any recovery": {
 			spec: specFor(6), snap: func() Snapshot {
 				c := six().current()

@@ -51,6 +51,10 @@ type Observation struct {
 	// StaleCertificate: the node serves another certificate than the TLS Secret's (a renewed
 	// or replaced one it has not loaded yet).
 	StaleCertificate bool
+	// CertificateUnknown: the node answered, but no TLS handshake this look showed which
+	// certificate it serves (it timed out or was refused), so it is not known to serve the
+	// TLS Secret's.
+	CertificateUnknown bool
 	// StaleCoverage: the node may run another cluster-require-full-coverage than
 	// Spec.Coverage (the operator has not set it on this process).
 	StaleCoverage bool

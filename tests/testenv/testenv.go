@@ -164,12 +164,13 @@ func (e *Env) NamespaceAt(t *testing.T, level string) string {
 	return ns.Name
 }
 
-// Eventually polls cond every 100ms until it returns true or timeout passes, then fails the
-// test with the last message cond gave.
+// Eventually polls cond every 200ms until it returns true or timeout passes, then fails the
+// test with the last message cond gave. Many tests poll at once against one API server on
+// two cores: a faster poll costs the API server more than the few milliseconds it saves.
 func Eventually(t *testing.T, timeout time.Duration, cond func(ctx context.Context) (bool, string)) {
 	t.Helper()
 	var last string
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, msg := cond(ctx)
 		if last == "" || (ctx.Err() == nil && !strings.Contains(msg, "context deadline")) { // a poll cut short by the timeout says nothing new
 			last = msg
