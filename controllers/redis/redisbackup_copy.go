@@ -98,7 +98,7 @@ func copyShards(ctx context.Context, run backupRun) ([]rdbstream.Result, error) 
 		wg.Go(func() {
 			// Via disk: the node starts at once instead of waiting repl-diskless-sync-delay
 			// for replicas a backup never brings; it needs the room of one snapshot, which
-			// its own BGSAVEs (Redis's default save points) need too.
+			// a BGSAVE needs too.
 			opts := rdbstream.Options{Addr: src.Addr, Username: run.conn.login.User, Password: run.conn.login.Password, TLS: run.conn.tls, ViaDisk: true}
 			res, _, err := backup.StreamShard(ctx, opts, run.store, backup.ShardFile(i))
 			if err != nil {

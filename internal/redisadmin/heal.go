@@ -90,6 +90,7 @@ func planRecovery(s Snapshot) (Action, bool) {
 func planMeet(s Snapshot) (Action, bool) {
 	joined := s.joined()
 	var cmds []Command
+	first := ""
 	for _, a := range joined {
 		for _, b := range joined {
 			bself, _ := b.Self()
@@ -100,13 +101,27 @@ func planMeet(s Snapshot) (Action, bool) {
 			if err != nil {
 				continue
 			}
+			if first == "" {
+				first = fmt.Sprintf("; first: %s lists %s (%s) as %s", a.Pod, b.Pod, b.Addr, viewEntry(a.View, bself.ID))
+			}
 			cmds = append(cmds, Command{a.Addr, []string{"CLUSTER", "MEET", host, port}})
 		}
 	}
 	if len(cmds) == 0 {
 		return Action{}, false
 	}
-	return Action{ActionMeet, cmds, fmt.Sprintf("sent %d CLUSTER MEET so every member knows every other at its current address", len(cmds))}, true
+	return Action{ActionMeet, cmds, fmt.Sprintf("sent %d CLUSTER MEET so every member knows every other at its current address%s", len(cmds), first)}, true
+}
+
+// viewEntry says how view lists node id: its address and flags, or that it is missing (for
+// the reason of a MEET: a MEET that does not stick shows why in the status).
+func viewEntry(view []Node, id string) string {
+	for _, n := range view {
+		if n.ID == id {
+			return fmt.Sprintf("%s [%s]", cmp.Or(n.Addr, "no address"), strings.Join(n.Flags, ","))
+		}
+	}
+	return "missing"
 }
 
 // knowsAt reports whether view lists node id at addr, with a live address.

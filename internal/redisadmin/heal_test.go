@@ -140,6 +140,7 @@ func TestPlanRecovery(t *testing.T) {
 		served   int
 		lost     bool
 		released []string // pods dropped from the member record
+		message  string   // a part of the action's message; "" to skip the check
 	}{
 		"a healthy cluster needs nothing and is Ready": {
 			snap: six().snap, ready: true, served: SlotCount,
@@ -197,6 +198,7 @@ func TestPlanRecovery(t *testing.T) {
 				return c.snap
 			}(),
 			want: ActionMeet, commands: []string{addrOf(4) + ": CLUSTER MEET 127.1.0.2 6379"}, served: SlotCount,
+			message: "first: rc-4 lists rc-1 (127.1.0.2:6379) as 10.9.9.9:6379 [",
 		},
 		"master back with an empty volume, held by its start guard, replica not promoted yet: wait for Redis": {
 			snap:   six().silence(0, errDown).fail("aaaaaaaa", 8*time.Second).snap,
@@ -469,6 +471,9 @@ func TestPlanRecovery(t *testing.T) {
 			}
 			if got.Kind != tc.want {
 				t.Fatalf("planRecovery = %s %v (%s), want %q", got.Kind, got.Commands, got.Message, tc.want)
+			}
+			if !strings.Contains(got.Message, tc.message) {
+				t.Errorf("message %q does not say %q", got.Message, tc.message)
 			}
 			if tc.commands != nil {
 				var cmds []string

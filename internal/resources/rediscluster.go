@@ -284,6 +284,9 @@ dir /data
 appendonly yes
 appendfsync everysec
 `)
+	if _, set := confDirective(userConf, "save"); !set {
+		b.WriteString(redisNoSnapshots)
+	}
 	if tlsClientAuth != "" {
 		b.WriteString(redisTLSConf(tlsClientAuth))
 	}
@@ -297,6 +300,14 @@ appendfsync everysec
 // planner's move, look after look. An emptied master's replicas still follow its slots
 // (cluster-allow-replica-migration stays yes).
 const redisMigrationBarrier = "999"
+
+// redisNoSnapshots turns off Redis's periodic RDB snapshots (its default save points) unless
+// the user's redis.conf sets its own: with appendonly a restart loads the AOF, never
+// dump.rdb, and backups stream their own snapshot, so the snapshots were forks and disk
+// writes nothing read. Every node took one about each minute under writes, all at once; on
+// a busy disk they stalled masters past cluster-node-timeout, and Redis then failed a master
+// over by itself, dropping the writes its replica had not received yet.
+const redisNoSnapshots = "save \"\"\n"
 
 // managedConfHeader starts the operator's part of the generated redis.conf.
 const managedConfHeader = "# managed by middleware-operator\n"

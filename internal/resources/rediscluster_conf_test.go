@@ -41,3 +41,14 @@ func TestRedisConfFullCoverage(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisConfSnapshots: the nodes take no periodic RDB snapshot (a restart loads the AOF)
+// unless the user's redis.conf sets save points, which then stand.
+func TestRedisConfSnapshots(t *testing.T) {
+	if conf := resources.RedisConf("maxmemory 1gb", ""); !strings.Contains(conf, "\nsave \"\"\n") || !strings.Contains(conf, "\nappendonly yes\n") {
+		t.Errorf("without the user's save points the nodes should keep the AOF and snapshot nothing:\n%s", conf)
+	}
+	if conf := resources.RedisConf("save 900 1", ""); strings.Contains(conf, `save ""`) || !strings.Contains(conf, "save 900 1\n") {
+		t.Errorf("the user's save points are cleared:\n%s", conf)
+	}
+}
