@@ -92,17 +92,9 @@ verify-generated: manifests generate ## Fail when generated files are out of dat
 verify-bundle: bundle catalog ## Fail when bundle/ or catalog/ is out of date with config/ and the API markers.
 	@test -z "$$(git status --porcelain -- bundle bundle.Dockerfile catalog config/manifests config/manager)" || { git status --short -- bundle bundle.Dockerfile catalog config/manifests config/manager; git diff --stat -- bundle catalog config; echo "bundle/ or catalog/ is out of date: run 'make bundle catalog' and commit"; exit 1; }
 
-# HEAVY_TESTS keep both cores busy by themselves (the RedisCluster suite runs 4 tests at a
-# time, the HA tests 2, each with real Redis under a writer): they run side by side, two
-# packages at a time. The other packages mostly wait on clusters starting, rollouts and
-# timers, so they run four at a time after them; a package that fails does not stop the
-# others from running.
-HEAVY_TESTS := ./controllers/redis ./tests/ha
-
 .PHONY: test
 test: tools setup verify-generated verify-bundle vet lint ## Build the tools, then run unit, integration and e2e tests against the local cluster.
-	go test -p 2 $(HEAVY_TESTS) -count=1 -timeout 80m; heavy=$$?; \
-	go test -p 4 $$(go list ./... | grep -v -x -e '.*/controllers/redis' -e '.*/tests/ha') -count=1 -timeout 80m && exit $$heavy
+	go test ./... -count=1 -timeout 80m
 
 .PHONY: bench
 bench: tools setup ## Run the benchmarks: slot migration against redis-cli (MWO_BENCH_KEYS=1000000 for the issue's size), RedisCluster backup and restore against redis-cli --rdb and --pipe (MWO_BENCH_BACKUP_KEYS=1000000), RDB restore (rdbload.Load) alone against redis-cli --pipe (MWO_BENCH_RDB_LOAD_KEYS=100000,1000000), AppServices at scale against a client-go floor (MWO_BENCH_N=1000,5000; MWO_BENCH_STEADY=2m), every RedisCluster step kind's longest time under a writer (MWO_BENCH_STEP_KEYS).

@@ -118,6 +118,9 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error 
 	}
 	cert, _ := certs.ParseCert(secret.Data[resources.RedisTLSCertKey]) // verified by nodeTLSConfig
 	s.tlsCert = cert.Raw
+	cluster := client.ObjectKeyFromObject(s.rc)
+	r.issued.add(cluster, cert.Raw)
+	s.tlsReload = trustingIssued(s.tls, func(der []byte) bool { return r.issued.has(cluster, der) })
 	msg := fmt.Sprintf("the nodes serve the certificate of Secret %s, valid until %s; clients verify it with its %s and the name %s",
 		secret.Name, cert.NotAfter.UTC().Format(time.RFC3339), resources.RedisTLSCAKey, resources.RedisTLSServerName(s.rc))
 	if reason == ReasonTLSIssued {
@@ -151,6 +154,8 @@ func (r *RedisClusterReconciler) checkCertificates(ctx context.Context, s *state
 		}
 		ok, err := redisadmin.ServesCertificate(ctx, o.Addr, s.tls, s.tlsCert)
 		switch {
+		case err != nil && servesEarlier(ctx, s, o.Addr):
+			o.StaleCertificate = true // an earlier certificate of its own, which the trust of now refuses
 		case err != nil: // gone since it answered, or the handshake failed: no evidence either way
 			o.CertificateUnknown = true
 		case ok:
@@ -159,6 +164,16 @@ func (r *RedisClusterReconciler) checkCertificates(ctx context.Context, s *state
 			o.StaleCertificate = true
 		}
 	}
+}
+
+// servesEarlier reports whether the node at addr presents an earlier certificate of the
+// cluster's (one the current trust may refuse, after a CA rotation completed).
+func servesEarlier(ctx context.Context, s *state, addr string) bool {
+	if s.tlsReload == nil {
+		return false
+	}
+	_, err := redisadmin.ServesCertificate(ctx, addr, s.tlsReload, s.tlsCert)
+	return err == nil
 }
 
 // reloadCertificates makes each node of the step read its certificate files again
@@ -170,7 +185,7 @@ func (r *RedisClusterReconciler) reloadCertificates(ctx context.Context, s *stat
 		if err := r.fence(ctx); err != nil {
 			return err
 		}
-		if err := redisadmin.ReloadTLS(ctx, addr, s.tls, s.login(), resources.RedisTLSCertFile); err != nil {
+		if err := redisadmin.ReloadTLS(ctx, addr, cmp.Or(s.tlsReload, s.tls), s.login(), resources.RedisTLSCertFile); err != nil {
 			continue // not readable yet (the files are being replaced) or the node went away
 		}
 		if ok, err := redisadmin.ServesCertificate(ctx, addr, s.tls, s.tlsCert); err == nil && ok {
