@@ -73,7 +73,7 @@ type RedisClusterReconciler struct {
 	// certsSeen remembers which node processes serve the current certificate, coverageSet
 	// which run with the cluster-require-full-coverage of the generated redis.conf.
 	certsSeen, coverageSet nodeValues
-	// issued remembers the clusters' latest certificates, for reloads (trustingIssued).
+	// issued remembers the clusters' latest certificates (ownCertsTLS).
 	issued issuedCerts
 	// userObjects reads the Secrets and ConfigMaps a user names once per version
 	// (caching.Versioned over References and APIReader).
@@ -135,9 +135,6 @@ type state struct {
 	// tlsCert the certificate (DER) of the TLS Secret, which every node should serve.
 	tls     *tls.Config
 	tlsCert []byte
-	// tlsReload is tls that also accepts a node serving an earlier certificate of the
-	// cluster's (trustingIssued), for telling it to reload.
-	tlsReload *tls.Config
 	// tlsSecret is the TLS Secret as read this reconcile (nil: none), once tlsSecretRead.
 	tlsSecret     *corev1.Secret
 	tlsSecretRead bool

@@ -118,9 +118,7 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error 
 	}
 	cert, _ := certs.ParseCert(secret.Data[resources.RedisTLSCertKey]) // verified by nodeTLSConfig
 	s.tlsCert = cert.Raw
-	cluster := client.ObjectKeyFromObject(s.rc)
-	r.issued.add(cluster, cert.Raw)
-	s.tlsReload = trustingIssued(s.tls, func(der []byte) bool { return r.issued.has(cluster, der) })
+	r.issued.add(client.ObjectKeyFromObject(s.rc), cert.Raw)
 	msg := fmt.Sprintf("the nodes serve the certificate of Secret %s, valid until %s; clients verify it with its %s and the name %s",
 		secret.Name, cert.NotAfter.UTC().Format(time.RFC3339), resources.RedisTLSCAKey, resources.RedisTLSServerName(s.rc))
 	if reason == ReasonTLSIssued {
@@ -147,16 +145,18 @@ func (r *RedisClusterReconciler) checkCertificates(ctx context.Context, s *state
 		return
 	}
 	cluster := client.ObjectKeyFromObject(s.rc)
+	var trust *tls.Config // made at the first handshake: a converged cluster needs none
 	for i := range s.snap.Nodes {
 		o := &s.snap.Nodes[i]
 		if !o.Answered() || r.certsSeen.has(cluster, string(s.tlsCert), o) {
 			continue
 		}
-		ok, err := redisadmin.ServesCertificate(ctx, o.Addr, s.tls, s.tlsCert)
+		if trust == nil {
+			trust = r.ownCertsTLS(s)
+		}
+		ok, err := redisadmin.ServesCertificate(ctx, o.Addr, trust, s.tlsCert)
 		switch {
-		case err != nil && servesEarlier(ctx, s, o.Addr):
-			o.StaleCertificate = true // an earlier certificate of its own, which the trust of now refuses
-		case err != nil: // gone since it answered, or the handshake failed: no evidence either way
+		case err != nil: // gone since it answered, or no certificate of the cluster's: no evidence either way
 			o.CertificateUnknown = true
 		case ok:
 			r.certsSeen.mark(cluster, string(s.tlsCert), o)
@@ -166,14 +166,12 @@ func (r *RedisClusterReconciler) checkCertificates(ctx context.Context, s *state
 	}
 }
 
-// servesEarlier reports whether the node at addr presents an earlier certificate of the
-// cluster's (one the current trust may refuse, after a CA rotation completed).
-func servesEarlier(ctx context.Context, s *state, addr string) bool {
-	if s.tlsReload == nil {
-		return false
-	}
-	_, err := redisadmin.ServesCertificate(ctx, addr, s.tlsReload, s.tlsCert)
-	return err == nil
+// ownCertsTLS is s.tls that also accepts a node presenting one of the cluster's latest
+// certificates (trustingIssued): an earlier one, after a CA rotation dropped its CA, shows
+// as stale and can be reloaded.
+func (r *RedisClusterReconciler) ownCertsTLS(s *state) *tls.Config {
+	cluster := client.ObjectKeyFromObject(s.rc)
+	return trustingIssued(s.tls, func(der []byte) bool { return r.issued.has(cluster, der) })
 }
 
 // reloadCertificates makes each node of the step read its certificate files again
@@ -181,11 +179,12 @@ func servesEarlier(ctx context.Context, s *state, addr string) bool {
 // Secret's certificate.
 func (r *RedisClusterReconciler) reloadCertificates(ctx context.Context, s *state) error {
 	var reloaded []string
+	trust := r.ownCertsTLS(s)
 	for _, addr := range s.step.Addrs {
 		if err := r.fence(ctx); err != nil {
 			return err
 		}
-		if err := redisadmin.ReloadTLS(ctx, addr, cmp.Or(s.tlsReload, s.tls), s.login(), resources.RedisTLSCertFile); err != nil {
+		if err := redisadmin.ReloadTLS(ctx, addr, trust, s.login(), resources.RedisTLSCertFile); err != nil {
 			continue // not readable yet (the files are being replaced) or the node went away
 		}
 		if ok, err := redisadmin.ServesCertificate(ctx, addr, s.tls, s.tlsCert); err == nil && ok {

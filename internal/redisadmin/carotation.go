@@ -32,21 +32,14 @@ func planRotateCA(spec Spec, s Snapshot, _ Health) (Step, bool) {
 	if r == nil || s.Now.Before(r.Due) {
 		return Step{}, false
 	}
-	var silent []string
 	for i := range s.Nodes {
 		o := &s.Nodes[i]
 		if o.StaleCertificate {
 			return Step{}, false // planReloadCertificates first
 		}
-		if o.Answered() && o.CertificateUnknown {
-			silent = append(silent, o.Pod)
+		if _, member := s.Members[o.Pod]; o.Answered() && o.CertificateUnknown || member && !o.Answered() {
+			return Step{}, false // no evidence yet that it serves the stage's certificate
 		}
-		if _, member := s.Members[o.Pod]; member && !o.Answered() {
-			silent = append(silent, o.Pod)
-		}
-	}
-	if len(silent) > 0 {
-		return Step{}, false
 	}
 	reason := "every node trusts the new CA: it signs the nodes' certificate from now on"
 	if r.Last {

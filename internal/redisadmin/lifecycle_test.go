@@ -17,6 +17,14 @@ func (c *cluster) current() *cluster {
 	return c
 }
 
+// rotating is the spec of six nodes with a CA rotation in stage, last or not, that may end
+// from due.
+func rotating(stage string, last bool, due time.Time) Spec {
+	s := specFor(6)
+	s.CARotation = &CARotation{Stage: stage, Last: last, Due: due}
+	return s
+}
+
 // fresh appends pod as a new, empty, running node on host.
 func (c *cluster) fresh(pod, id, host string) *cluster {
 	i := len(c.snap.Nodes)
@@ -270,45 +278,25 @@ func TestNextStep(t *testing.T) {
 		},
 
 		"a CA rotation's stage has lasted its overlap and every node serves its certificate: end the stage": {
-			spec: func() Spec {
-				s := specFor(6)
-				s.CARotation = &CARotation{Stage: "Trust", Due: now.Add(-time.Second)}
-				return s
-			}(),
+			spec: rotating("Trust", false, now.Add(-time.Second)),
 			snap: six().current().snap, want: StepRotateCA,
 			check: func(t *testing.T, s Step) { expect(t, s.CAStage == "Trust", "ends stage %q", s.CAStage) },
 		},
 		"a CA rotation's stage before its overlap has passed: nothing to do yet": {
-			spec: func() Spec {
-				s := specFor(6)
-				s.CARotation = &CARotation{Stage: "Switch", Last: true, Due: now.Add(time.Second)}
-				return s
-			}(),
+			spec: rotating("Switch", true, now.Add(time.Second)),
 			snap: six().current().snap, want: StepIdle,
 		},
 		"a CA rotation due while a node still serves the previous stage's certificate: reload it first": {
-			spec: func() Spec {
-				s := specFor(6)
-				s.CARotation = &CARotation{Stage: "Switch", Last: true, Due: now.Add(-time.Second)}
-				return s
-			}(),
+			spec: rotating("Switch", true, now.Add(-time.Second)),
 			snap: func() Snapshot { c := six().current(); c.snap.Nodes[3].StaleCertificate = true; return c.snap }(),
 			want: StepReloadCertificates,
 		},
 		"a CA rotation due while a member does not answer: it may come back with older files, so the stage goes on": {
-			spec: func() Spec {
-				s := specFor(6)
-				s.CARotation = &CARotation{Stage: "Trust", Due: now.Add(-time.Second)}
-				return s
-			}(),
+			spec: rotating("Trust", false, now.Add(-time.Second)),
 			snap: six().current().silence(4, errDown).snap, want: StepWait,
 		},
 		"a CA rotation due while a node's certificate could not be checked (a handshake timed out): the stage goes on": {
-			spec: func() Spec {
-				s := specFor(6)
-				s.CARotation = &CARotation{Stage: "Switch", Last: true, Due: now.Add(-time.Second)}
-				return s
-			}(),
+			spec: rotating("Switch", true, now.Add(-time.Second)),
 			snap: func() Snapshot { c := six().current(); c.snap.Nodes[4].CertificateUnknown = true; return c.snap }(),
 			want: StepIdle,
 		},
