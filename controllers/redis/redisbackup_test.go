@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -377,6 +378,26 @@ func TestRedisBackupScheduleRunsAndKeepsWhatItSays(t *testing.T) {
 	t.Logf("%d backups made by the schedule; %d kept: %s, %s", len(seen), len(kept), kept[0].Name, kept[1].Name)
 }
 
+// slowSnapshots makes the node of pod write its snapshots in about d (Redis's
+// rdb-key-save-delay, per key), for its keys now. The setting goes with the process.
+func slowSnapshots(t *testing.T, rc *redisv1alpha1.RedisCluster, pod, pw string, d time.Duration) {
+	t.Helper()
+	i := slices.IndexFunc(rc.Status.Nodes, func(n redisv1alpha1.RedisNode) bool { return n.Name == pod })
+	if i < 0 {
+		t.Fatalf("no node %s in the status", pod)
+	}
+	c := goredis.NewClient(&goredis.Options{Addr: rc.Status.Nodes[i].Instance, Password: pw, Protocol: 2, DisableIdentity: true})
+	defer func() { _ = c.Close() }()
+	keys, err := c.DBSize(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	perKey := d.Microseconds() / max(keys, 1)
+	if err := c.ConfigSet(t.Context(), "rdb-key-save-delay", strconv.FormatInt(perKey, 10)).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // shardFiles are the file names of a backup's shards.
 func shardFiles(b redisv1alpha1.RedisBackup) []string {
 	out := make([]string, len(b.Status.Shards))
@@ -404,6 +425,9 @@ func TestRedisBackupAndRestoreSurviveFaults(t *testing.T) {
 		}
 	}
 	acknowledged := w.Written()
+	// A few hundred keys snapshot in milliseconds: the replica writes its snapshot slowly
+	// (about 8 s) so that the test sees the attempt running and kills the replica within it.
+	slowSnapshots(t, rc, replica, pw, 8*time.Second)
 	crashed := createBackup(t, ns, "crashed", "faulty", storeSpec(store.Bucket))
 	waitBackup(t, crashed, redisv1alpha1.BackupRunning, rediscontrollers.ReasonBackupStarted, time.Minute)
 	if err := kubelet.Crash(ns, replica); err != nil {
