@@ -68,6 +68,9 @@ type Kubelet struct {
 	mu      sync.Mutex         // guards running, and LoseData holds it until the data is gone
 	running map[string]*server // by namespace/pod
 
+	// volumes remembers what each volume directory was last written from, so that a sync
+	// rewrites only the volumes whose Secret or ConfigMap changed.
+	volumes writtenVolumes
 	// memcg gives each redis container its memory limit (made on first use, see limitMemory).
 	memcg     *memoryCgroups
 	memcgOnce sync.Once
@@ -108,7 +111,7 @@ func New(c client.Client, dataDir string, logf func(string, ...any)) *Kubelet {
 // 100 ms (New with a plain client) cost the test API server most of its CPU: about 70 GETs a
 // second with two suites' clusters running.
 func Watching(cfg *rest.Config, dataDir string, logf func(string, ...any)) (*Kubelet, error) {
-	c, err := cache.New(cfg, cache.Options{Scheme: clientgoscheme.Scheme, ByObject: map[client.Object]cache.ByObject{
+	c, err := cache.New(cfg, cache.Options{Scheme: clientgoscheme.Scheme, DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{SelectorLabel: "rediscluster"})},
 	}})
 	if err != nil {
@@ -153,7 +156,9 @@ func (k *Kubelet) Run(ctx context.Context) {
 
 func (k *Kubelet) sync(ctx context.Context) error {
 	pods := &corev1.PodList{}
-	if err := k.client.List(ctx, pods, client.MatchingLabels{SelectorLabel: "rediscluster"}); err != nil {
+	// The cache's own objects (read only here: start and release change a copy): copying
+	// every pod ten times a second was a large share of a test binary's CPU.
+	if err := k.client.List(ctx, pods, client.MatchingLabels{SelectorLabel: "rediscluster"}, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	want := map[string]*corev1.Pod{}
@@ -180,7 +185,7 @@ func (k *Kubelet) sync(ctx context.Context) error {
 		k.stop(key)
 	}
 	for _, pod := range deleting { // stopped above, or never started
-		if err := k.release(ctx, pod); err != nil {
+		if err := k.release(ctx, pod.DeepCopy()); err != nil {
 			k.logf("redispods: releasing %s/%s: %v", pod.Namespace, pod.Name, err)
 		}
 	}
@@ -196,7 +201,7 @@ func (k *Kubelet) sync(ctx context.Context) error {
 			}
 			continue
 		}
-		if err := k.start(ctx, pod, cms); err != nil {
+		if err := k.start(ctx, pod.DeepCopy(), cms); err != nil {
 			k.logf("redispods: starting %s: %v", key, err)
 		}
 	}
@@ -366,14 +371,14 @@ func (k *Kubelet) writeVolumes(ctx context.Context, pod *corev1.Pod, cms *config
 		}
 		if v.Secret != nil {
 			dirs[v.Name] = filepath.Join(k.podDir(pod.Namespace, pod.Name), v.Name)
-			if err := k.writeSecretVolume(ctx, pod.Namespace, v.Secret, dirs[v.Name]); err != nil {
+			if err := k.writeSecretVolume(ctx, pod, v.Secret, dirs[v.Name]); err != nil {
 				errs = append(errs, fmt.Errorf("volume %s: %w", v.Name, err))
 			}
 			continue
 		}
 		if v.Projected != nil && secretsOnly(v.Projected) { // not the service account token's
 			dirs[v.Name] = filepath.Join(k.podDir(pod.Namespace, pod.Name), v.Name)
-			if err := k.writeProjectedVolume(ctx, pod.Namespace, v.Projected, dirs[v.Name]); err != nil {
+			if err := k.writeProjectedVolume(ctx, pod, v.Projected, dirs[v.Name]); err != nil {
 				errs = append(errs, fmt.Errorf("volume %s: %w", v.Name, err))
 			}
 			continue
@@ -394,12 +399,16 @@ func (k *Kubelet) writeVolumes(ctx context.Context, pod *corev1.Pod, cms *config
 		case cm == nil:
 			cm = &corev1.ConfigMap{}
 		}
+		version := string(pod.UID) + " " + cm.ResourceVersion
+		if k.volumes.current(dir, version) {
+			continue
+		}
 		files := map[string][]byte{}
 		for key, value := range cm.Data {
 			files[key] = []byte(value)
 		}
 		maps.Copy(files, cm.BinaryData)
-		if err := writeFiles(dir, files); err != nil {
+		if err := k.volumes.write(dir, version, files); err != nil {
 			errs = append(errs, fmt.Errorf("volume %s: %w", v.Name, err))
 		}
 	}
@@ -409,12 +418,13 @@ func (k *Kubelet) writeVolumes(ctx context.Context, pod *corev1.Pod, cms *config
 // writeSecretVolume writes a Secret volume's files into dir (its items, or every key), kept
 // up to date on every sync as a kubelet refreshes Secret volumes (here at once, where a real
 // kubelet takes up to its sync period and cache TTL).
-func (k *Kubelet) writeSecretVolume(ctx context.Context, namespace string, v *corev1.SecretVolumeSource, dir string) error {
+func (k *Kubelet) writeSecretVolume(ctx context.Context, pod *corev1.Pod, v *corev1.SecretVolumeSource, dir string) error {
 	files := map[string][]byte{}
-	if err := k.secretFiles(ctx, namespace, v.SecretName, v.Items, files); err != nil {
+	version, err := k.secretFiles(ctx, pod.Namespace, v.SecretName, v.Items, files)
+	if err != nil {
 		return err
 	}
-	return writeFiles(dir, files)
+	return k.volumes.write(dir, string(pod.UID)+" "+version, files)
 }
 
 // secretsOnly reports whether every source of a projected volume is a Secret: the volumes
@@ -425,22 +435,25 @@ func secretsOnly(v *corev1.ProjectedVolumeSource) bool {
 
 // writeProjectedVolume writes a projected volume of Secrets into dir, each source as
 // writeSecretVolume writes one.
-func (k *Kubelet) writeProjectedVolume(ctx context.Context, namespace string, v *corev1.ProjectedVolumeSource, dir string) error {
+func (k *Kubelet) writeProjectedVolume(ctx context.Context, pod *corev1.Pod, v *corev1.ProjectedVolumeSource, dir string) error {
 	files := map[string][]byte{}
+	version := string(pod.UID)
 	for _, src := range v.Sources {
-		if err := k.secretFiles(ctx, namespace, src.Secret.Name, src.Secret.Items, files); err != nil {
+		rv, err := k.secretFiles(ctx, pod.Namespace, src.Secret.Name, src.Secret.Items, files)
+		if err != nil {
 			return err
 		}
+		version += " " + rv
 	}
-	return writeFiles(dir, files)
+	return k.volumes.write(dir, version, files)
 }
 
 // secretFiles adds to files the Secret name's items (file path -> value), or every key
-// when there is no item.
-func (k *Kubelet) secretFiles(ctx context.Context, namespace, name string, items []corev1.KeyToPath, files map[string][]byte) error {
+// when there is no item; it returns the Secret's resourceVersion.
+func (k *Kubelet) secretFiles(ctx context.Context, namespace, name string, items []corev1.KeyToPath, files map[string][]byte) (string, error) {
 	secret := &corev1.Secret{}
 	if err := k.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret); err != nil {
-		return err
+		return "", err
 	}
 	if len(items) == 0 {
 		maps.Copy(files, secret.Data)
@@ -448,11 +461,11 @@ func (k *Kubelet) secretFiles(ctx context.Context, namespace, name string, items
 	for _, item := range items {
 		data, ok := secret.Data[item.Key]
 		if !ok {
-			return fmt.Errorf("secret %s has no key %q", name, item.Key)
+			return "", fmt.Errorf("secret %s has no key %q", name, item.Key)
 		}
 		files[item.Path] = data
 	}
-	return nil
+	return secret.ResourceVersion, nil
 }
 
 // writeFiles makes dir hold exactly files. Each file is replaced atomically (written next to

@@ -271,7 +271,7 @@ func TestKubeletHoldsADeletedPodUntilItsProcessStopped(t *testing.T) {
 // spec.acl.users: the users' passwords come from a projected volume of their Secrets, and
 // each user logs in with its own.
 func TestKubeletMountsProjectedSecrets(t *testing.T) {
-	startKubeletFor(t, corev1.ResourceRequirements{}, "port 6379\ndir /data\nappendonly no\n", func(rc *redisv1alpha1.RedisCluster) []client.Object {
+	k, c, _ := startKubeletFor(t, corev1.ResourceRequirements{}, "port 6379\ndir /data\nappendonly no\n", func(rc *redisv1alpha1.RedisCluster) []client.Object {
 		rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{
 			{Name: "reader", Rules: "~* +@read +ping", PasswordSecret: redisv1alpha1.SecretKeyRef{Name: "reader-pw", Key: "pw"}},
 		}}
@@ -285,4 +285,54 @@ func TestKubeletMountsProjectedSecrets(t *testing.T) {
 			t.Errorf("user %q: no PING answer: %v", user, ping(rdb))
 		}
 	}
+	// A changed Secret reaches the volume's files, as a kubelet refreshes Secret volumes.
+	secret := &corev1.Secret{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: testNamespace, Name: "reader-pw"}, secret); err != nil {
+		t.Fatal(err)
+	}
+	secret.Data["pw"] = []byte("rotated-password\n")
+	if err := c.Update(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(k.podDir(testNamespace, testPod), resources.RedisACLUsersVolume)
+	holds := func() bool {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if b, _ := os.ReadFile(filepath.Join(dir, e.Name())); string(b) == "rotated-password\n" {
+				return true
+			}
+		}
+		return false
+	}
+	if !eventually(5*time.Second, holds) {
+		t.Errorf("no file of %s holds the Secret's new value 5 s after its update", dir)
+	}
+}
+
+// TestWrittenVolumesRewritesOnlyWhatChanged: a directory is written again when its version
+// changes or it is gone, and not otherwise.
+func TestWrittenVolumesRewritesOnlyWhatChanged(t *testing.T) {
+	var w writtenVolumes
+	dir := filepath.Join(t.TempDir(), "vol")
+	file := filepath.Join(dir, "f")
+	read := func() string { b, _ := os.ReadFile(file); return string(b) }
+	step := func(version, content, want string) {
+		t.Helper()
+		if err := w.write(dir, version, map[string][]byte{"f": []byte(content)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(); got != want {
+			t.Errorf("after writing %q at version %s the file holds %q, want %q", content, version, got, want)
+		}
+	}
+	step("v1", "one", "one")
+	if err := os.WriteFile(file, []byte("edited"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	step("v1", "one", "edited") // same version: not compared, not written
+	step("v2", "two", "two")
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	step("v2", "two", "two") // gone: written again
 }
