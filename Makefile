@@ -94,7 +94,7 @@ verify-bundle: bundle catalog ## Fail when bundle/ or catalog/ is out of date wi
 
 .PHONY: test
 test: tools setup verify-generated verify-bundle vet lint ## Build the tools, then run unit, integration and e2e tests against the local cluster.
-	go test ./... -count=1 -timeout 80m
+	go test ./... -p 3 -count=1 -timeout 80m
 
 .PHONY: bench
 bench: tools setup ## Run the benchmarks: slot migration against redis-cli (MWO_BENCH_KEYS=1000000 for the issue's size), RedisCluster backup and restore against redis-cli --rdb and --pipe (MWO_BENCH_BACKUP_KEYS=1000000), RDB restore (rdbload.Load) alone against redis-cli --pipe (MWO_BENCH_RDB_LOAD_KEYS=100000,1000000), AppServices at scale against a client-go floor (MWO_BENCH_N=1000,5000; MWO_BENCH_STEADY=2m), every RedisCluster step kind's longest time under a writer (MWO_BENCH_STEP_KEYS).

@@ -3,9 +3,7 @@ package redis_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"regexp"
-	"strconv"
 	"strings"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
@@ -64,7 +62,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	testsAtATime(4)
+	testenv.TestsAtATime(6)
 	var err error
 	testenv.LogWriter = &logs // the operator logs at debug level here; run greps it for passwords
 	testenv.FailureReport = reportSteps
@@ -181,18 +179,6 @@ func keysShown() string {
 		}
 	}
 	return ""
-}
-
-// testsAtATime runs n tests of this package at a time unless -parallel was given: most of
-// a RedisCluster test is waiting on Redis and the cluster (the suite took 1,241 s with Go's
-// default of 2 on 2 cores, 648 s with 4).
-func testsAtATime(n int) {
-	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		_ = flag.Set("test.parallel", strconv.Itoa(n))
-	}
 }
 
 // logf prints the Redis kubelet's progress when MWO_TEST_VERBOSE is set.

@@ -26,6 +26,7 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
+	testenv.TestsAtATime(3) // each on its own local cluster
 	var err error
 	if binDir, err = os.MkdirTemp("", "mwo-ha-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
