@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/middleware-operator/middleware-operator/internal/certs"
@@ -158,6 +159,7 @@ func (r *RedisClusterReconciler) checkCertificates(ctx context.Context, s *state
 		switch {
 		case err != nil: // gone since it answered, or no certificate of the cluster's: no evidence either way
 			o.CertificateUnknown = true
+			logf.FromContext(ctx).V(1).Info("certificate not checked", "pod", o.Pod, "error", err.Error())
 		case ok:
 			r.certsSeen.mark(cluster, string(s.tlsCert), o)
 		default:
