@@ -346,7 +346,7 @@ func (c *configMaps) get(ctx context.Context, key client.ObjectKey) (*corev1.Con
 		return cm, nil
 	}
 	cm := &corev1.ConfigMap{}
-	if err := c.client.Get(ctx, key, cm); apierrors.IsNotFound(err) {
+	if err := c.client.Get(ctx, key, cm, client.UnsafeDisableDeepCopy); apierrors.IsNotFound(err) { // read only
 		cm = nil
 	} else if err != nil {
 		return nil, err
@@ -399,16 +399,14 @@ func (k *Kubelet) writeVolumes(ctx context.Context, pod *corev1.Pod, cms *config
 		case cm == nil:
 			cm = &corev1.ConfigMap{}
 		}
-		version := string(pod.UID) + " " + cm.ResourceVersion
-		if k.volumes.current(dir, version) {
-			continue
-		}
-		files := map[string][]byte{}
-		for key, value := range cm.Data {
-			files[key] = []byte(value)
-		}
-		maps.Copy(files, cm.BinaryData)
-		if err := k.volumes.write(dir, version, files); err != nil {
+		if err := k.volumes.write(dir, string(pod.UID)+" "+cm.ResourceVersion, func() map[string][]byte {
+			files := map[string][]byte{}
+			for key, value := range cm.Data {
+				files[key] = []byte(value)
+			}
+			maps.Copy(files, cm.BinaryData)
+			return files
+		}); err != nil {
 			errs = append(errs, fmt.Errorf("volume %s: %w", v.Name, err))
 		}
 	}
@@ -424,7 +422,7 @@ func (k *Kubelet) writeSecretVolume(ctx context.Context, pod *corev1.Pod, v *cor
 	if err != nil {
 		return err
 	}
-	return k.volumes.write(dir, string(pod.UID)+" "+version, files)
+	return k.volumes.write(dir, string(pod.UID)+" "+version, func() map[string][]byte { return files })
 }
 
 // secretsOnly reports whether every source of a projected volume is a Secret: the volumes
@@ -445,14 +443,15 @@ func (k *Kubelet) writeProjectedVolume(ctx context.Context, pod *corev1.Pod, v *
 		}
 		version += " " + rv
 	}
-	return k.volumes.write(dir, version, files)
+	return k.volumes.write(dir, version, func() map[string][]byte { return files })
 }
 
 // secretFiles adds to files the Secret name's items (file path -> value), or every key
-// when there is no item; it returns the Secret's resourceVersion.
+// when there is no item; it returns the Secret's resourceVersion. The values are the
+// cache's own (not copied): read only.
 func (k *Kubelet) secretFiles(ctx context.Context, namespace, name string, items []corev1.KeyToPath, files map[string][]byte) (string, error) {
 	secret := &corev1.Secret{}
-	if err := k.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret); err != nil {
+	if err := k.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret, client.UnsafeDisableDeepCopy); err != nil {
 		return "", err
 	}
 	if len(items) == 0 {

@@ -318,7 +318,7 @@ func TestWrittenVolumesRewritesOnlyWhatChanged(t *testing.T) {
 	read := func() string { b, _ := os.ReadFile(file); return string(b) }
 	step := func(version, content, want string) {
 		t.Helper()
-		if err := w.write(dir, version, map[string][]byte{"f": []byte(content)}); err != nil {
+		if err := w.write(dir, version, func() map[string][]byte { return map[string][]byte{"f": []byte(content)} }); err != nil {
 			t.Fatal(err)
 		}
 		if got := read(); got != want {

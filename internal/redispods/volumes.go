@@ -26,13 +26,14 @@ func (w *writtenVolumes) current(dir, version string) bool {
 	return err == nil
 }
 
-// write makes dir hold exactly files (writeFiles) unless it is current at version, and
-// records version once written.
-func (w *writtenVolumes) write(dir, version string, files map[string][]byte) error {
+// write makes dir hold exactly the files made by files (writeFiles) unless it is current
+// at version, and records version once written: files is called only when a write is due,
+// so an unchanged volume costs no copy of its content.
+func (w *writtenVolumes) write(dir, version string, files func() map[string][]byte) error {
 	if w.current(dir, version) {
 		return nil
 	}
-	if err := writeFiles(dir, files); err != nil {
+	if err := writeFiles(dir, files()); err != nil {
 		return err
 	}
 	w.mu.Lock()
