@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -137,7 +139,11 @@ func (p *process) waitFor(timeout time.Duration, check func() error) error {
 	return fmt.Errorf("%s not ready after %s: %w; last log lines:\n%s", p.name, timeout, last, p.logTail(20))
 }
 
-// freePorts returns n distinct free loopback TCP ports.
+// freePorts returns n distinct free loopback TCP ports, drawn at random below the kernel's
+// ephemeral range (listenPorts): a port the kernel hands out for listen(":0") can be handed
+// to an outgoing connection's local end before the process it was picked for binds it (a
+// test run opens thousands of Redis connections; kube-apiserver once failed with "address
+// already in use" that way).
 func freePorts(n int) ([]int, error) {
 	listeners := make([]net.Listener, 0, n)
 	defer func() {
@@ -146,13 +152,31 @@ func freePorts(n int) ([]int, error) {
 		}
 	}()
 	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 1000 {
+			return nil, fmt.Errorf("no free port in %d-%d after %d tries", listenPorts.low, listenPorts.high, tries)
+		}
+		port := listenPorts.low + rand.IntN(listenPorts.high-listenPorts.low)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
-			return nil, errors.Join(errors.New("no free port"), err)
+			continue // taken
 		}
 		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, port)
 	}
 	return ports, nil
 }
+
+// listenPorts is where freePorts draws ports: from 20000 to the start of the kernel's
+// ephemeral range (net.ipv4.ip_local_port_range, 32768 by default).
+var listenPorts = func() (r struct{ low, high int }) {
+	r.low, r.high = 20000, 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if start, err := strconv.Atoi(f[0]); err == nil && start > r.low+1000 {
+				r.high = start
+			}
+		}
+	}
+	return r
+}()
