@@ -37,6 +37,11 @@ type AppServiceReconciler struct {
 	// nil writes that first status at once. Later rollouts are not paced but held: see
 	// statusWait.
 	StatusPace *status.Pacer
+	// APIReader reads the AppService's pods, which the cache does not hold, when a rollout
+	// stands still (see PodCheckAfter); SetupWithManager sets the manager's when nil.
+	APIReader client.Reader
+	// PodCheckAfter, when above 0, replaces PodCheckAfter (tests shorten it).
+	PodCheckAfter time.Duration
 	// stale keeps reconciles off cached AppServices older than the operator's last status
 	// write: one would write again the status it has just written.
 	stale status.StaleGuard
@@ -55,9 +60,11 @@ const StatusInterval = 5 * time.Second
 // +kubebuilder:rbac:groups=apps.middleware-operator.io,resources=appservices/status,verbs=patch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile enforces the Deployment, then the Service, then writes the status if it changed.
+// Reconcile enforces the Deployment, then the Service, reads the pods of a rollout that
+// stands still (see PodCheckAfter), then writes the status if it changed.
 func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	app := &appsv1api.AppService{}
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
@@ -85,10 +92,13 @@ func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		changes.Forget(child.Updated)
 	}
 	changes.Record(r.Recorder, app)
-	setAppServiceStatus(next, deployment, err)
+	failing, recheck, podErr := r.failingPods(ctx, app, deployment)
+	err = errors.Join(err, podErr)
+	setAppServiceStatus(next, deployment, failing, err)
 	wait, hold := r.statusWait(req.NamespacedName, app, next)
 	if hold || wait > 0 {
-		return ctrl.Result{RequeueAfter: wait}, nil // err is nil: an error is Degraded, which is written at once
+		// err is nil: an error is Degraded, which is written at once.
+		return ctrl.Result{RequeueAfter: sooner(wait, recheck)}, nil
 	}
 	wrote, statusErr := status.PatchDerived(ctx, r.Client, app, next, appServiceStatus)
 	if statusErr != nil {
@@ -99,7 +109,18 @@ func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		metrics.StatusWrites.WithLabelValues("AppService", statusChange(app.Status, next.Status)).Inc()
 		warnRolloutProblem(r.Recorder, app, next)
 	}
-	return ctrl.Result{}, err
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: recheck}, nil
+}
+
+// sooner is the shorter of two waits, 0 standing for none.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // statusWait says when the new status is written. At once when nothing changed (nothing is
@@ -160,6 +181,9 @@ func appServiceStatus(obj client.Object) any { return obj.(*appsv1api.AppService
 func (r *AppServiceReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.StatusPace == nil {
 		r.StatusPace = status.NewPacer(StatusInterval)
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appsv1api.AppService{}, builder.WithPredicates(specChanged)).

@@ -30,8 +30,9 @@ const (
 	ReasonReplicaFailure      = "ReplicaFailure"
 )
 
-// setAppServiceStatus derives the status from the Deployment and the reconcile error.
-func setAppServiceStatus(app *appsv1api.AppService, d *appsv1.Deployment, err error) {
+// setAppServiceStatus derives the status from the Deployment, what stops its pods (see
+// podsFailing) and the reconcile error.
+func setAppServiceStatus(app *appsv1api.AppService, d *appsv1.Deployment, failing rolloutProblem, err error) {
 	st := &app.Status
 	gen := app.Generation
 	st.ObservedGeneration = gen
@@ -57,7 +58,18 @@ func setAppServiceStatus(app *appsv1api.AppService, d *appsv1.Deployment, err er
 		status.Set(&st.Conditions, gen, appsv1api.ConditionProgressing, metav1.ConditionFalse, ReasonRolloutComplete,
 			"the Deployment runs the current spec")
 	}
-	setDegraded(&st.Conditions, gen, err, deploymentStuck(d))
+	setDegraded(&st.Conditions, gen, err, rolloutStuck(d, failing))
+}
+
+// rolloutStuck is why the rollout cannot finish: pods refused by the API server first, then
+// a container of the pods that cannot start (the cause), then the Deployment past its
+// progress deadline (the symptom).
+func rolloutStuck(d *appsv1.Deployment, failing rolloutProblem) rolloutProblem {
+	stuck := deploymentStuck(d)
+	if stuck.reason == ReasonReplicaFailure || failing.reason == "" {
+		return stuck
+	}
+	return failing
 }
 
 // setDegraded sets Degraded from a reconcile error or a stuck rollout message.
@@ -146,11 +158,12 @@ func deploymentStuck(d *appsv1.Deployment) rolloutProblem {
 }
 
 // warnRolloutProblem emits a Warning when the status written, next, newly says that the
-// rollout failed (ReplicaFailure) or passed its deadline (ProgressDeadlineExceeded): once
-// per problem, as the status changes.
+// rollout failed (ReplicaFailure), that a container of its pods cannot start (the waiting
+// reason, see podFailureHints) or that it passed its deadline (ProgressDeadlineExceeded):
+// once per problem, as the status changes.
 func warnRolloutProblem(rec events.EventRecorder, before, next *appsv1api.AppService) {
 	c := meta.FindStatusCondition(next.Status.Conditions, appsv1api.ConditionDegraded)
-	if c == nil || c.Status != metav1.ConditionTrue || (c.Reason != ReasonRolloutStuck && c.Reason != ReasonReplicaFailure) {
+	if c == nil || c.Status != metav1.ConditionTrue || (c.Reason != ReasonRolloutStuck && c.Reason != ReasonReplicaFailure && podFailureHints[c.Reason] == "") {
 		return
 	}
 	if was := meta.FindStatusCondition(before.Status.Conditions, appsv1api.ConditionDegraded); was != nil &&

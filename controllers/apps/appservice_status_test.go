@@ -32,7 +32,7 @@ func TestRollingOutQuietly(t *testing.T) {
 		return d
 	}
 	settled := app()
-	setAppServiceStatus(settled, owned(), nil)
+	setAppServiceStatus(settled, owned(), rolloutProblem{}, nil)
 	settled.Status.ObservedGeneration = 1
 
 	started := owned() // the Deployment's new spec, not yet observed by its controller
@@ -48,12 +48,12 @@ func TestRollingOutQuietly(t *testing.T) {
 
 	rolling := app()
 	rolling.Status = *settled.Status.DeepCopy()
-	setAppServiceStatus(rolling, surged, nil)
+	setAppServiceStatus(rolling, surged, rolloutProblem{}, nil)
 	countsOff := *settled.Status.DeepCopy()
 	countsOff.ObservedGeneration, countsOff.AvailableReplicas = 2, 0
 	degraded := app()
 	degraded.Status = *settled.Status.DeepCopy()
-	setAppServiceStatus(degraded, stuck, nil)
+	setAppServiceStatus(degraded, stuck, rolloutProblem{}, nil)
 
 	cases := []struct {
 		name   string
@@ -81,7 +81,7 @@ func TestRollingOutQuietly(t *testing.T) {
 	for _, c := range cases {
 		next := app()
 		next.Status = *c.before.DeepCopy()
-		setAppServiceStatus(next, c.d, c.err)
+		setAppServiceStatus(next, c.d, rolloutProblem{}, c.err)
 		if got := rollingOutQuietly(c.before, next.Status); got != c.quiet {
 			t.Errorf("%s: rollingOutQuietly = %t, want %t (conditions %v)", c.name, got, c.quiet, next.Status.Conditions)
 		}

@@ -3,12 +3,14 @@ package apps_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
@@ -175,4 +177,91 @@ func TestAppServiceStalledRolloutIsReported(t *testing.T) {
 	if evs["Normal/Updated"] != 0 || evs["Warning/ProgressDeadlineExceeded"] != 1 {
 		t.Errorf("events %v: want no Updated (the user's own changes) and one Warning", evs)
 	}
+}
+
+// TestAppServiceFailedImageIsReported: an image that cannot be pulled shows in the status
+// (Degraded, with the container's reason, its pod and what to fix) and in one Warning
+// within PodCheckAfter of the rollout's last progress, long before the Deployment's
+// progress deadline; the old pods keep the AppService Available; a good image clears it.
+func TestAppServiceFailedImageIsReported(t *testing.T) {
+	t.Parallel()
+	ns, key := availableApp(t, 30017)
+	const bad = "nginx:no-such-tag"
+	// kwok leaves pods with this annotation alone: the test is their kubelet.
+	updateApp(t, key, func(a *appsv1api.AppService) {
+		a.Spec.Image = bad
+		a.Spec.PodAnnotations = map[string]string{"kwok.x-k8s.io/status": "custom"}
+	})
+	start := time.Now()
+	var failed string
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		pods := &corev1.PodList{}
+		if err := env.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		for _, p := range pods.Items {
+			if p.Spec.Containers[0].Image != bad || len(p.Status.ContainerStatuses) > 0 {
+				continue
+			}
+			p.Status.Phase = corev1.PodPending
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: p.Spec.Containers[0].Name, Image: bad, State: corev1.ContainerState{
+				Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: `failed to pull image "` + bad + `": not found`}}}}
+			if err := env.Client.Status().Update(ctx, &p); err != nil {
+				return false, err.Error()
+			}
+			failed = p.Name
+		}
+		return failed != "", "no pod of the new image yet"
+	})
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		cur, err := getApp(ctx, key)
+		if err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(cur.Status.Conditions, "Degraded")
+		return c != nil && condition(cur, "Degraded") == "True/ErrImagePull" && strings.Contains(c.Message, "pod "+failed) &&
+				strings.Contains(c.Message, bad) && strings.Contains(c.Message, "spec.image") &&
+				condition(cur, "Available") == "True/MinimumReplicasAvailable" && condition(cur, "Progressing") == "True/RollingOut" &&
+				cur.Status.ObservedGeneration == cur.Generation,
+			fmt.Sprintf("status %+v", cur.Status)
+	})
+	d := &appsv1.Deployment{}
+	if err := env.Client.Get(t.Context(), key, d); err != nil {
+		t.Fatal(err)
+	}
+	if stuck := deploymentProgress(d); stuck == "ProgressDeadlineExceeded" {
+		t.Errorf("the Deployment is past its deadline already: the failed image was to show before it")
+	}
+	t.Logf("the failed image showed %.1f s after the update (check after %s, deadline %d s)", time.Since(start).Seconds(), podCheckAfter, ptr.Deref(d.Spec.ProgressDeadlineSeconds, 600))
+	testenv.Eventually(t, 10*time.Second, func(ctx context.Context) (bool, string) {
+		evs, err := appEvents(ctx, ns, key.Name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return evs["Warning/ErrImagePull"] == 1, fmt.Sprintf("events %v, want one Warning ErrImagePull", evs)
+	})
+
+	updateApp(t, key, func(a *appsv1api.AppService) {
+		a.Spec.Image = "nginx:1.28"
+		a.Spec.PodAnnotations = nil
+	})
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		cur, err := getApp(ctx, key)
+		if err != nil {
+			return false, err.Error()
+		}
+		return condition(cur, "Degraded") == "False/Reconciled" && condition(cur, "Progressing") == "False/RolloutComplete" &&
+				cur.Status.UpdatedReplicas == 2 && cur.Status.Replicas == 2 && cur.Status.ObservedGeneration == cur.Generation,
+			fmt.Sprintf("status %+v after the good image", cur.Status)
+	})
+}
+
+// deploymentProgress is the reason of d's Progressing condition.
+func deploymentProgress(d *appsv1.Deployment) string {
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing {
+			return c.Reason
+		}
+	}
+	return ""
 }

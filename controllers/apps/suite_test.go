@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -16,6 +17,9 @@ import (
 // env is the local cluster every test of this package shares; each test uses its own
 // namespace.
 var env *testenv.Env
+
+// podCheckAfter is the suite's apps.PodCheckAfter: a failed image shows in seconds.
+const podCheckAfter = 3 * time.Second
 
 // mgr is the manager running the reconcilers under test.
 var mgr ctrl.Manager
@@ -31,6 +35,7 @@ func TestMain(m *testing.M) {
 	mgr, stop, err = env.StartManager(func(mgr ctrl.Manager) error {
 		if err := (&apps.AppServiceReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("appservice-controller"),
+			PodCheckAfter: podCheckAfter,
 		}).SetupWithManager(mgr, controller.Options{}); err != nil {
 			return err
 		}

@@ -35,6 +35,9 @@ type Options struct {
 	ObjectStore bool
 	// Logf, when set, receives progress lines.
 	Logf func(format string, args ...any)
+	// Profiling serves kube-apiserver's /debug/pprof (off by default: it costs nothing
+	// idle, but nothing else needs it).
+	Profiling bool
 }
 
 // Cluster is a running local control plane.
@@ -105,7 +108,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err = c.startEtcd(bin, etcdPort, peerPort); err != nil {
 		return c, err
 	}
-	if err = c.startAPIServer(bin, pki, etcdPort, apiPort); err != nil {
+	if err = c.startAPIServer(bin, pki, etcdPort, apiPort, opts.Profiling); err != nil {
 		return c, err
 	}
 	c.logf("kube-apiserver ready at %s after %s", c.Config.Host, time.Since(started).Round(time.Millisecond))
@@ -241,7 +244,7 @@ func (c *Cluster) startEtcd(bin string, port, peerPort int) error {
 	return p.waitFor(30*time.Second, func() error { return httpOK(nil, client+"/health", "") })
 }
 
-func (c *Cluster) startAPIServer(bin string, p *pki, etcdPort, port int) error {
+func (c *Cluster) startAPIServer(bin string, p *pki, etcdPort, port int, profiling bool) error {
 	tokens := filepath.Join(c.Dir, "tokens.csv")
 	if err := os.WriteFile(tokens, []byte(AdminToken+",admin,admin-uid,\"system:masters\"\n"), 0o600); err != nil {
 		return err
@@ -267,7 +270,7 @@ func (c *Cluster) startAPIServer(bin string, p *pki, etcdPort, port int) error {
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--proxy-client-cert-file=" + p.FrontProxyClient, "--proxy-client-key-file=" + p.FrontProxyKey,
 		"--enable-aggregator-routing=true",
-		"--profiling=false",
+		"--profiling=" + strconv.FormatBool(profiling),
 	})
 	if err != nil {
 		return err

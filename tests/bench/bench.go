@@ -10,7 +10,6 @@ import (
 	"maps"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +29,8 @@ import (
 // Figures are one run's measurements; durations in seconds.
 type Figures struct {
 	N int `json:"n"`
+	// Workers is the operator's AppService worker count.
+	Workers int `json:"workers"`
 	// The floor: N Deployments and N Services created by client-go directly.
 	FloorChildren  float64 `json:"floorChildrenSeconds"`
 	FloorAvailable float64 `json:"floorAvailableSeconds"`
@@ -69,6 +70,9 @@ type Figures struct {
 	// The AppService reconciles of each wave (controller_runtime_reconcile_total).
 	CreateReconciles int64 `json:"createReconciles"`
 	UpdateReconciles int64 `json:"updateReconciles"`
+	// UpdatePodLists is how many LISTs of pods the operator sent in the update wave (a
+	// rollout that stands still is checked, see apps.PodCheckAfter).
+	UpdatePodLists int64 `json:"updatePodLists"`
 	// Steady state after convergence.
 	SteadySeconds float64          `json:"steadySeconds"`
 	SteadyWrites  map[string]int64 `json:"steadyWrites"`
@@ -169,19 +173,21 @@ func UpdateTable(fs []Figures) string {
 			n, run, r.floorUpdate, r.userPatch, r.update, r.updateRatio, r.floorRolledOut, r.settled, r.settledRatio,
 			r.writesPerUpdate, r.createReconciles, r.updateReconciles, r.p50, r.p99, r.peakRSS, r.memcachedPeakRSS)
 	}
-	runs := map[int][]updateRow{}
-	var ns []int
+	type side struct{ n, workers int }
+	runs := map[side][]updateRow{}
+	var sides []side
 	for _, f := range fs {
-		if _, ok := runs[f.N]; !ok {
-			ns = append(ns, f.N)
+		k := side{f.N, f.Workers}
+		if _, ok := runs[k]; !ok {
+			sides = append(sides, k)
 		}
 		r := rowOf(f)
-		runs[f.N] = append(runs[f.N], r)
-		row(f.N, strconv.Itoa(len(runs[f.N])), r)
+		runs[k] = append(runs[k], r)
+		row(f.N, fmt.Sprintf("%d (%d workers)", len(runs[k]), f.Workers), r)
 	}
-	for _, n := range ns {
-		if rs := runs[n]; len(rs) > 1 {
-			row(n, fmt.Sprintf("median of %d", len(rs)), medianRow(rs))
+	for _, k := range sides {
+		if rs := runs[k]; len(rs) > 1 {
+			row(k.n, fmt.Sprintf("median of %d (%d workers)", len(rs), k.workers), medianRow(rs))
 		}
 	}
 	return b.String()

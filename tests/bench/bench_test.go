@@ -30,19 +30,28 @@ func TestMain(m *testing.M) {
 // MWO_BENCH_STEADY sets the steady-state window (default 2m); MWO_BENCH_CPUPROFILE=1 writes
 // the in-process operator's CPU profile of its create and update waves to
 // bin/bench-cpu-N.pprof; MWO_BENCH_SKIP=floor,memcached leaves those sides out;
-// MWO_BENCH_TRACE=1 prints the update wave's progress each second.
+// MWO_BENCH_TRACE=1 prints the update wave's progress each second;
+// MWO_BENCH_APISERVER_PROFILE=1 writes the kube-apiserver's CPU profiles of the update
+// waves to bin/apiserver-*.pprof; MWO_BENCH_WORKERS
+// (comma-separated) runs the operator side once per AppService worker count given, in turn
+// (default: the operator's own).
 func BenchmarkAppServices(b *testing.B) {
 	ns := intsFromEnv(b, "MWO_BENCH_N", 1000)
 	steady := durationFromEnv(b, "MWO_BENCH_STEADY", 2*time.Minute)
 	runs := intsFromEnv(b, "MWO_BENCH_RUNS", 1)[0]
+	workerCounts := intsFromEnv(b, "MWO_BENCH_WORKERS", 0)
 	var all []Figures
 	for range b.N * runs {
-		for _, n := range ns {
-			o := Options{N: n, Steady: steady, Unrelated: 3000, Logf: func(format string, args ...any) { b.Logf(format, args...) }}
+		for i, n := range slices.Repeat(ns, len(workerCounts)) {
+			o := Options{N: n, Steady: steady, Unrelated: 3000, Workers: workerCounts[i/len(ns)], Logf: func(format string, args ...any) { b.Logf(format, args...) }}
 			if v := os.Getenv("MWO_BENCH_SKIP"); v != "" {
 				o.Skip = strings.Split(v, ",")
 			}
 			o.Trace = os.Getenv("MWO_BENCH_TRACE") != ""
+			if os.Getenv("MWO_BENCH_APISERVER_PROFILE") != "" {
+				b.Setenv("MWO_APISERVER_PROFILING", "1")
+				o.APIServerProfiles = filepath.Join(testenv.RepoRoot(), "bin")
+			}
 			if os.Getenv("MWO_BENCH_CPUPROFILE") != "" {
 				o.CPUProfile = filepath.Join(testenv.RepoRoot(), "bin", fmt.Sprintf("bench-cpu-%d.pprof", n))
 			}
@@ -281,5 +290,28 @@ func BenchmarkRedisClusterSteps(b *testing.B) {
 		}
 		b.ReportMetric(longest, "longest-step-s")
 		fmt.Print("\n" + StepTable(f))
+	}
+}
+
+// BenchmarkWriteCosts prints what MWO_BENCH_N (default 1000) writes of each kind an
+// AppService update wave is made of cost the API server, MWO_BENCH_RUNS rounds (default 3);
+// MWO_BENCH_APISERVER_PROFILE=1 writes the kube-apiserver's profiles to bin/.
+func BenchmarkWriteCosts(b *testing.B) {
+	n := intsFromEnv(b, "MWO_BENCH_N", 1000)[0]
+	rounds := intsFromEnv(b, "MWO_BENCH_RUNS", 3)[0]
+	for range b.N {
+		profiles := ""
+		if os.Getenv("MWO_BENCH_APISERVER_PROFILE") != "" {
+			b.Setenv("MWO_APISERVER_PROFILING", "1")
+			profiles = filepath.Join(testenv.RepoRoot(), "bin")
+		}
+		costs, err := WriteCosts(b.Context(), n, rounds, profiles)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fmt.Printf("\n| %d writes of | kube-apiserver CPU (s) | wall (s) |\n| --- | --- | --- |\n", n)
+		for _, c := range costs {
+			fmt.Printf("| %s | %.2f | %.2f |\n", c.What, c.APIServerSeconds, c.WallSeconds)
+		}
 	}
 }

@@ -3,23 +3,30 @@ package bench
 import (
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
 // eventWrites counts the Events a manager's event recorder sends ("create Event",
 // "patch Event" for a series), which go through a client of the recorder's own and so
-// past the counting client: they are API writes too.
+// past the counting client: they are API writes too. It also counts, in podLists, the
+// LISTs of pods (a stalled rollout's check, through the API reader, past the cache).
 type eventWrites struct {
-	next   http.RoundTripper
-	counts *testenv.WriteCounts
+	next     http.RoundTripper
+	counts   *testenv.WriteCounts
+	podLists *atomic.Int64
 }
 
-// RoundTrip counts a write to an events resource and passes the request on.
+// RoundTrip counts a write to an events resource, or a LIST of pods, and passes the
+// request on.
 func (t eventWrites) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
 	if verb, ok := writeVerbs[req.Method]; ok && err == nil && isEvents(req.URL.Path) {
 		t.counts.Add(verb + " Event")
+	}
+	if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/pods") && req.URL.Query().Get("watch") == "" && t.podLists != nil {
+		t.podLists.Add(1)
 	}
 	return resp, err
 }

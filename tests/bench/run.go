@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
@@ -50,6 +51,13 @@ type Options struct {
 	CPUProfile string
 	// Trace prints the update wave's progress each second.
 	Trace bool
+	// APIServerProfiles, when set, is the directory where the kube-apiserver's CPU profiles
+	// of the update waves are written: the floor's Deployment patches, the AppService
+	// patches alone and the operator's wave, each over its first 8 seconds.
+	APIServerProfiles string
+	// Workers, when above 0, is the in-process operator's AppService worker count instead
+	// of its default.
+	Workers int
 	// Skip names the sides not run ("floor", "memcached"), for measuring the operator alone
 	// while working on it; their figures stay zero (ratios to a skipped floor print +Inf).
 	Skip []string
@@ -86,6 +94,10 @@ func Run(ctx context.Context, o Options) (Figures, error) {
 	}
 	return f, nil
 }
+
+// profileSeconds is how long each of the kube-apiserver's profiles runs (see
+// Options.APIServerProfiles).
+const profileSeconds = 8
 
 // memcachedMaxN is the largest N the memcached sample's pattern is measured at.
 const memcachedMaxN = 1000
@@ -151,6 +163,9 @@ func runFloor(ctx context.Context, o Options, f *Figures) error {
 	f.FloorCreateCPU = cpu.Reset()
 	o.Logf("floor: %d Deployments and Services created in %.1f s, Available in %.1f s; CPU s: %s", o.N, f.FloorChildren, f.FloorAvailable, cpuLine(f.FloorCreateCPU))
 	cpu.Reset()
+	waits := &timings{}
+	waits.Reset()
+	profiled := apiServerProfile(ctx, env.Cluster.Config, profileSeconds, o.APIServerProfiles, fmt.Sprintf("apiserver-floor-update-%d", o.N))
 	start = time.Now()
 	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
 		dep, _ := floorChildren(ns, i, image1)
@@ -163,18 +178,22 @@ func runFloor(ctx context.Context, o Options, f *Figures) error {
 	if f.FloorUpdate, err = waitFor(ctx, start, "floor update", deploymentsDone(watched, ns, o.N, image2, false)); err != nil {
 		return err
 	}
+	o.Logf("floor: the update wave's means: %s", waits.Reset())
 	f.FloorUpdateCPU = cpu.Reset()
 	if f.FloorRolledOut, err = waitFor(ctx, start, "the floor's rollout", deploymentsDone(watched, ns, o.N, image2, true)); err != nil {
 		return err
 	}
 	o.Logf("floor: every Deployment carries the new image after %.1f s, all rolled out after %.1f s; CPU s: %s", f.FloorUpdate, f.FloorRolledOut, cpuLine(f.FloorUpdateCPU))
-	return userWrites(ctx, o, c, cpu, ns, f)
+	if err := profiled(); err != nil {
+		return err
+	}
+	return userWrites(ctx, o, env, c, cpu, ns, f)
 }
 
 // userWrites measures the user's writes of the operator's waves alone, on the floor's
 // cluster once its rollout is over, with no operator running: N AppServices created, then
 // each patched to the new image, as the operator's waves create and patch them.
-func userWrites(ctx context.Context, o Options, c client.Client, cpu *cpuMeter, ns string, f *Figures) error {
+func userWrites(ctx context.Context, o Options, env *testenv.Env, c client.Client, cpu *cpuMeter, ns string, f *Figures) error {
 	for _, w := range []struct {
 		what    string
 		write   func(ctx context.Context, i int) error
@@ -185,11 +204,18 @@ func userWrites(ctx context.Context, o Options, c client.Client, cpu *cpuMeter, 
 		{"patched to the new image", func(ctx context.Context, i int) error { return patchImage(ctx, c, ns, i, image2) }, &f.FloorUserPatch, &f.FloorUserPatchCPU},
 	} {
 		cpu.Reset()
+		profiled := func() error { return nil }
+		if w.seconds == &f.FloorUserPatch {
+			profiled = apiServerProfile(ctx, env.Cluster.Config, profileSeconds, o.APIServerProfiles, fmt.Sprintf("apiserver-patches-alone-%d", o.N))
+		}
 		start := time.Now()
 		if err := parallel(ctx, o.N, w.write); err != nil {
 			return err
 		}
 		*w.seconds, *w.cpu = time.Since(start).Seconds(), cpu.Reset()
+		if err := profiled(); err != nil {
+			return err
+		}
 		o.Logf("floor: %d AppServices %s in %.1f s with no operator; CPU s: %s", o.N, w.what, *w.seconds, cpuLine(*w.cpu))
 	}
 	return nil
@@ -218,9 +244,16 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	writes := &testenv.WriteCounts{}
 	changes := &statusChanges{}
 	cfg := operator.Defaults()
+	if o.Workers > 0 {
+		cfg.AppServiceWorkers = o.Workers
+	}
+	f.Workers = cfg.AppServiceWorkers
 	restConfig := rest.CopyConfig(env.Cluster.Config)
 	restConfig.QPS, restConfig.Burst = cfg.QPS, cfg.Burst
-	restConfig.Wrap(func(next http.RoundTripper) http.RoundTripper { return eventWrites{next: next, counts: writes} })
+	podLists := &atomic.Int64{}
+	restConfig.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return eventWrites{next: next, counts: writes, podLists: podLists}
+	})
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme: operator.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Cache: operator.CacheOptions(cfg),
@@ -318,6 +351,9 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	f.WaveLatencyP50, f.WaveLatencyP99 = percentile(latencies, 50), percentile(latencies, 99)
 
 	cpu.Reset()
+	waits := &timings{}
+	waits.Reset()
+	profiled := apiServerProfile(ctx, env.Cluster.Config, profileSeconds, o.APIServerProfiles, fmt.Sprintf("apiserver-operator-update-%d", o.N))
 	start = time.Now()
 	if o.Trace {
 		traceCtx, stopTrace := context.WithCancel(ctx)
@@ -331,14 +367,19 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 		return err
 	}
 	f.UpdateCPU = cpu.Reset()
+	o.Logf("operator: the update wave's means: %s", waits.Reset())
 	stopProfile()
+	if err := profiled(); err != nil {
+		return err
+	}
 	if f.UpdateSettled, err = waitFor(ctx, start, "converged after the update", converged(watched, ns, o.N)); err != nil {
 		return err
 	}
 	time.Sleep(2 * time.Second)
 	f.UpdateWrites, f.UpdateStatusChanges, f.UpdateReconciles = writes.Reset(), changes.Reset(), reconciled.Reset()
-	o.Logf("operator: every Deployment carries the new image after %.1f s, every status settled after %.1f s, %d writes, %d reconciles; CPU s: %s",
-		f.Update, f.UpdateSettled, sum(f.UpdateWrites), f.UpdateReconciles, cpuLine(f.UpdateCPU))
+	f.UpdatePodLists = podLists.Swap(0)
+	o.Logf("operator: every Deployment carries the new image after %.1f s, every status settled after %.1f s, %d writes, %d reconciles, %d pod lists; CPU s: %s",
+		f.Update, f.UpdateSettled, sum(f.UpdateWrites), f.UpdateReconciles, f.UpdatePodLists, cpuLine(f.UpdateCPU))
 
 	if f.LatencyP50, f.LatencyP99, err = probeLatency(ctx, c, cs, ns); err != nil {
 		return err

@@ -70,7 +70,8 @@ func Scheme() *k8sruntime.Scheme {
 	return s
 }
 
-// Start starts a local cluster with nodes kwok nodes and installs the CRDs.
+// Start starts a local cluster with nodes kwok nodes and installs the CRDs; with
+// $MWO_APISERVER_PROFILING set, its kube-apiserver serves /debug/pprof.
 func Start(ctx context.Context, nodes int) (*Env, error) {
 	switch {
 	case LogWriter != nil:
@@ -80,7 +81,7 @@ func Start(ctx context.Context, nodes int) (*Env, error) {
 	default:
 		ctrl.SetLogger(logr.Discard())
 	}
-	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: nodes})
+	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: nodes, Profiling: os.Getenv("MWO_APISERVER_PROFILING") != ""})
 	if err != nil {
 		return nil, err
 	}

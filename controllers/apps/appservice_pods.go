@@ -1,0 +1,106 @@
+package apps
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+)
+
+// PodCheckAfter is how long a rollout goes without progress, with pods not ready, before
+// the AppService's pods are read to say why: a container that cannot start (an image that
+// cannot be pulled, a crash loop) then shows in the status and a Warning within about this
+// long, not only at the Deployment's progress deadline (10 minutes by default), which is all
+// the Deployment itself reports. The operator keeps no pods in memory; a check is one LIST
+// of the AppService's pods, made only while its rollout stands still.
+const PodCheckAfter = 30 * time.Second
+
+// podCheck says whether the pods of d's rollout are read now (due) and, either way, how
+// long until the next look (0: none needed, the rollout is over): once d has reported no
+// progress (its Progressing condition's lastUpdateTime) for after while some of its pods
+// are not ready, and again each after while that lasts. The steps of a rollout do not
+// reach the reconcile (see deploymentNews), so a rollout under way is looked at again
+// each after even while nothing is to be read.
+func podCheck(d *appsv1.Deployment, size int32, now time.Time, after time.Duration) (due bool, next time.Duration) {
+	if d == nil || !rollingOut(d, size) {
+		return false, 0
+	}
+	last := d.CreationTimestamp.Time
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.LastUpdateTime.After(last) {
+			last = c.LastUpdateTime.Time
+		}
+	}
+	if still := now.Sub(last); still < after {
+		return false, after - still
+	}
+	// Every pod ready: the Deployment controller is behind, no pod has anything to say.
+	return d.Status.ReadyReplicas < d.Status.Replicas || d.Status.Replicas == 0, after
+}
+
+// podFailureHints are the reasons a container waits that no wait ends, each with what to
+// fix; the kubelet reports them in the pod's container statuses.
+var podFailureHints = map[string]string{
+	"ErrImagePull":               "check spec.image and the registry's credentials",
+	"ImagePullBackOff":           "check spec.image and the registry's credentials",
+	"InvalidImageName":           "spec.image is not a valid image reference",
+	"ErrImageNeverPull":          "the image is not on the node and the pull policy is Never",
+	"CrashLoopBackOff":           "the container keeps exiting: see its logs (kubectl logs --previous)",
+	"CreateContainerConfigError": "the container's configuration names something missing (a Secret or ConfigMap key)",
+	"CreateContainerError":       "the runtime could not create the container",
+	"RunContainerError":          "the runtime could not start the container",
+}
+
+// podsFailing is the first (by pod name) container of pods waiting for one of the reasons
+// in podFailureHints, as a rollout problem named by that reason; zero when there is none.
+func podsFailing(pods []corev1.Pod) rolloutProblem {
+	sorted := slices.Clone(pods)
+	slices.SortFunc(sorted, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	for _, p := range sorted {
+		for _, c := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
+			w := c.State.Waiting
+			if w == nil {
+				continue
+			}
+			if hint, ok := podFailureHints[w.Reason]; ok {
+				msg := fmt.Sprintf("pod %s, container %s: %s", p.Name, c.Name, w.Reason)
+				if w.Message != "" {
+					msg += ": " + w.Message
+				}
+				return rolloutProblem{w.Reason, msg + " (" + hint + ")"}
+			}
+		}
+	}
+	return rolloutProblem{}
+}
+
+// failingPods reads the AppService's pods through the API reader when podCheck says the
+// rollout has stood still long enough, and returns what stops them with the time until the
+// next look.
+func (r *AppServiceReconciler) failingPods(ctx context.Context, app *appsv1api.AppService, d *appsv1.Deployment) (rolloutProblem, time.Duration, error) {
+	due, next := podCheck(d, resources.AppServiceSize(app), time.Now(), r.podCheckAfter())
+	if !due {
+		return rolloutProblem{}, next, nil
+	}
+	pods := &corev1.PodList{}
+	if err := r.APIReader.List(ctx, pods, client.InNamespace(app.Namespace),
+		client.MatchingLabels(resources.SelectorLabels(resources.AppServiceKind, app.Name))); err != nil {
+		return rolloutProblem{}, next, fmt.Errorf("while reading the pods of a rollout that stands still: %w", err)
+	}
+	return podsFailing(pods.Items), next, nil
+}
+
+func (r *AppServiceReconciler) podCheckAfter() time.Duration {
+	if r.PodCheckAfter > 0 {
+		return r.PodCheckAfter
+	}
+	return PodCheckAfter
+}

@@ -1,0 +1,120 @@
+package apps
+
+import (
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestPodCheck: the pods are read only once a rollout with pods not ready has made no
+// progress for the whole delay, counted from the Deployment's last progress (or its
+// creation); a rollout under way is looked at again each delay, one that is over never.
+func TestPodCheck(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	const after = 30 * time.Second
+	deployment := func(generation int64, replicas, ready int32, progressed time.Duration) *appsv1.Deployment {
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Generation: generation, CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))},
+			Status:     appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: replicas, UpdatedReplicas: 1, ReadyReplicas: ready, AvailableReplicas: ready},
+		}
+		if progressed >= 0 {
+			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue,
+				Reason: "ReplicaSetUpdated", LastUpdateTime: metav1.NewTime(now.Add(-progressed))}}
+		}
+		return d
+	}
+	cases := []struct {
+		name string
+		d    *appsv1.Deployment
+		due  bool
+		next time.Duration
+	}{
+		{"no Deployment", nil, false, 0},
+		{"rolled out", deployment(2, 1, 1, time.Hour), false, 0},
+		{"a new pod not ready, progress 10 s ago", deployment(2, 2, 1, 10*time.Second), false, 20 * time.Second},
+		{"a new pod not ready, progress 30 s ago", deployment(2, 2, 1, after), true, after},
+		{"a new pod not ready, progress an hour ago", deployment(2, 2, 1, time.Hour), true, after},
+		{"every pod ready, the Deployment controller behind", deployment(2, 2, 2, time.Hour), false, after},
+		{"the new template not yet observed, every pod ready", deployment(3, 1, 1, time.Hour), false, after},
+		{"no Progressing condition: counted from creation", deployment(2, 2, 1, -1), true, after},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			due, next := podCheck(c.d, 1, now, after)
+			if due != c.due || next != c.next {
+				t.Errorf("podCheck = %v, %v; want %v, %v", due, next, c.due, c.next)
+			}
+		})
+	}
+}
+
+// TestPodsFailing: a container waiting for a reason no wait ends is reported with its
+// pod, its message and what to fix, the first pod by name; waiting to be created, running
+// or crashed once is not.
+func TestPodsFailing(t *testing.T) {
+	pod := func(name, reason, message string) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app"}}
+		if reason != "" {
+			p.Status.ContainerStatuses[0].State.Waiting = &corev1.ContainerStateWaiting{Reason: reason, Message: message}
+		} else {
+			p.Status.ContainerStatuses[0].State.Running = &corev1.ContainerStateRunning{}
+		}
+		return p
+	}
+	pull := `Back-off pulling image "nginx:nope"`
+	cases := []struct {
+		name         string
+		pods         []corev1.Pod
+		reason, want string
+	}{
+		{"none", nil, "", ""},
+		{"running", []corev1.Pod{pod("web-a", "", "")}, "", ""},
+		{"being created", []corev1.Pod{pod("web-a", "ContainerCreating", "")}, "", ""},
+		{"image pull back-off", []corev1.Pod{pod("web-a", "", ""), pod("web-b", "ImagePullBackOff", pull)},
+			"ImagePullBackOff", `pod web-b, container app: ImagePullBackOff: Back-off pulling image "nginx:nope" (check spec.image and the registry's credentials)`},
+		{"the first pod by name", []corev1.Pod{pod("web-c", "CrashLoopBackOff", ""), pod("web-b", "InvalidImageName", "")},
+			"InvalidImageName", "pod web-b, container app: InvalidImageName (spec.image is not a valid image reference)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := podsFailing(c.pods)
+			if got.reason != c.reason || got.message != c.want {
+				t.Errorf("podsFailing = %q, %q; want %q, %q", got.reason, got.message, c.reason, c.want)
+			}
+		})
+	}
+}
+
+// TestRolloutStuck: pods the API server refuses come first, then a container that cannot
+// start (the cause), then the progress deadline (the symptom).
+func TestRolloutStuck(t *testing.T) {
+	condition := func(typ appsv1.DeploymentConditionType, reason string) *appsv1.Deployment {
+		d := readyDeployment()
+		d.Status.Conditions = append(d.Status.Conditions, appsv1.DeploymentCondition{Type: typ, Status: corev1.ConditionTrue, Reason: reason, Message: reason})
+		return d
+	}
+	pull := rolloutProblem{"ErrImagePull", "pod web-a"}
+	cases := []struct {
+		name    string
+		d       *appsv1.Deployment
+		failing rolloutProblem
+		want    string
+	}{
+		{"nothing", readyDeployment(), rolloutProblem{}, ""},
+		{"a pull failure", readyDeployment(), pull, "ErrImagePull"},
+		{"past the deadline, and why", condition(appsv1.DeploymentProgressing, "ProgressDeadlineExceeded"), pull, "ErrImagePull"},
+		{"past the deadline", condition(appsv1.DeploymentProgressing, "ProgressDeadlineExceeded"), rolloutProblem{}, ReasonRolloutStuck},
+		{"pods refused", condition(appsv1.DeploymentReplicaFailure, "FailedCreate"), pull, ReasonReplicaFailure},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := rolloutStuck(c.d, c.failing); got.reason != c.want {
+				t.Errorf("rolloutStuck = %q, want %q", got.reason, c.want)
+			}
+		})
+	}
+}
