@@ -43,6 +43,12 @@ type Figures struct {
 	// each patched to the new image. No operator can make its waves cost less.
 	FloorUserCreate float64 `json:"floorAppServiceCreateSeconds"`
 	FloorUserPatch  float64 `json:"floorAppServicePatchSeconds"`
+	// FloorStatus is the operator's status written to each of them, and
+	// FloorUserPatchStatus their patch once more with it and a watcher of AppServices: the
+	// user's part of an update wave with any operator that reports a status.
+	FloorStatus             float64            `json:"floorStatusSeconds"`
+	FloorUserPatchStatus    float64            `json:"floorAppServicePatchWithStatusSeconds"`
+	FloorUserPatchStatusCPU map[string]float64 `json:"floorAppServicePatchWithStatusCPUSeconds"`
 	// The operator: N AppServices.
 	Children  float64 `json:"childrenSeconds"`
 	Converged float64 `json:"convergedSeconds"`
@@ -134,7 +140,8 @@ func Table(fs []Figures) string {
 			name string
 			cpu  map[string]float64
 		}{{"floor create", f.FloorCreateCPU}, {"AppService creates alone", f.FloorUserCreateCPU}, {"operator create", f.CreateCPU},
-			{"floor update", f.FloorUpdateCPU}, {"AppService patches alone", f.FloorUserPatchCPU}, {"operator update", f.UpdateCPU}} {
+			{"floor update", f.FloorUpdateCPU}, {"AppService patches alone", f.FloorUserPatchCPU},
+			{"AppService patches with the operator's status", f.FloorUserPatchStatusCPU}, {"operator update", f.UpdateCPU}} {
 			fmt.Fprintf(&b, "| %d | %s | %s |\n", f.N, w.name, cpuLine(w.cpu))
 		}
 	}
@@ -166,11 +173,11 @@ func Table(fs []Figures) string {
 // then, for each N run more than once, the medians.
 func UpdateTable(fs []Figures) string {
 	var b strings.Builder
-	b.WriteString("| N | run | floor update + AppService patches alone (s) | operator update wave (s) | ratio to floor + patches | floor rolled out (s) | operator settled (s) | ratio | writes per update | reconciles per AppService: create / update | creation latency p50 / p99 with N (s) | peak RSS operator / memcached (MiB) |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| N | run | floor update + AppService patches alone (s) | operator update wave (s) | ratio to floor + patches | patches with the operator's status (s) | ratio to floor + those | floor rolled out (s) | operator settled (s) | ratio | writes per update | reconciles per AppService: create / update | creation latency p50 / p99 with N (s) | peak RSS operator / memcached (MiB) |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	row := func(n int, run string, r updateRow) {
-		fmt.Fprintf(&b, "| %d | %s | %.1f + %.1f | %.1f | %.2f | %.1f | %.1f | %.2f | %.2f | %.2f / %.2f | %.3f / %.3f | %.1f / %.1f |\n",
-			n, run, r.floorUpdate, r.userPatch, r.update, r.updateRatio, r.floorRolledOut, r.settled, r.settledRatio,
+		fmt.Fprintf(&b, "| %d | %s | %.1f + %.1f | %.1f | %.2f | %.1f | %.2f | %.1f | %.1f | %.2f | %.2f | %.2f / %.2f | %.3f / %.3f | %.1f / %.1f |\n",
+			n, run, r.floorUpdate, r.userPatch, r.update, r.updateRatio, r.userPatchStatus, r.updateRatioStatus, r.floorRolledOut, r.settled, r.settledRatio,
 			r.writesPerUpdate, r.createReconciles, r.updateReconciles, r.p50, r.p99, r.peakRSS, r.memcachedPeakRSS)
 	}
 	type side struct{ n, workers int }
@@ -196,6 +203,7 @@ func UpdateTable(fs []Figures) string {
 // updateRow is one row of UpdateTable.
 type updateRow struct {
 	floorUpdate, userPatch, update, updateRatio, floorRolledOut, settled, settledRatio       float64
+	userPatchStatus, updateRatioStatus                                                       float64
 	writesPerUpdate, createReconciles, updateReconciles, p50, p99, peakRSS, memcachedPeakRSS float64
 }
 
@@ -203,6 +211,7 @@ func rowOf(f Figures) updateRow {
 	n := float64(f.N)
 	return updateRow{
 		floorUpdate: f.FloorUpdate, userPatch: f.FloorUserPatch, update: f.Update, updateRatio: f.Update / (f.FloorUpdate + f.FloorUserPatch),
+		userPatchStatus: f.FloorUserPatchStatus, updateRatioStatus: f.Update / (f.FloorUpdate + f.FloorUserPatchStatus),
 		floorRolledOut: f.FloorRolledOut, settled: f.UpdateSettled, settledRatio: f.UpdateSettled / f.FloorRolledOut,
 		writesPerUpdate: float64(sum(f.UpdateWrites)) / n, createReconciles: float64(f.CreateReconciles) / n,
 		updateReconciles: float64(f.UpdateReconciles) / n, p50: f.LatencyP50, p99: f.LatencyP99,
@@ -222,13 +231,15 @@ func medianRow(rs []updateRow) updateRow {
 	}
 	m := updateRow{
 		floorUpdate: col(func(r updateRow) float64 { return r.floorUpdate }), userPatch: col(func(r updateRow) float64 { return r.userPatch }),
-		update: col(func(r updateRow) float64 { return r.update }), floorRolledOut: col(func(r updateRow) float64 { return r.floorRolledOut }),
+		userPatchStatus: col(func(r updateRow) float64 { return r.userPatchStatus }),
+		update:          col(func(r updateRow) float64 { return r.update }), floorRolledOut: col(func(r updateRow) float64 { return r.floorRolledOut }),
 		settled: col(func(r updateRow) float64 { return r.settled }), writesPerUpdate: col(func(r updateRow) float64 { return r.writesPerUpdate }),
 		createReconciles: col(func(r updateRow) float64 { return r.createReconciles }), updateReconciles: col(func(r updateRow) float64 { return r.updateReconciles }),
 		p50: col(func(r updateRow) float64 { return r.p50 }), p99: col(func(r updateRow) float64 { return r.p99 }),
 		peakRSS: col(func(r updateRow) float64 { return r.peakRSS }), memcachedPeakRSS: col(func(r updateRow) float64 { return r.memcachedPeakRSS }),
 	}
 	m.updateRatio, m.settledRatio = m.update/(m.floorUpdate+m.userPatch), m.settled/m.floorRolledOut
+	m.updateRatioStatus = m.update / (m.floorUpdate + m.userPatchStatus)
 	return m
 }
 

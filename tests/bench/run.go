@@ -67,6 +67,7 @@ const (
 	workers = 16
 	image1  = "nginx:1.27"
 	image2  = "nginx:1.28"
+	image3  = "nginx:1.29"
 	timeout = 20 * time.Minute
 )
 
@@ -187,13 +188,18 @@ func runFloor(ctx context.Context, o Options, f *Figures) error {
 	if err := profiled(); err != nil {
 		return err
 	}
-	return userWrites(ctx, o, env, c, cpu, ns, f)
+	return userWrites(ctx, o, env, c, watched, cpu, ns, f)
 }
 
 // userWrites measures the user's writes of the operator's waves alone, on the floor's
 // cluster once its rollout is over, with no operator running: N AppServices created, then
 // each patched to the new image, as the operator's waves create and patch them.
-func userWrites(ctx context.Context, o Options, env *testenv.Env, c client.Client, cpu *cpuMeter, ns string, f *Figures) error {
+//
+// Then each AppService is given a status as the operator writes it, and patched once more
+// with a watcher of AppServices running (as the operator's): the user's patches as they
+// cost with any operator that reports a status, which makes each AppService twice as big.
+func userWrites(ctx context.Context, o Options, env *testenv.Env, c client.Client, watched client.Reader, cpu *cpuMeter, ns string, f *Figures) error {
+	var statusCPU map[string]float64
 	for _, w := range []struct {
 		what    string
 		write   func(ctx context.Context, i int) error
@@ -202,7 +208,18 @@ func userWrites(ctx context.Context, o Options, env *testenv.Env, c client.Clien
 	}{
 		{"created", func(ctx context.Context, i int) error { return c.Create(ctx, app(ns, i, image1)) }, &f.FloorUserCreate, &f.FloorUserCreateCPU},
 		{"patched to the new image", func(ctx context.Context, i int) error { return patchImage(ctx, c, ns, i, image2) }, &f.FloorUserPatch, &f.FloorUserPatchCPU},
+		{"given the operator's status", func(ctx context.Context, i int) error {
+			return c.Status().Patch(ctx, app(ns, i, image2), client.RawPatch("application/merge-patch+json", operatorStatus()))
+		}, &f.FloorStatus, &statusCPU},
+		{"patched again, with the operator's status and a watcher", func(ctx context.Context, i int) error {
+			return patchImage(ctx, c, ns, i, image3)
+		}, &f.FloorUserPatchStatus, &f.FloorUserPatchStatusCPU},
 	} {
+		if w.seconds == &f.FloorUserPatchStatus {
+			if err := watched.Get(ctx, client.ObjectKeyFromObject(app(ns, 0, image1)), &appsv1api.AppService{}); err != nil {
+				return err // the cache's AppService informer starts and syncs
+			}
+		}
 		cpu.Reset()
 		profiled := func() error { return nil }
 		if w.seconds == &f.FloorUserPatch {
