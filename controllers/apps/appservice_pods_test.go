@@ -118,3 +118,15 @@ func TestRolloutStuck(t *testing.T) {
 		})
 	}
 }
+
+// TestSooner: the reconcile's next look is the shorter of two waits, 0 meaning none.
+func TestSooner(t *testing.T) {
+	for _, c := range []struct{ a, b, want time.Duration }{
+		{0, 0, 0}, {0, time.Second, time.Second}, {time.Second, 0, time.Second},
+		{time.Second, 2 * time.Second, time.Second}, {3 * time.Second, 2 * time.Second, 2 * time.Second},
+	} {
+		if got := sooner(c.a, c.b); got != c.want {
+			t.Errorf("sooner(%s, %s) = %s, want %s", c.a, c.b, got, c.want)
+		}
+	}
+}
