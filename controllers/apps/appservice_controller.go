@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/time/rate"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -42,6 +43,8 @@ type AppServiceReconciler struct {
 	APIReader client.Reader
 	// PodCheckAfter, when above 0, replaces PodCheckAfter (tests shorten it).
 	PodCheckAfter time.Duration
+	// podChecks bounds the pod LISTs (PodChecksPerSecond).
+	podChecks *rate.Limiter
 	// stale keeps reconciles off cached AppServices older than the operator's last status
 	// write: one would write again the status it has just written.
 	stale status.StaleGuard
@@ -92,8 +95,7 @@ func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		changes.Forget(child.Updated)
 	}
 	changes.Record(r.Recorder, app)
-	failing, recheck, podErr := r.failingPods(ctx, app, deployment)
-	err = errors.Join(err, podErr)
+	failing, recheck := r.failingPods(ctx, app, deployment)
 	setAppServiceStatus(next, deployment, failing, err)
 	wait, hold := r.statusWait(req.NamespacedName, app, next)
 	if hold || wait > 0 {
@@ -185,6 +187,7 @@ func (r *AppServiceReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
+	r.podChecks = newPodChecks()
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appsv1api.AppService{}, builder.WithPredicates(specChanged)).
 		Owns(&appsv1.Deployment{}, builder.WithPredicates(deploymentChanged)).

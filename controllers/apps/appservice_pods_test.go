@@ -1,12 +1,17 @@
 package apps
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
 )
 
 // TestPodCheck: the pods are read only once a rollout with pods not ready has made no
@@ -128,5 +133,36 @@ func TestSooner(t *testing.T) {
 		if got := sooner(c.a, c.b); got != c.want {
 			t.Errorf("sooner(%s, %s) = %s, want %s", c.a, c.b, got, c.want)
 		}
+	}
+}
+
+// countingReader counts the LISTs it is asked for and returns no pods.
+type countingReader struct {
+	client.Reader
+	lists int
+}
+
+func (c *countingReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	c.lists++
+	return nil
+}
+
+// TestPodChecksAreBounded: of many rollouts standing still at once, only as many pods are
+// read as the operator-wide bound allows; the others get their next look all the same.
+func TestPodChecksAreBounded(t *testing.T) {
+	reader := &countingReader{}
+	r := &AppServiceReconciler{APIReader: reader, podChecks: newPodChecks()}
+	stalled := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Generation: 2, CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour))},
+		Status:     appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, UpdatedReplicas: 1, ReadyReplicas: 1},
+	}
+	app := &appsv1api.AppService{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}, Spec: appsv1api.AppServiceSpec{Size: ptr.To[int32](1)}}
+	for range 100 {
+		if _, next := r.failingPods(t.Context(), app, stalled); next != PodCheckAfter {
+			t.Fatalf("next look %s, want %s", next, PodCheckAfter)
+		}
+	}
+	if reader.lists < 1 || reader.lists > PodChecksPerSecond+1 {
+		t.Errorf("%d pod LISTs for 100 stalled rollouts at once, want 1 to %d", reader.lists, PodChecksPerSecond+1)
 	}
 }
