@@ -164,8 +164,6 @@ func runFloor(ctx context.Context, o Options, f *Figures) error {
 	f.FloorCreateCPU = cpu.Reset()
 	o.Logf("floor: %d Deployments and Services created in %.1f s, Available in %.1f s; CPU s: %s", o.N, f.FloorChildren, f.FloorAvailable, cpuLine(f.FloorCreateCPU))
 	cpu.Reset()
-	waits := &timings{}
-	waits.Reset()
 	profiled := apiServerProfile(ctx, env.Cluster.Config, profileSeconds, o.APIServerProfiles, fmt.Sprintf("apiserver-floor-update-%d", o.N))
 	start = time.Now()
 	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
@@ -179,7 +177,6 @@ func runFloor(ctx context.Context, o Options, f *Figures) error {
 	if f.FloorUpdate, err = waitFor(ctx, start, "floor update", deploymentsDone(watched, ns, o.N, image2, false)); err != nil {
 		return err
 	}
-	o.Logf("floor: the update wave's means: %s", waits.Reset())
 	f.FloorUpdateCPU = cpu.Reset()
 	if f.FloorRolledOut, err = waitFor(ctx, start, "the floor's rollout", deploymentsDone(watched, ns, o.N, image2, true)); err != nil {
 		return err
@@ -205,25 +202,30 @@ func userWrites(ctx context.Context, o Options, env *testenv.Env, c client.Clien
 		write   func(ctx context.Context, i int) error
 		seconds *float64
 		cpu     *map[string]float64
+		// profile names the kube-apiserver profile of the write (none when empty); watch
+		// starts the bench's AppService watcher before it.
+		profile string
+		watch   bool
 	}{
-		{"created", func(ctx context.Context, i int) error { return c.Create(ctx, app(ns, i, image1)) }, &f.FloorUserCreate, &f.FloorUserCreateCPU},
-		{"patched to the new image", func(ctx context.Context, i int) error { return patchImage(ctx, c, ns, i, image2) }, &f.FloorUserPatch, &f.FloorUserPatchCPU},
+		{"created", func(ctx context.Context, i int) error { return c.Create(ctx, app(ns, i, image1)) }, &f.FloorUserCreate, &f.FloorUserCreateCPU, "", false},
+		{"patched to the new image", func(ctx context.Context, i int) error { return patchImage(ctx, c, ns, i, image2) }, &f.FloorUserPatch, &f.FloorUserPatchCPU,
+			fmt.Sprintf("apiserver-patches-alone-%d", o.N), false},
 		{"given the operator's status", func(ctx context.Context, i int) error {
 			return c.Status().Patch(ctx, app(ns, i, image2), client.RawPatch("application/merge-patch+json", operatorStatus()))
-		}, &f.FloorStatus, &statusCPU},
+		}, &f.FloorStatus, &statusCPU, "", false},
 		{"patched again, with the operator's status and a watcher", func(ctx context.Context, i int) error {
 			return patchImage(ctx, c, ns, i, image3)
-		}, &f.FloorUserPatchStatus, &f.FloorUserPatchStatusCPU},
+		}, &f.FloorUserPatchStatus, &f.FloorUserPatchStatusCPU, "", true},
 	} {
-		if w.seconds == &f.FloorUserPatchStatus {
+		if w.watch {
 			if err := watched.Get(ctx, client.ObjectKeyFromObject(app(ns, 0, image1)), &appsv1api.AppService{}); err != nil {
 				return err // the cache's AppService informer starts and syncs
 			}
 		}
 		cpu.Reset()
 		profiled := func() error { return nil }
-		if w.seconds == &f.FloorUserPatch {
-			profiled = apiServerProfile(ctx, env.Cluster.Config, profileSeconds, o.APIServerProfiles, fmt.Sprintf("apiserver-patches-alone-%d", o.N))
+		if w.profile != "" {
+			profiled = apiServerProfile(ctx, env.Cluster.Config, profileSeconds, o.APIServerProfiles, w.profile)
 		}
 		start := time.Now()
 		if err := parallel(ctx, o.N, w.write); err != nil {
@@ -715,10 +717,8 @@ func (r *reconciles) Reset() int64 {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "appservice" {
-					now += int64(m.GetCounter().GetValue())
-				}
+			if hasLabel(m, "controller", "appservice") {
+				now += int64(m.GetCounter().GetValue())
 			}
 		}
 	}

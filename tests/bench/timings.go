@@ -12,13 +12,11 @@ import (
 // value its series must carry: where a wave's time went, on average.
 type timing struct{ what, metric, label, value string }
 
-// waveTimings are the waits a Deployment update goes through in the operator: its turn in
-// the work queue, the reconcile, and the API request the reconcile waits on.
+// waveTimings are the waits an AppService's change goes through in the operator: its turn
+// in the work queue and the reconcile (which includes its API requests).
 var waveTimings = []timing{
 	{"queue wait", "workqueue_queue_duration_seconds", "name", "appservice"},
 	{"reconcile", "workqueue_work_duration_seconds", "name", "appservice"},
-	{"PUT request", "rest_client_request_duration_seconds", "verb", "PUT"},
-	{"PATCH request", "rest_client_request_duration_seconds", "verb", "PATCH"},
 }
 
 // timings reads waveTimings' sums and counts between two Resets.
