@@ -33,12 +33,19 @@ const PodCheckAfter = 30 * time.Second
 // within about PodCheckAfter; in a fleet-wide stall each is seen in turn.
 const PodChecksPerSecond = 1
 
+// PodCheckMaxInterval bounds the wait between two looks at a rollout that stands still:
+// the looks come after it has stood still for PodCheckAfter, then twice, four times... as
+// long, so an AppService left with an image that cannot be pulled costs a pod LIST every
+// 5 minutes, not every 30 s, for as long as nobody fixes it.
+const PodCheckMaxInterval = 5 * time.Minute
+
 // podCheck says whether the pods of d's rollout are read now (due) and, either way, how
 // long until the next look (0: none needed, the rollout is over): once d has reported no
 // progress (its Progressing condition's lastUpdateTime) for after while some of its pods
-// are not ready, and again each after while that lasts. The steps of a rollout do not
-// reach the reconcile (see deploymentNews), so a rollout under way is looked at again
-// each after even while nothing is to be read.
+// are not ready, and again each time the stillness has doubled, at least after and at most
+// PodCheckMaxInterval apart, while that lasts. The steps of a rollout do not reach the
+// reconcile (see deploymentNews), so a rollout under way is looked at again as well even
+// while nothing is to be read.
 func podCheck(d *appsv1.Deployment, size int32, now time.Time, after time.Duration) (due bool, next time.Duration) {
 	if d == nil || !rollingOut(d, size) {
 		return false, 0
@@ -49,11 +56,13 @@ func podCheck(d *appsv1.Deployment, size int32, now time.Time, after time.Durati
 			last = c.LastUpdateTime.Time
 		}
 	}
-	if still := now.Sub(last); still < after {
+	still := now.Sub(last)
+	if still < after {
 		return false, after - still
 	}
+	next = min(still, max(after, PodCheckMaxInterval))
 	// Every pod ready: the Deployment controller is behind, no pod has anything to say.
-	return d.Status.ReadyReplicas < d.Status.Replicas || d.Status.Replicas == 0, after
+	return d.Status.ReadyReplicas < d.Status.Replicas || d.Status.Replicas == 0, next
 }
 
 // podFailureHints are the reasons a container waits that no wait ends, each with what to

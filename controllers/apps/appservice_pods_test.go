@@ -41,10 +41,12 @@ func TestPodCheck(t *testing.T) {
 		{"rolled out", deployment(2, 1, 1, time.Hour), false, 0},
 		{"a new pod not ready, progress 10 s ago", deployment(2, 2, 1, 10*time.Second), false, 20 * time.Second},
 		{"a new pod not ready, progress 30 s ago", deployment(2, 2, 1, after), true, after},
-		{"a new pod not ready, progress an hour ago", deployment(2, 2, 1, time.Hour), true, after},
-		{"every pod ready, the Deployment controller behind", deployment(2, 2, 2, time.Hour), false, after},
-		{"the new template not yet observed, every pod ready", deployment(3, 1, 1, time.Hour), false, after},
-		{"no Progressing condition: counted from creation", deployment(2, 2, 1, -1), true, after},
+		{"a new pod not ready, progress 61 s ago: next look at twice as still", deployment(2, 2, 1, 61*time.Second), true, 61 * time.Second},
+		{"a new pod not ready, progress 4 min ago", deployment(2, 2, 1, 4*time.Minute), true, 4 * time.Minute},
+		{"a new pod not ready, progress an hour ago: looks 5 min apart", deployment(2, 2, 1, time.Hour), true, PodCheckMaxInterval},
+		{"every pod ready, the Deployment controller behind", deployment(2, 2, 2, 40*time.Second), false, 40 * time.Second},
+		{"the new template not yet observed, every pod ready", deployment(3, 1, 1, time.Hour), false, PodCheckMaxInterval},
+		{"no Progressing condition: counted from creation", deployment(2, 2, 1, -1), true, PodCheckMaxInterval},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -158,8 +160,8 @@ func TestPodChecksAreBounded(t *testing.T) {
 	}
 	app := &appsv1api.AppService{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}, Spec: appsv1api.AppServiceSpec{Size: ptr.To[int32](1)}}
 	for range 100 {
-		if _, next := r.failingPods(t.Context(), app, stalled); next != PodCheckAfter {
-			t.Fatalf("next look %s, want %s", next, PodCheckAfter)
+		if _, next := r.failingPods(t.Context(), app, stalled); next != PodCheckMaxInterval {
+			t.Fatalf("next look %s, want %s", next, PodCheckMaxInterval)
 		}
 	}
 	if reader.lists < 1 || reader.lists > PodChecksPerSecond+1 {
