@@ -276,7 +276,7 @@ func TestLoadRefused(t *testing.T) {
 	testredis.Dataset{Strings: 100}.Write(t, src.Client)
 	path := fetchRDB(t, src)
 	dir := t.TempDir()
-	dst := testredis.Start(t, dir, goredis.Options{}, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"))
+	dst := testredis.Start(t, dir, goredis.Options{}, testredis.ClusterArgs(t, dir)...)
 	_, err := load(t, rdbload.Options{Node: rdbstream.Options{Addr: dst.Addr}}, path)
 	if err == nil || !strings.Contains(err.Error(), `RESTORE of key "key:`) || !strings.Contains(err.Error(), "CLUSTERDOWN") {
 		t.Fatalf("error %v, want one naming a key and CLUSTERDOWN", err)

@@ -76,8 +76,7 @@ func Start(t testing.TB, dir string, opts goredis.Options, extra ...string) *Ser
 // shard of a cluster does for its slots; opts and extra are as for Start.
 func StartClusterNode(t testing.TB, dir string, opts goredis.Options, extra ...string) *Server {
 	t.Helper()
-	s := Start(t, dir, opts, append([]string{"--cluster-enabled", "yes",
-		"--cluster-config-file", filepath.Join(dir, "nodes.conf")}, extra...)...)
+	s := Start(t, dir, opts, append(ClusterArgs(t, dir), extra...)...)
 	ctx := context.Background()
 	if err := s.Client.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatal(err)
@@ -89,6 +88,19 @@ func StartClusterNode(t testing.TB, dir string, opts goredis.Options, extra ...s
 		t.Fatal("the one-node cluster never became ok")
 	}
 	return s
+}
+
+// ClusterArgs are the arguments of a cluster-mode redis-server whose state is in dir, with a
+// cluster bus port of its own: left to Redis, it is the client port + 10000, which lands in
+// the kernel's ephemeral range, where another test's outgoing connection may hold it.
+func ClusterArgs(t testing.TB, dir string) []string {
+	t.Helper()
+	bus, err := localcluster.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
+		"--cluster-port", strconv.Itoa(bus[0])}
 }
 
 // Restore starts a fresh standalone redis-server that loads dir/dump.rdb, and returns its
