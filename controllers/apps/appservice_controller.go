@@ -43,7 +43,7 @@ type AppServiceReconciler struct {
 	APIReader client.Reader
 	// PodCheckAfter, when above 0, replaces PodCheckAfter (tests shorten it).
 	PodCheckAfter time.Duration
-	// podChecks bounds the pod LISTs (PodChecksPerSecond).
+	// podChecks bounds the pod LISTs (PodChecksPerSecond); SetupWithManager sets one when nil.
 	podChecks *rate.Limiter
 	// stale keeps reconciles off cached AppServices older than the operator's last status
 	// write: one would write again the status it has just written.
@@ -187,7 +187,9 @@ func (r *AppServiceReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	r.podChecks = newPodChecks()
+	if r.podChecks == nil {
+		r.podChecks = newPodChecks()
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appsv1api.AppService{}, builder.WithPredicates(specChanged)).
 		Owns(&appsv1.Deployment{}, builder.WithPredicates(deploymentChanged)).

@@ -20,6 +20,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/middleware-operator/middleware-operator/internal/certs"
+	"github.com/middleware-operator/middleware-operator/internal/localcluster"
 )
 
 // testServer is a redis-server process in cluster mode started for a test.
@@ -186,13 +187,15 @@ func (s *testServer) stop() {
 	<-s.done
 }
 
+// freePort is a free port below the kernel's ephemeral range (see localcluster.FreePorts):
+// one the kernel hands out for outgoing connections may be taken again before redis-server
+// binds it.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		return 0, fmt.Errorf("while looking for a free port: %w", err)
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
 }
 
 func tail(s string, lines int) string {
