@@ -15,10 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
 	"github.com/middleware-operator/middleware-operator/internal/child"
@@ -45,6 +47,8 @@ type AppServiceReconciler struct {
 	PodCheckAfter time.Duration
 	// podChecks bounds the pod LISTs (PodChecksPerSecond); SetupWithManager sets one when nil.
 	podChecks *rate.Limiter
+	// echoes tells the Deployment watch which update is the echo of this reconciler's own.
+	echoes child.Echoes
 	// stale keeps reconciles off cached AppServices older than the operator's last status
 	// write: one would write again the status it has just written.
 	stale status.StaleGuard
@@ -100,7 +104,7 @@ func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	wait, hold := r.statusWait(req.NamespacedName, app, next)
 	if hold || wait > 0 {
 		// err is nil: an error is Degraded, which is written at once.
-		return ctrl.Result{RequeueAfter: sooner(wait, recheck)}, nil
+		return lookAgain(sooner(wait, recheck)), nil
 	}
 	wrote, statusErr := status.PatchDerived(ctx, r.Client, app, next, appServiceStatus)
 	if statusErr != nil {
@@ -114,7 +118,16 @@ func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: recheck}, nil
+	return lookAgain(recheck), nil
+}
+
+// lookAgain is a reconcile's result that looks at the rollout again after wait (none when
+// 0), behind spec changes (RolloutNewsPriority).
+func lookAgain(wait time.Duration) ctrl.Result {
+	if wait == 0 {
+		return ctrl.Result{}
+	}
+	return ctrl.Result{RequeueAfter: wait, Priority: ptr.To(RolloutNewsPriority)}
 }
 
 // sooner is the shorter of two waits, 0 standing for none.
@@ -149,6 +162,9 @@ func (r *AppServiceReconciler) statusWait(key types.NamespacedName, app, next *a
 func (r *AppServiceReconciler) ensureDeployment(ctx context.Context, app *appsv1api.AppService, changes *child.Outcomes) (*appsv1.Deployment, error) {
 	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, app, resources.AppServiceDeployment(app), child.MergeDeployment)
 	changes.Note(r.Recorder, app, app.Status.Conditions, live, outcome, err)
+	if outcome == child.Updated {
+		r.echoes.Wrote(live)
+	}
 	return live, err
 }
 
@@ -192,7 +208,9 @@ func (r *AppServiceReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appsv1api.AppService{}, builder.WithPredicates(specChanged)).
-		Owns(&appsv1.Deployment{}, builder.WithPredicates(deploymentChanged)).
+		Watches(&appsv1.Deployment{},
+			behindSpecChanges{handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1api.AppService{}, handler.OnlyControllerOwner())},
+			builder.WithPredicates(deploymentChanged(&r.echoes))).
 		Owns(&corev1.Service{}).
 		WithOptions(opts).
 		Named("appservice").

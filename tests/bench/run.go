@@ -374,14 +374,22 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	waits.Reset()
 	profiled := apiServerProfile(ctx, env.Cluster.Config, profileSeconds, o.APIServerProfiles, fmt.Sprintf("apiserver-operator-update-%d", o.N))
 	start = time.Now()
+	patched := &atomic.Int64{}
 	if o.Trace {
 		traceCtx, stopTrace := context.WithCancel(ctx)
 		defer stopTrace()
-		go traceUpdate(traceCtx, watched, ns, image2, writes, start)
+		go traceUpdate(traceCtx, watched, ns, image2, writes, patched, start)
 	}
-	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error { return patchImage(ctx, c, ns, i, image2) }); err != nil {
+	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
+		err := patchImage(ctx, c, ns, i, image2)
+		if err == nil {
+			patched.Add(1)
+		}
+		return err
+	}); err != nil {
 		return err
 	}
+	o.Logf("operator: the user's %d patches answered after %.1f s", o.N, time.Since(start).Seconds())
 	if f.Update, err = waitFor(ctx, start, "update", deploymentsDone(watched, ns, o.N, image2, false)); err != nil {
 		return err
 	}
@@ -468,17 +476,17 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	return nil
 }
 
-// traceUpdate prints, each second until ctx ends, how many Deployments in ns carry image
-// and the operator's writes so far: the update wave's progress, for MWO_BENCH_TRACE.
-func traceUpdate(ctx context.Context, watched client.Reader, ns, image string, writes *testenv.WriteCounts, start time.Time) {
+// traceUpdate prints, each second until ctx ends, how many of the user's patches have been
+// answered, how many Deployments in ns carry image and the operator's writes so far: the update wave's progress, for MWO_BENCH_TRACE.
+func traceUpdate(ctx context.Context, watched client.Reader, ns, image string, writes *testenv.WriteCounts, patched *atomic.Int64, start time.Time) {
 	for ctx.Err() == nil {
 		time.Sleep(time.Second)
 		done, err := deploymentsRunning(ctx, watched, ns, image, false)
 		if err != nil {
 			continue
 		}
-		fmt.Fprintf(os.Stderr, "update wave at %.1f s: %d Deployments carry the image; operator writes: %d Deployment updates, %d status patches, %d events\n",
-			time.Since(start).Seconds(), done, writes.Get("update Deployment"), writes.Get("patch-status AppService"), writes.Get("create Event"))
+		fmt.Fprintf(os.Stderr, "update wave at %.1f s: %d AppServices patched, %d Deployments carry the image; operator writes: %d Deployment updates, %d status patches, %d events\n",
+			time.Since(start).Seconds(), patched.Load(), done, writes.Get("update Deployment"), writes.Get("patch-status AppService"), writes.Get("create Event"))
 	}
 }
 
@@ -520,7 +528,7 @@ func startCPUProfile(path string) (func(), error) {
 // its metrics in plain HTTP for the bench to read and no leader election: at steady state
 // the in-process operator writes nothing, so the two do not contend.
 func startOperatorProcess(env *testenv.Env) (*process, error) {
-	bin, err := binary(".")
+	bin, err := binary(".", operatorBuildFlags...)
 	if err != nil {
 		return nil, err
 	}
