@@ -3,7 +3,6 @@ package child
 import (
 	"sync"
 
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -14,7 +13,7 @@ import (
 // fleet-wide image change. One record per child, spent by the child's next update event
 // with a new resourceVersion (echo or not) or by its deletion: an echo that arrives before
 // Wrote is called passes (one reconcile more), and the record it leaves matches nothing.
-type Echoes struct{ written sync.Map } // types.NamespacedName -> resourceVersion
+type Echoes struct{ written sync.Map } // client.ObjectKey -> resourceVersion
 
 // Wrote records obj as the server answered this process's write of it.
 func (e *Echoes) Wrote(obj client.Object) {
@@ -24,11 +23,11 @@ func (e *Echoes) Wrote(obj client.Object) {
 // Echo reports whether obj, as an update event carries it, is this process's last write of
 // it, and forgets that write either way: only the first event after a write can be its echo.
 func (e *Echoes) Echo(obj client.Object) bool {
-	rv, ok := e.written.LoadAndDelete(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()})
+	rv, ok := e.written.LoadAndDelete(client.ObjectKeyFromObject(obj))
 	return ok && rv == obj.GetResourceVersion()
 }
 
 // Forget drops the record of obj (its deletion).
 func (e *Echoes) Forget(obj client.Object) {
-	e.written.Delete(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()})
+	e.written.Delete(client.ObjectKeyFromObject(obj))
 }

@@ -477,7 +477,8 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 }
 
 // traceUpdate prints, each second until ctx ends, how many of the user's patches have been
-// answered, how many Deployments in ns carry image and the operator's writes so far: the update wave's progress, for MWO_BENCH_TRACE.
+// answered, how many Deployments in ns carry image and the operator's writes so far: the
+// update wave's progress, for MWO_BENCH_TRACE.
 func traceUpdate(ctx context.Context, watched client.Reader, ns, image string, writes *testenv.WriteCounts, patched *atomic.Int64, start time.Time) {
 	for ctx.Err() == nil {
 		time.Sleep(time.Second)
