@@ -110,7 +110,13 @@ func (f fencedAdmin) CheckACLRules(ctx context.Context, addr string, sets []stri
 // Fence is set.
 func (r *RedisClusterReconciler) adminFor(s *state) Admin {
 	if s.admin == nil {
-		s.admin = r.admins.get(client.ObjectKeyFromObject(s.rc), s.login(), s.tls, func() Admin { return r.NewAdmin(s.login(), s.tls) })
+		// A node still serving one of the cluster's earlier certificates after the trust
+		// moved on must answer, or it would never be checked and reloaded.
+		trust := s.tls
+		if trust != nil {
+			trust = r.ownCertsTLS(s)
+		}
+		s.admin = r.admins.get(client.ObjectKeyFromObject(s.rc), s.login(), trust, func() Admin { return r.NewAdmin(s.login(), trust) })
 		if r.Fence != nil {
 			s.admin = fencedAdmin{Admin: s.admin, fence: r.fence}
 		}

@@ -109,7 +109,8 @@ func plannerCARotation(s *state) *redisadmin.CARotation {
 	if s.ca == nil || s.ca.Stage() == "" {
 		return nil
 	}
-	return &redisadmin.CARotation{Stage: s.ca.Stage(), Last: s.ca.Stage() == resources.CAStageSwitch, Due: resources.RedisCAStageDue(s.rc, *s.ca)}
+	return &redisadmin.CARotation{Stage: s.ca.Stage(), Last: s.ca.Stage() == resources.CAStageSwitch, Due: resources.RedisCAStageDue(s.rc, *s.ca),
+		Checked: s.tls != nil && s.tlsCert != nil}
 }
 
 // advanceCA moves the CA rotation a stage on (the step planned it: every node serves the

@@ -18,14 +18,7 @@ import (
 func TestTrustingIssuedAcceptsOnlyTheClustersOwnEarlierCertificates(t *testing.T) {
 	now := time.Now()
 	const name = "cache.ns.svc"
-	oldCA, err := certs.NewCA("old", now, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newCA, err := certs.NewCA("new", now, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	oldCA, newCA := twoCAs(t, now)
 	leaf := func(ca certs.Pair) *x509.Certificate {
 		t.Helper()
 		p, err := certs.NewServer(ca, []string{name}, nil, now, time.Hour)
@@ -71,4 +64,18 @@ func TestTrustingIssuedAcceptsOnlyTheClustersOwnEarlierCertificates(t *testing.T
 	if n := len(issued.seen[cluster]); n != issuedCertsKept {
 		t.Errorf("%d certificates kept, want the last %d", n, issuedCertsKept)
 	}
+}
+
+// twoCAs are an old and a new CA, valid for an hour from now.
+func twoCAs(t *testing.T, now time.Time) (certs.Pair, certs.Pair) {
+	t.Helper()
+	var pairs [2]certs.Pair
+	for i, name := range []string{"old", "new"} {
+		ca, err := certs.NewCA(name, now, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pairs[i] = ca
+	}
+	return pairs[0], pairs[1]
 }

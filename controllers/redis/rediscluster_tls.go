@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"strings"
@@ -65,8 +66,20 @@ func (r *RedisClusterReconciler) readTLS(ctx context.Context, s *state) error {
 	}
 	if cfg, err := nodeTLSConfig(s, secret); err == nil {
 		s.tls = cfg
+		r.expectCertificate(s, secret)
 	}
 	return nil
+}
+
+// expectCertificate makes secret's certificate (verified by nodeTLSConfig) the one every
+// node should serve (checkCertificates), and one of the cluster's own (ownCertsTLS). Every
+// reconcile that reads TLS sets it, not only those that ensure the children: a CA
+// rotation's stage must not end on a snapshot that checked no node.
+func (r *RedisClusterReconciler) expectCertificate(s *state, secret *corev1.Secret) *x509.Certificate {
+	cert, _ := certs.ParseCert(secret.Data[resources.RedisTLSCertKey])
+	s.tlsCert = cert.Raw
+	r.issued.add(client.ObjectKeyFromObject(s.rc), cert.Raw)
+	return cert
 }
 
 // ensureTLS keeps the cluster's certificate: with spec.tls.secretName it checks the user's
@@ -117,9 +130,7 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error 
 	if err != nil {
 		return err
 	}
-	cert, _ := certs.ParseCert(secret.Data[resources.RedisTLSCertKey]) // verified by nodeTLSConfig
-	s.tlsCert = cert.Raw
-	r.issued.add(client.ObjectKeyFromObject(s.rc), cert.Raw)
+	cert := r.expectCertificate(s, secret)
 	msg := fmt.Sprintf("the nodes serve the certificate of Secret %s, valid until %s; clients verify it with its %s and the name %s",
 		secret.Name, cert.NotAfter.UTC().Format(time.RFC3339), resources.RedisTLSCAKey, resources.RedisTLSServerName(s.rc))
 	if reason == ReasonTLSIssued {

@@ -19,6 +19,10 @@ type CARotation struct {
 	Last  bool
 	// Due is when the stage may end at the earliest: it began the overlap before.
 	Due time.Time
+	// Checked: the snapshot compared every answering node's certificate with the TLS
+	// Secret's (StaleCertificate, CertificateUnknown). Without that there is no evidence
+	// that the nodes serve the stage's certificate, and the stage goes on.
+	Checked bool
 }
 
 // planRotateCA ends the rotation's current stage once it has lasted its overlap and every
@@ -26,10 +30,11 @@ type CARotation struct {
 // (before it signs) or present a certificate of it (before the old CA is dropped). A
 // recorded member that does not answer holds the rotation, since it may come back with the
 // files of an earlier stage; so does a node whose certificate could not be checked (a
-// handshake that timed out on a loaded machine is no evidence that it serves the new one).
+// handshake that timed out on a loaded machine is no evidence that it serves the new one),
+// and so does a snapshot that checked no certificate at all.
 func planRotateCA(spec Spec, s Snapshot, _ Health) (Step, bool) {
 	r := spec.CARotation
-	if r == nil || s.Now.Before(r.Due) {
+	if r == nil || !r.Checked || s.Now.Before(r.Due) {
 		return Step{}, false
 	}
 	for i := range s.Nodes {

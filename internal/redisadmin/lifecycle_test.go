@@ -21,7 +21,7 @@ func (c *cluster) current() *cluster {
 // from due.
 func rotating(stage string, last bool, due time.Time) Spec {
 	s := specFor(6)
-	s.CARotation = &CARotation{Stage: stage, Last: last, Due: due}
+	s.CARotation = &CARotation{Stage: stage, Last: last, Due: due, Checked: true}
 	return s
 }
 
@@ -281,6 +281,14 @@ func TestNextStep(t *testing.T) {
 			spec: rotating("Trust", false, now.Add(-time.Second)),
 			snap: six().current().snap, want: StepRotateCA,
 			check: func(t *testing.T, s Step) { expect(t, s.CAStage == "Trust", "ends stage %q", s.CAStage) },
+		},
+		"a CA rotation due, but no node's certificate was checked (no TLS Secret read): the stage goes on": {
+			spec: func() Spec {
+				s := rotating("Switch", true, now.Add(-time.Second))
+				s.CARotation.Checked = false
+				return s
+			}(),
+			snap: six().current().snap, want: StepIdle,
 		},
 		"a CA rotation's stage before its overlap has passed: nothing to do yet": {
 			spec: rotating("Switch", true, now.Add(time.Second)),
