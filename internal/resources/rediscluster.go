@@ -282,8 +282,10 @@ cluster-migration-barrier ` + redisMigrationBarrier + `
 cluster-require-full-coverage ` + redisUserFullCoverage(userConf) + `
 dir /data
 appendonly yes
-appendfsync everysec
 `)
+	if _, set := confDirective(userConf, "appendfsync"); !set {
+		b.WriteString(redisAOFSync)
+	}
 	if _, set := confDirective(userConf, "save"); !set {
 		b.WriteString(redisNoSnapshots)
 	}
@@ -300,6 +302,11 @@ appendfsync everysec
 // planner's move, look after look. An emptied master's replicas still follow its slots
 // (cluster-allow-replica-migration stays yes).
 const redisMigrationBarrier = "999"
+
+// redisAOFSync is the AOF's fsync policy unless the user's redis.conf sets one: once a
+// second, Redis's default. A user who would rather lose no acknowledged write to a killed
+// container than keep the write throughput sets appendfsync always.
+const redisAOFSync = "appendfsync everysec\n"
 
 // redisNoSnapshots turns off Redis's periodic RDB snapshots (its default save points) unless
 // the user's redis.conf sets its own: with appendonly a restart loads the AOF, never

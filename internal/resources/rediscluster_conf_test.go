@@ -52,3 +52,14 @@ func TestRedisConfSnapshots(t *testing.T) {
 		t.Errorf("the user's save points are cleared:\n%s", conf)
 	}
 }
+
+// TestRedisConfAOFSync: the AOF is synced once a second unless the user's redis.conf sets
+// its own policy, which then stands (it comes first, and a later directive would win).
+func TestRedisConfAOFSync(t *testing.T) {
+	if conf := resources.RedisConf("maxmemory 1gb", ""); !strings.Contains(conf, "\nappendfsync everysec\n") {
+		t.Errorf("without the user's policy the nodes should sync the AOF every second:\n%s", conf)
+	}
+	if conf := resources.RedisConf("appendfsync always", ""); strings.Contains(conf, "everysec") || !strings.Contains(conf, "appendfsync always\n") {
+		t.Errorf("the user's appendfsync always is overridden:\n%s", conf)
+	}
+}

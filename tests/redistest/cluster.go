@@ -209,3 +209,27 @@ func Preload(t *testing.T, addr, pw string, n int) {
 		}
 	}
 }
+
+// WaitAOFWritten waits until the node at addr has written to its append-only file every
+// write it acknowledged (INFO persistence: aof_buffer_length 0). With appendfsync everysec,
+// Redis answers writes and postpones writing them, up to 2 s, while an earlier fsync is
+// slow (a busy disk): a container killed in that window comes back without writes it
+// acknowledged, and its replica, resynchronising from it, drops them too. A test that kills
+// a node for another purpose (a restart, a password read again) waits for this first.
+func WaitAOFWritten(t *testing.T, addr, pw string) {
+	t.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: addr, Password: pw, Protocol: 2, DisableIdentity: true})
+	defer func() { _ = c.Close() }()
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		info, err := c.Info(ctx, "persistence").Result()
+		if err != nil {
+			return false, err.Error()
+		}
+		for line := range strings.SplitSeq(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "aof_buffer_length:"); ok {
+				return v == "0", fmt.Sprintf("%s holds %s bytes of acknowledged writes not yet in its append-only file", addr, v)
+			}
+		}
+		return false, fmt.Sprintf("%s reports no aof_buffer_length (append-only file off?)", addr)
+	})
+}
