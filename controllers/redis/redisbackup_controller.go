@@ -40,7 +40,8 @@ type RedisBackupReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
 	Recorder events.EventRecorder
-	// APIReader reads the store's Secrets (SetupWithManager sets the manager's when nil).
+	// APIReader reads the store's Secrets and the cluster to back up (SetupWithManager sets
+	// the manager's when nil).
 	APIReader client.Reader
 	// Clusters is the RedisCluster reconciler, whose connections to each cluster (login and
 	// TLS included) a backup uses: a backup waits until it has looked at the cluster.
@@ -113,8 +114,10 @@ func (r *RedisBackupReconciler) look(ctx context.Context, b *redisv1alpha1.Redis
 	if l.phase == redisv1alpha1.BackupCompleted || l.phase == redisv1alpha1.BackupFailed {
 		return l, run
 	}
+	// The cluster as the API server has it, not as the cache may still show it: a pause
+	// written just before the backup was created must hold (a look per backup attempt).
 	rc := &redisv1alpha1.RedisCluster{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.Cluster}, rc); err != nil {
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.Cluster}, rc); err != nil {
 		l.clusterReason, l.clusterProblem = ReasonClusterNotFound, fmt.Sprintf("while reading RedisCluster %s: %v", b.Spec.Cluster, err)
 		if apierrors.IsNotFound(err) {
 			l.clusterProblem = fmt.Sprintf("RedisCluster %s does not exist in namespace %s: check spec.cluster", b.Spec.Cluster, b.Namespace)
