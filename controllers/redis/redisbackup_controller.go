@@ -54,6 +54,7 @@ type RedisBackupReconciler struct {
 
 // +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisbackups,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisbackups/status,verbs=patch
+// +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisclusters,verbs=get
 
 // Reconcile moves a backup on by one decision: wait (with the reason), copy every shard, or
 // nothing once it is Completed or Failed. A copy under way when the operator stops is
