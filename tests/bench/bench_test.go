@@ -62,6 +62,7 @@ func BenchmarkAppServices(b *testing.B) {
 			all = append(all, f)
 			b.ReportMetric(f.Converged/f.FloorAvailable, fmt.Sprintf("converged/floor@%d", n))
 			b.ReportMetric(f.Update/f.FloorUpdate, fmt.Sprintf("update/floor@%d", n))
+			b.ReportMetric(f.Update/f.FloorTogether, fmt.Sprintf("update/zero-cost@%d", n))
 		}
 	}
 	slices.SortStableFunc(all, func(a, b Figures) int { return a.N - b.N })

@@ -68,6 +68,7 @@ const (
 	image1  = "nginx:1.27"
 	image2  = "nginx:1.28"
 	image3  = "nginx:1.29"
+	image4  = "nginx:1.30"
 	timeout = 20 * time.Minute
 )
 
@@ -166,12 +167,7 @@ func runFloor(ctx context.Context, o Options, f *Figures) error {
 	cpu.Reset()
 	profiled := apiServerProfile(ctx, env.Cluster.Config, profileSeconds, o.APIServerProfiles, fmt.Sprintf("apiserver-floor-update-%d", o.N))
 	start = time.Now()
-	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
-		dep, _ := floorChildren(ns, i, image1)
-		patch := client.RawPatch("application/strategic-merge-patch+json",
-			fmt.Appendf(nil, `{"spec":{"template":{"spec":{"containers":[{"name":%q,"image":%q}]}}}}`, dep.Spec.Template.Spec.Containers[0].Name, image2))
-		return c.Patch(ctx, dep, patch)
-	}); err != nil {
+	if err := parallel(ctx, o.N, func(ctx context.Context, i int) error { return patchFloorImage(ctx, c, ns, i, image2) }); err != nil {
 		return err
 	}
 	if f.FloorUpdate, err = waitFor(ctx, start, "floor update", deploymentsDone(watched, ns, o.N, image2, false)); err != nil {
@@ -185,7 +181,59 @@ func runFloor(ctx context.Context, o Options, f *Figures) error {
 	if err := profiled(); err != nil {
 		return err
 	}
-	return userWrites(ctx, o, env, c, watched, cpu, ns, f)
+	if err := userWrites(ctx, o, env, c, watched, cpu, ns, f); err != nil {
+		return err
+	}
+	return floorTogether(ctx, o, c, watched, cpu, ns, f)
+}
+
+// patchFloorImage sets the image of the floor's i-th Deployment in ns with a strategic
+// merge patch, as client-go would.
+func patchFloorImage(ctx context.Context, c client.Client, ns string, i int, image string) error {
+	dep, _ := floorChildren(ns, i, image1)
+	return c.Patch(ctx, dep, client.RawPatch("application/strategic-merge-patch+json",
+		fmt.Appendf(nil, `{"spec":{"template":{"spec":{"containers":[{"name":%q,"image":%q}]}}}}`, dep.Spec.Template.Spec.Containers[0].Name, image)))
+}
+
+// floorTogether is the update wave of an operator that costs nothing: the user patches each
+// AppService (carrying a status, with a watcher), and the moment a patch is answered its
+// Deployment is patched too, by up to operator.AppServiceWorkers writers at once. The
+// user's patches then meet the rollouts the earlier Deployment writes started, as they do
+// with the operator, which the sum of the floor's update and the patches alone leaves out.
+// It runs last on the floor's cluster, whose rollouts are over.
+func floorTogether(ctx context.Context, o Options, c client.Client, watched client.Reader, cpu *cpuMeter, ns string, f *Figures) error {
+	writers := make(chan struct{}, operator.AppServiceWorkers)
+	var deployments sync.WaitGroup
+	var firstErr atomic.Pointer[error]
+	cpu.Reset()
+	start := time.Now()
+	err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
+		if err := patchImage(ctx, c, ns, i, image4); err != nil {
+			return err
+		}
+		writers <- struct{}{}
+		deployments.Go(func() {
+			defer func() { <-writers }()
+			if err := patchFloorImage(ctx, c, ns, i, image4); err != nil {
+				firstErr.CompareAndSwap(nil, &err)
+			}
+		})
+		return nil
+	})
+	deployments.Wait()
+	if p := firstErr.Load(); err == nil && p != nil {
+		err = *p
+	}
+	if err != nil {
+		return err
+	}
+	if f.FloorTogether, err = waitFor(ctx, start, "the floor's update with the user's patches", deploymentsDone(watched, ns, o.N, image4, false)); err != nil {
+		return err
+	}
+	f.FloorTogetherCPU = cpu.Reset()
+	o.Logf("floor: %d AppServices patched (with the operator's status and a watcher), each Deployment patched as its patch is answered: every Deployment carries the new image after %.1f s; CPU s: %s",
+		o.N, f.FloorTogether, cpuLine(f.FloorTogetherCPU))
+	return nil
 }
 
 // userWrites measures the user's writes of the operator's waves alone, on the floor's
