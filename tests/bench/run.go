@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/common/expfmt"
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -202,27 +203,19 @@ func patchFloorImage(ctx context.Context, c client.Client, ns string, i int, ima
 // with the operator, which the sum of the floor's update and the patches alone leaves out.
 // It runs last on the floor's cluster, whose rollouts are over.
 func floorTogether(ctx context.Context, o Options, c client.Client, watched client.Reader, cpu *cpuMeter, ns string, f *Figures) error {
-	writers := make(chan struct{}, operator.AppServiceWorkers)
-	var deployments sync.WaitGroup
-	var firstErr atomic.Pointer[error]
+	var deployments errgroup.Group
+	deployments.SetLimit(operator.AppServiceWorkers) // Go waits for a free writer
 	cpu.Reset()
 	start := time.Now()
 	err := parallel(ctx, o.N, func(ctx context.Context, i int) error {
 		if err := patchImage(ctx, c, ns, i, image4); err != nil {
 			return err
 		}
-		writers <- struct{}{}
-		deployments.Go(func() {
-			defer func() { <-writers }()
-			if err := patchFloorImage(ctx, c, ns, i, image4); err != nil {
-				firstErr.CompareAndSwap(nil, &err)
-			}
-		})
+		deployments.Go(func() error { return patchFloorImage(ctx, c, ns, i, image4) })
 		return nil
 	})
-	deployments.Wait()
-	if p := firstErr.Load(); err == nil && p != nil {
-		err = *p
+	if werr := deployments.Wait(); err == nil {
+		err = werr
 	}
 	if err != nil {
 		return err

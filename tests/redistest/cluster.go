@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
@@ -225,11 +226,10 @@ func WaitAOFWritten(t *testing.T, addr, pw string) {
 		if err != nil {
 			return false, err.Error()
 		}
-		for line := range strings.SplitSeq(info, "\r\n") {
-			if v, ok := strings.CutPrefix(line, "aof_buffer_length:"); ok {
-				return v == "0", fmt.Sprintf("%s holds %s bytes of acknowledged writes not yet in its append-only file", addr, v)
-			}
+		v, ok := redisadmin.ParseClusterInfo(info)["aof_buffer_length"]
+		if !ok {
+			return false, fmt.Sprintf("%s reports no aof_buffer_length (append-only file off?)", addr)
 		}
-		return false, fmt.Sprintf("%s reports no aof_buffer_length (append-only file off?)", addr)
+		return v == "0", fmt.Sprintf("%s holds %s bytes of acknowledged writes not yet in its append-only file", addr, v)
 	})
 }
