@@ -99,6 +99,11 @@ func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		changes.Forget(child.Updated)
 	}
 	changes.Record(r.Recorder, app)
+	if apierrors.IsConflict(err) {
+		// A child written from a stale cache: the retry, on the fresh child, decides what to
+		// report. A Degraded written for it would be two status writes for nothing.
+		return ctrl.Result{}, err
+	}
 	failing, recheck := r.failingPods(ctx, app, deployment)
 	setAppServiceStatus(next, deployment, failing, err)
 	wait, hold := r.statusWait(req.NamespacedName, app, next)
