@@ -2,7 +2,6 @@ package resources_test
 
 import (
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/localcluster"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -259,15 +259,15 @@ func (s *scriptServer) assertNoSecretPassed(t *testing.T, secrets ...string) {
 	}
 }
 
-// freePort returns a TCP port nothing listens on.
+// freePort returns a TCP port nothing listens on, below the kernel's ephemeral range (see
+// localcluster.FreePorts).
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = l.Close() }()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port) //nolint:forcetypeassert // a TCP listener
+	return strconv.Itoa(ports[0])
 }
 
 func TestRedisMembersConfigMap(t *testing.T) {

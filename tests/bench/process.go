@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/middleware-operator/middleware-operator/internal/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
@@ -229,12 +229,12 @@ func (p *process) waitSettled(ctx context.Context, controller string, n int) (fl
 	})
 }
 
-// freePort is a free local TCP address.
+// freePort is a free local TCP address, below the kernel's ephemeral range (see
+// localcluster.FreePorts).
 func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		return "", err
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
+	return fmt.Sprintf("127.0.0.1:%d", ports[0]), nil
 }

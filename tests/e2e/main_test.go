@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
@@ -60,7 +60,11 @@ func startOperator() (func(), error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go build: %w\n%s", err, out)
 	}
-	metricsPort, probePort = freePort(), freePort()
+	ports, err := localcluster.FreePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	metricsPort, probePort = ports[0], ports[1]
 	operatorLog = filepath.Join(env.Cluster.Dir, "operator.log")
 	logFile, err := os.Create(operatorLog)
 	if err != nil {
@@ -102,15 +106,6 @@ func startOperator() (func(), error) {
 	stop()
 	data, _ := os.ReadFile(operatorLog)
 	return nil, fmt.Errorf("the operator never became ready:\n%s", data)
-}
-
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port //nolint:forcetypeassert // a TCP listener
 }
 
 // kubectl runs the project's kubectl against the cluster and returns its output.

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -449,7 +448,7 @@ func TestCatalogImage(t *testing.T) {
 		t.Fatalf("the image's cache does not pass opm's integrity check: %v\n%s", err, out)
 	}
 	// Then it serves; OLM probes the pod with grpc_health_probe -addr=:50051.
-	port := freePort(t)
+	port := testenv.FreePorts(t, 1)[0]
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	serve := exec.CommandContext(ctx, opm, append([]string{"serve", configs, "--cache-dir=" + cache, "-p", strconv.Itoa(port)}, quiet...)...)
@@ -495,16 +494,6 @@ func probeVersion(t *testing.T, tag string) string {
 		t.Fatalf("operator-registry@%s's go.mod does not require grpc-health-probe", tag)
 	}
 	return string(v[1])
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // TestImagesAreReproducible: the same inputs give the same image digest (every time stamp

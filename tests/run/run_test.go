@@ -30,16 +30,6 @@ import (
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port //nolint:forcetypeassert // a TCP listener
-}
-
 func listening(addr string) bool {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err == nil {
@@ -74,7 +64,8 @@ func TestMakeRunServesEveryKindAndStopsCleanly(t *testing.T) {
 	}
 	cache := t.TempDir()
 	kubeconfig := filepath.Join(cache, "middleware-operator", "run", "kubeconfig")
-	metrics, probe := freePort(t), freePort(t)
+	ports := testenv.FreePorts(t, 2)
+	metrics, probe := ports[0], ports[1]
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 

@@ -10,7 +10,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/middleware-operator/middleware-operator/internal/localcluster"
 )
+
+// FreePorts returns n distinct free loopback TCP ports below the kernel's ephemeral range
+// (see localcluster.FreePorts: a port listen(":0") hands out can be taken by an outgoing
+// connection before the process it was picked for binds it); it fails t when there are none.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	ports, err := localcluster.FreePorts(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ports
+}
 
 // Update reads the object named key into obj, applies change and writes it back, retrying
 // on conflicts; it fails the test on any other error.
