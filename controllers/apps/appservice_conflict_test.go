@@ -6,22 +6,21 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
 // TestAppServiceConflictWritesNoStatus: a Deployment update refused with a conflict (the
@@ -29,11 +28,7 @@ import (
 // Degraded status, no event, the reconcile's error asking for the retry; the retry, once
 // the update goes through, writes the status as usual.
 func TestAppServiceConflictWritesNoStatus(t *testing.T) {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(appsv1.AddToScheme(scheme))
-	utilruntime.Must(corev1.AddToScheme(scheme))
-	utilruntime.Must(appsv1api.AddToScheme(scheme))
-
+	scheme := testenv.Scheme()
 	app := &appsv1api.AppService{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team", UID: "app-uid", Generation: 2},
 		Spec:       appsv1api.AppServiceSpec{Size: ptr.To[int32](1), Image: "nginx:1.28"},
@@ -42,8 +37,9 @@ func TestAppServiceConflictWritesNoStatus(t *testing.T) {
 	running := app.DeepCopy()
 	running.Spec.Image = "nginx:1.27"
 	d := resources.AppServiceDeployment(running)
-	d.OwnerReferences = []metav1.OwnerReference{{APIVersion: appsv1api.GroupVersion.String(), Kind: "AppService", Name: app.Name,
-		UID: app.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+	if err := controllerutil.SetControllerReference(app, d, scheme); err != nil {
+		t.Fatal(err)
+	}
 	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
 	d.Generation = 1
 

@@ -99,9 +99,7 @@ func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		changes.Forget(child.Updated)
 	}
 	changes.Record(r.Recorder, app)
-	if apierrors.IsConflict(err) {
-		// A child written from a stale cache: the retry, on the fresh child, decides what to
-		// report. A Degraded written for it would be two status writes for nothing.
+	if child.StaleCache(err) {
 		return ctrl.Result{}, err
 	}
 	failing, recheck := r.failingPods(ctx, app, deployment)

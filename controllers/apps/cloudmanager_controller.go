@@ -111,8 +111,8 @@ func (r *CloudManagerReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			break
 		}
 	}
-	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-		return ctrl.Result{}, err // a stale cache: retry before reporting anything
+	if child.StaleCache(err) {
+		return ctrl.Result{}, err
 	}
 	setCloudManagerStatus(next, tiers, err)
 	wrote, statusErr := status.PatchDerived(ctx, r.Client, cm, next, cloudManagerStatus)

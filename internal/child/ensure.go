@@ -52,6 +52,13 @@ func (e *NotControlledError) Error() string {
 	return fmt.Sprintf("%s %q already exists and is not controlled by this resource: rename or delete it", e.Kind, e.Name)
 }
 
+// StaleCache reports whether err is a write the API server refused because the cache it was
+// computed from was behind: a conflict on an update, or AlreadyExists on a create. The retry,
+// on fresh objects, decides what to report, so a reconcile returns such an error before
+// deriving a status from it (a Degraded written for it would be two status writes for
+// nothing).
+func StaleCache(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
+
 // MergeFunc copies the desired state into live, a deep copy of the object on the server,
 // keeping what the server allocated (a Service's clusterIP, a node port) and what is
 // immutable.

@@ -16,8 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	"github.com/middleware-operator/middleware-operator/internal/localcluster"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
 func redisCluster(volumes *redisv1alpha1.Volumes) *redisv1alpha1.RedisCluster {
@@ -189,7 +189,7 @@ func runStartScript(t *testing.T, script string, files map[string]string, env ..
 		}
 		t.Skip("redis-server is not installed")
 	}
-	srv := &scriptServer{dir: t.TempDir(), port: freePort(t)}
+	srv := &scriptServer{dir: t.TempDir(), port: strconv.Itoa(testenv.FreePorts(t, 1)[0])}
 	stub := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + srv.dir + "/args\nenv > " + srv.dir + "/env\n" +
 		"exec " + real + " --port " + srv.port + " --save '' --appendonly no --dir " + srv.dir + " \"$@\"\n"
 	if err := os.WriteFile(filepath.Join(srv.dir, "redis-server"), []byte(stub), 0o755); err != nil {
@@ -257,17 +257,6 @@ func (s *scriptServer) assertNoSecretPassed(t *testing.T, secrets ...string) {
 	if info, err := os.Stat(s.dir + "/auth.conf"); err != nil || info.Mode().Perm() != 0o600 {
 		t.Errorf("auth file: %v, mode %v, want 0600", err, info.Mode().Perm())
 	}
-}
-
-// freePort returns a TCP port nothing listens on, below the kernel's ephemeral range (see
-// localcluster.FreePorts).
-func freePort(t *testing.T) string {
-	t.Helper()
-	ports, err := localcluster.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strconv.Itoa(ports[0])
 }
 
 func TestRedisMembersConfigMap(t *testing.T) {

@@ -43,16 +43,6 @@ func start(t *testing.T, dir, name, bin string, args, env []string) *localcluste
 	return p
 }
 
-// freePort returns a free loopback TCP port.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ports, err := localcluster.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ports[0]
-}
-
 // requirePortFree fails the test when something already listens on port: olm and catalog
 // bind fixed ports.
 func requirePortFree(t *testing.T, port int, who string) {

@@ -99,7 +99,7 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 	f.buildOperator()
 	ph.done("operator binary built")
 
-	catalogAddrPort := freePort(t)
+	catalogAddrPort := testenv.FreePorts(t, 1)[0]
 	v1 := filepath.Join(t.TempDir(), "catalog")
 	writeCatalog(t, v1, f.oldVersion)
 	opm := f.serveCatalog("opm-v"+f.oldVersion, v1, catalogAddrPort)
@@ -260,7 +260,7 @@ func (f *flow) buildOperator() {
 func (f *flow) serveCatalog(name, dir string, port int) *localcluster.Process {
 	t := f.t
 	p := start(t, f.logDir, name, binPath(t, "opm"), []string{"serve", dir, "-p", strconv.Itoa(port),
-		"--pprof-addr", "127.0.0.1:" + strconv.Itoa(freePort(t)), "-t", filepath.Join(f.logDir, name+".termination-log")}, nil)
+		"--pprof-addr", "127.0.0.1:" + strconv.Itoa(testenv.FreePorts(t, 1)[0]), "-t", filepath.Join(f.logDir, name+".termination-log")}, nil)
 	if err := p.WaitFor(time.Minute, func() error { return tcpOpen(port) }); err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +456,8 @@ func (f *flow) runOperator(name string) *localcluster.Process {
 			t.Fatalf("the operator's env %s comes from %v, which this test cannot resolve", e.Name, e.ValueFrom)
 		}
 	}
-	metricsPort, probePort := freePort(t), freePort(t)
+	ports := testenv.FreePorts(t, 2)
+	metricsPort, probePort := ports[0], ports[1]
 	var args []string
 	for _, a := range container.Args {
 		switch {

@@ -41,7 +41,7 @@ func TestInstallModesScopeTheOperator(t *testing.T) {
 	f.startCluster(1)
 	f.installOLM()
 	f.buildOperator()
-	port := freePort(t)
+	port := testenv.FreePorts(t, 1)[0]
 	dir := filepath.Join(t.TempDir(), "catalog")
 	writeCatalog(t, dir, f.newVersion) // the current bundle alone: installed, not upgraded to
 	opm := f.serveCatalog("opm", dir, port)
