@@ -115,7 +115,7 @@ func (r *RedisClusterReconciler) ensureNetworkPolicy(ctx context.Context, s *sta
 // networkPolicySummary says who the NetworkPolicy admits to which port, and where it lets
 // the pods connect.
 func (r *RedisClusterReconciler) networkPolicySummary(s *state, name string) string {
-	clients, operator, metrics := "any source", "", "no source"
+	clients, operator, metrics := "the pods of namespace "+s.rc.Namespace+" (list spec.networkPolicy.clients to admit others)", "", "no source"
 	if np := s.rc.Spec.NetworkPolicy; np != nil && len(np.Clients) > 0 {
 		clients = fmt.Sprintf("the %d peers of spec.networkPolicy.clients", len(np.Clients))
 	}

@@ -75,7 +75,7 @@ func TestRedisClusterNetworkPolicy(t *testing.T) {
 	}
 	// Who reaches each port: the API server stores the rules as the operator wrote them.
 	want := map[int32][]string{
-		resources.RedisPort:         {"any", "pods " + fmt.Sprint(own), "pods " + fmt.Sprint(resources.OperatorPodLabels()) + " in namespace " + operatorNamespace},
+		resources.RedisPort:         {"namespace " + ns, "pods " + fmt.Sprint(own), "pods " + fmt.Sprint(resources.OperatorPodLabels()) + " in namespace " + operatorNamespace},
 		resources.RedisBusPort:      {"pods " + fmt.Sprint(own)},
 		resources.RedisExporterPort: {"namespace monitoring"},
 	}
@@ -83,7 +83,7 @@ func TestRedisClusterNetworkPolicy(t *testing.T) {
 		t.Errorf("sources by port\n got %v\nwant %v", got, want)
 	}
 	c := waitNetworkPolicyCondition(t, key, metav1.ConditionTrue, rediscontrollers.ReasonNetworkPolicyApplied)
-	for _, part := range []string{"to port 6379 any source, the cluster's pods and the operator's pods in namespace " + operatorNamespace,
+	for _, part := range []string{"to port 6379 the pods of namespace " + ns + " (list spec.networkPolicy.clients to admit others), the cluster's pods and the operator's pods in namespace " + operatorNamespace,
 		"to port 16379 the cluster's pods only", "to port 9121 namespace monitoring", "connect only to the cluster's pods (ports 6379, 16379) and to DNS"} {
 		if !strings.Contains(c.Message, part) {
 			t.Errorf("condition message %q does not say %q", c.Message, part)

@@ -47,8 +47,9 @@ const dnsPort = 53
 
 // RedisNetworkPolicy isolates a RedisCluster's pods for ingress and egress and then allows,
 // rule by rule (NetworkPolicy rules add up):
-//   - ingress to the client port 6379 from spec.networkPolicy.clients, or from anywhere when
-//     none are listed; none while a restore loads (RedisClientsHeldOff);
+//   - ingress to the client port 6379 from spec.networkPolicy.clients, or when none are
+//     listed from every pod of the cluster's own namespace (RedisDefaultClients); none while
+//     a restore loads (RedisClientsHeldOff);
 //   - ingress to the client port and the cluster bus port 16379 from the cluster's own pods
 //     (the bus, and replication, which uses the client port); nothing else reaches the bus;
 //   - ingress to the client port from the operator's pods (OperatorPodLabels) in
@@ -69,7 +70,11 @@ func RedisNetworkPolicy(rc *redisv1alpha1.RedisCluster, operatorNamespace string
 	ownPods := []networkingv1.NetworkPolicyPeer{{PodSelector: own}}
 	var rules []networkingv1.NetworkPolicyIngressRule
 	if !RedisClientsHeldOff(rc, operatorNamespace) {
-		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(RedisPort), From: spec.Clients})
+		clients := spec.Clients
+		if len(clients) == 0 {
+			clients = RedisDefaultClients(rc)
+		}
+		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(RedisPort), From: clients})
 	}
 	rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(RedisPort, RedisBusPort), From: ownPods})
 	if operatorNamespace != "" {
@@ -95,6 +100,14 @@ func RedisNetworkPolicy(rc *redisv1alpha1.RedisCluster, operatorNamespace string
 			Egress:      egress,
 		},
 	}
+}
+
+// RedisDefaultClients are the peers admitted to the client port when
+// spec.networkPolicy.clients is empty: every pod of the cluster's own namespace, and nothing
+// outside it. A user opens the port further by listing clients (a namespaceSelector for
+// other namespaces, an ipBlock for addresses outside the cluster).
+func RedisDefaultClients(rc *redisv1alpha1.RedisCluster) []networkingv1.NetworkPolicyPeer {
+	return namespaceNamed(rc.Namespace)
 }
 
 // tcpPorts are NetworkPolicy ports for TCP port numbers.

@@ -18,7 +18,7 @@ import (
 
 // The rules below are written "ports <- sources", one per ingress rule, in order.
 const (
-	anyClient  = "TCP/6379 <- any source"
+	ownNamespace  = "TCP/6379 <- namespace kubernetes.io/metadata.name=ns"
 	ownPods    = "TCP/6379,TCP/16379 <- pods app.kubernetes.io/instance=cache,app.kubernetes.io/name=rediscluster"
 	operatorNS = "TCP/6379 <- pods app.kubernetes.io/name=middleware-operator,control-plane=controller-manager in namespace kubernetes.io/metadata.name=ops"
 )
@@ -37,36 +37,42 @@ func TestRedisNetworkPolicy(t *testing.T) {
 		},
 		"restore loaded: clients again": {
 			operatorNS: "ops", restore: &redisv1alpha1.RestoreStatus{CompletedAt: &metav1.Time{}},
-			want: []string{anyClient, ownPods, operatorNS},
+			want: []string{ownNamespace, ownPods, operatorNS},
 		},
 		"restoring with the operator outside the cluster: clients stay, or it would lock itself out": {
 			restore: &redisv1alpha1.RestoreStatus{},
-			want:    []string{anyClient, ownPods},
+			want:    []string{ownNamespace, ownPods},
 		},
-		"default: clients from anywhere, bus from own pods, admin from the operator's pods": {
+		"default: clients from the cluster's own namespace only, bus from own pods, admin from the operator's pods": {
 			operatorNS: "ops",
-			want:       []string{anyClient, ownPods, operatorNS},
+			want:       []string{ownNamespace, ownPods, operatorNS},
 		},
 		"operator outside the cluster: no operator rule": {
-			want: []string{anyClient, ownPods},
+			want: []string{ownNamespace, ownPods},
 		},
 		"exporter without a metrics namespace: its port stays closed": {
 			exporter: true, operatorNS: "ops",
-			want: []string{anyClient, ownPods, operatorNS},
+			want: []string{ownNamespace, ownPods, operatorNS},
 		},
 		"exporter with a metrics namespace": {
 			exporter: true, operatorNS: "ops", policy: &redisv1alpha1.NetworkPolicySpec{MetricsNamespace: "monitoring"},
-			want: []string{anyClient, ownPods, operatorNS, "TCP/9121 <- namespace kubernetes.io/metadata.name=monitoring"},
+			want: []string{ownNamespace, ownPods, operatorNS, "TCP/9121 <- namespace kubernetes.io/metadata.name=monitoring"},
 		},
 		"a metrics namespace without an exporter opens nothing": {
 			operatorNS: "ops", policy: &redisv1alpha1.NetworkPolicySpec{MetricsNamespace: "monitoring"},
-			want: []string{anyClient, ownPods, operatorNS},
+			want: []string{ownNamespace, ownPods, operatorNS},
 		},
 		"clients limited to the app's pods": {
 			operatorNS: "ops", policy: &redisv1alpha1.NetworkPolicySpec{Clients: []networkingv1.NetworkPolicyPeer{
 				{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "shop"}}},
 			}},
 			want: []string{"TCP/6379 <- pods app=shop", ownPods, operatorNS},
+		},
+		"opened to every namespace by a user, as docs/rediscluster.md shows": {
+			operatorNS: "ops", policy: &redisv1alpha1.NetworkPolicySpec{Clients: []networkingv1.NetworkPolicyPeer{
+				{NamespaceSelector: &metav1.LabelSelector{}},
+			}},
+			want: []string{"TCP/6379 <- namespace ", ownPods, operatorNS},
 		},
 	}
 	for name, tc := range cases {
