@@ -319,14 +319,29 @@ const redisNoSnapshots = "save \"\"\n"
 // managedConfHeader starts the operator's part of the generated redis.conf.
 const managedConfHeader = "# managed by middleware-operator\n"
 
+// RedisLockdownConf closes the commands no client, and no step of the operator, needs: DEBUG
+// (it can crash or stall a node and read any key's internals), MODULE (it loads any shared
+// library on the node's disk) and CONFIG SET of the protected settings (dir, dbfilename and
+// the like, which point the node's writes at any file). Redis 7.0 keeps them closed by
+// default, but a user's redis.conf could open them: these lines come last in the generated
+// redis.conf, after the user's configuration, and Redis keeps the last value of a
+// directive. The three cannot be changed at run time (CONFIG SET refuses them); the
+// --include of RedisAuthFile after the file carries only the start script's password lines.
+const RedisLockdownConf = "enable-debug-command no\nenable-module-command no\nenable-protected-configs no\n"
+
 // RedisConfigMap holds redis.conf; userConf is the user ConfigMap's redis.conf (may be
-// empty). The memory directives (redisMemoryConf) come last.
+// empty). The memory directives (redisMemoryConf) come after the cluster settings, and
+// RedisLockdownConf last of all.
 func RedisConfigMap(rc *redisv1alpha1.RedisCluster, userConf string) *corev1.ConfigMap {
+	conf := RedisConf(userConf, RedisTLSClientAuth(rc)) + redisMemoryConf(rc, userConf) + redisLockdownHeader + RedisLockdownConf
 	return &corev1.ConfigMap{
 		ObjectMeta: redisMeta(rc, RedisConfigMapName(rc)),
-		Data:       map[string]string{RedisConfigFile: RedisConf(userConf, RedisTLSClientAuth(rc)) + redisMemoryConf(rc, userConf)},
+		Data:       map[string]string{RedisConfigFile: conf},
 	}
 }
+
+// redisLockdownHeader starts RedisLockdownConf in the generated redis.conf.
+const redisLockdownHeader = "# closed whatever the configuration above says (middleware-operator)\n"
 
 // RedisMembersConfigMap records members (pod name -> node id); pods see it in
 // RedisMembersDir, and RedisStartScript reads it.

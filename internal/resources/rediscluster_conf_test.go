@@ -1,10 +1,24 @@
 package resources_test
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
 // TestRedisConfProtectedMode: protected-mode is on and stays on whatever the user's
@@ -61,5 +75,93 @@ func TestRedisConfAOFSync(t *testing.T) {
 	}
 	if conf := resources.RedisConf("appendfsync always", ""); strings.Contains(conf, "everysec") || !strings.Contains(conf, "appendfsync always\n") {
 		t.Errorf("the user's appendfsync always is overridden:\n%s", conf)
+	}
+}
+
+// openingUserConf is a user redis.conf that tries to open what RedisLockdownConf closes,
+// in the spellings Redis accepts (any case, quoted, local for loopback clients only).
+const openingUserConf = "enable-debug-command yes\nENABLE-MODULE-COMMAND \"yes\"\nenable-protected-configs local\nmaxmemory 100mb\n"
+
+// TestRedisConfLockdownComesLast: whatever the user's redis.conf says, and with TLS, ACL
+// users or memory settings, the generated redis.conf ends with enable-debug-command,
+// enable-module-command and enable-protected-configs set to no, so Redis, which keeps the
+// last value of a directive, runs with them closed.
+func TestRedisConfLockdownComesLast(t *testing.T) {
+	want := []string{"enable-debug-command no", "enable-module-command no", "enable-protected-configs no"}
+	for name, tc := range map[string]struct {
+		userConf string
+		edit     func(*redisv1alpha1.RedisCluster)
+	}{
+		"no user configuration":                {},
+		"a user configuration that opens them": {userConf: openingUserConf},
+		"with TLS and ACL users": {userConf: openingUserConf, edit: func(rc *redisv1alpha1.RedisCluster) {
+			rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: true}
+			rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true}
+		}},
+		"with a memory limit": {userConf: "enable-debug-command yes", edit: func(rc *redisv1alpha1.RedisCluster) {
+			rc.Spec.Pod[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rc := redisCluster(nil)
+			if tc.edit != nil {
+				tc.edit(rc)
+			}
+			conf := resources.RedisConfigMap(rc, tc.userConf).Data[resources.RedisConfigFile]
+			var directives []string
+			for line := range strings.Lines(conf) {
+				if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+					directives = append(directives, line)
+				}
+			}
+			if len(directives) < 3 || !slices.Equal(directives[len(directives)-3:], want) {
+				t.Errorf("the generated redis.conf does not end with %q:\n%s", want, conf)
+			}
+		})
+	}
+}
+
+// TestRedisConfLockdownOnARealServer runs redis-server with the generated redis.conf of a
+// cluster whose user configuration opens DEBUG, MODULE and the protected configs: each is
+// refused, even from loopback, as a client or the operator would meet it.
+func TestRedisConfLockdownOnARealServer(t *testing.T) {
+	real, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("redis-server is needed by this test (make setup installs it): %v", err)
+		}
+		t.Skip("redis-server is not installed")
+	}
+	dir, port := t.TempDir(), strconv.Itoa(testenv.FreePorts(t, 1)[0])
+	conf := resources.RedisConfigMap(redisCluster(nil), openingUserConf).Data[resources.RedisConfigFile]
+	conf = strings.Replace(conf, "\nport 6379\n", "\nport "+port+"\n", 1)
+	conf = strings.Replace(conf, "\ndir /data\n", "\ndir "+dir+"\n", 1)
+	if err := os.WriteFile(filepath.Join(dir, "redis.conf"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(real, filepath.Join(dir, "redis.conf"))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	c := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:" + port, Protocol: 2, MaxRetries: -1, DisableIdentity: true})
+	t.Cleanup(func() { _ = c.Close() })
+	testenv.Eventually(t, 10*time.Second, func(ctx context.Context) (bool, string) {
+		err := c.Ping(ctx).Err()
+		return err == nil, fmt.Sprintf("redis-server with the generated redis.conf does not answer: %v", err)
+	})
+	for _, tc := range []struct {
+		cmd     []any
+		refusal string
+	}{
+		{[]any{"DEBUG", "SLEEP", 0}, "DEBUG command not allowed"},
+		{[]any{"MODULE", "LOAD", "/nonexistent.so"}, "MODULE command not allowed"},
+		{[]any{"CONFIG", "SET", "dir", "/tmp"}, "protected config"},
+		{[]any{"CONFIG", "SET", "enable-debug-command", "yes"}, "immutable config"},
+	} {
+		if err := c.Do(t.Context(), tc.cmd...).Err(); err == nil || !strings.Contains(err.Error(), tc.refusal) {
+			t.Errorf("%v: %v, want a refusal saying %q", tc.cmd, err, tc.refusal)
+		}
 	}
 }

@@ -18,9 +18,9 @@ import (
 
 // The rules below are written "ports <- sources", one per ingress rule, in order.
 const (
-	ownNamespace  = "TCP/6379 <- namespace kubernetes.io/metadata.name=ns"
-	ownPods    = "TCP/6379,TCP/16379 <- pods app.kubernetes.io/instance=cache,app.kubernetes.io/name=rediscluster"
-	operatorNS = "TCP/6379 <- pods app.kubernetes.io/name=middleware-operator,control-plane=controller-manager in namespace kubernetes.io/metadata.name=ops"
+	ownNamespace = "TCP/6379 <- namespace kubernetes.io/metadata.name=ns"
+	ownPods      = "TCP/6379,TCP/16379 <- pods app.kubernetes.io/instance=cache,app.kubernetes.io/name=rediscluster"
+	operatorNS   = "TCP/6379 <- pods app.kubernetes.io/name=middleware-operator,control-plane=controller-manager in namespace kubernetes.io/metadata.name=ops"
 )
 
 func TestRedisNetworkPolicy(t *testing.T) {
