@@ -428,6 +428,8 @@ func RedisStatefulSet(rc *redisv1alpha1.RedisCluster, replicas int32) *appsv1.St
 				Spec: corev1.PodSpec{
 					Affinity:                      redisAffinity(rc, pod.Affinity),
 					TerminationGracePeriodSeconds: ptr.To[int64](30),
+					// Neither Redis nor the exporter talks to the API server: no token.
+					AutomountServiceAccountToken: ptr.To(false),
 					Containers:                    redisContainers(rc, pod),
 					Volumes:                       redisVolumes(rc, pod),
 					SecurityContext: &corev1.PodSecurityContext{
@@ -512,10 +514,7 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 			{Name: RedisAuthVolume, MountPath: RedisAuthDir},
 			{Name: RedisPasswordVolume, MountPath: RedisPasswordDir, ReadOnly: true},
 		},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
+		SecurityContext: redisContainerSecurityContext(),
 	}
 	if t := redisVolumeType(pod); t == "hostPath" || t == "nfs" {
 		// Pods share the volume: each keeps its files in a folder named after itself.
@@ -536,6 +535,19 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 		containers = append(containers, redisExporterContainer(pod.MonitorImage, RedisTLSClientAuth(rc), RedisACLEnabled(rc)))
 	}
 	return containers
+}
+
+// redisContainerSecurityContext is the security context of the redis and the exporter
+// containers: no privilege escalation, no capability, and a read-only root file system.
+// redis-server writes only to its data volume (RedisDataDir: nodes.conf, the AOF, a
+// replica's or a BGSAVE's RDB) and the start script only to the in-memory RedisAuthDir;
+// the exporter writes nothing.
+func redisContainerSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		ReadOnlyRootFilesystem:   ptr.To(true),
+	}
 }
 
 // redisExporterContainer is the Prometheus exporter sidecar (oliver006/redis_exporter). It
@@ -570,10 +582,7 @@ func redisExporterContainer(image, tlsClientAuth string, acl bool) corev1.Contai
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
 		},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
+		SecurityContext: redisContainerSecurityContext(),
 	}
 	if tlsClientAuth != "" {
 		c.Env[0].Value = RedisExporterTLSAddr
