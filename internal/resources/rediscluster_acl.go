@@ -66,10 +66,13 @@ const (
 		"+cluster|reset +cluster|failover +cluster|setslot +cluster|bumpepoch " +
 		"+migrate +asking +dump +select +restore-asking +psync +replconf +restore +function|load " +
 		"+config|set +acl|setuser"
-	// RedisExporterUserRules: the statistics redis_exporter reads, no key, no channel and no
-	// CONFIG (CONFIG GET masterauth would reveal the operator's password).
+	// RedisExporterUserRules: the statistics redis_exporter reads, no key, no channel, no
+	// CONFIG (CONFIG GET masterauth would reveal the operator's password) and no SLOWLOG GET
+	// (its entries are commands with their arguments: key names and values). The exporter
+	// asks for both on every scrape, has no option to stop, and goes on without them when
+	// refused (no CONFIG metrics, no last slow command); SLOWLOG LEN, a count, stays.
 	RedisExporterUserRules = "resetkeys resetchannels -@all +ping +info +dbsize +select +cluster|info +cluster|nodes " +
-		"+slowlog|get +slowlog|len +latency|latest +client|list"
+		"+slowlog|len +latency|latest +client|list"
 )
 
 // Where the rules and the passwords of the application's users reach the start script.

@@ -68,12 +68,14 @@ var operatorMustNot = []userCommand{
 // reads.
 var exporterMust = []userCommand{
 	{"PING"}, {"INFO", "all"}, {"DBSIZE"}, {"SELECT", 0}, {"CLUSTER", "INFO"}, {"CLUSTER", "NODES"},
-	{"SLOWLOG", "GET"}, {"SLOWLOG", "LEN"}, {"LATENCY", "LATEST"}, {"CLIENT", "LIST"},
+	{"SLOWLOG", "LEN"}, {"LATENCY", "LATEST"}, {"CLIENT", "LIST"},
 }
 
 // exporterMustNot: any key or channel, the configuration (CONFIG GET masterauth is the
-// operator's password), users, and every change.
+// operator's password), the slow log's entries (SLOWLOG GET: commands with their
+// arguments, key names and values), users, and every change.
 var exporterMustNot = []userCommand{
+	{"SLOWLOG", "GET"}, {"SLOWLOG", "GET", 1},
 	{"GET", "k"}, {"SET", "k", "x"}, {"SCAN", 0}, {"KEYS", "*"}, {"DUMP", "k"}, {"EXISTS", "k"}, {"PUBLISH", "c", "m"},
 	{"CONFIG", "GET", "masterauth"}, {"CONFIG", "SET", "maxmemory", 0}, {"ACL", "LIST"}, {"ACL", "SETUSER", "x"},
 	{"MIGRATE", "127.0.0.1", 1, "", 0, 100, "KEYS", "k"}, {"PSYNC", "?", -1}, {"SYNC"}, {"MONITOR"},
