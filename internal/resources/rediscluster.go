@@ -113,14 +113,13 @@ exec redis-server "$@"
 // RedisReadinessScript is the readiness probe: a pod is ready when its node belongs to the
 // cluster (it knows other nodes), and, for a replica, its link to its master is up and no
 // full sync is in progress. So the PodDisruptionBudget counts real redundancy: a replica
-// still loading its first copy does not let a drain take its master. The password reaches
-// redis-cli through REDISCLI_AUTH, not its arguments, read from the Secret volume each time,
-// so the probe follows a password rotation.
+// still loading its first copy does not let a drain take its master. The password is read
+// from the Secret volume each time, so the probe follows a password rotation, and reaches
+// redis-cli on its standard input (--askpass, written by the shell's printf builtin): it is
+// in no process's arguments or environment.
 const RedisReadinessScript = redisPasswordFunc + `password ` + RedisPasswordFile + ` || exit 1
-REDISCLI_AUTH=$pw
-export REDISCLI_AUTH
-cluster=` + "`" + `redis-cli -h 127.0.0.1 -p 6379 cluster info` + "`" + ` || exit 1
-replication=` + "`" + `redis-cli -h 127.0.0.1 -p 6379 info replication` + "`" + ` || exit 1
+cluster=` + "`" + redisProbeCLI + ` cluster info` + "`" + ` || exit 1
+replication=` + "`" + redisProbeCLI + ` info replication` + "`" + ` || exit 1
 echo "$cluster" | grep -q '^cluster_known_nodes:[2-9]\|^cluster_known_nodes:[1-9][0-9]' || { echo "not in a cluster"; exit 1; }
 case "$replication" in
 *role:slave*)
@@ -128,6 +127,10 @@ case "$replication" in
   echo "$replication" | grep -q '^master_sync_in_progress:0' || { echo "full sync in progress"; exit 1; } ;;
 esac
 `
+
+// redisProbeCLI runs redis-cli against the pod's own node with the password $pw on its
+// standard input. redisReadinessScript adds the TLS options after "redis-cli".
+const redisProbeCLI = `printf '%s\n' "$pw" | redis-cli -h 127.0.0.1 -p 6379 --askpass`
 
 // RedisHeadlessServiceName is the headless Service that gives each pod a stable DNS name,
 // <pod>.<cluster>.<namespace>.svc, as in the seed.
@@ -430,8 +433,8 @@ func RedisStatefulSet(rc *redisv1alpha1.RedisCluster, replicas int32) *appsv1.St
 					TerminationGracePeriodSeconds: ptr.To[int64](30),
 					// Neither Redis nor the exporter talks to the API server: no token.
 					AutomountServiceAccountToken: ptr.To(false),
-					Containers:                    redisContainers(rc, pod),
-					Volumes:                       redisVolumes(rc, pod),
+					Containers:                   redisContainers(rc, pod),
+					Volumes:                      redisVolumes(rc, pod),
 					SecurityContext: &corev1.PodSecurityContext{
 						RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](999), FSGroup: ptr.To[int64](999),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},

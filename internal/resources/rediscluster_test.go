@@ -290,7 +290,11 @@ func TestRedisReadinessScript(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			fake := "#!/bin/sh\n[ \"$REDISCLI_AUTH\" = secret ] || { echo NOAUTH; exit 1; }\n" +
+			// The stand-in takes the password on its standard input with --askpass only,
+			// and fails if it finds it in its arguments or environment.
+			fake := "#!/bin/sh\ncase \"$*\" in *--askpass*) read -r pw;; *) echo NOAUTH; exit 1;; esac\n" +
+				"[ \"$pw\" = secret ] || { echo WRONGPASS; exit 1; }\n" +
+				"env | grep -q secret && { echo 'the password is in the environment'; exit 1; }\n" +
 				"case \"$*\" in *secret*) echo 'the password is in the arguments'; exit 1;; esac\n" +
 				"case \"$*\" in *cluster*) printf '" + tc.cluster + "';; *replication*) printf '" + tc.replication + "';; esac\n"
 			if err := os.WriteFile(filepath.Join(dir, "redis-cli"), []byte(fake), 0o755); err != nil {

@@ -109,8 +109,8 @@ func TestRedisTLSPodTemplate(t *testing.T) {
 			if got := envValue(exporter, "REDIS_ADDR"); got != tc.exporterTo {
 				t.Errorf("exporter scrapes %q, want %q", got, tc.exporterTo)
 			}
-			if !strings.Contains(probe, "REDISCLI_AUTH") {
-				t.Error("the probe no longer authenticates through REDISCLI_AUTH")
+			if strings.Count(probe, "--askpass") != 2 || strings.Contains(probe, "REDISCLI_AUTH") {
+				t.Errorf("the probe does not give both redis-cli runs the password on their standard input (--askpass), or puts it in an environment: %s", probe)
 			}
 		})
 	}
