@@ -21,9 +21,14 @@
 // taken as they are and framed as a DUMP payload: the type byte, the value, the RDB version
 // of the file (2 bytes) and a CRC-64 over all that (8 bytes), little-endian, which is exactly
 // what DUMP produces and RESTORE checks. A record's key and payload buffers are reused from
-// key to key: memory is bounded by the largest single value, held once (up to twice while
-// its buffer grows; a buffer over 4 MB is dropped after its key), plus the read buffer and
-// the keys of the commands in flight. Function libraries come as their own records and are
+// key to key and grow only as the bytes arrive, never by what a length claims: memory is
+// bounded by the largest record admitted (a key and its payload, at most DefaultMaxRecord,
+// 32 MiB, or Options.MaxRecord), held once (up to twice while its buffer grows; a buffer
+// over 1 MiB is dropped after its record), plus the read buffer and the first 128 bytes of
+// the keys of the commands in flight. Across every Load of the process, one record larger
+// than 1 MiB is held at a time. A larger record fails with ErrTooLarge at its length claim,
+// an LZF string claiming more than LZF can expand with ErrCorrupt, and an input that ends
+// early with ErrCorrupt ("truncated"). Function libraries come as their own records and are
 // loaded with FUNCTION LOAD REPLACE. The layouts were read in Redis's src/rdb.c (7.0.15 and
 // 7.4.1); testdata holds RDBs written by redis-server 7.0.15 and 7.4.1 with the DUMP of each
 // key, and every payload the reader frames equals its DUMP byte for byte.

@@ -9,10 +9,6 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 )
 
-// maxBlob bounds any one string of an RDB (Redis's own limit, proto-max-bulk-len, is 512 MB
-// by default): a larger length is taken for corruption.
-const maxBlob = 1 << 32
-
 // length reads an RDB length (rdbstream.ReadLength); encoded is true for the
 // encoded-string form, whose value is then the encoding (encInt8...encLZF).
 func (s *source) length() (n int64, encoded bool, err error) {
@@ -63,11 +59,8 @@ func (s *source) skipString() error {
 	case encInt32:
 		return s.skip(4)
 	case encLZF:
-		compressed, err := s.count()
+		compressed, _, err := s.lzfLengths()
 		if err != nil {
-			return err
-		}
-		if _, err := s.count(); err != nil { // the uncompressed length
 			return err
 		}
 		return s.skip(compressed)
@@ -75,16 +68,38 @@ func (s *source) skipString() error {
 	return fmt.Errorf("%w: string encoding %d", ErrCorrupt, n)
 }
 
+// lzfLengths reads the compressed and uncompressed lengths of an LZF string and checks them
+// against each other: LZF never expands more than lzfMaxRatio times, and no Redis string is
+// longer than maxString.
+func (s *source) lzfLengths() (compressed, size int64, err error) {
+	if compressed, err = s.count(); err != nil {
+		return 0, 0, err
+	}
+	if size, err = s.count(); err != nil {
+		return 0, 0, err
+	}
+	switch {
+	case size > maxString:
+		return 0, 0, fmt.Errorf("%w: an LZF string claims %d bytes uncompressed, more than Redis's largest string (%s)", ErrCorrupt, size, sizeText(maxString))
+	case size > compressed*lzfMaxRatio:
+		return 0, 0, fmt.Errorf("%w: an LZF string claims %d bytes from %d compressed, more than LZF can expand (%dx): a compression bomb", ErrCorrupt, size, compressed, lzfMaxRatio)
+	}
+	return compressed, size, nil
+}
+
 // readString consumes an RDB string and appends its bytes to dst: integers in decimal,
-// LZF-compressed strings decompressed.
-func (s *source) readString(dst []byte) ([]byte, error) {
+// LZF-compressed strings decompressed. what names the string in errors ("key"). The
+// string's length is admitted against the record's limit (with dst's) before it is read.
+func (s *source) readString(dst []byte, what string) ([]byte, error) {
 	n, special, err := s.length()
 	if err != nil {
 		return dst, err
 	}
 	if !special {
-		p, err := s.next(n)
-		return append(dst, p...), err
+		if err := s.admitString(dst, n, what); err != nil {
+			return dst, err
+		}
+		return s.appendN(dst, n)
 	}
 	switch n {
 	case encInt8:
@@ -103,22 +118,35 @@ func (s *source) readString(dst []byte) ([]byte, error) {
 		}
 		return strconv.AppendInt(dst, int64(int32(binary.LittleEndian.Uint32(p))), 10), nil
 	case encLZF:
-		compressed, err := s.count()
+		compressed, size, err := s.lzfLengths()
 		if err != nil {
 			return dst, err
 		}
-		size, err := s.count()
-		if err != nil {
+		if err := s.admitString(dst, size, what); err != nil {
 			return dst, err
 		}
-		if size > maxBlob {
-			return dst, fmt.Errorf("%w: an LZF string of %d bytes", ErrCorrupt, size)
+		var p []byte
+		if compressed <= int64(len(s.buf)) {
+			p, err = s.next(compressed)
+		} else {
+			s.scratch, err = s.appendN(s.scratch[:0], compressed)
+			p = s.scratch
 		}
-		p, err := s.next(compressed)
 		if err != nil {
 			return dst, err
 		}
 		return lzfDecompress(dst, p, int(size))
 	}
 	return dst, fmt.Errorf("%w: string encoding %d", ErrCorrupt, n)
+}
+
+// admitString admits a string of n bytes appended to dst.
+func (s *source) admitString(dst []byte, n int64, what string) error {
+	if n > s.maxRecord {
+		return fmt.Errorf("%w: %s length claim %d exceeds the %s limit of a record", ErrTooLarge, what, n, sizeText(s.maxRecord))
+	}
+	if total := int64(len(dst)) + n; total > s.cheap {
+		return s.admit(total, what)
+	}
+	return nil
 }

@@ -29,6 +29,11 @@ type Options struct {
 	Slots []SlotRange
 	// Now is the clock keys' expiries are compared with (default time.Now).
 	Now func() time.Time
+	// MaxRecord is the largest record loaded, in bytes: a key with its value as a DUMP
+	// payload, or a function library (default DefaultMaxRecord). A larger one fails the load
+	// with ErrTooLarge, naming the key. Whatever it is, the process holds one record larger
+	// than 1 MiB at a time across all its loads; the others wait for it.
+	MaxRecord int64
 }
 
 // Result counts what Load did.
@@ -77,6 +82,9 @@ func Load(ctx context.Context, opts Options, r io.Reader) (Result, error) {
 	}
 	p := newPipeline(ctx, conn, opts.Window, opts.Node.IdleTimeout)
 	rd := NewReader(r)
+	rd.SetMaxRecord(opts.MaxRecord)
+	rd.gated(ctx)
+	defer rd.release()
 	err = feed(rd, p, slots, opts.Now, &res)
 	res.Bytes, res.RDBVersion = rd.BytesRead(), rd.Version()
 	if cerr := p.close(err == nil); err == nil {

@@ -22,7 +22,8 @@ type pipeline struct {
 	conn     net.Conn
 	w        *bufio.Writer
 	inflight chan int
-	labels   [][]byte
+	labels   [][]byte // each command's key, cut after maxQuotedKey bytes
+	lengths  []int    // each key's whole length
 	kinds    []Kind
 	seq      int
 	cmd      []byte // the command being encoded
@@ -42,6 +43,7 @@ func newPipeline(ctx context.Context, conn net.Conn, window int, idle time.Durat
 		w:        bufio.NewWriterSize(writerOf(l), 64<<10),
 		inflight: make(chan int, window),
 		labels:   make([][]byte, window+2),
+		lengths:  make([]int, window+2),
 		kinds:    make([]Kind, window+2),
 		failed:   make(chan struct{}),
 		done:     make(chan struct{}),
@@ -55,7 +57,9 @@ func newPipeline(ctx context.Context, conn net.Conn, window int, idle time.Durat
 // window commands are unanswered (after sending what is buffered).
 func (p *pipeline) send(kind Kind, label []byte, args ...[]byte) error {
 	i := p.seq % len(p.labels)
-	p.labels[i], p.kinds[i] = append(p.labels[i][:0], label...), kind
+	// Only a key's first bytes are kept to name it: the ring holds window+2 of them.
+	p.labels[i] = append(p.labels[i][:0], label[:min(len(label), maxQuotedKey)]...)
+	p.lengths[i], p.kinds[i] = len(label), kind
 	select {
 	case p.inflight <- i:
 	case <-p.failed:
@@ -148,6 +152,9 @@ func (p *pipeline) read(r *bufio.Reader) {
 func (p *pipeline) what(i int) string {
 	if p.kinds[i] == KindFunction {
 		return "FUNCTION LOAD of a function library"
+	}
+	if p.lengths[i] > len(p.labels[i]) {
+		return fmt.Sprintf("RESTORE of key %q... (%d bytes)", p.labels[i], p.lengths[i])
 	}
 	return fmt.Sprintf("RESTORE of key %q", p.labels[i])
 }

@@ -1,10 +1,12 @@
 package rdbload
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 )
@@ -64,8 +66,11 @@ const (
 	opEOF           = 0xFF
 )
 
-// Reader reads an RDB one record at a time, with memory bounded by the largest value: its
-// buffers are reused from record to record.
+// Reader reads an RDB one record at a time, with memory bounded by the largest record it
+// admits (SetMaxRecord, DefaultMaxRecord unless set): its buffers grow as a record's bytes
+// arrive, are reused from record to record, and dropped after a record larger than 1 MiB.
+// Any input ends in a record, io.EOF or an error: ErrCorrupt (truncated or malformed, a
+// length or LZF claim no RDB can hold), ErrUnsupported, ErrTooLarge, or the input's own.
 type Reader struct {
 	src     *source
 	version int
@@ -77,9 +82,36 @@ type Reader struct {
 	checksummed bool
 }
 
-// NewReader returns a Reader of the RDB r holds.
+// NewReader returns a Reader of the RDB r holds, holding records up to DefaultMaxRecord.
 func NewReader(r io.Reader) *Reader {
 	return &Reader{src: newSource(r)}
+}
+
+// SetMaxRecord sets the largest record the Reader holds, in bytes (a key and its DUMP
+// payload, or a function library's code); n <= 0 sets DefaultMaxRecord. A larger record, or
+// a length claiming one, fails Next with ErrTooLarge before it is read.
+func (r *Reader) SetMaxRecord(n int64) {
+	if n <= 0 {
+		n = DefaultMaxRecord
+	}
+	r.src.setMaxRecord(n)
+}
+
+// gated makes the Reader take bigRecords for a record larger than smallRecord, waiting for it
+// at most until ctx ends. The caller calls release when it stops reading.
+func (r *Reader) gated(ctx context.Context) {
+	r.src.gate, r.src.ctx = bigRecords, ctx
+}
+
+// release drops the buffers of a large record, and bigRecords if held.
+func (r *Reader) release() {
+	if cap(r.rec.Key) > smallRecord {
+		r.rec.Key = nil
+	}
+	if cap(r.code) > smallRecord {
+		r.code = nil
+	}
+	r.src.release()
 }
 
 // Version is the RDB version of the input, known after the first call to Next.
@@ -97,25 +129,33 @@ func (r *Reader) Checksummed() bool { return r.checksummed }
 // other error is final; a record returned before it may hold garbage only when the input
 // was corrupted in a way that only the final checksum reveals.
 func (r *Reader) Next() (*Record, error) {
+	r.release()
 	if r.done {
 		return nil, io.EOF
 	}
-	if r.version == 0 {
-		if err := r.header(); err != nil {
-			return nil, err
-		}
+	var rec *Record
+	err := r.header()
+	if err == nil {
+		rec, err = r.next()
 	}
-	rec, err := r.next()
-	if err != nil && !errors.Is(err, io.EOF) {
-		err = fmt.Errorf("at byte %d of the RDB: %w", r.src.n, err)
+	if err != nil {
+		r.src.recording = false
+		r.release()
+		if !errors.Is(err, io.EOF) {
+			err = fmt.Errorf("at byte %d of the RDB: %w", r.src.n, err)
+		}
 	}
 	return rec, err
 }
 
+// header reads the RDB's header, once.
 func (r *Reader) header() error {
+	if r.version != 0 {
+		return nil
+	}
 	head, err := r.src.next(rdbstream.HeaderLen)
 	if err != nil {
-		return fmt.Errorf("%w: while reading the header: %w", ErrCorrupt, err)
+		return fmt.Errorf("while reading the header: %w", err)
 	}
 	version, err := rdbstream.ParseHeader(head)
 	if err != nil {
@@ -172,7 +212,7 @@ func (r *Reader) next() (*Record, error) {
 			return nil, fmt.Errorf("%w: a function library in the format of Redis 7.0's release candidates", ErrUnsupported)
 		case opFunction2:
 			r.rec.Kind = KindFunction
-			r.code, err = s.readString(r.code[:0])
+			r.code, err = s.readString(r.code[:0], "function library")
 			r.rec.Payload = r.code
 			if err != nil {
 				return nil, err
@@ -195,27 +235,24 @@ func (r *Reader) next() (*Record, error) {
 func (r *Reader) keyValue(t byte) (*Record, error) {
 	s := r.src
 	var err error
-	if r.rec.Key, err = s.readString(r.rec.Key); err != nil {
+	if r.rec.Key, err = s.readString(r.rec.Key, "key"); err != nil {
 		return nil, err
 	}
-	if cap(s.rec) > keepRecord { // a huge value's buffer is not kept for the small ones after it
-		s.rec = nil
-	}
+	// The record holds the key and the payload: the type and value (rec), then 10 bytes of
+	// version and checksum.
+	s.base = int64(len(r.rec.Key)) + trailerLen
 	s.rec = append(s.rec[:0], t)
 	s.recording = true
 	err = s.skipValue(t)
 	s.recording = false
 	if err != nil {
-		return nil, fmt.Errorf("in the value of key %q: %w", r.rec.Key, err)
+		return nil, fmt.Errorf("in the value of key %s: %w", quoteKey(r.rec.Key), err)
 	}
 	s.rec = binary.LittleEndian.AppendUint16(s.rec, uint16(r.version))
 	s.rec = binary.LittleEndian.AppendUint64(s.rec, rdbstream.CRC64(0, s.rec))
 	r.rec.Kind, r.rec.Payload, r.rec.Slot = KindKey, s.rec, KeySlot(r.rec.Key)
 	return &r.rec, nil
 }
-
-// keepRecord is the largest payload buffer kept from one key to the next.
-const keepRecord = 4 << 20
 
 // end checks the checksum after the EOF opcode.
 func (r *Reader) end() error {
@@ -234,3 +271,15 @@ func (r *Reader) end() error {
 	r.done, r.checksummed = true, stored != 0
 	return io.EOF
 }
+
+// quoteKey quotes a key for an error or a log, cut after its first maxQuotedKey bytes: a
+// key is the tenant's data, and may be megabytes long.
+func quoteKey(key []byte) string {
+	if len(key) <= maxQuotedKey {
+		return strconv.Quote(string(key))
+	}
+	return fmt.Sprintf("%q... (%d bytes)", key[:maxQuotedKey], len(key))
+}
+
+// maxQuotedKey is the longest part of a key an error quotes.
+const maxQuotedKey = 128

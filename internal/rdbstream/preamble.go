@@ -19,7 +19,7 @@ const (
 )
 
 // preamble is what an RDB says of itself before its first key: its aux fields (redis-ver,
-// ctime, repl-id...) and, from the RESIZEDB opcode, the number of keys of database 0 and how
+// ctime, repl-id...; the first maxAuxFields of them) and, from the RESIZEDB opcode, the number of keys of database 0 and how
 // many of them have a TTL, as the node counted them when it wrote the snapshot.
 type preamble struct {
 	aux           map[string]string
@@ -47,7 +47,9 @@ func readPreamble(r *bufio.Reader) preamble {
 			if err != nil {
 				return p
 			}
-			p.aux[key] = value
+			if len(p.aux) < maxAuxFields {
+				p.aux[key] = value
+			}
 		case opFunction2:
 			if _, err := readString(r); err != nil {
 				return p
@@ -115,6 +117,10 @@ func ReadLength(r io.ByteReader) (n int64, encoded bool, err error) {
 	}
 	return int64(v), false, nil
 }
+
+// maxAuxFields bounds the aux fields readPreamble keeps: Redis writes about a dozen, and a
+// payload with millions of them must not make a map of them.
+const maxAuxFields = 64
 
 // maxAuxString bounds a string readPreamble keeps; longer ones (function libraries) are
 // skipped.

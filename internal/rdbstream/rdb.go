@@ -100,8 +100,12 @@ func (c *checker) header(r *bufio.Reader) error {
 }
 
 // ParseHeader returns the version of an RDB header, its first HeaderLen bytes: "REDIS" and
-// four digits. A version before the checksum's (Redis 2.6) is refused.
+// four digits. A version before the checksum's (Redis 2.6), or fewer than HeaderLen bytes,
+// is refused.
 func ParseHeader(head []byte) (int, error) {
+	if len(head) < HeaderLen {
+		return 0, fmt.Errorf("%w: a header of %d bytes, not %d", ErrInvalid, len(head), HeaderLen)
+	}
 	if string(head[:5]) != "REDIS" {
 		return 0, fmt.Errorf("%w: it starts with %q, not REDIS", ErrInvalid, head)
 	}
