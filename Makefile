@@ -93,8 +93,16 @@ verify-bundle: bundle catalog ## Fail when bundle/ or catalog/ is out of date wi
 	@test -z "$$(git status --porcelain -- bundle bundle.Dockerfile catalog config/manifests config/manager)" || { git status --short -- bundle bundle.Dockerfile catalog config/manifests config/manager; git diff --stat -- bundle catalog config; echo "bundle/ or catalog/ is out of date: run 'make bundle catalog' and commit"; exit 1; }
 
 .PHONY: test
-test: tools setup verify-generated verify-bundle vet lint ## Build the tools, then run unit, integration and e2e tests against the local cluster.
+test: tools setup verify-generated verify-bundle vet lint fuzz ## Build the tools, then run unit, integration and e2e tests against the local cluster, after a short fuzz run.
 	go test ./... -p 3 -count=1 -timeout 80m
+
+# FUZZTIME is how long `make fuzz` fuzzes each target (go test -fuzz takes one at a time).
+FUZZTIME ?= 15s
+
+.PHONY: fuzz
+fuzz: ## Fuzz the RDB reader (rdbload.FuzzReader) and the replication-stream reader (rdbstream.FuzzFetch) for FUZZTIME each (15s), from their seed corpora in testdata/fuzz; a failing input is written there.
+	go test ./internal/rdbload -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME)
+	go test ./internal/rdbstream -run '^$$' -fuzz '^FuzzFetch$$' -fuzztime $(FUZZTIME)
 
 .PHONY: bench
 bench: tools setup ## Run the benchmarks: slot migration against redis-cli (MWO_BENCH_KEYS=1000000 for the issue's size), RedisCluster backup and restore against redis-cli --rdb and --pipe (MWO_BENCH_BACKUP_KEYS=1000000), RDB restore (rdbload.Load) alone against redis-cli --pipe (MWO_BENCH_RDB_LOAD_KEYS=100000,1000000), AppServices at scale against a client-go floor (MWO_BENCH_N=1000,5000; MWO_BENCH_STEADY=2m), every RedisCluster step kind's longest time under a writer (MWO_BENCH_STEP_KEYS).
