@@ -144,19 +144,26 @@ uninstall: run-tools manifests ## Remove the CRDs from the cluster in KUBECONFIG
 deploy-tools: setup
 	@hack/tools/build.sh kustomize kubectl
 
-# deploy renders config/default with IMG in a temporary copy of config/, so the working tree
-# keeps the image the bundle names (make verify-bundle checks config/manager).
+# deploy renders DEPLOY_CONFIG with IMG in a temporary copy of config/, so the working tree
+# keeps the image the bundle names (make verify-bundle checks config/manager), and applies it
+# with the admission guard on the operator's token (config/guard). The default is the
+# operator confined to its own namespace; DEPLOY_CONFIG=config/default watches and may write
+# in every namespace (docs/installation.md).
+DEPLOY_CONFIG ?= config/overlays/namespaced
+
 .PHONY: deploy
-deploy: deploy-tools manifests ## Deploy the operator with image IMG to the cluster in KUBECONFIG (config/ is left unchanged).
+deploy: deploy-tools manifests ## Deploy the operator with image IMG to the cluster in KUBECONFIG, confined to its namespace (DEPLOY_CONFIG=config/default: cluster-wide), with the admission guard of config/guard (config/ is left unchanged).
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cp -R config "$$tmp/" && \
 	  (cd "$$tmp/config/manager" && $(KUSTOMIZE) edit set image controller=$(IMG)) && \
-	  $(KUSTOMIZE) build "$$tmp/config/default" > "$$tmp/deploy.yaml" && \
+	  $(KUSTOMIZE) build "$$tmp/$(DEPLOY_CONFIG)" > "$$tmp/deploy.yaml" && \
+	  echo --- >> "$$tmp/deploy.yaml" && $(KUSTOMIZE) build "$$tmp/config/guard" >> "$$tmp/deploy.yaml" && \
 	  $(KUBECTL) apply --server-side -f "$$tmp/deploy.yaml"
 
 .PHONY: undeploy
-undeploy: deploy-tools ## Remove the operator, its RBAC and the CRDs (with every resource of them) from the cluster in KUBECONFIG.
+undeploy: deploy-tools ## Remove the operator, its RBAC, the admission guard and the CRDs (with every resource of them) from the cluster in KUBECONFIG.
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
-	  $(KUSTOMIZE) build config/default > "$$tmp/deploy.yaml" && \
+	  $(KUSTOMIZE) build $(DEPLOY_CONFIG) > "$$tmp/deploy.yaml" && \
+	  echo --- >> "$$tmp/deploy.yaml" && $(KUSTOMIZE) build config/guard >> "$$tmp/deploy.yaml" && \
 	  $(KUBECTL) delete --ignore-not-found -f "$$tmp/deploy.yaml"
 
 ##@ OLM (bundle, scorecard, catalog)

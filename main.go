@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/tls"
 	"flag"
 	"fmt"
@@ -139,6 +140,8 @@ func run(f *flags) error {
 	}
 	// Set from the downward API in the shipped Deployment; empty with make run.
 	cfg.OperatorNamespace = os.Getenv("POD_NAMESPACE")
+	// The admission guard is checked where the operator runs, or where it holds its lease.
+	cfg.GuardNamespace = cmp.Or(cfg.OperatorNamespace, f.leaderElectionNS)
 	if f.monitoringObjects {
 		// Set from the downward API in the shipped Deployment; `make run` has none to use.
 		cfg.MonitoringNamespace = os.Getenv("POD_NAMESPACE")

@@ -20,6 +20,7 @@ import (
 	appscontrollers "github.com/middleware-operator/middleware-operator/controllers/apps"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/caching"
+	"github.com/middleware-operator/middleware-operator/internal/guard"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/monitoring"
 )
@@ -46,6 +47,9 @@ type Config struct {
 	// RedisCluster's NetworkPolicy lets its pods reach the Redis client port. Empty (the
 	// operator outside a cluster) adds no such rule.
 	OperatorNamespace string
+	// GuardNamespace is where the operator asks, with a dry run, whether the admission guard
+	// on its token is in place (guard.Reporter); empty reports it as unknown.
+	GuardNamespace string
 }
 
 // Defaults are the shipped settings (main.go's flag defaults).
@@ -113,6 +117,10 @@ func Setup(mgr ctrl.Manager, c Config) error {
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("redisbackupschedule-controller"),
 	}).SetupWithManager(mgr, controller.Options{}); err != nil {
 		return fmt.Errorf("while setting up the RedisBackupSchedule controller: %w", err)
+	}
+	if err := mgr.Add(&guard.Reporter{Client: mgr.GetClient(), Namespace: c.GuardNamespace, Interval: 5 * time.Minute,
+		Log: mgr.GetLogger().WithName("guard")}); err != nil {
+		return err
 	}
 	if c.MonitoringNamespace != "" {
 		dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())

@@ -3,7 +3,6 @@ package e2e
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +13,9 @@ import (
 
 // TestMakeDeployAndUndeploy runs make deploy with an image of the user's and make undeploy
 // against a local cluster of its own (undeploy deletes the CRDs, which the suite's cluster
-// needs): the operator's Deployment appears with that image, goes again, and the working
-// tree is as it was. The tools and the CRDs are the suite's already (make -o skips their
+// needs): the operator's Deployment appears with that image, confined to its namespace, with
+// the admission guard, goes again with the guard, and the working tree is as it was; then the
+// same with DEPLOY_CONFIG=config/default, whose rules reach every namespace. The tools and the CRDs are the suite's already (make -o skips their
 // targets, so a package running alongside never sees bin/ or config/crd rewritten).
 func TestMakeDeployAndUndeploy(t *testing.T) {
 	c, err := localcluster.Start(t.Context(), localcluster.Options{Nodes: 1})
@@ -56,13 +56,18 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 	if after := gitStatus(t); after != before {
 		t.Errorf("make deploy changed the working tree:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
-
-	// config/default binds the namespaced rules in every namespace.
+	// By default the operator is confined to its namespace (config/overlays/namespaced) and
+	// the admission guard is in place.
 	const sa = "system:serviceaccount:middleware-operator-system:middleware-operator-controller-manager"
-	if out, _ := kubectlOn("auth", "can-i", "get", "secrets", "-n", "default", "--as", sa); strings.TrimSpace(out) != "yes" {
-		t.Errorf("after make deploy the operator may not read the Secrets of namespace default (%q): config/default watches all namespaces", out)
+	checkSecretsReach(t, kubectlOn, sa, map[string]string{"default": "no", "middleware-operator-system": "yes"})
+	watch, err := kubectlOn("get", "deployment", "-n", "middleware-operator-system", "middleware-operator-controller-manager",
+		"-o", `jsonpath={.spec.template.spec.containers[0].env[?(@.name=="WATCH_NAMESPACE")].valueFrom.fieldRef.fieldPath}`)
+	if err != nil || watch != "metadata.namespace" {
+		t.Errorf("make deploy: WATCH_NAMESPACE from %q (%v), want metadata.namespace", watch, err)
 	}
-
+	if out, err := kubectlOn("get", "validatingadmissionpolicybinding", "middleware-operator-guard"); err != nil {
+		t.Errorf("after make deploy the guard's binding is missing: %v\n%s", err, out)
+	}
 	waitCRDStorage(t, kubectlOn)
 	run("undeploy")
 	if out, err := kubectlOn("get", "deployment", "-n", "middleware-operator-system", "middleware-operator-controller-manager"); err == nil {
@@ -71,36 +76,27 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 	if out, _ := kubectlOn("get", "crd", "-o", "name"); strings.Contains(out, "middleware-operator.io") {
 		t.Errorf("CRDs left after make undeploy:\n%s", out)
 	}
+	if out, _ := kubectlOn("get", "validatingadmissionpolicy", "-o", "name"); strings.Contains(out, "middleware-operator-guard") {
+		t.Errorf("the guard is left after make undeploy:\n%s", out)
+	}
 	if after := gitStatus(t); after != before {
 		t.Errorf("make undeploy changed the working tree:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 
-	// The namespaced overlay (docs/installation.md): the operator watches its namespace and
-	// may read no Secret outside it.
-	rendered, err := exec.Command(testenv.Tool(t, "kustomize"), "build", filepath.Join(testenv.RepoRoot(), "config", "overlays", "namespaced")).Output()
-	if err != nil {
-		t.Fatalf("kustomize build config/overlays/namespaced: %v", err)
-	}
-	manifest := filepath.Join(t.TempDir(), "namespaced.yaml")
-	if err := os.WriteFile(manifest, rendered, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := kubectlOn("apply", "--server-side", "-f", manifest); err != nil {
-		t.Fatalf("kubectl apply of config/overlays/namespaced: %v\n%s", err, out)
-	}
-	for ns, want := range map[string]string{"default": "no", "middleware-operator-system": "yes"} {
-		if out, _ := kubectlOn("auth", "can-i", "get", "secrets", "-n", ns, "--as", sa); strings.TrimSpace(out) != want {
-			t.Errorf("namespaced overlay: may the operator read the Secrets of namespace %s? %q, want %s", ns, strings.TrimSpace(out), want)
-		}
-	}
-	watch, err := kubectlOn("get", "deployment", "-n", "middleware-operator-system", "middleware-operator-controller-manager",
-		"-o", `jsonpath={.spec.template.spec.containers[0].env[?(@.name=="WATCH_NAMESPACE")].valueFrom.fieldRef.fieldPath}`)
-	if err != nil || watch != "metadata.namespace" {
-		t.Errorf("namespaced overlay: WATCH_NAMESPACE from %q (%v), want metadata.namespace", watch, err)
-	}
+	// DEPLOY_CONFIG=config/default binds the namespaced rules in every namespace.
+	run("deploy", "IMG=example.com/x:v1", "DEPLOY_CONFIG=config/default")
+	checkSecretsReach(t, kubectlOn, sa, map[string]string{"default": "yes", "middleware-operator-system": "yes"})
 	waitCRDStorage(t, kubectlOn)
-	if out, err := kubectlOn("delete", "--ignore-not-found", "-f", manifest); err != nil {
-		t.Errorf("kubectl delete of config/overlays/namespaced: %v\n%s", err, out)
+	run("undeploy", "DEPLOY_CONFIG=config/default")
+}
+
+// checkSecretsReach checks, for each namespace, whether user may read its Secrets.
+func checkSecretsReach(t *testing.T, kubectlOn func(args ...string) (string, error), user string, want map[string]string) {
+	t.Helper()
+	for ns, may := range want {
+		if out, _ := kubectlOn("auth", "can-i", "get", "secrets", "-n", ns, "--as", user); strings.TrimSpace(out) != may {
+			t.Errorf("may the operator read the Secrets of namespace %s? %q, want %s", ns, strings.TrimSpace(out), may)
+		}
 	}
 }
 

@@ -1,8 +1,11 @@
 package olm
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/middleware-operator/middleware-operator/internal/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
@@ -27,7 +31,8 @@ const (
 )
 
 // TestInstallModesScopeTheOperator installs the current bundle through OLM twice on one
-// cluster. OwnNamespace first: the operator reconciles the CSV's examples (all three kinds)
+// cluster, with the admission guard of config/guard applied first: in both modes the
+// operator's log reports it active and the examples still reconcile. OwnNamespace first: the operator reconciles the CSV's examples (all three kinds)
 // in its namespace with the RBAC OLM granted from the CSV's permissions, leaves an
 // AppService in another namespace alone, and its ServiceAccount's token is Forbidden from
 // reading or listing Secrets outside its namespace (requests with the real token, and a
@@ -52,10 +57,15 @@ func TestInstallModesScopeTheOperator(t *testing.T) {
 	}
 	ph.done("local cluster, OLM and the catalog of " + csvName(f.newVersion) + " ready")
 
+	// The admission guard, as docs/installation.md tells an admin to apply it after OLM.
+	if err := testenv.Apply(t.Context(), f.cl, []string{testenv.GuardFile}); err != nil {
+		t.Fatal(err)
+	}
 	f.subscribe()
 	f.waitInstalled(f.newVersion, "")
 	crs := f.createExamples()
 	operator := f.runOperator("operator-own")
+	f.waitGuardReported(operator, "operator-own")
 	f.waitReconciled(crs, operator)
 	f.checkOutsideUntouched()
 	ph.done("OwnNamespace: the examples reconciled in " + ownNamespace + ", the AppService of " + otherNamespace + " untouched")
@@ -75,6 +85,7 @@ func TestInstallModesScopeTheOperator(t *testing.T) {
 	f.subscribe()
 	f.waitInstalled(f.newVersion, "")
 	operator = f.runOperator("operator-all")
+	f.waitGuardReported(operator, "operator-all")
 	outsider := &unstructured.Unstructured{}
 	outsider.SetGroupVersionKind(appServiceGVK)
 	outsider.SetNamespace(otherNamespace)
@@ -82,6 +93,18 @@ func TestInstallModesScopeTheOperator(t *testing.T) {
 	f.waitReconciled([]*unstructured.Unstructured{outsider}, operator)
 	f.checkSecretAccess(false)
 	ph.done("AllNamespaces: the AppService of " + otherNamespace + " reconciled, Secrets readable everywhere")
+}
+
+// waitGuardReported waits for the operator's log to say the admission guard holds for its
+// token (the start-up check of internal/operator.GuardReporter).
+func (f *flow) waitGuardReported(operator *localcluster.Process, name string) {
+	eventually(f.t, time.Minute, "the operator's log reports the admission guard active", func(context.Context) (bool, string) {
+		data, err := os.ReadFile(filepath.Join(f.logDir, name+".log"))
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(string(data), "admission guard active"), "no 'admission guard active' in " + name + ".log"
+	}, operator)
 }
 
 // checkSecretAccess checks what the operator's ServiceAccount token (the one runOperator

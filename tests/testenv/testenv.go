@@ -108,9 +108,15 @@ func Start(ctx context.Context, nodes int) (*Env, error) {
 func (e *Env) Stop() { e.Cluster.Stop() }
 
 // StartManager runs a manager on the cluster with metrics and probes off; setup registers
-// reconcilers. The returned function stops it.
+// reconcilers. The manager acts with the operator ServiceAccount's own token, with the RBAC
+// of a cluster-wide install and the admission guard of config/guard in place
+// (OperatorConfig): every test of its reconcilers shows the guard costs them nothing. The
+// returned function stops it.
 func (e *Env) StartManager(setup func(ctrl.Manager) error) (ctrl.Manager, func() error, error) {
-	cfg := rest.CopyConfig(e.Cluster.Config)
+	cfg, err := e.OperatorConfig(context.Background(), true)
+	if err != nil {
+		return nil, nil, err
+	}
 	cfg.Wrap(e.ManagerRequests.Wrap)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 e.Scheme,
