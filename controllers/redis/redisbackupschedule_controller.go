@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/robfig/cron/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -64,9 +63,9 @@ func (r *RedisBackupScheduleReconciler) Reconcile(ctx context.Context, req ctrl.
 	}
 	next := sch.DeepCopy()
 	next.Status.ObservedGeneration = sch.Generation
-	parsed, err := cron.ParseStandard(sch.Spec.Schedule)
-	if err != nil {
-		msg := fmt.Sprintf("spec.schedule %q cannot be parsed: %v; use five cron fields (0 3 * * *), @daily or @every 6h", sch.Spec.Schedule, err)
+	parsed, msg := parseSchedule(sch.Spec.Schedule)
+	if msg != "" {
+		// Until the spec changes (a new generation wakes the schedule).
 		r.setScheduled(sch, next, metav1.ConditionFalse, ReasonScheduleInvalid, msg, corev1.EventTypeWarning)
 		_, err := status.Patch(ctx, r.Client, sch, next, redisBackupScheduleStatus)
 		return ctrl.Result{}, err

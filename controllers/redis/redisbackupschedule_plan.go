@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -66,6 +67,49 @@ func planSchedule(l scheduleLook) scheduleDecision {
 	d.next = l.schedule.Next(l.now)
 	d.delete = expired(l)
 	return d
+}
+
+// parseSchedule parses spec.schedule, or says why it cannot run it: its grammar, or runs
+// closer than redisv1alpha1.MinScheduleInterval (which the API server's rules cannot tell of
+// every minute field). It is pure.
+func parseSchedule(spec string) (cron.Schedule, string) {
+	parsed, err := cron.ParseStandard(spec)
+	if err != nil {
+		return nil, fmt.Sprintf("spec.schedule %q cannot be parsed: %v; use five cron fields (0 3 * * *), @daily or @every 6h", spec, err)
+	}
+	if every := scheduleInterval(parsed); every < redisv1alpha1.MinScheduleInterval {
+		return nil, fmt.Sprintf("spec.schedule %q runs every %s, more often than every %s, the shortest interval the operator takes backups at: "+
+			"name minutes at least 5 apart, across the hour too (for example 0,30 or */15), or @every %s or longer",
+			spec, every, redisv1alpha1.MinScheduleInterval, redisv1alpha1.MinScheduleInterval)
+	}
+	return parsed, ""
+}
+
+// scheduleInterval is the shortest time between two runs of sch, as the floor
+// (redisv1alpha1.MinScheduleInterval) judges it: the delay of @every, else the smallest gap
+// between two minutes of the minute field, taken across the hour too (58 and 1 are 3 apart,
+// though the hour field may never let one run follow the other). It is pure.
+func scheduleInterval(sch cron.Schedule) time.Duration {
+	switch s := sch.(type) {
+	case cron.ConstantDelaySchedule:
+		return s.Delay
+	case *cron.SpecSchedule:
+		var minutes []int
+		for m := range 60 {
+			if s.Minute&(1<<uint(m)) != 0 {
+				minutes = append(minutes, m)
+			}
+		}
+		if len(minutes) == 0 {
+			return time.Hour
+		}
+		gap := 60 - minutes[len(minutes)-1] + minutes[0] // across the hour
+		for i := 1; i < len(minutes); i++ {
+			gap = min(gap, minutes[i]-minutes[i-1])
+		}
+		return time.Duration(gap) * time.Minute
+	}
+	return 0
 }
 
 // expired are the backups retention deletes.

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +66,52 @@ func TestPlanSchedule(t *testing.T) {
 				t.Fatalf("create %s delete %v next %s, want %s %v %s", d.create, d.delete, d.next, tc.create, tc.delete, tc.next)
 			}
 		})
+	}
+}
+
+// TestParseScheduleFloor: a schedule whose runs can come closer than MinScheduleInterval is
+// refused, whichever form it has; the message names the field and the fix.
+func TestParseScheduleFloor(t *testing.T) {
+	cases := map[string]time.Duration{ // the interval; 0: refused
+		"@every 5m":             5 * time.Minute,
+		"@every 1h30m":          90 * time.Minute,
+		"@every 1s":             0,
+		"@every 4m59s":          0,
+		"@hourly":               time.Hour,
+		"@daily":                time.Hour,
+		"0 3 * * *":             time.Hour,
+		"*/5 * * * *":           5 * time.Minute,
+		"*/15 2-4 * * 1-5":      15 * time.Minute,
+		"0,30 * * * *":          30 * time.Minute,
+		"* * * * *":             0,
+		"*/2 * * * *":           0,
+		"*/7 * * * *":           0, // 56, then 0: 4 minutes
+		"*/11 * * * *":          5 * time.Minute,
+		"0-4 * * * *":           0,
+		"10-50/20 * * * *":      20 * time.Minute,
+		"0,58 3 * * *":          0, // 3:58 and 4:00 never both run, but the floor reads the minutes alone
+		"1,3,30 * * * *":        0,
+		"0 3 31 2 *":            time.Hour, // never runs: parsed, not refused
+		"CRON_TZ=UTC 0 3 * * *": time.Hour,
+	}
+	for spec, want := range cases {
+		t.Run(spec, func(t *testing.T) {
+			parsed, msg := parseSchedule(spec)
+			if want == 0 {
+				if parsed != nil || !strings.Contains(msg, "spec.schedule") || !strings.Contains(msg, "more often than every 5m0s") {
+					t.Fatalf("parsed %v, message %q; want refused with a message naming spec.schedule and the floor", parsed, msg)
+				}
+				return
+			}
+			if parsed == nil {
+				t.Fatalf("refused: %s", msg)
+			}
+			if got := scheduleInterval(parsed); got < want {
+				t.Errorf("interval %s, want at least %s", got, want)
+			}
+		})
+	}
+	if _, msg := parseSchedule("61 * * * *"); !strings.Contains(msg, "cannot be parsed") {
+		t.Errorf("minute 61: %q, want cannot be parsed", msg)
 	}
 }

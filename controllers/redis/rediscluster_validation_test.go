@@ -476,21 +476,27 @@ func checkAdmission(t *testing.T, ns, prefix string, cases map[string]admissionC
 			rc := redistest.NewCluster(ns, fmt.Sprintf("%s-%d", prefix, i), 6)
 			rc.Spec.Pause = true
 			tc.change(rc)
-			err := env.Client.Create(t.Context(), rc)
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Fatalf("rejected: %v", err)
-				}
-				return
-			}
-			if !apierrors.IsInvalid(err) {
-				t.Fatalf("want Invalid, got %v", err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("message %q does not contain %q", err.Error(), w)
-				}
-			}
+			assertAdmission(t, env.Client.Create(t.Context(), rc), tc.want)
 		})
+	}
+}
+
+// assertAdmission checks the API server's answer err to a create: accepted when want is
+// empty, else refused as Invalid with a message holding every word of want.
+func assertAdmission(t *testing.T, err error, want []string) {
+	t.Helper()
+	if len(want) == 0 {
+		if err != nil {
+			t.Fatalf("rejected: %v", err)
+		}
+		return
+	}
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("want Invalid, got %v", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("message %q does not contain %q", err.Error(), w)
+		}
 	}
 }

@@ -19,10 +19,13 @@ const (
 // ObjectStore is a bucket and path of an S3-compatible object store (AWS S3, MinIO, Ceph
 // RGW, SeaweedFS...), and how to reach it.
 type ObjectStore struct {
-	// Endpoint is the store's URL, https://host[:port] or http://host[:port], without a path.
-	// For AWS S3: https://s3.<region>.amazonaws.com.
-	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/?#\\\\s]+/?$')",message="endpoint must be an http:// or https:// URL of a host and optional port, without a path, for example https://s3.eu-west-1.amazonaws.com or http://minio.storage:9000"
+	// Endpoint is the store's URL, https://host[:port] without a path (a DNS name, an IPv4
+	// address or a bracketed IPv6 one). For AWS S3: https://s3.<region>.amazonaws.com. The
+	// operator refuses http:// unless started with --object-store-allow-http, and any
+	// endpoint outside its --object-store-endpoints when that list is set.
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://([A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?([.][A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*|[[][0-9A-Fa-f:.]+[]])(:[0-9]{1,5})?/?$')",message="endpoint must be https://host[:port] (or http:// where the operator allows it), a host name or IP address without user, path, query or fragment, for example https://s3.eu-west-1.amazonaws.com or https://minio.storage:9000"
+	// +kubebuilder:validation:XValidation:rule="!isURL(self) || url(self).getPort() == '' || (int(url(self).getPort()) >= 1 && int(url(self).getPort()) <= 65535)",message="endpoint's port must be between 1 and 65535, for example https://minio.storage:9000"
 	// +required
 	Endpoint string `json:"endpoint"`
 	// Bucket is the bucket's name; it must exist (the operator never creates one).

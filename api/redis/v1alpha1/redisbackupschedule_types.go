@@ -1,8 +1,18 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// MinScheduleInterval is the shortest time between two runs of a RedisBackupSchedule: the
+// API server refuses a spec.schedule that runs more often where its rules can tell, and the
+// operator refuses the others (condition Scheduled False, ScheduleInvalid) before creating
+// any backup. A backup forks every shard's node and copies all of its data; runs closer
+// than this would queue behind one another (a run waits for the one under way) and keep the
+// operator's two backup workers, shared by every tenant, busy with one schedule.
+const MinScheduleInterval = 5 * time.Minute
 
 // BackupRetention says which of a schedule's completed backups to keep. The newest
 // completed backup is always kept.
@@ -13,6 +23,7 @@ type BackupRetention struct {
 	// +optional
 	Count *int32 `json:"count,omitempty"`
 	// MaxAge deletes completed backups older than this (a duration such as 168h).
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') && duration(self) > duration('0s')",message="spec.keep.maxAge must be a positive duration of hours, minutes and seconds, for example 168h or 720h"
 	// +optional
 	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
 }
@@ -28,11 +39,13 @@ type RedisBackupScheduleSpec struct {
 	Cluster string `json:"cluster"`
 	// Schedule is when to back up, in cron syntax (minute hour day-of-month month
 	// day-of-week, in UTC), a descriptor (@hourly, @daily, @weekly, @monthly) or @every
-	// <duration> (for example @every 6h).
+	// <duration> (for example @every 6h). Runs are at least 5 minutes apart: @every below
+	// 5m, and a minute field whose minutes are closer than 5 (also across the hour, as 58
+	// and 1), are refused.
 	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every [0-9]+[0-9hms.]*|[^ ]+( +[^ ]+){4})$')",message="spec.schedule must be five cron fields (for example 0 3 * * * for 03:00 UTC daily), @hourly, @daily, @weekly, @monthly, or @every <duration> (for example @every 6h)"
-	// +required
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Schedule"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every ([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+|[0-9*,/-]+( +[0-9A-Za-z*?,/-]+){4})$')",message="spec.schedule must be five cron fields (minute hour day-of-month month day-of-week, in UTC; for example 0 3 * * * for 03:00 daily), @hourly, @daily, @weekly, @monthly, or @every <duration> (for example @every 6h)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^@every ([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || duration(self.substring(7)) >= duration('5m')",message="spec.schedule @every runs more often than every 5 minutes, the shortest interval the operator takes backups at: use @every 5m or longer"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9*,/-]+ ') || self.split(' ')[0].matches('^[0-9]+$') || (self.split(' ')[0].matches('^[*]/[0-9]+$') && int(self.split(' ')[0].substring(2)) >= 5 && 60 - (59 / int(self.split(' ')[0].substring(2))) * int(self.split(' ')[0].substring(2)) >= 5) || (self.split(' ')[0].matches('^[0-9]+(,[0-9]+)+$') && self.split(' ')[0].split(',').all(a, self.split(' ')[0].split(',').all(b, int(a) == int(b) || (int(a) - int(b) >= 5 && int(a) - int(b) <= 55) || (int(b) - int(a) >= 5 && int(b) - int(a) <= 55)))) || (self.split(' ')[0].matches('^[0-9]+-[0-9]+$') && int(self.split(' ')[0].split('-')[0]) >= int(self.split(' ')[0].split('-')[1])) || !self.split(' ')[0].matches('^([0-9]+|[*](/[0-9]+)?|[0-9]+(,[0-9]+)+|[0-9]+-[0-9]+)$')",message="spec.schedule runs more often than every 5 minutes, the shortest interval the operator takes backups at: its minute field must name minutes at least 5 apart, across the hour too (for example 0, 0,30 or */15, not * or */2)"
 	Schedule string `json:"schedule"`
 	// Destination is where the backups go (see RedisBackup's).
 	// +required
