@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/middleware-operator/middleware-operator/internal/logging"
+	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/operator"
 
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -39,6 +40,8 @@ type flags struct {
 	cloudManagerWorkers                    int
 	redisClusterWorkers                    int
 	enableHTTP2                            bool
+	objectStoreAllowHTTP                   bool
+	objectStoreEndpoints                   string
 }
 
 func parseFlags() (*flags, zap.Options) {
@@ -64,6 +67,10 @@ func parseFlags() (*flags, zap.Options) {
 	flag.IntVar(&f.redisClusterWorkers, "rediscluster-max-concurrent-reconciles", defaults.RedisClusterWorkers, "RedisClusters reconciled at once")
 	flag.BoolVar(&f.monitoringObjects, "monitoring-objects", true, "keep a ServiceMonitor and a PrometheusRule for the operator in its namespace ($POD_NAMESPACE) once the Prometheus Operator's API is served")
 	flag.BoolVar(&f.enableHTTP2, "enable-http2", false, "serve metrics over HTTP/2 (off by default against HTTP/2 rapid-reset attacks)")
+	flag.BoolVar(&f.objectStoreAllowHTTP, objectstore.AllowHTTPFlag, false, "let RedisBackups, RedisBackupSchedules and restores name http:// object store endpoints, "+
+		"whose data and credentials cross the network in clear (off: https:// only, and an http:// endpoint is refused with a condition)")
+	flag.StringVar(&f.objectStoreEndpoints, objectstore.EndpointsFlag, "", "comma-separated object store endpoints (scheme://host[:port]) that RedisBackups, "+
+		"RedisBackupSchedules and restores may name, for example https://s3.eu-west-1.amazonaws.com,https://minio.backup.svc:9000; empty allows any")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -108,6 +115,7 @@ func run(f *flags) error {
 	cfg := operator.Config{
 		WatchNamespaces: splitNamespaces(f.watchNamespaces), SyncPeriod: f.syncPeriod,
 		AppServiceWorkers: f.appServiceWorkers, CloudManagerWorkers: f.cloudManagerWorkers, RedisClusterWorkers: f.redisClusterWorkers,
+		ObjectStoreAllowHTTP: f.objectStoreAllowHTTP, ObjectStoreEndpoints: splitNamespaces(f.objectStoreEndpoints),
 	}
 	var lock *resourcelock.LeaseLock
 	if f.leaderElect {

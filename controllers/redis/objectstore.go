@@ -34,10 +34,47 @@ const backupPartSize = 8 << 20
 // missing Secret or key), as opposed to the store's answer.
 var errStoreConfig = errors.New("object store configuration")
 
-// openStore returns a client for the folder dir of store, with the credentials (and CA) of
-// the Secrets it names in namespace, read straight from the API server: they are read once
-// per backup or restore, not watched.
-func openStore(ctx context.Context, reader client.Reader, namespace string, store redisv1alpha1.ObjectStore, dir string) (*objectstore.Client, error) {
+// errEndpointRefused marks an endpoint the operator's EndpointPolicy refuses: no request
+// went to it, and none will until the spec or the operator's flags change.
+var errEndpointRefused = errors.New("object store endpoint refused")
+
+// ReasonEndpointRefused is the reason of the condition and the event of a backup, schedule
+// or restore whose object store endpoint the operator's flags do not allow.
+const ReasonEndpointRefused = "EndpointRefused"
+
+// checkEndpoint returns nil when policy allows the endpoint of the field named field (as
+// spec.destination.endpoint), else an errEndpointRefused error that names the field and
+// the fix.
+func checkEndpoint(policy objectstore.EndpointPolicy, field, endpoint string) error {
+	err := policy.Check(endpoint)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, objectstore.ErrPlainHTTP):
+		return fmt.Errorf("%w: %s %s is plain HTTP, which would carry the data and the store's credentials in clear: "+
+			"use the store's https:// endpoint, or have the operator started with --%s", errEndpointRefused, field, endpoint, objectstore.AllowHTTPFlag)
+	case errors.Is(err, objectstore.ErrNotAllowed):
+		return fmt.Errorf("%w: %s %s is not an endpoint the operator may reach: use one of %s, or have the operator's --%s list it",
+			errEndpointRefused, field, endpoint, strings.Join(policy.Allowed, ", "), objectstore.EndpointsFlag)
+	}
+	return fmt.Errorf("%w: %s: %w", errEndpointRefused, field, err)
+}
+
+// storeOpener opens the object stores users name, under the operator's EndpointPolicy.
+type storeOpener struct {
+	reader client.Reader
+	policy objectstore.EndpointPolicy
+}
+
+// open returns a client for the folder dir of store, whose endpoint is the field named
+// field, once the policy allows the endpoint (errEndpointRefused otherwise, before any
+// request), with the credentials (and CA) of the Secrets it names in namespace, read
+// straight from the API server: they are read once per backup or restore, not watched.
+func (o storeOpener) open(ctx context.Context, field, namespace string, store redisv1alpha1.ObjectStore, dir string) (*objectstore.Client, error) {
+	if err := checkEndpoint(o.policy, field, store.Endpoint); err != nil {
+		return nil, err
+	}
+	reader := o.reader
 	creds := &corev1.Secret{}
 	if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: store.CredentialsSecret}, creds); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
@@ -46,6 +47,11 @@ type RedisBackupReconciler struct {
 	// Clusters is the RedisCluster reconciler, whose connections to each cluster (login and
 	// TLS included) a backup uses: a backup waits until it has looked at the cluster.
 	Clusters *RedisClusterReconciler
+	// StorePolicy says which object store endpoints backups may name (any https:// one when
+	// zero).
+	StorePolicy objectstore.EndpointPolicy
+	// storeFailures counts each backup's failed looks at its store, for their back-off.
+	storeFailures failures
 	// newest is the completion time of each cluster's newest Completed backup seen, whose
 	// figures the backup series show.
 	newestMu sync.Mutex
@@ -65,6 +71,7 @@ func (r *RedisBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !b.DeletionTimestamp.IsZero() {
+		r.storeFailures.forget(req.NamespacedName)
 		return ctrl.Result{}, r.finalize(ctx, b)
 	}
 	if done, err := r.ensureFinalizer(ctx, b); done || err != nil {
@@ -75,6 +82,9 @@ func (r *RedisBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	d := planBackup(look)
 	log.FromContext(ctx).V(1).Info("backup decision", "phase", d.phase, "reason", d.reason, "message", d.message, "copy", d.copy,
 		"looked", time.Since(started).Round(time.Millisecond).String())
+	if d.terminal {
+		r.storeFailures.forget(req.NamespacedName)
+	}
 	if d.terminal && d.phase == b.Status.Phase {
 		// After an operator restart every backup is reconciled once: the Completed ones
 		// rebuild the newest-backup series, so RedisClusterBackupTooOld keeps its input.
@@ -115,6 +125,10 @@ func (r *RedisBackupReconciler) look(ctx context.Context, b *redisv1alpha1.Redis
 	if l.phase == redisv1alpha1.BackupCompleted || l.phase == redisv1alpha1.BackupFailed {
 		return l, run
 	}
+	if err := checkEndpoint(r.StorePolicy, "spec.destination.endpoint", b.Spec.Destination.Endpoint); err != nil {
+		l.endpointRefused = err.Error()
+		return l, run
+	}
 	// The cluster as the API server has it, not as the cache may still show it: a pause
 	// written just before the backup was created must hold (a look per backup attempt).
 	rc := &redisv1alpha1.RedisCluster{}
@@ -131,14 +145,19 @@ func (r *RedisBackupReconciler) look(ctx context.Context, b *redisv1alpha1.Redis
 			"of a cluster it does not look after; set spec.pause to false", rc.Name)
 		return l, run
 	}
-	store, err := openStore(ctx, r.APIReader, b.Namespace, b.Spec.Destination, backupFolder(b))
+	store, err := r.stores().open(ctx, "spec.destination.endpoint", b.Namespace, b.Spec.Destination, backupFolder(b))
 	if err == nil {
 		err = store.Check(ctx)
 	}
+	failing := failureKey{object: client.ObjectKeyFromObject(b), what: "store"}
 	if err != nil {
+		log.FromContext(ctx).Info("the backup's object store cannot be used", "error", objectstore.Detail(err))
 		l.storeProblem = err.Error()
+		r.storeFailures.fail(failing, l.storeProblem, time.Now())
+		l.storeFailures = r.storeFailures.count(failing)
 		return l, run
 	}
+	r.storeFailures.succeeded(failing)
 	run.store = store
 	conn, ok := r.Clusters.admins.lookup(client.ObjectKeyFromObject(rc))
 	if !ok {
@@ -189,7 +208,8 @@ func (r *RedisBackupReconciler) copyAndRecord(ctx context.Context, b, next *redi
 	done, err := r.copy(ctx, run)
 	if err != nil {
 		metrics.RedisBackupFailures.WithLabelValues(b.Namespace, b.Spec.Cluster).Inc()
-		phase, after := redisv1alpha1.BackupPending, backupRetry
+		log.FromContext(ctx).Info("backup attempt failed", "attempt", next.Status.Attempts, "error", objectstore.Detail(err))
+		phase, after := redisv1alpha1.BackupPending, backoff(int(next.Status.Attempts)+1)
 		message := fmt.Sprintf("attempt %d of %d failed: %v", next.Status.Attempts, backupAttempts, err)
 		if next.Status.Attempts >= backupAttempts {
 			phase, after = redisv1alpha1.BackupFailed, 0
@@ -224,7 +244,7 @@ func (r *RedisBackupReconciler) setPhase(b, next *redisv1alpha1.RedisBackup, pha
 		return
 	}
 	kind := corev1.EventTypeNormal
-	if phase == redisv1alpha1.BackupFailed || reason == ReasonBackupFailed || reason == ReasonStoreUnavailable {
+	if phase == redisv1alpha1.BackupFailed || reason == ReasonBackupFailed || reason == ReasonStoreUnavailable || reason == ReasonEndpointRefused {
 		kind = corev1.EventTypeWarning
 	}
 	r.Recorder.Eventf(b, nil, kind, reason, "Backup", "%s", message)
@@ -275,7 +295,13 @@ func (r *RedisBackupReconciler) finalize(ctx context.Context, b *redisv1alpha1.R
 		return nil
 	}
 	if err := r.deleteFiles(ctx, b); err != nil {
-		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, ReasonStoreUnavailable, "Delete",
+		reason := ReasonStoreUnavailable
+		if errors.Is(err, errEndpointRefused) {
+			reason = ReasonEndpointRefused
+			// No try can succeed until the spec or the flags change: no retry, one event.
+			err = reconcile.TerminalError(err)
+		}
+		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, reason, "Delete",
 			"cannot delete the backup's files (reclaimPolicy Delete): %v; to keep them and delete the RedisBackup anyway, remove the finalizer %s", err, BackupFinalizer)
 		return err
 	}
@@ -286,7 +312,7 @@ func (r *RedisBackupReconciler) finalize(ctx context.Context, b *redisv1alpha1.R
 
 // deleteFiles deletes every object of the backup's folder.
 func (r *RedisBackupReconciler) deleteFiles(ctx context.Context, b *redisv1alpha1.RedisBackup) error {
-	store, err := openStore(ctx, r.APIReader, b.Namespace, b.Spec.Destination, backupFolder(b))
+	store, err := r.stores().open(ctx, "spec.destination.endpoint", b.Namespace, b.Spec.Destination, backupFolder(b))
 	if err != nil {
 		return err
 	}
@@ -299,6 +325,11 @@ func (r *RedisBackupReconciler) deleteFiles(ctx context.Context, b *redisv1alpha
 		errs = append(errs, store.Delete(ctx, o.Name))
 	}
 	return errors.Join(errs...)
+}
+
+// stores opens the backups' object stores.
+func (r *RedisBackupReconciler) stores() storeOpener {
+	return storeOpener{reader: r.APIReader, policy: r.StorePolicy}
 }
 
 func redisBackupStatus(obj client.Object) any { return obj.(*redisv1alpha1.RedisBackup).Status } //nolint:forcetypeassert // only RedisBackups

@@ -42,8 +42,13 @@ type backupLook struct {
 	waiting time.Duration
 	// cluster: "" when the cluster is found and unpaused, else why not (reason, message).
 	clusterReason, clusterProblem string
-	// storeProblem says why the store cannot be used ("" when it can).
-	storeProblem string
+	// endpointRefused says why the operator's flags refuse the destination's endpoint ("" when
+	// they allow it): the backup fails, no request goes to the store.
+	endpointRefused string
+	// storeProblem says why the store cannot be used ("" when it can), and storeFailures how
+	// many looks in a row found it so (this one included).
+	storeProblem  string
+	storeFailures int
 	// unstable says why the cluster cannot be backed up now ("" when its slot map is stable).
 	unstable string
 }
@@ -58,8 +63,9 @@ type backupDecision struct {
 	terminal bool
 }
 
-// planBackup decides a backup's next move from one look. It is pure. A backup waits for
-// what it needs (the cluster, its unpausing, a stable slot map, the store) for
+// planBackup decides a backup's next move from one look. It is pure. A backup whose
+// endpoint the operator's flags refuse fails at once. A backup waits for what it needs (the
+// cluster, its unpausing, a stable slot map, the store: with a back-off) for
 // backupWaitLimit, then fails with what it waited for; a finished backup never changes.
 func planBackup(l backupLook) backupDecision {
 	if l.phase == redisv1alpha1.BackupCompleted || l.phase == redisv1alpha1.BackupFailed {
@@ -73,10 +79,16 @@ func planBackup(l backupLook) backupDecision {
 		return backupDecision{phase: redisv1alpha1.BackupPending, reason: reason, message: message, after: backupRetry}
 	}
 	switch {
+	case l.endpointRefused != "":
+		return backupDecision{phase: redisv1alpha1.BackupFailed, reason: ReasonEndpointRefused, terminal: true, message: l.endpointRefused}
 	case l.clusterReason != "":
 		return wait(l.clusterReason, l.clusterProblem)
 	case l.storeProblem != "":
-		return wait(ReasonStoreUnavailable, l.storeProblem)
+		d := wait(ReasonStoreUnavailable, l.storeProblem)
+		if !d.terminal {
+			d.after = max(backoff(l.storeFailures), backupRetry)
+		}
+		return d
 	case l.unstable != "":
 		return wait(ReasonClusterUnstable, "waiting for a stable slot map: "+l.unstable)
 	case l.attempts >= backupAttempts:

@@ -13,7 +13,13 @@ func TestPlanBackup(t *testing.T) {
 		phase  redisv1alpha1.BackupPhase
 		reason string
 		copy   bool
+		after  time.Duration // checked when set
 	}{
+		"an endpoint the operator refuses: failed at once": {
+			look:  backupLook{endpointRefused: "spec.destination.endpoint http://x is plain HTTP", clusterReason: ReasonClusterNotFound},
+			phase: redisv1alpha1.BackupFailed, reason: ReasonEndpointRefused},
+		"a store failing for the 6th time: a longer wait": {
+			look: backupLook{storeProblem: "access denied", storeFailures: 6}, phase: redisv1alpha1.BackupPending, reason: ReasonStoreUnavailable, after: 160 * time.Second},
 		"a new backup of a stable cluster copies": {look: backupLook{}, phase: redisv1alpha1.BackupRunning, reason: ReasonBackupStarted, copy: true},
 		"a copy cut short by a restart starts again": {
 			look: backupLook{phase: redisv1alpha1.BackupRunning, attempts: 1}, phase: redisv1alpha1.BackupRunning, reason: ReasonBackupStarted, copy: true},
@@ -42,6 +48,9 @@ func TestPlanBackup(t *testing.T) {
 			d := planBackup(tc.look)
 			if d.phase != tc.phase || d.reason != tc.reason || d.copy != tc.copy {
 				t.Fatalf("decided phase %s reason %s copy %v (%s), want %s %s %v", d.phase, d.reason, d.copy, d.message, tc.phase, tc.reason, tc.copy)
+			}
+			if tc.after != 0 && d.after != tc.after {
+				t.Errorf("looks again after %s, want %s", d.after, tc.after)
 			}
 			if d.phase == redisv1alpha1.BackupPending && (d.after == 0 || d.message == "") {
 				t.Errorf("a wait must say why (%q) and when to look again (%s)", d.message, d.after)

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
 
@@ -43,6 +44,9 @@ type RedisBackupScheduleReconciler struct {
 	Recorder events.EventRecorder
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// StorePolicy says which object store endpoints schedules may name (any https:// one
+	// when zero): a schedule whose endpoint it refuses creates no backup.
+	StorePolicy objectstore.EndpointPolicy
 }
 
 // +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisbackupschedules,verbs=list;watch
@@ -67,6 +71,12 @@ func (r *RedisBackupScheduleReconciler) Reconcile(ctx context.Context, req ctrl.
 	if msg != "" {
 		// Until the spec changes (a new generation wakes the schedule).
 		r.setScheduled(sch, next, metav1.ConditionFalse, ReasonScheduleInvalid, msg, corev1.EventTypeWarning)
+		_, err := status.Patch(ctx, r.Client, sch, next, redisBackupScheduleStatus)
+		return ctrl.Result{}, err
+	}
+	if err := checkEndpoint(r.StorePolicy, "spec.destination.endpoint", sch.Spec.Destination.Endpoint); err != nil {
+		// Until the spec (a new generation) or the operator's flags (a restart) change.
+		r.setScheduled(sch, next, metav1.ConditionFalse, ReasonEndpointRefused, err.Error()+"; no backup is created until then", corev1.EventTypeWarning)
 		_, err := status.Patch(ctx, r.Client, sch, next, redisBackupScheduleStatus)
 		return ctrl.Result{}, err
 	}

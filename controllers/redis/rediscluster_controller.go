@@ -30,6 +30,7 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/caching"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
+	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
@@ -66,6 +67,9 @@ type RedisClusterReconciler struct {
 	accessOnce               sync.Once
 	// WatchNamespaces are the namespaces the manager's cache lists; empty means every one.
 	WatchNamespaces []string
+	// StorePolicy says which object store endpoints restores and reloads may read from (any
+	// https:// one when zero).
+	StorePolicy objectstore.EndpointPolicy
 	// stale keeps reconciles off cached objects older than the operator's last status write.
 	stale status.StaleGuard
 	// admins keeps each cluster's Redis connections from one reconcile to the next.
@@ -92,6 +96,11 @@ type RedisClusterReconciler struct {
 	certificates keptCertificates
 	// deletedPods remembers the pods replaced until the cache shows their deletion.
 	deletedPods deletedPods
+	// storeFailures remembers the failing reads of restores and reloads, for their back-off
+	// and so that each failure is reported once.
+	storeFailures failures
+	// sources keeps the backups of restores and reloads as read (readSource).
+	sources restoreSources
 }
 
 // forgetCluster drops everything the reconciler keeps of a cluster that is gone or going:
@@ -106,6 +115,8 @@ func (r *RedisClusterReconciler) forgetCluster(key types.NamespacedName) {
 	r.backgroundLoads().forget(key)
 	r.aclVerdicts.forget(key)
 	r.certificates.forget(key)
+	r.storeFailures.forget(key)
+	r.sources.forget(key)
 }
 
 // backgroundLoads is the reconciler's shardLoads, made on first use (a reconciler built
@@ -220,6 +231,7 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	r.observe(s)
 	recordMetrics(s)
+	retryAfter, backingOff := loadBackoff(s.err)
 	wrote, err := status.Patch(ctx, r.Client, s.rc, s.next, redisClusterStatus)
 	if wrote {
 		r.stale.Wrote(req.NamespacedName, s.rc.ResourceVersion)
@@ -234,6 +246,9 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	case userObjectMissing(s.err):
 		// Waiting for the user's object: the condition says which; look again.
 		return ctrl.Result{RequeueAfter: redisadmin.LookIdle}, nil
+	case backingOff:
+		// A load failed on the store or the backup's data: look again after its back-off.
+		return ctrl.Result{RequeueAfter: retryAfter}, nil
 	case s.err != nil:
 		return ctrl.Result{}, s.err
 	}

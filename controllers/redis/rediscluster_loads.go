@@ -2,14 +2,18 @@ package redis
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/rdbload"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
@@ -116,13 +120,33 @@ func (l *shardLoads) forget(cluster types.NamespacedName) {
 }
 
 // runLoad starts load of s's cluster in the background, or collects its end: ended is true
-// once, with the load's result and error; until then the state notes a load pending.
-func (r *RedisClusterReconciler) runLoad(s *state, src *restoreSource, load redisadmin.ShardLoad) (res rdbload.Result, ended bool, err error) {
+// once, with the load's result and error; until then the state notes a load pending. A load
+// that failed is a loadFailedError, reported in a Warning event (reason, action) only when
+// its message is new, and is not started again before its back-off (backoff) is over,
+// whatever wakes the cluster: meanwhile runLoad returns the last failure again, not ended.
+func (r *RedisClusterReconciler) runLoad(s *state, src *restoreSource, load redisadmin.ShardLoad, reason, action string) (res rdbload.Result, ended bool, err error) {
 	k := loadKey{cluster: types.NamespacedName{Namespace: s.rc.Namespace, Name: s.rc.Name}, node: load.NodeID, shard: load.Shard}
+	failing := failureKey{object: k.cluster, what: fmt.Sprintf("load of shard %d", load.Shard)}
+	now := time.Now()
 	switch st, res, err := r.backgroundLoads().poll(k); st {
 	case loadFinished:
-		return res, true, err
+		if err == nil {
+			r.storeFailures.succeeded(failing)
+			return res, true, nil
+		}
+		if errors.Is(err, objectstore.ErrAccessDenied) || errors.Is(err, objectstore.ErrTLS) || errors.Is(err, objectstore.ErrNoBucket) {
+			// The credentials or the CA may have changed since the source was read.
+			r.sources.forget(k.cluster)
+		}
+		wait, distinct := r.storeFailures.fail(failing, err.Error(), now)
+		if distinct {
+			r.event(s, corev1.EventTypeWarning, reason, action, "%v; tried again in %s, then less and less often", err, wait)
+		}
+		return res, true, &loadFailedError{message: err.Error(), after: wait}
 	case loadNone:
+		if wait, message := r.storeFailures.waiting(failing, now); wait > 0 {
+			return rdbload.Result{}, false, &loadFailedError{message: message, after: wait}
+		}
 		login := s.login()
 		node := rdbstream.Options{Addr: load.Addr, Username: login.User, Password: login.Password, TLS: s.tls}
 		rc := s.rc
@@ -130,4 +154,35 @@ func (r *RedisClusterReconciler) runLoad(s *state, src *restoreSource, load redi
 	}
 	s.loadsPending = true
 	return rdbload.Result{}, false, nil
+}
+
+// loadFailedError is a shard load that failed (a store that cannot be read, a corrupted or
+// unreadable file): the cluster looks again after its back-off, not at once.
+type loadFailedError struct {
+	message string
+	after   time.Duration
+}
+
+func (e *loadFailedError) Error() string { return e.message }
+
+// loadBackoff is how long to wait before looking again when err holds only failed loads
+// (the shortest of their back-offs); ok is false when err is nil or holds another error.
+func loadBackoff(err error) (after time.Duration, ok bool) {
+	var failed *loadFailedError
+	if joined, isJoin := err.(interface{ Unwrap() []error }); isJoin {
+		for _, e := range joined.Unwrap() {
+			a, ok := loadBackoff(e)
+			if !ok {
+				return 0, false
+			}
+			if after == 0 || a < after {
+				after = a
+			}
+		}
+		return after, after > 0
+	}
+	if !errors.As(err, &failed) {
+		return 0, false
+	}
+	return failed.after, true
 }

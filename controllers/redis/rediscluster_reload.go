@@ -34,7 +34,7 @@ func (r *RedisClusterReconciler) readReload(ctx context.Context, s *state) error
 	if st == nil {
 		return nil
 	}
-	src, err := r.openBackup(ctx, s.rc, st.Backup)
+	src, err := r.readSource(s, "reload from "+st.Backup, func() (*restoreSource, error) { return r.openBackup(ctx, s.rc, st.Backup) })
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,8 @@ func (r *RedisClusterReconciler) recordReload(s *state) {
 // reloadShard loads the backup's keys in the lost slots of the step's shard.
 func (r *RedisClusterReconciler) reloadShard(s *state) error {
 	step := s.step
-	res, ended, err := r.runLoad(s, s.reload, redisadmin.ShardLoad{Shard: step.Shard, Slots: step.Slots, Addr: step.Addr, NodeID: step.NodeID, Pod: step.Pod})
+	res, ended, err := r.runLoad(s, s.reload, redisadmin.ShardLoad{Shard: step.Shard, Slots: step.Slots, Addr: step.Addr, NodeID: step.NodeID, Pod: step.Pod},
+		ReasonRestoreFailed, "Heal")
 	if !ended || err != nil {
 		return err
 	}
@@ -100,6 +101,7 @@ func (r *RedisClusterReconciler) finishReload(ctx context.Context, s *state) err
 		}
 	}
 	s.next.Status.Reload = nil
+	r.sources.drop(failureKey{object: client.ObjectKeyFromObject(s.rc), what: "reload from " + st.Backup})
 	r.event(s, corev1.EventTypeNormal, ReasonLostSlotsReloaded, "Heal", "the lost slots %s are served again with the keys of RedisBackup %s (as of %s)",
 		st.Slots, st.Backup, s.reload.manifest.CompletedAt.Format(time.RFC3339))
 	return nil

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/backup"
@@ -38,8 +41,13 @@ type restoreSource struct {
 	store    *objectstore.Client
 	manifest *backup.Manifest
 	location string
-	// problem says why the restore cannot go on ("" when it can).
-	problem string
+	// problem says why the restore cannot go on ("" when it can); refused that it is the
+	// operator's EndpointPolicy, which no retry changes; storeFailed that the store's answer
+	// or the manifest is the cause, which is read again after retryAt.
+	problem     string
+	refused     bool
+	storeFailed bool
+	retryAt     time.Time
 }
 
 // readRestore reads, while the restore is not done, the backup spec.restore names: the
@@ -48,16 +56,18 @@ type restoreSource struct {
 // the planner reports instead of forming the cluster.
 func (r *RedisClusterReconciler) readRestore(ctx context.Context, s *state) error {
 	if !resources.RedisRestoring(s.rc) {
+		r.sources.forget(client.ObjectKeyFromObject(s.rc))
 		return nil
 	}
 	spec := s.rc.Spec.Restore
-	if spec.Backup != "" {
-		src, err := r.openBackup(ctx, s.rc, spec.Backup)
-		s.restore = src
-		return err
-	}
-	s.restore = r.openFolder(ctx, s.rc, *spec.Source, spec.Source.Path)
-	return nil
+	src, err := r.readSource(s, "restore", func() (*restoreSource, error) {
+		if spec.Backup != "" {
+			return r.openBackup(ctx, s.rc, spec.Backup)
+		}
+		return r.openFolder(ctx, s.rc, "spec.restore.source.endpoint", *spec.Source, spec.Source.Path), nil
+	})
+	s.restore = src
+	return err
 }
 
 // openBackup reads the manifest of the RedisBackup name of rc's namespace, which must be
@@ -74,25 +84,27 @@ func (r *RedisClusterReconciler) openBackup(ctx context.Context, rc *redisv1alph
 	case b.Status.Phase != redisv1alpha1.BackupCompleted:
 		return &restoreSource{problem: fmt.Sprintf("RedisBackup %s is %q, not Completed: only a completed backup is loaded", name, b.Status.Phase)}, nil
 	}
-	return r.openFolder(ctx, rc, b.Spec.Destination, backupFolder(b)), nil
+	return r.openFolder(ctx, rc, "the spec.destination.endpoint of RedisBackup "+name, b.Spec.Destination, backupFolder(b)), nil
 }
 
-// openFolder reads the manifest of the backup folder dir of store, and checks that rc's
-// Redis reads its files.
-func (r *RedisClusterReconciler) openFolder(ctx context.Context, rc *redisv1alpha1.RedisCluster, store redisv1alpha1.ObjectStore, dir string) *restoreSource {
+// openFolder reads the manifest of the backup folder dir of store, whose endpoint is the
+// field named field, and checks that rc's Redis reads its files.
+func (r *RedisClusterReconciler) openFolder(ctx context.Context, rc *redisv1alpha1.RedisCluster, field string, store redisv1alpha1.ObjectStore, dir string) *restoreSource {
 	src := &restoreSource{location: storeLocation(store, dir)}
 	var err error
-	if src.store, err = openStore(ctx, r.APIReader, rc.Namespace, store, dir); err != nil {
+	if src.store, err = (storeOpener{reader: r.APIReader, policy: r.StorePolicy}).open(ctx, field, rc.Namespace, store, dir); err != nil {
 		src.problem = err.Error()
+		src.refused = errors.Is(err, errEndpointRefused)
 		return src
 	}
 	var buf bytes.Buffer
 	if _, err := src.store.Get(ctx, backup.ManifestName, &buf, nil); err != nil {
-		src.problem = fmt.Sprintf("cannot read the backup's manifest at %s: %v", src.location, err)
+		log.FromContext(ctx).Info("cannot read the backup's manifest", "location", src.location, "error", objectstore.Detail(err))
+		src.problem, src.storeFailed = fmt.Sprintf("cannot read the backup's manifest at %s: %v", src.location, err), true
 		return src
 	}
 	if src.manifest, err = backup.Parse(buf.Bytes()); err != nil {
-		src.problem = fmt.Sprintf("the manifest at %s is not a backup this operator reads: %v", src.location, err)
+		src.problem, src.storeFailed = fmt.Sprintf("the manifest at %s is not a backup this operator reads: %v", src.location, err), true
 		return src
 	}
 	if reads, needs := resources.RedisRDBVersion(rc), src.manifest.RDBVersion(); reads > 0 && needs > reads {
@@ -129,7 +141,7 @@ func (src *restoreSource) shardSlots() [][]redisadmin.SlotRange {
 
 // restoreShard starts the step's shard loads, each into its master, all at once in the
 // background (runLoad), and records in the status every master whose load ended, and the
-// restore's end. A shard that fails is tried again at the next look; the others stay
+// restore's end. A shard that fails is tried again after its back-off; the others stay
 // loaded.
 func (r *RedisClusterReconciler) restoreShard(s *state) error {
 	src := s.restore
@@ -137,12 +149,12 @@ func (r *RedisClusterReconciler) restoreShard(s *state) error {
 	st := s.next.Status.Restore
 	var errs []error
 	for _, load := range s.step.Loads {
-		res, ended, err := r.runLoad(s, src, load)
+		res, ended, err := r.runLoad(s, src, load, ReasonRestoreFailed, "Restore")
 		switch {
-		case !ended:
-			continue
 		case err != nil:
 			errs = append(errs, err)
+			continue
+		case !ended:
 			continue
 		}
 		st.LoadedShards = append(st.LoadedShards, load.NodeID)
@@ -168,7 +180,8 @@ func (r *RedisClusterReconciler) loadShard(ctx context.Context, rc *redisv1alpha
 	sh := src.manifest.Shards[step.Shard]
 	want := &objectstore.Digest{Size: sh.Bytes, SHA256: sh.SHA256}
 	if _, err := src.store.Get(ctx, sh.File, io.Discard, want); err != nil {
-		return rdbload.Result{}, r.restoreFailed(rc, fmt.Errorf("shard %d's file %s at %s: %w", step.Shard, sh.File, src.location, err))
+		log.FromContext(ctx).Info("cannot read a shard's file", "cluster", rc.Name, "shard", step.Shard, "error", objectstore.Detail(err))
+		return rdbload.Result{}, fmt.Errorf("shard %d's file %s at %s: %w", step.Shard, sh.File, src.location, err)
 	}
 	pr, pw := io.Pipe()
 	got := make(chan error, 1)
@@ -187,16 +200,9 @@ func (r *RedisClusterReconciler) loadShard(ctx context.Context, rc *redisv1alpha
 		err = getErr
 	}
 	if err != nil {
-		return res, r.restoreFailed(rc, fmt.Errorf("while loading shard %d into %s: %w", step.Shard, step.Pod, err))
+		return res, fmt.Errorf("while loading shard %d into %s: %w", step.Shard, step.Pod, err)
 	}
 	return res, nil
-}
-
-// restoreFailed reports a shard that could not be loaded and returns err: the cluster stays
-// not Ready, and the next reconcile tries the shard again.
-func (r *RedisClusterReconciler) restoreFailed(rc *redisv1alpha1.RedisCluster, err error) error {
-	r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ReasonRestoreFailed, "Restore", "%v", err)
-	return err
 }
 
 // initRestoreStatus starts the restore's status once its backup is read.
@@ -222,4 +228,81 @@ func restoreProgress(s *state) string {
 		return "restoring from a backup: its manifest is not read yet"
 	}
 	return fmt.Sprintf("restoring from %s: %d of %d shards loaded", st.Location, len(st.LoadedShards), st.Shards)
+}
+
+// restoreSources keeps, per cluster, the backup it restores or reloads from as last read,
+// so that its manifest is read from the store once, not at every look; a read that failed
+// on the store (or on the manifest's content) is read again only after its back-off.
+type restoreSources struct {
+	mu sync.Mutex
+	m  map[failureKey]*restoreSource
+}
+
+// get returns the source kept for k, nil when there is none (or its back-off is over).
+func (c *restoreSources) get(k failureKey) *restoreSource {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	src := c.m[k]
+	if src != nil && !src.retryAt.IsZero() && !time.Now().Before(src.retryAt) {
+		delete(c.m, k)
+		return nil
+	}
+	return src
+}
+
+// keep keeps src for k.
+func (c *restoreSources) keep(k failureKey, src *restoreSource) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[failureKey]*restoreSource{}
+	}
+	c.m[k] = src
+}
+
+// drop drops the source kept for k.
+func (c *restoreSources) drop(k failureKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, k)
+}
+
+// forget drops what is kept of cluster's sources.
+func (c *restoreSources) forget(cluster types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	deleteObject(c.m, cluster)
+}
+
+// readSource returns the source of what (a restore or a reload) of s's cluster kept from an
+// earlier look, or reads it with read and keeps it: a source whose manifest was read until
+// the cluster forgets it, one whose endpoint the operator refuses for good, one whose store read failed
+// for its back-off. A problem is reported once in a Warning event.
+func (r *RedisClusterReconciler) readSource(s *state, what string, read func() (*restoreSource, error)) (*restoreSource, error) {
+	k := failureKey{object: client.ObjectKeyFromObject(s.rc), what: what}
+	if src := r.sources.get(k); src != nil {
+		return src, nil
+	}
+	src, err := read()
+	if err != nil || src == nil {
+		return src, err
+	}
+	switch {
+	case src.manifest != nil:
+		r.storeFailures.succeeded(k)
+		r.sources.keep(k, src)
+	case src.refused:
+		if _, distinct := r.storeFailures.fail(k, src.problem, time.Now()); distinct {
+			r.event(s, corev1.EventTypeWarning, ReasonEndpointRefused, "Restore", "%s", src.problem)
+		}
+		r.sources.keep(k, src)
+	case src.storeFailed:
+		wait, distinct := r.storeFailures.fail(k, src.problem, time.Now())
+		if distinct {
+			r.event(s, corev1.EventTypeWarning, ReasonRestoreFailed, "Restore", "%s; tried again in %s, then less and less often", src.problem, wait)
+		}
+		src.retryAt = time.Now().Add(wait)
+		r.sources.keep(k, src)
+	}
+	return src, nil
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -85,9 +86,55 @@ var (
 	ErrChecksum = errors.New("content does not match its checksum")
 	// ErrTLS: the store's certificate is not trusted (unknown CA, wrong name, expired).
 	ErrTLS = errors.New("TLS verification failed")
-	// ErrUnreachable: no HTTP answer from the endpoint (refused, timed out, no route).
+	// ErrUnreachable: no HTTP answer from the endpoint (refused, timed out, no route), or
+	// the connection broke during the answer.
 	ErrUnreachable = errors.New("endpoint unreachable")
+	// ErrBadResponse: the endpoint answered, but with an error S3 names no other way, or
+	// with something that is not an S3 answer.
+	ErrBadResponse = errors.New("bad response")
 )
+
+// RequestError is a request to the store that failed. Its message says what was being done,
+// where, and the class of the failure (Kind, and the HTTP status when there was one), never
+// the store's own words: the endpoint is the user's, and what it answers goes no further
+// than the operator's log (Cause).
+type RequestError struct {
+	// Doing is what the request was for ("downloading a/b").
+	Doing string
+	// Endpoint is the store's URL.
+	Endpoint string
+	// Kind is ErrNotFound, ErrNoBucket, ErrAccessDenied, ErrTLS, ErrUnreachable,
+	// ErrBadResponse, or the context's error when it ended the request.
+	Kind error
+	// Status is the HTTP status of the store's answer, 0 when there was none.
+	Status int
+	// cause is the error of the S3 client, with the store's answer.
+	cause error
+}
+
+// Error is the summary: what, where, and the class of the failure.
+func (e *RequestError) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("while %s at %s: %v (HTTP %d)", e.Doing, e.Endpoint, e.Kind, e.Status)
+	}
+	return fmt.Sprintf("while %s at %s: %v", e.Doing, e.Endpoint, e.Kind)
+}
+
+// Unwrap makes errors.Is and errors.As see the kind and the S3 client's error.
+func (e *RequestError) Unwrap() []error { return []error{e.Kind, e.cause} }
+
+// Cause is the S3 client's error, with what the store answered: for the operator's log only.
+func (e *RequestError) Cause() error { return e.cause }
+
+// Detail is err's text with, for every RequestError in it, the S3 client's own error: for
+// the operator's log, never for statuses or events.
+func Detail(err error) string {
+	var re *RequestError
+	if err == nil || !errors.As(err, &re) {
+		return fmt.Sprint(err)
+	}
+	return fmt.Sprintf("%v (%v)", err, re.cause)
+}
 
 // Client reads and writes the objects under one bucket and prefix.
 type Client struct {
@@ -343,15 +390,12 @@ func (c *Client) CreateBucket(ctx context.Context) error {
 	return nil
 }
 
-// classify wraps err, from doing, with the matching Err* error, if any.
+// classify is err, from doing, as a RequestError of the matching kind.
 func (c *Client) classify(doing string, err error) error {
-	if kind := kindOf(err); kind != nil {
-		return fmt.Errorf("while %s at %s: %w: %w", doing, c.endpoint, kind, err)
-	}
-	return fmt.Errorf("while %s at %s: %w", doing, c.endpoint, err)
+	return &RequestError{Doing: doing, Endpoint: c.endpoint, Kind: kindOf(err), Status: minio.ToErrorResponse(err).StatusCode, cause: err}
 }
 
-// kindOf returns the Err* error that err is an instance of, or nil.
+// kindOf returns the class of err: one of the Err* errors, or the context's error.
 func kindOf(err error) error {
 	if resp := minio.ToErrorResponse(err); resp.Code != "" || resp.StatusCode != 0 {
 		switch resp.Code {
@@ -363,25 +407,35 @@ func kindOf(err error) error {
 			"XAdminUserNotFound": // versitygw's answer to an unknown access key (with a 404)
 			return ErrAccessDenied
 		}
-		if resp.StatusCode == 401 || resp.StatusCode == 403 {
+		switch resp.StatusCode {
+		case 401, 403:
 			return ErrAccessDenied
+		case 404:
+			return ErrNotFound
 		}
-		return nil
+		return ErrBadResponse
 	}
 	var (
 		unknownAuthority x509.UnknownAuthorityError
 		hostname         x509.HostnameError
 		invalid          x509.CertificateInvalidError
-		urlErr           *url.Error
+		netErr           net.Error
 	)
 	switch {
+	case errors.Is(err, context.Canceled):
+		return context.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return context.DeadlineExceeded
 	case errors.As(err, &unknownAuthority), errors.As(err, &hostname), errors.As(err, &invalid):
 		return ErrTLS
-	case errors.As(err, &urlErr):
-		// No HTTP answer: the request did not reach the store.
+	case strings.Contains(err.Error(), "malformed HTTP"), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		// An answer that is not HTTP (another protocol's port), whose bytes Go's client quotes.
+		return ErrBadResponse
+	case errors.As(err, &netErr), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		// No HTTP answer, or the connection broke during one.
 		return ErrUnreachable
 	}
-	return nil
+	return ErrBadResponse
 }
 
 // countingReader counts what is read through it.

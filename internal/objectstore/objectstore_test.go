@@ -2,11 +2,13 @@ package objectstore
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"strings"
@@ -108,26 +110,34 @@ func TestNewValidates(t *testing.T) {
 	}
 }
 
+// TestKindOf: every failure is classed, and its message is the class, never the store's
+// words: a store's (or any endpoint's) answer is not echoed into statuses and events.
 func TestKindOf(t *testing.T) {
 	cases := map[string]struct {
-		err  error
-		want error
+		err     error
+		want    error
+		summary string
 	}{
-		"no such key":              {err: minio.ErrorResponse{Code: "NoSuchKey", StatusCode: 404}, want: ErrNotFound},
-		"no such bucket":           {err: minio.ErrorResponse{Code: "NoSuchBucket", StatusCode: 404}, want: ErrNoBucket},
-		"unknown access key":       {err: minio.ErrorResponse{Code: "InvalidAccessKeyId", StatusCode: 403}, want: ErrAccessDenied},
+		"no such key":              {err: minio.ErrorResponse{Code: "NoSuchKey", StatusCode: 404, Message: "secret key name"}, want: ErrNotFound, summary: "object not found (HTTP 404)"},
+		"no such bucket":           {err: minio.ErrorResponse{Code: "NoSuchBucket", StatusCode: 404, Message: "bucket text"}, want: ErrNoBucket},
+		"unknown access key":       {err: minio.ErrorResponse{Code: "InvalidAccessKeyId", StatusCode: 403, Message: "who are you"}, want: ErrAccessDenied},
 		"bad signature":            {err: minio.ErrorResponse{Code: "SignatureDoesNotMatch", StatusCode: 403}, want: ErrAccessDenied},
 		"versitygw's unknown user": {err: minio.ErrorResponse{Code: "XAdminUserNotFound", StatusCode: 404}, want: ErrAccessDenied},
-		"policy":                   {err: minio.ErrorResponse{Code: "AccessDenied", StatusCode: 403}, want: ErrAccessDenied},
+		"policy":                   {err: minio.ErrorResponse{Code: "AccessDenied", StatusCode: 403, Message: "policy says no"}, want: ErrAccessDenied, summary: "access denied (HTTP 403)"},
 		"bare 403 of a HEAD":       {err: minio.ErrorResponse{StatusCode: 403}, want: ErrAccessDenied},
-		"server error":             {err: minio.ErrorResponse{Code: "InternalError", StatusCode: 500}},
+		"server error":             {err: minio.ErrorResponse{Code: "InternalError", StatusCode: 500, Message: "stack trace"}, want: ErrBadResponse, summary: "bad response (HTTP 500)"},
+		"a web page":               {err: minio.ErrorResponse{Code: "<html>internal admin page</html>", StatusCode: 200}, want: ErrBadResponse},
 		"unknown CA": {err: &url.Error{Op: "Get", URL: "https://x", Err: x509.UnknownAuthorityError{}},
 			want: ErrTLS},
 		"wrong name": {err: &url.Error{Op: "Get", URL: "https://x", Err: x509.HostnameError{Host: "x"}},
 			want: ErrTLS},
 		"refused": {err: &url.Error{Op: "Get", URL: "https://x", Err: &net.OpError{Op: "dial", Err: errors.New("connection refused")}},
-			want: ErrUnreachable},
-		"other": {err: errors.New("short read")},
+			want: ErrUnreachable, summary: "while testing at https://x: endpoint unreachable"},
+		"another protocol's banner": {err: &url.Error{Op: "Get", URL: "http://x", Err: errors.New(`net/http: HTTP/1.x transport connection broken: malformed HTTP response "-ERR wrong number of arguments"`)},
+			want: ErrBadResponse},
+		"cut short": {err: io.ErrUnexpectedEOF, want: ErrUnreachable},
+		"cancelled": {err: &url.Error{Op: "Get", URL: "https://x", Err: context.Canceled}, want: context.Canceled},
+		"other":     {err: errors.New("short read: the store said hello"), want: ErrBadResponse},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -135,11 +145,17 @@ func TestKindOf(t *testing.T) {
 				t.Fatalf("kindOf(%v) = %v, want %v", tc.err, got, tc.want)
 			}
 			wrapped := (&Client{endpoint: "https://x"}).classify("testing", tc.err)
-			if tc.want != nil && !errors.Is(wrapped, tc.want) {
+			if !errors.Is(wrapped, tc.want) {
 				t.Fatalf("%v does not match %v", wrapped, tc.want)
 			}
-			if !strings.Contains(wrapped.Error(), tc.err.Error()) {
-				t.Fatalf("%q lost the original message %q", wrapped, tc.err)
+			if cause := tc.err.Error(); strings.Contains(wrapped.Error(), cause) {
+				t.Fatalf("%q echoes the store's answer %q", wrapped, cause)
+			}
+			if !strings.Contains(wrapped.Error(), tc.summary) {
+				t.Fatalf("%q does not say %q", wrapped, tc.summary)
+			}
+			if !strings.Contains(Detail(fmt.Errorf("while x: %w", wrapped)), tc.err.Error()) {
+				t.Fatalf("Detail lost the original message %q", tc.err)
 			}
 		})
 	}

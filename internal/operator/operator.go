@@ -23,6 +23,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/guard"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/monitoring"
+	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 )
 
 // Config is what the operator's flags decide about its controllers and cache.
@@ -47,6 +48,11 @@ type Config struct {
 	// RedisCluster's NetworkPolicy lets its pods reach the Redis client port. Empty (the
 	// operator outside a cluster) adds no such rule.
 	OperatorNamespace string
+	// ObjectStoreAllowHTTP lets backups, schedules and restores name http:// object store
+	// endpoints; ObjectStoreEndpoints, when not empty, are the only endpoints they may name
+	// (objectstore.NewEndpointPolicy).
+	ObjectStoreAllowHTTP bool
+	ObjectStoreEndpoints []string
 	// GuardNamespace is where the operator asks, with a dry run, whether the admission guard
 	// on its token is in place (guard.Reporter); empty reports it as unknown.
 	GuardNamespace string
@@ -86,6 +92,10 @@ func Setup(mgr ctrl.Manager, c Config) error {
 	if err != nil {
 		return fmt.Errorf("while creating the cache of user-named Secrets and ConfigMaps: %w", err)
 	}
+	stores, err := objectstore.NewEndpointPolicy(c.ObjectStoreAllowHTTP, c.ObjectStoreEndpoints)
+	if err != nil {
+		return fmt.Errorf("while reading the object store flags: %w", err)
+	}
 	scheme := mgr.GetScheme()
 	if err := (&appscontrollers.AppServiceReconciler{
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("appservice-controller"),
@@ -101,7 +111,7 @@ func Setup(mgr ctrl.Manager, c Config) error {
 	clusters := &rediscontrollers.RedisClusterReconciler{
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("rediscluster-controller"),
 		APIReader: mgr.GetAPIReader(), References: references, Fence: c.Fence, OperatorNamespace: c.OperatorNamespace,
-		WatchNamespaces: c.WatchNamespaces,
+		WatchNamespaces: c.WatchNamespaces, StorePolicy: stores,
 	}
 	if err := clusters.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: c.RedisClusterWorkers}); err != nil {
 		return fmt.Errorf("while setting up the RedisCluster controller: %w", err)
@@ -109,12 +119,13 @@ func Setup(mgr ctrl.Manager, c Config) error {
 	// Backups copy for minutes: two workers, so one slow store does not hold up every other.
 	if err := (&rediscontrollers.RedisBackupReconciler{
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("redisbackup-controller"),
-		APIReader: mgr.GetAPIReader(), Clusters: clusters,
+		APIReader: mgr.GetAPIReader(), Clusters: clusters, StorePolicy: stores,
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
 		return fmt.Errorf("while setting up the RedisBackup controller: %w", err)
 	}
 	if err := (&rediscontrollers.RedisBackupScheduleReconciler{
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("redisbackupschedule-controller"),
+		StorePolicy: stores,
 	}).SetupWithManager(mgr, controller.Options{}); err != nil {
 		return fmt.Errorf("while setting up the RedisBackupSchedule controller: %w", err)
 	}
