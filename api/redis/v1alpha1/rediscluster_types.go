@@ -98,9 +98,10 @@ type RedisClusterSpec struct {
 	PasswordSecret string `json:"passwordSecret,omitempty"`
 
 	// NetworkPolicy limits who may reach the Redis pods. On unless enabled is false: clients
-	// (any, or those listed) reach the client port 6379, only the cluster's own pods reach
-	// the cluster bus port 16379, the operator's namespace reaches 6379 for its admin
-	// commands, and the exporter port 9121 only from metricsNamespace.
+	// (those listed, else the pods of the cluster's own namespace) reach the client port
+	// 6379, only the cluster's own pods reach the cluster bus port 16379, the operator's
+	// namespace reaches 6379 for its admin commands, and the exporter port 9121 only from
+	// metricsNamespace.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network Policy"
 	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
@@ -413,8 +414,9 @@ type NetworkPolicySpec struct {
 	Enabled *bool `json:"enabled,omitempty"`
 
 	// Clients may reach the client port 6379, as NetworkPolicy peers (pods, namespaces or
-	// address blocks). When empty, any source may; the cluster's own pods and the operator's
-	// namespace always may.
+	// address blocks). When empty, only the pods of the cluster's own namespace may; listed
+	// peers replace that default, so list that namespace too if its pods connect. The
+	// cluster's own pods and the operator's pods always may.
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=atomic
 	// +optional
