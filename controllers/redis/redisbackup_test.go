@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -285,7 +286,7 @@ func TestRedisBackupRestoresIntoANewClusterHereAndInAnotherNamespace(t *testing.
 		testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
 			np := &networkingv1.NetworkPolicy{}
 			err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), np)
-			return err == nil && admitsAnyClient(np), fmt.Sprintf("the NetworkPolicy does not admit clients again after the restore (%v)", err)
+			return err == nil && admitsClients(np, c), fmt.Sprintf("the NetworkPolicy does not admit clients again after the restore (%v)", err)
 		})
 		if restored.Status.Masters != 3 || restored.Status.Restore.Keys != b.Status.Keys {
 			t.Errorf("%s/%s has %d masters and restored %d keys, want 3 and the backup's %d", c.Namespace, c.Name,
@@ -316,16 +317,18 @@ func heldOff(t *testing.T, c *redisv1alpha1.RedisCluster) {
 	if cur.Status.Restore != nil && cur.Status.Restore.CompletedAt != nil {
 		t.Fatalf("%s/%s finished its restore before its NetworkPolicy was seen: nothing to check", c.Namespace, c.Name)
 	}
-	if admitsAnyClient(np) {
+	if admitsClients(np, c) {
 		t.Errorf("%s/%s admits clients while its restore loads: %+v", c.Namespace, c.Name, np.Spec.Ingress)
 	}
 }
 
-// admitsAnyClient reports whether np lets any source reach port 6379 (the clients' rule
-// without spec.networkPolicy.clients).
-func admitsAnyClient(np *networkingv1.NetworkPolicy) bool {
+// admitsClients reports whether np has the clients' rule of a cluster without
+// spec.networkPolicy.clients: port 6379 from the pods of the cluster's own namespace
+// (resources.RedisDefaultClients), which a restore holds back until its data is loaded.
+func admitsClients(np *networkingv1.NetworkPolicy, rc *redisv1alpha1.RedisCluster) bool {
 	for _, rule := range np.Spec.Ingress {
-		if len(rule.From) == 0 && len(rule.Ports) == 1 && rule.Ports[0].Port.IntValue() == resources.RedisPort {
+		if len(rule.Ports) == 1 && rule.Ports[0].Port.IntValue() == resources.RedisPort &&
+			equality.Semantic.DeepEqual(rule.From, resources.RedisDefaultClients(rc)) {
 			return true
 		}
 	}
