@@ -21,16 +21,16 @@ import (
 // CRC-64, expiry, slot), with the error that ended the reading (nil at io.EOF) and the bytes
 // read. It checks what a record must be whatever the input: a key's payload is framed with
 // a CRC-64 that matches, and no record is larger than the Reader's limit.
-func readOutcome(t *testing.T, r io.Reader) (string, error, int64) {
+func readOutcome(t *testing.T, r io.Reader) (string, int64, error) {
 	rd := NewReader(r)
 	var out strings.Builder
 	for {
 		rec, err := rd.Next()
 		if errors.Is(err, io.EOF) {
-			return out.String(), nil, rd.BytesRead()
+			return out.String(), rd.BytesRead(), nil
 		}
 		if err != nil {
-			return out.String(), err, rd.BytesRead()
+			return out.String(), rd.BytesRead(), err
 		}
 		if int64(len(rec.Key)+len(rec.Payload)) > DefaultMaxRecord {
 			t.Fatalf("a record of %d bytes, over the %d limit", len(rec.Key)+len(rec.Payload), DefaultMaxRecord)
@@ -61,7 +61,7 @@ func FuzzReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		recs, err, read := readOutcome(t, bytes.NewReader(data))
+		recs, read, err := readOutcome(t, bytes.NewReader(data))
 		runtime.ReadMemStats(&after)
 		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > allocBound(len(data)) {
 			t.Fatalf("reading %d bytes allocated %d bytes, more than %d (error: %v)", len(data), alloc, allocBound(len(data)), err)
@@ -76,7 +76,7 @@ func FuzzReader(f *testing.F) {
 		case !strings.Contains(err.Error(), "at byte "):
 			t.Fatalf("an error without its place: %v", err)
 		}
-		recs1, err1, read1 := readOutcome(t, iotest.OneByteReader(bytes.NewReader(data)))
+		recs1, read1, err1 := readOutcome(t, iotest.OneByteReader(bytes.NewReader(data)))
 		if recs1 != recs || fmt.Sprint(err1) != fmt.Sprint(err) || read1 != read {
 			t.Fatalf("all at once: %d bytes, %v\n%s\none byte at a time: %d bytes, %v\n%s", read, err, recs, read1, err1, recs1)
 		}
