@@ -170,18 +170,28 @@ func assertBackupOf(t *testing.T, b *redisv1alpha1.RedisBackup, rc *redisv1alpha
 	}
 }
 
-// eventReasons lists the reasons of the events about the object named name in ns.
-func eventReasons(t *testing.T, ns, name string) []string {
+// eventsAbout are the events about the object named name in ns.
+func eventsAbout(t *testing.T, ns, name string) []eventsv1.Event {
 	t.Helper()
 	evs := &eventsv1.EventList{}
 	if err := env.Client.List(t.Context(), evs, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
-	var out []string
+	var out []eventsv1.Event
 	for _, e := range evs.Items {
 		if e.Regarding.Name == name {
-			out = append(out, e.Type+"/"+e.Reason)
+			out = append(out, e)
 		}
+	}
+	return out
+}
+
+// eventReasons lists the reasons of the events about the object named name in ns.
+func eventReasons(t *testing.T, ns, name string) []string {
+	t.Helper()
+	var out []string
+	for _, e := range eventsAbout(t, ns, name) {
+		out = append(out, e.Type+"/"+e.Reason)
 	}
 	return out
 }

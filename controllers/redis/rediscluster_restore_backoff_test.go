@@ -10,9 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
@@ -80,13 +78,9 @@ func TestRestoreOfACorruptedObjectBacksOff(t *testing.T) {
 // (counting an event's repeats).
 func restoreFailures(t *testing.T, ns, name string) []string {
 	t.Helper()
-	evs := &eventsv1.EventList{}
-	if err := env.Client.List(t.Context(), evs, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, e := range evs.Items {
-		if e.Regarding.Name != name || e.Reason != rediscontrollers.ReasonRestoreFailed {
+	for _, e := range eventsAbout(t, ns, name) {
+		if e.Reason != rediscontrollers.ReasonRestoreFailed {
 			continue
 		}
 		out = append(out, e.Note)

@@ -9,10 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/middleware-operator/middleware-operator/internal/fuzzcorpus"
 
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 )
@@ -145,14 +146,7 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		seeds["redis-"+v] = data
 		seeds["redis-"+v+"-half"] = data[:len(data)/2]
 	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzReader")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := fuzzcorpus.Write("FuzzReader", seeds); err != nil {
 		t.Fatal(err)
-	}
-	for name, data := range seeds {
-		text := "go test fuzz v1\n[]byte(" + strconv.Quote(string(data)) + ")\n"
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/middleware-operator/middleware-operator/internal/fuzzcorpus"
 )
 
 // fetchBound is the most a fetch may allocate for n bytes of a node's answers: its buffers
@@ -100,14 +102,7 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		"not-fullresync":     []byte("+OK\r\n+OK\r\n+CONTINUE\r\n"),
 		"negative-length":    []byte(replies + "$-1\r\n"),
 	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzFetch")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := fuzzcorpus.Write("FuzzFetch", seeds); err != nil {
 		t.Fatal(err)
-	}
-	for name, data := range seeds {
-		text := "go test fuzz v1\n[]byte(" + strconv.Quote(string(data)) + ")\n"
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
