@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,9 +21,40 @@ import (
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
-// countStatusWrites counts, from now on, the updates of the AppService key that leave its
-// generation as it was: the operator's status writes (nothing else writes it in a test).
-func countStatusWrites(t *testing.T, key client.ObjectKey) *atomic.Int64 {
+// statusWrites counts, from when countStatusWrites made it, the updates of one AppService
+// that leave its generation as it was: the operator's status writes (nothing else writes it
+// in a test). A watch delivers after the API server answers a read, so a test that has just
+// read a version asks Through that version, not Load.
+type statusWrites struct {
+	mu   sync.Mutex
+	n    int64
+	seen map[string]int64 // resourceVersion → writes counted up to and including it
+}
+
+// Load returns the writes counted so far.
+func (w *statusWrites) Load() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n
+}
+
+// Through waits until the watch has delivered the object's resourceVersion rv and returns the
+// writes counted up to and including it.
+func (w *statusWrites) Through(t *testing.T, rv string) int64 {
+	t.Helper()
+	var n int64
+	testenv.Eventually(t, 10*time.Second, func(context.Context) (bool, string) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		var ok bool
+		n, ok = w.seen[rv]
+		return ok, "the watch has not delivered resourceVersion " + rv
+	})
+	return n
+}
+
+// countStatusWrites starts counting the status writes of the AppService key.
+func countStatusWrites(t *testing.T, key client.ObjectKey) *statusWrites {
 	t.Helper()
 	wc, err := client.NewWithWatch(env.Cluster.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {
@@ -36,7 +67,7 @@ func countStatusWrites(t *testing.T, key client.ObjectKey) *atomic.Int64 {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	var n atomic.Int64
+	sw := &statusWrites{seen: map[string]int64{app.ResourceVersion: 0}}
 	gen := app.Generation
 	go func() {
 		for ev := range w.ResultChan() {
@@ -44,13 +75,16 @@ func countStatusWrites(t *testing.T, key client.ObjectKey) *atomic.Int64 {
 			if !ok || ev.Type != watch.Modified {
 				continue
 			}
+			sw.mu.Lock()
 			if a.Generation == gen {
-				n.Add(1)
+				sw.n++
 			}
+			sw.seen[a.ResourceVersion] = sw.n
+			sw.mu.Unlock()
 			gen = a.Generation
 		}
 	}()
-	return &n
+	return sw
 }
 
 // appEvents counts the events of the AppService named name in ns by type and reason.
@@ -140,16 +174,18 @@ func TestAppServiceStalledRolloutIsReported(t *testing.T) {
 	// The deadline, shortened on the Deployment (the AppService leaves it to the default).
 	testenv.Update(t, env.Client, key, &appsv1.Deployment{}, func(d *appsv1.Deployment) { d.Spec.ProgressDeadlineSeconds = ptr.To[int32](2) })
 	start := time.Now()
+	var stalled string
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
 		cur, err := getApp(ctx, key)
 		if err != nil {
 			return false, err.Error()
 		}
+		stalled = cur.ResourceVersion
 		return condition(cur, "Degraded") == "True/ProgressDeadlineExceeded" && condition(cur, "Progressing") == "True/RollingOut" &&
 			cur.Status.ObservedGeneration == cur.Generation, fmt.Sprintf("status %+v", cur.Status)
 	})
 	t.Logf("the stall showed %.1f s after the 2 s deadline was set", time.Since(start).Seconds())
-	if n := writes.Load(); n != 1 {
+	if n := writes.Through(t, stalled); n != 1 {
 		t.Errorf("%d status writes until the stall showed, want 1", n)
 	}
 	testenv.Eventually(t, 10*time.Second, func(ctx context.Context) (bool, string) {
