@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/logging"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/operator"
@@ -42,6 +43,7 @@ type flags struct {
 	enableHTTP2                            bool
 	objectStoreAllowHTTP                   bool
 	objectStoreEndpoints                   string
+	clusterIssuers                         string
 }
 
 func parseFlags() (*flags, zap.Options) {
@@ -71,6 +73,8 @@ func parseFlags() (*flags, zap.Options) {
 		"whose data and credentials cross the network in clear (off: https:// only, and an http:// endpoint is refused with a condition)")
 	flag.StringVar(&f.objectStoreEndpoints, objectstore.EndpointsFlag, "", "comma-separated object store endpoints (scheme://host[:port]) that RedisBackups, "+
 		"RedisBackupSchedules and restores may name, for example https://s3.eu-west-1.amazonaws.com,https://minio.backup.svc:9000; empty allows any")
+	flag.StringVar(&f.clusterIssuers, rediscontrollers.ClusterIssuersFlag, "", "comma-separated cert-manager ClusterIssuers that a RedisCluster's spec.tls.issuerRef may name: names, "+
+		"or prefixes ending in * (tenant-a-*); * allows any. Empty allows none: a ClusterIssuer signs for every namespace, and every cluster it issues for trusts every other's certificates")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -116,6 +120,7 @@ func run(f *flags) error {
 		WatchNamespaces: splitNamespaces(f.watchNamespaces), SyncPeriod: f.syncPeriod,
 		AppServiceWorkers: f.appServiceWorkers, CloudManagerWorkers: f.cloudManagerWorkers, RedisClusterWorkers: f.redisClusterWorkers,
 		ObjectStoreAllowHTTP: f.objectStoreAllowHTTP, ObjectStoreEndpoints: splitNamespaces(f.objectStoreEndpoints),
+		ClusterIssuers: splitNamespaces(f.clusterIssuers),
 	}
 	var lock *resourcelock.LeaseLock
 	if f.leaderElect {

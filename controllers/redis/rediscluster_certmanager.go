@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/caching"
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
@@ -30,7 +32,46 @@ const (
 	// ReasonTLSCertificatePending: the Certificate is kept, and cert-manager has not written
 	// its Secret yet; the message carries what the Certificate says.
 	ReasonTLSCertificatePending = "CertificatePending"
+	// ReasonTLSIssuerNotAllowed: spec.tls.issuerRef names a ClusterIssuer the operator's
+	// --cluster-issuers does not list; nothing is issued.
+	ReasonTLSIssuerNotAllowed = "IssuerNotAllowed"
 )
+
+// ClusterIssuersFlag is the operator flag listing the ClusterIssuers RedisClusters may name.
+const ClusterIssuersFlag = "cluster-issuers"
+
+// ClusterIssuerAllowed reports whether allowed (the operator's --cluster-issuers) lets a
+// RedisCluster name the ClusterIssuer name: an entry is a name, or a prefix ending in "*"
+// ("tenant-a-*"); "*" alone allows every one. An empty list allows none: a ClusterIssuer
+// signs for every namespace, so a tenant naming one would make the operator its deputy.
+func ClusterIssuerAllowed(allowed []string, name string) bool {
+	for _, a := range allowed {
+		if prefix, glob := strings.CutSuffix(a, "*"); (glob && strings.HasPrefix(name, prefix)) || a == name {
+			return true
+		}
+	}
+	return false
+}
+
+// issuerRefused is the TLS error of a ClusterIssuer the admin did not allow, nil otherwise
+// (an Issuer lives in the cluster's own namespace: the tenant's to name).
+func (r *RedisClusterReconciler) issuerRefused(rc *redisv1alpha1.RedisCluster) error {
+	ref := rc.Spec.TLS.IssuerRef
+	if ref.Kind != "ClusterIssuer" || ClusterIssuerAllowed(r.ClusterIssuers, ref.Name) {
+		return nil
+	}
+	return &tlsInvalidError{reason: ReasonTLSIssuerNotAllowed, msg: fmt.Sprintf(
+		"spec.tls.issuerRef names %s, which the operator may not use for this cluster: its --%s lists %s. Ask the cluster admin to add it, or name an Issuer of this namespace",
+		resources.RedisIssuer(rc), ClusterIssuersFlag, allowedList(r.ClusterIssuers))}
+}
+
+// allowedList is how a message quotes --cluster-issuers.
+func allowedList(allowed []string) string {
+	if len(allowed) == 0 {
+		return "no ClusterIssuer"
+	}
+	return strings.Join(allowed, ", ")
+}
 
 // certificateRecheck is how long a Certificate the operator made or found as it wants it is
 // trusted to stay so without reading it again (the operator does not watch Certificates:
@@ -75,6 +116,9 @@ func (k *keptCertificates) forget(key types.NamespacedName) {
 // with the TLS condition saying what the Certificate says, and looks again after a bounded
 // requeue (the Secret's creation is seen by no watch until the operator labels it).
 func (r *RedisClusterReconciler) ensureIssuedTLS(ctx context.Context, s *state) (*corev1.Secret, error) {
+	if err := r.issuerRefused(s.rc); err != nil {
+		return nil, err
+	}
 	secret, err := r.tlsSecret(ctx, s)
 	if err != nil {
 		return nil, err

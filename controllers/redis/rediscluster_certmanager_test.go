@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -123,6 +124,58 @@ func TestRedisClusterTLSFromCertManager(t *testing.T) {
 	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
 	w.Verify(t, env.Client, rc, pw)
 	assertNoCAKey(t, ns)
+}
+
+// TestRedisClusterRefusesAClusterIssuerTheAdminDidNotAllow: a ClusterIssuer signs for every
+// namespace, so naming one the operator's --cluster-issuers does not list (this suite lists
+// "t-*", the tests' namespaces) leaves the TLS condition False IssuerNotAllowed with a
+// Warning naming the flag, and makes no Certificate and no pod: the operator is no tenant's
+// deputy to an issuer the admin kept for others. An Issuer of the namespace needs no listing.
+func TestRedisClusterRefusesAClusterIssuerTheAdminDidNotAllow(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	rc := redistest.NewCluster(ns, "borrowed", 6)
+	rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: true, IssuerRef: &redisv1alpha1.IssuerReference{Name: "platform-root-ca", Kind: "ClusterIssuer"}}
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	c := waitCondition(t, key, rediscontrollers.ConditionTLS, metav1.ConditionFalse, rediscontrollers.ReasonTLSIssuerNotAllowed)
+	if !strings.Contains(c.Message, "--cluster-issuers lists t-*") {
+		t.Errorf("the TLS condition says %q, want the flag and what it lists", c.Message)
+	}
+	waitEvent(t, ns, rediscontrollers.ReasonTLSIssuerNotAllowed, "ClusterIssuer platform-root-ca")
+	if err := env.Client.Get(t.Context(), key, &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a StatefulSet for a refused issuer: %v", err)
+	}
+	if certManagerServed(t) {
+		cert := &unstructured.Unstructured{}
+		cert.SetGroupVersionKind(resources.CertificateGVK)
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: resources.RedisTLSSecretName(rc)}, cert); !apierrors.IsNotFound(err) {
+			t.Errorf("a Certificate for a refused issuer: %v", err)
+		}
+	}
+}
+
+// TestClusterIssuerAllowed: names and prefixes of --cluster-issuers.
+func TestClusterIssuerAllowed(t *testing.T) {
+	for _, tc := range []struct {
+		allowed []string
+		name    string
+		want    bool
+	}{
+		{nil, "any", false},
+		{[]string{"redis-ca"}, "redis-ca", true},
+		{[]string{"redis-ca"}, "redis-ca-2", false},
+		{[]string{"tenant-a-*"}, "tenant-a-ca", true},
+		{[]string{"tenant-a-*"}, "tenant-b-ca", false},
+		{[]string{"x", "tenant-*"}, "tenant-", true},
+		{[]string{"*"}, "anything", true},
+	} {
+		if got := rediscontrollers.ClusterIssuerAllowed(tc.allowed, tc.name); got != tc.want {
+			t.Errorf("ClusterIssuerAllowed(%q, %q) = %v, want %v", tc.allowed, tc.name, got, tc.want)
+		}
+	}
 }
 
 // assertNoCAKey fails the test when a Secret of namespace ns holds a CA certificate with

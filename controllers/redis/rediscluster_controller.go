@@ -70,6 +70,9 @@ type RedisClusterReconciler struct {
 	// StorePolicy says which object store endpoints restores and reloads may read from (any
 	// https:// one when zero).
 	StorePolicy objectstore.EndpointPolicy
+	// ClusterIssuers are the cert-manager ClusterIssuers spec.tls.issuerRef may name
+	// (ClusterIssuerAllowed); none when empty.
+	ClusterIssuers []string
 	// stale keeps reconciles off cached objects older than the operator's last status write.
 	stale status.StaleGuard
 	// admins keeps each cluster's Redis connections from one reconcile to the next.

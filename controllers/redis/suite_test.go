@@ -94,6 +94,7 @@ func run(m *testing.M) int {
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("rediscluster-controller"),
 			PasswordGrace:     5 * time.Second, // this runner refreshes Secret volumes at once; a kubelet takes up to 2 min
 			OperatorNamespace: operatorNamespace,
+			ClusterIssuers:    []string{"t-*"}, // the tests' namespaces name their ClusterIssuers
 		}
 		if err := clusters.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil { // as main.go ships it
 			return err

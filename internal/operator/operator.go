@@ -53,6 +53,9 @@ type Config struct {
 	// (objectstore.NewEndpointPolicy).
 	ObjectStoreAllowHTTP bool
 	ObjectStoreEndpoints []string
+	// ClusterIssuers are the cert-manager ClusterIssuers a RedisCluster's spec.tls.issuerRef
+	// may name (names, or prefixes ending in "*"); none when empty.
+	ClusterIssuers []string
 	// GuardNamespace is where the operator asks, with a dry run, whether the admission guard
 	// on its token is in place (guard.Reporter); empty reports it as unknown.
 	GuardNamespace string
@@ -111,7 +114,7 @@ func Setup(mgr ctrl.Manager, c Config) error {
 	clusters := &rediscontrollers.RedisClusterReconciler{
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("rediscluster-controller"),
 		APIReader: mgr.GetAPIReader(), References: references, Fence: c.Fence, OperatorNamespace: c.OperatorNamespace,
-		WatchNamespaces: c.WatchNamespaces, StorePolicy: stores,
+		WatchNamespaces: c.WatchNamespaces, StorePolicy: stores, ClusterIssuers: c.ClusterIssuers,
 	}
 	if err := clusters.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: c.RedisClusterWorkers}); err != nil {
 		return fmt.Errorf("while setting up the RedisCluster controller: %w", err)

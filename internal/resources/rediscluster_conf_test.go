@@ -126,13 +126,7 @@ func TestRedisConfLockdownComesLast(t *testing.T) {
 // cluster whose user configuration opens DEBUG, MODULE and the protected configs: each is
 // refused, even from loopback, as a client or the operator would meet it.
 func TestRedisConfLockdownOnARealServer(t *testing.T) {
-	real, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("redis-server is needed by this test (make setup installs it): %v", err)
-		}
-		t.Skip("redis-server is not installed")
-	}
+	real := redisServerBinary(t)
 	dir, port := t.TempDir(), strconv.Itoa(testenv.FreePorts(t, 1)[0])
 	conf := resources.RedisConfigMap(redisCluster(nil), openingUserConf).Data[resources.RedisConfigFile]
 	conf = strings.Replace(conf, "\nport 6379\n", "\nport "+port+"\n", 1)

@@ -182,13 +182,7 @@ type scriptServer struct {
 // arguments. env is more of the script's environment (NAME=value).
 func runStartScript(t *testing.T, script string, files map[string]string, env ...string) *scriptServer {
 	t.Helper()
-	real, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("redis-server is needed by this test (make setup installs it): %v", err)
-		}
-		t.Skip("redis-server is not installed")
-	}
+	real := redisServerBinary(t)
 	srv := &scriptServer{dir: t.TempDir(), port: strconv.Itoa(testenv.FreePorts(t, 1)[0])}
 	stub := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + srv.dir + "/args\nenv > " + srv.dir + "/env\n" +
 		"exec " + real + " --port " + srv.port + " --save '' --appendonly no --dir " + srv.dir + " \"$@\"\n"
@@ -435,4 +429,17 @@ func TestRedisExporterReadsThePasswordFromAFile(t *testing.T) {
 			t.Error("a pod without an exporter mounts its password file")
 		}
 	}
+}
+
+// redisServerBinary is the path of redis-server; the test skips without one, except in CI.
+func redisServerBinary(t *testing.T) string {
+	t.Helper()
+	real, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("redis-server is needed by this test (make setup installs it): %v", err)
+		}
+		t.Skip("redis-server is not installed")
+	}
+	return real
 }
