@@ -16,6 +16,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/operator"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -44,6 +45,7 @@ type flags struct {
 	objectStoreAllowHTTP                   bool
 	objectStoreEndpoints                   string
 	clusterIssuers                         string
+	restoreMaxRecord                       string
 }
 
 func parseFlags() (*flags, zap.Options) {
@@ -75,6 +77,8 @@ func parseFlags() (*flags, zap.Options) {
 		"RedisBackupSchedules and restores may name, for example https://s3.eu-west-1.amazonaws.com,https://minio.backup.svc:9000; empty allows any")
 	flag.StringVar(&f.clusterIssuers, rediscontrollers.ClusterIssuersFlag, "", "comma-separated cert-manager ClusterIssuers that a RedisCluster's spec.tls.issuerRef may name: names, "+
 		"or prefixes ending in * (tenant-a-*); * allows any. Empty allows none: a ClusterIssuer signs for every namespace, and every cluster it issues for trusts every other's certificates")
+	flag.StringVar(&f.restoreMaxRecord, rediscontrollers.RestoreMaxRecordFlag, "32Mi", "the largest RDB record (a key with its value) a restore or reload loads, a quantity from 1Mi to 512Mi; "+
+		"one record over 1 MiB is held at a time, so the operator's memory limit must leave room for it")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -116,11 +120,15 @@ func run(f *flags) error {
 	if f.secureMetrics {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
+	maxRecord, err := parseMaxRecord(f.restoreMaxRecord)
+	if err != nil {
+		return err
+	}
 	cfg := operator.Config{
 		WatchNamespaces: splitNamespaces(f.watchNamespaces), SyncPeriod: f.syncPeriod,
 		AppServiceWorkers: f.appServiceWorkers, CloudManagerWorkers: f.cloudManagerWorkers, RedisClusterWorkers: f.redisClusterWorkers,
 		ObjectStoreAllowHTTP: f.objectStoreAllowHTTP, ObjectStoreEndpoints: splitNamespaces(f.objectStoreEndpoints),
-		ClusterIssuers: splitNamespaces(f.clusterIssuers),
+		ClusterIssuers: splitNamespaces(f.clusterIssuers), RestoreMaxRecord: maxRecord,
 	}
 	var lock *resourcelock.LeaseLock
 	if f.leaderElect {
@@ -178,6 +186,15 @@ func leaderLock(lock *resourcelock.LeaseLock) resourcelock.Interface {
 		return nil
 	}
 	return lock
+}
+
+// parseMaxRecord reads --restore-max-record: a quantity from 1Mi to 512Mi.
+func parseMaxRecord(v string) (int64, error) {
+	q, err := resource.ParseQuantity(v)
+	if err != nil || q.Value() < 1<<20 || q.Value() > 512<<20 {
+		return 0, fmt.Errorf("--%s=%q: want a quantity from 1Mi to 512Mi, for example 64Mi", rediscontrollers.RestoreMaxRecordFlag, v)
+	}
+	return q.Value(), nil
 }
 
 // splitNamespaces splits a comma-separated namespace list, dropping empty entries.

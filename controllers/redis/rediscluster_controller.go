@@ -73,6 +73,9 @@ type RedisClusterReconciler struct {
 	// ClusterIssuers are the cert-manager ClusterIssuers spec.tls.issuerRef may name
 	// (ClusterIssuerAllowed); none when empty.
 	ClusterIssuers []string
+	// RestoreMaxRecord is the largest RDB record (a key with its value) a restore or reload
+	// loads, in bytes (rdbload.DefaultMaxRecord when 0).
+	RestoreMaxRecord int64
 	// stale keeps reconciles off cached objects older than the operator's last status write.
 	stale status.StaleGuard
 	// admins keeps each cluster's Redis connections from one reconcile to the next.

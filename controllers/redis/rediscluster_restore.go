@@ -25,6 +25,9 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
+// RestoreMaxRecordFlag is the operator flag that sets RestoreMaxRecord.
+const RestoreMaxRecordFlag = "restore-max-record"
+
 // restoreShardTimeout bounds the load of one shard (its check and its load), which runs in
 // the background (shardLoads): a step only starts it or collects its end.
 const restoreShardTimeout = 30 * time.Minute
@@ -194,10 +197,13 @@ func (r *RedisClusterReconciler) loadShard(ctx context.Context, rc *redisv1alpha
 	for i, rg := range step.Slots {
 		slots[i] = rdbload.SlotRange{From: rg.Start, To: rg.End}
 	}
-	res, err := rdbload.Load(ctx, rdbload.Options{Node: node, Slots: slots}, pr)
+	res, err := rdbload.Load(ctx, rdbload.Options{Node: node, Slots: slots, MaxRecord: r.RestoreMaxRecord}, pr)
 	_ = pr.CloseWithError(errors.New("the load ended"))
 	if getErr := <-got; err == nil && getErr != nil {
 		err = getErr
+	}
+	if errors.Is(err, rdbload.ErrTooLarge) {
+		err = fmt.Errorf("%w (the operator's --%s raises the limit, within its memory limit)", err, RestoreMaxRecordFlag)
 	}
 	if err != nil {
 		return res, fmt.Errorf("while loading shard %d into %s: %w", step.Shard, step.Pod, err)

@@ -56,6 +56,8 @@ type Config struct {
 	// ClusterIssuers are the cert-manager ClusterIssuers a RedisCluster's spec.tls.issuerRef
 	// may name (names, or prefixes ending in "*"); none when empty.
 	ClusterIssuers []string
+	// RestoreMaxRecord is the largest RDB record a restore loads, in bytes (0: rdbload's default).
+	RestoreMaxRecord int64
 	// GuardNamespace is where the operator asks, with a dry run, whether the admission guard
 	// on its token is in place (guard.Reporter); empty reports it as unknown.
 	GuardNamespace string
@@ -115,6 +117,7 @@ func Setup(mgr ctrl.Manager, c Config) error {
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("rediscluster-controller"),
 		APIReader: mgr.GetAPIReader(), References: references, Fence: c.Fence, OperatorNamespace: c.OperatorNamespace,
 		WatchNamespaces: c.WatchNamespaces, StorePolicy: stores, ClusterIssuers: c.ClusterIssuers,
+		RestoreMaxRecord: c.RestoreMaxRecord,
 	}
 	if err := clusters.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: c.RedisClusterWorkers}); err != nil {
 		return fmt.Errorf("while setting up the RedisCluster controller: %w", err)
