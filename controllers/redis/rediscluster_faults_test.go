@@ -3,11 +3,13 @@ package redis_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	goredis "github.com/redis/go-redis/v9"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -585,7 +587,7 @@ func TestRedisClusterFinishesAnInterruptedRebalance(t *testing.T) {
 func TestRedisClusterResumesAnInterruptedAssignReceive(t *testing.T) {
 	t.Parallel()
 	_, key, rc, pw := formed(t, "resume", 6, 3)
-	redistest.Preload(t, rc.Status.Nodes[0].Instance, pw, 100000)
+	redistest.Preload(t, rc.Status.Nodes[0].Instance, pw, 400000) // the moves take longer than a step (5 s), so a pause lands between two
 	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
 	before := redistest.MasterSlots(rc)
 	var ids []string
@@ -611,8 +613,17 @@ func TestRedisClusterResumesAnInterruptedAssignReceive(t *testing.T) {
 		n := midway[cur.Status.AssignTargets[0]]
 		return n > 0 && n < 2900, fmt.Sprintf("the new master has %d slots", n)
 	})
-	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pause":true}}`)
+	pause(t, key)
+	// The pause held: the slots stand still while it lasts (the batch under way when it
+	// came finished before the status said paused).
+	held := clusterSlots(t, key)
 	time.Sleep(3 * time.Second)
+	if now := clusterSlots(t, key); !maps.Equal(now, held) {
+		t.Errorf("slots moved while the cluster was paused: %v, then %v", held, now)
+	}
+	if n := held[targetOf(t, key)]; n == 0 || n >= 2900 {
+		t.Errorf("the pause came with %d of 2900 slots on the first new master: not in the middle of the moves", n)
+	}
 	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pause":false}}`)
 	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
 	after := redistest.MasterSlots(rc)
@@ -630,6 +641,46 @@ func TestRedisClusterResumesAnInterruptedAssignReceive(t *testing.T) {
 	t.Logf("stopped with %v; ended with %v", midway, after)
 	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	w.Verify(t, env.Client, rc, pw)
+}
+
+// clusterSlots are the slots each master serves (by node id), as the nodes say in CLUSTER
+// SLOTS through the first answering node of the status (the status itself is not rewritten
+// while the cluster is paused).
+func clusterSlots(t *testing.T, key client.ObjectKey) map[string]int {
+	t.Helper()
+	cur := &redisv1alpha1.RedisCluster{}
+	if err := env.Client.Get(t.Context(), key, cur); err != nil {
+		t.Fatal(err)
+	}
+	pw := redistest.Password(t, env.Client, key.Namespace, key.Name)
+	for _, n := range cur.Status.Nodes {
+		c := goredis.NewClient(&goredis.Options{Addr: n.Instance, Password: pw, Protocol: 2, DisableIdentity: true, MaxRetries: -1})
+		slots, err := c.ClusterSlots(t.Context()).Result()
+		_ = c.Close()
+		if err != nil {
+			continue
+		}
+		out := map[string]int{}
+		for _, r := range slots {
+			out[r.Nodes[0].ID] += int(r.End - r.Start + 1)
+		}
+		return out
+	}
+	t.Fatal("no node of the status answers CLUSTER SLOTS")
+	return nil
+}
+
+// targetOf is the first AssignReceive target the status records.
+func targetOf(t *testing.T, key client.ObjectKey) string {
+	t.Helper()
+	cur := &redisv1alpha1.RedisCluster{}
+	if err := env.Client.Get(t.Context(), key, cur); err != nil {
+		t.Fatal(err)
+	}
+	if len(cur.Status.AssignTargets) == 0 {
+		t.Fatal("no AssignReceive target in the status")
+	}
+	return cur.Status.AssignTargets[0]
 }
 
 // pause pauses the cluster and waits until the status says the operator stands still.

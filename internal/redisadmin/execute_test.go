@@ -28,8 +28,8 @@ func TestExecuteMovesResumes(t *testing.T) {
 	first, err := c.admin.runMoves(short, []string{entry}, moves, MoveOptions{SlotBatch: 16})
 	stop()
 	t.Logf("first run: %d slots moved in %v, error %v", first.Slots, first.Elapsed.Round(time.Millisecond), err)
-	if err == nil {
-		t.Log("the first run was not interrupted; the second one has nothing to do")
+	if err == nil || first.Slots >= 3000 {
+		t.Fatalf("the first run moved %d of 3000 slots and ended with %v: not interrupted, so nothing below tests an interruption", first.Slots, err)
 	}
 	// The batch under way when the context ended was finished, not left half done.
 	after, err := c.admin.loadTopology(ctx, []string{entry})
@@ -60,6 +60,9 @@ func TestExecuteMovesResumes(t *testing.T) {
 	_, err = c.admin.Rebalance(short, []string{entry}, RebalanceOptions{Move: MoveOptions{SlotBatch: 8}})
 	stop()
 	t.Logf("interrupted rebalance: %v", err)
+	if err == nil {
+		t.Fatal("the rebalance given 40 ms was not interrupted: nothing below tests finishing an interrupted one")
+	}
 	if _, err := c.admin.Rebalance(ctx, []string{entry}, RebalanceOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -73,6 +73,7 @@ type Kubelet struct {
 	volumes writtenVolumes
 	// memcg gives each redis container its memory limit (made on first use, see limitMemory).
 	memcg     *memoryCgroups
+	memcgErr  error // why memcg is unavailable
 	memcgOnce sync.Once
 }
 
@@ -275,7 +276,10 @@ func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod, cms *configMaps) e
 	defer func() { _ = out.Close() }()
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	cg := k.limitMemory(pod, container)
+	cg, err := k.limitMemory(pod, container)
+	if err != nil {
+		return err
+	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
