@@ -43,6 +43,10 @@ func TestOperatorKilledDuringAssignReceive(t *testing.T) {
 	// inherited are the slots a SIGKILL left open, which the next process closes (a step at a
 	// time, so a SIGTERM may find some of them still open); a SIGTERM must leave no other.
 	inherited := map[string]bool{}
+	// midBatch counts, per signal, the kills that landed inside a batch of slot moves (a
+	// SIGTERM right after a batch was seen under way, a SIGKILL that left a slot open): the
+	// faults this test is named for; a run without one of each proves nothing.
+	midBatch := map[syscall.Signal]int{}
 	for round := range 5 {
 		// The first kill lands while the new nodes join; the others once the new process has
 		// moved more slots, somewhere inside a batch or between two.
@@ -51,8 +55,11 @@ func TestOperatorKilledDuringAssignReceive(t *testing.T) {
 			return op.leads() && (round == 0 || n > last || n >= 2900), fmt.Sprintf("the new process leads: %t; %d slots moved", op.leads(), n)
 		})
 		sig := []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL}[round%2]
-		if sig == syscall.SIGTERM && round > 0 {
-			run.waitForOpenSlots(t, inherited) // a SIGTERM while a batch is under way shows the batch finished
+		underWay := false
+		if round > 0 {
+			// A SIGTERM while a batch is under way shows the batch finished; a SIGKILL then
+			// leaves it half done for the next process.
+			underWay = run.waitForOpenSlots(t, inherited)
 		} else {
 			time.Sleep(time.Duration(300+rand.IntN(1200)) * time.Millisecond)
 		}
@@ -64,6 +71,15 @@ func TestOperatorKilledDuringAssignReceive(t *testing.T) {
 		}
 		took := op.stop(t, sig)
 		open := openSlots(t.Context(), run.admin, addrs)
+		fresh := 0
+		for _, o := range open {
+			if !inherited[slotOf(o)] {
+				fresh++
+			}
+		}
+		if (sig == syscall.SIGTERM && underWay) || (sig == syscall.SIGKILL && fresh > 0) {
+			midBatch[sig]++
+		}
 		t.Logf("round %d: %s with %d of 2900 slots moved; the process ended after %s; %d slots open %v",
 			round, sig, n, took.Round(10*time.Millisecond), len(open), open[:min(len(open), 2)])
 		if sig == syscall.SIGTERM {
@@ -85,6 +101,10 @@ func TestOperatorKilledDuringAssignReceive(t *testing.T) {
 			inherited[slotOf(o)] = true
 		}
 		op = r.operator(t)
+	}
+	if midBatch[syscall.SIGTERM] == 0 || midBatch[syscall.SIGKILL] == 0 {
+		t.Errorf("kills inside a batch of slot moves: %d SIGTERM, %d SIGKILL; want at least one of each, or the test showed no interrupted step",
+			midBatch[syscall.SIGTERM], midBatch[syscall.SIGKILL])
 	}
 	run.finish(t)
 }
@@ -186,8 +206,9 @@ func (a *assignRun) moved(ctx context.Context) (int, []string) {
 // batch of this process is under way. The new process first closes the inherited slots
 // (Fix, a slot at a time, one key per MIGRATE: tens of seconds on a slow machine), so the
 // wait allows 20 s from the last look that still found an inherited slot open, within
-// 3 min in all. It fails the test when none shows while slots are left to move.
-func (a *assignRun) waitForOpenSlots(t *testing.T, inherited map[string]bool) {
+// 3 min in all. It reports whether one showed: false when the moves ended first, and the
+// test fails when none shows while slots are left to move.
+func (a *assignRun) waitForOpenSlots(t *testing.T, inherited map[string]bool) bool {
 	t.Helper()
 	_, addrs := a.moved(t.Context())
 	start := time.Now()
@@ -196,7 +217,7 @@ func (a *assignRun) waitForOpenSlots(t *testing.T, inherited map[string]bool) {
 		fixing := false
 		for _, o := range openSlots(t.Context(), a.admin, addrs) {
 			if !inherited[slotOf(o)] {
-				return
+				return true
 			}
 			fixing = true
 		}
@@ -204,11 +225,12 @@ func (a *assignRun) waitForOpenSlots(t *testing.T, inherited map[string]bool) {
 			deadline = time.Now().Add(20 * time.Second)
 		}
 		if n, _ := a.moved(t.Context()); n >= 2900 {
-			return // the last batch ended between two looks: no SIGTERM follows (the caller sees the moves done)
+			return false // the last batch ended between two looks: no kill follows (the caller sees the moves done)
 		}
 	}
-	t.Errorf("no batch of slot moves was seen under way within %s (no slot open beyond the %d an earlier kill left): the SIGTERM that follows proves nothing",
+	t.Errorf("no batch of slot moves was seen under way within %s (no slot open beyond the %d an earlier kill left): the kill that follows proves nothing",
 		time.Since(start).Round(time.Second), len(inherited))
+	return false
 }
 
 // slotOf is the slot number of an openSlots entry.
