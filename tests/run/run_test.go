@@ -227,7 +227,7 @@ func checkObjectStore(t *testing.T, output string) string {
 	vars := map[string]string{}
 	for line := range strings.SplitSeq(output, "\n") {
 		if name, value, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "export "), "="); ok && (strings.HasPrefix(name, "MWO_S3_") || strings.HasPrefix(name, "AWS_")) {
-			vars[name] = value
+			vars[name] = strings.Trim(value, "'") // single-quoted for the shell; no value holds a quote
 		}
 	}
 	ca, err := os.ReadFile(vars["MWO_S3_CA_FILE"])
