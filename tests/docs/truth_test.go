@@ -376,7 +376,7 @@ func mapValues(m map[string]string) []string {
 }
 
 // reasonTablePages are the pages whose tables headed "reason" explain condition reasons.
-var reasonTablePages = []string{"docs/troubleshooting.md", "docs/backup.md"}
+var reasonTablePages = []string{"docs/troubleshooting.md", "docs/backup.md", "docs/recovery.md"}
 
 // TestReasonTablesNameReasonsOfTheCode: each reason the reason tables explain is one the
 // code can set (a string the operator's code has), so a reason removed or renamed in the
