@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/middleware-operator/middleware-operator/internal/caching"
 )
 
 // These checks hold the lists the docs give (controllers, kinds, finalizers, labels and
@@ -409,5 +412,43 @@ func TestReasonTablesNameReasonsOfTheCode(t *testing.T) {
 	}
 	if checked < 40 {
 		t.Errorf("checked only %d reasons: the table scan is broken", checked)
+	}
+}
+
+// cachedWords are how docs/architecture.md names each kind the cache holds.
+var cachedWords = map[string]string{
+	"Deployment": "Deployments", "StatefulSet": "StatefulSets", "Service": "Services", "ConfigMap": "ConfigMaps",
+	"Secret": "Secrets", "PodDisruptionBudget": "PDBs", "NetworkPolicy": "NetworkPolicies", "Pod": "pods",
+	"PersistentVolumeClaim": "claims",
+}
+
+var notCached = regexp.MustCompile(`(?i)\b([A-Za-z]+) are not cached\b|\bnot cached: ([A-Za-z]+)`)
+
+// TestArchitectureNamesWhatIsCached: docs/architecture.md names every kind of child the
+// operator's cache holds (internal/caching.Owned), and no page says one of them is not
+// cached.
+func TestArchitectureNamesWhatIsCached(t *testing.T) {
+	arch := read(t, "docs/architecture.md")
+	cached := map[string]bool{}
+	for obj := range caching.Owned() {
+		kind := reflect.TypeOf(obj).Elem().Name()
+		word, ok := cachedWords[kind]
+		if !ok {
+			t.Errorf("the cache holds %s, which this test has no word for: add it to cachedWords", kind)
+			continue
+		}
+		cached[strings.ToLower(word)] = true
+		if !strings.Contains(arch, word) {
+			t.Errorf("the operator caches %s; docs/architecture.md never names %s", kind, word)
+		}
+	}
+	for _, p := range userPages(t) {
+		for i, line := range strings.Split(read(t, p), "\n") {
+			for _, m := range notCached.FindAllStringSubmatch(line, -1) {
+				if cached[strings.ToLower(m[1]+m[2])] {
+					t.Errorf("%s:%d says %q; internal/caching caches them", p, i+1, m[0])
+				}
+			}
+		}
 	}
 }
