@@ -52,7 +52,7 @@ The local cluster is up. In another terminal:
 
 An S3-compatible object store (versitygw) serves a bucket for backups (also in $objectstore_env):
 
-$(sed 's/^/  export /' "$objectstore_env")
+$(sed 's/^/  /' "$objectstore_env")
 
 Redis pods run real redis-server processes at their pod IPs (127.1.x.x); to use one:
 

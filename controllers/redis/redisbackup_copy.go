@@ -102,7 +102,7 @@ func copyShards(ctx context.Context, run backupRun) ([]rdbstream.Result, error) 
 			opts := rdbstream.Options{Addr: src.Addr, Username: run.conn.login.User, Password: run.conn.login.Password, TLS: run.conn.tls, ViaDisk: true}
 			res, _, err := backup.StreamShard(ctx, opts, run.store, backup.ShardFile(i))
 			if err != nil {
-				errs[i] = fmt.Errorf("shard %d (slots %s, from %s): %w", i, redisadmin.FormatSlotRanges(src.Slots), src.Pod, err)
+				errs[i] = fmt.Errorf("%s (slots %s, from %s): %w", redisadmin.ShardName(i), redisadmin.FormatSlotRanges(src.Slots), src.Pod, err)
 				cancel()
 			}
 			results[i] = res

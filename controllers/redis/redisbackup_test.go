@@ -186,6 +186,27 @@ func eventsAbout(t *testing.T, ns, name string) []eventsv1.Event {
 	return out
 }
 
+// eventCount counts the events of reason about the object named name in ns, and their
+// notes: an event the recorder merged into a series counts as many times as it happened.
+func eventCount(t *testing.T, ns, name, reason string) (int, []string) {
+	t.Helper()
+	n, notes := 0, []string(nil)
+	for _, e := range eventsAbout(t, ns, name) {
+		if e.Reason != reason {
+			continue
+		}
+		times := 1
+		if e.Series != nil {
+			times = int(e.Series.Count)
+		}
+		n += times
+		for range times {
+			notes = append(notes, e.Note)
+		}
+	}
+	return n, notes
+}
+
 // eventReasons lists the reasons of the events about the object named name in ns.
 func eventReasons(t *testing.T, ns, name string) []string {
 	t.Helper()
@@ -381,6 +402,16 @@ func TestRedisBackupScheduleRunsAndKeepsWhatItSays(t *testing.T) {
 	if err := env.Client.Patch(t.Context(), sch, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`))); err != nil {
 		t.Fatal(err)
 	}
+	// A suspended schedule has no next run to show.
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisBackupSchedule{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sch), cur); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionScheduled)
+		return c != nil && c.Reason == rediscontrollers.ReasonScheduleSuspended && cur.Status.NextScheduleTime == nil,
+			fmt.Sprintf("condition %+v, nextScheduleTime %v", c, cur.Status.NextScheduleTime)
+	})
 	// What retention deleted is gone from the bucket too (reclaimPolicy Delete): the
 	// cluster's folder holds the two kept backups' files, and nothing else, once deletions end.
 	var want []string
@@ -394,6 +425,39 @@ func TestRedisBackupScheduleRunsAndKeepsWhatItSays(t *testing.T) {
 		got := bucketObjects(t, ns+"/timed")
 		return slices.Equal(got, want), fmt.Sprintf("the folder holds %v, want %v", got, want)
 	})
+	// Each retired backup is reported once, in one BackupsRetired event (events are written
+	// in the background: wait for every one to be reported, then count).
+	var notes []string
+	reportedIn := func(name string) int {
+		n := 0
+		for _, note := range notes {
+			if strings.Contains(note, name) {
+				n++
+			}
+		}
+		return n
+	}
+	isKept := func(name string) bool {
+		return slices.ContainsFunc(kept, func(b redisv1alpha1.RedisBackup) bool { return b.Name == name })
+	}
+	testenv.Eventually(t, 30*time.Second, func(context.Context) (bool, string) {
+		_, notes = eventCount(t, ns, "often", rediscontrollers.ReasonBackupsRetired)
+		for name := range seen {
+			if !isKept(name) && reportedIn(name) == 0 {
+				return false, fmt.Sprintf("the retired backup %s is in no %s event: %q", name, rediscontrollers.ReasonBackupsRetired, notes)
+			}
+		}
+		return true, ""
+	})
+	for name := range seen {
+		want := 1
+		if isKept(name) {
+			want = 0
+		}
+		if got := reportedIn(name); got != want {
+			t.Errorf("backup %s (kept: %t) is in %d %s events, want %d: %q", name, isKept(name), got, rediscontrollers.ReasonBackupsRetired, want, notes)
+		}
+	}
 	t.Logf("%d backups made by the schedule; %d kept: %s, %s", len(seen), len(kept), kept[0].Name, kept[1].Name)
 }
 
@@ -627,8 +691,13 @@ func TestRedisClusterReloadsALostShardFromABackup(t *testing.T) {
 	})
 	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
 	t.Logf("the lost slots were reloaded and the cluster Ready %s after the annotation", time.Since(annotated).Round(time.Second))
-	if got := eventReasons(t, ns, "reload"); !slices.Contains(got, "Normal/"+rediscontrollers.ReasonLostSlotsReloaded) {
-		t.Errorf("events %v, want %s", got, rediscontrollers.ReasonLostSlotsReloaded)
+	if n, notes := eventCount(t, ns, "reload", rediscontrollers.ReasonLostSlotsReloaded); n != 1 {
+		t.Errorf("%d %s events %q, want one: the reload ended once", n, rediscontrollers.ReasonLostSlotsReloaded, notes)
+	}
+	// Only the reload annotation was set: the Warning says so, not that accept-data-loss is.
+	if _, notes := eventCount(t, ns, "reload", "DataLossAccepted"); len(notes) != 1 ||
+		strings.Contains(notes[0], rediscontrollers.AcceptDataLossAnnotation) || !strings.Contains(notes[0], "RedisBackup before-loss") {
+		t.Errorf("DataLossAccepted events %q, want one naming the reload from RedisBackup before-loss, not %s", notes, rediscontrollers.AcceptDataLossAnnotation)
 	}
 	if lost := w.VerifyFirstOn(t, rc, pw, acknowledged); lost > 0 {
 		t.Errorf("%d of the %d keys acknowledged before the backup are missing after the reload", lost, acknowledged)

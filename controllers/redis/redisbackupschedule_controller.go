@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -91,7 +92,7 @@ func (r *RedisBackupScheduleReconciler) Reconcile(ctx context.Context, req ctrl.
 	next.Status.LastCompletedBackup = ""
 	var newest time.Time
 	for _, b := range list.Items {
-		sb := scheduledBackup{name: b.Name, phase: b.Status.Phase, created: b.CreationTimestamp.Time}
+		sb := scheduledBackup{name: b.Name, phase: b.Status.Phase, created: b.CreationTimestamp.Time, deleting: !b.DeletionTimestamp.IsZero()}
 		if b.Status.Phase == redisv1alpha1.BackupCompleted && b.Status.CompletedAt != nil {
 			sb.completed = b.Status.CompletedAt.Time
 			if sb.completed.After(newest) {
@@ -102,23 +103,31 @@ func (r *RedisBackupScheduleReconciler) Reconcile(ctx context.Context, req ctrl.
 	}
 	d := planSchedule(look)
 	log.FromContext(ctx).V(1).Info("schedule decision", "create", d.create, "delete", d.delete, "next", d.next, "waiting", d.waiting)
-	if err := r.act(ctx, sch, next, d); err != nil {
+	if err := r.act(ctx, sch, next, d, list.Items); err != nil {
 		return ctrl.Result{}, err
 	}
-	next.Status.Backups = int32(len(list.Items) - len(d.delete)) //nolint:gosec // a namespace's backups
+	kept := slices.DeleteFunc(look.backups, func(b scheduledBackup) bool { return b.deleting || slices.Contains(d.delete, b.name) })
+	next.Status.Backups = int32(len(kept)) //nolint:gosec // a namespace's backups
 	if !d.create.IsZero() {
 		next.Status.Backups++
 	}
-	nextRun := metav1.NewTime(d.next)
-	next.Status.NextScheduleTime = &nextRun
+	next.Status.NextScheduleTime = nil
+	if !d.next.IsZero() {
+		next.Status.NextScheduleTime = &metav1.Time{Time: d.next}
+	}
 	if _, err := status.Patch(ctx, r.Client, sch, next, redisBackupScheduleStatus); err != nil {
 		return ctrl.Result{}, err
+	}
+	if d.next.IsZero() {
+		// Suspended: a spec change wakes it.
+		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{RequeueAfter: max(time.Until(d.next), time.Second)}, nil
 }
 
-// act creates the due backup and deletes the expired ones, and says so in the condition.
-func (r *RedisBackupScheduleReconciler) act(ctx context.Context, sch, next *redisv1alpha1.RedisBackupSchedule, d scheduleDecision) error {
+// act creates the due backup and deletes the expired ones (of listed), and says so in the
+// condition.
+func (r *RedisBackupScheduleReconciler) act(ctx context.Context, sch, next *redisv1alpha1.RedisBackupSchedule, d scheduleDecision, listed []redisv1alpha1.RedisBackup) error {
 	switch {
 	case !d.create.IsZero():
 		name := fmt.Sprintf("%s-%s", sch.Name, d.create.UTC().Format("20060102-150405"))
@@ -143,16 +152,33 @@ func (r *RedisBackupScheduleReconciler) act(ctx context.Context, sch, next *redi
 	default:
 		r.setScheduled(sch, next, metav1.ConditionTrue, ReasonScheduled, "next run at "+d.next.UTC().Format(time.RFC3339), "")
 	}
-	for _, name := range d.delete {
-		b := &redisv1alpha1.RedisBackup{ObjectMeta: metav1.ObjectMeta{Namespace: sch.Namespace, Name: name}}
-		if err := r.Delete(ctx, b); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("while deleting RedisBackup %s (retention): %w", name, err)
+	deleted, err := r.retire(ctx, d.delete, listed)
+	if len(deleted) > 0 {
+		r.Recorder.Eventf(sch, nil, corev1.EventTypeNormal, ReasonBackupsRetired, "Retain", "deleted %d backups retention does not keep: %v", len(deleted), deleted)
+	}
+	return err
+}
+
+// retire deletes the backups named (of listed) and returns those this call deleted. Each
+// delete is conditional on the version listed, so a backup the cache still showed after an
+// earlier reconcile deleted it (gone, or changed by its deletion) is neither deleted nor
+// reported twice.
+func (r *RedisBackupScheduleReconciler) retire(ctx context.Context, names []string, listed []redisv1alpha1.RedisBackup) ([]string, error) {
+	var deleted []string
+	for _, b := range listed {
+		if !slices.Contains(names, b.Name) {
+			continue
+		}
+		err := r.Delete(ctx, &b, client.Preconditions{UID: &b.UID, ResourceVersion: &b.ResourceVersion})
+		switch {
+		case err == nil:
+			deleted = append(deleted, b.Name)
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		default:
+			return deleted, fmt.Errorf("while deleting RedisBackup %s (retention): %w", b.Name, err)
 		}
 	}
-	if len(d.delete) > 0 {
-		r.Recorder.Eventf(sch, nil, corev1.EventTypeNormal, ReasonBackupsRetired, "Retain", "deleted %d backups retention does not keep: %v", len(d.delete), d.delete)
-	}
-	return nil
+	return deleted, nil
 }
 
 // setScheduled sets the Scheduled condition, with an event of kind (none when "") when its

@@ -20,6 +20,8 @@ type scheduledBackup struct {
 	phase     redisv1alpha1.BackupPhase
 	created   time.Time
 	completed time.Time // zero unless Completed
+	// deleting: the backup is being deleted already (a deletionTimestamp, its files going).
+	deleting bool
 }
 
 // scheduleLook is what one reconcile saw of a schedule.
@@ -34,7 +36,8 @@ type scheduleLook struct {
 }
 
 // scheduleDecision is what to do: create the backup of the run at create (when not zero),
-// delete the backups named, and look again at next.
+// delete the backups named, and look again at next (zero while the schedule is suspended:
+// there is no next run to show).
 type scheduleDecision struct {
 	create time.Time
 	delete []string
@@ -47,7 +50,8 @@ type scheduleDecision struct {
 // passed since the last one; of several missed runs only the latest is made. A run due while
 // a backup of the schedule is still under way waits for it. Retention keeps the newest
 // completed backup always, then deletes the completed ones beyond keep.count or older than
-// keep.maxAge, and failed ones older than the newest completed one.
+// keep.maxAge, and failed ones older than the newest completed one; a backup being deleted
+// already is neither kept nor deleted again.
 func planSchedule(l scheduleLook) scheduleDecision {
 	var d scheduleDecision
 	due := time.Time{}
@@ -64,7 +68,9 @@ func planSchedule(l scheduleLook) scheduleDecision {
 	default:
 		d.create = due
 	}
-	d.next = l.schedule.Next(l.now)
+	if !l.suspend {
+		d.next = l.schedule.Next(l.now)
+	}
 	d.delete = expired(l)
 	return d
 }
@@ -114,6 +120,7 @@ func scheduleInterval(sch cron.Schedule) time.Duration {
 
 // expired are the backups retention deletes.
 func expired(l scheduleLook) []string {
+	l.backups = slices.DeleteFunc(slices.Clone(l.backups), func(b scheduledBackup) bool { return b.deleting })
 	var completed []scheduledBackup
 	for _, b := range l.backups {
 		if b.phase == redisv1alpha1.BackupCompleted {

@@ -25,6 +25,7 @@ func TestPlanSchedule(t *testing.T) {
 	done := func(name string, days int) scheduledBackup {
 		return scheduledBackup{name: name, phase: redisv1alpha1.BackupCompleted, created: at(days, 3), completed: at(days, 3).Add(time.Minute)}
 	}
+	going := func(b scheduledBackup) scheduledBackup { b.deleting = true; return b }
 	cases := map[string]struct {
 		look   scheduleLook
 		create time.Time
@@ -37,8 +38,12 @@ func TestPlanSchedule(t *testing.T) {
 			look: scheduleLook{now: at(0, 4), since: at(0, 1)}, create: at(0, 3), next: at(1, 3)},
 		"three runs missed: only the latest": {
 			look: scheduleLook{now: at(3, 4), since: at(0, 1)}, create: at(3, 3), next: at(4, 3)},
-		"suspended: no run": {
-			look: scheduleLook{now: at(0, 4), since: at(0, 1), suspend: true}, next: at(1, 3)},
+		"suspended: no run, and no next run to show": {
+			look: scheduleLook{now: at(0, 4), since: at(0, 1), suspend: true}},
+		"keep 2 of 4, one of them being deleted already: it is not deleted again, nor kept": {
+			look: scheduleLook{now: at(3, 5), since: at(3, 3), keep: &redisv1alpha1.BackupRetention{Count: ptr.To[int32](2)},
+				backups: []scheduledBackup{done("b0", 0), going(done("b1", 1)), done("b2", 2), done("b3", 3)}},
+			delete: []string{"b0"}, next: at(4, 3)},
 		"a backup under way: the due run waits": {
 			look: scheduleLook{now: at(1, 4), since: at(0, 3), backups: []scheduledBackup{{name: "b0", phase: redisv1alpha1.BackupRunning}}},
 			next: at(2, 3)},

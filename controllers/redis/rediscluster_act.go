@@ -63,7 +63,7 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		r.event(s, corev1.EventTypeWarning, "DataLossAccepted", "Create",
 			"%s is set: the record of the lost cluster's %d members is cleared and a new, empty cluster will be formed", AcceptDataLossAnnotation, len(s.snap.Members))
 	case redisadmin.StepDropAcceptance:
-		return r.dropAcceptance(ctx, s.rc)
+		return r.dropAcceptance(ctx, s)
 	case redisadmin.StepForm:
 		done, err := bounded(ctx, func(ctx context.Context) error { return r.adminFor(s).Create(ctx, step.Create) })
 		if err != nil {
@@ -178,8 +178,12 @@ func (r *RedisClusterReconciler) recover(ctx context.Context, s *state, action r
 		kind = corev1.EventTypeWarning
 		metrics.RedisFailovers.WithLabelValues(s.rc.Namespace, s.rc.Name, "takeover").Inc()
 	case redisadmin.ActionAbandon:
-		r.event(s, corev1.EventTypeWarning, "DataLossAccepted", "Heal", "%s is set: %s", AcceptDataLossAnnotation, action.Message)
-		return r.dropAcceptance(ctx, s.rc)
+		reloading := ""
+		if st := s.next.Status.Reload; st != nil {
+			reloading = st.Backup
+		}
+		r.event(s, corev1.EventTypeWarning, "DataLossAccepted", "Heal", "%s: %s", lossAcceptedBy(s.rc.Annotations, reloading), action.Message)
+		return r.dropAcceptance(ctx, s)
 	}
 	r.event(s, kind, string(action.Kind), "Heal", "%s", action.Message)
 	return nil

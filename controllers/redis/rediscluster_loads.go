@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -126,7 +125,7 @@ func (l *shardLoads) forget(cluster types.NamespacedName) {
 // whatever wakes the cluster: meanwhile runLoad returns the last failure again, not ended.
 func (r *RedisClusterReconciler) runLoad(s *state, src *restoreSource, load redisadmin.ShardLoad, reason, action string) (res rdbload.Result, ended bool, err error) {
 	k := loadKey{cluster: types.NamespacedName{Namespace: s.rc.Namespace, Name: s.rc.Name}, node: load.NodeID, shard: load.Shard}
-	failing := failureKey{object: k.cluster, what: fmt.Sprintf("load of shard %d", load.Shard)}
+	failing := failureKey{object: k.cluster, what: "load of " + redisadmin.ShardName(load.Shard)}
 	now := time.Now()
 	switch st, res, err := r.backgroundLoads().poll(k); st {
 	case loadFinished:

@@ -85,20 +85,16 @@ func (r *RedisClusterReconciler) reloadShard(s *state) error {
 		st.LoadedShards = append(st.LoadedShards, int32(s.step.Shard)) //nolint:gosec // a shard index
 	}
 	sh := s.reload.manifest.Shards[s.step.Shard]
-	r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Heal", "reloaded %d keys of slots %s from RedisBackup %s (shard %d, captured at %s) into %s",
-		res.Restored, redisadmin.FormatSlotRanges(s.step.Slots), st.Backup, s.step.Shard+1, sh.CapturedAt.Format(time.RFC3339), s.step.Pod)
+	r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Heal", "reloaded %d keys of slots %s from RedisBackup %s (%s, captured at %s) into %s",
+		res.Restored, redisadmin.FormatSlotRanges(s.step.Slots), st.Backup, redisadmin.ShardName(s.step.Shard), sh.CapturedAt.Format(time.RFC3339), s.step.Pod)
 	return nil
 }
 
 // finishReload ends the reload: the status forgets it and the annotation is removed.
 func (r *RedisClusterReconciler) finishReload(ctx context.Context, s *state) error {
 	st := s.rc.Status.Reload
-	if _, ok := s.rc.Annotations[RestoreLostShardsAnnotation]; ok {
-		patched := s.rc.DeepCopy()
-		delete(patched.Annotations, RestoreLostShardsAnnotation)
-		if err := r.Patch(ctx, patched, client.MergeFrom(s.rc)); err != nil {
-			return fmt.Errorf("while removing the annotation %s: %w", RestoreLostShardsAnnotation, err)
-		}
+	if err := r.removeAnnotation(ctx, s, RestoreLostShardsAnnotation); err != nil {
+		return err
 	}
 	s.next.Status.Reload = nil
 	r.sources.drop(failureKey{object: client.ObjectKeyFromObject(s.rc), what: "reload from " + st.Backup})

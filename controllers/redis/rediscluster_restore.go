@@ -162,8 +162,8 @@ func (r *RedisClusterReconciler) restoreShard(s *state) error {
 		}
 		st.LoadedShards = append(st.LoadedShards, load.NodeID)
 		st.Keys += res.Restored
-		r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Restore", "loaded shard %d of %d (slots %s, %d keys, captured at %s) into %s",
-			load.Shard+1, len(src.manifest.Shards), redisadmin.FormatSlotRanges(load.Slots), res.Restored,
+		r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Restore", "loaded %s of %d (slots %s, %d keys, captured at %s) into %s",
+			redisadmin.ShardName(load.Shard), len(src.manifest.Shards), redisadmin.FormatSlotRanges(load.Slots), res.Restored,
 			src.manifest.Shards[load.Shard].CapturedAt.Format(time.RFC3339), load.Pod)
 	}
 	if len(st.LoadedShards) == len(src.manifest.Shards) {
@@ -184,7 +184,7 @@ func (r *RedisClusterReconciler) loadShard(ctx context.Context, rc *redisv1alpha
 	want := &objectstore.Digest{Size: sh.Bytes, SHA256: sh.SHA256}
 	if _, err := src.store.Get(ctx, sh.File, io.Discard, want); err != nil {
 		log.FromContext(ctx).Info("cannot read a shard's file", "cluster", rc.Name, "shard", step.Shard, "error", objectstore.Detail(err))
-		return rdbload.Result{}, fmt.Errorf("shard %d's file %s at %s: %w", step.Shard, sh.File, src.location, err)
+		return rdbload.Result{}, fmt.Errorf("%s's file %s at %s: %w", redisadmin.ShardName(step.Shard), sh.File, src.location, err)
 	}
 	pr, pw := io.Pipe()
 	got := make(chan error, 1)
@@ -206,7 +206,7 @@ func (r *RedisClusterReconciler) loadShard(ctx context.Context, rc *redisv1alpha
 		err = fmt.Errorf("%w (the operator's --%s raises the limit, within its memory limit)", err, RestoreMaxRecordFlag)
 	}
 	if err != nil {
-		return res, fmt.Errorf("while loading shard %d into %s: %w", step.Shard, step.Pod, err)
+		return res, fmt.Errorf("while loading %s into %s: %w", redisadmin.ShardName(step.Shard), step.Pod, err)
 	}
 	return res, nil
 }

@@ -36,7 +36,6 @@ const (
 	ReasonReconcileError   = "ReconcileError"
 	ReasonNodesUnhealthy   = "NodesUnhealthy"
 	ReasonAllNodesHealthy  = "AllNodesHealthy"
-	ReasonWaitingForPods   = "WaitingForPods"
 	ReasonClusterNotFormed = "ClusterNotFormed"
 	// ReasonDataLost: every recorded member came back without its data (or never answers).
 	ReasonDataLost = "DataLost"

@@ -66,8 +66,8 @@ func run(nodes int, dir, kubeconfigOut string, objectStore bool, objectStoreEnvO
 	}
 	fmt.Printf("local cluster ready with %d nodes; use it with:\n\n  export KUBECONFIG=%s\n\n", len(cluster.Nodes), cluster.Kubeconfig)
 	if o := cluster.ObjectStore; o != nil {
-		fmt.Printf("object store (S3, for backups): endpoint %s, bucket %s, region %s, CA %s\n\n  export %s\n\n",
-			o.Endpoint, o.Bucket, o.Region, o.CAFile, strings.ReplaceAll(strings.TrimSpace(o.Env()), "\n", " \\\n    "))
+		fmt.Printf("object store (S3, for backups): endpoint %s, bucket %s, region %s, CA %s\n\n  %s\n\n",
+			o.Endpoint, o.Bucket, o.Region, o.CAFile, strings.ReplaceAll(strings.TrimSpace(o.Env()), "\n", "\n  "))
 	}
 	fmt.Printf("Ctrl-C stops it.\n")
 	<-ctx.Done()

@@ -171,22 +171,33 @@ func (o *ObjectStore) Config() objectstore.Config {
 		AccessKey: o.AccessKey, SecretKey: o.SecretKey, CA: o.CA}
 }
 
-// Env returns the store's coordinates as shell assignments, one a line: MWO_S3_ENDPOINT,
-// MWO_S3_BUCKET, MWO_S3_REGION, the AWS_* variables that AWS tools read, and MWO_S3_CA_FILE
-// and AWS_CA_BUNDLE with HTTPS.
+// Env returns the store's coordinates as shell export lines, one a line, for `source` (or
+// `.`): MWO_S3_ENDPOINT, MWO_S3_BUCKET, MWO_S3_REGION, the AWS_* variables that AWS tools
+// read, and MWO_S3_CA_FILE and AWS_CA_BUNDLE with HTTPS. Exported, so the commands run
+// after it (aws, kubectl create secret) see them.
 func (o *ObjectStore) Env() string {
-	lines := []string{
-		"MWO_S3_ENDPOINT=" + o.Endpoint,
-		"MWO_S3_BUCKET=" + o.Bucket,
-		"MWO_S3_REGION=" + o.Region,
-		"AWS_ACCESS_KEY_ID=" + o.AccessKey,
-		"AWS_SECRET_ACCESS_KEY=" + o.SecretKey,
-		"AWS_DEFAULT_REGION=" + o.Region,
+	vars := [][2]string{
+		{"MWO_S3_ENDPOINT", o.Endpoint},
+		{"MWO_S3_BUCKET", o.Bucket},
+		{"MWO_S3_REGION", o.Region},
+		{"AWS_ACCESS_KEY_ID", o.AccessKey},
+		{"AWS_SECRET_ACCESS_KEY", o.SecretKey},
+		{"AWS_DEFAULT_REGION", o.Region},
 	}
 	if o.CAFile != "" {
-		lines = append(lines, "MWO_S3_CA_FILE="+o.CAFile, "AWS_CA_BUNDLE="+o.CAFile)
+		vars = append(vars, [2]string{"MWO_S3_CA_FILE", o.CAFile}, [2]string{"AWS_CA_BUNDLE", o.CAFile})
 	}
-	return strings.Join(lines, "\n") + "\n"
+	var b strings.Builder
+	for _, v := range vars {
+		b.WriteString("export " + v[0] + "=" + shellQuote(v[1]) + "\n")
+	}
+	return b.String()
+}
+
+// shellQuote quotes s for a POSIX shell: in single quotes, a quote inside closed, escaped
+// with a backslash and reopened.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // PID is the store's process id, or 0 when it is not running.

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,10 +28,19 @@ func TestObjectStoreServesAndSurvivesAnOutage(t *testing.T) {
 	if !strings.HasPrefix(o.DataDir, cluster.Dir) {
 		t.Fatalf("the data directory %s is outside the cluster's directory %s", o.DataDir, cluster.Dir)
 	}
-	for _, want := range []string{"MWO_S3_ENDPOINT=" + o.Endpoint + "\n", "MWO_S3_BUCKET=backups\n", "AWS_ACCESS_KEY_ID=" + o.AccessKey + "\n",
-		"AWS_SECRET_ACCESS_KEY=" + o.SecretKey + "\n", "AWS_CA_BUNDLE=" + o.CAFile + "\n"} {
-		if !strings.Contains(o.Env(), want) {
-			t.Errorf("Env() lacks %q:\n%s", want, o.Env())
+	// objectstore.env is read with `source`: what it sets reaches the commands run after it.
+	envFile := filepath.Join(t.TempDir(), "objectstore.env")
+	if err := os.WriteFile(envFile, []byte(o.Env()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sourced, err := exec.Command("sh", "-c", `. "$1" && env`, "sh", envFile).Output()
+	if err != nil {
+		t.Fatalf("sourcing %s: %v\n%s", o.Env(), err, sourced)
+	}
+	for _, want := range []string{"MWO_S3_ENDPOINT=" + o.Endpoint, "MWO_S3_BUCKET=backups", "AWS_ACCESS_KEY_ID=" + o.AccessKey,
+		"AWS_SECRET_ACCESS_KEY=" + o.SecretKey, "AWS_CA_BUNDLE=" + o.CAFile, "MWO_S3_CA_FILE=" + o.CAFile} {
+		if !slices.Contains(strings.Split(string(sourced), "\n"), want) {
+			t.Errorf("a command run after sourcing objectstore.env lacks %s; the file:\n%s", want, o.Env())
 		}
 	}
 	cfg := o.Config()

@@ -88,7 +88,7 @@ func CacheOptions(c Config) cache.Options {
 	return caching.Options(opts)
 }
 
-// Setup registers the three controllers, the metadata cache of user-named Secrets and
+// Setup registers the five controllers, the metadata cache of user-named Secrets and
 // ConfigMaps they share, and the resource metrics collector.
 func Setup(mgr ctrl.Manager, c Config) error {
 	// One metadata cache of Secret and ConfigMap names wakes every controller whose

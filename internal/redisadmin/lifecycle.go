@@ -354,6 +354,16 @@ func planRecord(spec Spec, s Snapshot, _ Health) (Step, bool) {
 	return Step{Kind: StepRecordMembers, Members: want, After: LookSoon, Reason: fmt.Sprintf("recording %d members", len(want))}, true
 }
 
+// whileUncovered says what clients get while some slots have no master, by the nodes'
+// cluster-require-full-coverage: with "yes" every command is refused; otherwise (the
+// operator's default, "no") only the keys in the uncovered slots are.
+func whileUncovered(coverage string) string {
+	if coverage == "yes" {
+		return "the cluster refuses every command while slots are uncovered (cluster-require-full-coverage yes)"
+	}
+	return "the other shards keep serving their slots (cluster-require-full-coverage no); commands on keys in the lost slots fail with CLUSTERDOWN"
+}
+
 // planLostCluster refuses to form a new cluster over a formed one whose every node is
 // silent or back empty; once the user accepts the loss, the record is cleared so one can be.
 func planLostCluster(spec Spec, s Snapshot, _ Health) (Step, bool) {
@@ -407,10 +417,10 @@ func planLostShards(spec Spec, s Snapshot, _ Health) (Step, bool) {
 	}
 	if !spec.AcceptDataLoss && spec.Reload == nil {
 		return Step{Kind: StepLost, After: LookIdle, Reason: fmt.Sprintf("%d slots have no copy left: master %s and every replica of it came back without data or never answered; "+
-			"the cluster serves nothing while slots are uncovered. The operator gives no slot up by itself; to reload their keys from a backup "+
+			"%s. The operator gives no slot up by itself; to reload their keys from a backup "+
 			"(a Completed RedisBackup of this cluster), run: kubectl annotate rediscluster %s %s=<backup name>; "+
 			"to accept the loss of the keys in those slots and serve them again, empty, run: kubectl annotate rediscluster %s %s=true",
-			slots, strings.Join(names, ", "), spec.Name, spec.ReloadAnnotation, spec.Name, spec.AcceptAnnotation)}, true
+			slots, strings.Join(names, ", "), whileUncovered(spec.Coverage), spec.Name, spec.ReloadAnnotation, spec.Name, spec.AcceptAnnotation)}, true
 	}
 	action, ok := planAbandon(s)
 	if !ok {
@@ -484,7 +494,7 @@ func planRestore(spec Spec, s Snapshot, h Health) (Step, bool) {
 		}
 		o := ids[owner]
 		if o == nil {
-			return Step{Kind: StepWait, Operation: OpCreating, After: LookSoon, Reason: fmt.Sprintf("waiting for master %s of shard %d to answer", short(owner), i)}, true
+			return Step{Kind: StepWait, Operation: OpCreating, After: LookSoon, Reason: fmt.Sprintf("waiting for master %s of %s to answer", short(owner), ShardName(i))}, true
 		}
 		loads = append(loads, ShardLoad{Shard: i, Slots: slots, Addr: o.Addr, NodeID: owner, Pod: o.Pod})
 		pods = append(pods, o.Pod)
@@ -532,7 +542,7 @@ func planReload(spec Spec, s Snapshot, h Health) (Step, bool) {
 			return Step{Kind: StepWait, Operation: OpHealing, After: LookSoon, Reason: fmt.Sprintf("waiting for master %s to answer", short(owner))}, true
 		}
 		return Step{Kind: StepReloadShard, Operation: OpHealing, Shard: i, Slots: slots, Addr: o.Addr, NodeID: owner, Pod: o.Pod, After: LookSoon,
-			Reason: fmt.Sprintf("reloading the lost slots %s from the backup's shard %d into %s", FormatSlotRanges(slots), i+1, o.Pod)}, true
+			Reason: fmt.Sprintf("reloading the lost slots %s from the backup's %s into %s", FormatSlotRanges(slots), ShardName(i), o.Pod)}, true
 	}
 	return Step{Kind: StepFinishReload, Operation: OpHealing, After: LookSoon,
 		Reason: fmt.Sprintf("the lost slots %s are reloaded from the backup", FormatSlotRanges(r.Slots))}, true

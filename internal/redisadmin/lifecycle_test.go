@@ -212,6 +212,8 @@ func TestNextStep(t *testing.T) {
 			snap: six().current().snap, want: StepReloadShard,
 			check: func(t *testing.T, s Step) {
 				expect(t, s.Shard == 1 && FormatSlotRanges(s.Slots) == "3001-5460", "shard %d slots %s", s.Shard, FormatSlotRanges(s.Slots))
+				// Loaded says [0] as status.reload.loadedShards does: the next one is "shard 1" there and here.
+				expect(t, strings.Contains(s.Reason, "the backup's shard 1 into"), "reason %q", s.Reason)
 			},
 		},
 		"every shard holding lost slots loaded: finish": {
@@ -264,9 +266,17 @@ func TestNextStep(t *testing.T) {
 			}(), want: StepAcceptLostCluster,
 		},
 		"a whole shard lost: report it, give no slot up": {
-			spec: specFor(6), snap: lostShard(time.Minute).current().snap, want: StepLost,
+			spec: func() Spec { s := specFor(6); s.Coverage = "no"; return s }(), snap: lostShard(time.Minute).current().snap, want: StepLost,
 			check: func(t *testing.T, s Step) {
 				expect(t, strings.Contains(s.Reason, "5461 slots have no copy left"), "reason %q", s.Reason)
+				expect(t, strings.Contains(s.Reason, "the other shards keep serving their slots") && !strings.Contains(s.Reason, "serves nothing"),
+					"with cluster-require-full-coverage no the other shards serve, but the reason says %q", s.Reason)
+			},
+		},
+		"a whole shard lost under cluster-require-full-coverage yes: nothing is served": {
+			spec: func() Spec { s := specFor(6); s.Coverage = "yes"; return s }(), snap: lostShard(time.Minute).current().snap, want: StepLost,
+			check: func(t *testing.T, s Step) {
+				expect(t, strings.Contains(s.Reason, "refuses every command"), "reason %q", s.Reason)
 			},
 		},
 		"a whole shard lost and accepted: forget its master": {

@@ -145,26 +145,30 @@ func TestMakeRunServesEveryKindAndStopsCleanly(t *testing.T) {
 	waitFor("CloudManager Ready", []string{"get", "cloudmanager", cloudManager, "-o", "jsonpath={.status.phase}"}, "Ready")
 	waitFor("RedisCluster Running", []string{"get", "rediscluster", "redis-cluster", "-o", "jsonpath={.status.phase}/{.status.slotsOk}"}, "Running/16384")
 
-	password, err := kubectl("get", "secret", "redis-cluster-password", "-o", "jsonpath={.data.password}")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := exec.Command("base64", "-d")
-	dec.Stdin = strings.NewReader(password)
-	pw, err := dec.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	podIP, _ := kubectl("get", "pod", "redis-cluster-0", "-o", "jsonpath={.status.podIP}")
-	redisCLI := func(args ...string) string {
-		cmd := exec.CommandContext(ctx, "redis-cli", append([]string{"-c", "-h", podIP}, args...)...)
-		cmd.Env = append(os.Environ(), "REDISCLI_AUTH="+string(pw))
-		b, err := cmd.CombinedOutput()
+	// cliOf runs redis-cli -c against the first pod of a RedisCluster, with its password.
+	cliOf := func(cluster string) (func(args ...string) string, string) {
+		password, err := kubectl("get", "secret", cluster+"-password", "-o", "jsonpath={.data.password}")
 		if err != nil {
-			t.Fatalf("redis-cli %v: %v: %s", args, err, b)
+			t.Fatal(err)
 		}
-		return strings.TrimSpace(string(b))
+		dec := exec.Command("base64", "-d")
+		dec.Stdin = strings.NewReader(password)
+		pw, err := dec.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		podIP, _ := kubectl("get", "pod", cluster+"-0", "-o", "jsonpath={.status.podIP}")
+		return func(args ...string) string {
+			cmd := exec.CommandContext(ctx, "redis-cli", append([]string{"-c", "-h", podIP}, args...)...)
+			cmd.Env = append(os.Environ(), "REDISCLI_AUTH="+string(pw))
+			b, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("redis-cli %v: %v: %s", args, err, b)
+			}
+			return strings.TrimSpace(string(b))
+		}, podIP
 	}
+	redisCLI, podIP := cliOf("redis-cluster")
 	for i := range 20 {
 		redisCLI("set", "k"+strconv.Itoa(i), strconv.Itoa(i))
 	}
@@ -173,6 +177,21 @@ func TestMakeRunServesEveryKindAndStopsCleanly(t *testing.T) {
 			t.Errorf("redis-cli -c get k%d through %s = %q", i, podIP, got)
 		}
 	}
+
+	// docs/backup.md's and docs/recovery.md's local recipes, run as written: the backup
+	// holds the 20 keys, and the cluster restored from it serves them.
+	runRecipe(t, root, "docs/backup.md", cache, kubeconfig)
+	if got, _ := kubectl("get", "redisbackup", "first", "-o", "jsonpath={.status.phase}/{.status.keys}"); got != "Completed/20" {
+		t.Errorf("the backup recipe's RedisBackup first is %q, want Completed/20", got)
+	}
+	runRecipe(t, root, "docs/recovery.md", cache, kubeconfig)
+	restoredCLI, restoredIP := cliOf("redis-cluster-restored")
+	for i := range 20 {
+		if got := restoredCLI("get", "k"+strconv.Itoa(i)); got != strconv.Itoa(i) {
+			t.Errorf("the restored cluster: redis-cli -c get k%d through %s = %q, want %d", i, restoredIP, got, i)
+		}
+	}
+	t.Logf("backed up and restored by the docs' recipes %s after the samples were applied", time.Since(applied).Round(100*time.Millisecond))
 
 	scrapeMetrics(t, kubectl, root, "127.0.0.1:"+strconv.Itoa(metrics))
 
@@ -227,7 +246,7 @@ func checkObjectStore(t *testing.T, output string) string {
 	vars := map[string]string{}
 	for line := range strings.SplitSeq(output, "\n") {
 		if name, value, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "export "), "="); ok && (strings.HasPrefix(name, "MWO_S3_") || strings.HasPrefix(name, "AWS_")) {
-			vars[name] = value
+			vars[name] = strings.Trim(value, "'") // single-quoted for the shell; no value holds a quote
 		}
 	}
 	ca, err := os.ReadFile(vars["MWO_S3_CA_FILE"])
