@@ -111,8 +111,12 @@ bench: tools setup ## Run the benchmarks: slot migration against redis-cli (MWO_
 ##@ Build
 
 .PHONY: build
-build: manifests generate ## Build the operator binary.
+build: manifests generate plugin ## Build the operator binary and the kubectl plugin.
 	go build -o $(BIN)/manager .
+
+.PHONY: plugin
+plugin: ## Build the kubectl plugin bin/kubectl-middleware (copy it onto PATH: kubectl middleware status|backup|restore|report).
+	go build -o $(BIN)/kubectl-middleware ./cmd/kubectl-middleware
 
 .PHONY: run
 run: run-tools manifests ## Run the operator against the configured cluster, or start the local cluster first when none is reachable.
