@@ -64,14 +64,14 @@ func ChooseDestination(schedules []redisv1alpha1.RedisBackupSchedule, backups []
 // (an error with its reason), or timeout passes; each new phase is written to progress.
 func WaitBackup(ctx context.Context, c client.Client, key client.ObjectKey, interval, timeout time.Duration, progress io.Writer) (*redisv1alpha1.RedisBackup, error) {
 	b := &redisv1alpha1.RedisBackup{}
-	var seen redisv1alpha1.BackupPhase = "-"
+	var seen redisv1alpha1.BackupPhase
 	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, key, b); err != nil {
 			return false, fmt.Errorf("while reading RedisBackup %s: %w", key, err)
 		}
 		if b.Status.Phase != seen {
 			seen = b.Status.Phase
-			_, _ = fmt.Fprintf(progress, "RedisBackup %s: %s %s\n", key.Name, orDash(string(seen)), b.Status.Reason)
+			_, _ = fmt.Fprintf(progress, "RedisBackup %s: %s %s\n", key.Name, seen, b.Status.Reason)
 		}
 		switch b.Status.Phase {
 		case redisv1alpha1.BackupCompleted:

@@ -315,3 +315,27 @@ func writeTarGz(w io.Writer, a *archive, now time.Time) error {
 	}
 	return errors.Join(tw.Close(), gz.Close())
 }
+
+// ReadReport reads an archive WriteReport wrote: each file's content by its name.
+func ReadReport(r io.Reader) (map[string]string, error) {
+	gz, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	tr := tar.NewReader(gz)
+	files := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		body, err := io.ReadAll(tr)
+		if err != nil {
+			return nil, err
+		}
+		files[h.Name] = string(body)
+	}
+}

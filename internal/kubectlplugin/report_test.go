@@ -1,12 +1,8 @@
 package kubectlplugin
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
-	"errors"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -22,29 +18,14 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
-// untar reads a gzipped tar archive into its files' contents by name.
+// untar reads a report from data.
 func untar(t *testing.T, data []byte) map[string]string {
 	t.Helper()
-	gz, err := gzip.NewReader(bytes.NewReader(data))
+	files, err := ReadReport(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := tar.NewReader(gz)
-	files := map[string]string{}
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[h.Name] = string(body)
-	}
+	return files
 }
 
 func TestWriteReport(t *testing.T) {
