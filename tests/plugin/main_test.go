@@ -18,8 +18,9 @@ import (
 var (
 	env   *testenv.Env
 	store *localcluster.ObjectStore
-	// pluginBin is the built kubectl-middleware; operatorLog the operator's output.
-	pluginBin, operatorLog string
+	// pluginBin and operatorBin are the built kubectl-middleware and operator; operatorLog
+	// is the suite's operator's output.
+	pluginBin, operatorBin, operatorLog string
 )
 
 func TestMain(m *testing.M) {
@@ -49,7 +50,7 @@ func run(m *testing.M) int {
 	}
 	defer store.Stop()
 	pluginBin = filepath.Join(env.Cluster.Dir, "kubectl-middleware")
-	operatorBin := filepath.Join(env.Cluster.Dir, "manager")
+	operatorBin = filepath.Join(env.Cluster.Dir, "manager")
 	for bin, pkg := range map[string]string{pluginBin: "./cmd/kubectl-middleware", operatorBin: "."} {
 		build := exec.Command("go", "build", "-o", bin, pkg)
 		build.Dir = testenv.RepoRoot()
