@@ -36,7 +36,7 @@ func sixNodes() RedisClusterView {
 		node("cache-4", "slave", "e", "b", "", "kwok-2", 0),
 		node("cache-5", "slave", "f", "c", "", "kwok-0", 0),
 	}
-	nodes[4].Status, nodes[4].Reason = corev1.ConditionFalse, "MasterLinkDown"
+	nodes[4].Status, nodes[4].Reason = corev1.ConditionFalse, "ReplicationDown"
 	rc := &redisv1alpha1.RedisCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cache", Generation: 4},
 		Spec:       redisv1alpha1.RedisClusterSpec{Replicas: 6},
@@ -90,9 +90,9 @@ func TestRenderRedisCluster(t *testing.T) {
 		"Last backup:":  "Last backup: cache-nightly, completed 5h ago (1000 keys, 1.5Ki) at s3://b/cache-nightly",
 		"MASTER":        "MASTER SLOTS MEMORY KUBE NODE ZONE REPLICAS",
 		"cache-0 0-":    "cache-0 0-5460,10923-10930,11000 +1 more (5471 slots) 12% of 256.0Mi kwok-0 zone-a cache-3 (in sync)",
-		"cache-1 5461":  "cache-1 5461-10922 (5462 slots) 80% of 256.0Mi kwok-1 zone-b cache-4 (MasterLinkDown)",
+		"cache-1 5461":  "cache-1 5461-10922 (5462 slots) 80% of 256.0Mi kwok-1 zone-b cache-4 (ReplicationDown)",
 		"cache-2 10931": "cache-2 10931-10999,11001,11003-16383 (5451 slots) 95% of 256.0Mi kwok-2 - cache-5 (in sync)",
-		"cache-4 slave": "cache-4 slave cache-1 10.0.0.4:6379 kwok-2 - False MasterLinkDown",
+		"cache-4 slave": "cache-4 slave cache-1 10.0.0.4:6379 kwok-2 - False ReplicationDown",
 		"Ready":         "Ready True ClusterOK 3h every slot served",
 		"Events":        "Events (last 8)",
 		"60s":           "60s Warning StepJ (x3) step",
