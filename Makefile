@@ -111,8 +111,12 @@ bench: tools setup ## Run the benchmarks: slot migration against redis-cli (MWO_
 ##@ Build
 
 .PHONY: build
-build: manifests generate ## Build the operator binary.
+build: manifests generate plugin ## Build the operator binary and the kubectl plugin.
 	go build -o $(BIN)/manager .
+
+.PHONY: plugin
+plugin: ## Build the kubectl plugin bin/kubectl-middleware (copy it onto PATH: kubectl middleware status|backup|restore|report).
+	go build -o $(BIN)/kubectl-middleware ./cmd/kubectl-middleware
 
 .PHONY: run
 run: run-tools manifests ## Run the operator against the configured cluster, or start the local cluster first when none is reachable.
@@ -158,6 +162,26 @@ deploy: deploy-tools manifests ## Deploy the operator with image IMG to the clus
 	  $(KUSTOMIZE) build "$$tmp/$(DEPLOY_CONFIG)" > "$$tmp/deploy.yaml" && \
 	  echo --- >> "$$tmp/deploy.yaml" && $(KUSTOMIZE) build "$$tmp/config/guard" >> "$$tmp/deploy.yaml" && \
 	  $(KUBECTL) apply --server-side -f "$$tmp/deploy.yaml"
+
+# RELEASE_CONFIG is what dist/install.yaml installs: config/default, the operator watching
+# every namespace (config/overlays/namespaced: confined to its own). DIST is where the files go.
+RELEASE_CONFIG ?= config/default
+DIST ?= dist
+
+# release-manifests renders like deploy, in a temporary copy of config/, without applying.
+# The admission guard is a file of its own: it is one per cluster whatever the install mode
+# (OLM, this file, several installs) and a ValidatingAdmissionPolicy that Kubernetes 1.29, which
+# the operator supports, does not serve as admissionregistration.k8s.io/v1.
+.PHONY: release-manifests
+release-manifests: deploy-tools manifests ## Write DIST/install.yaml (namespace, CRDs, RBAC, the operator Deployment with image IMG, its metrics Service; RELEASE_CONFIG=config/default) and DIST/guard.yaml (the admission guard), for kubectl apply -f.
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cp -R config "$$tmp/" && \
+	  (cd "$$tmp/config/manager" && $(KUSTOMIZE) edit set image controller=$(IMG)) && \
+	  mkdir -p $(DIST) && \
+	  { echo "# middleware-operator $(VERSION), image $(IMG): kubectl apply --server-side -f install.yaml (from $(RELEASE_CONFIG))"; \
+	    $(KUSTOMIZE) build "$$tmp/$(RELEASE_CONFIG)"; } > $(DIST)/install.yaml && \
+	  { echo "# The admission guard on the operator's token (config/guard/guard.yaml): kubectl apply --server-side -f guard.yaml"; \
+	    $(KUSTOMIZE) build "$$tmp/config/guard"; } > $(DIST)/guard.yaml && \
+	  echo "wrote $(DIST)/install.yaml and $(DIST)/guard.yaml for $(IMG)"
 
 .PHONY: undeploy
 undeploy: deploy-tools ## Remove the operator, its RBAC, the admission guard and the CRDs (with every resource of them) from the cluster in KUBECONFIG.

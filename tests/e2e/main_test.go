@@ -81,17 +81,7 @@ func startOperator() (func(), error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	stop := func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-		_ = logFile.Close()
-	}
+	stop := testenv.StopProcess(cmd, logFile)
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort))
