@@ -644,7 +644,7 @@ func TestRedisClusterResumesAnInterruptedAssignReceive(t *testing.T) {
 }
 
 // clusterSlots are the slots each master serves (by node id), as the nodes say in CLUSTER
-// SLOTS through the first answering node of the status (the status itself is not rewritten
+// SHARDS through the first answering node of the status (the status itself is not rewritten
 // while the cluster is paused).
 func clusterSlots(t *testing.T, key client.ObjectKey) map[string]int {
 	t.Helper()
@@ -655,14 +655,21 @@ func clusterSlots(t *testing.T, key client.ObjectKey) map[string]int {
 	pw := redistest.Password(t, env.Client, key.Namespace, key.Name)
 	for _, n := range cur.Status.Nodes {
 		c := goredis.NewClient(&goredis.Options{Addr: n.Instance, Password: pw, Protocol: 2, DisableIdentity: true, MaxRetries: -1})
-		slots, err := c.ClusterSlots(t.Context()).Result()
+		shards, err := c.ClusterShards(t.Context()).Result()
 		_ = c.Close()
 		if err != nil {
 			continue
 		}
 		out := map[string]int{}
-		for _, r := range slots {
-			out[r.Nodes[0].ID] += int(r.End - r.Start + 1)
+		for _, sh := range shards {
+			for _, n := range sh.Nodes {
+				if n.Role != "master" {
+					continue
+				}
+				for _, r := range sh.Slots {
+					out[n.ID] += int(r.End - r.Start + 1)
+				}
+			}
 		}
 		return out
 	}

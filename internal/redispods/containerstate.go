@@ -33,7 +33,7 @@ func (k *Kubelet) limitMemory(pod *corev1.Pod, container *corev1.Container) (*po
 		if os.Getenv("CI") != "" {
 			// A test of memory limits would pass against an unlimited pod: under CI, a pod
 			// with a limit does not start without the cgroup that enforces it.
-			return nil, fmt.Errorf("memory cgroups are unavailable (%v) and CI is set: the memory limit of %s/%s cannot be enforced", k.memcgErr, pod.Namespace, pod.Name)
+			return nil, fmt.Errorf("memory cgroups are unavailable (%w) and CI is set: the memory limit of %s/%s cannot be enforced", k.memcgErr, pod.Namespace, pod.Name)
 		}
 		return nil, nil
 	}
