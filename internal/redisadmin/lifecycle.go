@@ -153,6 +153,8 @@ type Step struct {
 	// StepSetCoverage sets.
 	Memory   Memory
 	Coverage string
+	// WriteSafety is what StepSetWriteSafety sets on the nodes at Addrs.
+	WriteSafety WriteSafety
 	// CAStage is the stage StepRotateCA ends.
 	CAStage string
 	// Behind is, for a side step that comes first (StepSetCoverage), the step the planners
@@ -215,6 +217,9 @@ type Spec struct {
 	// Coverage their cluster-require-full-coverage ("" when not known: nothing is set).
 	Memory   Memory
 	Coverage string
+	// WriteSafety is the min-replicas-to-write and min-replicas-max-lag the nodes should
+	// run with (see planWriteSafety).
+	WriteSafety WriteSafety
 	// Restore is spec.restore while it is not done, nil otherwise.
 	Restore *Restore
 	// ReloadFrom is the backup the user named to reload lost shards from (the annotation
@@ -304,7 +309,7 @@ func NextStep(spec Spec, s Snapshot, h Health) Step {
 	planRotate := func(Spec, Snapshot, Health) (Step, bool) { return rotate, rotates }
 	step := Step{Kind: StepIdle, After: LookIdle}
 	for _, plan := range []func(Spec, Snapshot, Health) (Step, bool){
-		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planRotateCA, planMemory, planRecover, planFixSlots,
+		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planRotateCA, planMemory, planWriteSafety, planRecover, planFixSlots,
 		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planUpgrade, planReload,
 	} {
 		if next, ok := plan(spec, s, h); ok {
