@@ -24,6 +24,18 @@ const (
 	LostAfter = time.Minute
 )
 
+// IdleLook is how soon a cluster with nothing to do is read again: half cluster-node-timeout
+// (2.5 s with the shipped 5000 ms), at most LookIdle. Redis flags a cut-off master failing
+// after one node timeout and fails it over about half a node timeout later; a look in
+// between says so before a second master claims its slots (docs/rediscluster.md, Network
+// partitions).
+func IdleLook(nodeTimeout time.Duration) time.Duration {
+	if nodeTimeout <= 0 {
+		return LookIdle
+	}
+	return min(LookIdle, nodeTimeout/2)
+}
+
 // Operation names the lifecycle operation a step belongs to; the status shows it as the
 // phase. Its values are the RedisCluster phases of the same name.
 type Operation string
@@ -307,7 +319,7 @@ func NextStep(spec Spec, s Snapshot, h Health) Step {
 	}
 	rotate, note, rotates := planRotation(spec, s)
 	planRotate := func(Spec, Snapshot, Health) (Step, bool) { return rotate, rotates }
-	step := Step{Kind: StepIdle, After: LookIdle}
+	step := Step{Kind: StepIdle, After: IdleLook(s.NodeTimeout)}
 	for _, plan := range []func(Spec, Snapshot, Health) (Step, bool){
 		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planRotateCA, planMemory, planWriteSafety, planRecover, planFixSlots,
 		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planUpgrade, planReload,
