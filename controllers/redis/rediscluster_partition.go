@@ -2,6 +2,7 @@ package redis
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -40,8 +41,24 @@ func (r *RedisClusterReconciler) reportPartition(s *state) {
 	during := now != nil && now.Reason == ReasonNetworkPartition
 	switch {
 	case during && !before:
-		r.event(s, corev1.EventTypeWarning, ReasonNetworkPartition, "Observe", "%s", now.Message)
+		r.event(s, corev1.EventTypeWarning, ReasonNetworkPartition, "Observe", "%s", clip(now.Message, eventNoteLimit))
 	case before && !during && len(s.snap.Nodes) > 0:
-		r.event(s, corev1.EventTypeNormal, ReasonPartitionEnded, "Observe", "the partition has ended: no answering master is flagged failing or claims another's slots (was: %s)", was.Message)
+		r.event(s, corev1.EventTypeNormal, ReasonPartitionEnded, "Observe", "the partition has ended: no answering master is flagged failing or claims another's slots (was: %s)",
+			clip(was.Message, eventNoteLimit-120))
 	}
+}
+
+// eventNoteLimit is the longest event note the API server takes (1 kB), less a margin.
+const eventNoteLimit = 1000
+
+// clip cuts s to at most n bytes at a rune boundary, ending it with "..." when cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }

@@ -48,7 +48,7 @@ func (r *RedisClusterReconciler) setWritesAccepted(s *state, gen int64) {
 	refusing := redisadmin.RefusingWrites(s.snap)
 	if len(refusing) == 0 {
 		if was != nil && was.Status == metav1.ConditionFalse {
-			r.event(s, corev1.EventTypeNormal, ReasonWritesResumed, "Observe", "every master accepts writes again (%s)", was.Message)
+			r.event(s, corev1.EventTypeNormal, ReasonWritesResumed, "Observe", "every master accepts writes again (was: %s)", clip(was.Message, eventNoteLimit-60))
 		}
 		status.Set(&s.next.Status.Conditions, gen, ConditionWritesAccepted, metav1.ConditionTrue, ReasonWritesAccepted,
 			"every master has a replica that acknowledged its writes in time (spec.writeSafety Strict)")
@@ -60,7 +60,7 @@ func (r *RedisClusterReconciler) setWritesAccepted(s *state, gen int64) {
 		msg += "; under way: " + s.step.Reason
 	}
 	if was == nil || was.Status != metav1.ConditionFalse {
-		r.event(s, corev1.EventTypeWarning, ReasonNoReplicaInTime, "Observe", "%s", msg)
+		r.event(s, corev1.EventTypeWarning, ReasonNoReplicaInTime, "Observe", "%s", clip(msg, eventNoteLimit))
 	}
 	status.Set(&s.next.Status.Conditions, gen, ConditionWritesAccepted, metav1.ConditionFalse, ReasonNoReplicaInTime, msg)
 }
