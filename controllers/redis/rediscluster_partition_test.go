@@ -66,15 +66,7 @@ func watchPartition(key client.ObjectKey, addrs []string, pw string, cut time.Ti
 // fails the test when a WAIT-confirmed key is lost, when the status was Ready while two
 // masters claimed a slot, or when it was never Degraded NetworkPartition during the cut.
 func partitionMaster(t *testing.T, name string, mode redisv1alpha1.WriteSafety) (written, lost int, notReadyAfter time.Duration) {
-	ns := env.Namespace(t)
-	rc := redistest.NewCluster(ns, name, 6)
-	rc.Spec.WriteSafety = mode
-	if err := env.Client.Create(t.Context(), rc); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(rc)
-	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
-	pw := redistest.Password(t, env.Client, ns, name)
+	ns, key, rc, pw := formedWith(t, name, 6, 3, func(rc *redisv1alpha1.RedisCluster) { rc.Spec.WriteSafety = mode })
 	victim := podOfRole(rc, "master")
 	var victimIP string
 	var others, addrs []string

@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
@@ -19,15 +17,7 @@ import (
 // reports how long writes were refused in each phase.
 func TestRedisClusterStrictWriteSafetyThroughRestartAndUpgrade(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	rc := redistest.NewCluster(ns, "strict", 6)
-	rc.Spec.WriteSafety = redisv1alpha1.WriteSafetyStrict
-	if err := env.Client.Create(t.Context(), rc); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(rc)
-	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
-	pw := redistest.Password(t, env.Client, ns, "strict")
+	ns, key, rc, pw := formedWith(t, "strict", 6, 3, func(rc *redisv1alpha1.RedisCluster) { rc.Spec.WriteSafety = redisv1alpha1.WriteSafetyStrict })
 
 	restart := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
 	restart.WaitWritten(t, 300)
