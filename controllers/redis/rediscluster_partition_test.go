@@ -3,10 +3,12 @@ package redis_test
 import (
 	"context"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,7 +67,7 @@ func watchPartition(key client.ObjectKey, addrs []string, pw string, cut time.Ti
 // writer wrote and lost, and how long after the cut the status first said not Ready; it
 // fails the test when a WAIT-confirmed key is lost, when the status was Ready while two
 // masters claimed a slot, or when it was never Degraded NetworkPartition during the cut.
-func partitionMaster(t *testing.T, name string, mode redisv1alpha1.WriteSafety) (written, lost int, notReadyAfter time.Duration) {
+func partitionMaster(t *testing.T, name string, mode redisv1alpha1.WriteSafety) partitionResult {
 	ns, key, rc, pw := formedWith(t, name, 6, 3, func(rc *redisv1alpha1.RedisCluster) { rc.Spec.WriteSafety = mode })
 	victim := podOfRole(rc, "master")
 	var victimIP string
@@ -87,6 +89,7 @@ func partitionMaster(t *testing.T, name string, mode redisv1alpha1.WriteSafety) 
 	cut := netcut.Between(t, []string{victimIP}, others)
 	stop := make(chan struct{})
 	samples := watchPartition(key, addrs, pw, cut.Start, stop)
+	refused := firstRefusal(victim.Instance, pw, victim.Slots, cut.Start, stop)
 	degraded := false
 	for time.Since(cut.Start) < partitionFor {
 		cur := &redisv1alpha1.RedisCluster{}
@@ -109,7 +112,7 @@ func partitionMaster(t *testing.T, name string, mode redisv1alpha1.WriteSafety) 
 	w.WaitWritten(t, 500)
 	close(stop)
 
-	notReadyAfter = -1
+	notReadyAfter := time.Duration(-1)
 	var claimFrom, claimTo time.Duration = -1, -1
 	for _, s := range samples() {
 		if !s.ready && notReadyAfter < 0 {
@@ -147,7 +150,49 @@ func partitionMaster(t *testing.T, name string, mode redisv1alpha1.WriteSafety) 
 	if len(confirmed) < 100 {
 		t.Errorf("the WAIT writer had only %d confirmed keys: the read-back proves nothing", len(confirmed))
 	}
-	return n, len(lostKeys), notReadyAfter
+	return partitionResult{written: n, lost: len(lostKeys), notReady: notReadyAfter, refused: refused()}
+}
+
+// partitionResult is what partitionMaster measured: the plain writer's acknowledged and
+// lost keys, and how long after the cut the status first said not Ready and the cut-off
+// master first refused a write (-1: never).
+type partitionResult struct {
+	written, lost     int
+	notReady, refused time.Duration
+}
+
+// firstRefusal SETs a key of slots (the cut-off master's) at addr (that master itself,
+// which the test still reaches) every 50 ms until stop is closed; the function it returns
+// waits for the end and says how long after the cut the master first refused, -1 if never.
+func firstRefusal(addr, pw, slots string, cut time.Time, stop <-chan struct{}) func() time.Duration {
+	own := map[int]bool{}
+	for _, slot := range redistest.Slots(slots) {
+		own[slot] = true
+	}
+	key := ""
+	for i := 0; key == ""; i++ {
+		if k := "refusal:" + strconv.Itoa(i); own[redistest.KeySlot(k)] {
+			key = k
+		}
+	}
+	c := goredis.NewClient(&goredis.Options{Addr: addr, Password: pw, MaxRetries: -1, ReadTimeout: 500 * time.Millisecond})
+	first := time.Duration(-1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() { _ = c.Close() }()
+		for first < 0 {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if err := c.Set(context.Background(), key, 1, 0).Err(); err != nil {
+				first = time.Since(cut)
+			}
+		}
+	}()
+	return func() time.Duration { <-done; return first }
 }
 
 // The loss bounds of the plain writer (a SET's OK counts as written), in keys: Default
@@ -167,23 +212,34 @@ const (
 // claim a slot.
 func TestRedisClusterPartitionedMasterDefault(t *testing.T) {
 	t.Parallel()
-	lossWithin(t, "partdefault", redisv1alpha1.WriteSafetyDefault, maxLostDefault)
+	lossWithin(t, "partdefault", redisv1alpha1.WriteSafetyDefault, maxLostDefault, 0)
 }
 
 // TestRedisClusterPartitionedMasterStrict: under writeSafety Strict the cut-off master
-// stops acknowledging writes within min-replicas-max-lag, so fewer are lost than under
-// Default (held under maxLostStrict); WAIT 1 loses none.
+// refuses writes within maxStrictRefusal of the cut (min-replicas-max-lag 2 s, counted once
+// a second), before Redis itself would stop it at cluster-node-timeout, so fewer writes are
+// lost than under Default (held under maxLostStrict); WAIT 1 loses none.
 func TestRedisClusterPartitionedMasterStrict(t *testing.T) {
 	t.Parallel()
-	lossWithin(t, "partstrict", redisv1alpha1.WriteSafetyStrict, maxLostStrict)
+	lossWithin(t, "partstrict", redisv1alpha1.WriteSafetyStrict, maxLostStrict, maxStrictRefusal)
 }
 
-// lossWithin runs partitionMaster in mode, reports the plain writer's loss and fails the
-// test when it is above bound.
-func lossWithin(t *testing.T, name string, mode redisv1alpha1.WriteSafety, bound int) {
-	written, lost, notReady := partitionMaster(t, name, mode)
-	t.Logf("writeSafety %s: %d of %d acknowledged keys lost; not Ready %s after the cut", mode, lost, written, notReady.Round(100*time.Millisecond))
-	if lost > bound {
-		t.Errorf("%d acknowledged keys lost, more than the bound %d", lost, bound)
+// maxStrictRefusal is how soon after the cut a master under writeSafety Strict must refuse
+// writes: min-replicas-max-lag (2 s) plus Redis's once-a-second count, with room for a
+// loaded machine; Default refuses only once the node sees the cluster fail (about 6 s).
+const maxStrictRefusal = 4500 * time.Millisecond
+
+// lossWithin runs partitionMaster in mode, reports the plain writer's loss and when the
+// cut-off master refused writes, and fails the test when the loss is above bound or the
+// refusal came later than refuseWithin (when not 0).
+func lossWithin(t *testing.T, name string, mode redisv1alpha1.WriteSafety, bound int, refuseWithin time.Duration) {
+	r := partitionMaster(t, name, mode)
+	t.Logf("writeSafety %s: %d of %d acknowledged keys lost; the cut-off master refused writes %s after the cut; not Ready %s after it",
+		mode, r.lost, r.written, r.refused.Round(100*time.Millisecond), r.notReady.Round(100*time.Millisecond))
+	if r.lost > bound {
+		t.Errorf("%d acknowledged keys lost, more than the bound %d", r.lost, bound)
+	}
+	if refuseWithin > 0 && (r.refused < 0 || r.refused > refuseWithin) {
+		t.Errorf("the cut-off master refused writes %s after the cut (-1: never), want within %s", r.refused.Round(100*time.Millisecond), refuseWithin)
 	}
 }
