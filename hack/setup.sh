@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build and the tests need: patch (hack/tools/build.sh
-# patches a tool dependency), redis-server and redis-tools (they stand in for Redis pods).
+# patches a tool dependency), redis-server and redis-tools (they stand in for Redis pods),
+# nftables (tests/netcut stages network partitions between those pods with nft).
 # Idempotent: does nothing when they are already there.
 set -euo pipefail
 missing=()
 command -v patch >/dev/null 2>&1 || missing+=(patch)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
+command -v nft >/dev/null 2>&1 || missing+=(nftables)
 [ ${#missing[@]} -eq 0 ] && exit 0
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"

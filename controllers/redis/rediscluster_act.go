@@ -143,6 +143,8 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		return r.setMemory(ctx, s)
 	case redisadmin.StepSetCoverage:
 		return r.setCoverage(ctx, s)
+	case redisadmin.StepSetWriteSafety:
+		return r.setWriteSafety(ctx, s)
 	case redisadmin.StepWriteRecord:
 		return r.writeRecord(ctx, s)
 	case redisadmin.StepAddPassword:

@@ -177,6 +177,8 @@ type state struct {
 	// (readConf).
 	memory   resources.RedisMemory
 	coverage string
+	// writeSafety is the min-replicas setting the nodes should run with (readConf).
+	writeSafety resources.RedisWriteSafety
 	// step is the one step planned from the snapshot (zero when observing failed).
 	step redisadmin.Step
 	// restore is the backup a restoring cluster loads (nil when it restores none, or is done);

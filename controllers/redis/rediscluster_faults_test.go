@@ -30,8 +30,15 @@ import (
 // Running with masters masters, and returns it with its password.
 func formed(t *testing.T, name string, replicas int32, masters int) (ns string, key client.ObjectKey, rc *redisv1alpha1.RedisCluster, pw string) {
 	t.Helper()
+	return formedWith(t, name, replicas, masters, func(*redisv1alpha1.RedisCluster) {})
+}
+
+// formedWith is formed with change applied to the RedisCluster before it is created.
+func formedWith(t *testing.T, name string, replicas int32, masters int, change func(*redisv1alpha1.RedisCluster)) (ns string, key client.ObjectKey, rc *redisv1alpha1.RedisCluster, pw string) {
+	t.Helper()
 	ns = env.Namespace(t)
 	rc = redistest.NewCluster(ns, name, replicas)
+	change(rc)
 	if err := env.Client.Create(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}

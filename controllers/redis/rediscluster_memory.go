@@ -25,7 +25,7 @@ import (
 // while running.
 const ReasonMemoryConfigured = "MemoryConfigured"
 
-// readConf sets s.memory and s.coverage from the generated redis.conf as the cache has it
+// readConf sets s.memory, s.coverage and s.writeSafety from the generated redis.conf as the cache has it
 // (the user's redis.conf is in it, and its maxmemory wins), or from the spec alone while
 // there is none.
 func (r *RedisClusterReconciler) readConf(ctx context.Context, s *state) {
@@ -35,10 +35,12 @@ func (r *RedisClusterReconciler) readConf(ctx context.Context, s *state) {
 	case err == nil:
 		s.memory = resources.RedisMemoryOf(s.rc, cm.Data[resources.RedisConfigFile])
 		s.coverage = resources.RedisFullCoverageOf(cm.Data[resources.RedisConfigFile])
+		s.writeSafety = resources.RedisWriteSafetyOf(s.rc, cm.Data[resources.RedisConfigFile])
 	case apierrors.IsNotFound(err):
 		s.memory = resources.RedisMemoryFromSpec(s.rc)
+		s.writeSafety = resources.RedisWriteSafetyOf(s.rc, "")
 	default: // not known: nothing is set this look
-		s.memory = resources.RedisMemory{}
+		s.memory, s.writeSafety = resources.RedisMemory{}, resources.RedisWriteSafety{}
 	}
 }
 
@@ -52,12 +54,17 @@ func memoryTarget(s *state) redisadmin.Memory {
 
 // setMemory carries out StepSetMemory: CONFIG SET on each node of the step.
 func (r *RedisClusterReconciler) setMemory(ctx context.Context, s *state) error {
-	set, err := r.configureNodes(ctx, s, func(addr string) error {
+	return r.configureReported(ctx, s, ReasonMemoryConfigured, s.step.Memory.String(), func(addr string) error {
 		return redisadmin.SetMemory(ctx, addr, s.tls, s.login(), s.step.Memory)
 	})
-	if len(set) > 0 {
-		r.event(s, corev1.EventTypeNormal, ReasonMemoryConfigured, "Configure", "set %s without a restart on %d nodes (%s)",
-			s.step.Memory, len(set), strings.Join(set, ", "))
+}
+
+// configureReported is configureNodes with a Normal event of reason saying that what was
+// set without a restart on the nodes that took it.
+func (r *RedisClusterReconciler) configureReported(ctx context.Context, s *state, reason, what string, set func(addr string) error) error {
+	done, err := r.configureNodes(ctx, s, set)
+	if len(done) > 0 {
+		r.event(s, corev1.EventTypeNormal, reason, "Configure", "set %s without a restart on %d nodes (%s)", what, len(done), strings.Join(done, ", "))
 	}
 	return err
 }

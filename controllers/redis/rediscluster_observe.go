@@ -107,7 +107,8 @@ func (r *RedisClusterReconciler) plannerSpec(s *state) redisadmin.Spec {
 		Name: rc.Name, Paused: rc.Spec.Pause, Refused: s.unsupported, Replicas: int(resources.RedisNodes(rc)), MembersRecorded: s.recordExists,
 		AcceptDataLoss: rc.Annotations[AcceptDataLossAnnotation] == "true", AcceptAnnotation: AcceptDataLossAnnotation,
 		Rotation: r.rotation(s), Restore: plannerRestore(s), Memory: memoryTarget(s), Coverage: s.coverage,
-		ReloadFrom: rc.Annotations[RestoreLostShardsAnnotation], ReloadAnnotation: RestoreLostShardsAnnotation, Reload: plannerReload(s),
+		WriteSafety: redisadmin.WriteSafety(s.writeSafety),
+		ReloadFrom:  rc.Annotations[RestoreLostShardsAnnotation], ReloadAnnotation: RestoreLostShardsAnnotation, Reload: plannerReload(s),
 	}
 	plannerAutoscale(s, &spec)
 	spec.CARotation = plannerCARotation(s)

@@ -145,7 +145,9 @@ func (r *RedisClusterReconciler) observe(s *state) {
 	setPasswordApplied(s, gen)
 	r.reportLoss(s, lost)
 	setDegraded(s, gen)
+	r.reportPartition(s)
 	r.setSeparated(s, gen)
+	r.setWritesAccepted(s, gen)
 }
 
 // setSeparated says whether each shard's copies run apart; it warns once when they stop
@@ -256,9 +258,12 @@ func joinNonEmpty(a, b string) string {
 	return a + "; " + b
 }
 
-// setDegraded reports a step error.
+// setDegraded reports a step error, else a network partition the look sees.
 func setDegraded(s *state, gen int64) {
 	reason, msg := degradedBecause(s)
+	if reason == "" {
+		reason, msg = partitioned(s.health)
+	}
 	if reason == "" {
 		status.Set(&s.next.Status.Conditions, gen, ConditionDegraded, metav1.ConditionFalse, ReasonAllNodesHealthy, "no error")
 		return

@@ -423,6 +423,16 @@ func TestRedisClusterInvalidSpecsAreRejected(t *testing.T) {
 			},
 			want: []string{"spec.acl.defaultUserRules has ~, %R~, &, +, -, +@ or -@ followed by a space"},
 		},
+		"Strict write safety without a replica": {
+			change: func(rc *redisv1alpha1.RedisCluster) {
+				rc.Spec.WriteSafety, rc.Spec.ReplicasPerMaster = redisv1alpha1.WriteSafetyStrict, ptr.To[int32](0)
+			},
+			want: []string{"spec.writeSafety", "Strict needs at least one replica per master", "replicasPerMaster"},
+		},
+		"an unknown write safety": {
+			change: func(rc *redisv1alpha1.RedisCluster) { rc.Spec.WriteSafety = "Sync" },
+			want:   []string{"spec.writeSafety", `"Default", "Strict"`},
+		},
 		"rules of spaces only": {
 			change: func(rc *redisv1alpha1.RedisCluster) {
 				rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true, Users: []redisv1alpha1.ACLUser{aclUser("app", "   ")}}

@@ -28,6 +28,13 @@ type Health struct {
 	// when no swap can separate them (see Unseparated); it does not keep the cluster from
 	// being Ready, but one node's loss then loses a shard's every copy.
 	Unseparated []string
+	// Partitions are the masters that answer but are cut off from their peers (see
+	// Partitions); DualClaims the slots two answering masters both claim (see DualClaims);
+	// RefusingWrites the masters that refuse writes for want of a replica in time under
+	// min-replicas-to-write (see RefusingWrites). Each keeps the cluster from being Ready.
+	Partitions     []Partition
+	DualClaims     []string
+	RefusingWrites []string
 	// SettledIn is how long until the most recently started node has settled (0 when all
 	// have): the next look should come no later.
 	SettledIn time.Duration
@@ -138,6 +145,15 @@ func Assess(s Snapshot) Health {
 		if k.failed || k.answers == nil {
 			failed++
 		}
+	}
+	h.Partitions, h.DualClaims, h.RefusingWrites = Partitions(s), DualClaims(s), RefusingWrites(s)
+	h.Problems = append(h.Problems, h.DualClaims...)
+	for _, p := range h.Partitions {
+		h.Problems = append(h.Problems, p.String())
+	}
+	if len(h.RefusingWrites) > 0 {
+		h.Problems = append(h.Problems, fmt.Sprintf("masters %s refuse writes: no replica acknowledged their stream within min-replicas-max-lag",
+			strings.Join(h.RefusingWrites, ", ")))
 	}
 	suspected := 0
 	for _, o := range joined {

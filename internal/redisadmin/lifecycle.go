@@ -24,6 +24,18 @@ const (
 	LostAfter = time.Minute
 )
 
+// IdleLook is how soon a cluster with nothing to do is read again: half cluster-node-timeout
+// (2.5 s with the shipped 5000 ms), at most LookIdle. Redis flags a cut-off master failing
+// after one node timeout and fails it over about half a node timeout later; a look in
+// between says so before a second master claims its slots (docs/rediscluster.md, Network
+// partitions).
+func IdleLook(nodeTimeout time.Duration) time.Duration {
+	if nodeTimeout <= 0 {
+		return LookIdle
+	}
+	return min(LookIdle, nodeTimeout/2)
+}
+
 // Operation names the lifecycle operation a step belongs to; the status shows it as the
 // phase. Its values are the RedisCluster phases of the same name.
 type Operation string
@@ -153,6 +165,8 @@ type Step struct {
 	// StepSetCoverage sets.
 	Memory   Memory
 	Coverage string
+	// WriteSafety is what StepSetWriteSafety sets on the nodes at Addrs.
+	WriteSafety WriteSafety
 	// CAStage is the stage StepRotateCA ends.
 	CAStage string
 	// Behind is, for a side step that comes first (StepSetCoverage), the step the planners
@@ -215,6 +229,9 @@ type Spec struct {
 	// Coverage their cluster-require-full-coverage ("" when not known: nothing is set).
 	Memory   Memory
 	Coverage string
+	// WriteSafety is the min-replicas-to-write and min-replicas-max-lag the nodes should
+	// run with (see planWriteSafety).
+	WriteSafety WriteSafety
 	// Restore is spec.restore while it is not done, nil otherwise.
 	Restore *Restore
 	// ReloadFrom is the backup the user named to reload lost shards from (the annotation
@@ -302,9 +319,9 @@ func NextStep(spec Spec, s Snapshot, h Health) Step {
 	}
 	rotate, note, rotates := planRotation(spec, s)
 	planRotate := func(Spec, Snapshot, Health) (Step, bool) { return rotate, rotates }
-	step := Step{Kind: StepIdle, After: LookIdle}
+	step := Step{Kind: StepIdle, After: IdleLook(s.NodeTimeout)}
 	for _, plan := range []func(Spec, Snapshot, Health) (Step, bool){
-		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planRotateCA, planMemory, planRecover, planFixSlots,
+		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planRotateCA, planMemory, planWriteSafety, planRecover, planFixSlots,
 		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planUpgrade, planReload,
 	} {
 		if next, ok := plan(spec, s, h); ok {

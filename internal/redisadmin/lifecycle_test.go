@@ -95,9 +95,9 @@ func TestNextStep(t *testing.T) {
 		// check, when set, looks at the step beyond its kind.
 		check func(t *testing.T, s Step)
 	}{
-		"a healthy, current cluster: idle, look again in 10 s": {
+		"a healthy, current cluster: idle, look again in half a node timeout": {
 			spec: specFor(6), snap: six().current().snap, want: StepIdle,
-			check: func(t *testing.T, s Step) { expect(t, s.After == LookIdle, "after %s", s.After) },
+			check: func(t *testing.T, s Step) { expect(t, s.After == 2500*time.Millisecond, "after %s", s.After) },
 		},
 		"paused: wait, whatever the cluster needs": {
 			spec: func() Spec { s := specFor(6); s.Paused = true; return s }(), snap: six().current().silence(0, errDown).snap, want: StepWait,

@@ -186,11 +186,11 @@ func clusterInfoField(field string) bool {
 
 // nodeInfoField reports whether a look keeps a field of INFO server, replication, memory,
 // stats and errorstats (about 130 fields): the process's age, its replication,
-// and what MemoryOf reads.
+// what MemoryOf reads, and a master's count of good replicas under min-replicas-to-write.
 func nodeInfoField(field string) bool {
 	switch field {
 	case "uptime_in_seconds", "role", "master_link_status", "master_sync_in_progress", "slave_repl_offset",
-		"used_memory", "maxmemory", "maxmemory_policy", "mem_fragmentation_ratio", "evicted_keys", "errorstat_OOM":
+		"used_memory", "maxmemory", "maxmemory_policy", "mem_fragmentation_ratio", "evicted_keys", "errorstat_OOM", GoodReplicasField:
 		return true
 	}
 	return false

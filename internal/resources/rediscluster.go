@@ -333,10 +333,10 @@ const managedConfHeader = "# managed by middleware-operator\n"
 const RedisLockdownConf = "enable-debug-command no\nenable-module-command no\nenable-protected-configs no\n"
 
 // RedisConfigMap holds redis.conf; userConf is the user ConfigMap's redis.conf (may be
-// empty). The memory directives (redisMemoryConf) come after the cluster settings, and
-// RedisLockdownConf last of all.
+// empty). The memory directives (redisMemoryConf) and the write-safety ones
+// (redisWriteSafetyConf) come after the cluster settings, and RedisLockdownConf last of all.
 func RedisConfigMap(rc *redisv1alpha1.RedisCluster, userConf string) *corev1.ConfigMap {
-	conf := RedisConf(userConf, RedisTLSClientAuth(rc)) + redisMemoryConf(rc, userConf) + redisLockdownHeader + RedisLockdownConf
+	conf := RedisConf(userConf, RedisTLSClientAuth(rc)) + redisMemoryConf(rc, userConf) + redisWriteSafetyConf(rc) + redisLockdownHeader + RedisLockdownConf
 	return &corev1.ConfigMap{
 		ObjectMeta: redisMeta(rc, RedisConfigMapName(rc)),
 		Data:       map[string]string{RedisConfigFile: conf},

@@ -92,10 +92,7 @@ func redisMemoryConf(rc *redisv1alpha1.RedisCluster, userConf string) string {
 // maxmemory-policy win over spec.memory.
 func RedisMemoryOf(rc *redisv1alpha1.RedisCluster, conf string) RedisMemory {
 	m := RedisMemoryFromSpec(rc)
-	userConf := ""
-	if rest, ok := strings.CutPrefix(conf, userConfHeader); ok {
-		userConf, _, _ = strings.Cut(rest, managedConfHeader)
-	}
+	userConf := userConfOf(conf)
 	if policy, set := confDirective(userConf, "maxmemory-policy"); set {
 		m.Policy = strings.ToLower(policy)
 	}
@@ -104,6 +101,16 @@ func RedisMemoryOf(rc *redisv1alpha1.RedisCluster, conf string) RedisMemory {
 		m.MaxMemory, m.Source, m.Known = bytes, redisv1alpha1.MaxMemoryFromUserConfig, err == nil
 	}
 	return m
+}
+
+// userConfOf is the user's part of a generated redis.conf ("" when it has none).
+func userConfOf(conf string) string {
+	rest, ok := strings.CutPrefix(conf, userConfHeader)
+	if !ok {
+		return ""
+	}
+	userConf, _, _ := strings.Cut(rest, managedConfHeader)
+	return userConf
 }
 
 // confDirective is the value of the last line of conf that sets directive (Redis keeps the

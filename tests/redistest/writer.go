@@ -230,6 +230,14 @@ func (w *Writer) readThroughEach(t *testing.T, rc *redisv1alpha1.RedisCluster, p
 
 func readThroughEach(t *testing.T, rc *redisv1alpha1.RedisCluster, password string, tlsConfig *tls.Config, keys []string) map[string]bool {
 	t.Helper()
+	return readThroughEachReporting(t, rc, password, tlsConfig, keys, t.Errorf)
+}
+
+// readThroughEachReporting is readThroughEach that tells report (t.Errorf, t.Logf) of each
+// node that could not serve some keys.
+func readThroughEachReporting(t *testing.T, rc *redisv1alpha1.RedisCluster, password string, tlsConfig *tls.Config, keys []string,
+	report func(format string, args ...any)) map[string]bool {
+	t.Helper()
 	lost := map[string]bool{}
 	for _, node := range rc.Status.Nodes {
 		missing, firstErr := readThrough(t, node.Instance, password, tlsConfig, keys)
@@ -237,7 +245,7 @@ func readThroughEach(t *testing.T, rc *redisv1alpha1.RedisCluster, password stri
 			lost[k] = true
 		}
 		if len(missing) > 0 {
-			t.Errorf("a client entering %s at %s (%s) cannot read %d of %d keys: %v", rc.Name, node.Name, node.Instance, len(missing), len(keys), firstErr)
+			report("a client entering %s at %s (%s) cannot read %d of %d keys: %v", rc.Name, node.Name, node.Instance, len(missing), len(keys), firstErr)
 		}
 	}
 	return lost

@@ -29,6 +29,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.memory) || !has(self.memory.maxMemory) || !has(self.pod) || size(self.pod) == 0 || !has(self.pod[0].resources) || !has(self.pod[0].resources.limits) || !('memory' in self.pod[0].resources.limits) || quantity(string(self.memory.maxMemory)).isLessThan(quantity(string(self.pod[0].resources.limits['memory'])))",message="spec.memory.maxMemory must be below the redis container's memory limit (spec.pod[0].resources.limits.memory), which must also hold fork copy-on-write, replication and client buffers: lower maxMemory, raise the limit, or use maxMemoryPercent",fieldPath=".memory.maxMemory"
 // +kubebuilder:validation:XValidation:rule="!has(self.autoscale) || !has(self.updateStrategy) || self.updateStrategy.type != 'AssignReceive'",message="spec.autoscale needs spec.updateStrategy.type AutoReceive: the shards the autoscaler adds get their slots by rebalancing, not by assignStrategies",fieldPath=".autoscale"
 // +kubebuilder:validation:XValidation:rule="!has(self.autoscale) || self.autoscale.maxMasters * (1 + (has(self.replicasPerMaster) ? self.replicasPerMaster : 1)) <= 1000",message="spec.autoscale.maxMasters is too large: maxMasters x (1 + replicasPerMaster) nodes must stay at most 1000",fieldPath=".autoscale.maxMasters"
+// +kubebuilder:validation:XValidation:rule="!has(self.writeSafety) || self.writeSafety != 'Strict' || !has(self.replicasPerMaster) || self.replicasPerMaster >= 1",message="spec.writeSafety Strict needs at least one replica per master (spec.replicasPerMaster 1 or more): a master with no replica would refuse every write; set replicasPerMaster or use writeSafety Default",fieldPath=".writeSafety"
 type RedisClusterSpec struct {
 	// Replicas is the total number of Redis nodes, masters and replicas together.
 	// +kubebuilder:validation:Minimum=3
@@ -148,7 +149,39 @@ type RedisClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Autoscale"
 	Autoscale *AutoscaleSpec `json:"autoscale,omitempty"`
+
+	// WriteSafety says what an acknowledged write is worth when a master is cut off from
+	// the rest of the cluster. Default keeps Redis's behaviour: a master in the minority
+	// of a network partition goes on acknowledging writes until cluster-node-timeout (5 s)
+	// has passed, and those writes are lost when its replica is promoted on the other side
+	// (docs/rediscluster.md, "Network partitions"). Strict sets min-replicas-to-write 1 and
+	// min-replicas-max-lag 2 on every node (replicas too, as a replica becomes a master by
+	// a failover): a master stops acknowledging writes within about 3 s of losing its last
+	// replica, so a cut-off master loses at most those seconds of writes; the cost is that
+	// a shard refuses writes (NOREPLICAS) while its master has no live replica: while a
+	// replica restarts, during an upgrade's failover until the old master is back as a
+	// replica, after a failure until a replica rejoins. An application that needs no
+	// acknowledged write lost follows each write with WAIT 1 (in either mode). Changes
+	// reach running nodes without a restart.
+	// +kubebuilder:default=Default
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Write Safety"
+	WriteSafety WriteSafety `json:"writeSafety,omitempty"`
 }
+
+// WriteSafety is what a master does with writes when it cannot reach its replicas.
+// +kubebuilder:validation:Enum=Default;Strict
+type WriteSafety string
+
+// The write-safety modes.
+const (
+	// WriteSafetyDefault keeps Redis's behaviour: a master acknowledges writes whether or not
+	// a replica receives them.
+	WriteSafetyDefault WriteSafety = "Default"
+	// WriteSafetyStrict makes a master refuse writes while no replica has acknowledged its
+	// replication stream within the last 2 seconds.
+	WriteSafetyStrict WriteSafety = "Strict"
+)
 
 // AutoscaleSpec is the memory autoscaler's target and bounds.
 // +kubebuilder:validation:XValidation:rule="self.maxMasters >= self.minMasters",message="spec.autoscale.maxMasters must be at least minMasters",fieldPath=".maxMasters"

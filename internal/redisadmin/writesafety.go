@@ -1,0 +1,82 @@
+package redisadmin
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// StepSetWriteSafety sets Step.WriteSafety (min-replicas-to-write and min-replicas-max-lag)
+// on the nodes at Addrs with CONFIG SET, without a restart.
+const StepSetWriteSafety StepKind = "SetWriteSafety"
+
+// GoodReplicasField is the INFO replication field in which a master counts the replicas
+// that acknowledged its stream within min-replicas-max-lag; Redis prints it only while
+// min-replicas-to-write is on.
+const GoodReplicasField = "min_slaves_good_slaves"
+
+// WriteSafety is a node's min-replicas-to-write and min-replicas-max-lag.
+type WriteSafety struct {
+	// MinReplicas is min-replicas-to-write (0: off), MaxLag min-replicas-max-lag in seconds.
+	MinReplicas, MaxLag int
+	// Managed is false when the operator leaves both as the nodes have them.
+	Managed bool
+}
+
+// String names the settings w sets, for messages.
+func (w WriteSafety) String() string {
+	return fmt.Sprintf("min-replicas-to-write %d and min-replicas-max-lag %d", w.MinReplicas, w.MaxLag)
+}
+
+// planWriteSafety sets Spec.WriteSafety on every answering node when a master serving
+// slots runs with min-replicas-to-write on while it should be off, or the other way round
+// (a change of spec.writeSafety: a running node reads redis.conf only at start). Replicas
+// are set in the same step, as a replica becomes a master by a failover; nothing can read
+// a replica's setting back, so it is set whenever a master's is. A pod on an old template
+// is left alone: the upgrade replaces it with the new configuration.
+func planWriteSafety(spec Spec, s Snapshot, _ Health) (Step, bool) {
+	want := spec.WriteSafety
+	if !want.Managed {
+		return Step{}, false
+	}
+	current := func(o *Observation) bool { return spec.UpdateRevision == "" || o.Revision == spec.UpdateRevision }
+	stale := false
+	for _, o := range s.joined() {
+		self, _ := o.Self()
+		if _, on := o.Replication[GoodReplicasField]; current(o) && self.IsMaster() && len(self.Slots) > 0 && on != (want.MinReplicas > 0) {
+			stale = true
+		}
+	}
+	if !stale {
+		return Step{}, false
+	}
+	addrs, pods := s.answeringWhere(current)
+	return Step{Kind: StepSetWriteSafety, Addrs: addrs, WriteSafety: want, After: LookSoon,
+		Reason: fmt.Sprintf("setting %s on %s", want, strings.Join(pods, ", "))}, true
+}
+
+// SetWriteSafety sets w on the node at addr with one CONFIG SET.
+func SetWriteSafety(ctx context.Context, addr string, tlsConfig *tls.Config, login Login, w WriteSafety) error {
+	return configSet(ctx, addr, tlsConfig, login, "min-replicas-to-write",
+		"min-replicas-max-lag", strconv.Itoa(w.MaxLag), "min-replicas-to-write", strconv.Itoa(w.MinReplicas))
+}
+
+// RefusingWrites names the pods of the masters serving slots that refuse writes because
+// min-replicas-to-write is on and too few replicas acknowledged their stream in time
+// (GoodReplicasField below it), and the replicas each has in good standing.
+func RefusingWrites(s Snapshot) []string {
+	var out []string
+	for _, o := range s.joined() {
+		self, _ := o.Self()
+		good, on := o.Replication[GoodReplicasField]
+		if !on || !self.IsMaster() || len(self.Slots) == 0 {
+			continue
+		}
+		if n, err := strconv.Atoi(good); err == nil && n < 1 {
+			out = append(out, o.Pod)
+		}
+	}
+	return out
+}
