@@ -129,9 +129,10 @@ type Step struct {
 	Targets []string
 	// Reshard is StepAssign's batch.
 	Reshard Reshard
-	// Weights, UseEmptyMasters and SlotsLeft describe StepRebalance's moves.
+	// Weights, UseEmptyMasters, Pinned and SlotsLeft describe StepRebalance's moves.
 	Weights         map[string]float64
 	UseEmptyMasters bool
+	Pinned          []int
 	SlotsLeft       int
 	// Replicas is StepShrink's StatefulSet size.
 	Replicas int
@@ -230,6 +231,9 @@ type Spec struct {
 	// SlotWeights are the slot weights by master ID a rebalance by memory set (nil: every
 	// master weighs the same); they count only while they name every staying master.
 	SlotWeights map[string]float64
+	// HeldSlots are slots a rebalance found too big for any target (MoveStats.Held, kept in
+	// status.heldSlots): the rebalance plans around them.
+	HeldSlots []int
 	// CARotation is the rotation of the generated CA under way, nil when none is.
 	CARotation *CARotation
 }
@@ -703,12 +707,12 @@ func planMoveSlots(spec Spec, s Snapshot, _ Health) (Step, bool) {
 		}
 	}
 	addSlotWeights(weights, masters, spec.SlotWeights)
-	moves, err := planRebalance(masters, weights, DefaultRebalanceThreshold, !assign)
+	moves, err := planRebalance(masters, weights, DefaultRebalanceThreshold, !assign, spec.HeldSlots)
 	if err != nil || len(moves) == 0 {
 		return Step{}, false //nolint:nilerr // nothing to plan (no slots yet, say): the status reports it
 	}
 	left := countMovedSlots(moves)
-	return Step{Kind: StepRebalance, Operation: OpScaling, Weights: weights, UseEmptyMasters: !assign, SlotsLeft: left, After: LookSoon,
+	return Step{Kind: StepRebalance, Operation: OpScaling, Weights: weights, UseEmptyMasters: !assign, Pinned: spec.HeldSlots, SlotsLeft: left, After: LookSoon,
 		Reason: fmt.Sprintf("moving slots: %d left to move", left)}, true
 }
 

@@ -117,7 +117,7 @@ func TestPlanRebalance(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			moves, err := planRebalance(tc.masters, tc.weights, tc.threshold, tc.useEmpty)
+			moves, err := planRebalance(tc.masters, tc.weights, tc.threshold, tc.useEmpty, nil)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
@@ -217,7 +217,7 @@ func TestPlanRebalanceProperties(t *testing.T) {
 		}
 		useEmpty := rng.IntN(2) == 0
 		name := fmt.Sprintf("iteration %d (seed %d)", iter, seed)
-		moves, err := planRebalance(masters, weights, 2, useEmpty)
+		moves, err := planRebalance(masters, weights, 2, useEmpty, nil)
 		if err != nil {
 			if strings.Contains(err.Error(), "add up to 0") {
 				continue
@@ -274,7 +274,7 @@ func TestPlanRebalanceProperties(t *testing.T) {
 			}
 		}
 		if minShare > 100*float64(len(involved)) {
-			second, err := planRebalance(again, weights, 2, useEmpty)
+			second, err := planRebalance(again, weights, 2, useEmpty, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
