@@ -109,6 +109,7 @@ func (r *RedisClusterReconciler) plannerSpec(s *state) redisadmin.Spec {
 		Rotation: r.rotation(s), Restore: plannerRestore(s), Memory: memoryTarget(s), Coverage: s.coverage,
 		ReloadFrom: rc.Annotations[RestoreLostShardsAnnotation], ReloadAnnotation: RestoreLostShardsAnnotation, Reload: plannerReload(s),
 	}
+	spec.HeldSlots = plannerHeldSlots(s)
 	plannerAutoscale(s, &spec)
 	spec.CARotation = plannerCARotation(s)
 	if s.sts != nil {

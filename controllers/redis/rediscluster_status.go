@@ -147,6 +147,7 @@ func (r *RedisClusterReconciler) observe(s *state) {
 	r.reportLoss(s, lost)
 	setDegraded(s, gen)
 	r.setSeparated(s, gen)
+	heldSlotsStatus(s, gen)
 }
 
 // setSeparated says whether each shard's copies run apart; it warns once when they stop

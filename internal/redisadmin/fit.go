@@ -61,6 +61,15 @@ func (h HeldSlot) String() string {
 		h.Slot, h.Size.Keys, formatBytes(h.Size.Bytes), short(h.Target), formatBytes(h.Room.Bytes))
 }
 
+// HeldSlotNumbers are the slot numbers of held.
+func HeldSlotNumbers(held []HeldSlot) []int {
+	out := make([]int, len(held))
+	for i, h := range held {
+		out[i] = h.Slot
+	}
+	return out
+}
+
 // fitMoves keeps of moves only the slots that fit in their targets, in an order that uses
 // the room a source frees before its own target fills, and holds back the rest. It is pure.
 //

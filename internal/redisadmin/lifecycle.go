@@ -233,7 +233,7 @@ type Spec struct {
 	SlotWeights map[string]float64
 	// HeldSlots are slots a rebalance found too big for any target (MoveStats.Held, kept in
 	// status.heldSlots): the rebalance plans around them.
-	HeldSlots []int
+	HeldSlots []HeldSlot
 	// CARotation is the rotation of the generated CA under way, nil when none is.
 	CARotation *CARotation
 }
@@ -707,12 +707,13 @@ func planMoveSlots(spec Spec, s Snapshot, _ Health) (Step, bool) {
 		}
 	}
 	addSlotWeights(weights, masters, spec.SlotWeights)
-	moves, err := planRebalance(masters, weights, DefaultRebalanceThreshold, !assign, spec.HeldSlots)
+	pinned := HeldSlotNumbers(spec.HeldSlots)
+	moves, err := planRebalance(masters, weights, DefaultRebalanceThreshold, !assign, pinned)
 	if err != nil || len(moves) == 0 {
 		return Step{}, false //nolint:nilerr // nothing to plan (no slots yet, say): the status reports it
 	}
 	left := countMovedSlots(moves)
-	return Step{Kind: StepRebalance, Operation: OpScaling, Weights: weights, UseEmptyMasters: !assign, Pinned: spec.HeldSlots, SlotsLeft: left, After: LookSoon,
+	return Step{Kind: StepRebalance, Operation: OpScaling, Weights: weights, UseEmptyMasters: !assign, Pinned: pinned, SlotsLeft: left, After: LookSoon,
 		Reason: fmt.Sprintf("moving slots: %d left to move", left)}, true
 }
 
