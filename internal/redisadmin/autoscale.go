@@ -246,7 +246,8 @@ func memoryWeights(masters []masterMemory) map[string]float64 {
 }
 
 // stuckOn says why no slot move can bring master m below target (a share of its
-// maxmemory) when the held slots it serves alone hold at least that much; "" otherwise.
+// maxmemory) when the giant held slots it serves alone hold at least that much; ""
+// otherwise.
 func stuckOn(s Snapshot, m masterMemory, target float64, held []HeldSlot) string {
 	o := s.byID()[m.id]
 	if o == nil || len(held) == 0 {
@@ -256,7 +257,7 @@ func stuckOn(s Snapshot, m masterMemory, target float64, held []HeldSlot) string
 	var bytes int64
 	var names []string
 	for _, h := range held {
-		if ownsSlot(self, h.Slot) {
+		if h.Giant && ownsSlot(self, h.Slot) {
 			bytes += h.Size.Bytes
 			names = append(names, fmt.Sprintf("%d (%d keys, about %s)", h.Slot, h.Size.Keys, formatBytes(h.Size.Bytes)))
 		}

@@ -11,7 +11,40 @@ import (
 type Room struct {
 	Bytes     int64
 	Unlimited bool
+	// Capacity is the room the master would have empty (fillPercent of its maxmemory): a
+	// slot bigger than that fits in no master of its size, however the data is spread.
+	Capacity int64
 }
+
+// full reports whether r has less than fullPercent of its capacity left: a master that
+// should get no more slots until the data is spread otherwise.
+func (r Room) full() bool {
+	maxMemory := r.Capacity * 100 / fillPercent
+	return !r.Unlimited && r.Bytes < maxMemory*fullPercent/100
+}
+
+// skipFullTargets drops from moves those whose target is full (Room.full, from its INFO
+// memory in s): a count balance would only fill it.
+func skipFullTargets(moves []Move, s Snapshot) []Move {
+	full := map[string]bool{}
+	for _, o := range s.answering() {
+		self, _ := o.Self()
+		if m := MemoryOf(o); m.Known && roomOf(m.Used, m.MaxMemory).full() {
+			full[self.ID] = true
+		}
+	}
+	var out []Move
+	for _, m := range moves {
+		if !full[m.Target] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// fullPercent: a master with less room than this share of its maxmemory gets no slots
+// (planMoveSlots): a slot of any size would rather fill it than balance anything.
+const fullPercent = 5
 
 // fits reports whether bytes fit in r.
 func (r Room) fits(bytes int64) bool { return r.Unlimited || bytes <= r.Bytes }
@@ -33,7 +66,7 @@ func roomOf(used, maxMemory int64) Room {
 	if maxMemory <= 0 {
 		return Room{Unlimited: true}
 	}
-	return Room{Bytes: max(maxMemory/100*fillPercent-used, 0)}
+	return Room{Bytes: max(maxMemory/100*fillPercent-used, 0), Capacity: maxMemory / 100 * fillPercent}
 }
 
 // moveFacts are the facts the fitting of a plan needs, gathered by measureMoves: the size
@@ -52,10 +85,16 @@ type HeldSlot struct {
 	// Size is what the slot holds; Room the target's room when the plan was fitted.
 	Size SlotSize
 	Room Room
+	// Giant: the slot is bigger than the target's room even empty (Room.Capacity), so no
+	// spreading of the data lets it move; otherwise the target is only full now.
+	Giant bool
 }
 
 // String names the slot, its size and what would help, for events and conditions.
 func (h HeldSlot) String() string {
+	if !h.Giant {
+		return fmt.Sprintf("slot %d (%d keys, about %s) waits: %s has %s of room left", h.Slot, h.Size.Keys, formatBytes(h.Size.Bytes), short(h.Target), formatBytes(h.Room.Bytes))
+	}
 	return fmt.Sprintf("slot %d (%d keys, about %s) does not fit in %s (%s of room); a larger memory limit, "+
 		"a higher maxMemoryPercent or fewer keys under one hash tag would let it move",
 		h.Slot, h.Size.Keys, formatBytes(h.Size.Bytes), short(h.Target), formatBytes(h.Room.Bytes))
@@ -106,10 +145,12 @@ func fitMoves(moves []Move, facts moveFacts) ([]Move, []HeldSlot) {
 			return false
 		}
 		if !r.Unlimited {
-			room[m.Target] = Room{Bytes: r.Bytes - size.Bytes}
+			r.Bytes -= size.Bytes
+			room[m.Target] = r
 		}
 		if src := room[m.Source]; !src.Unlimited {
-			room[m.Source] = Room{Bytes: src.Bytes + size.Bytes}
+			src.Bytes += size.Bytes
+			room[m.Source] = src
 		}
 		return true
 	}
@@ -133,7 +174,8 @@ func fitMoves(moves []Move, facts moveFacts) ([]Move, []HeldSlot) {
 			late[w.move] = append(late[w.move], w.slot)
 			continue
 		}
-		held = append(held, HeldSlot{Slot: w.slot, Source: m.Source, Target: m.Target, Size: facts.Sizes[w.slot], Room: room[m.Target]})
+		r, size := room[m.Target], facts.Sizes[w.slot]
+		held = append(held, HeldSlot{Slot: w.slot, Source: m.Source, Target: m.Target, Size: size, Room: r, Giant: size.Bytes > r.Capacity})
 	}
 	var out []Move
 	for _, lists := range [][][]int{kept, late} {

@@ -10,12 +10,14 @@ import (
 func TestFitMoves(t *testing.T) {
 	t.Parallel()
 	const mib = 1 << 20
-	room := func(b int64) Room { return Room{Bytes: b} }
+	room := func(b int64) Room { return Room{Bytes: b, Capacity: 45 * mib} }
 	cases := map[string]struct {
 		moves    []Move
 		facts    moveFacts
 		want     []Move
 		wantHeld []int
+		// wantGiant lists the held slots too big even for an empty target.
+		wantGiant []int
 	}{
 		"everything fits": {
 			moves: []Move{{Source: "a", Target: "d", Slots: []int{1, 2}}},
@@ -33,7 +35,7 @@ func TestFitMoves(t *testing.T) {
 			facts: moveFacts{Sizes: map[int]SlotSize{0: {38000, 47 * mib}, 1: {1, 1000}, 2: {1, 1000}, 3: {0, 0}},
 				Rooms: map[string]Room{"a": room(0), "d": room(40 * mib)}},
 			want:     []Move{{Source: "a", Target: "d", Slots: []int{1, 2, 3}}},
-			wantHeld: []int{0},
+			wantHeld: []int{0}, wantGiant: []int{0},
 		},
 		"target filled by a concurrent move": {
 			moves: []Move{{Source: "a", Target: "d", Slots: []int{1}}, {Source: "b", Target: "d", Slots: []int{2}}},
@@ -71,15 +73,21 @@ func TestFitMoves(t *testing.T) {
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("moves = %v, want %v", got, tc.want)
 			}
-			var heldSlots []int
+			var heldSlots, giants []int
 			for _, h := range held {
 				heldSlots = append(heldSlots, h.Slot)
+				if h.Giant {
+					giants = append(giants, h.Slot)
+				}
 				if h.Size != tc.facts.Sizes[h.Slot] {
 					t.Errorf("held slot %d size %+v, want %+v", h.Slot, h.Size, tc.facts.Sizes[h.Slot])
 				}
 			}
 			if !reflect.DeepEqual(heldSlots, tc.wantHeld) {
 				t.Errorf("held = %v, want %v", heldSlots, tc.wantHeld)
+			}
+			if !reflect.DeepEqual(giants, tc.wantGiant) {
+				t.Errorf("giant = %v, want %v", giants, tc.wantGiant)
 			}
 		})
 	}
@@ -121,12 +129,24 @@ func TestRoomOf(t *testing.T) {
 		want      Room
 	}{
 		{0, 0, Room{Unlimited: true}},
-		{50, 1000, Room{Bytes: 850}},
-		{1000, 1000, Room{Bytes: 0}},
-		{2000, 1000, Room{Bytes: 0}},
+		{50, 1000, Room{Bytes: 850, Capacity: 900}},
+		{1000, 1000, Room{Bytes: 0, Capacity: 900}},
+		{2000, 1000, Room{Bytes: 0, Capacity: 900}},
 	} {
 		if got := roomOf(tc.used, tc.max); got != tc.want {
 			t.Errorf("roomOf(%d, %d) = %+v, want %+v", tc.used, tc.max, got, tc.want)
 		}
+	}
+}
+
+// TestSkipFullTargets: a slot move plans nothing into a master with under fullPercent of its
+// maxmemory left, and the rest as before.
+func TestSkipFullTargets(t *testing.T) {
+	t.Parallel()
+	snap := six().current().used(50, 97, 30, 50, 97, 30).snap
+	moves := []Move{{Source: "aaaaaaaa", Target: "bbbbbbbb", Slots: []int{1}}, {Source: "aaaaaaaa", Target: "cccccccc", Slots: []int{2}}}
+	got := skipFullTargets(moves, snap)
+	if want := moves[1:]; !reflect.DeepEqual(got, want) {
+		t.Errorf("moves = %v, want %v (rc-1 is 97%% full)", got, want)
 	}
 }

@@ -688,7 +688,8 @@ func pickMaster(s Snapshot, counts map[string]int, joining *Observation) string 
 // planMoveSlots moves slots, a bounded batch per step: off leaving masters and off staying
 // masters beyond the spec's count; with AutoReceive until every master is within the
 // rebalance threshold of its share (the plan is made again from the current slots each
-// time, so an interruption resumes); with AssignReceive exactly the listed slots from the
+// time, so an interruption resumes), except for held slots (Spec.HeldSlots) and into
+// masters with under fullPercent of their maxmemory left (skipFullTargets); with AssignReceive exactly the listed slots from the
 // listed nodes to the empty masters recorded as targets first.
 func planMoveSlots(spec Spec, s Snapshot, _ Health) (Step, bool) {
 	weights := drainWeights(s)
@@ -709,6 +710,7 @@ func planMoveSlots(spec Spec, s Snapshot, _ Health) (Step, bool) {
 	addSlotWeights(weights, masters, spec.SlotWeights)
 	pinned := HeldSlotNumbers(spec.HeldSlots)
 	moves, err := planRebalance(masters, weights, DefaultRebalanceThreshold, !assign, pinned)
+	moves = skipFullTargets(moves, s)
 	if err != nil || len(moves) == 0 {
 		return Step{}, false //nolint:nilerr // nothing to plan (no slots yet, say): the status reports it
 	}

@@ -177,7 +177,7 @@ func TestRebalanceHoldsGiantSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(stats.Held) != 1 || stats.Held[0].Slot != slot || stats.Held[0].Size.Keys != 480 || stats.Held[0].Size.Bytes < 480*giantValue {
+	if len(stats.Held) != 1 || stats.Held[0].Slot != slot || !stats.Held[0].Giant || stats.Held[0].Size.Keys != 480 || stats.Held[0].Size.Bytes < 480*giantValue {
 		t.Fatalf("held = %+v, want slot %d with 480 keys of at least %d bytes", stats.Held, slot, 480*giantValue)
 	}
 	if stats.Slots != 1 {

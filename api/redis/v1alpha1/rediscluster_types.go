@@ -677,14 +677,22 @@ type AutoscaleStatus struct {
 	SlotWeights map[string]int32 `json:"slotWeights,omitempty"`
 }
 
-// HeldSlotStatus is a slot too big to move: its data would not fit in the target's room.
+// HeldSlotStatus is a slot a move left where it is: its data would not fit in the target's
+// room.
 type HeldSlotStatus struct {
 	// Slot is the hash slot.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=16383
 	Slot int32 `json:"slot"`
-	// Master is the node ID of the master that keeps it.
+	// Master is the node ID of the master that keeps it, Target the one it was to move to.
 	Master string `json:"master"`
+	// +optional
+	Target string `json:"target,omitempty"`
+	// Giant: the slot holds more than the target could take even empty (90% of its
+	// maxmemory), so no spreading of the data lets it move. Otherwise the target was full
+	// and the slot waits for a change of spec.
+	// +optional
+	Giant bool `json:"giant,omitempty"`
 	// Keys is the number of keys in the slot.
 	Keys int64 `json:"keys"`
 	// Bytes is an estimate of their size (sampled MEMORY USAGE times the keys).
@@ -781,10 +789,11 @@ type RedisClusterStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Autoscale"
 	Autoscale *AutoscaleStatus `json:"autoscale,omitempty"`
 	// HeldSlots are slots a slot move left where they are because their data would not fit
-	// in any target (a few hash tags holding most of a master's keys): the moves plan
-	// around them, the SlotsMovable condition names them, and the autoscaler does not add
-	// shards for a master they alone keep past its target. A change of spec (a larger
-	// memory limit, say) lets them be tried again.
+	// in the target: giant ones (a few hash tags holding most of a master's keys) fit in no
+	// master of their size; the others met a full target. The moves plan around them, the
+	// SlotsMovable condition names the giant ones, and the autoscaler does not add shards
+	// for a master they alone keep past its target. A change of spec (a larger memory
+	// limit, say) lets them be tried again.
 	// +listType=map
 	// +listMapKey=slot
 	// +optional
