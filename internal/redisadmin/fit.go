@@ -16,26 +16,26 @@ type Room struct {
 	Capacity int64
 }
 
-// full reports whether r has less than fullPercent of its capacity left: a master that
-// should get no more slots until the data is spread otherwise.
-func (r Room) full() bool {
-	maxMemory := r.Capacity * 100 / fillPercent
-	return !r.Unlimited && r.Bytes < maxMemory*fullPercent/100
+// full reports whether a master with used and maxMemory bytes has less than fullPercent of
+// its maxmemory left below fillPercent: it should get no more slots until the data is
+// spread otherwise.
+func full(used, maxMemory int64) bool {
+	return maxMemory > 0 && maxMemory/100*fillPercent-used < maxMemory/100*fullPercent
 }
 
 // skipFullTargets drops from moves those whose target is full (Room.full, from its INFO
 // memory in s): a count balance would only fill it.
 func skipFullTargets(moves []Move, s Snapshot) []Move {
-	full := map[string]bool{}
+	isFull := map[string]bool{}
 	for _, o := range s.answering() {
 		self, _ := o.Self()
-		if m := MemoryOf(o); m.Known && roomOf(m.Used, m.MaxMemory).full() {
-			full[self.ID] = true
+		if m := MemoryOf(o); m.Known && full(m.Used, m.MaxMemory) {
+			isFull[self.ID] = true
 		}
 	}
 	var out []Move
 	for _, m := range moves {
-		if !full[m.Target] {
+		if !isFull[m.Target] {
 			out = append(out, m)
 		}
 	}
@@ -61,12 +61,15 @@ type SlotSize struct {
 const fillPercent = 90
 
 // roomOf is the room of a master with used and maxMemory bytes (INFO memory): up to
-// fillPercent of maxmemory, never below 0; unlimited without maxmemory.
-func roomOf(used, maxMemory int64) Room {
+// fillPercent of maxmemory, never below 0; unlimited without maxmemory. Its capacity is
+// the room it would have without its keys, overhead bytes of used being what it uses
+// besides them (used_memory_overhead; 0 when not known).
+func roomOf(used, maxMemory, overhead int64) Room {
 	if maxMemory <= 0 {
 		return Room{Unlimited: true}
 	}
-	return Room{Bytes: max(maxMemory/100*fillPercent-used, 0), Capacity: maxMemory / 100 * fillPercent}
+	limit := maxMemory / 100 * fillPercent
+	return Room{Bytes: max(limit-used, 0), Capacity: max(limit-min(overhead, used), 0)}
 }
 
 // moveFacts are the facts the fitting of a plan needs, gathered by measureMoves: the size

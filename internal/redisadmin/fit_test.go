@@ -121,20 +121,22 @@ func TestCloseWay(t *testing.T) {
 	}
 }
 
-// TestRoomOf checks the room keeps fillPercent of maxmemory and never goes negative.
+// TestRoomOf checks the room keeps fillPercent of maxmemory and never goes negative, and
+// the capacity leaves out what the node uses besides its keys.
 func TestRoomOf(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		used, max int64
-		want      Room
+		used, max, overhead int64
+		want                Room
 	}{
-		{0, 0, Room{Unlimited: true}},
-		{50, 1000, Room{Bytes: 850, Capacity: 900}},
-		{1000, 1000, Room{Bytes: 0, Capacity: 900}},
-		{2000, 1000, Room{Bytes: 0, Capacity: 900}},
+		{0, 0, 0, Room{Unlimited: true}},
+		{50, 1000, 0, Room{Bytes: 850, Capacity: 900}},
+		{50, 1000, 30, Room{Bytes: 850, Capacity: 870}},
+		{1000, 1000, 100, Room{Bytes: 0, Capacity: 800}},
+		{2000, 1000, 100, Room{Bytes: 0, Capacity: 800}},
 	} {
-		if got := roomOf(tc.used, tc.max); got != tc.want {
-			t.Errorf("roomOf(%d, %d) = %+v, want %+v", tc.used, tc.max, got, tc.want)
+		if got := roomOf(tc.used, tc.max, tc.overhead); got != tc.want {
+			t.Errorf("roomOf(%d, %d, %d) = %+v, want %+v", tc.used, tc.max, tc.overhead, got, tc.want)
 		}
 	}
 }

@@ -21,10 +21,11 @@ func (m *mover) room(ctx context.Context, n Node) (Room, error) {
 	if err != nil {
 		return Room{}, fmt.Errorf("while reading INFO memory of %s: %w", n.Addr, err)
 	}
-	info := parseInfoFields(text, func(f string) bool { return f == "used_memory" || f == "maxmemory" })
-	used, _ := strconv.ParseInt(info["used_memory"], 10, 64)
-	maxMemory, _ := strconv.ParseInt(info["maxmemory"], 10, 64)
-	return roomOf(used, maxMemory), nil
+	info := parseInfoFields(text, func(f string) bool {
+		return f == "used_memory" || f == "maxmemory" || f == "used_memory_overhead"
+	})
+	num := func(f string) int64 { n, _ := strconv.ParseInt(info[f], 10, 64); return n }
+	return roomOf(num("used_memory"), num("maxmemory"), num("used_memory_overhead")), nil
 }
 
 // slotSizes measures slots on n: CLUSTER COUNTKEYSINSLOT for each, and MEMORY USAGE of up
