@@ -162,8 +162,8 @@ type RedisClusterSpec struct {
 	// replica restarts, during an upgrade's failover until the old master is back as a
 	// replica, after a failure until a replica rejoins. An application that needs no
 	// acknowledged write lost follows each write with WAIT 1 (in either mode). Changes
-	// reach running nodes without a restart.
-	// +kubebuilder:default=Default
+	// reach running nodes without a restart. Unset is Default (no server-side default: an
+	// upgrade of the operator leaves existing specs as they were).
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Write Safety"
 	WriteSafety WriteSafety `json:"writeSafety,omitempty"`
