@@ -107,7 +107,8 @@ func Load(ctx context.Context, opts Options, r io.Reader) (Result, error) {
 
 // feed sends every record of rd through p, strings as SET when useSet.
 func feed(rd *Reader, p *pipeline, slots *slotSet, now func() time.Time, useSet bool, res *Result) error {
-	var ttl, str []byte
+	var ttl []byte
+	var strs stringReader
 	nowMs := now().UnixMilli()
 	for n := 0; ; n++ {
 		p.link.feeding.Store(true)
@@ -134,7 +135,7 @@ func feed(rd *Reader, p *pipeline, slots *slotSet, now func() time.Time, useSet 
 			ttl = strconv.AppendInt(ttl[:0], rec.ExpireAtMs, 10)
 			value, isString := []byte(nil), false
 			if useSet {
-				value, isString = plainString(rec.Payload, &str)
+				value, isString = strs.plainString(rec.Payload)
 			}
 			switch {
 			case isString && rec.ExpireAtMs == 0:

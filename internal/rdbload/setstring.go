@@ -13,18 +13,27 @@ import (
 // than the record it admitted plus this.
 const maxSetLZF = 64 << 10
 
+// stringReader reads the strings of DUMP payloads (plainString), reused from key to key so
+// that reading one allocates nothing.
+type stringReader struct {
+	r       bytes.Reader
+	scratch []byte
+}
+
 // plainString returns the string a DUMP payload holds, for SET in place of RESTORE: a slice
-// of payload for a string stored as is, else appended to (*scratch)[:0] (an integer's
-// decimal text, an LZF string decompressed when at most maxSetLZF bytes). ok is false for
-// any other payload: another type, a larger LZF string, or one that does not parse (RESTORE
-// then reports it as Redis sees it). SET of the string and RESTORE of the payload leave the
-// same value, as Redis encodes a string from its bytes either way.
-func plainString(payload []byte, scratch *[]byte) (value []byte, ok bool) {
+// of payload for a string stored as is, else in the reader's scratch buffer (an integer's
+// decimal text, an LZF string decompressed when at most maxSetLZF bytes), valid until the
+// next call. ok is false for any other payload: another type, a larger LZF string, or one
+// that does not parse (RESTORE then reports it as Redis sees it). SET of the string and
+// RESTORE of the payload leave the same value, as Redis encodes a string from its bytes
+// either way.
+func (sr *stringReader) plainString(payload []byte) (value []byte, ok bool) {
 	if len(payload) < 1+trailerLen || payload[0] != typeString {
 		return nil, false
 	}
 	body := payload[1 : len(payload)-trailerLen]
-	r := bytes.NewReader(body)
+	r, scratch := &sr.r, &sr.scratch
+	r.Reset(body)
 	n, encoded, err := rdbstream.ReadLength(r)
 	if err != nil {
 		return nil, false
@@ -45,7 +54,7 @@ func plainString(payload []byte, scratch *[]byte) (value []byte, ok bool) {
 	case n == encInt32 && len(rest) == 4:
 		i = int64(int32(binary.LittleEndian.Uint32(rest)))
 	case n == encLZF:
-		return lzfString(rest, scratch)
+		return sr.lzfString(rest)
 	default:
 		return nil, false
 	}
@@ -54,9 +63,10 @@ func plainString(payload []byte, scratch *[]byte) (value []byte, ok bool) {
 }
 
 // lzfString decompresses the LZF string rest holds (its two lengths, then the block) into
-// *scratch, when it is at most maxSetLZF bytes.
-func lzfString(rest []byte, scratch *[]byte) ([]byte, bool) {
-	r := bytes.NewReader(rest)
+// the scratch buffer, when it is at most maxSetLZF bytes.
+func (sr *stringReader) lzfString(rest []byte) ([]byte, bool) {
+	r, scratch := &sr.r, &sr.scratch
+	r.Reset(rest)
 	compressed, encoded, err := rdbstream.ReadLength(r)
 	if err != nil || encoded {
 		return nil, false

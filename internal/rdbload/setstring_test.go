@@ -32,14 +32,14 @@ func TestPlainString(t *testing.T) {
 		{"a list", []byte{typeListQuicklist2, 0x01}, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			scratch := []byte("left over")
-			got, ok := plainString(append(tc.payload, trailer...), &scratch)
+			sr := stringReader{scratch: []byte("left over")}
+			got, ok := sr.plainString(append(tc.payload, trailer...))
 			if ok != tc.ok || string(got) != tc.want {
 				t.Fatalf("plainString = %q, %v; want %q, %v", got, ok, tc.want, tc.ok)
 			}
 		})
 	}
-	if _, ok := plainString(trailer[:trailerLen], new([]byte)); ok {
+	if _, ok := new(stringReader).plainString(trailer[:trailerLen]); ok {
 		t.Fatal("a payload of only a trailer was taken for a string")
 	}
 }
