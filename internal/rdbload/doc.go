@@ -52,7 +52,8 @@
 // the node lets the connection's user run SET (Load asks once, with a SET no node accepts:
 // NOPERM or a syntax error, nothing written): the node then neither parses a DUMP payload
 // nor checks its CRC-64, and its command is shorter (BenchmarkLoadShardsAgainstRedisCLI:
-// the nodes' CPU per key fell from 8% over redis-cli --pipe of the same SETs to below it).
+// RESTORE cost the nodes 8-25% more CPU per key than SET in every run; Load with SET about
+// what redis-cli --pipe of the same SETs costs them).
 // The value is the same: Redis encodes a string from its bytes either way (TestLoadEveryType
 // compares every key's DUMP). An LZF string over 64 KiB uncompressed stays a RESTORE, so the
 // loader holds no more than the record it admitted; an integer is sent as its decimal text.
