@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -277,4 +278,241 @@ func BenchmarkReader(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(keys)*float64(b.N)/b.Elapsed().Seconds(), "keys/s")
+}
+
+// shardData is the data set of newBenchData cut into shards by slot: shard i holds the keys
+// of slots ranges[i], as a file of SET commands and as the RDB of a node loaded from it.
+type shardData struct {
+	keys   int
+	ranges []rdbload.SlotRange
+	protos []string
+	rdbs   []string
+}
+
+// newShardData writes the SET commands of keys small string keys, cut into shards shards by
+// slot (equal ranges, as a new cluster's masters hold them), and saves each shard's RDB.
+func newShardData(b *testing.B, cli string, keys, shards int) shardData {
+	b.Helper()
+	dir := b.TempDir()
+	d := shardData{keys: keys}
+	files := make([]*os.File, shards)
+	writers := make([]*bufio.Writer, shards)
+	for i := range shards {
+		d.ranges = append(d.ranges, rdbload.SlotRange{From: i * rdbload.Slots / shards, To: (i+1)*rdbload.Slots/shards - 1})
+		d.protos = append(d.protos, filepath.Join(dir, fmt.Sprintf("set-%d.proto", i)))
+		d.rdbs = append(d.rdbs, filepath.Join(dir, fmt.Sprintf("dump-%d.rdb", i)))
+		f, err := os.Create(d.protos[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		files[i], writers[i] = f, bufio.NewWriter(f)
+	}
+	for i := range keys {
+		k, v := "key:"+strconv.Itoa(i), "value-"+strconv.Itoa(i)
+		slot, shard := rdbload.KeySlot(k), 0
+		for d.ranges[shard].To < slot {
+			shard++
+		}
+		fmt.Fprintf(writers[shard], "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", len(k), k, len(v), v)
+	}
+	src := testredis.Start(b, dir, goredis.Options{ReadTimeout: time.Minute})
+	for i := range shards {
+		if err := writers[i].Flush(); err != nil {
+			b.Fatal(err)
+		}
+		if err := files[i].Close(); err != nil {
+			b.Fatal(err)
+		}
+		emptied(b, src)
+		pipe(b, cli, src.Addr, d.protos[i])
+		if err := src.Client.Save(b.Context()).Err(); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(dir, "dump.rdb"), d.rdbs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return d
+}
+
+// sideBySide runs do(i) for i in 0..n-1 at once and returns the wall time of them all.
+func sideBySide(b *testing.B, n int, do func(i int)) time.Duration {
+	b.Helper()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { do(i) })
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// redisCPU is the CPU time node used so far, user and system, in seconds.
+func redisCPU(b *testing.B, c *goredis.Client) float64 {
+	b.Helper()
+	info, err := c.Info(b.Context(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sum float64
+	for line := range strings.SplitSeq(info, "\r\n") {
+		for _, field := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+			if v, ok := strings.CutPrefix(line, field); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					b.Fatalf("%s%s: %v", field, v, err)
+				}
+				sum += f
+			}
+		}
+	}
+	return sum
+}
+
+// BenchmarkLoadShardsAgainstRedisCLI restores MWO_BENCH_RDB_SHARD_KEYS small string keys
+// (default 1,000,000) cut by slot into 3 shards, into 3 empty cluster-mode nodes side by
+// side, as a RedisCluster's restore loads its masters, three ways: Load of each shard's RDB
+// (its slots given, as the controller does) as a user who may SET (strings go as SET), Load
+// as a user who may RESTORE but not SET (as the operator's own: every key goes as RESTORE),
+// and redis-cli --pipe of each shard's SET commands. Three alternating runs of each; it
+// reports the medians, the Loads' ratios to the pipe, the nodes' CPU time per key under
+// each, the first node's time per command, and the process's peak RSS over the first run of
+// each Load.
+func BenchmarkLoadShardsAgainstRedisCLI(b *testing.B) {
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		b.Skip(err)
+	}
+	const shards = 3
+	keys := 1_000_000
+	if v := os.Getenv("MWO_BENCH_RDB_SHARD_KEYS"); v != "" {
+		if keys, err = strconv.Atoi(v); err != nil || keys <= 0 {
+			b.Fatalf("MWO_BENCH_RDB_SHARD_KEYS=%q: want a key count", v)
+		}
+	}
+	data := newShardData(b, cli, keys, shards)
+	nodes := make([]*testredis.Server, shards)
+	for i := range nodes {
+		nodes[i] = testredis.StartClusterNode(b, b.TempDir(), goredis.Options{ReadTimeout: time.Minute},
+			"--user", "restorer", "on", ">pw", "~*", "&*", "+@all", "-set")
+	}
+	// run empties the nodes, runs load(i) into each side by side, checks every key arrived,
+	// and returns the wall time, the nodes' CPU time, and the first node's time per call of
+	// each command (INFO commandstats: executing it, without reading and parsing it).
+	run := func(load func(i int)) (time.Duration, float64, map[string]float64) {
+		var cpu float64
+		for _, n := range nodes {
+			emptied(b, n)
+			if err := n.Client.ConfigResetStat(b.Context()).Err(); err != nil {
+				b.Fatal(err)
+			}
+			cpu -= redisCPU(b, n.Client)
+		}
+		took := sideBySide(b, shards, load)
+		var total int64
+		for _, n := range nodes {
+			cpu += redisCPU(b, n.Client)
+			size, err := n.Client.DBSize(b.Context()).Result()
+			if err != nil {
+				b.Fatal(err)
+			}
+			total += size
+		}
+		if total != int64(keys) {
+			b.Fatalf("the nodes hold %d keys, want %d", total, keys)
+		}
+		return took, cpu, commandUsec(b, nodes[0].Client)
+	}
+	loadAs := func(user string) func(i int) {
+		return func(i int) {
+			f, err := os.Open(data.rdbs[i])
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			defer func() { _ = f.Close() }()
+			node := rdbstream.Options{Addr: nodes[i].Addr}
+			if user != "" {
+				node.Username, node.Password = user, "pw"
+			}
+			if _, err := rdbload.Load(b.Context(), rdbload.Options{Node: node, Slots: data.ranges[i : i+1]}, f); err != nil {
+				b.Error(err)
+			}
+		}
+	}
+	methods := []struct {
+		name string
+		load func(i int)
+	}{
+		{"load-set", loadAs("")},
+		{"load-restore", loadAs("restorer")},
+		{"pipe", func(i int) { pipe(b, cli, nodes[i].Addr, data.protos[i]) }},
+	}
+	took := map[string][]time.Duration{}
+	cpu := map[string][]float64{}
+	usec := map[string][]float64{}
+	var rss int64
+	for b.Loop() {
+		for r := range 3 {
+			for _, m := range methods {
+				resetPeakRSS()
+				t, c, cmds := run(m.load)
+				if r == 0 && m.name != "pipe" {
+					rss = max(rss, peakRSS())
+				}
+				took[m.name], cpu[m.name] = append(took[m.name], t), append(cpu[m.name], c)
+				for name, us := range cmds {
+					usec[m.name+"-"+name] = append(usec[m.name+"-"+name], us)
+				}
+			}
+		}
+	}
+	for _, m := range methods {
+		b.Logf("%d keys in %d shards side by side, %s: %v (nodes' CPU %.2v s)", keys, shards, m.name, took[m.name], cpu[m.name])
+		b.ReportMetric(median(took[m.name]).Seconds(), m.name+"-s")
+		b.ReportMetric(medianOf(cpu[m.name])*1e6/float64(keys), "redis-cpu-us/key-"+m.name)
+		if m.name != "pipe" {
+			b.ReportMetric(median(took[m.name]).Seconds()/median(took["pipe"]).Seconds(), m.name+"/pipe")
+		}
+	}
+	b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MB")
+	for name, us := range usec {
+		b.ReportMetric(medianOf(us), "redis-us/"+name) // e.g. redis-us/load-set-set: a SET of Load's, as the node timed it
+	}
+}
+
+// commandUsec is the time per call of the commands node ran since its last CONFIG RESETSTAT
+// that write keys (INFO commandstats' usec_per_call, by lower-case command name).
+func commandUsec(b *testing.B, c *goredis.Client) map[string]float64 {
+	b.Helper()
+	stats, err := c.Info(b.Context(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	usec := map[string]float64{}
+	for line := range strings.SplitSeq(stats, "\r\n") {
+		name, fields, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
+		if !ok || !slices.Contains([]string{"set", "restore", "pexpireat"}, name) {
+			continue
+		}
+		for field := range strings.SplitSeq(fields, ",") {
+			if v, ok := strings.CutPrefix(field, "usec_per_call="); ok {
+				us, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					b.Fatalf("%s: %v", line, err)
+				}
+				if us > 0 { // 0: only refused (Load's SET probe, without SET in the ACL)
+					usec[name] = us
+				}
+			}
+		}
+	}
+	return usec
+}
+
+// medianOf is the middle of v.
+func medianOf(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

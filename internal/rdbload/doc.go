@@ -48,6 +48,17 @@
 // error answer stops the load, naming the key and the node's words; the keys restored
 // before it stay. LoadObject feeds Load from an object store as the object downloads.
 //
+// SET for strings. A string key goes as SET key value [PXAT ms] rather than RESTORE when
+// the node lets the connection's user run SET (Load asks once, with a SET no node accepts:
+// NOPERM or a syntax error, nothing written): the node then neither parses a DUMP payload
+// nor checks its CRC-64, and its command is shorter (BenchmarkLoadShardsAgainstRedisCLI:
+// RESTORE cost the nodes 8-25% more CPU per key than SET in every run; Load with SET about
+// what redis-cli --pipe of the same SETs costs them).
+// The value is the same: Redis encodes a string from its bytes either way (TestLoadEveryType
+// compares every key's DUMP). An LZF string over 64 KiB uncompressed stays a RESTORE, so the
+// loader holds no more than the record it admitted; an integer is sent as its decimal text.
+// The operator's own ACL user has RESTORE but not SET, so its restores keep to RESTORE.
+//
 // What point in time. The restored data is the RDB's: the instant its node forked to write
 // it (for a backup taken with rdbstream.Fetch, its replication offset). Keys keep their
 // absolute expiries (ABSTTL), so a key whose TTL ran out between the backup and the restore

@@ -51,8 +51,10 @@ type Result struct {
 }
 
 // Load reads the RDB r holds and restores its keys and function libraries into the node of
-// opts.Node: RESTORE key ttl payload REPLACE ABSTTL per key, FUNCTION LOAD REPLACE per
-// library, pipelined on one connection with opts.Window commands in flight. The caller
+// opts.Node: SET key value [PXAT ms] per string key when the node's ACL lets the user run
+// SET (cheaper for the node than RESTORE, and the same value), RESTORE key ttl payload
+// REPLACE ABSTTL per other key, FUNCTION LOAD
+// REPLACE per library, pipelined on one connection with opts.Window commands in flight. The caller
 // makes sure the node is a master that owns the slots of the keys it is given. It returns
 // at the RDB's end (checksum checked) with every command acknowledged, or at the first
 // error: the RDB's (corrupt, unsupported), the input's, the connection's, or a command's,
@@ -81,11 +83,15 @@ func Load(ctx context.Context, opts Options, r io.Reader) (Result, error) {
 		return res, fmt.Errorf("while connecting to %s to load an RDB: %w", opts.Node.Addr, err)
 	}
 	p := newPipeline(ctx, conn, opts.Window, opts.Node.IdleTimeout)
+	useSet, err := p.setAllowed()
+	p.start()
 	rd := NewReader(r)
 	rd.SetMaxRecord(opts.MaxRecord)
 	rd.gated(ctx)
 	defer rd.release()
-	err = feed(rd, p, slots, opts.Now, &res)
+	if err == nil {
+		err = feed(rd, p, slots, opts.Now, useSet, &res)
+	}
 	res.Bytes, res.RDBVersion = rd.BytesRead(), rd.Version()
 	if cerr := p.close(err == nil); err == nil {
 		err = cerr
@@ -99,9 +105,10 @@ func Load(ctx context.Context, opts Options, r io.Reader) (Result, error) {
 	return res, nil
 }
 
-// feed sends every record of rd through p.
-func feed(rd *Reader, p *pipeline, slots *slotSet, now func() time.Time, res *Result) error {
+// feed sends every record of rd through p, strings as SET when useSet.
+func feed(rd *Reader, p *pipeline, slots *slotSet, now func() time.Time, useSet bool, res *Result) error {
 	var ttl []byte
+	var strs stringReader
 	nowMs := now().UnixMilli()
 	for n := 0; ; n++ {
 		p.link.feeding.Store(true)
@@ -118,7 +125,7 @@ func feed(rd *Reader, p *pipeline, slots *slotSet, now func() time.Time, res *Re
 		}
 		switch {
 		case rec.Kind == KindFunction:
-			err = p.send(KindFunction, nil, cmdFunction, cmdLoad, cmdReplace, rec.Payload)
+			err = p.send(verbFunction, nil, cmdFunction, cmdLoad, cmdReplace, rec.Payload)
 			res.Functions++
 		case slots != nil && !slots.has(rec.Slot):
 			res.Skipped++
@@ -126,7 +133,18 @@ func feed(rd *Reader, p *pipeline, slots *slotSet, now func() time.Time, res *Re
 			res.Expired++
 		default:
 			ttl = strconv.AppendInt(ttl[:0], rec.ExpireAtMs, 10)
-			err = p.send(KindKey, rec.Key, cmdRestore, rec.Key, ttl, rec.Payload, cmdReplace, cmdAbsTTL)
+			value, isString := []byte(nil), false
+			if useSet {
+				value, isString = strs.plainString(rec.Payload)
+			}
+			switch {
+			case isString && rec.ExpireAtMs == 0:
+				err = p.send(verbSet, rec.Key, cmdSet, rec.Key, value)
+			case isString:
+				err = p.send(verbSet, rec.Key, cmdSet, rec.Key, value, cmdPXAt, ttl)
+			default:
+				err = p.send(verbRestore, rec.Key, cmdRestore, rec.Key, ttl, rec.Payload, cmdReplace, cmdAbsTTL)
+			}
 			res.Restored++
 		}
 		if err != nil {
@@ -137,6 +155,8 @@ func feed(rd *Reader, p *pipeline, slots *slotSet, now func() time.Time, res *Re
 
 // The words of the commands Load sends.
 var (
+	cmdSet      = []byte("SET")
+	cmdPXAt     = []byte("PXAT")
 	cmdRestore  = []byte("RESTORE")
 	cmdReplace  = []byte("REPLACE")
 	cmdAbsTTL   = []byte("ABSTTL")

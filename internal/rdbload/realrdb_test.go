@@ -124,7 +124,7 @@ func TestWriteRealRDBFiles(t *testing.T) {
 	src := testredis.Start(t, t.TempDir(), goredis.Options{})
 	ctx := t.Context()
 	writeEveryType(t, src.Client, 200)
-	version := infoField(t, src.Client, "redis_version")
+	version := infoField(t, src.Client, "server", "redis_version")
 	if version >= "7.4" {
 		pipe := src.Client.Pipeline()
 		pipe.HSet(ctx, "hfe:small", "f1", "v1", "f2", "v2")
@@ -168,10 +168,10 @@ func TestWriteRealRDBFiles(t *testing.T) {
 	t.Logf("wrote %s.rdb (%d bytes, %d keys) at %s", base, len(rdb), len(keys), time.Now().UTC().Format(time.RFC3339))
 }
 
-// infoField reads a field of INFO server.
-func infoField(t *testing.T, c *goredis.Client, field string) string {
+// infoField reads a field of an INFO section.
+func infoField(t *testing.T, c *goredis.Client, section, field string) string {
 	t.Helper()
-	info, err := c.Info(t.Context(), "server").Result()
+	info, err := c.Info(t.Context(), section).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,6 +180,6 @@ func infoField(t *testing.T, c *goredis.Client, field string) string {
 			return v
 		}
 	}
-	t.Fatalf("INFO server has no %s", field)
+	t.Fatalf("INFO %s has no %s", section, field)
 	return ""
 }
