@@ -97,7 +97,9 @@ func (r *RedisClusterReconciler) readClaims(ctx context.Context, s *state) error
 }
 
 // classExpandable reports whether StorageClass name exists and allows volume expansion. It
-// is read from the API (the cache holds no StorageClasses), and only while a claim must grow.
+// is read from the API (the cache holds no StorageClasses), and only while a claim must grow;
+// without the grant to read it, the claim is taken to be expandable and the API server's
+// own check refuses the patch if it is not (the reconcile error says so).
 func (r *RedisClusterReconciler) classExpandable(ctx context.Context, name string) (bool, error) {
 	reader := r.APIReader
 	if reader == nil {
@@ -105,8 +107,13 @@ func (r *RedisClusterReconciler) classExpandable(ctx context.Context, name strin
 	}
 	sc := &storagev1.StorageClass{}
 	if err := reader.Get(ctx, client.ObjectKey{Name: name}, sc); err != nil {
-		if apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
 			return false, nil
+		case apierrors.IsForbidden(err):
+			// A namespaced install (a Role) cannot read a cluster-scoped StorageClass: the
+			// API server's PersistentVolumeClaimResize admission judges the claim's patch.
+			return true, nil
 		}
 		return false, fmt.Errorf("while reading StorageClass %s: %w", name, err)
 	}
