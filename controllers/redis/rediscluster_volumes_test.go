@@ -16,6 +16,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/localcluster"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -57,18 +58,8 @@ func waitClaims(t *testing.T, ns, name string, n int, size string) {
 // is lost. A shrink is refused at admission.
 func TestRedisClusterGrowsVolumesInPlace(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	rc := redistest.NewCluster(ns, "grow", 6)
-	rc.Spec.Pod = []redisv1alpha1.PodSpec{{Volumes: &redisv1alpha1.Volumes{Size: ptrQuantity("1Gi")}}}
-	if err := env.Client.Create(t.Context(), rc); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(rc)
-	rc = waitRunning(t, key)
+	ns, key, pw, w := writtenCluster(t, "grow", "")
 	waitClaims(t, ns, "grow", 6, "1Gi")
-	pw := redistest.Password(t, env.Client, ns, "grow")
-	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
-	w.WaitWritten(t, 300)
 	pods := podUIDs(t, ns, "grow")
 	oldSts := &appsv1.StatefulSet{}
 	if err := env.Client.Get(t.Context(), key, oldSts); err != nil {
@@ -87,7 +78,7 @@ func TestRedisClusterGrowsVolumesInPlace(t *testing.T) {
 	})
 	cond := waitCondition(t, key, rediscontrollers.ConditionVolumeSize, metav1.ConditionTrue, rediscontrollers.ReasonVolumesAtSize)
 	t.Logf("VolumeSize: %s", cond.Message)
-	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
+	rc := redistest.WaitShape(t, env.Client, key, 3, 6)
 	// The pods were orphaned and adopted, not replaced.
 	for name, uid := range podUIDs(t, ns, "grow") {
 		if pods[name] != uid {
@@ -182,6 +173,24 @@ func TestRedisClusterRefusesVolumeResizes(t *testing.T) {
 	}
 }
 
+// writtenCluster creates a Running cluster of six nodes with claims of 1Gi of class (the
+// default class when empty), and a writer that has written 300 keys to it.
+func writtenCluster(t *testing.T, name, class string) (string, client.ObjectKey, string, *redistest.Writer) {
+	t.Helper()
+	ns := env.Namespace(t)
+	rc := redistest.NewCluster(ns, name, 6)
+	rc.Spec.Pod = []redisv1alpha1.PodSpec{{Volumes: &redisv1alpha1.Volumes{Size: ptrQuantity("1Gi"), StorageClassName: class}}}
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	rc = waitRunning(t, key)
+	pw := redistest.Password(t, env.Client, ns, name)
+	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
+	w.WaitWritten(t, 300)
+	return ns, key, pw, w
+}
+
 func ptrQuantity(s string) *resource.Quantity {
 	q := resource.MustParse(s)
 	return &q
@@ -195,4 +204,40 @@ func listPods(ctx context.Context, t *testing.T, ns, name string) []corev1.Pod {
 		t.Fatal(err)
 	}
 	return pods.Items
+}
+
+// TestRedisClusterRestartsPodsForAnOfflineFilesystemResize grows claims whose filesystem
+// grows only at the pod's next start (the local cluster's kwok-offline-resize class): every
+// pod is restarted, one at a time with masters failed over first, until every claim has
+// 2Gi, and no acknowledged key is lost.
+func TestRedisClusterRestartsPodsForAnOfflineFilesystemResize(t *testing.T) {
+	t.Parallel()
+	ns, key, pw, w := writtenCluster(t, "offline", localcluster.OfflineResizeStorageClass)
+	pods := podUIDs(t, ns, "offline")
+
+	redistest.PatchSpec(t, env.Client, key, fmt.Sprintf(`{"spec":{"pod":[{"volumes":{"size":"2Gi","storageClassName":%q}}]}}`, localcluster.OfflineResizeStorageClass))
+	testenv.Eventually(t, 4*time.Minute, func(ctx context.Context) (bool, string) {
+		_, capacity := claimSizes(ctx, t, ns, "offline")
+		grown := 0
+		for _, c := range capacity {
+			if c == "2Gi" {
+				grown++
+			}
+		}
+		return grown == 6, fmt.Sprintf("%d of 6 claims have 2Gi", grown)
+	})
+	waitCondition(t, key, rediscontrollers.ConditionVolumeSize, metav1.ConditionTrue, rediscontrollers.ReasonVolumesAtSize)
+	rc := redistest.WaitShape(t, env.Client, key, 3, 6)
+	for name, uid := range podUIDs(t, ns, "offline") {
+		if pods[name] == uid {
+			t.Errorf("pod %s was not restarted to grow its filesystem", name)
+		}
+	}
+	if !hasEvent(t.Context(), ns, "FailedOver") {
+		t.Errorf("no master failed over before its pod restarted")
+	}
+	failures, lastErr := w.Failures()
+	written, outage := w.Stop()
+	t.Logf("%d keys written, %d writes failed (last: %v); longest write outage %s", written, failures, lastErr, outage)
+	w.Verify(t, env.Client, rc, pw)
 }

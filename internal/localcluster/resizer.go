@@ -15,6 +15,11 @@ import (
 // as by a StorageClass without allowVolumeExpansion.
 const ExpandableStorageClass = "kwok-volume"
 
+// OfflineResizeStorageClass allows expansion too, but its volumes' filesystems grow only
+// when the pod that mounts them starts again, as some CSI drivers' do: a grown claim shows
+// the condition FileSystemResizePending until then.
+const OfflineResizeStorageClass = "kwok-offline-resize"
+
 // resizeEvery is how often the stand-in resizer looks at the claims.
 const resizeEvery = 300 * time.Millisecond
 
@@ -38,11 +43,12 @@ func (c *Cluster) startResizer() error {
 	return nil
 }
 
-// resizeClaims stands in for a CSI driver's external-resizer and the kubelet's online
-// filesystem expansion, which the kwok volumes have neither of: every bound claim of a
-// StorageClass that allows expansion whose request is above its capacity gets its volume's
-// capacity raised, then its own status.capacity and status.allocatedResources, at once (an
-// online resize: no FileSystemResizePending, no restart).
+// resizeClaims stands in for a CSI driver's external-resizer and the kubelet's filesystem
+// expansion, which the kwok volumes have neither of: every bound claim of a StorageClass
+// that allows expansion whose request is above its capacity gets its volume's capacity
+// raised, then its own status.capacity and status.allocatedResources at once (an online
+// resize), or, for OfflineResizeStorageClass, the condition FileSystemResizePending until a
+// pod that mounts it is created after the condition (the kubelet's part at its start).
 func resizeClaims(ctx context.Context, cs kubernetes.Interface) {
 	claims, err := cs.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -75,9 +81,45 @@ func resizeClaims(ctx context.Context, cs kubernetes.Interface) {
 				continue
 			}
 		}
+		if class == OfflineResizeStorageClass && !restartedSinceResize(ctx, cs, pvc) {
+			continue
+		}
 		pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: *want}
 		pvc.Status.AllocatedResources = corev1.ResourceList{corev1.ResourceStorage: *want}
 		pvc.Status.Conditions = nil
 		_, _ = cs.CoreV1().PersistentVolumeClaims(pvc.Namespace).UpdateStatus(ctx, pvc, metav1.UpdateOptions{})
 	}
+}
+
+// restartedSinceResize reports whether a running pod mounting pvc was created after its
+// FileSystemResizePending condition; until one is, it sets the condition (once).
+func restartedSinceResize(ctx context.Context, cs kubernetes.Interface, pvc *corev1.PersistentVolumeClaim) bool {
+	var pending *corev1.PersistentVolumeClaimCondition
+	for i := range pvc.Status.Conditions {
+		if pvc.Status.Conditions[i].Type == corev1.PersistentVolumeClaimFileSystemResizePending {
+			pending = &pvc.Status.Conditions[i]
+		}
+	}
+	if pending == nil {
+		pvc.Status.AllocatedResources = corev1.ResourceList{corev1.ResourceStorage: *pvc.Spec.Resources.Requests.Storage()}
+		pvc.Status.Conditions = append(pvc.Status.Conditions, corev1.PersistentVolumeClaimCondition{
+			Type: corev1.PersistentVolumeClaimFileSystemResizePending, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.Now(), Message: "Waiting for user to (re-)start a pod to finish file system resize of volume on node.",
+		})
+		_, _ = cs.CoreV1().PersistentVolumeClaims(pvc.Namespace).UpdateStatus(ctx, pvc, metav1.UpdateOptions{})
+		return false
+	}
+	pods, err := cs.CoreV1().Pods(pvc.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false
+	}
+	for _, p := range pods.Items {
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == pvc.Name &&
+				p.Status.Phase == corev1.PodRunning && p.CreationTimestamp.After(pending.LastTransitionTime.Time) {
+				return true
+			}
+		}
+	}
+	return false
 }
