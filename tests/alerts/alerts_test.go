@@ -115,7 +115,7 @@ func TestAlertsAreComplete(t *testing.T) {
 	}
 	want := []string{"RedisClusterDown", "RedisClusterSlotsNotCovered", "RedisClusterMasterWithoutReplica",
 		"RedisClusterMigrationStuck", "RedisClusterNodeFailed", "RedisClusterBackupTooOld", "RedisClusterBackupFailing",
-		"RedisClusterMemoryHigh", "RedisClusterWritesRefused", "RedisClusterNodeOOMKilled", "RedisClusterVolumeNearlyFull",
+		"RedisClusterMemoryHigh", "RedisClusterWritesRefused", "RedisClusterNodeOOMKilled",
 		"AppServiceReplicasMismatch", "CloudManagerNotReady",
 		"OperatorReconcileErrorsHigh", "OperatorAbsent"}
 	var got []string
