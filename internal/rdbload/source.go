@@ -180,7 +180,7 @@ func (s *source) appendN(dst []byte, n int64) ([]byte, error) {
 func (s *source) atEnd() error {
 	for {
 		if s.w > s.r {
-			return fmt.Errorf("%w: %d or more bytes after the RDB's end", ErrCorrupt, s.w-s.r)
+			return fmt.Errorf("%w: bytes after the RDB's end", ErrCorrupt) // how many depends on how the input was read
 		}
 		n, err := s.src.Read(s.buf[:cap(s.buf)])
 		s.r, s.w, s.hashed = 0, n, 0
