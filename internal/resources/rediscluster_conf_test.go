@@ -127,9 +127,12 @@ func TestRedisConfLockdownComesLast(t *testing.T) {
 // refused, even from loopback, as a client or the operator would meet it.
 func TestRedisConfLockdownOnARealServer(t *testing.T) {
 	real := redisServerBinary(t)
-	dir, port := t.TempDir(), strconv.Itoa(testenv.FreePorts(t, 1)[0])
+	dir, ports := t.TempDir(), testenv.FreePorts(t, 2)
+	port := strconv.Itoa(ports[0])
 	conf := resources.RedisConfigMap(redisCluster(nil), openingUserConf).Data[resources.RedisConfigFile]
-	conf = strings.Replace(conf, "\nport 6379\n", "\nport "+port+"\n", 1)
+	// A cluster bus port of its own: left to Redis it is port + 10000, in the kernel's
+	// ephemeral range, where another test's connection may hold it (a CI run lost it so).
+	conf = strings.Replace(conf, "\nport 6379\n", "\nport "+port+"\ncluster-port "+strconv.Itoa(ports[1])+"\n", 1)
 	conf = strings.Replace(conf, "\ndir /data\n", "\ndir "+dir+"\n", 1)
 	if err := os.WriteFile(filepath.Join(dir, "redis.conf"), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
