@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -29,6 +30,7 @@ type Admin struct {
 
 	mu      sync.Mutex
 	clients map[string]*goredis.Client
+	dials   atomic.Int64 // connections opened to nodes, slot moves' included
 }
 
 // NewAdmin returns an Admin that authenticates with password (none when empty) and gives
@@ -79,9 +81,22 @@ func (a *Admin) client(addr string) *goredis.Client {
 	if c, ok := a.clients[addr]; ok {
 		return c
 	}
-	c := goredis.NewClient(nodeOptions(addr, a.login, a.tls, a.dialTimeout, 2))
+	c := goredis.NewClient(a.counted(nodeOptions(addr, a.login, a.tls, a.dialTimeout, 2)))
 	a.clients[addr] = c
 	return c
+}
+
+// Connections is how many connections the Admin has opened to nodes since it was made: a
+// converged cluster costs none, the clients being kept from one look to the next.
+func (a *Admin) Connections() int64 { return a.dials.Load() }
+
+// counted makes every connection opts opens count in Connections.
+func (a *Admin) counted(opts *goredis.Options) *goredis.Options {
+	opts.OnConnect = func(context.Context, *goredis.Conn) error {
+		a.dials.Add(1)
+		return nil
+	}
+	return opts
 }
 
 // nodeOptions are the options of every client the operator opens to one node: one dial

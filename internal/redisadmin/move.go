@@ -165,7 +165,7 @@ func (m *mover) client(addr string) *goredis.Client {
 	if c, ok := m.clients[addr]; ok {
 		return c
 	}
-	opts := nodeOptions(addr, m.a.login, m.a.tls, m.a.dialTimeout, m.poolSize)
+	opts := m.a.counted(nodeOptions(addr, m.a.login, m.a.tls, m.a.dialTimeout, m.poolSize))
 	opts.ReadTimeout = m.opts.Timeout + 10*time.Second // a MIGRATE may take its whole timeout
 	opts.WriteTimeout = opts.ReadTimeout
 	c := goredis.NewClient(opts)
