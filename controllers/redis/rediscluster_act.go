@@ -200,6 +200,7 @@ func (r *RedisClusterReconciler) moveSlots(ctx context.Context, s *state) error 
 	if step.Kind == redisadmin.StepAssign {
 		a := step.Reshard
 		stats, err := r.adminFor(s).Reshard(ctx, answeringAddrs(s), a.Slots, a.From, a.To, opts)
+		r.recordMoveOutcome(s, stats)
 		if err != nil {
 			return fmt.Errorf("while moving the slots of assignStrategies[%d]: %w", a.Index, err)
 		}
@@ -209,7 +210,9 @@ func (r *RedisClusterReconciler) moveSlots(ctx context.Context, s *state) error 
 		}
 		return nil
 	}
-	stats, err := r.adminFor(s).Rebalance(ctx, answeringAddrs(s), redisadmin.RebalanceOptions{UseEmptyMasters: step.UseEmptyMasters, Weights: step.Weights, Move: opts})
+	stats, err := r.adminFor(s).Rebalance(ctx, answeringAddrs(s), redisadmin.RebalanceOptions{UseEmptyMasters: step.UseEmptyMasters, Weights: step.Weights,
+		Pinned: step.Pinned, Move: opts})
+	r.recordMoveOutcome(s, stats)
 	if err != nil {
 		return fmt.Errorf("while moving slots: %w", err)
 	}

@@ -69,11 +69,13 @@ func plannerAutoscale(s *state, spec *redisadmin.Spec) {
 		ScaleIn:  a.ScaleIn,
 	}
 	spec.Busy = s.backupUnderWay
+	spec.AutoscaleState.Held = spec.HeldSlots
 	st := s.rc.Status.Autoscale
 	if st == nil {
 		return
 	}
-	spec.AutoscaleState = redisadmin.AutoscaleState{AboveSince: timeOf(st.AboveSince), BelowSince: timeOf(st.BelowSince), LastChange: timeOf(st.LastChange)}
+	spec.AutoscaleState = redisadmin.AutoscaleState{AboveSince: timeOf(st.AboveSince), BelowSince: timeOf(st.BelowSince), LastChange: timeOf(st.LastChange),
+		Held: spec.HeldSlots}
 	if len(st.SlotWeights) > 0 {
 		spec.SlotWeights = map[string]float64{}
 		for id, w := range st.SlotWeights {

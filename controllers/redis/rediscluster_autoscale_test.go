@@ -73,6 +73,26 @@ func fillPast(t *testing.T, c *goredis.ClusterClient, rc *redisv1alpha1.RedisClu
 	}
 }
 
+// createAutoscaled creates the RedisCluster name of 3 masters and 3 replicas whose redis
+// containers have a memory limit of limit bytes, with autoscale, and waits until it is
+// Ready and its nodes run maxmemory at 45% of the limit.
+func createAutoscaled(t *testing.T, ns, name string, limit int64, autoscale redisv1alpha1.AutoscaleSpec) (client.ObjectKey, *redisv1alpha1.RedisCluster, string) {
+	t.Helper()
+	rc := redistest.NewCluster(ns, name, 6)
+	rc.Spec.Pod = []redisv1alpha1.PodSpec{{Resources: corev1.ResourceRequirements{
+		Limits: corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(limit, resource.BinarySI)},
+	}}}
+	rc.Spec.Autoscale = &autoscale
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
+	pw := redistest.Password(t, env.Client, ns, name)
+	waitMemory(t, rc, pw, limit*45/100, "noeviction")
+	return key, rc, pw
+}
+
 // autoscaleOf reads the status.autoscale of the cluster key (nil when none).
 func autoscaleOf(ctx context.Context, key client.ObjectKey) (*redisv1alpha1.AutoscaleStatus, error) {
 	rc := &redisv1alpha1.RedisCluster{}
@@ -106,20 +126,8 @@ func eventSays(ctx context.Context, ns, reason, says string) bool {
 func TestRedisClusterAutoscalesOnMemory(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	const limit = 128 << 20
-	rc := redistest.NewCluster(ns, "autoscale", 6)
-	rc.Spec.Pod = []redisv1alpha1.PodSpec{{Resources: corev1.ResourceRequirements{
-		Limits: corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(limit, resource.BinarySI)},
-	}}}
-	rc.Spec.Autoscale = &redisv1alpha1.AutoscaleSpec{TargetPercent: ptr.To[int32](40), MinMasters: 3, MaxMasters: 4,
-		Sustain: &metav1.Duration{Duration: 5 * time.Second}, CoolDown: &metav1.Duration{Duration: 30 * time.Minute}}
-	if err := env.Client.Create(t.Context(), rc); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(rc)
-	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
-	pw := redistest.Password(t, env.Client, ns, "autoscale")
-	waitMemory(t, rc, pw, limit*45/100, "noeviction")
+	key, rc, pw := createAutoscaled(t, ns, "autoscale", 128<<20, redisv1alpha1.AutoscaleSpec{TargetPercent: ptr.To[int32](40), MinMasters: 3, MaxMasters: 4,
+		Sustain: &metav1.Duration{Duration: 5 * time.Second}, CoolDown: &metav1.Duration{Duration: 30 * time.Minute}})
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
 		st, err := autoscaleOf(ctx, key)
 		if err != nil {

@@ -195,8 +195,10 @@ type state struct {
 	// backupUnderWay names a backup of the cluster pending or running, with spec.autoscale
 	// ("" when none): the autoscaler waits for it.
 	backupUnderWay string
-	admin          Admin
-	err            error // the first error, reported in Degraded
+	// held are the slots this reconcile's slot move held as too big to move.
+	held  []redisadmin.HeldSlot
+	admin Admin
+	err   error // the first error, reported in Degraded
 }
 
 // The RBAC markers make manager-role, which OLM and config/overlays/namespaced bind per

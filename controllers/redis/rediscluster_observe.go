@@ -110,6 +110,7 @@ func (r *RedisClusterReconciler) plannerSpec(s *state) redisadmin.Spec {
 		WriteSafety: redisadmin.WriteSafety(s.writeSafety),
 		ReloadFrom:  rc.Annotations[RestoreLostShardsAnnotation], ReloadAnnotation: RestoreLostShardsAnnotation, Reload: plannerReload(s),
 	}
+	spec.HeldSlots = plannerHeldSlots(s)
 	plannerAutoscale(s, &spec)
 	spec.CARotation = plannerCARotation(s)
 	if s.sts != nil {

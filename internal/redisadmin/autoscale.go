@@ -2,6 +2,7 @@ package redisadmin
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -42,6 +43,9 @@ type AutoscaleState struct {
 	BelowSince time.Time
 	// LastChange is when the autoscaler last changed the cluster.
 	LastChange time.Time
+	// Held are the slots slot moves held as too big to move (MoveStats.Held), as recorded
+	// in the status; PlanAutoscale reads them and does not write them back.
+	Held []HeldSlot
 }
 
 // AutoscaleKind is what the autoscaler decides.
@@ -78,6 +82,9 @@ const (
 	PhaseScalingOut  AutoscalePhase = "ScalingOut"
 	PhaseScalingIn   AutoscalePhase = "ScalingIn"
 	PhaseRebalancing AutoscalePhase = "Rebalancing"
+	// PhaseSlotTooBig: the fullest master is past the target with held slots that alone
+	// keep it there: neither a new shard nor a rebalance can relieve it.
+	PhaseSlotTooBig AutoscalePhase = "SlotTooBig"
 )
 
 // AutoscaleDecision is one look's decision and the state to remember after it.
@@ -161,6 +168,7 @@ func PlanAutoscale(a Autoscale, st AutoscaleState, s Snapshot, h Health, busy st
 		d.State.BelowSince = s.Now
 	}
 
+	stuck := stuckOn(s, fullest, target, st.Held)
 	switch {
 	case !d.State.AboveSince.IsZero():
 		over := s.Now.Sub(d.State.AboveSince)
@@ -170,6 +178,8 @@ func PlanAutoscale(a Autoscale, st AutoscaleState, s Snapshot, h Health, busy st
 			d.Phase, d.Reason = PhaseAboveTarget, fmt.Sprintf("%s for %s; acting after %s", what, over.Round(time.Second), a.Sustain)
 		case cooling:
 			d.Phase, d.Reason = PhaseCoolingDown, fmt.Sprintf("%s; cooling down until %s after the last change", what, st.LastChange.Add(a.CoolDown).UTC().Format(time.RFC3339))
+		case stuck != "":
+			d.Phase, d.Reason = PhaseSlotTooBig, what+", but "+stuck
 		case average < target*unevenPercent/100:
 			d.Kind, d.Phase, d.Weights = AutoscaleRebalance, PhaseRebalancing, memoryWeights(masters)
 			d.Reason = fmt.Sprintf("%s while the masters average %.0f%%: moving slots away from it by memory", what, average*100)
@@ -233,4 +243,29 @@ func memoryWeights(masters []masterMemory) map[string]float64 {
 		out[m.id] = float64(m.slots) / float64(used) * float64(m.memory.MaxMemory)
 	}
 	return out
+}
+
+// stuckOn says why no slot move can bring master m below target (a share of its
+// maxmemory) when the giant held slots it serves alone hold at least that much; ""
+// otherwise.
+func stuckOn(s Snapshot, m masterMemory, target float64, held []HeldSlot) string {
+	o := s.byID()[m.id]
+	if o == nil || len(held) == 0 {
+		return ""
+	}
+	self, _ := o.Self()
+	var bytes int64
+	var names []string
+	for _, h := range held {
+		if h.Giant && ownsSlot(self, h.Slot) {
+			bytes += h.Size.Bytes
+			names = append(names, fmt.Sprintf("%d (%d keys, about %s)", h.Slot, h.Size.Keys, formatBytes(h.Size.Bytes)))
+		}
+	}
+	if len(names) == 0 || float64(bytes) < target*float64(m.memory.MaxMemory) {
+		return ""
+	}
+	return fmt.Sprintf("its slots %s are too big to move and alone hold %.0f%% of its maxmemory: adding shards cannot relieve it; "+
+		"a larger memory limit, a higher maxMemoryPercent or fewer keys under one hash tag would",
+		strings.Join(names, ", "), float64(bytes)*100/float64(m.memory.MaxMemory))
 }

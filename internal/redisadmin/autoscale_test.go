@@ -66,6 +66,26 @@ func TestPlanAutoscale(t *testing.T) {
 		"past the target after the cool-down": {
 			a: a, st: AutoscaleState{AboveSince: ago(6 * time.Minute), LastChange: ago(11 * time.Minute)}, snap: full(), want: AutoscaleOut,
 		},
+		"giant slot: a master its held slot alone keeps past the target gets no shard": {
+			a: a, st: AutoscaleState{AboveSince: ago(6 * time.Minute), Held: []HeldSlot{{Slot: 0, Source: "aaaaaaaa", Target: "dddddddd", Size: SlotSize{38000, 750}, Giant: true}}},
+			snap: full(), want: AutoscaleNone, says: "its slots 0 (38000 keys, about 750 B) are too big to move",
+			check: func(t *testing.T, d AutoscaleDecision) {
+				expect(t, d.Phase == PhaseSlotTooBig && d.Masters == 3, "phase %s, masters %d", d.Phase, d.Masters)
+				expect(t, strings.Contains(d.Reason, "adding shards cannot relieve it"), "reason %q", d.Reason)
+			},
+		},
+		"a held slot below the target share: the master can still be relieved, add a shard": {
+			a: a, st: AutoscaleState{AboveSince: ago(6 * time.Minute), Held: []HeldSlot{{Slot: 0, Source: "aaaaaaaa", Size: SlotSize{100, 300}, Giant: true}}},
+			snap: full(), want: AutoscaleOut,
+		},
+		"a slot held only because its target was full: add a shard": {
+			a: a, st: AutoscaleState{AboveSince: ago(6 * time.Minute), Held: []HeldSlot{{Slot: 0, Source: "aaaaaaaa", Size: SlotSize{100, 750}}}},
+			snap: full(), want: AutoscaleOut,
+		},
+		"a held slot on another master than the fullest: add a shard": {
+			a: a, st: AutoscaleState{AboveSince: ago(6 * time.Minute), Held: []HeldSlot{{Slot: 6000, Source: "bbbbbbbb", Size: SlotSize{100, 750}, Giant: true}}},
+			snap: full(), want: AutoscaleOut,
+		},
 		"past the target at the maximum: nothing, and the status says so": {
 			a: atMax, st: AutoscaleState{AboveSince: ago(time.Hour)}, snap: full(), want: AutoscaleNone, says: "maximum of 3 masters",
 		},

@@ -71,10 +71,42 @@ func (a *Admin) executeMoves(ctx context.Context, topo *topology, moves []Move, 
 	defer m.close()
 	err = m.runPairs(ctx, pairs)
 	stats.Slots, stats.Keys, stats.Elapsed, stats.Partial = int(m.slots.Load()), m.keys.Load(), time.Since(start), m.partial.Load()
+	if err != nil && isOOM(err) {
+		// A target refused keys past its maxmemory: close the slots left open now (each
+		// rolled back unless the rest fits after all), rather than leave them for a Fix.
+		fixes, fixErr := a.closeOpenSlots(ctx, topo.entry, opts)
+		stats.Fixes, stats.Elapsed = fixes, time.Since(start)
+		err = errors.Join(err, fixErr)
+	}
 	if err != nil {
-		return stats, fmt.Errorf("while moving slots (%d moved): %w", stats.Slots, err)
+		return stats, fmt.Errorf("while moving slots (%d moved, %d open slots closed): %w", stats.Slots, len(stats.Fixes), err)
 	}
 	return stats, nil
+}
+
+// closeOpenSlots loads the cluster again through entry and fixes every open slot.
+func (a *Admin) closeOpenSlots(ctx context.Context, entry string, opts MoveOptions) ([]SlotFix, error) {
+	topo, err := a.loadTopology(ctx, []string{entry})
+	if err != nil {
+		return nil, fmt.Errorf("while closing the slots a failed move left open: %w", err)
+	}
+	return a.fix(ctx, topo, opts)
+}
+
+// fitPlan measures what moves would move (measureMoves) and keeps only what fits
+// (fitMoves); the rest is returned as held.
+func (a *Admin) fitPlan(ctx context.Context, topo *topology, moves []Move, opts MoveOptions) ([]Move, []HeldSlot, error) {
+	if len(moves) == 0 {
+		return nil, nil, nil
+	}
+	m := a.newMover(opts, 1)
+	defer m.close()
+	facts, err := m.measureMoves(ctx, topo, moves)
+	if err != nil {
+		return nil, nil, fmt.Errorf("while measuring the slots to move, nothing was changed: %w", err)
+	}
+	fitted, held := fitMoves(moves, facts)
+	return fitted, held, nil
 }
 
 // settleTimeout bounds how long moves wait for the masters to settle.

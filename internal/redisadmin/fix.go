@@ -39,7 +39,9 @@ type SlotFix struct {
 // (clusterManagerFixOpenSlot), so that no key is lost. For each open slot:
 //
 //   - the owner migrates it to a target that holds keys of it: the move is finished
-//     (moveOneSlot from the owner to that target);
+//     (moveOneSlot from the owner to that target) when the keys left on the owner fit in
+//     the target's room (closeWay), else, or when the target refuses them with OOM all
+//     the same, it is rolled back: the keys that moved go back to the owner (rollBack);
 //   - the owner migrates it to a target that holds none: the move is rolled back, race
 //     free: IMPORTING is cleared on the target first (from then on it refuses the slot's
 //     keys), its key count is checked again (if a client wrote one meanwhile the move is
@@ -246,7 +248,7 @@ func (m *mover) fixMigrating(ctx context.Context, topo *topology, s int, owner N
 		return SlotFix{Slot: s, Action: FixFinished, Owner: tid, Keys: keys, Detail: detail}, nil
 	}
 	if n := counts[tid][s]; n > 0 {
-		return finish(fmt.Sprintf("%s migrating it to %s, which holds %d keys of it", owner.Addr, target.Addr, n))
+		return m.closeHalfMoved(ctx, s, owner, *target, finish)
 	}
 	// Roll back: once the target no longer imports, it refuses the slot's keys, so the
 	// count read after that is final.
@@ -430,4 +432,79 @@ func (m *mover) takeSlot(ctx context.Context, topo *topology, s int, n Node, bum
 		}
 	}
 	return m.tellOthers(ctx, &pair{target: n, others: othersThan(topo, n.ID)}, []int{s})
+}
+
+// closeHalfMoved closes a slot owner migrates to target, which holds keys of it: it
+// measures both sides (openSlotFacts) and finishes the move when the rest fits in the
+// target (closeWay), else rolls it back. A finish the target refuses with OOM all the same
+// (the estimate missed, or the target filled meanwhile) is rolled back too, so a full
+// target never keeps a slot open.
+func (m *mover) closeHalfMoved(ctx context.Context, s int, owner, target Node, finish func(string) (SlotFix, error)) (SlotFix, error) {
+	facts, err := m.openSlotFacts(ctx, s, owner, target)
+	if err != nil {
+		return SlotFix{}, err
+	}
+	what := fmt.Sprintf("%s migrating it to %s, which holds %d keys of it (about %s) and has %s of room for the %d left (about %s)",
+		owner.Addr, target.Addr, facts.Moved.Keys, formatBytes(facts.Moved.Bytes), formatRoom(facts.TargetRoom), facts.Left.Keys, formatBytes(facts.Left.Bytes))
+	if closeWay(facts) == FixFinished {
+		f, err := finish(what)
+		if err == nil || !isOOM(err) {
+			return f, err
+		}
+		what = fmt.Sprintf("%s; finishing failed: %v", what, err)
+	}
+	return m.rollBack(ctx, s, owner, target, what)
+}
+
+// rollBackRounds bounds how often rollBack looks again for keys a client wrote to the
+// target while it was emptied.
+const rollBackRounds = 3
+
+// rollBack undoes a half-done move of slot s from owner to target, as redis-cli's fix
+// moves stray keys back to an owner: the owner stops migrating (only then does it accept
+// the keys back), and with the slot open on the target (IMPORTING, which lets it MIGRATE
+// keys it does not own) every key of it goes back to the owner. Then the target stops
+// importing and is counted again, a few rounds at most. While keys go back, a client that
+// asks the owner for one still on the target finds none (the window is the time MIGRATE
+// takes to move them); a key written meanwhile on the owner is on both nodes and handled
+// as in moveOneSlot: never overwritten with a different value.
+func (m *mover) rollBack(ctx context.Context, s int, owner, target Node, detail string) (SlotFix, error) {
+	// The owner stops migrating first: it accepts the keys coming back only then (while
+	// migrating, it answers ASK for a key it lacks, the RESTORE of MIGRATE included).
+	if err := m.setSlot(ctx, owner, s, "STABLE", ""); err != nil {
+		return SlotFix{}, err
+	}
+	var moved int64
+	for round := 0; ; round++ {
+		if err := m.setSlot(ctx, target, s, "IMPORTING", owner.ID); err != nil {
+			return SlotFix{}, err
+		}
+		keys, err := m.migrateKeys(ctx, s, target, owner)
+		moved += keys
+		if err != nil {
+			return SlotFix{}, fmt.Errorf("while rolling back (%d keys moved back): %w", moved, err)
+		}
+		if err := m.setSlot(ctx, target, s, "STABLE", ""); err != nil {
+			return SlotFix{}, err
+		}
+		n, err := m.countOne(ctx, target, s)
+		if err != nil {
+			return SlotFix{}, err
+		}
+		if n == 0 {
+			break
+		}
+		if round+1 == rollBackRounds {
+			return SlotFix{}, fmt.Errorf("while rolling back: %s still holds %d keys of it after %d rounds", target.Addr, n, rollBackRounds)
+		}
+	}
+	return SlotFix{Slot: s, Action: FixRolledBack, Owner: owner.ID, Keys: moved, Detail: detail}, nil
+}
+
+// formatRoom writes a room for messages.
+func formatRoom(r Room) string {
+	if r.Unlimited {
+		return "no maxmemory, so unlimited room"
+	}
+	return formatBytes(r.Bytes)
 }

@@ -141,9 +141,10 @@ type Step struct {
 	Targets []string
 	// Reshard is StepAssign's batch.
 	Reshard Reshard
-	// Weights, UseEmptyMasters and SlotsLeft describe StepRebalance's moves.
+	// Weights, UseEmptyMasters, Pinned and SlotsLeft describe StepRebalance's moves.
 	Weights         map[string]float64
 	UseEmptyMasters bool
+	Pinned          []int
 	SlotsLeft       int
 	// Replicas is StepShrink's StatefulSet size.
 	Replicas int
@@ -247,6 +248,9 @@ type Spec struct {
 	// SlotWeights are the slot weights by master ID a rebalance by memory set (nil: every
 	// master weighs the same); they count only while they name every staying master.
 	SlotWeights map[string]float64
+	// HeldSlots are slots a rebalance found too big for any target (MoveStats.Held, kept in
+	// status.heldSlots): the rebalance plans around them.
+	HeldSlots []HeldSlot
 	// CARotation is the rotation of the generated CA under way, nil when none is.
 	CARotation *CARotation
 }
@@ -711,7 +715,8 @@ func pickMaster(s Snapshot, counts map[string]int, joining *Observation) string 
 // planMoveSlots moves slots, a bounded batch per step: off leaving masters and off staying
 // masters beyond the spec's count; with AutoReceive until every master is within the
 // rebalance threshold of its share (the plan is made again from the current slots each
-// time, so an interruption resumes); with AssignReceive exactly the listed slots from the
+// time, so an interruption resumes), except for held slots (Spec.HeldSlots) and into
+// masters with under fullPercent of their maxmemory left (skipFullTargets); with AssignReceive exactly the listed slots from the
 // listed nodes to the empty masters recorded as targets first.
 func planMoveSlots(spec Spec, s Snapshot, _ Health) (Step, bool) {
 	weights := drainWeights(s)
@@ -730,12 +735,14 @@ func planMoveSlots(spec Spec, s Snapshot, _ Health) (Step, bool) {
 		}
 	}
 	addSlotWeights(weights, masters, spec.SlotWeights)
-	moves, err := planRebalance(masters, weights, DefaultRebalanceThreshold, !assign)
+	pinned := HeldSlotNumbers(spec.HeldSlots)
+	moves, err := planRebalance(masters, weights, DefaultRebalanceThreshold, !assign, pinned)
+	moves = skipFullTargets(moves, s)
 	if err != nil || len(moves) == 0 {
 		return Step{}, false //nolint:nilerr // nothing to plan (no slots yet, say): the status reports it
 	}
 	left := countMovedSlots(moves)
-	return Step{Kind: StepRebalance, Operation: OpScaling, Weights: weights, UseEmptyMasters: !assign, SlotsLeft: left, After: LookSoon,
+	return Step{Kind: StepRebalance, Operation: OpScaling, Weights: weights, UseEmptyMasters: !assign, Pinned: pinned, SlotsLeft: left, After: LookSoon,
 		Reason: fmt.Sprintf("moving slots: %d left to move", left)}, true
 }
 

@@ -3,6 +3,7 @@ package redisadmin
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -426,6 +427,30 @@ func TestNextStep(t *testing.T) {
 			check: func(t *testing.T, s Step) {
 				expect(t, s.UseEmptyMasters && s.SlotsLeft > 3000 && s.SlotsLeft < 5000, "use empty %t, %d slots left", s.UseEmptyMasters, s.SlotsLeft)
 			},
+		},
+		"giant slots held: the rebalance onto a new master plans around them": {
+			spec: func() Spec {
+				s := specFor(7)
+				s.HeldSlots = []HeldSlot{{Slot: 0, Source: "aaaaaaaa", Giant: true}, {Slot: 5461, Source: "bbbbbbbb", Giant: true}}
+				return s
+			}(),
+			snap: func() Snapshot {
+				c := six().withNewMaster()
+				c.snap.Masters = 4
+				return c.snap
+			}(),
+			want: StepRebalance,
+			check: func(t *testing.T, s Step) {
+				expect(t, slices.Equal(s.Pinned, []int{0, 5461}), "pinned %v, want the held slots", s.Pinned)
+			},
+		},
+		"the new master is full (a slot filled it): no more slots go to it": {
+			spec: specFor(7), snap: func() Snapshot {
+				c := six().withNewMaster().used(97, 97, 97, 50, 50, 50, 96)
+				c.snap.Masters = 4
+				return c.snap
+			}(),
+			want: StepIdle,
 		},
 		"AssignReceive with a new empty master: record it as the target first": {
 			spec: func() Spec {

@@ -80,6 +80,12 @@ type MoveStats struct {
 	Elapsed time.Duration
 	// Partial is true when MoveOptions.Budget ran out before every slot moved.
 	Partial bool
+	// Held are the slots of the plan that were not moved because they would not fit in
+	// their target (fitMoves); Moves no longer lists them.
+	Held []HeldSlot
+	// Fixes are the slots a failed move left open that were closed at once (a target that
+	// refused keys with OOM: closeHalfMoved).
+	Fixes []SlotFix
 }
 
 // moveOneSlot moves one slot exactly as redis-cli's clusterManagerMoveSlot does:

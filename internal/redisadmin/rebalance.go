@@ -58,12 +58,14 @@ type balanceNode struct {
 //   - the rounding surplus is taken from the masters with balance <= 0, in order, one slot
 //     at a time; masters are sorted by balance (stable), and slots go from the last
 //     (most positive) to the first (most negative) until every balance is 0; each step
-//     moves the lowest-numbered slots of its source.
+//     moves the lowest-numbered slots of its source;
+//   - a pinned slot is never moved: its master gives its next slots instead (or fewer,
+//     when only pinned slots are left to it).
 //
 // It fails when a weight is negative or names no master, when the weights add up to 0, or
 // when the masters do not serve all 16384 slots between them (redis-cli refuses to
 // rebalance a cluster with problems).
-func planRebalance(masters []Node, weights map[string]float64, threshold float64, useEmptyMasters bool) ([]Move, error) {
+func planRebalance(masters []Node, weights map[string]float64, threshold float64, useEmptyMasters bool, pinned []int) ([]Move, error) {
 	known := map[string]bool{}
 	var owned [SlotCount]bool
 	var all []*balanceNode
@@ -159,11 +161,13 @@ func planRebalance(masters []Node, weights map[string]float64, threshold float64
 			if num > len(s.slots) {
 				return nil, fmt.Errorf("while planning the rebalance: %s should give %d slots but serves %d", s.id, num, len(s.slots))
 			}
-			taken := slices.Clone(s.slots[:num])
-			s.slots = s.slots[num:]
+			var taken []int
+			s.slots, taken = takeUnpinned(s.slots, num, pinned)
 			d.slots = append(d.slots, taken...)
 			slices.Sort(d.slots)
-			moves = append(moves, Move{Source: s.id, Target: d.id, Slots: taken})
+			if len(taken) > 0 {
+				moves = append(moves, Move{Source: s.id, Target: d.id, Slots: taken})
+			}
 		}
 		d.balance += num
 		s.balance -= num
@@ -175,6 +179,19 @@ func planRebalance(masters []Node, weights map[string]float64, threshold float64
 		}
 	}
 	return moves, nil
+}
+
+// takeUnpinned takes the first n slots of slots that are not pinned (fewer when there are
+// not so many) and returns the slots left and the slots taken.
+func takeUnpinned(slots []int, n int, pinned []int) (left, taken []int) {
+	for _, s := range slots {
+		if len(taken) < n && !slices.Contains(pinned, s) {
+			taken = append(taken, s)
+			continue
+		}
+		left = append(left, s)
+	}
+	return left, taken
 }
 
 func abs(x int) int {
@@ -282,6 +299,9 @@ type RebalanceOptions struct {
 	UseEmptyMasters bool
 	// Move tunes how slots are moved.
 	Move MoveOptions
+	// Pinned are slots the plan never moves (slots too big for any target, as a previous
+	// run held them): their masters give other slots instead.
+	Pinned []int
 }
 
 // Rebalance reproduces `redis-cli --cluster rebalance`: it loads the cluster through addrs,
@@ -306,11 +326,11 @@ func (a *Admin) Rebalance(ctx context.Context, addrs []string, opts RebalanceOpt
 	if threshold == 0 {
 		threshold = DefaultRebalanceThreshold
 	}
-	moves, err := planRebalance(topo.masters(), weights, threshold, opts.UseEmptyMasters)
+	moves, err := planRebalance(topo.masters(), weights, threshold, opts.UseEmptyMasters, opts.Pinned)
 	if err != nil {
 		return MoveStats{}, fmt.Errorf("while rebalancing: %w", err)
 	}
-	return a.executeMoves(ctx, topo, moves, opts.Move)
+	return a.executeFitted(ctx, topo, moves, opts.Move)
 }
 
 // Reshard reproduces `redis-cli --cluster reshard --cluster-slots n --cluster-from <from>
@@ -346,7 +366,7 @@ func (a *Admin) Reshard(ctx context.Context, addrs []string, n int, from []strin
 	if err != nil {
 		return MoveStats{}, fmt.Errorf("while resharding: %w", err)
 	}
-	return a.executeMoves(ctx, topo, moves, opts)
+	return a.executeFitted(ctx, topo, moves, opts)
 }
 
 // readyTopology loads the cluster, fixes open slots, and checks every master answers and
@@ -379,4 +399,16 @@ func (a *Admin) readyTopology(ctx context.Context, addrs []string, opts MoveOpti
 		}
 	}
 	return topo, nil
+}
+
+// executeFitted runs the part of moves that fits in the targets (fitPlan) and reports the
+// held slots in the stats.
+func (a *Admin) executeFitted(ctx context.Context, topo *topology, moves []Move, opts MoveOptions) (MoveStats, error) {
+	fitted, held, err := a.fitPlan(ctx, topo, moves, opts)
+	if err != nil {
+		return MoveStats{Moves: moves}, err
+	}
+	stats, err := a.executeMoves(ctx, topo, fitted, opts)
+	stats.Held = held
+	return stats, err
 }

@@ -34,6 +34,7 @@ func TestPlanRebalance(t *testing.T) {
 		weights   map[string]float64
 		threshold float64
 		useEmpty  bool
+		pinned    []int
 		want      []string
 		wantErr   string
 	}{
@@ -47,6 +48,16 @@ func TestPlanRebalance(t *testing.T) {
 			masters:   append(threeMasters(), master("D"), master("E")),
 			threshold: 2, useEmpty: true,
 			want: []string{"B>D:5461-7646", "C>D:10923-12014", "C>E:12015-13107", "A>E:0-2184"},
+		},
+		"giant slots pinned: their masters give their next slots instead": {
+			masters:   append(threeMasters(), master("D")),
+			threshold: 2, useEmpty: true, pinned: []int{0, 5461, 10923},
+			want: []string{"B>D:5462-6827", "C>D:10924-12288", "A>D:1-1365"},
+		},
+		"a master with only pinned slots left gives what it can": {
+			masters:   []Node{master("A", SlotRange{0, 3}), master("B", SlotRange{4, 16383})},
+			threshold: 2, pinned: []int{0, 1, 2, 3, 4, 5},
+			want: []string{"B>A:6-8193"},
 		},
 		"empty masters ignored without useEmptyMasters": {
 			masters:   append(threeMasters(), master("D")),
@@ -117,7 +128,7 @@ func TestPlanRebalance(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			moves, err := planRebalance(tc.masters, tc.weights, tc.threshold, tc.useEmpty)
+			moves, err := planRebalance(tc.masters, tc.weights, tc.threshold, tc.useEmpty, tc.pinned)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
@@ -217,7 +228,7 @@ func TestPlanRebalanceProperties(t *testing.T) {
 		}
 		useEmpty := rng.IntN(2) == 0
 		name := fmt.Sprintf("iteration %d (seed %d)", iter, seed)
-		moves, err := planRebalance(masters, weights, 2, useEmpty)
+		moves, err := planRebalance(masters, weights, 2, useEmpty, nil)
 		if err != nil {
 			if strings.Contains(err.Error(), "add up to 0") {
 				continue
@@ -274,7 +285,7 @@ func TestPlanRebalanceProperties(t *testing.T) {
 			}
 		}
 		if minShare > 100*float64(len(involved)) {
-			second, err := planRebalance(again, weights, 2, useEmpty)
+			second, err := planRebalance(again, weights, 2, useEmpty, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -77,7 +77,7 @@ func ourRebalancePlan(ctx context.Context, t *testing.T, admin *Admin, addr stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	moves, err := planRebalance(topo.masters(), weights, DefaultRebalanceThreshold, useEmpty)
+	moves, err := planRebalance(topo.masters(), weights, DefaultRebalanceThreshold, useEmpty, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -673,7 +673,7 @@ const (
 )
 
 // AutoscalePhase is where the memory autoscaler stands.
-// +kubebuilder:validation:Enum=BelowTarget;AboveTarget;CoolingDown;AtMaximum;AtMinimum;Waiting;NoMaxMemory;ScalingOut;ScalingIn;Rebalancing
+// +kubebuilder:validation:Enum=BelowTarget;AboveTarget;CoolingDown;AtMaximum;AtMinimum;Waiting;NoMaxMemory;ScalingOut;ScalingIn;Rebalancing;SlotTooBig
 type AutoscalePhase string
 
 // AutoscaleStatus is the memory autoscaler's state: the number of masters it asks for, the
@@ -684,7 +684,9 @@ type AutoscaleStatus struct {
 	Masters int32 `json:"masters,omitempty"`
 	// Phase is where the autoscaler stands: BelowTarget, AboveTarget (waiting for sustain),
 	// CoolingDown, AtMaximum, AtMinimum, Waiting (the cluster is busy or not healthy),
-	// NoMaxMemory, or ScalingOut, ScalingIn, Rebalancing right after a decision.
+	// NoMaxMemory, SlotTooBig (the fullest master is past its target with slots too big
+	// to move: adding shards cannot relieve it; status.heldSlots names them), or
+	// ScalingOut, ScalingIn, Rebalancing right after a decision.
 	// +optional
 	Phase AutoscalePhase `json:"phase,omitempty"`
 	// Message says why, as of the last change of phase.
@@ -706,6 +708,36 @@ type AutoscaleStatus struct {
 	// or removed.
 	// +optional
 	SlotWeights map[string]int32 `json:"slotWeights,omitempty"`
+}
+
+// HeldSlotStatus is a slot a move left where it is: its data would not fit in the target's
+// room.
+type HeldSlotStatus struct {
+	// Slot is the hash slot.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=16383
+	Slot int32 `json:"slot"`
+	// Master is the node ID of the master that keeps it, Target the one it was to move to.
+	Master string `json:"master"`
+	// +optional
+	Target string `json:"target,omitempty"`
+	// Giant: the slot holds more than the target could take even empty (90% of its
+	// maxmemory), so no spreading of the data lets it move. Otherwise the target was full
+	// and the slot waits for a change of spec.
+	// +optional
+	Giant bool `json:"giant,omitempty"`
+	// Keys is the number of keys in the slot.
+	Keys int64 `json:"keys"`
+	// Bytes is an estimate of their size (sampled MEMORY USAGE times the keys).
+	Bytes int64 `json:"bytes"`
+	// Room is what the target could take, in bytes: 90% of its maxmemory minus its used
+	// memory, when the slot was held.
+	Room int64 `json:"room"`
+	// Generation is the RedisCluster's generation when the slot was held.
+	Generation int64 `json:"generation"`
+	// Message names the slot, its size and what would help.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // MemoryStatus is the cluster's memory configuration and how full it is.
@@ -789,6 +821,17 @@ type RedisClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Autoscale"
 	Autoscale *AutoscaleStatus `json:"autoscale,omitempty"`
+	// HeldSlots are slots a slot move left where they are because their data would not fit
+	// in the target: giant ones (a few hash tags holding most of a master's keys) fit in no
+	// master of their size; the others met a full target. The moves plan around them, the
+	// SlotsMovable condition names the giant ones, and the autoscaler does not add shards
+	// for a master they alone keep past its target. A change of spec (a larger memory
+	// limit, say) lets them be tried again.
+	// +listType=map
+	// +listMapKey=slot
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Held Slots"
+	HeldSlots []HeldSlotStatus `json:"heldSlots,omitempty"`
 	// Conditions are Ready, Progressing and Degraded.
 	// +listType=map
 	// +listMapKey=type

@@ -1,0 +1,98 @@
+package redis
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/status"
+)
+
+// The condition and reasons of slots too big to move.
+const (
+	// ConditionSlotsMovable is False while status.heldSlots names slots a slot move left
+	// where they are because their data would not fit in any target; absent otherwise.
+	ConditionSlotsMovable = "SlotsMovable"
+	// ReasonSlotTooBig is its reason, and the reason of the Warning event naming each slot.
+	ReasonSlotTooBig = "SlotTooBig"
+	// ReasonMoveRolledBack: a target refused a slot's keys with OOM mid-move, and the slot
+	// was rolled back to its owner at once (Warning event).
+	ReasonMoveRolledBack = "MoveRolledBack"
+)
+
+// maxNamedSlots is how many slots the SlotsMovable condition names.
+const maxNamedSlots = 16
+
+// plannerHeldSlots are status.heldSlots of the current generation, in the planner's terms:
+// a change of spec (a larger memory limit, say) lets every slot be tried again.
+func plannerHeldSlots(s *state) []redisadmin.HeldSlot {
+	var out []redisadmin.HeldSlot
+	for _, h := range s.rc.Status.HeldSlots {
+		if h.Generation == s.rc.Generation {
+			out = append(out, redisadmin.HeldSlot{Slot: int(h.Slot), Source: h.Master, Target: h.Target, Giant: h.Giant,
+				Size: redisadmin.SlotSize{Keys: h.Keys, Bytes: h.Bytes}, Room: redisadmin.Room{Bytes: h.Room}})
+		}
+	}
+	return out
+}
+
+// recordMoveOutcome notes what a slot move held back or rolled back: the status keeps the
+// giant held slots (heldSlotsStatus), each newly held one with a Warning event, and the
+// others, waiting for a full target, only when the move could move nothing else (so the
+// next plan goes around them rather than try them again); a Warning event for each
+// rollback.
+func (r *RedisClusterReconciler) recordMoveOutcome(s *state, stats redisadmin.MoveStats) {
+	known := redisadmin.HeldSlotNumbers(plannerHeldSlots(s))
+	for _, h := range stats.Held {
+		if !h.Giant && stats.Slots > 0 {
+			continue
+		}
+		s.held = append(s.held, h)
+		if h.Giant && !slices.Contains(known, h.Slot) {
+			r.event(s, corev1.EventTypeWarning, ReasonSlotTooBig, "Scale", "%s", h)
+		}
+	}
+	for _, f := range stats.Fixes {
+		r.event(s, corev1.EventTypeWarning, ReasonMoveRolledBack, "Scale", "slot %d %s to %s (%d keys moved): %s", f.Slot, f.Action, f.Owner, f.Keys, f.Detail)
+	}
+}
+
+// heldSlotsStatus sets status.heldSlots (those of the current generation, and those this
+// reconcile's move held) and the SlotsMovable condition.
+func heldSlotsStatus(s *state, gen int64) {
+	var out []redisadmin.HeldSlot
+	for _, h := range append(plannerHeldSlots(s), s.held...) {
+		if i := slices.IndexFunc(out, func(o redisadmin.HeldSlot) bool { return o.Slot == h.Slot }); i >= 0 {
+			out[i] = h
+			continue
+		}
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(a, b redisadmin.HeldSlot) int { return a.Slot - b.Slot })
+	s.next.Status.HeldSlots = nil
+	var names []string
+	for _, h := range out {
+		s.next.Status.HeldSlots = append(s.next.Status.HeldSlots, redisv1alpha1.HeldSlotStatus{
+			Slot: int32(h.Slot), Master: h.Source, Target: h.Target, Giant: h.Giant, Keys: h.Size.Keys, Bytes: h.Size.Bytes, Room: h.Room.Bytes, //nolint:gosec // a slot is below 16384
+			Generation: gen, Message: h.String()})
+		if h.Giant {
+			names = append(names, fmt.Sprint(h.Slot))
+		}
+	}
+	if len(names) == 0 {
+		meta.RemoveStatusCondition(&s.next.Status.Conditions, ConditionSlotsMovable)
+		return
+	}
+	if len(names) > maxNamedSlots {
+		names = append(names[:maxNamedSlots], fmt.Sprintf("and %d more", len(names)-maxNamedSlots))
+	}
+	msg := fmt.Sprintf("slots %s stay on their masters: each holds more data than any target has room for (status.heldSlots gives their sizes); "+
+		"a larger memory limit, a higher maxMemoryPercent or fewer keys under one hash tag would let them move", strings.Join(names, ", "))
+	status.Set(&s.next.Status.Conditions, gen, ConditionSlotsMovable, metav1.ConditionFalse, ReasonSlotTooBig, msg)
+}

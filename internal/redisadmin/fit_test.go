@@ -1,0 +1,154 @@
+package redisadmin
+
+import (
+	"reflect"
+	"testing"
+)
+
+// TestFitMoves is the slot-move fitting's table: what starts, in which order, and what is
+// held because it would not fit.
+func TestFitMoves(t *testing.T) {
+	t.Parallel()
+	const mib = 1 << 20
+	room := func(b int64) Room { return Room{Bytes: b, Capacity: 45 * mib} }
+	cases := map[string]struct {
+		moves    []Move
+		facts    moveFacts
+		want     []Move
+		wantHeld []int
+		// wantGiant lists the held slots too big even for an empty target.
+		wantGiant []int
+	}{
+		"everything fits": {
+			moves: []Move{{Source: "a", Target: "d", Slots: []int{1, 2}}},
+			facts: moveFacts{Sizes: map[int]SlotSize{1: {10, mib}, 2: {10, mib}}, Rooms: map[string]Room{"a": room(0), "d": room(10 * mib)}},
+			want:  []Move{{Source: "a", Target: "d", Slots: []int{1, 2}}},
+		},
+		"move does not fit": {
+			moves:    []Move{{Source: "a", Target: "d", Slots: []int{1, 2}}},
+			facts:    moveFacts{Sizes: map[int]SlotSize{1: {10, 3 * mib}, 2: {10, 3 * mib}}, Rooms: map[string]Room{"a": room(0), "d": room(4 * mib)}},
+			want:     []Move{{Source: "a", Target: "d", Slots: []int{1}}},
+			wantHeld: []int{2},
+		},
+		"giant slot: the small slots move, the giant one is held": {
+			moves: []Move{{Source: "a", Target: "d", Slots: []int{0, 1, 2, 3}}},
+			facts: moveFacts{Sizes: map[int]SlotSize{0: {38000, 47 * mib}, 1: {1, 1000}, 2: {1, 1000}, 3: {0, 0}},
+				Rooms: map[string]Room{"a": room(0), "d": room(40 * mib)}},
+			want:     []Move{{Source: "a", Target: "d", Slots: []int{1, 2, 3}}},
+			wantHeld: []int{0}, wantGiant: []int{0},
+		},
+		"target filled by a concurrent move": {
+			moves: []Move{{Source: "a", Target: "d", Slots: []int{1}}, {Source: "b", Target: "d", Slots: []int{2}}},
+			facts: moveFacts{Sizes: map[int]SlotSize{1: {5, 6 * mib}, 2: {5, 6 * mib}},
+				Rooms: map[string]Room{"a": room(0), "b": room(0), "d": room(10 * mib)}},
+			want:     []Move{{Source: "a", Target: "d", Slots: []int{1}}},
+			wantHeld: []int{2},
+		},
+		"a source's freed room is used before its target fills": {
+			// b gives slot 2 to c, then receives slot 1 from a: only the room slot 2
+			// frees lets slot 1 fit. In plan order b would receive first.
+			moves: []Move{{Source: "a", Target: "b", Slots: []int{1}}, {Source: "b", Target: "c", Slots: []int{2}}},
+			facts: moveFacts{Sizes: map[int]SlotSize{1: {5, 6 * mib}, 2: {5, 5 * mib}},
+				Rooms: map[string]Room{"a": room(0), "b": room(2 * mib), "c": room(10 * mib)}},
+			want: []Move{{Source: "b", Target: "c", Slots: []int{2}}, {Source: "a", Target: "b", Slots: []int{1}}},
+		},
+		"a slot held at first fits once others freed room": {
+			// Slot 1 (a→b) comes first but fits only after b gave slot 3 away (the giver
+			// order cannot help as a and b give to each other): it moves last.
+			moves: []Move{{Source: "a", Target: "b", Slots: []int{1}}, {Source: "b", Target: "a", Slots: []int{3}}},
+			facts: moveFacts{Sizes: map[int]SlotSize{1: {5, 6 * mib}, 3: {5, 5 * mib}},
+				Rooms: map[string]Room{"a": room(5 * mib), "b": room(2 * mib)}},
+			want: []Move{{Source: "b", Target: "a", Slots: []int{3}}, {Source: "a", Target: "b", Slots: []int{1}}},
+		},
+		"no maxmemory: unlimited room": {
+			moves: []Move{{Source: "a", Target: "d", Slots: []int{1}}},
+			facts: moveFacts{Sizes: map[int]SlotSize{1: {38000, 47 * mib}}, Rooms: map[string]Room{"a": {Unlimited: true}, "d": {Unlimited: true}}},
+			want:  []Move{{Source: "a", Target: "d", Slots: []int{1}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got, held := fitMoves(tc.moves, tc.facts)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("moves = %v, want %v", got, tc.want)
+			}
+			var heldSlots, giants []int
+			for _, h := range held {
+				heldSlots = append(heldSlots, h.Slot)
+				if h.Giant {
+					giants = append(giants, h.Slot)
+				}
+				if h.Size != tc.facts.Sizes[h.Slot] {
+					t.Errorf("held slot %d size %+v, want %+v", h.Slot, h.Size, tc.facts.Sizes[h.Slot])
+				}
+			}
+			if !reflect.DeepEqual(heldSlots, tc.wantHeld) {
+				t.Errorf("held = %v, want %v", heldSlots, tc.wantHeld)
+			}
+			if !reflect.DeepEqual(giants, tc.wantGiant) {
+				t.Errorf("giant = %v, want %v", giants, tc.wantGiant)
+			}
+		})
+	}
+}
+
+// TestCloseWay is the table of how a half-moved slot is closed.
+func TestCloseWay(t *testing.T) {
+	t.Parallel()
+	const mib = 1 << 20
+	cases := map[string]struct {
+		facts OpenSlotFacts
+		want  string
+	}{
+		"the rest fits in the target: finish": {
+			OpenSlotFacts{Left: SlotSize{100, mib}, Moved: SlotSize{100, mib}, OwnerRoom: Room{Bytes: 0}, TargetRoom: Room{Bytes: 2 * mib}}, FixFinished,
+		},
+		"roll back a half-moved slot: the target is full": {
+			OpenSlotFacts{Left: SlotSize{20000, 25 * mib}, Moved: SlotSize{18000, 22 * mib}, OwnerRoom: Room{Bytes: 22 * mib}, TargetRoom: Room{Bytes: 0}}, FixRolledBack,
+		},
+		"roll back: the rest is bigger than the target's room": {
+			OpenSlotFacts{Left: SlotSize{100, 5 * mib}, Moved: SlotSize{1, 1000}, TargetRoom: Room{Bytes: 4 * mib}}, FixRolledBack,
+		},
+		"no maxmemory on the target: finish": {
+			OpenSlotFacts{Left: SlotSize{20000, 25 * mib}, TargetRoom: Room{Unlimited: true}}, FixFinished,
+		},
+	}
+	for name, tc := range cases {
+		if got := closeWay(tc.facts); got != tc.want {
+			t.Errorf("%s: %s, want %s", name, got, tc.want)
+		}
+	}
+}
+
+// TestRoomOf checks the room keeps fillPercent of maxmemory and never goes negative, and
+// the capacity leaves out what the node uses besides its keys.
+func TestRoomOf(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		used, max, overhead int64
+		want                Room
+	}{
+		{0, 0, 0, Room{Unlimited: true}},
+		{50, 1000, 0, Room{Bytes: 850, Capacity: 900}},
+		{50, 1000, 30, Room{Bytes: 850, Capacity: 870}},
+		{1000, 1000, 100, Room{Bytes: 0, Capacity: 800}},
+		{2000, 1000, 100, Room{Bytes: 0, Capacity: 800}},
+	} {
+		if got := roomOf(tc.used, tc.max, tc.overhead); got != tc.want {
+			t.Errorf("roomOf(%d, %d, %d) = %+v, want %+v", tc.used, tc.max, tc.overhead, got, tc.want)
+		}
+	}
+}
+
+// TestSkipFullTargets: a slot move plans nothing into a master with under fullPercent of its
+// maxmemory left, and the rest as before.
+func TestSkipFullTargets(t *testing.T) {
+	t.Parallel()
+	snap := six().current().used(50, 97, 30, 50, 97, 30).snap
+	moves := []Move{{Source: "aaaaaaaa", Target: "bbbbbbbb", Slots: []int{1}}, {Source: "aaaaaaaa", Target: "cccccccc", Slots: []int{2}}}
+	got := skipFullTargets(moves, snap)
+	if want := moves[1:]; !reflect.DeepEqual(got, want) {
+		t.Errorf("moves = %v, want %v (rc-1 is 97%% full)", got, want)
+	}
+}

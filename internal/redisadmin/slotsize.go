@@ -1,0 +1,158 @@
+package redisadmin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// sampledKeys is how many keys of a slot MEMORY USAGE measures for its byte estimate.
+const sampledKeys = 8
+
+// room reads n's INFO memory and returns its room (roomOf).
+func (m *mover) room(ctx context.Context, n Node) (Room, error) {
+	text, err := m.client(n.Addr).Info(ctx, "memory").Result()
+	if err != nil {
+		return Room{}, fmt.Errorf("while reading INFO memory of %s: %w", n.Addr, err)
+	}
+	info := parseInfoFields(text, func(f string) bool {
+		return f == "used_memory" || f == "maxmemory" || f == "used_memory_overhead"
+	})
+	num := func(f string) int64 { n, _ := strconv.ParseInt(info[f], 10, 64); return n }
+	return roomOf(num("used_memory"), num("maxmemory"), num("used_memory_overhead")), nil
+}
+
+// slotSizes measures slots on n: CLUSTER COUNTKEYSINSLOT for each, and MEMORY USAGE of up
+// to sampledKeys of its keys (CLUSTER GETKEYSINSLOT), whose mean times the count is the
+// slot's byte estimate. Two pipelined round trips whatever the number of slots. With
+// asking, each MEMORY USAGE is preceded by ASKING (n only imports the slots).
+func (m *mover) slotSizes(ctx context.Context, n Node, slots []int, asking bool) (map[int]SlotSize, error) {
+	cmds := m.pipelined(ctx, n.Addr, func(pl goredis.Pipeliner) {
+		for _, s := range slots {
+			pl.Do(ctx, "CLUSTER", "COUNTKEYSINSLOT", s)
+			pl.Do(ctx, "CLUSTER", "GETKEYSINSLOT", s, sampledKeys)
+		}
+	})
+	sizes := map[int]SlotSize{}
+	samples := map[int][]string{}
+	for i, s := range slots {
+		count, err := cmds[2*i].(*goredis.Cmd).Int64()
+		if err != nil {
+			return nil, fmt.Errorf("while running CLUSTER COUNTKEYSINSLOT %d on %s: %w", s, n.Addr, err)
+		}
+		keys, err := cmds[2*i+1].(*goredis.Cmd).StringSlice()
+		if err != nil {
+			return nil, fmt.Errorf("while running CLUSTER GETKEYSINSLOT %d on %s: %w", s, n.Addr, err)
+		}
+		sizes[s] = SlotSize{Keys: count}
+		if len(keys) > 0 {
+			samples[s] = keys
+		}
+	}
+	sampled := slices.Sorted(maps.Keys(samples))
+	cmds = m.pipelined(ctx, n.Addr, func(pl goredis.Pipeliner) {
+		for _, s := range sampled {
+			for _, k := range samples[s] {
+				if asking {
+					pl.Do(ctx, "ASKING")
+				}
+				pl.Do(ctx, "MEMORY", "USAGE", k)
+			}
+		}
+	})
+	i := 0
+	for _, s := range sampled {
+		var total, measured int64
+		for range samples[s] {
+			if asking {
+				i++ // ASKING's OK
+			}
+			v, err := cmds[i].(*goredis.Cmd).Int64()
+			i++
+			switch {
+			case err == nil:
+				total, measured = total+v, measured+1
+			case errors.Is(err, goredis.Nil), strings.HasPrefix(err.Error(), "ASK "), strings.HasPrefix(err.Error(), "MOVED "):
+				// The key moved or expired since GETKEYSINSLOT: not measured.
+			default:
+				return nil, fmt.Errorf("while running MEMORY USAGE on %s: %w", n.Addr, err)
+			}
+		}
+		if measured > 0 {
+			size := sizes[s]
+			size.Bytes = size.Keys * (total / measured)
+			sizes[s] = size
+		}
+	}
+	return sizes, nil
+}
+
+// measureMoves gathers the facts fitMoves needs for moves: the size of each slot on its
+// source and the room of every master of the plan.
+func (m *mover) measureMoves(ctx context.Context, topo *topology, moves []Move) (moveFacts, error) {
+	facts := moveFacts{Sizes: map[int]SlotSize{}, Rooms: map[string]Room{}}
+	bySource := map[string][]int{}
+	var order []string
+	for _, mv := range moves {
+		for _, id := range []string{mv.Source, mv.Target} {
+			if _, ok := facts.Rooms[id]; ok {
+				continue
+			}
+			n := topo.node(id)
+			if n == nil {
+				return facts, fmt.Errorf("move %s: node %s not in the cluster", mv, id)
+			}
+			r, err := m.room(ctx, *n)
+			if err != nil {
+				return facts, err
+			}
+			facts.Rooms[id] = r
+		}
+		if _, ok := bySource[mv.Source]; !ok {
+			order = append(order, mv.Source)
+		}
+		bySource[mv.Source] = append(bySource[mv.Source], mv.Slots...)
+	}
+	for _, id := range order {
+		sizes, err := m.slotSizes(ctx, *topo.node(id), bySource[id], false)
+		if err != nil {
+			return facts, err
+		}
+		for s, size := range sizes {
+			facts.Sizes[s] = size
+		}
+	}
+	return facts, nil
+}
+
+// openSlotFacts measures a half-moved slot: its keys left on owner and already on target,
+// and the room of each.
+func (m *mover) openSlotFacts(ctx context.Context, s int, owner, target Node) (OpenSlotFacts, error) {
+	var f OpenSlotFacts
+	left, err := m.slotSizes(ctx, owner, []int{s}, false)
+	if err != nil {
+		return f, err
+	}
+	moved, err := m.slotSizes(ctx, target, []int{s}, true)
+	if err != nil {
+		return f, err
+	}
+	f.Left, f.Moved = left[s], moved[s]
+	if f.OwnerRoom, err = m.room(ctx, owner); err != nil {
+		return f, err
+	}
+	if f.TargetRoom, err = m.room(ctx, target); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// isOOM reports an error that is, or carries, Redis's OOM answer (a MIGRATE's target
+// refusing the keys past its maxmemory).
+func isOOM(err error) bool { return err != nil && strings.Contains(err.Error(), "OOM") }
