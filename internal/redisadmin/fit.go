@@ -14,6 +14,9 @@ type Room struct {
 	// Capacity is the room the master would have empty (fillPercent of its maxmemory): a
 	// slot bigger than that fits in no master of its size, however the data is spread.
 	Capacity int64
+	// Holds is about what the master's keys take (used memory less its overhead): no move
+	// from it sends more.
+	Holds int64
 }
 
 // full reports whether a master with used and maxMemory bytes has less than fullPercent of
@@ -65,11 +68,34 @@ const fillPercent = 90
 // the room it would have without its keys, overhead bytes of used being what it uses
 // besides them (used_memory_overhead; 0 when not known).
 func roomOf(used, maxMemory, overhead int64) Room {
+	holds := max(used-overhead, 0)
 	if maxMemory <= 0 {
-		return Room{Unlimited: true}
+		return Room{Unlimited: true, Holds: holds}
 	}
 	limit := maxMemory / 100 * fillPercent
-	return Room{Bytes: max(limit-used, 0), Capacity: max(limit-min(overhead, used), 0)}
+	return Room{Bytes: max(limit-used, 0), Capacity: max(limit-min(overhead, used), 0), Holds: holds}
+}
+
+// inQuestion returns the targets of moves whose room might not take what the moves send:
+// those with a limit and less room than everything their sources hold. Slots moving to any
+// other target fit whatever their size, and need no measuring. It is pure.
+func inQuestion(moves []Move, rooms map[string]Room) map[string]bool {
+	bound := map[string]int64{}
+	counted := map[[2]string]bool{}
+	for _, m := range moves {
+		if len(m.Slots) == 0 || counted[[2]string{m.Source, m.Target}] {
+			continue
+		}
+		counted[[2]string{m.Source, m.Target}] = true
+		bound[m.Target] += rooms[m.Source].Holds
+	}
+	out := map[string]bool{}
+	for target, b := range bound {
+		if r := rooms[target]; !r.Unlimited && r.Bytes < b {
+			out[target] = true
+		}
+	}
+	return out
 }
 
 // moveFacts are the facts the fitting of a plan needs, gathered by measureMoves: the size

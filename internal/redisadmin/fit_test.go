@@ -130,13 +130,41 @@ func TestRoomOf(t *testing.T) {
 		want                Room
 	}{
 		{0, 0, 0, Room{Unlimited: true}},
-		{50, 1000, 0, Room{Bytes: 850, Capacity: 900}},
-		{50, 1000, 30, Room{Bytes: 850, Capacity: 870}},
-		{1000, 1000, 100, Room{Bytes: 0, Capacity: 800}},
-		{2000, 1000, 100, Room{Bytes: 0, Capacity: 800}},
+		{40, 0, 10, Room{Unlimited: true, Holds: 30}},
+		{50, 1000, 0, Room{Bytes: 850, Capacity: 900, Holds: 50}},
+		{50, 1000, 30, Room{Bytes: 850, Capacity: 870, Holds: 20}},
+		{1000, 1000, 100, Room{Bytes: 0, Capacity: 800, Holds: 900}},
+		{2000, 1000, 100, Room{Bytes: 0, Capacity: 800, Holds: 1900}},
+		{50, 1000, 80, Room{Bytes: 850, Capacity: 850, Holds: 0}},
 	} {
 		if got := roomOf(tc.used, tc.max, tc.overhead); got != tc.want {
 			t.Errorf("roomOf(%d, %d, %d) = %+v, want %+v", tc.used, tc.max, tc.overhead, got, tc.want)
+		}
+	}
+}
+
+// TestInQuestion: only a target with a limit and less room than all its sources hold needs
+// its slots measured; a source sending it two moves counts once.
+func TestInQuestion(t *testing.T) {
+	t.Parallel()
+	rooms := map[string]Room{
+		"src1": {Bytes: 0, Holds: 600}, "src2": {Bytes: 0, Holds: 500},
+		"roomy": {Bytes: 1200}, "tight": {Bytes: 1000}, "free": {Unlimited: true}, "small": {Bytes: 599},
+	}
+	for _, tc := range []struct {
+		name  string
+		moves []Move
+		want  map[string]bool
+	}{
+		{"room for both sources", []Move{{Source: "src1", Target: "roomy", Slots: []int{1}}, {Source: "src2", Target: "roomy", Slots: []int{2}}}, map[string]bool{}},
+		{"less room than both hold", []Move{{Source: "src1", Target: "tight", Slots: []int{1}}, {Source: "src2", Target: "tight", Slots: []int{2}}}, map[string]bool{"tight": true}},
+		{"one source counted once", []Move{{Source: "src1", Target: "tight", Slots: []int{1}}, {Source: "src1", Target: "tight", Slots: []int{3}}}, map[string]bool{}},
+		{"no limit", []Move{{Source: "src1", Target: "free", Slots: []int{1}}}, map[string]bool{}},
+		{"a byte short", []Move{{Source: "src1", Target: "small", Slots: []int{1}}}, map[string]bool{"small": true}},
+		{"an empty move sends nothing", []Move{{Source: "src1", Target: "small"}}, map[string]bool{}},
+	} {
+		if got := inQuestion(tc.moves, rooms); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: inQuestion = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

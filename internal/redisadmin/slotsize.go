@@ -93,12 +93,11 @@ func (m *mover) slotSizes(ctx context.Context, n Node, slots []int, asking bool)
 	return sizes, nil
 }
 
-// measureMoves gathers the facts fitMoves needs for moves: the size of each slot on its
-// source and the room of every master of the plan.
+// measureMoves gathers the facts fitMoves needs for moves: the room of every master of the
+// plan and, for the moves whose target's room is in question (inQuestion), the size of each
+// slot on its source. A plan between masters with room for everything costs one INFO each.
 func (m *mover) measureMoves(ctx context.Context, topo *topology, moves []Move) (moveFacts, error) {
 	facts := moveFacts{Sizes: map[int]SlotSize{}, Rooms: map[string]Room{}}
-	bySource := map[string][]int{}
-	var order []string
 	for _, mv := range moves {
 		for _, id := range []string{mv.Source, mv.Target} {
 			if _, ok := facts.Rooms[id]; ok {
@@ -113,6 +112,14 @@ func (m *mover) measureMoves(ctx context.Context, topo *topology, moves []Move) 
 				return facts, err
 			}
 			facts.Rooms[id] = r
+		}
+	}
+	question := inQuestion(moves, facts.Rooms)
+	bySource := map[string][]int{}
+	var order []string
+	for _, mv := range moves {
+		if !question[mv.Target] {
+			continue
 		}
 		if _, ok := bySource[mv.Source]; !ok {
 			order = append(order, mv.Source)

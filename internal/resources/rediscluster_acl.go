@@ -52,6 +52,8 @@ const (
 	//   - CLUSTER GETKEYSINSLOT, MIGRATE, and ASKING + DUMP (comparing a key both nodes hold
 	//     before MIGRATE REPLACE) for slot moves, and on the target the SELECT and
 	//     RESTORE-ASKING that MIGRATE sends as this user (AUTH2); these need every key (~*);
+	//   - MEMORY USAGE of a few keys per slot (a size, never a value): sizing the slots a
+	//     move would send to a nearly full master;
 	//   - PSYNC and REPLCONF (with PING): replicas replicate as this user, and a backup
 	//     streams each master's RDB the same way;
 	//   - RESTORE and FUNCTION LOAD: loading a backup into a restoring cluster;
@@ -64,7 +66,7 @@ const (
 		"+cluster|nodes +cluster|info +cluster|countkeysinslot +cluster|getkeysinslot " +
 		"+cluster|meet +cluster|addslotsrange +cluster|replicate +cluster|set-config-epoch +cluster|forget " +
 		"+cluster|reset +cluster|failover +cluster|setslot +cluster|bumpepoch " +
-		"+migrate +asking +dump +select +restore-asking +psync +replconf +restore +function|load " +
+		"+migrate +asking +dump +memory|usage +select +restore-asking +psync +replconf +restore +function|load " +
 		"+config|set +acl|setuser"
 	// RedisExporterUserRules: the statistics redis_exporter reads, no key, no channel, no
 	// CONFIG (CONFIG GET masterauth would reveal the operator's password) and no SLOWLOG GET
