@@ -14,8 +14,9 @@ type Room struct {
 	// Capacity is the room the master would have empty (fillPercent of its maxmemory): a
 	// slot bigger than that fits in no master of its size, however the data is spread.
 	Capacity int64
-	// Holds is about what the master's keys take (used memory less its overhead): no move
-	// from it sends more.
+	// Holds bounds what the master's keys take: all its used memory, overhead included (the
+	// overhead's own figure lags behind buffers that grow and shrink): no move from it
+	// sends more.
 	Holds int64
 }
 
@@ -68,7 +69,7 @@ const fillPercent = 90
 // the room it would have without its keys, overhead bytes of used being what it uses
 // besides them (used_memory_overhead; 0 when not known).
 func roomOf(used, maxMemory, overhead int64) Room {
-	holds := max(used-overhead, 0)
+	holds := max(used, 0)
 	if maxMemory <= 0 {
 		return Room{Unlimited: true, Holds: holds}
 	}

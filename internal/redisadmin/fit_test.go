@@ -130,12 +130,12 @@ func TestRoomOf(t *testing.T) {
 		want                Room
 	}{
 		{0, 0, 0, Room{Unlimited: true}},
-		{40, 0, 10, Room{Unlimited: true, Holds: 30}},
+		{40, 0, 10, Room{Unlimited: true, Holds: 40}},
 		{50, 1000, 0, Room{Bytes: 850, Capacity: 900, Holds: 50}},
-		{50, 1000, 30, Room{Bytes: 850, Capacity: 870, Holds: 20}},
-		{1000, 1000, 100, Room{Bytes: 0, Capacity: 800, Holds: 900}},
-		{2000, 1000, 100, Room{Bytes: 0, Capacity: 800, Holds: 1900}},
-		{50, 1000, 80, Room{Bytes: 850, Capacity: 850, Holds: 0}},
+		{50, 1000, 30, Room{Bytes: 850, Capacity: 870, Holds: 50}},
+		{1000, 1000, 100, Room{Bytes: 0, Capacity: 800, Holds: 1000}},
+		{2000, 1000, 100, Room{Bytes: 0, Capacity: 800, Holds: 2000}},
+		{50, 1000, 80, Room{Bytes: 850, Capacity: 850, Holds: 50}},
 	} {
 		if got := roomOf(tc.used, tc.max, tc.overhead); got != tc.want {
 			t.Errorf("roomOf(%d, %d, %d) = %+v, want %+v", tc.used, tc.max, tc.overhead, got, tc.want)
