@@ -24,9 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
-	"github.com/middleware-operator/middleware-operator/internal/localcluster"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
-	"github.com/middleware-operator/middleware-operator/internal/redispods"
+	"github.com/middleware-operator/middleware-operator/tests/localcluster"
+	"github.com/middleware-operator/middleware-operator/tests/redispods"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 

@@ -1,6 +1,6 @@
-// Command localcluster runs the project's local Kubernetes (see internal/localcluster) in the
+// Command localcluster runs the project's local Kubernetes (see tests/localcluster) in the
 // foreground until interrupted, printing the line that points kubectl at it. Redis pods in
-// it run real redis-server processes (internal/redispods), so a RedisCluster forms there as it
+// it run real redis-server processes (tests/redispods), so a RedisCluster forms there as it
 // would on a real cluster; an S3-compatible object store serves a bucket for backups. Stopping
 // the command stops them and the cluster.
 package main
@@ -16,8 +16,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/middleware-operator/middleware-operator/internal/localcluster"
-	"github.com/middleware-operator/middleware-operator/internal/redispods"
+	"github.com/middleware-operator/middleware-operator/tests/localcluster"
+	"github.com/middleware-operator/middleware-operator/tests/redispods"
 )
 
 func main() {

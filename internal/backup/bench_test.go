@@ -19,7 +19,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/backup"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
-	"github.com/middleware-operator/middleware-operator/internal/testredis"
+	"github.com/middleware-operator/middleware-operator/tests/testredis"
 )
 
 // BenchmarkStreamShardsAgainstRedisCLI copies three nodes side by side, as a RedisBackup

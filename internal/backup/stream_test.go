@@ -12,12 +12,12 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/middleware-operator/middleware-operator/internal/backup"
-	"github.com/middleware-operator/middleware-operator/internal/localcluster"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
-	"github.com/middleware-operator/middleware-operator/internal/testmem"
-	"github.com/middleware-operator/middleware-operator/internal/testredis"
-	"github.com/middleware-operator/middleware-operator/internal/teststore"
+	"github.com/middleware-operator/middleware-operator/tests/localcluster"
+	"github.com/middleware-operator/middleware-operator/tests/testmem"
+	"github.com/middleware-operator/middleware-operator/tests/testredis"
+	"github.com/middleware-operator/middleware-operator/tests/teststore"
 )
 
 // startStore starts the local cluster's object store on its own, with TLS.

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/middleware-operator/middleware-operator/internal/localcluster"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
-	"github.com/middleware-operator/middleware-operator/internal/testmem"
+	"github.com/middleware-operator/middleware-operator/tests/localcluster"
+	"github.com/middleware-operator/middleware-operator/tests/testmem"
 )
 
 // startStore starts the object store the local cluster runs (versitygw), on its own. It

@@ -20,8 +20,8 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/rdbload"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
-	"github.com/middleware-operator/middleware-operator/internal/testmem"
-	"github.com/middleware-operator/middleware-operator/internal/testredis"
+	"github.com/middleware-operator/middleware-operator/tests/testmem"
+	"github.com/middleware-operator/middleware-operator/tests/testredis"
 )
 
 // benchData is a data set of small string keys in two forms: a file of SET commands in the

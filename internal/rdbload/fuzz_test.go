@@ -13,7 +13,7 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/middleware-operator/middleware-operator/internal/fuzzcorpus"
+	"github.com/middleware-operator/middleware-operator/tests/fuzzcorpus"
 
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 )

@@ -12,8 +12,8 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/rdbload"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
-	"github.com/middleware-operator/middleware-operator/internal/testredis"
-	"github.com/middleware-operator/middleware-operator/internal/teststore"
+	"github.com/middleware-operator/middleware-operator/tests/testredis"
+	"github.com/middleware-operator/middleware-operator/tests/teststore"
 )
 
 // TestLoadObject loads an RDB from the local cluster's object store as it downloads; a

@@ -23,8 +23,8 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/rdbload"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
-	"github.com/middleware-operator/middleware-operator/internal/testmem"
-	"github.com/middleware-operator/middleware-operator/internal/testredis"
+	"github.com/middleware-operator/middleware-operator/tests/testmem"
+	"github.com/middleware-operator/middleware-operator/tests/testredis"
 )
 
 // library is the function library the data set loads.

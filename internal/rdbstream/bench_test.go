@@ -12,7 +12,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
-	"github.com/middleware-operator/middleware-operator/internal/testredis"
+	"github.com/middleware-operator/middleware-operator/tests/testredis"
 )
 
 // BenchmarkFetchAgainstRedisCLI times Fetch and `redis-cli --rdb` side by side on the same

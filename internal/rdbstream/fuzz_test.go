@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/middleware-operator/middleware-operator/internal/fuzzcorpus"
+	"github.com/middleware-operator/middleware-operator/tests/fuzzcorpus"
 )
 
 // fetchBound is the most a fetch may allocate for n bytes of a node's answers: its buffers

@@ -19,7 +19,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/certs"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
-	"github.com/middleware-operator/middleware-operator/internal/testredis"
+	"github.com/middleware-operator/middleware-operator/tests/testredis"
 )
 
 // dataset adds to testredis.Dataset the check of what Fetch says of the snapshot.

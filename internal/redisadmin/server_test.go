@@ -20,7 +20,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/middleware-operator/middleware-operator/internal/certs"
-	"github.com/middleware-operator/middleware-operator/internal/localcluster"
+	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 )
 
 // testServer is a redis-server process in cluster mode started for a test.

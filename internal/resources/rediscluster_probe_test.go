@@ -13,8 +13,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/middleware-operator/middleware-operator/internal/resources"
-	"github.com/middleware-operator/middleware-operator/internal/testredis"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
+	"github.com/middleware-operator/middleware-operator/tests/testredis"
 )
 
 // TestRedisReadinessProbeKeepsThePasswordOutOfEveryEnvironment runs the readiness probe

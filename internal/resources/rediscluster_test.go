@@ -113,7 +113,7 @@ func hasEnvFieldRef(env []corev1.EnvVar, name, path string) bool {
 }
 
 func TestRedisStartScript(t *testing.T) {
-	// Behaviour is covered by internal/redispods, which runs the script; here, what the kubelet
+	// Behaviour is covered by tests/redispods, which runs the script; here, what the kubelet
 	// and the operator rely on.
 	for _, want := range []string{
 		`member="/etc/redis-members/$POD_NAME"`,

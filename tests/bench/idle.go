@@ -16,7 +16,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
-	"github.com/middleware-operator/middleware-operator/internal/redispods"
+	"github.com/middleware-operator/middleware-operator/tests/redispods"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )

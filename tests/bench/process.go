@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/middleware-operator/middleware-operator/internal/localcluster"
+	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 

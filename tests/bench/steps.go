@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	"github.com/middleware-operator/middleware-operator/internal/redispods"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/tests/redispods"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 )
 

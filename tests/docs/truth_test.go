@@ -3,6 +3,7 @@ package docs
 import (
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -22,9 +23,10 @@ import (
 // annotations, condition reasons, API groups, RBAC grants) to what the code and the
 // generated manifests say, so a change of the code that leaves a page behind fails here.
 
-// notOperatorCode are the folders under internal/ that are test machinery, never linked
-// into the operator (the local cluster, its pod runner, test helpers).
-var notOperatorCode = []string{"localcluster", "redispods", "testredis", "testmem", "fuzzcorpus", "crashpoint", "proctable"}
+// notOperatorCode are the folders under internal/ that are compiled out of the operator as
+// it ships (crash points, behind a build tag); the rest of the test machinery lives under
+// tests/ (TestShippedCodeImportsNoTestMachinery).
+var notOperatorCode = []string{"crashpoint"}
 
 // operatorSources are the operator's Go sources (no tests, no test machinery), by path
 // relative to the repository.
@@ -450,5 +452,31 @@ func TestArchitectureNamesWhatIsCached(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestShippedCodeImportsNoTestMachinery: neither the operator nor the kubectl plugin links
+// a package of the tests/ tree (the local cluster, its pod runner, test stores and servers):
+// `go list -deps` of both names none.
+func TestShippedCodeImportsNoTestMachinery(t *testing.T) {
+	t.Parallel()
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", "../..", "../../cmd/kubectl-middleware").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	const module = "github.com/middleware-operator/middleware-operator/"
+	var ours int
+	for _, d := range deps {
+		if !strings.HasPrefix(d, module) {
+			continue
+		}
+		ours++
+		if strings.HasPrefix(d, module+"tests/") {
+			t.Errorf("shipped code links the test machinery package %s", d)
+		}
+	}
+	if ours < 10 {
+		t.Fatalf("go list -deps named %d of the module's packages, want the operator's (%v)", ours, deps)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/middleware-operator/middleware-operator/internal/localcluster"
+	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 

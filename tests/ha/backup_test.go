@@ -14,9 +14,9 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/crashpoint"
-	"github.com/middleware-operator/middleware-operator/internal/teststore"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
+	"github.com/middleware-operator/middleware-operator/tests/teststore"
 )
 
 // TestOperatorKilledMidUpload: the operator dies while a backup's shards are on their way

@@ -1,6 +1,6 @@
 // Package netcut stages network partitions between the local cluster's pods in tests. The
 // pods are processes bound to 127.1.x.x addresses on the loopback interface (their Redis
-// connections to each other leave from their own address, see internal/redispods), so an
+// connections to each other leave from their own address, see tests/redispods), so an
 // nftables rule on the output hook that drops TCP between two pod addresses cuts them apart
 // while every other client (the operator, a test's writer, both at 127.0.0.1) still reaches
 // them. Test machinery only: no shipped code imports it.

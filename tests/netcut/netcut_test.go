@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/middleware-operator/middleware-operator/internal/localcluster"
+	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 )
 
 // TestRuleset: both directions, both port fields, the table and the output hook.

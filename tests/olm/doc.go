@@ -1,5 +1,5 @@
 // Package olm tests that Operator Lifecycle Manager installs the operator from our catalog and
-// upgrades it along the stable channel, on the local cluster (internal/localcluster) and without
+// upgrades it along the stable channel, on the local cluster (tests/localcluster) and without
 // images.
 //
 // The test installs OLM's CRDs (server-side apply of deploy/chart/crds from the OLM module

@@ -24,7 +24,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/middleware-operator/middleware-operator/internal/localcluster"
+	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 

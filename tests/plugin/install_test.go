@@ -24,8 +24,8 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/kubectlplugin"
-	"github.com/middleware-operator/middleware-operator/internal/localcluster"
-	"github.com/middleware-operator/middleware-operator/internal/redispods"
+	"github.com/middleware-operator/middleware-operator/tests/localcluster"
+	"github.com/middleware-operator/middleware-operator/tests/redispods"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )

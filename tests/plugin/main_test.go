@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/middleware-operator/middleware-operator/internal/localcluster"
-	"github.com/middleware-operator/middleware-operator/internal/redispods"
+	"github.com/middleware-operator/middleware-operator/tests/localcluster"
+	"github.com/middleware-operator/middleware-operator/tests/redispods"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 

@@ -25,7 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
-	"github.com/middleware-operator/middleware-operator/internal/proctable"
+	"github.com/middleware-operator/middleware-operator/tests/proctable"
 
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )

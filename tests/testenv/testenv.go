@@ -35,7 +35,7 @@ import (
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	"github.com/middleware-operator/middleware-operator/internal/localcluster"
+	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 )
 
 // LogWriter, when set before Start, receives the debug-level logs of every manager the

@@ -16,7 +16,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/middleware-operator/middleware-operator/internal/localcluster"
+	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 )
 
 // Server is a redis-server started for a test.

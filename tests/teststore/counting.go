@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/middleware-operator/middleware-operator/internal/localcluster"
+	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 )
 
 // Counting is an HTTPS reverse proxy in front of an object store that counts the requests

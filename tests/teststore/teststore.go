@@ -7,8 +7,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/middleware-operator/middleware-operator/internal/localcluster"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
+	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 )
 
 // Start starts the object store with TLS, stops it when the test ends, and returns it with a

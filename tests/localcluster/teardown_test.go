@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/middleware-operator/middleware-operator/internal/localcluster"
+	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 )
 
 // childEnv makes the test binary run a cluster in the foreground, like `make cluster`.

@@ -28,7 +28,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/middleware-operator/middleware-operator/internal/proctable"
+	"github.com/middleware-operator/middleware-operator/tests/proctable"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
