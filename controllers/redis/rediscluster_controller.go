@@ -162,7 +162,10 @@ type state struct {
 	sts      *appsv1.StatefulSet
 	// volumes are the pods' claims and the size the spec asks of them (readClaims).
 	volumes redisadmin.Volumes
-	pods    []corev1.Pod // the cluster's pods, by ordinal
+	// volumesRefusedNow: the API server refused a claim's growth in this reconcile
+	// (growClaims), so the VolumeSize condition's time is now.
+	volumesRefusedNow bool
+	pods              []corev1.Pod // the cluster's pods, by ordinal
 	// unsupported says why the spec's Redis version is refused ("" when it is not): no
 	// child is created or changed then.
 	unsupported string

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -30,24 +30,30 @@ const (
 	ReasonVolumesGrowing = "VolumesGrowing"
 	// ReasonVolumeShrinkRefused: the spec asks less than a claim has (redisadmin.RefusedShrink).
 	ReasonVolumeShrinkRefused = "VolumeShrinkRefused"
-	// ReasonVolumeExpansionNotAllowed: a claim's StorageClass cannot grow it, or it has none
-	// (redisadmin.RefusedNotExpandable).
+	// ReasonVolumeExpansionNotAllowed: the API server refused to grow a claim (its
+	// StorageClass does not allow expansion, or it has none; redisadmin.RefusedNotExpandable).
 	ReasonVolumeExpansionNotAllowed = "VolumeExpansionNotAllowed"
 )
 
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=patch
-// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
 
-// readClaims reads the pods' claims for the planner (redisadmin.Volumes): each one's request,
-// capacity and, when it must grow, whether its StorageClass allows expansion. Only volumes
-// of type pvc have claims of the operator's.
+// resizeRefused is the cause the API server's PersistentVolumeClaimResize admission gives
+// when it refuses a claim's growth: the claim has no StorageClass, or its class does not
+// set allowVolumeExpansion: true.
+const resizeRefused = "only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize"
+
+// readClaims reads the pods' claims for the planner (redisadmin.Volumes): each one's request
+// and capacity, and the API server's refusal to grow them to the spec's size, which the
+// VolumeSize condition carries for this generation (redisadmin.RefusedExpansionRetry). Only
+// volumes of type pvc have claims of the operator's. No StorageClass is read: whether a
+// class allows expansion is the API server's to judge, on the claim's patch (growClaims).
 func (r *RedisClusterReconciler) readClaims(ctx context.Context, s *state) error {
 	s.volumes = redisadmin.Volumes{}
 	want, ok := resources.RedisVolumeSize(s.rc)
 	if !ok {
 		return nil
 	}
-	v := redisadmin.Volumes{Want: want.Value(), WantText: want.String()}
+	v := redisadmin.Volumes{Want: want.Value(), WantText: want.String(), Refused: carriedRefusal(s.rc, time.Now())}
 	nodes := int(resources.RedisNodes(s.rc))
 	if s.sts != nil {
 		v.StatefulSetDeleting = !s.sts.DeletionTimestamp.IsZero()
@@ -64,7 +70,6 @@ func (r *RedisClusterReconciler) readClaims(ctx context.Context, s *state) error
 		return fmt.Errorf("while listing the claims of %s: %w", s.rc.Name, err)
 	}
 	prefix := resources.RedisDataVolume + "-" + s.rc.Name + "-"
-	classes := map[string]bool{}
 	for i := range claims.Items {
 		c := &claims.Items[i]
 		if !strings.HasPrefix(c.Name, prefix) || ordinal(c.Name) >= nodes || !c.DeletionTimestamp.IsZero() {
@@ -79,49 +84,30 @@ func (r *RedisClusterReconciler) readClaims(ctx context.Context, s *state) error
 				claim.FileSystemResizePending = true
 			}
 		}
-		if claim.Request < v.Want && claim.Class != "" {
-			expandable, known := classes[claim.Class]
-			if !known {
-				var err error
-				if expandable, err = r.classExpandable(ctx, claim.Class); err != nil {
-					return err
-				}
-				classes[claim.Class] = expandable
-			}
-			claim.Expandable = expandable
-		}
 		v.Claims = append(v.Claims, claim)
 	}
 	s.volumes = v
 	return nil
 }
 
-// classExpandable reports whether StorageClass name exists and allows volume expansion. It
-// is read from the API (the cache holds no StorageClasses), and only while a claim must grow;
-// without the grant to read it, the claim is taken to be expandable and the API server's
-// own check refuses the patch if it is not (the reconcile error says so).
-func (r *RedisClusterReconciler) classExpandable(ctx context.Context, name string) (bool, error) {
-	reader := r.APIReader
-	if reader == nil {
-		reader = r.Client
+// carriedRefusal is the API server's refusal to grow the claims that the VolumeSize
+// condition reports, while it holds: for the spec's generation, and for
+// redisadmin.RefusedExpansionRetry after it was last refused (the StorageClass may allow
+// expansion since). Nil when none holds.
+func carriedRefusal(rc *redisv1alpha1.RedisCluster, now time.Time) *redisadmin.VolumeRefusal {
+	c := meta.FindStatusCondition(rc.Status.Conditions, ConditionVolumeSize)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonVolumeExpansionNotAllowed ||
+		c.ObservedGeneration != rc.Generation || now.Sub(c.LastTransitionTime.Time) >= redisadmin.RefusedExpansionRetry {
+		return nil
 	}
-	sc := &storagev1.StorageClass{}
-	if err := reader.Get(ctx, client.ObjectKey{Name: name}, sc); err != nil {
-		switch {
-		case apierrors.IsNotFound(err):
-			return false, nil
-		case apierrors.IsForbidden(err):
-			// A namespaced install (a Role) cannot read a cluster-scoped StorageClass: the
-			// API server's PersistentVolumeClaimResize admission judges the claim's patch.
-			return true, nil
-		}
-		return false, fmt.Errorf("while reading StorageClass %s: %w", name, err)
-	}
-	return ptr.Deref(sc.AllowVolumeExpansion, false), nil
+	return &redisadmin.VolumeRefusal{Reason: c.Reason, Message: c.Message}
 }
 
 // growClaims raises the request of the step's claims to the spec's size; the storage grows
 // the volumes (online where it can; otherwise FileSystemResizePending asks for a restart).
+// When the API server refuses a claim's growth (resizeRefused), no other claim is asked:
+// the refusal goes to the VolumeSize condition and a Warning event (volumesStatus), not to
+// the reconcile's error, and holds until the spec changes or RefusedExpansionRetry passes.
 func (r *RedisClusterReconciler) growClaims(ctx context.Context, s *state) error {
 	size := resource.NewQuantity(s.volumes.Want, resource.BinarySI)
 	for _, name := range s.step.Claims {
@@ -134,7 +120,14 @@ func (r *RedisClusterReconciler) growClaims(ctx context.Context, s *state) error
 			patched.Spec.Resources.Requests = corev1.ResourceList{}
 		}
 		patched.Spec.Resources.Requests[corev1.ResourceStorage] = *size
-		if err := r.Patch(ctx, patched, client.MergeFrom(c)); err != nil {
+		err := r.Patch(ctx, patched, client.MergeFrom(c))
+		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), resizeRefused) {
+			claim := redisadmin.Claim{Name: name, Class: ptr.Deref(c.Spec.StorageClassName, ""), RequestText: c.Spec.Resources.Requests.Storage().String()}
+			s.volumes.Refused = redisadmin.ExpansionRefused(s.volumes, claim, resizeRefused)
+			s.volumesRefusedNow = true
+			return nil
+		}
+		if err != nil {
 			return fmt.Errorf("while growing claim %s to %s: %w", name, s.volumes.WantText, err)
 		}
 	}
@@ -178,6 +171,11 @@ func (r *RedisClusterReconciler) volumesStatus(s *state) {
 	if refusal := redisadmin.RefuseVolumes(v); refusal != nil {
 		if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionVolumeSize); c == nil || c.Reason != refusal.Reason || c.Message != refusal.Message {
 			r.event(s, corev1.EventTypeWarning, refusal.Reason, "Resize", "%s", refusal.Message)
+		}
+		if s.volumesRefusedNow {
+			// Refused again after RefusedExpansionRetry: the condition's time says when it
+			// was last refused, so that the next ask waits as long again.
+			meta.RemoveStatusCondition(conds, ConditionVolumeSize)
 		}
 		status.Set(conds, gen, ConditionVolumeSize, metav1.ConditionFalse, refusal.Reason, refusal.Message)
 		return

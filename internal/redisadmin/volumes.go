@@ -3,6 +3,7 @@ package redisadmin
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // The steps that grow the pods' claims (planVolumes).
@@ -18,8 +19,8 @@ const (
 const (
 	// RefusedShrink: the spec asks less than a claim has.
 	RefusedShrink = "VolumeShrinkRefused"
-	// RefusedNotExpandable: a claim's StorageClass does not allow expansion, or the claim
-	// has no StorageClass.
+	// RefusedNotExpandable: the API server refused to grow a claim (its StorageClass does
+	// not allow expansion, or it has none); the operator reads no StorageClass itself.
 	RefusedNotExpandable = "VolumeExpansionNotAllowed"
 )
 
@@ -35,6 +36,10 @@ type Volumes struct {
 	StatefulSetDeleting bool
 	// Claims are the pods' claims.
 	Claims []Claim
+	// Refused is the API server's refusal to grow a claim to Want (RefusedNotExpandable),
+	// carried from the VolumeSize condition while it holds for this spec; nil when none
+	// does. No claim is asked to grow while it holds.
+	Refused *VolumeRefusal
 }
 
 // Claim is one pod's claim.
@@ -45,13 +50,16 @@ type Claim struct {
 	// bytes; RequestText is the request as written.
 	Request, Capacity int64
 	RequestText       string
-	// Class is the claim's StorageClass ("" for none); Expandable is true when it exists and
-	// allows volume expansion.
-	Class      string
-	Expandable bool
+	// Class is the claim's StorageClass ("" for none).
+	Class string
 	// FileSystemResizePending: the volume grew and the filesystem grows at the pod's restart.
 	FileSystemResizePending bool
 }
+
+// RefusedExpansionRetry is how long a refused growth (RefusedNotExpandable) holds for an
+// unchanged spec before the claims are asked again: a StorageClass's allowVolumeExpansion
+// can be set later, and the operator cannot read it.
+const RefusedExpansionRetry = 10 * time.Minute
 
 // VolumeRefusal says why the spec's size is refused: Reason is one of RefusedShrink and
 // RefusedNotExpandable, Message names the claim, the cause and the fix.
@@ -60,8 +68,9 @@ type VolumeRefusal struct {
 }
 
 // RefuseVolumes judges spec.pod[0].volumes.size against the claims: a smaller size than a
-// claim has, or a larger one for a claim whose StorageClass cannot grow it, is refused
-// (nil when the size can be had).
+// claim has is refused, and so is a larger one the API server refused to grow a claim to
+// (v.Refused; whether a StorageClass allows expansion is the API server's to judge). Nil
+// when the size can be had.
 func RefuseVolumes(v Volumes) *VolumeRefusal {
 	if v.Want == 0 {
 		return nil
@@ -78,19 +87,28 @@ func RefuseVolumes(v Volumes) *VolumeRefusal {
 			"spec.pod[0].volumes.size %s is smaller than the StatefulSet's claims: a claim cannot shrink; set the size back", v.WantText)}
 	}
 	for _, c := range v.Claims {
-		switch {
-		case c.Request >= v.Want:
-		case c.Class == "":
-			return &VolumeRefusal{Reason: RefusedNotExpandable, Message: fmt.Sprintf(
-				"claim %s has no StorageClass, so it cannot grow to spec.pod[0].volumes.size %s: set the size back to %s", c.Name, v.WantText, c.RequestText)}
-		case !c.Expandable:
-			return &VolumeRefusal{Reason: RefusedNotExpandable, Message: fmt.Sprintf(
-				"StorageClass %q of claim %s does not allow volume expansion, so it cannot grow to spec.pod[0].volumes.size %s: "+
-					"set allowVolumeExpansion: true on the StorageClass if its provisioner can grow volumes, or set the size back to %s",
-				c.Class, c.Name, v.WantText, c.RequestText)}
+		if c.Request < v.Want {
+			return v.Refused
 		}
 	}
 	return nil
+}
+
+// ExpansionRefused is the refusal of v.Want when the API server refused to grow claim c to
+// it (refused is the API server's cause: its PersistentVolumeClaimResize admission refuses a
+// claim whose StorageClass does not allow expansion, or that has none). The message names
+// the claim, the class, the cause and the fix.
+func ExpansionRefused(v Volumes, c Claim, refused string) *VolumeRefusal {
+	class := fmt.Sprintf("StorageClass %q", c.Class)
+	if c.Class == "" {
+		class = "no StorageClass"
+	}
+	return &VolumeRefusal{Reason: RefusedNotExpandable, Message: fmt.Sprintf(
+		"the API server refused to grow claim %s (%s) to spec.pod[0].volumes.size %s: %s; "+
+			"use a StorageClass with allowVolumeExpansion: true (set it on the class if its provisioner can grow volumes; "+
+			"the operator asks again at the next change of the spec or within %s), or create a new RedisCluster with volumes of %s "+
+			"and restore a backup into it; until then set the size back to %s", c.Name, class, v.WantText, refused,
+		RefusedExpansionRetry, v.WantText, c.RequestText)}
 }
 
 // VolumesResizing says what a resize under way waits for, "" when every claim has the
