@@ -1,8 +1,10 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,6 +88,9 @@ func (r *RedisClusterReconciler) readClaims(ctx context.Context, s *state) error
 		}
 		v.Claims = append(v.Claims, claim)
 	}
+	// The cache lists in no set order: by ordinal, status.volumes is the same at every look
+	// and is written only when a claim changes.
+	slices.SortFunc(v.Claims, func(a, b redisadmin.Claim) int { return cmp.Compare(ordinal(a.Name), ordinal(b.Name)) })
 	s.volumes = v
 	return nil
 }
