@@ -888,6 +888,7 @@ type RedisClusterStatus struct {
 	// Volumes is the size of each pod's claim and any resize under way (volumes of type
 	// pvc only).
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Volumes"
 	Volumes *RedisVolumesStatus `json:"volumes,omitempty"`
 }
 
