@@ -125,6 +125,10 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 			metrics.RedisFailovers.WithLabelValues(s.rc.Namespace, s.rc.Name, "coordinated").Inc()
 			r.event(s, corev1.EventTypeNormal, "FailedOver", "Upgrade", "a replica took over from %s before its pod restarts", step.Pod)
 		}
+	case redisadmin.StepGrowClaims:
+		return r.growClaims(ctx, s)
+	case redisadmin.StepRecreateStatefulSet:
+		return r.recreateStatefulSet(ctx, s)
 	case redisadmin.StepReplacePod:
 		return r.replacePod(ctx, s, step.Pod)
 	case redisadmin.StepReloadCertificates:

@@ -160,7 +160,12 @@ type state struct {
 	caSecret *corev1.Secret
 	ca       *resources.RedisCA
 	sts      *appsv1.StatefulSet
-	pods     []corev1.Pod // the cluster's pods, by ordinal
+	// volumes are the pods' claims and the size the spec asks of them (readClaims).
+	volumes redisadmin.Volumes
+	// volumesRefusedNow: the API server refused a claim's growth in this reconcile
+	// (growClaims), so the VolumeSize condition's time is now.
+	volumesRefusedNow bool
+	pods              []corev1.Pod // the cluster's pods, by ordinal
 	// unsupported says why the spec's Redis version is refused ("" when it is not): no
 	// child is created or changed then.
 	unsupported string
@@ -306,6 +311,9 @@ func (r *RedisClusterReconciler) prepare(ctx context.Context, s *state) error {
 			r.ensurePodDisruptionBudget, r.ensureNetworkPolicy, r.checkACLRules, r.ensureStatefulSet, r.deleteScaledInClaims)
 	case !s.rc.Spec.Pause:
 		steps = append(steps, r.readStatefulSet, r.checkACLRules)
+	}
+	if !s.rc.Spec.Pause {
+		steps = append(steps, r.readClaims)
 	}
 	err := runAll(ctx, s, steps)
 	if ensuring {

@@ -113,6 +113,7 @@ func (r *RedisClusterReconciler) plannerSpec(s *state) redisadmin.Spec {
 	spec.HeldSlots = plannerHeldSlots(s)
 	plannerAutoscale(s, &spec)
 	spec.CARotation = plannerCARotation(s)
+	spec.Volumes = s.volumes
 	if s.sts != nil {
 		spec.StatefulSetReplicas, spec.UpdateRevision = int(ptr.Deref(s.sts.Spec.Replicas, 0)), s.sts.Status.UpdateRevision
 	}

@@ -212,10 +212,15 @@ func (r *RedisClusterReconciler) warnUnsupported(s *state) {
 }
 
 // writeStatefulSet is the one writer of the StatefulSet: the spec's template with replicas
-// pods. It writes nothing while a node refuses the spec's ACL rules (checkACLRules).
+// pods. It writes nothing while a node refuses the spec's ACL rules (checkACLRules), nor
+// while the StatefulSet is being deleted with its pods orphaned (recreateStatefulSet): once
+// it is gone, this creates it again, with the spec's claim templates, and it adopts the pods.
 func (r *RedisClusterReconciler) writeStatefulSet(ctx context.Context, s *state, replicas int32) error {
 	if s.aclRejected != nil && s.sts != nil {
 		return s.aclRejected
+	}
+	if s.sts != nil && !s.sts.DeletionTimestamp.IsZero() {
+		return nil
 	}
 	sts, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, resources.RedisStatefulSet(s.rc, replicas), child.MergeStatefulSet)
 	r.record(s, sts, outcome, err)

@@ -73,6 +73,7 @@ func (r *RedisClusterReconciler) observe(s *state) {
 	next.Status.Nodes = nodeStatuses(s)
 	memoryStatus(s)
 	autoscaleStatus(s)
+	r.volumesStatus(s)
 	next.Status.SlotsAssigned, next.Status.SlotsOK, next.Status.Masters = int32(h.SlotsAssigned), int32(h.SlotsServed), int32(h.Masters) //nolint:gosec // at most 16384
 
 	shown := s.step.Shown()

@@ -170,6 +170,8 @@ type Step struct {
 	WriteSafety WriteSafety
 	// CAStage is the stage StepRotateCA ends.
 	CAStage string
+	// Claims are the claims StepGrowClaims grows to Spec.Volumes.Want.
+	Claims []string
 	// Behind is, for a side step that comes first (StepSetCoverage), the step the planners
 	// would take next: what is under way, which the status reports (see Shown).
 	Behind *Step
@@ -253,6 +255,8 @@ type Spec struct {
 	HeldSlots []HeldSlot
 	// CARotation is the rotation of the generated CA under way, nil when none is.
 	CARotation *CARotation
+	// Volumes are the pods' claims and the size the spec asks of them (planVolumes).
+	Volumes Volumes
 }
 
 // Reload is a reload of lost slots from a backup, under way.
@@ -326,7 +330,7 @@ func NextStep(spec Spec, s Snapshot, h Health) Step {
 	step := Step{Kind: StepIdle, After: IdleLook(s.NodeTimeout)}
 	for _, plan := range []func(Spec, Snapshot, Health) (Step, bool){
 		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planRotateCA, planMemory, planWriteSafety, planRecover, planFixSlots,
-		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planUpgrade, planReload,
+		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planVolumes, planUpgrade, planReload,
 	} {
 		if next, ok := plan(spec, s, h); ok {
 			step = next
@@ -907,7 +911,13 @@ func planUpgrade(spec Spec, s Snapshot, h Health) (Step, bool) {
 	if len(outdated) == 0 {
 		return Step{}, false
 	}
-	progress := fmt.Sprintf("%d of %d pods run an old template", len(outdated), len(answering))
+	return planReplace(spec, s, h, outdated, fmt.Sprintf("%d of %d pods run an old template", len(outdated), len(answering)))
+}
+
+// planReplace replaces one of the pods of outdated, which answer, once the cluster is Ready
+// and every pod is: a replica first; a master only after a connected replica took over.
+// progress starts every reason.
+func planReplace(spec Spec, s Snapshot, h Health, outdated []*Observation, progress string) (Step, bool) {
 	wait := func(why string) (Step, bool) {
 		return Step{Kind: StepWait, Operation: OpUpgrading, After: LookSoon, Reason: progress + "; " + why}, true
 	}

@@ -444,15 +444,10 @@ func RedisStatefulSet(rc *redisv1alpha1.RedisCluster, replicas int32) *appsv1.St
 		},
 	}
 	if redisVolumeType(pod) == "pvc" {
-		size := resource.MustParse("1Gi")
+		size, _ := RedisVolumeSize(rc)
 		var class *string
-		if pod.Volumes != nil {
-			if pod.Volumes.Size != nil {
-				size = *pod.Volumes.Size
-			}
-			if pod.Volumes.StorageClassName != "" {
-				class = ptr.To(pod.Volumes.StorageClassName)
-			}
+		if pod.Volumes != nil && pod.Volumes.StorageClassName != "" {
+			class = ptr.To(pod.Volumes.StorageClassName)
 		}
 		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
 			ObjectMeta: metav1.ObjectMeta{Name: RedisDataVolume, Labels: ObjectLabels(RedisClusterKind, rc.Name)},

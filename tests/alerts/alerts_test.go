@@ -115,7 +115,7 @@ func TestAlertsAreComplete(t *testing.T) {
 	}
 	want := []string{"RedisClusterDown", "RedisClusterSlotsNotCovered", "RedisClusterMasterWithoutReplica",
 		"RedisClusterMigrationStuck", "RedisClusterNodeFailed", "RedisClusterBackupTooOld", "RedisClusterBackupFailing",
-		"RedisClusterMemoryHigh", "RedisClusterWritesRefused", "RedisClusterNodeOOMKilled",
+		"RedisClusterMemoryHigh", "RedisClusterWritesRefused", "RedisClusterNodeOOMKilled", "RedisClusterVolumeNearlyFull",
 		"AppServiceReplicasMismatch", "CloudManagerNotReady",
 		"OperatorReconcileErrorsHigh", "OperatorAbsent"}
 	var got []string

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -223,6 +224,7 @@ func TestTheGuardRefusesWhatWouldLiftTheOperatorsToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	refusedByGuard(t, "deleting a pod that is no RedisCluster's", op.Delete(ctx, victim))
+	checkClaimGrowth(t, op, ns)
 
 	// Namespaces without any of the operator's resources: kube-system and an empty one. An
 	// object with no owner of the operator's kinds is refused there as anywhere; the guard
@@ -285,4 +287,45 @@ func TestTheGuardHoldsInANamespacedInstall(t *testing.T) {
 	if err := op.Create(ctx, deployment(own, "good", app)); err != nil {
 		t.Errorf("a Deployment without a fault in its own namespace: %v, want accepted", err)
 	}
+}
+
+// checkClaimGrowth: the token may raise the storage request of a RedisCluster's claim
+// (spec.pod[0].volumes.size grew), and nothing else on a claim: not the request of a claim
+// that is no RedisCluster's, not a claim's labels along with its request.
+func checkClaimGrowth(t *testing.T, op client.Client, ns string) {
+	t.Helper()
+	ctx := t.Context()
+	redis := map[string]string{"app.kubernetes.io/name": "rediscluster", "app.kubernetes.io/managed-by": "middleware-operator"}
+	claims := map[string]*corev1.PersistentVolumeClaim{}
+	for name, labels := range map[string]map[string]string{"data-rc-0": redis, "data-other-0": nil} {
+		c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+		if err := env.Client.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		claims[name] = c
+	}
+	grow := func(name, size string, change func(*corev1.PersistentVolumeClaim)) error {
+		live := &corev1.PersistentVolumeClaim{}
+		testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(claims[name]), live); err != nil {
+				return false, err.Error()
+			}
+			return live.Status.Phase == corev1.ClaimBound, "claim " + name + " is " + string(live.Status.Phase)
+		})
+		grown := live.DeepCopy()
+		grown.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse(size)
+		if change != nil {
+			change(grown)
+		}
+		return op.Patch(ctx, grown, client.MergeFrom(live))
+	}
+	if err := grow("data-rc-0", "2Gi", nil); err != nil {
+		t.Errorf("a larger storage request on a RedisCluster's claim: %v, want accepted", err)
+	}
+	refusedByGuard(t, "a larger storage request on a claim that is no RedisCluster's", grow("data-other-0", "2Gi", nil))
+	refusedByGuard(t, "a RedisCluster claim's labels changed with its request", grow("data-rc-0", "3Gi", func(c *corev1.PersistentVolumeClaim) {
+		c.Labels["extra"] = "x"
+	}))
 }

@@ -58,6 +58,8 @@ type Cluster struct {
 	logf      func(string, ...any)
 	podRange  string   // the pod addresses kwok gives out
 	rangeLock *os.File // holds podRange while the cluster runs
+	// stopResizer ends the stand-in volume resizer (resizer.go).
+	stopResizer func()
 }
 
 // AdminToken is the static bearer token of the cluster-admin user (group system:masters).
@@ -124,6 +126,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err = c.createStorageClasses(ctx); err != nil {
 		return c, err
 	}
+	if err = c.startResizer(); err != nil {
+		return c, err
+	}
 	if err = c.waitNodesReady(ctx, time.Minute); err != nil {
 		return c, err
 	}
@@ -150,6 +155,10 @@ func withDefaults(o Options) Options {
 // Stop ends every component, newest first, and removes a temporary directory. It is safe to
 // call more than once.
 func (c *Cluster) Stop() {
+	if c.stopResizer != nil {
+		c.stopResizer()
+		c.stopResizer = nil
+	}
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		c.procs[i].stop(10 * time.Second)
 	}

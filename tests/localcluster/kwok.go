@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 )
 
 // Zones are the topology zones the nodes are spread over, round robin.
@@ -23,7 +24,7 @@ var Zones = []string{"zone-a", "zone-b", "zone-c"}
 
 // StorageClasses are the classes whose PVCs kwok binds to a fake PV; the first is the default.
 // local-path is there so manifests written for k3s/kind-style clusters work unchanged.
-var StorageClasses = []string{"kwok-volume", "local-path"}
+var StorageClasses = []string{"kwok-volume", "local-path", OfflineResizeStorageClass}
 
 const kwokManagedAnnotation = "kwok.x-k8s.io/node"
 
@@ -144,6 +145,9 @@ func (c *Cluster) createStorageClasses(ctx context.Context) error {
 		}
 		if i == 0 {
 			sc.Annotations = map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}
+		}
+		if name == ExpandableStorageClass || name == OfflineResizeStorageClass {
+			sc.AllowVolumeExpansion = ptr.To(true)
 		}
 		if _, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("while creating StorageClass %s: %w", name, err)

@@ -30,6 +30,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.autoscale) || !has(self.updateStrategy) || self.updateStrategy.type != 'AssignReceive'",message="spec.autoscale needs spec.updateStrategy.type AutoReceive: the shards the autoscaler adds get their slots by rebalancing, not by assignStrategies",fieldPath=".autoscale"
 // +kubebuilder:validation:XValidation:rule="!has(self.autoscale) || self.autoscale.maxMasters * (1 + (has(self.replicasPerMaster) ? self.replicasPerMaster : 1)) <= 1000",message="spec.autoscale.maxMasters is too large: maxMasters x (1 + replicasPerMaster) nodes must stay at most 1000",fieldPath=".autoscale.maxMasters"
 // +kubebuilder:validation:XValidation:rule="!has(self.writeSafety) || self.writeSafety != 'Strict' || !has(self.replicasPerMaster) || self.replicasPerMaster >= 1",message="spec.writeSafety Strict needs at least one replica per master (spec.replicasPerMaster 1 or more): a master with no replica would refuse every write; set replicasPerMaster or use writeSafety Default",fieldPath=".writeSafety"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.pod) || size(oldSelf.pod) == 0 || !has(oldSelf.pod[0].volumes) || !has(oldSelf.pod[0].volumes.size) || !has(self.pod) || size(self.pod) == 0 || !has(self.pod[0].volumes) || !has(self.pod[0].volumes.size) || !quantity(string(self.pod[0].volumes.size)).isLessThan(quantity(string(oldSelf.pod[0].volumes.size)))",message="spec.pod[0].volumes.size cannot shrink: a claim can only grow; set it back to at least its old size, or create a new RedisCluster with smaller volumes and restore a backup into it",fieldPath=".pod"
 type RedisClusterSpec struct {
 	// Replicas is the total number of Redis nodes, masters and replicas together.
 	// +kubebuilder:validation:Minimum=3
@@ -762,6 +763,43 @@ type MemoryStatus struct {
 	FullestMasterPercent *int32 `json:"fullestMasterPercent,omitempty"`
 }
 
+// RedisVolumesStatus is the size of the pods' claims (spec.pod[0].volumes.size).
+type RedisVolumesStatus struct {
+	// Size is the size spec.pod[0].volumes.size asks of every claim.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Size string `json:"size,omitempty"`
+	// Resizing says what a resize under way waits for; empty when none is.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Resizing string `json:"resizing,omitempty"`
+	// Claims are the pods' claims with the size each asks for and the capacity it has.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1000
+	// +optional
+	Claims []RedisClaimStatus `json:"claims,omitempty"`
+}
+
+// RedisClaimStatus is one pod's claim.
+type RedisClaimStatus struct {
+	// Name is the PersistentVolumeClaim's name.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Requested is the size the claim asks for (spec.resources.requests.storage).
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Requested string `json:"requested,omitempty"`
+	// Capacity is the size the volume has (status.capacity.storage).
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Capacity string `json:"capacity,omitempty"`
+	// FileSystemResizePending: the volume grew and its filesystem grows when the pod
+	// restarts (the operator restarts it, one pod at a time).
+	// +optional
+	FileSystemResizePending bool `json:"fileSystemResizePending,omitempty"`
+}
+
 // RedisClusterStatus is the observed state of a RedisCluster.
 type RedisClusterStatus struct {
 	// ObservedGeneration is the generation of the spec this status describes.
@@ -847,6 +885,11 @@ type RedisClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Shard Reload"
 	Reload *ShardReloadStatus `json:"reload,omitempty"`
+	// Volumes is the size of each pod's claim and any resize under way (volumes of type
+	// pvc only).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Volumes"
+	Volumes *RedisVolumesStatus `json:"volumes,omitempty"`
 }
 
 // ShardReloadStatus is the progress of a reload of lost slots from a backup.

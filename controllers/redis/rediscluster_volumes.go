@@ -1,0 +1,193 @@
+package redis
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/internal/status"
+)
+
+const (
+	// ConditionVolumeSize: every pod's claim has spec.pod[0].volumes.size (True), grows to
+	// it, or the size is refused (False). Only volumes of type pvc have it.
+	ConditionVolumeSize = "VolumeSize"
+	// ReasonVolumesAtSize: every claim has the size the spec asks.
+	ReasonVolumesAtSize = "VolumesAtSize"
+	// ReasonVolumesGrowing: claims grow to the spec's size; the message says what is left.
+	ReasonVolumesGrowing = "VolumesGrowing"
+	// ReasonVolumeShrinkRefused: the spec asks less than a claim has (redisadmin.RefusedShrink).
+	ReasonVolumeShrinkRefused = "VolumeShrinkRefused"
+	// ReasonVolumeExpansionNotAllowed: the API server refused to grow a claim (its
+	// StorageClass does not allow expansion, or it has none; redisadmin.RefusedNotExpandable).
+	ReasonVolumeExpansionNotAllowed = "VolumeExpansionNotAllowed"
+)
+
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=patch
+
+// resizeRefused is the cause the API server's PersistentVolumeClaimResize admission gives
+// when it refuses a claim's growth: the claim has no StorageClass, or its class does not
+// set allowVolumeExpansion: true.
+const resizeRefused = "only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize"
+
+// readClaims reads the pods' claims for the planner (redisadmin.Volumes): each one's request
+// and capacity, and the API server's refusal to grow them to the spec's size, which the
+// VolumeSize condition carries for this generation (redisadmin.RefusedExpansionRetry). Only
+// volumes of type pvc have claims of the operator's. No StorageClass is read: whether a
+// class allows expansion is the API server's to judge, on the claim's patch (growClaims).
+func (r *RedisClusterReconciler) readClaims(ctx context.Context, s *state) error {
+	s.volumes = redisadmin.Volumes{}
+	want, ok := resources.RedisVolumeSize(s.rc)
+	if !ok {
+		return nil
+	}
+	v := redisadmin.Volumes{Want: want.Value(), WantText: want.String(), Refused: carriedRefusal(s.rc, time.Now())}
+	nodes := int(resources.RedisNodes(s.rc))
+	if s.sts != nil {
+		v.StatefulSetDeleting = !s.sts.DeletionTimestamp.IsZero()
+		nodes = max(nodes, int(ptr.Deref(s.sts.Spec.Replicas, 0)))
+		for _, t := range s.sts.Spec.VolumeClaimTemplates {
+			if t.Name == resources.RedisDataVolume {
+				v.Template = t.Spec.Resources.Requests.Storage().Value()
+			}
+		}
+	}
+	claims := &corev1.PersistentVolumeClaimList{}
+	if err := r.List(ctx, claims, client.InNamespace(s.rc.Namespace),
+		client.MatchingLabels(resources.SelectorLabels(resources.RedisClusterKind, s.rc.Name))); err != nil {
+		return fmt.Errorf("while listing the claims of %s: %w", s.rc.Name, err)
+	}
+	prefix := resources.RedisDataVolume + "-" + s.rc.Name + "-"
+	for i := range claims.Items {
+		c := &claims.Items[i]
+		if !strings.HasPrefix(c.Name, prefix) || ordinal(c.Name) >= nodes || !c.DeletionTimestamp.IsZero() {
+			continue
+		}
+		request := c.Spec.Resources.Requests.Storage()
+		claim := redisadmin.Claim{Name: c.Name, Pod: strings.TrimPrefix(c.Name, resources.RedisDataVolume+"-"),
+			Request: request.Value(), RequestText: request.String(), Capacity: c.Status.Capacity.Storage().Value(),
+			Class: ptr.Deref(c.Spec.StorageClassName, "")}
+		for _, cond := range c.Status.Conditions {
+			if cond.Type == corev1.PersistentVolumeClaimFileSystemResizePending && cond.Status == corev1.ConditionTrue {
+				claim.FileSystemResizePending = true
+			}
+		}
+		v.Claims = append(v.Claims, claim)
+	}
+	// The cache lists in no set order: by ordinal, status.volumes is the same at every look
+	// and is written only when a claim changes.
+	slices.SortFunc(v.Claims, func(a, b redisadmin.Claim) int { return cmp.Compare(ordinal(a.Name), ordinal(b.Name)) })
+	s.volumes = v
+	return nil
+}
+
+// carriedRefusal is the API server's refusal to grow the claims that the VolumeSize
+// condition reports, while it holds: for the spec's generation, and for
+// redisadmin.RefusedExpansionRetry after it was last refused (the StorageClass may allow
+// expansion since). Nil when none holds.
+func carriedRefusal(rc *redisv1alpha1.RedisCluster, now time.Time) *redisadmin.VolumeRefusal {
+	c := meta.FindStatusCondition(rc.Status.Conditions, ConditionVolumeSize)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonVolumeExpansionNotAllowed ||
+		c.ObservedGeneration != rc.Generation || now.Sub(c.LastTransitionTime.Time) >= redisadmin.RefusedExpansionRetry {
+		return nil
+	}
+	return &redisadmin.VolumeRefusal{Reason: c.Reason, Message: c.Message}
+}
+
+// growClaims raises the request of the step's claims to the spec's size; the storage grows
+// the volumes (online where it can; otherwise FileSystemResizePending asks for a restart).
+// When the API server refuses a claim's growth (resizeRefused), no other claim is asked:
+// the refusal goes to the VolumeSize condition and a Warning event (volumesStatus), not to
+// the reconcile's error, and holds until the spec changes or RefusedExpansionRetry passes.
+func (r *RedisClusterReconciler) growClaims(ctx context.Context, s *state) error {
+	size := resource.NewQuantity(s.volumes.Want, resource.BinarySI)
+	for _, name := range s.step.Claims {
+		c := &corev1.PersistentVolumeClaim{}
+		if err := r.Get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: name}, c); err != nil {
+			return fmt.Errorf("while reading claim %s: %w", name, err)
+		}
+		patched := c.DeepCopy()
+		if patched.Spec.Resources.Requests == nil {
+			patched.Spec.Resources.Requests = corev1.ResourceList{}
+		}
+		patched.Spec.Resources.Requests[corev1.ResourceStorage] = *size
+		err := r.Patch(ctx, patched, client.MergeFrom(c))
+		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), resizeRefused) {
+			claim := redisadmin.Claim{Name: name, Class: ptr.Deref(c.Spec.StorageClassName, ""), RequestText: c.Spec.Resources.Requests.Storage().String()}
+			s.volumes.Refused = redisadmin.ExpansionRefused(s.volumes, claim, resizeRefused)
+			s.volumesRefusedNow = true
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("while growing claim %s to %s: %w", name, s.volumes.WantText, err)
+		}
+	}
+	r.event(s, corev1.EventTypeNormal, "VolumesGrowing", "Resize", "asked %d claims to grow to %s", len(s.step.Claims), s.volumes.WantText)
+	return nil
+}
+
+// recreateStatefulSet deletes the StatefulSet with its pods orphaned (they keep running);
+// ensureStatefulSet creates it again with claim templates of the spec's size, and it adopts
+// the pods, which run its template already, so none restarts.
+func (r *RedisClusterReconciler) recreateStatefulSet(ctx context.Context, s *state) error {
+	if s.sts == nil {
+		return nil
+	}
+	uid := s.sts.UID
+	if err := r.Delete(ctx, s.sts, client.PropagationPolicy(metav1.DeletePropagationOrphan), client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("while deleting StatefulSet %s, its pods orphaned, to recreate it: %w", s.sts.Name, err)
+	}
+	r.event(s, corev1.EventTypeNormal, "StatefulSetRecreated", "Resize",
+		"deleted the StatefulSet, its pods kept running, to create it again with claims of %s", s.volumes.WantText)
+	return nil
+}
+
+// volumesStatus reports the claims' sizes and the VolumeSize condition, with a Warning event
+// when the spec's size is newly refused.
+func (r *RedisClusterReconciler) volumesStatus(s *state) {
+	v := s.volumes
+	conds := &s.next.Status.Conditions
+	if v.Want == 0 {
+		s.next.Status.Volumes = nil
+		meta.RemoveStatusCondition(conds, ConditionVolumeSize)
+		return
+	}
+	st := &redisv1alpha1.RedisVolumesStatus{Size: v.WantText, Resizing: redisadmin.VolumesResizing(v)}
+	for _, c := range v.Claims {
+		st.Claims = append(st.Claims, redisv1alpha1.RedisClaimStatus{Name: c.Name, Requested: c.RequestText,
+			Capacity: resource.NewQuantity(c.Capacity, resource.BinarySI).String(), FileSystemResizePending: c.FileSystemResizePending})
+	}
+	s.next.Status.Volumes = st
+	gen := s.rc.Generation
+	if refusal := redisadmin.RefuseVolumes(v); refusal != nil {
+		if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionVolumeSize); c == nil || c.Reason != refusal.Reason || c.Message != refusal.Message {
+			r.event(s, corev1.EventTypeWarning, refusal.Reason, "Resize", "%s", refusal.Message)
+		}
+		if s.volumesRefusedNow {
+			// Refused again after RefusedExpansionRetry: the condition's time says when it
+			// was last refused, so that the next ask waits as long again.
+			meta.RemoveStatusCondition(conds, ConditionVolumeSize)
+		}
+		status.Set(conds, gen, ConditionVolumeSize, metav1.ConditionFalse, refusal.Reason, refusal.Message)
+		return
+	}
+	if st.Resizing != "" {
+		status.Set(conds, gen, ConditionVolumeSize, metav1.ConditionFalse, ReasonVolumesGrowing, st.Resizing)
+		return
+	}
+	status.Set(conds, gen, ConditionVolumeSize, metav1.ConditionTrue, ReasonVolumesAtSize, "every claim has "+v.WantText)
+}
