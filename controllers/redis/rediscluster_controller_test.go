@@ -281,20 +281,28 @@ func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 	ctx := t.Context()
 	before := nodeCounters(ctx, t, rc, password)
 	adminsBefore, connsBefore := connections()
+	start := time.Now()
 	for range 3 {
 		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	after := nodeCounters(ctx, t, rc, password)
+	window := time.Since(start)
 	adminsAfter, connsAfter := connections()
 	got := reads.Reset()
 	if adminsAfter != adminsBefore || connsAfter != connsBefore {
 		t.Errorf("3 looks made %d new admins that opened %d new connections, want 0 and 0 (the admin and its connections are kept from one look to the next)", adminsAfter-adminsBefore, connsAfter-connsBefore)
 	}
+	// The suite's own operator looks at this idle cluster too, every IdleLook: its looks in
+	// the window are allowed for, one more CLUSTER NODES a node each. A second round trip in
+	// each of this reconciler's looks makes 6, over the bound while the window is under 5 s
+	// (three looks take about a second).
+	others := int(window/redisadmin.IdleLook(5*time.Second)) + 1
 	for i := range before {
-		if nodes := after[i] - before[i]; nodes != 3 {
-			t.Errorf("%s: %d CLUSTER NODES in 3 looks, want 3 (one pipelined round trip each)", rc.Status.Nodes[i].Name, nodes)
+		if nodes := after[i] - before[i]; nodes < 3 || nodes > 3+others {
+			t.Errorf("%s: %d CLUSTER NODES in 3 looks within %s, want 3 (one pipelined round trip each) and up to %d of the suite's operator",
+				rc.Status.Nodes[i].Name, nodes, window.Round(time.Millisecond), others)
 		}
 	}
 	if writes.Load() != 0 || topology.Load() != 0 || len(recorder.Events) != 0 {

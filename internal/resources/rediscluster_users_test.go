@@ -41,7 +41,7 @@ var operatorMust = []userCommand{
 	{"CLUSTER", "MEET", "127.0.0.1", 1}, {"CLUSTER", "ADDSLOTSRANGE", 0, 1}, {"CLUSTER", "REPLICATE", "0000000000000000000000000000000000000000"},
 	{"CLUSTER", "SET-CONFIG-EPOCH", 1}, {"CLUSTER", "FORGET", "0000000000000000000000000000000000000000"},
 	{"CLUSTER", "RESET", "HARD"}, {"CLUSTER", "FAILOVER"}, {"CLUSTER", "SETSLOT", 0, "STABLE"}, {"CLUSTER", "BUMPEPOCH"},
-	{"MIGRATE", "127.0.0.1", 1, "", 0, 100, "KEYS", "nokey"}, {"ASKING"}, {"DUMP", "k"}, {"SELECT", 0},
+	{"MIGRATE", "127.0.0.1", 1, "", 0, 100, "KEYS", "nokey"}, {"ASKING"}, {"DUMP", "k"}, {"MEMORY", "USAGE", "k"}, {"SELECT", 0},
 	{"RESTORE-ASKING", "r", 0, "not a payload"}, {"REPLCONF", "capa", "eof"},
 	{"RESTORE", "r", 0, "not a payload"}, {"FUNCTION", "LOAD", "not a library"},
 	{"CONFIG", "SET", "maxmemory-policy", "noeviction"}, {"ACL", "SETUSER", resources.RedisOperatorUser, "on", ">" + operatorPassword},
@@ -52,7 +52,7 @@ var operatorMust = []userCommand{
 // commands no step of the operator sends.
 var operatorMustNot = []userCommand{
 	{"GET", "k"}, {"SET", "k", "x"}, {"DEL", "k"}, {"EXISTS", "k"}, {"TYPE", "k"}, {"TTL", "k"}, {"OBJECT", "ENCODING", "k"},
-	{"MEMORY", "USAGE", "k"}, {"RANDOMKEY"}, {"SCAN", 0}, {"KEYS", "*"}, {"SORT", "k"}, {"RENAME", "k", "l"},
+	{"MEMORY", "DOCTOR"}, {"MEMORY", "PURGE"}, {"RANDOMKEY"}, {"SCAN", 0}, {"KEYS", "*"}, {"SORT", "k"}, {"RENAME", "k", "l"},
 	{"FLUSHALL"}, {"FLUSHDB"}, {"SWAPDB", 0, 1}, {"EVAL", "return 1", 0}, {"FCALL", "f", 0}, {"FUNCTION", "FLUSH"},
 	{"FUNCTION", "DELETE", "lib"}, {"PUBLISH", "c", "m"}, {"MULTI"},
 	{"CONFIG", "GET", "masterauth"}, {"CONFIG", "REWRITE"}, {"CONFIG", "RESETSTAT"},
@@ -313,7 +313,7 @@ func ruleCommands(rules string) []string {
 // commandNames lists the commands of cmds as ruleCommands names them, sorted: "cmd|sub" for
 // the commands with subcommands.
 func commandNames(cmds []userCommand) []string {
-	withSub := map[string]bool{"cluster": true, "config": true, "acl": true, "function": true, "slowlog": true, "latency": true, "client": true}
+	withSub := map[string]bool{"cluster": true, "config": true, "acl": true, "function": true, "slowlog": true, "latency": true, "client": true, "memory": true}
 	var out []string
 	for _, c := range cmds {
 		name := strings.ToLower(c[0].(string)) //nolint:forcetypeassert // every command starts with its name
