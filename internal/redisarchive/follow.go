@@ -106,9 +106,9 @@ type Progress struct {
 	Received, Archived int64
 	// LastArchived is the receive time of the last command in the sink.
 	LastArchived time.Time
-	// Segments and Commands count what went to the sink; Connections the PSYNCs answered
-	// +CONTINUE.
-	Segments, Commands, Connections int
+	// Segments and Commands count what went to the sink; Open the commands received and not
+	// yet there; Connections the PSYNCs answered +CONTINUE.
+	Segments, Commands, Open, Connections int
 	// LastError is the last connection's failure, "" when none yet.
 	LastError string
 }
@@ -127,6 +127,8 @@ type Follower struct {
 	spare    []byte
 	seg      Segment // Start, End, FirstTime, LastTime, Commands of the open segment
 	conn     *connection
+
+	dataEnd int64 // the offset after the last stored command (or From)
 
 	putMu  sync.Mutex // serializes closing segments
 	putErr error
@@ -158,6 +160,9 @@ func NewFollower(opts Options) (*Follower, error) {
 	if opts.MaxCommand <= 0 {
 		opts.MaxCommand = DefaultMaxCommand
 	}
+	if opts.Conn.DialTimeout <= 0 {
+		opts.Conn.DialTimeout = rdbstream.DefaultDialTimeout
+	}
 	if opts.Conn.IdleTimeout <= 0 {
 		opts.Conn.IdleTimeout = rdbstream.DefaultIdleTimeout
 	}
@@ -166,6 +171,7 @@ func NewFollower(opts Options) (*Follower, error) {
 	}
 	f := &Follower{opts: opts, stop: make(chan struct{}), open: make([]byte, headroom, headroom+4096)}
 	f.progress.ReplID, f.progress.Received, f.progress.Archived = opts.From.ReplID, opts.From.Offset, opts.From.Offset
+	f.dataEnd = opts.From.Offset
 	f.seg = Segment{Cluster: opts.Cluster, Shard: opts.Shard, Timeline: opts.Timeline, Start: opts.From.Offset, End: opts.From.Offset}
 	return f, nil
 }
@@ -174,7 +180,9 @@ func NewFollower(opts Options) (*Follower, error) {
 func (f *Follower) Progress() Progress {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.progress
+	p := f.progress
+	p.Open = f.seg.Commands
+	return p
 }
 
 // Stop makes Run close the open segment and return nil. It does not wait.
@@ -190,6 +198,7 @@ var (
 	errKeepAlive = errors.New("keep-alive reconnection")
 	errGetAck    = errors.New("left on REPLCONF GETACK")
 	errStopped   = errors.New("stopped")
+	errRewound   = errors.New("stepped back to the last write")
 )
 
 // Run follows the stream until Stop (it then closes the open segment and returns nil), the
@@ -226,7 +235,7 @@ func (f *Follower) Run(ctx context.Context) error {
 		f.mu.Unlock()
 		wait := f.opts.RetryDelay
 		switch {
-		case errors.Is(err, errKeepAlive):
+		case errors.Is(err, errKeepAlive), errors.Is(err, errRewound):
 			wait = 0
 		case errors.Is(err, errGetAck):
 			wait = f.opts.GetAckPause
@@ -376,6 +385,24 @@ func (c *connection) breakNow() {
 	_ = c.conn.SetDeadline(time.Unix(1, 0))
 }
 
+// rewind steps the follower back to the end of the last stored command when only the
+// replication's own bytes (PING, REPLCONF GETACK) came after it, and says whether it did.
+// An old master sends those after its replica was promoted (a GETACK as it shuts down, a
+// PING): the new master's history forked before them, and it continues from the last
+// write, which is all the archive needs.
+func (f *Follower) rewind() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dataEnd >= f.progress.Received {
+		return false
+	}
+	f.progress.Received, f.seg.End = f.dataEnd, f.dataEnd
+	if f.seg.Commands == 0 {
+		f.seg.Start = f.dataEnd
+	}
+	return true
+}
+
 // errCut is a read of a connection the follower cut.
 var errCut = errors.New("connection cut")
 
@@ -434,6 +461,9 @@ func (f *Follower) session(ctx context.Context) error {
 	fields := strings.Fields(string(line))
 	switch {
 	case fields[0] == "+FULLRESYNC" && len(fields) == 3:
+		if f.rewind() {
+			return fmt.Errorf("%w: %s cannot continue after offset %d", errRewound, opts.Addr, from.Offset)
+		}
 		off, _ := strconv.ParseInt(fields[2], 10, 64)
 		return &GapError{From: from, Addr: opts.Addr, ReplID: fields[1], Offset: off}
 	case fields[0] == "+CONTINUE":
@@ -491,6 +521,7 @@ func (f *Follower) stream(ctx context.Context, r *bufio.Reader, addr string, kee
 		f.seg.End = f.progress.Received
 		keep := name != "ping" && name != "replconf"
 		if keep {
+			f.dataEnd = f.seg.End
 			f.open = appendRecord(f.open, now, f.seg.End, scratch)
 			if f.seg.Commands == 0 {
 				f.seg.FirstTime = now
@@ -514,8 +545,10 @@ func (f *Follower) stream(ctx context.Context, r *bufio.Reader, addr string, kee
 	}
 }
 
-// Resume returns where the archive of a shard's timeline ends: the replication ID and End
-// of its last segment, from which a new follower continues. ok is false when the timeline
+// Resume returns where the archive of a shard's timeline ends: the replication ID of its
+// last segment and the offset after its last command (the segment's End may count PINGs
+// after it, which a promoted replica's history need not share), from which a new follower
+// continues. ok is false when the timeline
 // has no segment.
 func Resume(ctx context.Context, sink Sink, cluster, shard string, timeline int) (pos Position, ok bool, err error) {
 	names, err := sink.List(ctx, TimelinePrefix(cluster, shard, timeline))
@@ -530,11 +563,15 @@ func Resume(ctx context.Context, sink Sink, cluster, shard string, timeline int)
 		if err != nil {
 			return pos, false, err
 		}
-		m, _, err := DecodeSegment(data)
+		m, records, err := DecodeSegment(data)
 		if err != nil {
 			return pos, false, fmt.Errorf("%s: %w", names[i], err)
 		}
-		return Position{ReplID: m.ReplID, Offset: m.End}, true, nil
+		end := m.Start
+		if len(records) > 0 {
+			end = records[len(records)-1].Offset
+		}
+		return Position{ReplID: m.ReplID, Offset: end}, true, nil
 	}
 	return pos, false, nil
 }
