@@ -17,7 +17,7 @@ import (
 // Defaults of Options.
 const (
 	DefaultSegmentBytes = 16 << 20
-	DefaultSegmentAge   = time.Second
+	DefaultSegmentAge   = 500 * time.Millisecond
 	DefaultKeepAlive    = 45 * time.Second
 	DefaultGetAckPause  = 2 * time.Second
 	DefaultRetryDelay   = time.Second
@@ -520,8 +520,20 @@ func (f *Follower) stream(ctx context.Context, r *bufio.Reader, addr string, kee
 		f.progress.Received += int64(len(scratch))
 		f.seg.End = f.progress.Received
 		keep := name != "ping" && name != "replconf"
+		if keep && f.seg.Commands > 0 && len(f.open)-headroom+recordHeaderLen+len(scratch) > f.opts.SegmentBytes {
+			// The record would take the segment past its size: close it first, so that
+			// no buffer grows beyond SegmentBytes (but for one command larger alone).
+			f.seg.End -= int64(len(scratch))
+			f.mu.Unlock()
+			if err := f.closeSegment(ctx); err != nil {
+				return err
+			}
+			f.mu.Lock()
+			f.seg.End += int64(len(scratch))
+		}
 		if keep {
 			f.dataEnd = f.seg.End
+			f.open = grow(f.open, recordHeaderLen+len(scratch), headroom+f.opts.SegmentBytes)
 			f.open = appendRecord(f.open, now, f.seg.End, scratch)
 			if f.seg.Commands == 0 {
 				f.seg.FirstTime = now
@@ -543,6 +555,18 @@ func (f *Follower) stream(ctx context.Context, r *bufio.Reader, addr string, kee
 			return errGetAck
 		}
 	}
+}
+
+// grow returns buf with room for n more bytes: its capacity doubles as append's would, but
+// stops at limit unless n alone needs more.
+func grow(buf []byte, n, limit int) []byte {
+	if len(buf)+n <= cap(buf) {
+		return buf
+	}
+	size := min(max(2*cap(buf), len(buf)+n), max(limit, len(buf)+n))
+	out := make([]byte, len(buf), size)
+	copy(out, buf)
+	return out
 }
 
 // Resume returns where the archive of a shard's timeline ends: the replication ID of its
