@@ -286,7 +286,7 @@ func TestArchiveFollowsAFailover(t *testing.T) {
 	}
 	oldID := f.Progress().ReplID
 
-	if err := replica.Client.SlaveOf(ctx, "NO", "ONE").Err(); err != nil {
+	if err := replica.Client.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
 		t.Fatal(err)
 	}
 	master.Store(replica.Addr)

@@ -109,7 +109,8 @@ type Progress struct {
 	// Segments and Commands count what went to the sink; Open the commands received and not
 	// yet there; Connections the PSYNCs answered +CONTINUE.
 	Segments, Commands, Open, Connections int
-	// LastError is the last connection's failure, "" when none yet.
+	// LastError is the last failed connection's error, "" when none failed yet (a
+	// reconnection for KeepAlive or after a GETACK is no failure).
 	LastError string
 }
 
@@ -223,22 +224,23 @@ func (f *Follower) Run(ctx context.Context) error {
 		case errors.Is(err, errStopped) || f.stopped():
 			return f.closeSegment(ctx)
 		case errors.As(err, &gap):
-			if err := f.closeSegment(ctx); err != nil {
-				return err
+			if putErr := f.closeSegment(ctx); putErr != nil {
+				return putErr
 			}
-			return err
+			return gap
 		case errors.Is(err, rdbstream.ErrAuth):
 			return err
 		}
-		f.mu.Lock()
-		f.progress.LastError = err.Error()
-		f.mu.Unlock()
 		wait := f.opts.RetryDelay
 		switch {
 		case errors.Is(err, errKeepAlive), errors.Is(err, errRewound):
 			wait = 0
 		case errors.Is(err, errGetAck):
 			wait = f.opts.GetAckPause
+		default:
+			f.mu.Lock()
+			f.progress.LastError = err.Error()
+			f.mu.Unlock()
 		}
 		select {
 		case <-ctx.Done():

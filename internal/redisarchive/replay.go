@@ -255,8 +255,9 @@ func Replay(ctx context.Context, sink Sink, opts ReplayOptions) (ReplayResult, e
 	}
 	close(inFlight)
 	if err != nil {
-		_ = conn.Close() // the replies of commands not flushed never come
-		<-replies
+		_ = conn.Close()     // the replies of commands not flushed never come
+		readErr := <-replies // the closed connection's
+		_ = readErr
 		return res, fmt.Errorf("while replaying shard %s onto %s: %w", opts.Shard, opts.Target.Addr, err)
 	}
 	if err := w.Flush(); err != nil {

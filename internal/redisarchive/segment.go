@@ -115,11 +115,11 @@ func DecodeSegment(data []byte) (Segment, []Record, error) {
 	if !ok {
 		return m, nil, fmt.Errorf("%w: no segment header", ErrCorrupt)
 	}
-	line, body, ok := bytes.Cut(rest[:min(len(rest), maxManifestLen)], []byte("\n"))
+	line, _, ok := bytes.Cut(rest[:min(len(rest), maxManifestLen)], []byte("\n"))
 	if !ok {
 		return m, nil, fmt.Errorf("%w: no manifest line", ErrCorrupt)
 	}
-	body = rest[len(line)+1:]
+	body := rest[len(line)+1:]
 	if err := json.Unmarshal(line, &m); err != nil {
 		return m, nil, fmt.Errorf("%w: manifest: %w", ErrCorrupt, err)
 	}
