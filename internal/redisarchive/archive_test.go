@@ -228,10 +228,9 @@ func TestArchiveSurvivesAKilledFollower(t *testing.T) {
 	}()
 	time.Sleep(700 * time.Millisecond)
 	first.cancel() // killed: no Stop, the open segment is not written
-	if err := <-first.done; !errors.Is(err, context.Canceled) {
+	if err := first.result(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run returned %v", err)
 	}
-	first.done <- nil
 	killed := first.Progress()
 	if killed.Received <= killed.Archived || killed.Segments == 0 {
 		t.Fatalf("the follower was killed at %+v: nothing received past the archive, the test proves nothing", killed)
@@ -338,8 +337,8 @@ func TestArchiveReportsAGap(t *testing.T) {
 	again := follow(t, opts)
 	var gap *redisarchive.GapError
 	select {
-	case err = <-again.done:
-		again.done <- err
+	case <-again.done:
+		err = again.err
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the follower went on without a gap: %+v", again.Progress())
 	}

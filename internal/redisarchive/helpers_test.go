@@ -45,7 +45,14 @@ func base(t testing.TB, src *testredis.Server) (string, rdbstream.Result) {
 type running struct {
 	*redisarchive.Follower
 	cancel context.CancelFunc
-	done   chan error
+	done   chan struct{} // closed when Run has returned err
+	err    error
+}
+
+// result waits for Run to return and returns its error.
+func (r *running) result() error {
+	<-r.done
+	return r.err
 }
 
 // follow starts a follower with opts (segments of 100 ms unless opts says).
@@ -68,12 +75,14 @@ func follow(t testing.TB, opts redisarchive.Options) *running {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{Follower: f, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- f.Run(ctx) }()
+	r := &running{Follower: f, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		r.err = f.Run(ctx)
+		close(r.done)
+	}()
 	t.Cleanup(func() {
 		cancel()
-		runErr := <-r.done // checked by the test where it matters
-		_ = runErr
+		<-r.done
 	})
 	return r
 }
@@ -107,9 +116,8 @@ func (r *running) caughtUp(t testing.TB, c *goredis.Client) {
 			return
 		}
 		select {
-		case err := <-r.done:
-			r.done <- err
-			t.Fatalf("the follower stopped: %v", err)
+		case <-r.done:
+			t.Fatalf("the follower stopped: %v", r.err)
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -123,10 +131,9 @@ func (r *running) caughtUp(t testing.TB, c *goredis.Client) {
 func (r *running) stop(t testing.TB) {
 	t.Helper()
 	r.Stop()
-	if err := <-r.done; err != nil {
+	if err := r.result(); err != nil {
 		t.Fatalf("Run returned %v after Stop", err)
 	}
-	r.done <- nil
 }
 
 // replay replays the archive onto the node of c from offset from.
