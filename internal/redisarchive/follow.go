@@ -107,8 +107,9 @@ type Progress struct {
 	// LastArchived is the receive time of the last command in the sink.
 	LastArchived time.Time
 	// Segments and Commands count what went to the sink; Open the commands received and not
-	// yet there; Connections the PSYNCs answered +CONTINUE.
-	Segments, Commands, Open, Connections int
+	// yet there; Connections the PSYNCs answered +CONTINUE; Rewinds the steps back over
+	// PINGs and GETACKs a new master did not have (see the package documentation).
+	Segments, Commands, Open, Connections, Rewinds int
 	// LastError is the last failed connection's error, "" when none failed yet (a
 	// reconnection for KeepAlive or after a GETACK is no failure).
 	LastError string
@@ -399,6 +400,7 @@ func (f *Follower) rewind() bool {
 		return false
 	}
 	f.progress.Received, f.seg.End = f.dataEnd, f.dataEnd
+	f.progress.Rewinds++
 	if f.seg.Commands == 0 {
 		f.seg.Start = f.dataEnd
 	}
