@@ -3,7 +3,9 @@ package redisarchive_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"slices"
@@ -244,4 +246,73 @@ func BenchmarkFollowRecoveryPoint(b *testing.B) {
 			b.ReportMetric(float64(len(lags))/float64(b.N), "writes")
 		})
 	}
+}
+
+// BenchmarkReplayAgainstRedisCLI replays an archive of 200,000 SETs (what redis-benchmark
+// wrote) onto a fresh server, and sends the same commands to another fresh server with
+// redis-cli --pipe, and reports both rates.
+func BenchmarkReplayAgainstRedisCLI(b *testing.B) {
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		b.Skip(err)
+	}
+	src := testredis.Start(b, b.TempDir(), goredis.Options{}, "--repl-backlog-size", "64mb")
+	_, base := base(b, src)
+	sink := &redisarchive.MemorySink{}
+	f := follow(b, redisarchive.Options{Conn: rdbstream.Options{Addr: src.Addr}, From: redisarchive.Position{ReplID: base.ReplID, Offset: base.Offset}, Sink: sink})
+	benchmarkWriter(b, src.Addr, "-n", "200000", "-d", "100", "-P", "32", "-c", "4")
+	f.caughtUp(b, src.Client)
+	f.stop(b)
+	var pipe strings.Builder
+	commands := 0
+	if err := redisarchive.Scan(b.Context(), sink, cluster, shard, 1, base.Offset, func(c redisarchive.Command) error {
+		if c.Name == "ping" || c.Name == "replconf" {
+			return nil
+		}
+		fmt.Fprintf(&pipe, "*%d\r\n", len(c.Args))
+		for _, a := range c.Args {
+			fmt.Fprintf(&pipe, "$%d\r\n%s\r\n", len(a), a)
+		}
+		commands++
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	input := filepath.Join(b.TempDir(), "commands.resp")
+	if err := os.WriteFile(input, []byte(pipe.String()), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	var replayTook, cliTook time.Duration
+	b.ResetTimer()
+	for range b.N {
+		dst := testredis.Start(b, b.TempDir(), goredis.Options{})
+		start := time.Now()
+		res, err := redisarchive.Replay(b.Context(), sink, redisarchive.ReplayOptions{Target: rdbstream.Options{Addr: dst.Addr},
+			Cluster: cluster, Shard: shard, Timeline: 1, From: base.Offset})
+		replayTook += time.Since(start)
+		if err != nil || res.Commands != commands {
+			b.Fatalf("Replay: %+v, %v; want %d commands", res, err, commands)
+		}
+
+		other := testredis.Start(b, b.TempDir(), goredis.Options{})
+		host, port, _ := strings.Cut(other.Addr, ":")
+		in, err := os.Open(input)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command(cli, "-h", host, "-p", port, "--pipe")
+		cmd.Stdin = in
+		start = time.Now()
+		out, err := cmd.CombinedOutput()
+		cliTook += time.Since(start)
+		_ = in.Close()
+		if err != nil {
+			b.Fatalf("redis-cli --pipe: %v\n%s", err, out)
+		}
+		if a, c := dst.Client.DBSize(b.Context()).Val(), other.Client.DBSize(b.Context()).Val(); a != c {
+			b.Fatalf("replay left %d keys, redis-cli --pipe %d", a, c)
+		}
+	}
+	b.ReportMetric(float64(commands*b.N)/replayTook.Seconds(), "replay-cmds/s")
+	b.ReportMetric(float64(commands*b.N)/cliTook.Seconds(), "redis-cli-pipe-cmds/s")
 }
