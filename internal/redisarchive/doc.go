@@ -24,6 +24,15 @@
 // the end of the last stored command and asks again (Follower.rewind;
 // TestArchiveFollowsAFailover goes through it).
 //
+// Why the replication stream and not Redis 7's multi-part AOF with aof-timestamp-enabled:
+// the AOF is on the node's own volume, so shipping it needs a process in every pod (a
+// sidecar reading files as Redis rewrites and deletes them), it is lost with the volume it
+// is meant to survive, it costs every node an fsync policy and rewrites, and its timestamps
+// are whole seconds (#TS annotations). The replication stream is the same commands, read
+// over the network by the operator with the credentials it already has, from whichever node
+// is the master, with offsets that say exactly what is missing, and with millisecond
+// receive times.
+//
 // # Not a replica
 //
 // The follower never sends REPLCONF ACK. What a Redis 7.0 master does with a replica's

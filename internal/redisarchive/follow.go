@@ -107,7 +107,7 @@ type Progress struct {
 	// LastArchived is the receive time of the last command in the sink.
 	LastArchived time.Time
 	// Segments and Commands count what went to the sink; Open the commands received and not
-	// yet there; Connections the PSYNCs answered +CONTINUE; Rewinds the steps back over
+	// yet there (in the open segment or the one being written); Connections the PSYNCs answered +CONTINUE; Rewinds the steps back over
 	// PINGs and GETACKs a new master did not have (see the package documentation).
 	Segments, Commands, Open, Connections, Rewinds int
 	// LastError is the last failed connection's error, "" when none failed yet (a
@@ -128,6 +128,7 @@ type Follower struct {
 	open     []byte // headroom + records of the open segment
 	spare    []byte
 	seg      Segment // Start, End, FirstTime, LastTime, Commands of the open segment
+	putting  int     // the commands of the segment being written to the sink
 	conn     *connection
 
 	dataEnd int64 // the offset after the last stored command (or From)
@@ -183,7 +184,7 @@ func (f *Follower) Progress() Progress {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p := f.progress
-	p.Open = f.seg.Commands
+	p.Open = f.seg.Commands + f.putting
 	return p
 }
 
@@ -313,6 +314,7 @@ func (f *Follower) closeSegment(ctx context.Context) error {
 		return nil
 	}
 	m, buf := f.seg, f.open
+	f.putting = m.Commands
 	f.open = f.spare[:0]
 	if f.open == nil {
 		f.open = make([]byte, 0, headroom+4096)
@@ -331,6 +333,7 @@ func (f *Follower) closeSegment(ctx context.Context) error {
 		return f.putErr
 	}
 	f.mu.Lock()
+	f.putting = 0
 	f.progress.Archived, f.progress.LastArchived = m.End, m.Last()
 	f.progress.Segments++
 	f.progress.Commands += m.Commands
