@@ -99,7 +99,7 @@
 // than SegmentBytes), the largest command being read (bounded by MaxCommand, 512 MiB, as
 // Redis's proto-max-bulk-len bounds an argument) and a 64 KiB read buffer: about 33 MiB per
 // shard with the defaults and commands under 1 MiB. BenchmarkFollowMemory: peak live heap
-// 31 MiB while archiving 64 MiB/s, 3.1 ms of CPU per MiB (SHA-256 of the segments is the
+// 31 MiB while archiving 64 MiB/s, 3 to 4 ms of CPU per MiB (SHA-256 of the segments is the
 // largest part). A sink slower than the stream makes the follower stop reading; the master
 // then holds the stream in its replica output buffer (client-output-buffer-limit replica,
 // 256 MB by default, after which it drops the follower, which continues by PSYNC while the

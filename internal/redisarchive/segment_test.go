@@ -3,6 +3,8 @@ package redisarchive
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -144,5 +146,26 @@ func TestReplayStopsAtARefusal(t *testing.T) {
 	_, err := Replay(t.Context(), sink, ReplayOptions{Target: rdbstream.Options{Addr: srv.Addr}, Cluster: "c", Shard: "s", Timeline: 1})
 	if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
 		t.Fatalf("Replay = %v, want the WRONGTYPE refusal", err)
+	}
+}
+
+// TestDirSink: segments kept as files read back as they were, listed in offset order, and
+// a half-written file (.tmp) is never listed.
+func TestDirSink(t *testing.T) {
+	sink := DirSink{Dir: t.TempDir()}
+	segs := archive(t, sink, 0, []timed{cmd(1, "SET", "a", "1")}, []timed{cmd(2, "SET", "b", "2")})
+	if err := os.WriteFile(filepath.Join(sink.Dir, "c", "archive", "s", "00000001", "99.seg.tmp"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	names, err := sink.List(t.Context(), TimelinePrefix("c", "s", 1))
+	if err != nil || len(names) != 2 || names[1] != SegmentName("c", "s", 1, segs[1].Start) {
+		t.Fatalf("List = %v, %v", names, err)
+	}
+	var got []string
+	if err := Scan(t.Context(), sink, "c", "s", 1, 0, func(c Command) error { got = append(got, string(c.Args[1])); return nil }); err != nil || strings.Join(got, ",") != "a,b" {
+		t.Fatalf("Scan = %v, %v", got, err)
+	}
+	if names, err := (DirSink{Dir: filepath.Join(sink.Dir, "none")}).List(t.Context(), ""); err != nil || len(names) != 0 {
+		t.Fatalf("List of a missing directory = %v, %v", names, err)
 	}
 }
