@@ -67,6 +67,15 @@
 //     lists it among the slaves, with port=0 (it sends no listening-port), and
 //     connected_slaves counts it, as during a backup's rdbstream.Fetch.
 //
+// Better still, follow a replica of the shard where it has one: a replica passes its
+// master's stream on to its own replicas unchanged (the same replication ID and offsets,
+// so the same base position works), and the master then never sees the follower at all:
+// min-replicas-to-write, WAIT and the master's SHUTDOWN are out of its reach, and the master
+// spends nothing on it (TestArchiveFromAReplica: the master lists the replica alone, the
+// replay is key for key the master's data). The cost is the replica's lag, milliseconds, on
+// the recovery point; a replica that loses its master stops streaming until it is back (the
+// follower then moves, by Options.Master, to another replica or the master).
+//
 // The user needs PSYNC and REPLCONF (+psync +replconf, or @admin @dangerous).
 //
 // # Segments

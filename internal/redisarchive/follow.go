@@ -43,8 +43,10 @@ type Options struct {
 	// repl-ping-replica-period, 10 s by default, so a silence of IdleTimeout means a dead
 	// link).
 	Conn rdbstream.Options
-	// Master, when set, is asked for the shard's master address before every connection (a
-	// failover moves it); Conn.Addr otherwise.
+	// Master, when set, is asked for the address to follow before every connection (a
+	// failover moves the master); Conn.Addr otherwise. A replica of the shard serves as well
+	// as its master, and keeps the follower out of the master's sight (see the package
+	// documentation).
 	Master func(ctx context.Context) (string, error)
 	// Cluster, Shard and Timeline name the segments (SegmentName).
 	Cluster, Shard string

@@ -151,3 +151,37 @@ func TestShutdownIsNotHeldByTheFollower(t *testing.T) {
 		t.Fatal("the follower's answer to GETACK does not decide how long SHUTDOWN waits")
 	}
 }
+
+// TestArchiveFromAReplica follows a replica instead of the master: a replica passes its
+// master's stream on to its own replicas unchanged (same replication ID and offsets), so
+// the archive is the same, and the master never sees the follower (its INFO replication
+// lists the replica alone), which keeps min-replicas-to-write, WAIT and SHUTDOWN on the
+// master entirely out of the follower's reach.
+func TestArchiveFromAReplica(t *testing.T) {
+	master := testredis.Start(t, t.TempDir(), goredis.Options{})
+	host, port, _ := strings.Cut(master.Addr, ":")
+	replica := testredis.Start(t, t.TempDir(), goredis.Options{}, "--replicaof", host, port)
+	ctx := t.Context()
+	if err := testredis.WaitFor(ctx, func() bool {
+		return strings.Contains(replica.Client.Info(ctx, "replication").Val(), "master_link_status:up")
+	}); err != nil {
+		t.Fatal("the replica never linked")
+	}
+	testredis.Dataset{Strings: 500, Others: 10}.Write(t, master.Client)
+	dir, b := base(t, replica)
+	sink := &redisarchive.MemorySink{}
+	f := follow(t, redisarchive.Options{Conn: rdbstream.Options{Addr: replica.Addr}, From: redisarchive.Position{ReplID: b.ReplID, Offset: b.Offset}, Sink: sink})
+	mixedWrites(t, master.Client)
+	if err := testredis.WaitFor(ctx, func() bool { return replOffset(t, replica.Client) == replOffset(t, master.Client) }); err != nil {
+		t.Fatal("the replica never caught up")
+	}
+	f.caughtUp(t, replica.Client)
+	info := master.Client.Info(ctx, "replication").Val()
+	if !strings.Contains(info, "connected_slaves:1\r\n") || !strings.Contains(info, "master_replid:"+f.Progress().ReplID) {
+		t.Fatalf("the master sees:\n%s\nthe follower is at %+v", info, f.Progress())
+	}
+	f.stop(t)
+	dst := testredis.Restore(t, dir)
+	replay(t, sink, dst, redisarchive.ReplayOptions{From: b.Offset})
+	same(t, snapshot(t, master.Client), snapshot(t, dst))
+}
