@@ -226,8 +226,12 @@ func TestArchiveSurvivesAKilledFollower(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(700 * time.Millisecond)
-	first.cancel() // killed: no Stop, the open segment is not written
+	// Killed once a segment is archived and the next one holds commands: no Stop, the open
+	// segment is not written.
+	if err := testredis.WaitFor(t.Context(), func() bool { p := first.Progress(); return p.Segments >= 1 && p.Open > 0 }); err != nil {
+		t.Fatalf("the follower never archived a segment with another open: %+v", first.Progress())
+	}
+	first.cancel()
 	if err := first.result(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run returned %v", err)
 	}

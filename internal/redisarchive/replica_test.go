@@ -51,18 +51,24 @@ func TestFollowerIsNotAGoodReplica(t *testing.T) {
 		t.Fatal("the follower never connected")
 	}
 	connected := time.Now()
-	psyncs := []time.Time{connected} // when the follower's PSYNCs were seen, to 100 ms
+	// psyncs are the earliest times the follower's PSYNCs can have been: when the previous
+	// probe still saw the connection count before them.
+	psyncs := []time.Time{connected}
 	var accepted, refused []time.Duration
-	var outside []time.Duration // writes accepted more than max lag + 1 s after the last PSYNC
+	var outside []time.Duration // writes accepted more than max lag + cron + slack after the last PSYNC
+	seen := connected
 	for conns := 1; time.Since(connected) < 6*time.Second; {
-		if n := fs.Progress().Connections; n > conns {
-			conns, psyncs = n, append(psyncs, time.Now())
-		}
 		err := silent.Client.Set(ctx, "probe", 1, 0).Err()
+		if n := fs.Progress().Connections; n > conns {
+			conns, psyncs = n, append(psyncs, seen)
+		}
+		seen = time.Now()
 		switch {
 		case err == nil:
 			accepted = append(accepted, time.Since(connected))
-			if since := time.Since(psyncs[len(psyncs)-1]); since > 2200*time.Millisecond {
+			// max lag 1 s, counted by a cron running once a second, and slack for a loaded
+			// machine.
+			if since := time.Since(psyncs[len(psyncs)-1]); since > 2500*time.Millisecond {
 				outside = append(outside, since)
 			}
 		case strings.HasPrefix(err.Error(), "NOREPLICAS"):
