@@ -13,7 +13,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
-	"github.com/middleware-operator/middleware-operator/internal/testredis"
+	"github.com/middleware-operator/middleware-operator/tests/testredis"
 )
 
 // mixedWrites writes after a base what an application does: overwrites, deletes, counters,

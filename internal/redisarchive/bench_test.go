@@ -20,7 +20,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
-	"github.com/middleware-operator/middleware-operator/internal/testredis"
+	"github.com/middleware-operator/middleware-operator/tests/testredis"
 )
 
 // countingSink counts what it is given and keeps nothing, so that the heap measured is the

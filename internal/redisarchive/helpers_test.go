@@ -17,7 +17,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
-	"github.com/middleware-operator/middleware-operator/internal/testredis"
+	"github.com/middleware-operator/middleware-operator/tests/testredis"
 )
 
 const cluster, shard = "demo", "shard-000"

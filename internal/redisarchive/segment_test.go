@@ -13,7 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
-	"github.com/middleware-operator/middleware-operator/internal/testredis"
+	"github.com/middleware-operator/middleware-operator/tests/testredis"
 )
 
 // archive writes segments of the given commands into sink: each segment a list of

@@ -8,11 +8,11 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/middleware-operator/middleware-operator/internal/localcluster"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
-	"github.com/middleware-operator/middleware-operator/internal/testredis"
+	"github.com/middleware-operator/middleware-operator/tests/localcluster"
+	"github.com/middleware-operator/middleware-operator/tests/testredis"
 )
 
 // TestArchiveInTheObjectStore archives into the object store the local cluster runs, under a
