@@ -45,8 +45,8 @@ func plannerHeldSlots(s *state) []redisadmin.HeldSlot {
 // recordMoveOutcome notes what a slot move held back or rolled back: the status keeps the
 // giant held slots (heldSlotsStatus), each newly held one with a Warning event, and the
 // others, waiting for a full target, only when the move could move nothing else (so the
-// next plan goes around them rather than try them again); a Warning event for each
-// rollback.
+// next plan goes around them rather than try them again); a Warning event for each slot
+// rolled back to its owner (an open slot finished on its target is no event).
 func (r *RedisClusterReconciler) recordMoveOutcome(s *state, stats redisadmin.MoveStats) {
 	known := redisadmin.HeldSlotNumbers(plannerHeldSlots(s))
 	for _, h := range stats.Held {
@@ -59,6 +59,9 @@ func (r *RedisClusterReconciler) recordMoveOutcome(s *state, stats redisadmin.Mo
 		}
 	}
 	for _, f := range stats.Fixes {
+		if f.Action != redisadmin.FixRolledBack {
+			continue // an open slot finished on its target: nothing went back
+		}
 		r.event(s, corev1.EventTypeWarning, ReasonMoveRolledBack, "Scale", "slot %d %s to %s (%d keys moved): %s", f.Slot, f.Action, f.Owner, f.Keys, f.Detail)
 	}
 }

@@ -180,3 +180,16 @@ func TestSkipFullTargets(t *testing.T) {
 		t.Errorf("moves = %v, want %v (rc-1 is 97%% full)", got, want)
 	}
 }
+
+// TestMeanSizesOf: a node whose user may not run MEMORY USAGE has its slots estimated by
+// their keys times its mean bytes a key; a node without keys leaves them unknown (0).
+func TestMeanSizesOf(t *testing.T) {
+	t.Parallel()
+	got := meanSizesOf(map[int]SlotSize{1: {Keys: 10}, 2: {Keys: 0}}, 1000, 100)
+	if want := map[int]SlotSize{1: {Keys: 10, Bytes: 100}, 2: {Keys: 0, Bytes: 0}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("meanSizesOf = %v, want %v", got, want)
+	}
+	if got := meanSizesOf(map[int]SlotSize{1: {Keys: 10}}, 1000, 0); got[1].Bytes != 0 {
+		t.Errorf("with no keys, slot 1 = %+v, want 0 bytes", got[1])
+	}
+}

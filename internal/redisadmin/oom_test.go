@@ -190,3 +190,38 @@ func TestRebalanceHoldsGiantSlot(t *testing.T) {
 	c.assertNoOpenSlot()
 	c.assertGiant(keys, slot, src)
 }
+
+// TestRebalanceHoldsGiantSlotWithoutMemoryUsage: the same fitting as an operator user whose
+// rules predate the MEMORY USAGE grant (nodes started by an older operator keep their rules
+// until restarted): the slot sizes come from the node's mean key size instead, the giant
+// slot is still held, and nothing is opened.
+func TestRebalanceHoldsGiantSlotWithoutMemoryUsage(t *testing.T) {
+	t.Parallel()
+	c, slot, src, dst, keys := newGiantSlot(t, "noperm")
+	ctx := c.ctx
+	const user, pw = "oldrules", "oldrules-pw"
+	for _, n := range c.masters {
+		c.do(n.Addr, "ACL", "SETUSER", user, "on", ">"+pw, "~*", "resetchannels", "-@all", "+ping", "+info", "+dbsize",
+			"+cluster|nodes", "+cluster|info", "+cluster|countkeysinslot", "+cluster|getkeysinslot", "+cluster|setslot",
+			"+migrate", "+asking", "+dump", "+select", "+restore-asking", "+config|set")
+	}
+	admin := NewAdmin(pw, 2*time.Second).WithUser(user)
+	t.Cleanup(func() { _ = admin.Close() })
+	if err := admin.client(src.Addr).Do(ctx, "MEMORY", "USAGE", keys[0]).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+		t.Fatalf("MEMORY USAGE as %s answered %v, want NOPERM: the fault was not staged", user, err)
+	}
+	topo, err := admin.loadTopology(ctx, addrsOf(c.servers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := admin.executeFitted(ctx, topo, []Move{{Source: src.ID, Target: dst.ID, Slots: []int{slot}}}, MoveOptions{})
+	if err != nil {
+		t.Fatalf("the move as a user without MEMORY USAGE: %v", err)
+	}
+	if len(stats.Held) != 1 || stats.Held[0].Slot != slot || !stats.Held[0].Giant || stats.Held[0].Size.Bytes < 480*giantValue {
+		t.Fatalf("held = %+v, want slot %d, giant, estimated at least %d bytes from the mean key size", stats.Held, slot, 480*giantValue)
+	}
+	t.Logf("held by the mean key size: %s", stats.Held[0])
+	c.assertNoOpenSlot()
+	c.assertGiant(keys, slot, src)
+}

@@ -80,6 +80,10 @@ func (m *mover) slotSizes(ctx context.Context, n Node, slots []int, asking bool)
 				total, measured = total+v, measured+1
 			case errors.Is(err, goredis.Nil), strings.HasPrefix(err.Error(), "ASK "), strings.HasPrefix(err.Error(), "MOVED "):
 				// The key moved or expired since GETKEYSINSLOT: not measured.
+			case strings.HasPrefix(err.Error(), "NOPERM"):
+				// A node started before the operator's user was granted MEMORY USAGE (its
+				// rules reach a node at its start): the node's mean key size stands in.
+				return m.meanSizes(ctx, n, sizes)
 			default:
 				return nil, fmt.Errorf("while running MEMORY USAGE on %s: %w", n.Addr, err)
 			}
@@ -91,6 +95,32 @@ func (m *mover) slotSizes(ctx context.Context, n Node, slots []int, asking bool)
 		}
 	}
 	return sizes, nil
+}
+
+// meanSizes estimates each slot of sizes by its keys times n's mean bytes a key (its whole
+// used memory over DBSIZE: an over-estimate, as the room check wants).
+func (m *mover) meanSizes(ctx context.Context, n Node, sizes map[int]SlotSize) (map[int]SlotSize, error) {
+	r, err := m.room(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := m.client(n.Addr).DBSize(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("while running DBSIZE on %s: %w", n.Addr, err)
+	}
+	return meanSizesOf(sizes, r.Holds, keys), nil
+}
+
+// meanSizesOf gives each slot of sizes its keys times used/keys bytes. It is pure.
+func meanSizesOf(sizes map[int]SlotSize, used, keys int64) map[int]SlotSize {
+	out := make(map[int]SlotSize, len(sizes))
+	for s, size := range sizes {
+		if keys > 0 {
+			size.Bytes = size.Keys * (used / keys)
+		}
+		out[s] = size
+	}
+	return out
 }
 
 // measureMoves gathers the facts fitMoves needs for moves: the room of every master of the

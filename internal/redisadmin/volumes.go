@@ -107,7 +107,8 @@ func ExpansionRefused(v Volumes, c Claim, refused string) *VolumeRefusal {
 		"the API server refused to grow claim %s (%s) to spec.pod[0].volumes.size %s: %s; "+
 			"use a StorageClass with allowVolumeExpansion: true (set it on the class if its provisioner can grow volumes; "+
 			"the operator asks again at the next change of the spec or within %s), or create a new RedisCluster with volumes of %s "+
-			"and restore a backup into it; until then set the size back to %s", c.Name, class, v.WantText, refused,
+			"and restore a backup into it; until then the claims keep %s and the cluster runs on (the API server refuses a size "+
+			"below the one asked)", c.Name, class, v.WantText, refused,
 		RefusedExpansionRetry, v.WantText, c.RequestText)}
 }
 

@@ -172,7 +172,7 @@ func TestExpansionRefusedNamesTheClaimTheClassAndTheFix(t *testing.T) {
 	v := growing(2*gi, gi, sixClaims(gi, "local-path")).Volumes
 	for _, c := range []Claim{v.Claims[0], {Name: "redis-data-rc-1", RequestText: "1Gi"}} {
 		got := ExpansionRefused(v, c, "only dynamically provisioned pvc can be resized")
-		for _, part := range []string{c.Name, "2Gi", "only dynamically provisioned", "allowVolumeExpansion: true", "new RedisCluster", "set the size back to 1Gi"} {
+		for _, part := range []string{c.Name, "2Gi", "only dynamically provisioned", "allowVolumeExpansion: true", "new RedisCluster", "the claims keep 1Gi"} {
 			if !strings.Contains(got.Message, part) {
 				t.Errorf("%s: the message does not say %q: %s", c.Name, part, got.Message)
 			}
