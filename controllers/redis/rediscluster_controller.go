@@ -216,7 +216,7 @@ type state struct {
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch;delete;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;update
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

@@ -37,8 +37,6 @@ const (
 	ReasonVolumeExpansionNotAllowed = "VolumeExpansionNotAllowed"
 )
 
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=patch
-
 // resizeRefused is the cause the API server's PersistentVolumeClaimResize admission gives
 // when it refuses a claim's growth: the claim has no StorageClass, or its class does not
 // set allowVolumeExpansion: true.
