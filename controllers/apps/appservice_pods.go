@@ -14,6 +14,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -111,7 +112,7 @@ func (r *AppServiceReconciler) failingPods(ctx context.Context, app *appsv1api.A
 	}
 	pods := &corev1.PodList{}
 	if err := r.APIReader.List(ctx, pods, client.InNamespace(app.Namespace),
-		client.MatchingLabels(resources.SelectorLabels(resources.AppServiceKind, app.Name))); err != nil {
+		client.MatchingLabels(objectlabels.SelectorLabels(objectlabels.AppServiceKind, app.Name))); err != nil {
 		// A diagnosis, not the AppService's state: tried again at the next look.
 		logf.FromContext(ctx).V(1).Info("pods of a rollout that stands still not read", "error", err.Error())
 		return rolloutProblem{}, next

@@ -13,6 +13,7 @@ import (
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
 	"github.com/middleware-operator/middleware-operator/internal/child"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
@@ -42,7 +43,7 @@ func setAppServiceStatus(app *appsv1api.AppService, d *appsv1.Deployment, failin
 		st.AvailableReplicas, st.UpdatedReplicas = d.Status.AvailableReplicas, d.Status.UpdatedReplicas
 	}
 	st.Ready = fmt.Sprintf("%d/%d", st.ReadyReplicas, size)
-	st.Selector = labels.SelectorFromSet(resources.SelectorLabels(resources.AppServiceKind, app.Name)).String()
+	st.Selector = labels.SelectorFromSet(objectlabels.SelectorLabels(objectlabels.AppServiceKind, app.Name)).String()
 
 	if st.AvailableReplicas >= size && d != nil && metav1.IsControlledBy(d, app) {
 		status.Set(&st.Conditions, gen, appsv1api.ConditionAvailable, metav1.ConditionTrue, ReasonReplicasAvailable,

@@ -13,6 +13,7 @@ import (
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
 	"github.com/middleware-operator/middleware-operator/internal/child"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -92,7 +93,7 @@ func (r *CloudManagerReconciler) cleanup(ctx context.Context, cm *appsv1api.Clou
 // component; other kinds have no immutable selector and always do.
 func selectsComponent(obj client.Object, component string) bool {
 	if d, ok := obj.(*appsv1.Deployment); ok && d.Spec.Selector != nil {
-		return d.Spec.Selector.MatchLabels[resources.LabelComponent] == component
+		return d.Spec.Selector.MatchLabels[objectlabels.LabelComponent] == component
 	}
 	return true
 }

@@ -25,6 +25,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
@@ -176,7 +177,7 @@ func (r *RedisBackupReconciler) look(ctx context.Context, b *redisv1alpha1.Redis
 func (r *RedisBackupReconciler) sources(ctx context.Context, rc *redisv1alpha1.RedisCluster, conn pooledAdmin) (redisadmin.SlotMap, []redisadmin.ShardSource, error) {
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(rc.Namespace), client.UnsafeDisableDeepCopy,
-		client.MatchingLabels(resources.SelectorLabels(resources.RedisClusterKind, rc.Name))); err != nil {
+		client.MatchingLabels(objectlabels.SelectorLabels(objectlabels.RedisClusterKind, rc.Name))); err != nil {
 		return nil, nil, fmt.Errorf("while listing the pods of %s: %w", rc.Name, err)
 	}
 	sorted := pods.Items

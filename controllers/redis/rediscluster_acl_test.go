@@ -20,6 +20,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
@@ -369,7 +370,7 @@ func appSet(ctx context.Context, addr string) error {
 func podUIDs(t *testing.T, ns, name string) map[string]types.UID {
 	t.Helper()
 	pods := &corev1.PodList{}
-	if err := env.Client.List(t.Context(), pods, client.InNamespace(ns), client.MatchingLabels(resources.SelectorLabels(resources.RedisClusterKind, name))); err != nil {
+	if err := env.Client.List(t.Context(), pods, client.InNamespace(ns), client.MatchingLabels(objectlabels.SelectorLabels(objectlabels.RedisClusterKind, name))); err != nil {
 		t.Fatal(err)
 	}
 	uids := map[string]types.UID{}

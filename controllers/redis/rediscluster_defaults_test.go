@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 )
 
@@ -46,7 +46,7 @@ func TestRedisClusterSecureDefaultsOnRunningNodes(t *testing.T) {
 	}
 
 	pods := &corev1.PodList{}
-	if err := env.Client.List(t.Context(), pods, client.InNamespace(ns), client.MatchingLabels(resources.SelectorLabels(resources.RedisClusterKind, rc.Name))); err != nil {
+	if err := env.Client.List(t.Context(), pods, client.InNamespace(ns), client.MatchingLabels(objectlabels.SelectorLabels(objectlabels.RedisClusterKind, rc.Name))); err != nil {
 		t.Fatal(err)
 	}
 	if len(pods.Items) != 3 {

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
-	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 )
 
@@ -27,7 +27,7 @@ func TestRedisClusterFinalizerDeletesItsClaimsOneByOne(t *testing.T) {
 	rc.DeletionTimestamp = &now
 	claim := func(cluster, name string) *corev1.PersistentVolumeClaim {
 		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
-			Labels: resources.ObjectLabels(resources.RedisClusterKind, cluster)}}
+			Labels: objectlabels.ObjectLabels(objectlabels.RedisClusterKind, cluster)}}
 	}
 	collections := 0
 	c := fake.NewClientBuilder().WithScheme(env.Scheme).

@@ -25,6 +25,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -64,7 +65,7 @@ func TestRedisClusterNetworkPolicy(t *testing.T) {
 	if !metav1.IsControlledBy(np, rc) {
 		t.Errorf("the NetworkPolicy is not controlled by the RedisCluster: %v", np.OwnerReferences)
 	}
-	own := resources.SelectorLabels(resources.RedisClusterKind, "fenced")
+	own := objectlabels.SelectorLabels(objectlabels.RedisClusterKind, "fenced")
 	if !sameLabels(np.Spec.PodSelector.MatchLabels, own) ||
 		!slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) {
 		t.Errorf("selects %v for %v, want the cluster's pods for ingress and egress", np.Spec.PodSelector.MatchLabels, np.Spec.PolicyTypes)

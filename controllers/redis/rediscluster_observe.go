@@ -17,6 +17,7 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 
 	"github.com/middleware-operator/middleware-operator/internal/child"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
@@ -141,10 +142,10 @@ const podClusterIndex = "rediscluster.pod.instance"
 // podCluster is the index function of podClusterIndex.
 func podCluster(obj client.Object) []string {
 	labels := obj.GetLabels()
-	if labels[resources.LabelName] != resources.RedisClusterKind || labels[resources.LabelInstance] == "" {
+	if labels[objectlabels.LabelName] != objectlabels.RedisClusterKind || labels[objectlabels.LabelInstance] == "" {
 		return nil
 	}
-	return []string{labels[resources.LabelInstance]}
+	return []string{labels[objectlabels.LabelInstance]}
 }
 
 // listPods reads the cluster's pods, ordered by their StatefulSet ordinal: through
@@ -154,7 +155,7 @@ func (r *RedisClusterReconciler) listPods(ctx context.Context, s *state) error {
 	// The pods are only read (s.pods is never written to), so the cache's objects are used
 	// as they are, without a deep copy each look.
 	opts := []client.ListOption{client.InNamespace(s.rc.Namespace), client.UnsafeDisableDeepCopy,
-		client.MatchingLabels(resources.SelectorLabels(resources.RedisClusterKind, s.rc.Name))}
+		client.MatchingLabels(objectlabels.SelectorLabels(objectlabels.RedisClusterKind, s.rc.Name))}
 	if r.podsIndexed {
 		opts = append(opts, client.MatchingFields{podClusterIndex: s.rc.Name})
 	}

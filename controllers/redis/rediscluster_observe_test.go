@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
@@ -23,12 +23,12 @@ import (
 func TestListPodsThroughTheIndex(t *testing.T) {
 	pod := func(ns, name, kind, instance string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-			Labels: map[string]string{resources.LabelName: kind, resources.LabelInstance: instance}}}
+			Labels: map[string]string{objectlabels.LabelName: kind, objectlabels.LabelInstance: instance}}}
 	}
 	c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithIndex(&corev1.Pod{}, podClusterIndex, podCluster).WithObjects(
-		pod("a", "rc-10", resources.RedisClusterKind, "rc"), pod("a", "rc-2", resources.RedisClusterKind, "rc"),
-		pod("a", "rc-1", resources.RedisClusterKind, "rc"), pod("a", "other-0", resources.RedisClusterKind, "other"),
-		pod("a", "rc-app-0", "AppService", "rc"), pod("b", "rc-0", resources.RedisClusterKind, "rc"),
+		pod("a", "rc-10", objectlabels.RedisClusterKind, "rc"), pod("a", "rc-2", objectlabels.RedisClusterKind, "rc"),
+		pod("a", "rc-1", objectlabels.RedisClusterKind, "rc"), pod("a", "other-0", objectlabels.RedisClusterKind, "other"),
+		pod("a", "rc-app-0", "AppService", "rc"), pod("b", "rc-0", objectlabels.RedisClusterKind, "rc"),
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "unlabelled"}},
 	).Build()
 	rc := &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "rc"}}

@@ -18,8 +18,8 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
-	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -64,7 +64,7 @@ func onPool(t *testing.T, name string, n int, replicas int32, masters int) (ns s
 		PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
 			Weight: 100,
 			PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname",
-				LabelSelector: &metav1.LabelSelector{MatchLabels: resources.SelectorLabels(resources.RedisClusterKind, name)}},
+				LabelSelector: &metav1.LabelSelector{MatchLabels: objectlabels.SelectorLabels(objectlabels.RedisClusterKind, name)}},
 		}}},
 	}}}
 	if err := env.Client.Create(t.Context(), rc); err != nil {

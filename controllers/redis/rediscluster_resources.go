@@ -13,6 +13,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/child"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -245,7 +246,7 @@ func (r *RedisClusterReconciler) deleteScaledInClaims(ctx context.Context, s *st
 func (r *RedisClusterReconciler) deleteClaims(ctx context.Context, rc *redisv1alpha1.RedisCluster, from int) error {
 	claims := &corev1.PersistentVolumeClaimList{}
 	if err := r.List(ctx, claims, client.InNamespace(rc.Namespace),
-		client.MatchingLabels(resources.SelectorLabels(resources.RedisClusterKind, rc.Name))); err != nil {
+		client.MatchingLabels(objectlabels.SelectorLabels(objectlabels.RedisClusterKind, rc.Name))); err != nil {
 		return fmt.Errorf("while listing the claims of %s: %w", rc.Name, err)
 	}
 	for i := range claims.Items {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
@@ -66,7 +67,7 @@ func (r *RedisClusterReconciler) readClaims(ctx context.Context, s *state) error
 	}
 	claims := &corev1.PersistentVolumeClaimList{}
 	if err := r.List(ctx, claims, client.InNamespace(s.rc.Namespace),
-		client.MatchingLabels(resources.SelectorLabels(resources.RedisClusterKind, s.rc.Name))); err != nil {
+		client.MatchingLabels(objectlabels.SelectorLabels(objectlabels.RedisClusterKind, s.rc.Name))); err != nil {
 		return fmt.Errorf("while listing the claims of %s: %w", s.rc.Name, err)
 	}
 	prefix := resources.RedisDataVolume + "-" + s.rc.Name + "-"

@@ -16,7 +16,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
-	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -205,7 +205,7 @@ func ptrQuantity(s string) *resource.Quantity {
 func listPods(ctx context.Context, t *testing.T, ns, name string) []corev1.Pod {
 	t.Helper()
 	pods := &corev1.PodList{}
-	if err := env.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(resources.SelectorLabels(resources.RedisClusterKind, name))); err != nil {
+	if err := env.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(objectlabels.SelectorLabels(objectlabels.RedisClusterKind, name))); err != nil {
 		t.Fatal(err)
 	}
 	return pods.Items

@@ -8,6 +8,7 @@
 package caching
 
 import (
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -18,16 +19,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
 // Owned maps each kind the operator creates to the labels an object of that kind must carry
 // to be cached: the managed-by label, and for pods and claims (only Redis reads them) the
 // RedisCluster name label too, so AppService and CloudManager pods stay out of memory.
 func Owned() map[client.Object]labels.Set {
-	ours := labels.Set{resources.LabelManagedBy: resources.ManagedBy}
-	redis := labels.Set{resources.LabelManagedBy: resources.ManagedBy, resources.LabelName: resources.RedisClusterKind}
+	ours := labels.Set{objectlabels.LabelManagedBy: objectlabels.ManagedBy}
+	redis := labels.Set{objectlabels.LabelManagedBy: objectlabels.ManagedBy, objectlabels.LabelName: objectlabels.RedisClusterKind}
 	return map[client.Object]labels.Set{
 		&appsv1.Deployment{}:            ours,
 		&appsv1.StatefulSet{}:           ours,

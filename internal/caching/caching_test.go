@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-
-	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
 func TestOptionsSelectOnlyTheOperatorsObjects(t *testing.T) {
@@ -20,8 +19,8 @@ func TestOptionsSelectOnlyTheOperatorsObjects(t *testing.T) {
 	if len(opts.ByObject) != len(Owned()) {
 		t.Fatalf("%d kinds selected, want %d", len(opts.ByObject), len(Owned()))
 	}
-	ours := labels.Set(resources.ObjectLabels(resources.AppServiceKind, "a"))
-	redis := labels.Set(resources.ObjectLabels(resources.RedisClusterKind, "r"))
+	ours := labels.Set(objectlabels.ObjectLabels(objectlabels.AppServiceKind, "a"))
+	redis := labels.Set(objectlabels.ObjectLabels(objectlabels.RedisClusterKind, "r"))
 	users := labels.Set{"app": "mine"}
 	for obj, by := range opts.ByObject {
 		kind := fmt.Sprintf("%T", obj)

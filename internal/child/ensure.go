@@ -10,8 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/middleware-operator/middleware-operator/internal/resources"
-
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,7 +46,7 @@ type NotControlledError struct {
 func (e *NotControlledError) Error() string {
 	if e.Unlabelled {
 		return fmt.Sprintf("%s %q already exists and is not controlled by this resource (it lacks the label %s=%s): rename or delete it",
-			e.Kind, e.Name, resources.LabelManagedBy, resources.ManagedBy)
+			e.Kind, e.Name, objectlabels.LabelManagedBy, objectlabels.ManagedBy)
 	}
 	return fmt.Sprintf("%s %q already exists and is not controlled by this resource: rename or delete it", e.Kind, e.Name)
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
 // Palette colours text for a terminal; its zero value writes plain text.
@@ -87,7 +87,7 @@ func CompactSlots(text string, limit int) string {
 	if text == "" {
 		return "-"
 	}
-	ranges, err := redisadmin.ParseSlotRanges(text)
+	ranges, err := nodes.ParseSlotRanges(text)
 	if err != nil {
 		return text
 	}
@@ -96,11 +96,11 @@ func CompactSlots(text string, limit int) string {
 		shown = ranges[:limit]
 	}
 	var b strings.Builder
-	b.WriteString(redisadmin.FormatSlotRanges(shown))
+	b.WriteString(nodes.FormatSlotRanges(shown))
 	if more := len(ranges) - len(shown); more > 0 {
 		fmt.Fprintf(&b, " +%d more", more)
 	}
-	fmt.Fprintf(&b, " (%d slots)", redisadmin.CountSlots(ranges))
+	fmt.Fprintf(&b, " (%d slots)", nodes.CountSlots(ranges))
 	return b.String()
 }
 

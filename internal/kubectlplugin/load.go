@@ -10,6 +10,7 @@ import (
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -39,7 +40,7 @@ func LoadAppServiceView(ctx context.Context, c client.Client, namespace, name st
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, app); err != nil {
 		return AppServiceView{}, fmt.Errorf("while reading AppService %s/%s: %w", namespace, name, err)
 	}
-	w, err := loadWorkload(ctx, c, namespace, resources.AppServiceKind, "AppService", name)
+	w, err := loadWorkload(ctx, c, namespace, objectlabels.AppServiceKind, "AppService", name)
 	return AppServiceView{App: app, Workload: w}, err
 }
 
@@ -57,7 +58,7 @@ func LoadCloudManagerView(ctx context.Context, c client.Client, namespace, name 
 // the object of kind and name.
 func loadWorkload(ctx context.Context, c client.Client, namespace, labelKind, kind, name string) (Workload, error) {
 	pods := &corev1.PodList{}
-	if err := c.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels(resources.SelectorLabels(labelKind, name))); err != nil {
+	if err := c.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels(objectlabels.SelectorLabels(labelKind, name))); err != nil {
 		return Workload{}, fmt.Errorf("while listing the pods of %s %s: %w", kind, name, err)
 	}
 	events, err := EventsOf(ctx, c, namespace, kind, name)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,8 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
-
-	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
 // DefaultLeaseName is the operator's leader election Lease (main.go's --leader-election-id).
@@ -130,9 +129,9 @@ func collectObjects(ctx context.Context, c client.Client, opts ReportOptions, a 
 			names[u.GetName()] = true
 		}
 	}
-	selector := client.MatchingLabels{resources.LabelManagedBy: resources.ManagedBy}
+	selector := client.MatchingLabels{objectlabels.LabelManagedBy: objectlabels.ManagedBy}
 	if opts.Name != "" {
-		selector[resources.LabelInstance] = opts.Name
+		selector[objectlabels.LabelInstance] = opts.Name
 	}
 	for _, gvk := range childKinds {
 		items, err := listKind(ctx, c, gvk, opts.Namespace, selector)

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 )
 
 // untar reads a report from data.
@@ -29,8 +29,8 @@ func untar(t *testing.T, data []byte) map[string]string {
 }
 
 func TestWriteReport(t *testing.T) {
-	labels := resources.ObjectLabels(resources.RedisClusterKind, "cache")
-	otherLabels := resources.ObjectLabels(resources.RedisClusterKind, "sessions")
+	labels := objectlabels.ObjectLabels(objectlabels.RedisClusterKind, "cache")
+	otherLabels := objectlabels.ObjectLabels(objectlabels.RedisClusterKind, "sessions")
 	const password = "known-redis-password"
 	objs := []client.Object{
 		&redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cache"}, Spec: redisv1alpha1.RedisClusterSpec{Replicas: 6}},

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -130,7 +131,7 @@ func (a *Admin) ClusterNodes(ctx context.Context, addr string) ([]Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("while running CLUSTER NODES on %s: %w", addr, err)
 	}
-	nodes, err := parseClusterNodes(text)
+	nodes, err := nodes.ParseClusterNodes(text)
 	if err != nil {
 		return nil, fmt.Errorf("while reading CLUSTER NODES of %s: %w", addr, err)
 	}

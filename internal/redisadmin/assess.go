@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
 // Health is what clients would see of a cluster, derived from one Snapshot.
@@ -91,8 +93,8 @@ func Assess(s Snapshot) Health {
 			if self.IsMaster() && FormatSlotRanges(self.Slots) == FormatSlotRanges(n.Slots) {
 				served = count
 			} else if self.IsMaster() {
-				for _, slot := range slotList(n.Slots) {
-					if ownsSlot(self, slot) {
+				for _, slot := range nodes.SlotList(n.Slots) {
+					if nodes.OwnsSlot(self, slot) {
 						served++
 					}
 				}
@@ -137,7 +139,7 @@ func Assess(s Snapshot) Health {
 		if o.Info["cluster_state"] != "ok" {
 			stateNotOK++
 		}
-		if self, _ := o.Self(); self.hasOpenSlots() {
+		if self, _ := o.Self(); self.HasOpenSlots() {
 			open++
 		}
 	}
@@ -261,7 +263,7 @@ func servedSlotBySlot(h *Health, joined []*Observation, ids map[string]*Observat
 		if o == nil {
 			continue
 		}
-		if self, _ := o.Self(); self.IsMaster() && ownsSlot(self, slot) {
+		if self, _ := o.Self(); self.IsMaster() && nodes.OwnsSlot(self, slot) {
 			h.SlotsServed++
 			masters[self.ID] = true
 		}

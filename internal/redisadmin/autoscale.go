@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
 // Autoscale is an opt-in memory autoscaler in the planner's terms: keep the fullest
@@ -257,7 +259,7 @@ func stuckOn(s Snapshot, m masterMemory, target float64, held []HeldSlot) string
 	var bytes int64
 	var names []string
 	for _, h := range held {
-		if h.Giant && ownsSlot(self, h.Slot) {
+		if h.Giant && nodes.OwnsSlot(self, h.Slot) {
 			bytes += h.Size.Bytes
 			names = append(names, fmt.Sprintf("%d (%d keys, about %s)", h.Slot, h.Size.Keys, formatBytes(h.Size.Bytes)))
 		}

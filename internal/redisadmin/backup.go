@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
 // ShardSource is the node one shard's snapshot is taken from.
@@ -28,7 +30,7 @@ func (m SlotMap) String() string {
 	ids := m.masters()
 	parts := make([]string, len(ids))
 	for i, id := range ids {
-		parts[i] = short(id) + ":" + FormatSlotRanges(m[id])
+		parts[i] = nodes.ShortID(id) + ":" + FormatSlotRanges(m[id])
 	}
 	return strings.Join(parts, " ")
 }
@@ -73,11 +75,11 @@ func StableSlotMap(s Snapshot, h Health) (SlotMap, error) {
 	for _, o := range joined {
 		m := SlotMap{}
 		for _, n := range o.View {
-			if n.hasOpenSlots() {
-				return nil, fmt.Errorf("slots are being moved (node %s migrates or imports slots): a backup waits for the slot map to be stable", short(n.ID))
+			if n.HasOpenSlots() {
+				return nil, fmt.Errorf("slots are being moved (node %s migrates or imports slots): a backup waits for the slot map to be stable", nodes.ShortID(n.ID))
 			}
 			if n.IsMaster() && len(n.Slots) > 0 {
-				m[n.ID] = mergeSlots(slices.Clone(n.Slots))
+				m[n.ID] = nodes.MergeSlots(slices.Clone(n.Slots))
 			}
 		}
 		if first == nil {
@@ -90,7 +92,7 @@ func StableSlotMap(s Snapshot, h Health) (SlotMap, error) {
 	for _, o := range joined {
 		for _, n := range o.View {
 			if _, master := first[n.ID]; master && (n.Failed || n.PossiblyFailed || ids[n.ID] == nil) {
-				return nil, fmt.Errorf("master %s is failing or silent: a failover may change the slot map", short(n.ID))
+				return nil, fmt.Errorf("master %s is failing or silent: a failover may change the slot map", nodes.ShortID(n.ID))
 			}
 		}
 	}

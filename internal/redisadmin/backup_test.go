@@ -21,7 +21,7 @@ func TestStableSlotMap(t *testing.T) {
 			// rc-1's own view gives slot 0 to bbbbbbbb as well.
 			for j := range c.snap.Nodes[1].View {
 				if c.snap.Nodes[1].View[j].ID == "bbbbbbbb" {
-					c.snap.Nodes[1].View[j].Slots = []SlotRange{{0, 0}, {5461, 10922}}
+					c.snap.Nodes[1].View[j].Slots = []SlotRange{{Start: 0, End: 0}, {Start: 5461, End: 10922}}
 				}
 			}
 			return c
@@ -72,9 +72,9 @@ func TestBackupSources(t *testing.T) {
 		"a silent replica: from the master": {c: six().silence(5, errDown), want: []string{"rc-3", "rc-4", "rc-2"}},
 		"two replicas: the most advanced": {c: func() *cluster {
 			c := newFake(3, 2,
-				fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{0, 5460}}},
-				fakeNode{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{5461, 10922}}},
-				fakeNode{"rc-2", "cccccccc", "n3", "", []SlotRange{{10923, 16383}}},
+				fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{Start: 0, End: 5460}}},
+				fakeNode{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{Start: 5461, End: 10922}}},
+				fakeNode{"rc-2", "cccccccc", "n3", "", []SlotRange{{Start: 10923, End: 16383}}},
 				fakeNode{"rc-3", "dddddddd", "n2", "aaaaaaaa", nil},
 				fakeNode{"rc-4", "eeeeeeee", "n3", "aaaaaaaa", nil},
 				fakeNode{"rc-5", "ffffffff", "n1", "bbbbbbbb", nil},

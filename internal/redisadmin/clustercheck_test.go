@@ -129,7 +129,7 @@ func (a *Admin) Check(ctx context.Context, addrs []string) (CheckResult, error) 
 		visited[p.self.ID] = true
 		probes = append(probes, p)
 		for _, n := range p.view {
-			if n.Myself || n.Host == "" || n.hasFlag("noaddr") || n.hasFlag("handshake") || visited[n.ID] || queued[n.Addr] {
+			if n.Myself || n.Host == "" || n.HasFlag("noaddr") || n.HasFlag("handshake") || visited[n.ID] || queued[n.Addr] {
 				continue
 			}
 			queued[n.Addr] = true
@@ -213,7 +213,7 @@ func checkCoverage(res *CheckResult, view []Node) int {
 			if len(missing) > 0 && missing[len(missing)-1].End == s-1 {
 				missing[len(missing)-1].End = s
 			} else {
-				missing = append(missing, SlotRange{s, s})
+				missing = append(missing, SlotRange{Start: s, End: s})
 			}
 		}
 		res.Problems = append(res.Problems, Problem{ProblemSlotsUncovered, "",
@@ -244,7 +244,7 @@ func checkAgreement(res *CheckResult, probes []probe) {
 func membership(view []Node) string {
 	var ids []string
 	for _, n := range view {
-		if !n.hasFlag("handshake") {
+		if !n.HasFlag("handshake") {
 			ids = append(ids, n.ID)
 		}
 	}
@@ -258,7 +258,7 @@ func checkNode(res *CheckResult, p probe) {
 		res.Problems = append(res.Problems, Problem{ProblemClusterState, p.addr,
 			fmt.Sprintf("%s reports cluster_state:%s", p.addr, state)})
 	}
-	if p.self.hasOpenSlots() {
+	if p.self.HasOpenSlots() {
 		var parts []string
 		for _, s := range sortedKeys(p.self.Migrating) {
 			parts = append(parts, strconv.Itoa(s)+" migrating to "+p.self.Migrating[s])

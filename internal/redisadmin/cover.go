@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -74,7 +75,7 @@ func planAbandon(s Snapshot) (Action, bool) {
 				cmds = append(cmds, Command{o.Addr, []string{"CLUSTER", "FORGET", sh.ID}})
 			}
 		}
-		names = append(names, fmt.Sprintf("%s (last at %s, %d slots)", short(sh.ID), sh.Addr, CountSlots(sh.Slots)))
+		names = append(names, fmt.Sprintf("%s (last at %s, %d slots)", nodes.ShortID(sh.ID), sh.Addr, CountSlots(sh.Slots)))
 	}
 	if len(cmds) == 0 {
 		return Action{}, false
@@ -104,7 +105,7 @@ func planCover(s Snapshot) (Action, bool) {
 	targetSlots := 0
 	for _, o := range joined {
 		self, _ := o.Self()
-		if self.hasOpenSlots() {
+		if self.HasOpenSlots() {
 			return Action{}, false
 		}
 		for slot, owner := range routes(o) {
@@ -130,7 +131,7 @@ func planCover(s Snapshot) (Action, bool) {
 		if n := len(uncovered); n > 0 && uncovered[n-1].End == slot-1 {
 			uncovered[n-1].End = slot
 		} else {
-			uncovered = append(uncovered, SlotRange{slot, slot})
+			uncovered = append(uncovered, SlotRange{Start: slot, End: slot})
 		}
 	}
 	if len(uncovered) == 0 {

@@ -7,6 +7,8 @@ import (
 	"net"
 	"slices"
 	"strings"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
 // ErrNodeNotEmpty is wrapped by the error of Create when a node already belongs to a
@@ -99,7 +101,7 @@ func (a *Admin) preflight(ctx context.Context, plan Plan) (map[string]emptyNode,
 		if n := CountSlots(self.Slots); n > 0 || info["cluster_slots_assigned"] != "0" {
 			problems = append(problems, fmt.Sprintf("%s already has slots assigned (%s)", e.Addr, FormatSlotRanges(self.Slots)))
 		}
-		if self.hasOpenSlots() {
+		if self.HasOpenSlots() {
 			problems = append(problems, fmt.Sprintf("%s has importing or migrating slots", e.Addr))
 		}
 		if self.Role == RoleSlave {
@@ -220,7 +222,7 @@ func missingNodes(addr string, view []Node, nodes map[string]emptyNode) string {
 		switch {
 		case !ok:
 			return fmt.Sprintf("%s does not know %s yet", addr, other)
-		case n.hasFlag("handshake") || n.hasFlag("noaddr"):
+		case n.HasFlag("handshake") || n.HasFlag("noaddr"):
 			return fmt.Sprintf("%s is still in handshake with %s", addr, other)
 		}
 	}
@@ -309,24 +311,9 @@ func slotSignature(view []Node) string {
 	var parts []string
 	for _, n := range view {
 		if len(n.Slots) > 0 {
-			parts = append(parts, n.ID+":"+FormatSlotRanges(mergeSlots(n.Slots)))
+			parts = append(parts, n.ID+":"+FormatSlotRanges(nodes.MergeSlots(n.Slots)))
 		}
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, "|")
-}
-
-// mergeSlots sorts ranges and joins adjacent or overlapping ones.
-func mergeSlots(ranges []SlotRange) []SlotRange {
-	sorted := slices.Clone(ranges)
-	slices.SortFunc(sorted, func(x, y SlotRange) int { return x.Start - y.Start })
-	var out []SlotRange
-	for _, r := range sorted {
-		if len(out) > 0 && r.Start <= out[len(out)-1].End+1 {
-			out[len(out)-1].End = max(out[len(out)-1].End, r.End)
-			continue
-		}
-		out = append(out, r)
-	}
-	return out
 }

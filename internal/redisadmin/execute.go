@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -203,9 +204,9 @@ func planPairs(topo *topology, moves []Move) ([]*pair, error) {
 				return nil, fmt.Errorf("slot %d is moved twice", s)
 			}
 			seen[s] = true
-			srcOwns := src.IsMaster() && ownsSlot(*src, s)
+			srcOwns := src.IsMaster() && nodes.OwnsSlot(*src, s)
 			switch {
-			case ownsSlot(*dst, s):
+			case nodes.OwnsSlot(*dst, s):
 				if srcOwns || src.Migrating[s] != "" {
 					p.finish = append(p.finish, s)
 				}

@@ -48,7 +48,7 @@ func (a *Admin) Failover(ctx context.Context, replicaAddr string) error {
 	// the other masters only vote for one they know as a replica of that master.
 	err = a.poll(ctx, "every master to know "+replicaAddr+" as a replica of "+master.Addr, func(ctx context.Context) (bool, string) {
 		for _, n := range view {
-			if !n.IsMaster() || n.Failed || n.hasFlag("handshake") || n.hasFlag("noaddr") {
+			if !n.IsMaster() || n.Failed || n.HasFlag("handshake") || n.HasFlag("noaddr") {
 				continue
 			}
 			other, err := a.ClusterNodes(ctx, n.Addr)

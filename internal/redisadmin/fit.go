@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
 // Room is how many bytes a master may still receive: maxmemory minus used_memory, with a
@@ -123,11 +125,11 @@ type HeldSlot struct {
 // String names the slot, its size and what would help, for events and conditions.
 func (h HeldSlot) String() string {
 	if !h.Giant {
-		return fmt.Sprintf("slot %d (%d keys, about %s) waits: %s has %s of room left", h.Slot, h.Size.Keys, formatBytes(h.Size.Bytes), short(h.Target), formatBytes(h.Room.Bytes))
+		return fmt.Sprintf("slot %d (%d keys, about %s) waits: %s has %s of room left", h.Slot, h.Size.Keys, formatBytes(h.Size.Bytes), nodes.ShortID(h.Target), formatBytes(h.Room.Bytes))
 	}
 	return fmt.Sprintf("slot %d (%d keys, about %s) does not fit in %s (%s of room); a larger memory limit, "+
 		"a higher maxMemoryPercent or fewer keys under one hash tag would let it move",
-		h.Slot, h.Size.Keys, formatBytes(h.Size.Bytes), short(h.Target), formatBytes(h.Room.Bytes))
+		h.Slot, h.Size.Keys, formatBytes(h.Size.Bytes), nodes.ShortID(h.Target), formatBytes(h.Room.Bytes))
 }
 
 // HeldSlotNumbers are the slot numbers of held.

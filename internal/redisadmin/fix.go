@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -177,7 +178,7 @@ func (m *mover) fixSlot(ctx context.Context, topo *topology, s int, counts map[s
 	masters := topo.masters()
 	var owners, importing []Node
 	for _, n := range masters {
-		if ownsSlot(n, s) {
+		if nodes.OwnsSlot(n, s) {
 			owners = append(owners, n)
 		}
 		if n.Importing[s] != "" {
@@ -367,7 +368,7 @@ func (m *mover) fixOrphan(ctx context.Context, topo *topology, s int, importing 
 	}
 	target := importing[0]
 	for _, n := range topo.nodes {
-		if ownsSlot(n, s) && !gone(topo, n.ID) {
+		if nodes.OwnsSlot(n, s) && !gone(topo, n.ID) {
 			return SlotFix{}, fmt.Errorf("its owner %s cannot be reached but is not flagged failed; not fixed", n.Addr)
 		}
 	}
@@ -396,7 +397,7 @@ func (m *mover) fixStrayed(ctx context.Context, topo *topology, s int, counts ma
 	switch len(holders) {
 	case 0:
 		for _, n := range topo.entryView {
-			if ownsSlot(n, s) && n.IsMaster() && topo.reachable[n.ID] {
+			if nodes.OwnsSlot(n, s) && n.IsMaster() && topo.reachable[n.ID] {
 				owner = topo.node(n.ID)
 			}
 		}

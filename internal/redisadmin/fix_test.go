@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -60,7 +61,7 @@ func (c *slotCluster) slotOf(tag string) (int, Node) {
 	c.t.Helper()
 	slot := int(c.do(c.servers[0].addr, "CLUSTER", "KEYSLOT", tag).Val().(int64))
 	for _, m := range c.masters {
-		if ownsSlot(m, slot) {
+		if nodes.OwnsSlot(m, slot) {
 			return slot, m
 		}
 	}
@@ -133,7 +134,7 @@ func (c *slotCluster) healthy() CheckResult {
 // ownerOf returns the address of the master Check sees serving slot.
 func ownerOf(res CheckResult, slot int) string {
 	for _, m := range res.Masters() {
-		if ownsSlot(m, slot) {
+		if nodes.OwnsSlot(m, slot) {
 			return m.Addr
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
 // ActionKind names what a recovery does; it is also the reason of the event that reports it.
@@ -128,7 +130,7 @@ func viewEntry(view []Node, id string) string {
 func knowsAt(view []Node, id, addr string) bool {
 	for _, n := range view {
 		if n.ID == id {
-			return n.Addr == addr && !n.hasFlag("noaddr") && !n.hasFlag("handshake")
+			return n.Addr == addr && !n.HasFlag("noaddr") && !n.HasFlag("handshake")
 		}
 	}
 	return false
@@ -240,7 +242,7 @@ func planRepoint(s Snapshot) (Action, bool) {
 			return Action{}, false
 		}
 		return Action{ActionRepoint, []Command{replicate(o, selfID(m))},
-			fmt.Sprintf("%s replicated %s, which is gone or no longer a master: it now replicates %s", o.Pod, short(self.MasterID), m.Pod)}, true
+			fmt.Sprintf("%s replicated %s, which is gone or no longer a master: it now replicates %s", o.Pod, nodes.ShortID(self.MasterID), m.Pod)}, true
 	}
 	return Action{}, false
 }
@@ -275,7 +277,7 @@ func planFailover(s Snapshot) (Action, bool) {
 			kind, mode = ActionTakeover, "TAKEOVER"
 		}
 		msg := fmt.Sprintf("master %s (%s) has been down for %s and no replica took over: %s promoted with CLUSTER FAILOVER %s",
-			short(k.node.ID), k.node.Addr, s.silentFor(k).Round(time.Second), best.Pod, mode)
+			nodes.ShortID(k.node.ID), k.node.Addr, s.silentFor(k).Round(time.Second), best.Pod, mode)
 		if kind == ActionTakeover {
 			msg += fmt.Sprintf(" (%d of %d masters are down, so no election can win)", dead, owners)
 		}
@@ -297,7 +299,7 @@ func planForget(s Snapshot) (Action, bool) {
 		if k.answers != nil || len(k.slots) > 0 || s.silentFor(k) < forgetAfter*s.NodeTimeout {
 			continue
 		}
-		if !k.failed && !k.node.hasFlag("noaddr") && k.listedBy*2 > joined {
+		if !k.failed && !k.node.HasFlag("noaddr") && k.listedBy*2 > joined {
 			continue
 		}
 		var cmds []Command
@@ -315,7 +317,7 @@ func planForget(s Snapshot) (Action, bool) {
 			continue
 		}
 		return Action{ActionForget, cmds, fmt.Sprintf("forgot node %s (last at %s): no pod has answered with its ID for %s",
-			short(k.node.ID), k.node.Addr, s.silentFor(k).Round(time.Second))}, true
+			nodes.ShortID(k.node.ID), k.node.Addr, s.silentFor(k).Round(time.Second))}, true
 	}
 	return Action{}, false
 }
@@ -380,7 +382,7 @@ func planBalanceReplicas(s Snapshot) (Action, bool) {
 	}
 	donors := slices.Clone(l.replicas[selfID(most)])
 	slices.SortStableFunc(donors, func(a, b *Observation) int {
-		return cmp.Compare(boolRank(sameDomain(a, least)), boolRank(sameDomain(b, least)))
+		return cmp.Compare(nodes.BoolRank(sameDomain(a, least)), nodes.BoolRank(sameDomain(b, least)))
 	})
 	r := donors[0]
 	return Action{ActionBalanceReplicas, []Command{replicate(r, selfID(least))},
@@ -444,9 +446,6 @@ func Unseparated(s Snapshot) []string {
 	}
 	return out
 }
-
-// short is the first 8 characters of a node ID, for messages.
-func short(id string) string { return id[:min(8, len(id))] }
 
 // Run sends the commands of a recovery, in order, stopping at the first error.
 func (a *Admin) Run(ctx context.Context, action Action) error {

@@ -112,9 +112,9 @@ var errDown = errors.New("dial tcp: connection refused")
 // the slots each, then the given nodes.
 func threeShards(masters, replicasPerMaster int, others ...fakeNode) *cluster {
 	return newFake(masters, replicasPerMaster, append([]fakeNode{
-		{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{0, 5460}}},
-		{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{5461, 10922}}},
-		{"rc-2", "cccccccc", "n3", "", []SlotRange{{10923, 16383}}},
+		{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{Start: 0, End: 5460}}},
+		{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{Start: 5461, End: 10922}}},
+		{"rc-2", "cccccccc", "n3", "", []SlotRange{{Start: 10923, End: 16383}}},
 	}, others...)...)
 }
 
@@ -122,9 +122,9 @@ func threeShards(masters, replicasPerMaster int, others ...fakeNode) *cluster {
 // replica on another host than its master.
 func six() *cluster {
 	return newFake(3, 1,
-		fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{0, 5460}}},
-		fakeNode{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{5461, 10922}}},
-		fakeNode{"rc-2", "cccccccc", "n3", "", []SlotRange{{10923, 16383}}},
+		fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{Start: 0, End: 5460}}},
+		fakeNode{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{Start: 5461, End: 10922}}},
+		fakeNode{"rc-2", "cccccccc", "n3", "", []SlotRange{{Start: 10923, End: 16383}}},
 		fakeNode{"rc-3", "dddddddd", "n2", "aaaaaaaa", nil},
 		fakeNode{"rc-4", "eeeeeeee", "n3", "bbbbbbbb", nil},
 		fakeNode{"rc-5", "ffffffff", "n1", "cccccccc", nil},
@@ -220,9 +220,9 @@ func TestPlanRecovery(t *testing.T) {
 			snap: func() Snapshot {
 				c := six()
 				v := &c.snap.Nodes[1].View[0] // rc-1's line for aaaaaaaa
-				v.Slots = []SlotRange{{0, 99}, {102, 5460}}
+				v.Slots = []SlotRange{{Start: 0, End: 99}, {Start: 102, End: 5460}}
 				c.snap.Nodes[1].View = append(c.snap.Nodes[1].View, Node{ID: "gggggggg", Addr: "127.1.9.9:6379", Role: RoleMaster,
-					Flags: []string{"master", "fail"}, Failed: true, ConfigEpoch: 99, Slots: []SlotRange{{100, 101}}})
+					Flags: []string{"master", "fail"}, Failed: true, ConfigEpoch: 99, Slots: []SlotRange{{Start: 100, End: 101}}})
 				return c.snap
 			}(),
 			want: ActionRoute, commands: []string{addrOf(0) + ": CLUSTER BUMPEPOCH",
@@ -232,7 +232,7 @@ func TestPlanRecovery(t *testing.T) {
 		"a replica's view has a slot unassigned: only the owner's epoch is bumped (a replica refuses SETSLOT)": {
 			snap: func() Snapshot {
 				c := six()
-				c.snap.Nodes[4].View[2].Slots = []SlotRange{{10923, 16382}}
+				c.snap.Nodes[4].View[2].Slots = []SlotRange{{Start: 10923, End: 16382}}
 				return c.snap
 			}(),
 			want: ActionRoute, commands: []string{addrOf(2) + ": CLUSTER BUMPEPOCH"}, served: SlotCount - 1,
@@ -246,7 +246,7 @@ func TestPlanRecovery(t *testing.T) {
 				v := &c.snap.Nodes[4].View[2] // rc-4's line for cccccccc
 				v.Slots = nil
 				c.snap.Nodes[4].View = append(c.snap.Nodes[4].View, Node{ID: "gggggggg", Role: RoleMaster,
-					Flags: []string{"master", "noaddr"}, ConfigEpoch: 7, Slots: []SlotRange{{10923, 16383}}})
+					Flags: []string{"master", "noaddr"}, ConfigEpoch: 7, Slots: []SlotRange{{Start: 10923, End: 16383}}})
 				return c.snap
 			}(),
 			want: ActionRoute, commands: []string{addrOf(0) + ": CLUSTER BUMPEPOCH", addrOf(2) + ": CLUSTER BUMPEPOCH"},
@@ -261,7 +261,7 @@ func TestPlanRecovery(t *testing.T) {
 				v := &c.snap.Nodes[4].View[2]
 				v.Slots = nil
 				c.snap.Nodes[4].View = append(c.snap.Nodes[4].View, Node{ID: "gggggggg", Role: RoleMaster,
-					Flags: []string{"master", "noaddr"}, ConfigEpoch: 7, Slots: []SlotRange{{10923, 16383}}})
+					Flags: []string{"master", "noaddr"}, ConfigEpoch: 7, Slots: []SlotRange{{Start: 10923, End: 16383}}})
 				return c.snap
 			}(),
 			want: ActionRoute, commands: []string{addrOf(2) + ": CLUSTER BUMPEPOCH"},
@@ -584,9 +584,9 @@ func TestUnseparated(t *testing.T) {
 		},
 		"two Kubernetes nodes for three shards of two: one replica cannot be separated": {
 			snap: newFake(3, 1,
-				fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{0, 5460}}},
-				fakeNode{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{5461, 10922}}},
-				fakeNode{"rc-2", "cccccccc", "n1", "", []SlotRange{{10923, 16383}}},
+				fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{Start: 0, End: 5460}}},
+				fakeNode{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{Start: 5461, End: 10922}}},
+				fakeNode{"rc-2", "cccccccc", "n1", "", []SlotRange{{Start: 10923, End: 16383}}},
 				fakeNode{"rc-3", "dddddddd", "n2", "aaaaaaaa", nil},
 				fakeNode{"rc-4", "eeeeeeee", "n1", "bbbbbbbb", nil},
 				fakeNode{"rc-5", "ffffffff", "n1", "cccccccc", nil},
@@ -595,9 +595,9 @@ func TestUnseparated(t *testing.T) {
 		},
 		"one Kubernetes node: every replica shares it": {
 			snap: newFake(3, 1,
-				fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{0, 5460}}},
-				fakeNode{"rc-1", "bbbbbbbb", "n1", "", []SlotRange{{5461, 10922}}},
-				fakeNode{"rc-2", "cccccccc", "n1", "", []SlotRange{{10923, 16383}}},
+				fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{Start: 0, End: 5460}}},
+				fakeNode{"rc-1", "bbbbbbbb", "n1", "", []SlotRange{{Start: 5461, End: 10922}}},
+				fakeNode{"rc-2", "cccccccc", "n1", "", []SlotRange{{Start: 10923, End: 16383}}},
 				fakeNode{"rc-3", "dddddddd", "n1", "aaaaaaaa", nil},
 				fakeNode{"rc-4", "eeeeeeee", "n1", "bbbbbbbb", nil},
 				fakeNode{"rc-5", "ffffffff", "n1", "cccccccc", nil},
@@ -625,9 +625,9 @@ func TestUnseparated(t *testing.T) {
 		"a master not answering: the layout is not judged": {
 			snap: func() Snapshot {
 				c := newFake(3, 1,
-					fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{0, 5460}}},
-					fakeNode{"rc-1", "bbbbbbbb", "n1", "", []SlotRange{{5461, 10922}}},
-					fakeNode{"rc-2", "cccccccc", "n1", "", []SlotRange{{10923, 16383}}},
+					fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{Start: 0, End: 5460}}},
+					fakeNode{"rc-1", "bbbbbbbb", "n1", "", []SlotRange{{Start: 5461, End: 10922}}},
+					fakeNode{"rc-2", "cccccccc", "n1", "", []SlotRange{{Start: 10923, End: 16383}}},
 					fakeNode{"rc-3", "dddddddd", "n1", "aaaaaaaa", nil},
 				)
 				c.snap.Nodes[1].Err = errors.New("i/o timeout")

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
 // How soon the controller looks again after a step, by what it waits for.
@@ -428,7 +430,7 @@ func planLostShards(spec Spec, s Snapshot, _ Health) (Step, bool) {
 	var names []string
 	slots := 0
 	for _, sh := range shards {
-		names = append(names, fmt.Sprintf("%s (last at %s, slots %s)", short(sh.ID), sh.Addr, FormatSlotRanges(sh.Slots)))
+		names = append(names, fmt.Sprintf("%s (last at %s, slots %s)", nodes.ShortID(sh.ID), sh.Addr, FormatSlotRanges(sh.Slots)))
 		slots += CountSlots(sh.Slots)
 	}
 	if spec.ReloadFrom != "" && spec.Reload == nil {
@@ -436,7 +438,7 @@ func planLostShards(spec Spec, s Snapshot, _ Health) (Step, bool) {
 		for _, sh := range shards {
 			lost = append(lost, sh.Slots...)
 		}
-		lost = mergeSlots(lost)
+		lost = nodes.MergeSlots(lost)
 		return Step{Kind: StepRecordReload, Operation: OpHealing, Slots: lost, After: LookSoon,
 			Reason: fmt.Sprintf("%d slots have no copy left (master %s): recording them to reload from backup %s", slots, strings.Join(names, ", "), spec.ReloadFrom)}, true
 	}
@@ -519,7 +521,7 @@ func planRestore(spec Spec, s Snapshot, h Health) (Step, bool) {
 		}
 		o := ids[owner]
 		if o == nil {
-			return Step{Kind: StepWait, Operation: OpCreating, After: LookSoon, Reason: fmt.Sprintf("waiting for master %s of %s to answer", short(owner), ShardName(i))}, true
+			return Step{Kind: StepWait, Operation: OpCreating, After: LookSoon, Reason: fmt.Sprintf("waiting for master %s of %s to answer", nodes.ShortID(owner), ShardName(i))}, true
 		}
 		loads = append(loads, ShardLoad{Shard: i, Slots: slots, Addr: o.Addr, NodeID: owner, Pod: o.Pod})
 		pods = append(pods, o.Pod)
@@ -564,7 +566,7 @@ func planReload(spec Spec, s Snapshot, h Health) (Step, bool) {
 		}
 		o := s.byID()[owner]
 		if o == nil {
-			return Step{Kind: StepWait, Operation: OpHealing, After: LookSoon, Reason: fmt.Sprintf("waiting for master %s to answer", short(owner))}, true
+			return Step{Kind: StepWait, Operation: OpHealing, After: LookSoon, Reason: fmt.Sprintf("waiting for master %s to answer", nodes.ShortID(owner))}, true
 		}
 		return Step{Kind: StepReloadShard, Operation: OpHealing, Shard: i, Slots: slots, Addr: o.Addr, NodeID: owner, Pod: o.Pod, After: LookSoon,
 			Reason: fmt.Sprintf("reloading the lost slots %s from the backup's %s into %s", FormatSlotRanges(slots), ShardName(i), o.Pod)}, true
@@ -583,7 +585,7 @@ func intersectSlots(a, b []SlotRange) []SlotRange {
 			}
 		}
 	}
-	return mergeSlots(out)
+	return nodes.MergeSlots(out)
 }
 
 // planDropAcceptance spends the accept-data-loss annotation once a cluster is formed and
@@ -621,7 +623,7 @@ func planRecover(_ Spec, s Snapshot, _ Health) (Step, bool) {
 // (strayedSlots), before anything else changes the topology.
 func planFixSlots(_ Spec, s Snapshot, _ Health) (Step, bool) {
 	for _, o := range s.answering() {
-		if self, _ := o.Self(); self.hasOpenSlots() {
+		if self, _ := o.Self(); self.HasOpenSlots() {
 			return Step{Kind: StepFixSlots, Operation: OpScaling, After: LookSoon,
 				Reason: "finishing or rolling back the slot moves an interruption left open (first on " + o.Pod + ")"}, true
 		}
@@ -629,7 +631,7 @@ func planFixSlots(_ Spec, s Snapshot, _ Health) (Step, bool) {
 	if strayed := strayedSlots(s); len(strayed) > 0 {
 		return Step{Kind: StepFixSlots, Operation: OpHealing, After: LookSoon,
 			Reason: fmt.Sprintf("%d slots (%s) are claimed by no master while the cluster routes them to one: giving each to the master that holds its keys",
-				len(strayed), FormatSlotRanges(slotRanges(strayed)))}, true
+				len(strayed), FormatSlotRanges(nodes.RangesOf(strayed)))}, true
 	}
 	return Step{}, false
 }
@@ -671,7 +673,7 @@ func planJoin(_ Spec, s Snapshot, _ Health) (Step, bool) {
 			Reason: "adding " + o.Pod + " to the cluster as a master"}
 		if counts := stayingMasters(s); len(counts) >= s.Masters {
 			step.MasterID = pickMaster(s, counts, o)
-			step.Reason = fmt.Sprintf("adding %s to the cluster as a replica of %s", o.Pod, short(step.MasterID))
+			step.Reason = fmt.Sprintf("adding %s to the cluster as a replica of %s", o.Pod, nodes.ShortID(step.MasterID))
 		}
 		return step, true
 	}

@@ -61,20 +61,20 @@ func specFor(n int) Spec {
 func restoring(spec Spec, loaded []string, problem string) Spec {
 	spec.UpdateRevision = ""
 	spec.Restore = &Restore{Loaded: loaded, Problem: problem, Shards: [][]SlotRange{
-		{{0, 99}}, {{100, 8000}, {9000, 9100}}, {{8001, 8999}, {9101, 16383}}}}
+		{{Start: 0, End: 99}}, {{Start: 100, End: 8000}, {Start: 9000, End: 9100}}, {{Start: 8001, End: 8999}, {Start: 9101, End: 16383}}}}
 	return spec
 }
 
 // restoringSix is spec restoring a backup of six()'s slot map, with the masters loaded.
 func restoringSix(spec Spec, loaded ...string) Spec {
 	spec = restoring(spec, loaded, "")
-	spec.Restore.Shards = [][]SlotRange{{{0, 5460}}, {{5461, 10922}}, {{10923, 16383}}}
+	spec.Restore.Shards = [][]SlotRange{{{Start: 0, End: 5460}}, {{Start: 5461, End: 10922}}, {{Start: 10923, End: 16383}}}
 	return spec
 }
 
 // reloading is spec reloading slots 0-5460 from a backup of the shards given.
 func reloading(spec Spec, shards [][]SlotRange) Spec {
-	spec.Reload = &Reload{Slots: []SlotRange{{0, 5460}}, Shards: shards}
+	spec.Reload = &Reload{Slots: []SlotRange{{Start: 0, End: 5460}}, Shards: shards}
 	return spec
 }
 
@@ -195,18 +195,18 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"a lost shard with its reload recorded: give it up, as an accepted loss": {
-			spec: reloading(specFor(6), [][]SlotRange{{{0, 5460}}, {{5461, 16383}}}), snap: lostShard(20 * time.Second).snap, want: StepRecover,
+			spec: reloading(specFor(6), [][]SlotRange{{{Start: 0, End: 5460}}, {{Start: 5461, End: 16383}}}), snap: lostShard(20 * time.Second).snap, want: StepRecover,
 			check: func(t *testing.T, s Step) { expect(t, s.Action.Kind == ActionAbandon, "action %s", s.Action.Kind) },
 		},
 		"the lost slots served again: load the backup's shard that holds them": {
-			spec: reloading(specFor(6), [][]SlotRange{{{0, 3000}}, {{3001, 16383}}}), snap: six().current().snap, want: StepReloadShard,
+			spec: reloading(specFor(6), [][]SlotRange{{{Start: 0, End: 3000}}, {{Start: 3001, End: 16383}}}), snap: six().current().snap, want: StepReloadShard,
 			check: func(t *testing.T, s Step) {
 				expect(t, s.Shard == 0 && FormatSlotRanges(s.Slots) == "0-3000" && s.NodeID == "aaaaaaaa", "shard %d slots %s into %s", s.Shard, FormatSlotRanges(s.Slots), s.NodeID)
 			},
 		},
 		"the first shard loaded: the rest of the lost slots from the second": {
 			spec: func() Spec {
-				s := reloading(specFor(6), [][]SlotRange{{{0, 3000}}, {{3001, 16383}}})
+				s := reloading(specFor(6), [][]SlotRange{{{Start: 0, End: 3000}}, {{Start: 3001, End: 16383}}})
 				s.Reload.Loaded = []int{0}
 				return s
 			}(),
@@ -219,7 +219,7 @@ func TestNextStep(t *testing.T) {
 		},
 		"every shard holding lost slots loaded: finish": {
 			spec: func() Spec {
-				s := reloading(specFor(6), [][]SlotRange{{{0, 3000}}, {{3001, 16383}}})
+				s := reloading(specFor(6), [][]SlotRange{{{Start: 0, End: 3000}}, {{Start: 3001, End: 16383}}})
 				s.Reload.Loaded = []int{0, 1}
 				return s
 			}(),
@@ -355,7 +355,7 @@ func TestNextStep(t *testing.T) {
 			spec: specFor(6), snap: func() Snapshot {
 				c := six().current()
 				self, b := &c.snap.Nodes[0].View[0], &c.snap.Nodes[0].View[1] // rc-0's own line and its line for bbbbbbbb
-				self.Slots, b.Slots = []SlotRange{{0, 99}, {101, 5460}}, []SlotRange{{100, 100}, {5461, 10922}}
+				self.Slots, b.Slots = []SlotRange{{Start: 0, End: 99}, {Start: 101, End: 5460}}, []SlotRange{{Start: 100, End: 100}, {Start: 5461, End: 10922}}
 				return c.snap
 			}(), want: StepFixSlots,
 			check: func(t *testing.T, s Step) {
@@ -366,9 +366,9 @@ func TestNextStep(t *testing.T) {
 			spec: specFor(6), snap: func() Snapshot {
 				c := six().current()
 				self := &c.snap.Nodes[0].View[0]
-				self.Slots = []SlotRange{{0, 99}, {101, 5460}}
+				self.Slots = []SlotRange{{Start: 0, End: 99}, {Start: 101, End: 5460}}
 				c.snap.Nodes[0].View = append(c.snap.Nodes[0].View, Node{ID: "gggggggg", Addr: "127.1.9.9:6379", Role: RoleMaster,
-					Flags: []string{"master"}, Slots: []SlotRange{{100, 100}}})
+					Flags: []string{"master"}, Slots: []SlotRange{{Start: 100, End: 100}}})
 				return c.snap
 			}(), want: StepWait,
 		},
@@ -633,13 +633,13 @@ func sixNewPods() Snapshot {
 // eight is four shards (a, b, c, g) with a replica each; g and h on rc-6 and rc-7.
 func eight() *cluster {
 	return newFake(3, 1,
-		fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{0, 4095}}},
-		fakeNode{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{4096, 8191}}},
-		fakeNode{"rc-2", "cccccccc", "n3", "", []SlotRange{{8192, 12287}}},
+		fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{Start: 0, End: 4095}}},
+		fakeNode{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{Start: 4096, End: 8191}}},
+		fakeNode{"rc-2", "cccccccc", "n3", "", []SlotRange{{Start: 8192, End: 12287}}},
 		fakeNode{"rc-3", "dddddddd", "n2", "aaaaaaaa", nil},
 		fakeNode{"rc-4", "eeeeeeee", "n3", "bbbbbbbb", nil},
 		fakeNode{"rc-5", "ffffffff", "n1", "cccccccc", nil},
-		fakeNode{"rc-6", "gggggggg", "n1", "", []SlotRange{{12288, 16383}}},
+		fakeNode{"rc-6", "gggggggg", "n1", "", []SlotRange{{Start: 12288, End: 16383}}},
 		fakeNode{"rc-7", "hhhhhhhh", "n2", "gggggggg", nil},
 	).current()
 }
@@ -649,9 +649,9 @@ func eight() *cluster {
 func drained() *cluster {
 	c := eight().leaving(6)
 	c.each("gggggggg", func(n *Node) { n.Slots = nil })
-	c.each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{0, 5460}} })
-	c.each("bbbbbbbb", func(n *Node) { n.Slots = []SlotRange{{5461, 10922}} })
-	c.each("cccccccc", func(n *Node) { n.Slots = []SlotRange{{10923, 16383}} })
+	c.each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{Start: 0, End: 5460}} })
+	c.each("bbbbbbbb", func(n *Node) { n.Slots = []SlotRange{{Start: 5461, End: 10922}} })
+	c.each("cccccccc", func(n *Node) { n.Slots = []SlotRange{{Start: 10923, End: 16383}} })
 	return c
 }
 
@@ -668,8 +668,8 @@ func assigned(moved int) Snapshot {
 	c := six().withNewMaster()
 	c.snap.Masters = 4
 	if moved > 0 {
-		c.each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{moved, 5460}} })
-		c.each("gggggggg", func(n *Node) { n.Slots = []SlotRange{{0, moved - 1}} })
+		c.each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{Start: moved, End: 5460}} })
+		c.each("gggggggg", func(n *Node) { n.Slots = []SlotRange{{Start: 0, End: moved - 1}} })
 	}
 	return c.snap
 }
@@ -682,8 +682,8 @@ func TestAgreedRoutesCountLikeSlotBySlot(t *testing.T) {
 		"a new master joined": six().withNewMaster().snap,
 		"a slot moved in every view": func() Snapshot {
 			c := six()
-			c.each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{0, 99}, {101, 5460}} })
-			c.each("bbbbbbbb", func(n *Node) { n.Slots = []SlotRange{{100, 100}, {5461, 10922}} })
+			c.each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{Start: 0, End: 99}, {Start: 101, End: 5460}} })
+			c.each("bbbbbbbb", func(n *Node) { n.Slots = []SlotRange{{Start: 100, End: 100}, {Start: 5461, End: 10922}} })
 			return c.snap
 		}(),
 		"a master silent":      six().silence(0, errDown).snap,

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/middleware-operator/middleware-operator/internal/crashpoint"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
 // NodeState is what a node says about itself: its CLUSTER NODES and its number of keys.
@@ -67,7 +68,7 @@ func planAddNode(cluster []Node, joining NodeState, asReplicaOf string) (AddNode
 		if n.Myself {
 			seed = n
 		}
-		if !n.hasFlag("handshake") {
+		if !n.HasFlag("handshake") {
 			members[n.ID] = true
 		}
 	}
@@ -86,7 +87,7 @@ func planAddNode(cluster []Node, joining NodeState, asReplicaOf string) (AddNode
 	}
 	if joined {
 		for _, n := range joining.View {
-			if !n.Myself && !n.hasFlag("handshake") && !members[n.ID] {
+			if !n.Myself && !n.HasFlag("handshake") && !members[n.ID] {
 				return AddNodePlan{}, fmt.Errorf("while planning add-node: %s knows %s, which is not in the cluster: %w", self.Addr, n.ID, ErrNodeNotEmpty)
 			}
 		}
@@ -95,7 +96,7 @@ func planAddNode(cluster []Node, joining NodeState, asReplicaOf string) (AddNode
 		if len(joining.View) > 1 {
 			problems = append(problems, fmt.Sprintf("it knows %d other nodes", len(joining.View)-1))
 		}
-		if len(self.Slots) > 0 || self.hasOpenSlots() {
+		if len(self.Slots) > 0 || self.HasOpenSlots() {
 			problems = append(problems, "it has slots")
 		}
 		if joining.Keys > 0 {
@@ -236,12 +237,12 @@ func (a *Admin) waitKnown(ctx context.Context, addr, id string, cluster []Node) 
 		}
 		known := map[string]bool{}
 		for _, n := range view {
-			if !n.hasFlag("handshake") && !n.hasFlag("noaddr") {
+			if !n.HasFlag("handshake") && !n.HasFlag("noaddr") {
 				known[n.ID] = true
 			}
 		}
 		for _, n := range cluster {
-			if n.Failed || n.hasFlag("handshake") || n.hasFlag("noaddr") {
+			if n.Failed || n.HasFlag("handshake") || n.HasFlag("noaddr") {
 				continue
 			}
 			if !known[n.ID] {
@@ -251,7 +252,7 @@ func (a *Admin) waitKnown(ctx context.Context, addr, id string, cluster []Node) 
 			if err != nil {
 				return false, err.Error()
 			}
-			if !slices.ContainsFunc(other, func(o Node) bool { return o.ID == id && !o.hasFlag("handshake") }) {
+			if !slices.ContainsFunc(other, func(o Node) bool { return o.ID == id && !o.HasFlag("handshake") }) {
 				return false, fmt.Sprintf("%s does not know %s yet", n.Addr, addr)
 			}
 		}
@@ -321,7 +322,7 @@ func planDelNode(cluster []Node, node string) (DelNodePlan, error) {
 			}
 			best := slices.MinFunc(candidates, func(x, y Node) int {
 				return cmp.Or(
-					cmp.Compare(boolRank(len(x.Slots) == 0), boolRank(len(y.Slots) == 0)),
+					cmp.Compare(nodes.BoolRank(len(x.Slots) == 0), nodes.BoolRank(len(y.Slots) == 0)),
 					cmp.Compare(replicas[x.ID], replicas[y.ID]),
 				)
 			})
@@ -331,13 +332,6 @@ func planDelNode(cluster []Node, node string) (DelNodePlan, error) {
 		plan.Forget = append(plan.Forget, n)
 	}
 	return plan, nil
-}
-
-func boolRank(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // DelNode reproduces `redis-cli --cluster del-node clusterAddr node`, node being an ID or

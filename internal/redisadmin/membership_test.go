@@ -9,9 +9,14 @@ import (
 	"time"
 )
 
+// Node IDs in the form CLUSTER NODES prints them, the ones internal/rediscluster/nodes'
+// tests use (a test package cannot be imported).
+const id1, id2, id3, id5, id6 = "e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca", "67ed2db8d677e59ec4a4cefb06858cf2a1a89fa1",
+	"292f8b365bb7edb5e285caf0b7e6ddc7265d2f4f", "6ec23923021cf3ffec47632106199cb7f496ce01", "824fe116063bc5fcf9f4ffd895bc17aee7731ac3"
+
 func TestPlanAddNode(t *testing.T) {
 	seed := Node{ID: id1, Addr: "10.0.0.1:6379", Host: "10.0.0.1", Port: 6379, BusPort: 16379, Role: RoleMaster, Myself: true,
-		Slots: []SlotRange{{0, 16383}}}
+		Slots: []SlotRange{{Start: 0, End: 16383}}}
 	other := Node{ID: id2, Addr: "10.0.0.2:6379", Host: "10.0.0.2", Port: 6379, Role: RoleSlave, MasterID: id1}
 	fresh := Node{ID: id3, Addr: "10.0.0.3:6379", Host: "10.0.0.3", Port: 6379, Role: RoleMaster, Myself: true}
 	notMyself := func(n Node) Node { n.Myself = false; return n }
@@ -55,7 +60,7 @@ func TestPlanAddNode(t *testing.T) {
 		},
 		"serves slots": {
 			cluster: []Node{seed},
-			joining: NodeState{View: []Node{func() Node { n := fresh; n.Slots = []SlotRange{{1, 1}}; return n }()}},
+			joining: NodeState{View: []Node{func() Node { n := fresh; n.Slots = []SlotRange{{Start: 1, End: 1}}; return n }()}},
 			wantErr: "it has slots",
 		},
 		"in another cluster": {
@@ -99,7 +104,7 @@ func TestPlanDelNode(t *testing.T) {
 	m := func(id string, slots bool, flags ...string) Node {
 		n := Node{ID: id, Addr: id + ":1", Role: RoleMaster, Flags: flags}
 		if slots {
-			n.Slots = []SlotRange{{0, 1}}
+			n.Slots = []SlotRange{{Start: 0, End: 1}}
 		}
 		n.Failed = slices.Contains(flags, "fail")
 		return n

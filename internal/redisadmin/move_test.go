@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -49,9 +50,9 @@ func TestMoveSlotBusyKey(t *testing.T) {
 	if got := c.do(src.Addr, "GET", conflict).Val(); got != "v:7" {
 		t.Errorf("the source's %s = %v, want v:7 untouched", conflict, got)
 	}
-	nodes, _ := c.admin.ClusterNodes(ctx, src.Addr)
-	for _, n := range nodes {
-		if n.Myself && (!ownsSlot(n, slot) || n.Migrating[slot] != dst.ID) {
+	view, _ := c.admin.ClusterNodes(ctx, src.Addr)
+	for _, n := range view {
+		if n.Myself && (!nodes.OwnsSlot(n, slot) || n.Migrating[slot] != dst.ID) {
 			t.Errorf("after a failed MIGRATE the source must still own slot %d, migrating: %s", slot, FormatSlotRanges(n.Slots))
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -40,7 +41,7 @@ func giantPayload(i int) string {
 func (c *slotCluster) squeeze(n Node, room int64) {
 	c.t.Helper()
 	text := c.do(n.Addr, "INFO", "memory").Val().(string)
-	used, _ := strconv.ParseInt(parseInfoFields(text, func(f string) bool { return f == "used_memory" })["used_memory"], 10, 64)
+	used, _ := strconv.ParseInt(nodes.ParseInfoFields(text, func(f string) bool { return f == "used_memory" })["used_memory"], 10, 64)
 	c.do(n.Addr, "CONFIG", "SET", "maxmemory", used+room, "maxmemory-policy", "noeviction")
 }
 
@@ -116,7 +117,7 @@ func TestMoveRollsBackWhenTargetOOM(t *testing.T) {
 	}
 	t.Logf("rolled back %d keys (%s); the whole move, OOM and roll back, took %s", stats.Fixes[0].Keys, stats.Fixes[0].Detail, stats.Elapsed.Round(time.Millisecond))
 	c.assertNoOpenSlot()
-	mem := parseInfoFields(c.do(dst.Addr, "INFO", "memory").Val().(string), func(f string) bool { return f == "used_memory" || f == "maxmemory" })
+	mem := nodes.ParseInfoFields(c.do(dst.Addr, "INFO", "memory").Val().(string), func(f string) bool { return f == "used_memory" || f == "maxmemory" })
 	t.Logf("target memory after the roll back: %v", mem)
 	time.Sleep(time.Second)
 	w.stopAndVerify(ctx, t)
@@ -170,7 +171,7 @@ func TestRebalanceHoldsGiantSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	small := slot + 1
-	if !ownsSlot(src, small) {
+	if !nodes.OwnsSlot(src, small) {
 		small = slot - 1
 	}
 	stats, err := c.admin.executeFitted(ctx, topo, []Move{{Source: src.ID, Target: dst.ID, Slots: []int{slot, small}}}, MoveOptions{})

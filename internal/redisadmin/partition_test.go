@@ -45,7 +45,7 @@ func promotedAcross() *cluster {
 		for j := range c.snap.Nodes[i].View {
 			switch n := &c.snap.Nodes[i].View[j]; n.ID {
 			case "dddddddd":
-				n.Role, n.MasterID, n.Slots, n.Flags = RoleMaster, "", []SlotRange{{0, 5460}}, append(n.Flags[:len(n.Flags)-1:len(n.Flags)-1], RoleMaster)
+				n.Role, n.MasterID, n.Slots, n.Flags = RoleMaster, "", []SlotRange{{Start: 0, End: 5460}}, append(n.Flags[:len(n.Flags)-1:len(n.Flags)-1], RoleMaster)
 			case "aaaaaaaa":
 				n.Slots = nil
 			}

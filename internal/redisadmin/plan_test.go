@@ -177,7 +177,7 @@ func TestPlanValidate(t *testing.T) {
 		"duplicate node":         {mutate: func(p *Plan) { p.Masters[0].Replicas = []Endpoint{p.Masters[1].Endpoint} }, wantErr: "appears twice"},
 		"master no slots":        {mutate: func(p *Plan) { p.Masters[0].Slots = nil }, wantErr: "has no slots"},
 		"empty address":          {mutate: func(p *Plan) { p.Masters[0].Addr = "" }, wantErr: "no address"},
-		"reversed range":         {mutate: func(p *Plan) { p.Masters[0].Slots[0] = SlotRange{5460, 0} }, wantErr: "bad slot range"},
+		"reversed range":         {mutate: func(p *Plan) { p.Masters[0].Slots[0] = SlotRange{Start: 5460, End: 0} }, wantErr: "bad slot range"},
 		"extra replica is valid": {mutate: func(p *Plan) { p.Masters[0].Replicas = []Endpoint{{Addr: "r:1"}} }},
 	}
 	for name, tc := range tests {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
 // DefaultRebalanceThreshold is redis-cli's default --cluster-threshold: a rebalance moves
@@ -23,7 +25,7 @@ type Move struct {
 
 // String describes the move as "N slots from <source> to <target>".
 func (m Move) String() string {
-	return fmt.Sprintf("%d slots (%s) from %s to %s", len(m.Slots), FormatSlotRanges(slotRanges(m.Slots)), m.Source, m.Target)
+	return fmt.Sprintf("%d slots (%s) from %s to %s", len(m.Slots), FormatSlotRanges(nodes.RangesOf(m.Slots)), m.Source, m.Target)
 }
 
 // countMovedSlots returns the number of slots moves move.
@@ -140,7 +142,7 @@ func planRebalance(masters []Node, weights map[string]float64, threshold float64
 		return nil, nil
 	}
 	for _, n := range involved {
-		n.slots = slotList(n.ranges)
+		n.slots = nodes.SlotList(n.ranges)
 	}
 	for totalBalance > 0 {
 		for _, n := range involved {
@@ -231,7 +233,7 @@ func planReshard(masters []Node, n int, from []string, to string) ([]Move, error
 	if len(from) == 0 || slices.Contains(from, "all") {
 		for _, m := range masters {
 			if m.IsMaster() && m.ID != to {
-				sources = append(sources, &balanceNode{id: m.ID, slots: slotList(m.Slots)})
+				sources = append(sources, &balanceNode{id: m.ID, slots: nodes.SlotList(m.Slots)})
 			}
 		}
 	} else {
@@ -247,7 +249,7 @@ func planReshard(masters []Node, n int, from []string, to string) ([]Move, error
 				continue
 			}
 			seen[id] = true
-			sources = append(sources, &balanceNode{id: m.ID, slots: slotList(m.Slots)})
+			sources = append(sources, &balanceNode{id: m.ID, slots: nodes.SlotList(m.Slots)})
 		}
 	}
 	total := 0
@@ -391,7 +393,7 @@ func (a *Admin) readyTopology(ctx context.Context, addrs []string, opts MoveOpti
 	}
 	var owner [SlotCount]string
 	for _, m := range topo.masters() {
-		for _, s := range slotList(m.Slots) {
+		for _, s := range nodes.SlotList(m.Slots) {
 			if owner[s] != "" {
 				return nil, fmt.Errorf("slot %d is claimed by both %s and %s; the nodes do not agree yet", s, owner[s], m.ID)
 			}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
 // master returns a master with id and ranges.
@@ -18,14 +20,14 @@ func master(id string, ranges ...SlotRange) Node {
 func describeMoves(moves []Move) []string {
 	out := make([]string, len(moves))
 	for i, m := range moves {
-		out[i] = m.Source + ">" + m.Target + ":" + FormatSlotRanges(slotRanges(m.Slots))
+		out[i] = m.Source + ">" + m.Target + ":" + FormatSlotRanges(nodes.RangesOf(m.Slots))
 	}
 	return out
 }
 
 // threeMasters is the cluster `redis-cli --cluster create` makes of three masters.
 func threeMasters() []Node {
-	return []Node{master("A", SlotRange{0, 5460}), master("B", SlotRange{5461, 10922}), master("C", SlotRange{10923, 16383})}
+	return []Node{master("A", SlotRange{Start: 0, End: 5460}), master("B", SlotRange{Start: 5461, End: 10922}), master("C", SlotRange{Start: 10923, End: 16383})}
 }
 
 func TestPlanRebalance(t *testing.T) {
@@ -55,7 +57,7 @@ func TestPlanRebalance(t *testing.T) {
 			want: []string{"B>D:5462-6827", "C>D:10924-12288", "A>D:1-1365"},
 		},
 		"a master with only pinned slots left gives what it can": {
-			masters:   []Node{master("A", SlotRange{0, 3}), master("B", SlotRange{4, 16383})},
+			masters:   []Node{master("A", SlotRange{Start: 0, End: 3}), master("B", SlotRange{Start: 4, End: 16383})},
 			threshold: 2, pinned: []int{0, 1, 2, 3, 4, 5},
 			want: []string{"B>A:6-8193"},
 		},
@@ -72,11 +74,11 @@ func TestPlanRebalance(t *testing.T) {
 			threshold: 0, useEmpty: true,
 		},
 		"within the threshold": {
-			masters:   []Node{master("A", SlotRange{0, 8250}), master("B", SlotRange{8251, 16383})},
+			masters:   []Node{master("A", SlotRange{Start: 0, End: 8250}), master("B", SlotRange{Start: 8251, End: 16383})},
 			threshold: 2,
 		},
 		"over the threshold": {
-			masters:   []Node{master("A", SlotRange{0, 8400}), master("B", SlotRange{8401, 16383})},
+			masters:   []Node{master("A", SlotRange{Start: 0, End: 8400}), master("B", SlotRange{Start: 8401, End: 16383})},
 			threshold: 2,
 			want:      []string{"A>B:0-208"},
 		},
@@ -98,7 +100,7 @@ func TestPlanRebalance(t *testing.T) {
 			want: []string{"B>D:5461-6826", "C>D:10923-12287", "A>D:0-1364"},
 		},
 		"uncovered slots": {
-			masters:   []Node{master("A", SlotRange{0, 100})},
+			masters:   []Node{master("A", SlotRange{Start: 0, End: 100})},
 			threshold: 2,
 			wantErr:   "served by none",
 		},
@@ -121,7 +123,7 @@ func TestPlanRebalance(t *testing.T) {
 			wantErr:   "add up to 0",
 		},
 		"slot served twice": {
-			masters:   append(threeMasters(), master("D", SlotRange{5, 5})),
+			masters:   append(threeMasters(), master("D", SlotRange{Start: 5, End: 5})),
 			threshold: 2,
 			wantErr:   "slot 5 is served by two masters",
 		},
@@ -156,7 +158,7 @@ func randomMasters(rng *rand.Rand, n int) []Node {
 	for i := range masters {
 		masters[i] = master(fmt.Sprintf("m%d", i))
 		if cuts[i+1] > cuts[i] {
-			masters[i].Slots = []SlotRange{{cuts[i], cuts[i+1] - 1}}
+			masters[i].Slots = []SlotRange{{Start: cuts[i], End: cuts[i+1] - 1}}
 		}
 	}
 	rng.Shuffle(len(masters), func(i, j int) { masters[i], masters[j] = masters[j], masters[i] })
@@ -166,10 +168,10 @@ func randomMasters(rng *rand.Rand, n int) []Node {
 		if a == b || len(masters[a].Slots) == 0 {
 			continue
 		}
-		slots := slotList(masters[a].Slots)
+		slots := nodes.SlotList(masters[a].Slots)
 		s := slots[rng.IntN(len(slots))]
-		masters[a].Slots = slotRanges(slices.DeleteFunc(slots, func(x int) bool { return x == s }))
-		masters[b].Slots = slotRanges(append(slotList(masters[b].Slots), s))
+		masters[a].Slots = nodes.RangesOf(slices.DeleteFunc(slots, func(x int) bool { return x == s }))
+		masters[b].Slots = nodes.RangesOf(append(nodes.SlotList(masters[b].Slots), s))
 	}
 	return masters
 }
@@ -180,7 +182,7 @@ func applyMoves(t *testing.T, masters []Node, moves []Move) map[string][]int {
 	t.Helper()
 	owner := map[int]string{}
 	for _, m := range masters {
-		for _, s := range slotList(m.Slots) {
+		for _, s := range nodes.SlotList(m.Slots) {
 			owner[s] = m.ID
 		}
 	}
@@ -276,7 +278,7 @@ func TestPlanRebalanceProperties(t *testing.T) {
 		// Planning again on the result moves nothing when shares are large enough for 2%.
 		var again []Node
 		for _, m := range masters {
-			again = append(again, master(m.ID, slotRanges(after[m.ID])...))
+			again = append(again, master(m.ID, nodes.RangesOf(after[m.ID])...))
 		}
 		minShare := math.Inf(1)
 		for _, m := range involved {
@@ -316,12 +318,12 @@ func TestPlanReshard(t *testing.T) {
 			want: []string{"C>D:10923-10932"},
 		},
 		"exact shares": {
-			masters: []Node{master("A", SlotRange{0, 9}), master("B", SlotRange{10, 19}), master("C", SlotRange{20, 16383}), master("D")},
+			masters: []Node{master("A", SlotRange{Start: 0, End: 9}), master("B", SlotRange{Start: 10, End: 19}), master("C", SlotRange{Start: 20, End: 16383}), master("D")},
 			n:       2, from: []string{"A", "B"}, to: "D",
 			want: []string{"A>D:0", "B>D:10"},
 		},
 		"top-up after floor": {
-			masters: []Node{master("A", SlotRange{0, 9}), master("B", SlotRange{10, 19}), master("C", SlotRange{20, 29}), master("D", SlotRange{30, 16383})},
+			masters: []Node{master("A", SlotRange{Start: 0, End: 9}), master("B", SlotRange{Start: 10, End: 19}), master("C", SlotRange{Start: 20, End: 29}), master("D", SlotRange{Start: 30, End: 16383})},
 			n:       2, from: []string{"A", "B", "C"}, to: "D",
 			// redis-cli moves only A's slot 0 (ceil 0.67 = 1, floor 0.67 = 0, 0): topped up from A.
 			want: []string{"A>D:0-1"},
@@ -395,7 +397,7 @@ func TestPlanReshardProperties(t *testing.T) {
 					src = m
 				}
 			}
-			if want := slotList(src.Slots)[:len(mv.Slots)]; !slices.Equal(mv.Slots, want) {
+			if want := nodes.SlotList(src.Slots)[:len(mv.Slots)]; !slices.Equal(mv.Slots, want) {
 				t.Fatalf("iteration %d: move %v does not take the lowest slots of its source", iter, mv)
 			}
 		}
@@ -403,11 +405,11 @@ func TestPlanReshardProperties(t *testing.T) {
 }
 
 func TestSlotRangesAndMoves(t *testing.T) {
-	got := FormatSlotRanges(slotRanges([]int{5, 1, 2, 3, 9, 10, 2}))
+	got := FormatSlotRanges(nodes.RangesOf([]int{5, 1, 2, 3, 9, 10, 2}))
 	if got != "1-3,5,9-10" {
 		t.Errorf("slotRanges = %s", got)
 	}
-	if got := slotList([]SlotRange{{5, 6}, {1, 2}}); !slices.Equal(got, []int{1, 2, 5, 6}) {
+	if got := nodes.SlotList([]SlotRange{{Start: 5, End: 6}, {Start: 1, End: 2}}); !slices.Equal(got, []int{1, 2, 5, 6}) {
 		t.Errorf("slotList = %v", got)
 	}
 	if s := (Move{Source: "a", Target: "b", Slots: []int{1, 2}}).String(); s != "2 slots (1-2) from a to b" {

@@ -16,7 +16,7 @@ func routes(o *Observation) *[SlotCount]string {
 	}
 	var out [SlotCount]string
 	for _, n := range o.View {
-		if !n.IsMaster() || n.hasFlag("handshake") {
+		if !n.IsMaster() || n.HasFlag("handshake") {
 			continue
 		}
 		for _, r := range n.Slots {
@@ -33,7 +33,7 @@ func routes(o *Observation) *[SlotCount]string {
 func routedMasters(o *Observation) []Node {
 	var out []Node
 	for _, n := range o.View {
-		if n.IsMaster() && !n.hasFlag("handshake") && len(n.Slots) > 0 {
+		if n.IsMaster() && !n.HasFlag("handshake") && len(n.Slots) > 0 {
 			out = append(out, n)
 		}
 	}
@@ -86,7 +86,7 @@ func planRoute(s Snapshot) (Action, bool) {
 	var contested [SlotCount]bool
 	for _, o := range joined {
 		self, _ := o.Self()
-		if self.hasOpenSlots() {
+		if self.HasOpenSlots() {
 			return Action{}, false
 		}
 		if !self.IsMaster() {

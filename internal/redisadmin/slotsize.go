@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -21,7 +22,7 @@ func (m *mover) room(ctx context.Context, n Node) (Room, error) {
 	if err != nil {
 		return Room{}, fmt.Errorf("while reading INFO memory of %s: %w", n.Addr, err)
 	}
-	info := parseInfoFields(text, func(f string) bool {
+	info := nodes.ParseInfoFields(text, func(f string) bool {
 		return f == "used_memory" || f == "maxmemory" || f == "used_memory_overhead"
 	})
 	num := func(f string) int64 { n, _ := strconv.ParseInt(info[f], 10, 64); return n }

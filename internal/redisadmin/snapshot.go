@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -142,9 +143,9 @@ func (a *Admin) observe(ctx context.Context, o *Observation) {
 		o.Err = errors.New("the pod has no IP")
 		return
 	}
-	var nodes, info, server *goredis.StringCmd
+	var view, info, server *goredis.StringCmd
 	read := func(p goredis.Pipeliner) error {
-		nodes, info, server = p.ClusterNodes(ctx), p.ClusterInfo(ctx), p.Info(ctx, "server", "replication", "memory", "stats", "errorstats")
+		view, info, server = p.ClusterNodes(ctx), p.ClusterInfo(ctx), p.Info(ctx, "server", "replication", "memory", "stats", "errorstats")
 		return nil
 	}
 	_, o.Err = a.client(o.Addr).Pipelined(ctx, read)
@@ -154,14 +155,14 @@ func (a *Admin) observe(ctx context.Context, o *Observation) {
 		_, o.Err = a.client(o.Addr).Pipelined(ctx, read)
 	}
 	if o.Err == nil {
-		o.View, o.Err = parseClusterNodes(nodes.Val())
+		o.View, o.Err = nodes.ParseClusterNodes(view.Val())
 	}
 	if o.Err != nil {
 		o.Err = fmt.Errorf("while reading the cluster state of %s: %w", o.Addr, o.Err)
 		o.View = nil
 		return
 	}
-	o.Info, o.Replication = parseInfoFields(info.Val(), clusterInfoField), parseInfoFields(server.Val(), nodeInfoField)
+	o.Info, o.Replication = nodes.ParseInfoFields(info.Val(), clusterInfoField), nodes.ParseInfoFields(server.Val(), nodeInfoField)
 	if up, err := strconv.ParseInt(o.Replication["uptime_in_seconds"], 10, 64); err == nil {
 		o.Started = time.Now().Add(-time.Duration(up) * time.Second)
 	}
@@ -225,7 +226,7 @@ func (s *Snapshot) CheckIdentity() {
 		if !recorded || !o.Answered() || !ok || self.ID == want {
 			continue
 		}
-		o.Err = fmt.Errorf("the server at %s is node %s, but the member record has %s for pod %s", o.Addr, short(self.ID), short(want), o.Pod)
+		o.Err = fmt.Errorf("the server at %s is node %s, but the member record has %s for pod %s", o.Addr, nodes.ShortID(self.ID), nodes.ShortID(want), o.Pod)
 		o.View, o.Info, o.Replication, o.routes = nil, nil, nil, nil
 	}
 }
@@ -290,7 +291,7 @@ func (s *Snapshot) cluster() []*known {
 	byID := map[string]*known{}
 	for _, o := range s.joined() {
 		for _, n := range o.View {
-			if n.hasFlag("handshake") {
+			if n.HasFlag("handshake") {
 				continue
 			}
 			k := byID[n.ID]
@@ -301,7 +302,7 @@ func (s *Snapshot) cluster() []*known {
 			k.listedBy++
 			k.failed = k.failed || n.Failed
 			if n.IsMaster() && len(n.Slots) > 0 {
-				k.slots = mergeSlots(append(k.slots, n.Slots...))
+				k.slots = nodes.MergeSlots(append(k.slots, n.Slots...))
 			}
 			k.lastPong = max(k.lastPong, n.PongRecv)
 			if n.Myself {

@@ -7,6 +7,8 @@ import (
 	"net"
 	"slices"
 	"strconv"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
 // topology is a cluster as redis-cli loads it (clusterManagerLoadInfoFromNode): the node it
@@ -53,7 +55,7 @@ func (a *Admin) loadTopology(ctx context.Context, addrs []string) (*topology, er
 			t.add(n, true)
 			continue
 		}
-		if n.hasFlag("handshake") || n.hasFlag("noaddr") || n.Host == "" {
+		if n.HasFlag("handshake") || n.HasFlag("noaddr") || n.Host == "" {
 			continue
 		}
 		others = append(others, n)
@@ -152,59 +154,23 @@ func (t *topology) strayed() []int {
 	var claimed [SlotCount]bool
 	for _, n := range t.nodes {
 		if n.IsMaster() {
-			for _, s := range slotList(n.Slots) {
+			for _, s := range nodes.SlotList(n.Slots) {
 				claimed[s] = true
 			}
 		}
 	}
 	var out []int
 	for _, n := range t.entryView {
-		if !n.IsMaster() || !t.reachable[n.ID] || n.hasFlag("handshake") {
+		if !n.IsMaster() || !t.reachable[n.ID] || n.HasFlag("handshake") {
 			continue
 		}
-		for _, s := range slotList(n.Slots) {
+		for _, s := range nodes.SlotList(n.Slots) {
 			if !claimed[s] {
 				out = append(out, s)
 			}
 		}
 	}
 	slices.Sort(out)
-	return out
-}
-
-// ownsSlot reports whether slot is in n.Slots.
-func ownsSlot(n Node, slot int) bool {
-	for _, r := range n.Slots {
-		if slot >= r.Start && slot <= r.End {
-			return true
-		}
-	}
-	return false
-}
-
-// slotList expands ranges into slot numbers, in order.
-func slotList(ranges []SlotRange) []int {
-	out := make([]int, 0, CountSlots(ranges))
-	for _, r := range mergeSlots(ranges) {
-		for s := r.Start; s <= r.End; s++ {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// slotRanges compresses slot numbers into sorted ranges.
-func slotRanges(slots []int) []SlotRange {
-	sorted := slices.Clone(slots)
-	slices.Sort(sorted)
-	var out []SlotRange
-	for _, s := range slices.Compact(sorted) {
-		if len(out) > 0 && out[len(out)-1].End == s-1 {
-			out[len(out)-1].End = s
-			continue
-		}
-		out = append(out, SlotRange{s, s})
-	}
 	return out
 }
 

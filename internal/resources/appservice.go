@@ -8,10 +8,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 )
-
-// AppServiceKind is the app.kubernetes.io/name of an AppService's objects.
-const AppServiceKind = "appservice"
 
 // AppServiceContainer is the name of the application container.
 const AppServiceContainer = "app"
@@ -23,15 +21,15 @@ func AppServiceSize(app *appsv1api.AppService) int32 {
 
 // AppServiceDeployment is the Deployment that runs an AppService's pods.
 func AppServiceDeployment(app *appsv1api.AppService) *appsv1.Deployment {
-	selector := SelectorLabels(AppServiceKind, app.Name)
+	selector := objectlabels.SelectorLabels(objectlabels.AppServiceKind, app.Name)
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: app.Name, Namespace: app.Namespace, Labels: ObjectLabels(AppServiceKind, app.Name)},
+		ObjectMeta: metav1.ObjectMeta{Name: app.Name, Namespace: app.Namespace, Labels: objectlabels.ObjectLabels(objectlabels.AppServiceKind, app.Name)},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(AppServiceSize(app)),
 			Selector: &metav1.LabelSelector{MatchLabels: selector},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
-					Labels:      merge(app.Spec.PodLabels, ObjectLabels(AppServiceKind, app.Name)),
+					Labels:      merge(app.Spec.PodLabels, objectlabels.ObjectLabels(objectlabels.AppServiceKind, app.Name)),
 					Annotations: app.Spec.PodAnnotations,
 				},
 				Spec: corev1.PodSpec{
@@ -60,10 +58,10 @@ func AppServiceService(app *appsv1api.AppService) *corev1.Service {
 		ports[i] = p.ServicePort()
 	}
 	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: app.Name, Namespace: app.Namespace, Labels: ObjectLabels(AppServiceKind, app.Name)},
+		ObjectMeta: metav1.ObjectMeta{Name: app.Name, Namespace: app.Namespace, Labels: objectlabels.ObjectLabels(objectlabels.AppServiceKind, app.Name)},
 		Spec: corev1.ServiceSpec{
 			Type:     AppServiceServiceType(app),
-			Selector: SelectorLabels(AppServiceKind, app.Name),
+			Selector: objectlabels.SelectorLabels(objectlabels.AppServiceKind, app.Name),
 			Ports:    ports,
 		},
 	}

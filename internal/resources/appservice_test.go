@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 )
 
 func app(spec appsv1api.AppServiceSpec) *appsv1api.AppService {
@@ -45,9 +46,9 @@ func TestAppServiceDeployment(t *testing.T) {
 			},
 		},
 		"pod labels cannot override the selector": {
-			spec:         appsv1api.AppServiceSpec{Image: "nginx", PodLabels: map[string]string{LabelInstance: "other", "team": "web"}},
+			spec:         appsv1api.AppServiceSpec{Image: "nginx", PodLabels: map[string]string{objectlabels.LabelInstance: "other", "team": "web"}},
 			wantReplicas: 1,
-			wantLabel:    map[string]string{LabelInstance: "web", "team": "web"},
+			wantLabel:    map[string]string{objectlabels.LabelInstance: "web", "team": "web"},
 		},
 	}
 	for name, tc := range cases {
@@ -125,7 +126,7 @@ func TestAppServiceService(t *testing.T) {
 					t.Errorf("port %d protocol %q, want TCP", i, s.Spec.Ports[i].Protocol)
 				}
 			}
-			if s.Spec.Selector[LabelInstance] != "web" {
+			if s.Spec.Selector[objectlabels.LabelInstance] != "web" {
 				t.Errorf("selector %v", s.Spec.Selector)
 			}
 		})

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 )
 
 // CloudManagerKind is the app.kubernetes.io/name of a CloudManager's objects.
@@ -48,15 +49,15 @@ func TierReplicas(replicas *int32) int32 { return ptr.Deref(replicas, 1) }
 
 // CloudManagerSelector are the labels that select the pods of one tier of a CloudManager.
 func CloudManagerSelector(cm *appsv1api.CloudManager, component string) map[string]string {
-	l := SelectorLabels(CloudManagerKind, cm.Name)
-	l[LabelComponent] = component
+	l := objectlabels.SelectorLabels(CloudManagerKind, cm.Name)
+	l[objectlabels.LabelComponent] = component
 	return l
 }
 
 // CloudManagerLabels are the labels of every object of one tier of a CloudManager.
 func CloudManagerLabels(cm *appsv1api.CloudManager, component string) map[string]string {
-	l := ObjectLabels(CloudManagerKind, cm.Name)
-	l[LabelComponent] = component
+	l := objectlabels.ObjectLabels(CloudManagerKind, cm.Name)
+	l[objectlabels.LabelComponent] = component
 	return l
 }
 

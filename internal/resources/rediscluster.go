@@ -15,10 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 )
-
-// RedisClusterKind is the app.kubernetes.io/name of a RedisCluster's objects.
-const RedisClusterKind = "rediscluster"
 
 // Redis ports and file locations inside a Redis pod.
 const (
@@ -378,7 +376,7 @@ func RedisHeadlessService(rc *redisv1alpha1.RedisCluster) *corev1.Service {
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
 			PublishNotReadyAddresses: true,
-			Selector:                 SelectorLabels(RedisClusterKind, rc.Name),
+			Selector:                 objectlabels.SelectorLabels(objectlabels.RedisClusterKind, rc.Name),
 			Ports:                    ports,
 		},
 	}
@@ -392,7 +390,7 @@ func RedisClientService(rc *redisv1alpha1.RedisCluster) *corev1.Service {
 		ObjectMeta: redisMeta(rc, RedisClientServiceName(rc)),
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
-			Selector: SelectorLabels(RedisClusterKind, rc.Name),
+			Selector: objectlabels.SelectorLabels(objectlabels.RedisClusterKind, rc.Name),
 			Ports:    ports,
 		},
 	}
@@ -404,7 +402,7 @@ func RedisPodDisruptionBudget(rc *redisv1alpha1.RedisCluster) *policyv1.PodDisru
 		ObjectMeta: redisMeta(rc, rc.Name),
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
-			Selector:       &metav1.LabelSelector{MatchLabels: SelectorLabels(RedisClusterKind, rc.Name)},
+			Selector:       &metav1.LabelSelector{MatchLabels: objectlabels.SelectorLabels(objectlabels.RedisClusterKind, rc.Name)},
 		},
 	}
 }
@@ -414,7 +412,7 @@ func RedisPodDisruptionBudget(rc *redisv1alpha1.RedisCluster) *policyv1.PodDisru
 // one at a time, so a master fails over before its pod restarts.
 func RedisStatefulSet(rc *redisv1alpha1.RedisCluster, replicas int32) *appsv1.StatefulSet {
 	pod := RedisPodSpec(rc)
-	selector := SelectorLabels(RedisClusterKind, rc.Name)
+	selector := objectlabels.SelectorLabels(objectlabels.RedisClusterKind, rc.Name)
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: redisMeta(rc, rc.Name),
 		Spec: appsv1.StatefulSetSpec{
@@ -425,7 +423,7 @@ func RedisStatefulSet(rc *redisv1alpha1.RedisCluster, replicas int32) *appsv1.St
 			Selector:            &metav1.LabelSelector{MatchLabels: selector},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
-					Labels:      merge(pod.Labels, ObjectLabels(RedisClusterKind, rc.Name)),
+					Labels:      merge(pod.Labels, objectlabels.ObjectLabels(objectlabels.RedisClusterKind, rc.Name)),
 					Annotations: pod.Annotations,
 				},
 				Spec: corev1.PodSpec{
@@ -450,7 +448,7 @@ func RedisStatefulSet(rc *redisv1alpha1.RedisCluster, replicas int32) *appsv1.St
 			class = ptr.To(pod.Volumes.StorageClassName)
 		}
 		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
-			ObjectMeta: metav1.ObjectMeta{Name: RedisDataVolume, Labels: ObjectLabels(RedisClusterKind, rc.Name)},
+			ObjectMeta: metav1.ObjectMeta{Name: RedisDataVolume, Labels: objectlabels.ObjectLabels(objectlabels.RedisClusterKind, rc.Name)},
 			Spec: corev1.PersistentVolumeClaimSpec{
 				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				StorageClassName: class,
@@ -655,14 +653,14 @@ func redisAffinity(rc *redisv1alpha1.RedisCluster, user *corev1.Affinity) *corev
 			Weight: 100,
 			PodAffinityTerm: corev1.PodAffinityTerm{
 				TopologyKey:   "kubernetes.io/hostname",
-				LabelSelector: &metav1.LabelSelector{MatchLabels: SelectorLabels(RedisClusterKind, rc.Name)},
+				LabelSelector: &metav1.LabelSelector{MatchLabels: objectlabels.SelectorLabels(objectlabels.RedisClusterKind, rc.Name)},
 			},
 		}},
 	}}
 }
 
 func redisMeta(rc *redisv1alpha1.RedisCluster, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: rc.Namespace, Labels: ObjectLabels(RedisClusterKind, rc.Name)}
+	return metav1.ObjectMeta{Name: name, Namespace: rc.Namespace, Labels: objectlabels.ObjectLabels(objectlabels.RedisClusterKind, rc.Name)}
 }
 
 // RedisPodDNSName is a pod's stable DNS name through the headless Service.

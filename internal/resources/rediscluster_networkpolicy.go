@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 )
 
 // namespaceNameLabel is the label the API server puts on every namespace with its name.
@@ -66,7 +67,7 @@ func RedisNetworkPolicy(rc *redisv1alpha1.RedisCluster, operatorNamespace string
 	if rc.Spec.NetworkPolicy != nil {
 		spec = *rc.Spec.NetworkPolicy
 	}
-	own := &metav1.LabelSelector{MatchLabels: SelectorLabels(RedisClusterKind, rc.Name)}
+	own := &metav1.LabelSelector{MatchLabels: objectlabels.SelectorLabels(objectlabels.RedisClusterKind, rc.Name)}
 	ownPods := []networkingv1.NetworkPolicyPeer{{PodSelector: own}}
 	var rules []networkingv1.NetworkPolicyIngressRule
 	if !RedisClientsHeldOff(rc, operatorNamespace) {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -87,10 +88,10 @@ func TestRedisNetworkPolicy(t *testing.T) {
 				rc.Spec.Pod[0].MonitorImage = "oliver006/redis_exporter:v1.62.0"
 			}
 			np := resources.RedisNetworkPolicy(rc, tc.operatorNS)
-			if np.Name != "cache" || np.Namespace != "ns" || np.Labels[resources.LabelManagedBy] != resources.ManagedBy {
+			if np.Name != "cache" || np.Namespace != "ns" || np.Labels[objectlabels.LabelManagedBy] != objectlabels.ManagedBy {
 				t.Errorf("name %s/%s labels %v", np.Namespace, np.Name, np.Labels)
 			}
-			if want := resources.SelectorLabels(resources.RedisClusterKind, "cache"); !reflect.DeepEqual(np.Spec.PodSelector.MatchLabels, want) {
+			if want := objectlabels.SelectorLabels(objectlabels.RedisClusterKind, "cache"); !reflect.DeepEqual(np.Spec.PodSelector.MatchLabels, want) {
 				t.Errorf("selects %v, want the cluster's pods %v", np.Spec.PodSelector.MatchLabels, want)
 			}
 			if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) {

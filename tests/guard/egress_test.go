@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -48,7 +49,7 @@ func TestOperatorNetworkPolicySelectsTheOperatorAndItsPeers(t *testing.T) {
 	if !sel.Matches(labels.Set(manager.Spec.Template.Labels)) {
 		t.Errorf("the policy's podSelector %v does not select the operator's pods %v", policy.Spec.PodSelector, manager.Spec.Template.Labels)
 	}
-	redisPod := labels.Set(resources.ObjectLabels(resources.RedisClusterKind, "cache"))
+	redisPod := labels.Set(objectlabels.ObjectLabels(objectlabels.RedisClusterKind, "cache"))
 	reaches := func(port int32, pod labels.Set) bool {
 		for _, rule := range policy.Spec.Egress {
 			portOK := len(rule.Ports) == 0

@@ -1,4 +1,4 @@
-package redisadmin
+package nodes
 
 import (
 	"reflect"
@@ -95,7 +95,7 @@ func TestParseClusterNodes(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := parseClusterNodes(tc.text)
+			got, err := ParseClusterNodes(tc.text)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,7 +131,7 @@ func TestParseClusterNodesErrors(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			_, err := parseClusterNodes(healthyNodes + tc.line + "\n")
+			_, err := ParseClusterNodes(healthyNodes + tc.line + "\n")
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
 			}
@@ -143,20 +143,20 @@ func TestParseClusterNodesErrors(t *testing.T) {
 }
 
 func TestNodeHelpers(t *testing.T) {
-	nodes, err := parseClusterNodes(troubledNodes)
+	nodes, err := ParseClusterNodes(troubledNodes)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tests := map[string]struct {
 		got, want bool
 	}{
-		"myself has open slots":   {nodes[0].hasOpenSlots(), true},
-		"master 2 has none":       {nodes[1].hasOpenSlots(), false},
+		"myself has open slots":   {nodes[0].HasOpenSlots(), true},
+		"master 2 has none":       {nodes[1].HasOpenSlots(), false},
 		"master 1 is a master":    {nodes[0].IsMaster(), true},
 		"replica is not a master": {nodes[3].IsMaster(), false},
 		"handshake has no role":   {nodes[5].IsMaster() || nodes[5].Role != "", false},
-		"noaddr flag":             {nodes[4].hasFlag("noaddr"), true},
-		"no fail flag on myself":  {nodes[0].hasFlag("fail"), false},
+		"noaddr flag":             {nodes[4].HasFlag("noaddr"), true},
+		"no fail flag on myself":  {nodes[0].HasFlag("fail"), false},
 	}
 	for name, tc := range tests {
 		if tc.got != tc.want {

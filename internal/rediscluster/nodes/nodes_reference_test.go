@@ -1,4 +1,4 @@
-package redisadmin
+package nodes
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// TestParseClusterNodesMatchesReference: parseClusterNodes, which slices its input and
+// TestParseClusterNodesMatchesReference: ParseClusterNodes, which slices its input and
 // shares its backing arrays, parses what its first, allocating definition
 // (referenceClusterNodes) parses to the same nodes and fails where it fails, on the
 // fixtures and on random views with random damage.
@@ -21,7 +21,7 @@ func TestParseClusterNodesMatchesReference(t *testing.T) {
 		texts = append(texts, randomClusterNodes(rng))
 	}
 	for i, text := range texts {
-		got, err := parseClusterNodes(text)
+		got, err := ParseClusterNodes(text)
 		want, wantErr := referenceClusterNodes(text)
 		if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
 			t.Fatalf("text %d %q: error %v, reference %v", i, text, err, wantErr)
@@ -65,7 +65,7 @@ func randomClusterNodes(rng *rand.Rand) string {
 	return strings.Join(lines, pick("\n", "\r\n")) + pick("", "\n", "\r\n", "\n\n")
 }
 
-// referenceClusterNodes is parseClusterNodes as first written: strings.Fields and
+// referenceClusterNodes is ParseClusterNodes as first written: strings.Fields and
 // strings.Split per line, every slice and address its own allocation (the parsers of the
 // fields within, which did not change, are shared). Kept as the reference the faster parser
 // is checked against.

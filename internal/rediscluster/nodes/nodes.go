@@ -1,4 +1,4 @@
-package redisadmin
+package nodes
 
 import (
 	"fmt"
@@ -119,19 +119,19 @@ type Node struct {
 	PossiblyFailed bool
 }
 
-// hasFlag reports whether the node has flag f.
-func (n *Node) hasFlag(f string) bool { return slices.Contains(n.Flags, f) }
+// HasFlag reports whether the node has flag f.
+func (n *Node) HasFlag(f string) bool { return slices.Contains(n.Flags, f) }
 
 // IsMaster reports whether the node is a master.
 func (n *Node) IsMaster() bool { return n.Role == RoleMaster }
 
-// hasOpenSlots reports whether the node has slots in importing or migrating state.
-func (n *Node) hasOpenSlots() bool { return len(n.Migrating)+len(n.Importing) > 0 }
+// HasOpenSlots reports whether the node has slots in importing or migrating state.
+func (n *Node) HasOpenSlots() bool { return len(n.Migrating)+len(n.Importing) > 0 }
 
-// parseClusterNodes parses the output of CLUSTER NODES. Every node's strings are slices of
+// ParseClusterNodes parses the output of CLUSTER NODES. Every node's strings are slices of
 // text, and the nodes' flags and slot ranges share one backing array each: a look parses
 // every node's view every LookIdle, so it allocates a few times per reply, not per field.
-func parseClusterNodes(text string) ([]Node, error) {
+func ParseClusterNodes(text string) ([]Node, error) {
 	lines := strings.Count(text, "\n") + 1
 	nodes := make([]Node, 0, lines)
 	p := nodeParser{flags: make([]string, 0, 2*lines), slots: make([]SlotRange, 0, lines)}
@@ -368,12 +368,12 @@ func parseSlotNumber(s string) (int, error) {
 
 // ParseClusterInfo parses the "key:value" lines of CLUSTER INFO (or INFO).
 func ParseClusterInfo(text string) map[string]string {
-	return parseInfoFields(text, func(string) bool { return true })
+	return ParseInfoFields(text, func(string) bool { return true })
 }
 
-// parseInfoFields parses the "key:value" lines of CLUSTER INFO or INFO, keeping only the
+// ParseInfoFields parses the "key:value" lines of CLUSTER INFO or INFO, keeping only the
 // fields keep accepts. The values are slices of text.
-func parseInfoFields(text string, keep func(field string) bool) map[string]string {
+func ParseInfoFields(text string, keep func(field string) bool) map[string]string {
 	info := map[string]string{}
 	for text != "" {
 		var line string

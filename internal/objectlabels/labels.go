@@ -1,6 +1,10 @@
-package resources
+package objectlabels
 
-import "maps"
+// AppServiceKind is the app.kubernetes.io/name of an AppService's objects.
+const AppServiceKind = "appservice"
+
+// RedisClusterKind is the app.kubernetes.io/name of a RedisCluster's objects.
+const RedisClusterKind = "rediscluster"
 
 // Well-known label keys the operator sets on every object it owns.
 const (
@@ -23,12 +27,4 @@ func ObjectLabels(kind, instance string) map[string]string {
 	l := SelectorLabels(kind, instance)
 	l[LabelManagedBy] = ManagedBy
 	return l
-}
-
-// merge returns the union of user and ours; ours win on a clash.
-func merge(user, ours map[string]string) map[string]string {
-	out := make(map[string]string, len(user)+len(ours))
-	maps.Copy(out, user)
-	maps.Copy(out, ours)
-	return out
 }
