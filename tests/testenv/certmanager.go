@@ -20,7 +20,7 @@ func (e *Env) StartCertManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := envtest.InstallCRDs(e.Cluster.Config, envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true}); err != nil {
+	if _, err := envtest.InstallCRDs(e.Cluster.Config, envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true, MaxTime: crdWait}); err != nil {
 		t.Fatalf("while installing cert-manager's CRDs: %v", err)
 	}
 	logPath := filepath.Join(e.Cluster.Dir, "cert-manager.log")

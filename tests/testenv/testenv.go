@@ -56,6 +56,11 @@ type Env struct {
 }
 
 // RepoRoot is the repository's top folder.
+
+// crdWait is how long installing CRDs waits for the API server to serve them: envtest's
+// 10 s default ran out in a CI run with two suites starting clusters at once.
+const crdWait = time.Minute
+
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
@@ -87,7 +92,7 @@ func Start(ctx context.Context, nodes int) (*Env, error) {
 	}
 	scheme := Scheme()
 	if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{
-		Paths: []string{filepath.Join(RepoRoot(), "config", "crd", "bases")}, ErrorIfPathMissing: true, Scheme: scheme,
+		Paths: []string{filepath.Join(RepoRoot(), "config", "crd", "bases")}, ErrorIfPathMissing: true, Scheme: scheme, MaxTime: crdWait,
 	}); err != nil {
 		c.Stop()
 		return nil, fmt.Errorf("while installing the CRDs: %w", err)
