@@ -274,7 +274,7 @@ func TestFetchCancel(t *testing.T) {
 }
 
 func TestEncode(t *testing.T) {
-	if got := string(encode("AUTH", "user", "pa ss")); got != "*3\r\n$4\r\nAUTH\r\n$4\r\nuser\r\n$5\r\npa ss\r\n" {
+	if got := string(Encode("AUTH", "user", "pa ss")); got != "*3\r\n$4\r\nAUTH\r\n$4\r\nuser\r\n$5\r\npa ss\r\n" {
 		t.Fatalf("encode = %q", got)
 	}
 }

@@ -149,7 +149,7 @@ func authenticate(conn net.Conn, timeout time.Duration, args []string) error {
 	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
 		return err
 	}
-	if _, err := conn.Write(encode(args...)); err != nil {
+	if _, err := conn.Write(Encode(args...)); err != nil {
 		return fmt.Errorf("while sending AUTH: %w", err)
 	}
 	var line []byte
@@ -248,7 +248,7 @@ func (s *session) fetch(w io.Writer) (Result, error) {
 	if err := s.command("REPLCONF", "rdb-only", "1"); err != nil && !isUnknownOption(err) {
 		return Result{}, fmt.Errorf("REPLCONF rdb-only 1: %w", err)
 	}
-	if _, err := s.w.Write(encode("PSYNC", "?", "-1")); err != nil {
+	if _, err := s.w.Write(Encode("PSYNC", "?", "-1")); err != nil {
 		return Result{}, fmt.Errorf("while sending PSYNC: %w", err)
 	}
 	line, err := s.readLine()
@@ -317,7 +317,7 @@ func drain(r io.Reader) error {
 
 // command sends a command and reads its one-line answer: +... is success, -... an error.
 func (s *session) command(args ...string) error {
-	if _, err := s.w.Write(encode(args...)); err != nil {
+	if _, err := s.w.Write(Encode(args...)); err != nil {
 		return fmt.Errorf("while sending %s: %w", args[0], err)
 	}
 	line, err := s.readLine()
@@ -452,8 +452,8 @@ func (m *markReader) Read(p []byte) (int, error) {
 	}
 }
 
-// encode writes a command as a RESP array of bulk strings.
-func encode(args ...string) []byte {
+// Encode writes a command as a RESP array of bulk strings, as a client sends it.
+func Encode(args ...string) []byte {
 	b := []byte("*" + strconv.Itoa(len(args)) + "\r\n")
 	for _, a := range args {
 		b = append(b, '$')

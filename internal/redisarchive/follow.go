@@ -451,13 +451,13 @@ func (f *Follower) session(ctx context.Context) error {
 	if err := conn.SetWriteDeadline(time.Now().Add(opts.DialTimeout)); err != nil {
 		return err
 	}
-	if _, err := conn.Write(encode("REPLCONF", "capa", "eof", "capa", "psync2")); err != nil {
+	if _, err := conn.Write(rdbstream.Encode("REPLCONF", "capa", "eof", "capa", "psync2")); err != nil {
 		return fmt.Errorf("while sending REPLCONF to %s: %w", opts.Addr, err)
 	}
 	if line, err := readLine(r); err != nil || string(line) != "+OK" {
 		return fmt.Errorf("REPLCONF capa to %s: %q %w", opts.Addr, line, errOr(err))
 	}
-	if _, err := conn.Write(encode("PSYNC", from.ReplID, strconv.FormatInt(from.Offset+1, 10))); err != nil {
+	if _, err := conn.Write(rdbstream.Encode("PSYNC", from.ReplID, strconv.FormatInt(from.Offset+1, 10))); err != nil {
 		return fmt.Errorf("while sending PSYNC to %s: %w", opts.Addr, err)
 	}
 	var line []byte

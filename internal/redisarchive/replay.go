@@ -247,7 +247,7 @@ func Replay(ctx context.Context, sink Sink, opts ReplayOptions) (ReplayResult, e
 	})
 	if err == nil && inMulti {
 		// The archive ends inside a transaction: it was not applied.
-		if err = send(encode("DISCARD"), res.Offset); err == nil {
+		if err = send(rdbstream.Encode("DISCARD"), res.Offset); err == nil {
 			commands := res.Commands + 1
 			res = beforeMulti
 			res.Commands, res.Complete = commands, false

@@ -112,19 +112,6 @@ func clip(b []byte) string {
 	return string(b)
 }
 
-// encode writes a command as a RESP array of bulk strings.
-func encode(args ...string) []byte {
-	b := []byte("*" + strconv.Itoa(len(args)) + "\r\n")
-	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, "\r\n"...)
-		b = append(b, a...)
-		b = append(b, "\r\n"...)
-	}
-	return b
-}
-
 // readReply reads one reply of any RESP2 type and returns the first error it holds (the
 // reply itself, or an element of an array such as EXEC's), as text; "" when none.
 func readReply(r *bufio.Reader) (string, error) {

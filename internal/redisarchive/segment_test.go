@@ -28,7 +28,7 @@ func archive(t *testing.T, sink Sink, pad int64, segments ...[]timed) []Segment 
 		offset += pad
 		var body []byte
 		for _, c := range cmds {
-			raw := encode(c.args...)
+			raw := rdbstream.Encode(c.args...)
 			offset += int64(len(raw))
 			body = appendRecord(body, c.ms, offset, raw)
 			if m.Commands == 0 {
@@ -63,7 +63,7 @@ func TestSegmentRoundTripAndCorruption(t *testing.T) {
 	name := SegmentName("c", "s", 1, 0)
 	data, _ := sink.Get(t.Context(), name)
 	m, records, err := DecodeSegment(data)
-	if err != nil || m != segs[0] || len(records) != 2 || string(records[1].Command) != string(encode("DEL", "a")) || records[1].Offset != m.End {
+	if err != nil || m != segs[0] || len(records) != 2 || string(records[1].Command) != string(rdbstream.Encode("DEL", "a")) || records[1].Offset != m.End {
 		t.Fatalf("DecodeSegment = %+v, %d records, %v", m, len(records), err)
 	}
 	for _, at := range []int{0, len(segmentMagic) + 5, len(data) - 1} {
