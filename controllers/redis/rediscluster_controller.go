@@ -137,6 +137,7 @@ func (r *RedisClusterReconciler) backgroundLoads() *shardLoads {
 // sets step, act and observe's child writes set err.
 type state struct {
 	rc       *redisv1alpha1.RedisCluster // as read, never modified
+	began    time.Time                   // when this reconcile began
 	next     *redisv1alpha1.RedisCluster // the status being built
 	password string
 	// users holds the users Secret's passwords (with ACL users), by key.
@@ -233,7 +234,7 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if rc == nil {
 		return result, err
 	}
-	s := &state{rc: rc, next: rc.DeepCopy()}
+	s := &state{rc: rc, next: rc.DeepCopy(), began: time.Now()}
 	s.err = r.prepare(ctx, s)
 	r.takeSnapshot(ctx, s)
 	if s.err == nil {
@@ -333,18 +334,26 @@ func runAll(ctx context.Context, s *state, steps []func(context.Context, *state)
 }
 
 // lookAgain is when the next reconcile should look: when the step asks, and no later than
-// a node that just started has settled (it turns Ready then, not a look later).
+// a node that just started has settled (it turns Ready then, not a look later). An idle
+// look's wait counts from when this look began, so a slow look (a loaded machine) does not
+// stretch the time between looks, and with it how late a partition is seen.
 func (s *state) lookAgain() time.Duration {
 	after := s.step.After
 	if after == 0 || s.loadsPending {
 		// With a load pending, its end wakes the cluster (shardLoads).
 		after = redisadmin.LookIdle
 	}
+	if s.step.Kind == redisadmin.StepIdle && !s.began.IsZero() {
+		after = max(after-time.Since(s.began), minLookGap)
+	}
 	if settled := s.health.SettledIn; settled > 0 && settled < after {
 		after = settled + 100*time.Millisecond
 	}
 	return after
 }
+
+// minLookGap is the shortest wait between two idle looks, however long the first took.
+const minLookGap = 200 * time.Millisecond
 
 // userObject reads a Secret or ConfigMap a user names through userObjects, made on first
 // use over the references cache when there is one (always under a manager), else straight

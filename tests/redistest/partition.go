@@ -125,9 +125,16 @@ func Unreadable(t *testing.T, rc *redisv1alpha1.RedisCluster, password string, k
 	return out
 }
 
-// DualClaims reports whether two of the nodes at addrs claim a slot as master, each in its
-// own CLUSTER NODES line (a node that does not answer claims nothing).
-func DualClaims(ctx context.Context, addrs []string, password string) bool {
+// Seen is what the nodes' own CLUSTER NODES say during a partition: DualClaim, two nodes
+// claim a slot as master, each in its own line; Flagged, a node flags another fail? or fail
+// (Redis has noticed a node it cannot hear). A node that does not answer says nothing.
+type Seen struct {
+	DualClaim, Flagged bool
+}
+
+// LookAt reads CLUSTER NODES from each node at addrs once and says what they show.
+func LookAt(ctx context.Context, addrs []string, password string) Seen {
+	var seen Seen
 	var owner [16384]bool
 	for _, addr := range addrs {
 		c := goredis.NewClient(&goredis.Options{Addr: addr, Password: password, MaxRetries: -1, PoolSize: 1,
@@ -139,7 +146,13 @@ func DualClaims(ctx context.Context, addrs []string, password string) bool {
 		}
 		for line := range strings.Lines(text) {
 			f := strings.Fields(line)
-			if len(f) < 8 || !strings.Contains(f[2], "myself") || !strings.Contains(f[2], "master") {
+			if len(f) < 8 {
+				continue
+			}
+			if !strings.Contains(f[2], "myself") && strings.Contains(f[2], "fail") {
+				seen.Flagged = true
+			}
+			if !strings.Contains(f[2], "myself") || !strings.Contains(f[2], "master") {
 				continue
 			}
 			for _, r := range f[8:] {
@@ -148,12 +161,12 @@ func DualClaims(ctx context.Context, addrs []string, password string) bool {
 				}
 				for _, slot := range Slots(r) {
 					if owner[slot] {
-						return true
+						seen.DualClaim = true
 					}
 					owner[slot] = true
 				}
 			}
 		}
 	}
-	return false
+	return seen
 }
