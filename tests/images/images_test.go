@@ -518,3 +518,62 @@ func TestImagesAreReproducible(t *testing.T) {
 		t.Errorf("two builds of the bundle image: %s and %s", first.Digest, second.Digest)
 	}
 }
+
+// TestOperatorBuilderCopiesEverySource: the operator's builder stage COPYs every directory
+// of the module the shipped binary compiles from, embedded files included (config/prometheus
+// holds the alert rules the operator embeds); a package added outside the copied folders
+// would otherwise build here and fail in `docker build`.
+func TestOperatorBuilderCopiesEverySource(t *testing.T) {
+	d := readDockerfile(t, "Dockerfile")
+	var copied []string
+	for _, l := range d.all {
+		if strings.HasPrefix(l, "FROM ") && len(copied) > 0 {
+			break // the builder stage ends at the next FROM
+		}
+		if args, ok := strings.CutPrefix(l, "COPY "); ok && !strings.Contains(args, "--from") {
+			f := strings.Fields(args)
+			for _, src := range f[:len(f)-1] {
+				copied = append(copied, strings.TrimSuffix(src, "/"))
+			}
+		}
+	}
+	root := testenv.RepoRoot()
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{if .Module}}{{if .Module.Main}}{{.Dir}}{{range .EmbedFiles}} {{.}}{{end}}{{end}}{{end}}", ".")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	checked := 0
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		rel, err := filepath.Rel(root, f[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		covered := func(p string) bool {
+			return slices.ContainsFunc(copied, func(c string) bool { return p == c || strings.HasPrefix(p, c+"/") || c == "." })
+		}
+		if rel == "." {
+			if !covered("main.go") {
+				t.Errorf("the builder stage does not COPY main.go (copies %v)", copied)
+			}
+			continue
+		}
+		if !covered(rel) {
+			t.Errorf("the operator compiles %s, which the Dockerfile's builder stage does not COPY (it copies %v): add `COPY %s/ %s/`", rel, copied, rel, rel)
+		}
+		for _, e := range f[1:] {
+			if p := filepath.Join(rel, e); !covered(p) {
+				t.Errorf("the operator embeds %s, which the builder stage does not COPY", p)
+			}
+		}
+	}
+	if checked < 10 {
+		t.Errorf("go list found only %d of the module's packages in the operator: the check proves nothing", checked)
+	}
+}
