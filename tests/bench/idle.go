@@ -33,6 +33,10 @@ type IdleFigures struct {
 	// DetectSeconds are, for each master frozen (SIGSTOP, one per cluster in turn), the time
 	// until its cluster's status no longer said Ready.
 	DetectSeconds []float64
+	// RSSBeforeMiB is the operator's resident memory before the first cluster was created,
+	// RSSIdleMiB at the end of the idle window; RSSPerClusterMiB the growth divided by
+	// Clusters.
+	RSSBeforeMiB, RSSIdleMiB, RSSPerClusterMiB float64
 }
 
 // RunIdle starts a fresh local cluster with real redis-server pods, runs the operator's
@@ -53,6 +57,12 @@ func RunIdle(ctx context.Context, n int, window time.Duration, kills int, profil
 	if err := namespace(ctx, env.Client, ns); err != nil {
 		return f, err
 	}
+	time.Sleep(5 * time.Second) // the operator's caches have synced
+	rss, _, _, err := op.memory()
+	if err != nil {
+		return f, err
+	}
+	f.RSSBeforeMiB = float64(rss) / (1 << 20)
 	start := time.Now()
 	for i := range n {
 		if err := env.Client.Create(ctx, redistest.NewCluster(ns, fmt.Sprintf("rc-%d", i), 6)); err != nil {
@@ -89,6 +99,12 @@ func RunIdle(ctx context.Context, n int, window time.Duration, kills int, profil
 	f.CPUPerMinute = (after - before) / window.Minutes()
 	f.PerCluster = f.CPUPerMinute / float64(n)
 	logf("operator CPU over %s idle: %.2f CPU-s a minute, %.4f per cluster", window, f.CPUPerMinute, f.PerCluster)
+	if rss, _, _, err = op.memory(); err != nil {
+		return f, err
+	}
+	f.RSSIdleMiB = float64(rss) / (1 << 20)
+	f.RSSPerClusterMiB = (f.RSSIdleMiB - f.RSSBeforeMiB) / float64(n)
+	logf("operator RSS %.1f MiB before the clusters, %.1f MiB idle with %d: %.2f MiB per cluster", f.RSSBeforeMiB, f.RSSIdleMiB, n, f.RSSPerClusterMiB)
 
 	for i := range min(kills, n) {
 		d, err := detectKilledMaster(ctx, env.Client, kubelet, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("rc-%d", i)})
@@ -249,7 +265,7 @@ func waitAllReadyOne(ctx context.Context, c client.Client, key client.ObjectKey)
 // IdleTable formats the idle figures as a Markdown table.
 func IdleTable(all []IdleFigures) string {
 	var b strings.Builder
-	b.WriteString("| idle RedisClusters (6 nodes each) | formed in | operator CPU-s/min | per cluster | frozen master -> not Ready (median, max) |\n|---|---|---|---|---|\n")
+	b.WriteString("| idle RedisClusters (6 nodes each) | formed in | operator CPU-s/min | per cluster | RSS before, idle (MiB) | RSS per cluster (MiB) | frozen master -> not Ready (median, max) |\n|---|---|---|---|---|---|---|\n")
 	for _, f := range all {
 		d := slices.Clone(f.DetectSeconds)
 		sort.Float64s(d)
@@ -257,7 +273,7 @@ func IdleTable(all []IdleFigures) string {
 		if len(d) > 0 {
 			med, worst = d[len(d)/2], d[len(d)-1]
 		}
-		fmt.Fprintf(&b, "| %d | %.0f s | %.2f | %.4f | %.1f s, %.1f s |\n", f.Clusters, f.FormedSeconds, f.CPUPerMinute, f.PerCluster, med, worst)
+		fmt.Fprintf(&b, "| %d | %.0f s | %.2f | %.4f | %.0f, %.0f | %.2f | %.1f s, %.1f s |\n", f.Clusters, f.FormedSeconds, f.CPUPerMinute, f.PerCluster, f.RSSBeforeMiB, f.RSSIdleMiB, f.RSSPerClusterMiB, med, worst)
 	}
 	return b.String()
 }
