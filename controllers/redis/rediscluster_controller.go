@@ -336,7 +336,9 @@ func runAll(ctx context.Context, s *state, steps []func(context.Context, *state)
 // lookAgain is when the next reconcile should look: when the step asks, and no later than
 // a node that just started has settled (it turns Ready then, not a look later). An idle
 // look's wait counts from when this look began, so a slow look (a loaded machine) does not
-// stretch the time between looks, and with it how late a partition is seen.
+// stretch the time between looks, and with it how late a partition is seen; but it is
+// never under half the idle wait, so an overloaded operator looks less often, not
+// back to back.
 func (s *state) lookAgain() time.Duration {
 	after := s.step.After
 	if after == 0 || s.loadsPending {
@@ -344,16 +346,13 @@ func (s *state) lookAgain() time.Duration {
 		after = redisadmin.LookIdle
 	}
 	if s.step.Kind == redisadmin.StepIdle && !s.began.IsZero() {
-		after = max(after-time.Since(s.began), minLookGap)
+		after = max(after-time.Since(s.began), after/2)
 	}
 	if settled := s.health.SettledIn; settled > 0 && settled < after {
 		after = settled + 100*time.Millisecond
 	}
 	return after
 }
-
-// minLookGap is the shortest wait between two idle looks, however long the first took.
-const minLookGap = 200 * time.Millisecond
 
 // userObject reads a Secret or ConfigMap a user names through userObjects, made on first
 // use over the references cache when there is one (always under a manager), else straight

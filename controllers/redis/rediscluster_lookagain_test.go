@@ -8,7 +8,7 @@ import (
 )
 
 // TestLookAgain: an idle look's wait counts from when the look began (a slow look does not
-// stretch the time between looks), never below minLookGap; a step's own wait and a
+// stretch the time between looks), never below half the idle wait; a step's own wait and a
 // settling node's are kept as they are.
 func TestLookAgain(t *testing.T) {
 	idle := redisadmin.IdleLook(5 * time.Second)
@@ -21,7 +21,8 @@ func TestLookAgain(t *testing.T) {
 	}{
 		{"idle, quick look", redisadmin.Step{Kind: redisadmin.StepIdle, After: idle}, 0, 0, idle - 100*time.Millisecond, idle},
 		{"idle, a 1 s look waits 1 s less", redisadmin.Step{Kind: redisadmin.StepIdle, After: idle}, time.Second, 0, idle - 1100*time.Millisecond, idle - time.Second},
-		{"idle, a look longer than the wait", redisadmin.Step{Kind: redisadmin.StepIdle, After: idle}, 2 * idle, 0, minLookGap, minLookGap},
+		{"idle, a 2 s look waits half", redisadmin.Step{Kind: redisadmin.StepIdle, After: idle}, 2 * time.Second, 0, idle / 2, idle / 2},
+		{"idle, a look longer than the wait", redisadmin.Step{Kind: redisadmin.StepIdle, After: idle}, 2 * idle, 0, idle / 2, idle / 2},
 		{"a step's wait is its own", redisadmin.Step{Kind: redisadmin.StepForm, After: redisadmin.LookSoon}, time.Second, 0, redisadmin.LookSoon, redisadmin.LookSoon},
 		{"a settling node comes first", redisadmin.Step{Kind: redisadmin.StepIdle, After: idle}, 0, 300 * time.Millisecond, 400 * time.Millisecond, 400 * time.Millisecond},
 	}
