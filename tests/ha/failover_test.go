@@ -139,17 +139,22 @@ func TestLeaderFailover(t *testing.T) {
 
 	// No child was made twice: one Deployment and one Service per AppService, each made by
 	// exactly one create (their UIDs are what the AppServices own).
-	deps := &appsv1.DeploymentList{}
-	if err := env.Client.List(ctx, deps, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	svcs := &corev1.ServiceList{}
-	if err := env.Client.List(ctx, svcs, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	if len(deps.Items) != 6 || len(svcs.Items) != 6 {
-		t.Errorf("%d Deployments and %d Services for 6 AppServices", len(deps.Items), len(svcs.Items))
-	}
+	// The last round waited for its Deployment only: its Service comes in the same
+	// reconcile, a moment later.
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		deps := &appsv1.DeploymentList{}
+		svcs := &corev1.ServiceList{}
+		if err := env.Client.List(ctx, deps, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		if err := env.Client.List(ctx, svcs, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		if len(deps.Items) > 6 || len(svcs.Items) > 6 {
+			t.Fatalf("%d Deployments and %d Services for 6 AppServices", len(deps.Items), len(svcs.Items))
+		}
+		return len(deps.Items) == 6 && len(svcs.Items) == 6, fmt.Sprintf("%d Deployments and %d Services for 6 AppServices", len(deps.Items), len(svcs.Items))
+	})
 	for _, r := range replicas {
 		if data, _ := os.ReadFile(r.log); strings.Contains(string(data), "already exists") {
 			t.Errorf("a replica tried to create a child that existed:\n%s", data)
