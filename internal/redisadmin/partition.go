@@ -112,26 +112,30 @@ func failFlag(n Node) string {
 // side, the cut-off master still serves its old slots to the clients that reach it, and
 // writes it takes there are lost when it rejoins.
 func DualClaims(s Snapshot) []string {
-	var owner [SlotCount]string
+	// owner holds, per slot, 1 + the index in joined of the first master claiming it: an
+	// array of small integers, not of strings, so a look does not put 256 KiB the garbage
+	// collector must scan on the heap (issue 53: every idle look runs this).
+	var owner [SlotCount]uint16
 	type pair struct{ a, b string }
 	shared := map[pair][]SlotRange{}
 	var order []pair
-	for _, o := range s.joined() {
+	joined := s.joined()
+	for i, o := range joined {
 		self, _ := o.Self()
 		if !self.IsMaster() {
 			continue
 		}
 		for _, r := range self.Slots {
 			for slot := r.Start; slot <= r.End; slot++ {
-				if prev := owner[slot]; prev != "" && prev != o.Pod {
-					k := pair{prev, o.Pod}
+				if prev := owner[slot]; prev != 0 && joined[prev-1].Pod != o.Pod {
+					k := pair{joined[prev-1].Pod, o.Pod}
 					if _, seen := shared[k]; !seen {
 						order = append(order, k)
 					}
 					shared[k] = appendSlot(shared[k], slot)
 					continue
 				}
-				owner[slot] = o.Pod
+				owner[slot] = uint16(i + 1)
 			}
 		}
 	}
