@@ -426,7 +426,8 @@ func (a *Admin) executeFitted(ctx context.Context, topo *topology, moves []Move,
 		return MoveStats{Moves: moves}, err
 	}
 	stats, err := a.executeMoves(ctx, topo, fitted, opts)
-	stats.Held = append(held, rolledBackHeld(stats.Fixes, fitted, facts)...)
+	held = append(held, rolledBackHeld(stats.Fixes, fitted, facts)...)
+	stats.Held = held
 	return stats, err
 }
 
