@@ -27,7 +27,8 @@ func TestStillHeld(t *testing.T) {
 			return c.snap
 		}(), false},
 		{"a leaving empty master does not count", func() Snapshot {
-			c := six().withNewMaster().used(90, 60, 60, 0, 0, 0, 1).leaving(6)
+			c := six().withNewMaster().used(90, 60, 60, 0, 0, 0, 1)
+			c.snap.Nodes[6].Leaving = true
 			return c.snap
 		}(), true},
 		{"the owner's own room does not count", six().current().used(1, 60, 60, 0, 0, 0).snap, true},
@@ -123,9 +124,15 @@ func TestHeldSlotSteps(t *testing.T) {
 		).current().used(50, 50, 50, 97, 1)
 		return c.snap
 	}
+	// eight() scaling in to six pods: rc-6 (gggggggg) and rc-7 leave.
+	scalingIn := func() *cluster {
+		c := eight()
+		c.snap.Nodes[6].Leaving, c.snap.Nodes[7].Leaving = true, true
+		return c
+	}
 	// A scale in whose leaving master gggggggg keeps slot 12288 and, with more, 12289-12290.
 	leavingWith := func(more bool) Snapshot {
-		c := eight().leaving(6)
+		c := scalingIn()
 		c.each("cccccccc", func(n *Node) { n.Slots = []SlotRange{{Start: 8192, End: 12287}, {Start: 12289, End: 16383}} })
 		c.each("gggggggg", func(n *Node) { n.Slots = []SlotRange{{Start: 12288, End: 12288}} })
 		if more {
@@ -194,7 +201,7 @@ func TestHeldSlotSteps(t *testing.T) {
 			},
 		},
 		"a scale in into full masters: held, and says why": {
-			spec: scaleIn(), snap: eight().leaving(6).used(97, 97, 97, 0, 0, 0, 50, 0).snap, want: StepWait,
+			spec: scaleIn(), snap: scalingIn().used(97, 97, 97, 0, 0, 0, 50, 0).snap, want: StepWait,
 			check: func(t *testing.T, s Step) {
 				expect(t, s.Operation == OpScaling && strings.Contains(s.Reason, "scale in is held") && strings.Contains(s.Reason, "4096 slots"), "reason %q", s.Reason)
 			},
