@@ -186,6 +186,17 @@ func TestHeldSlotSteps(t *testing.T) {
 				}
 			},
 		},
+		"a scale in held by a giant slot while a memory rebalance's weights are set: held all the same": {
+			spec: func() Spec {
+				s := withHeld(scaleIn(), giant(12288, "gggggggg"))
+				s.SlotWeights = map[string]float64{"aaaaaaaa": 1, "bbbbbbbb": 1, "cccccccc": 1}
+				return s
+			}(),
+			snap: leavingWith(false), want: StepWait,
+			check: func(t *testing.T, s Step) {
+				expect(t, len(s.DrainHeld) == 1 && s.DrainHeld[0].Slot == 12288, "drain held %v", s.DrainHeld)
+			},
+		},
 		"a scale in whose leaving master has more than the giant slot: the others move": {
 			spec: withHeld(scaleIn(), giant(12288, "gggggggg")), snap: leavingWith(true), want: StepRebalance,
 			check: func(t *testing.T, s Step) {

@@ -747,10 +747,11 @@ func planMoveSlots(spec Spec, s Snapshot, _ Health) (Step, bool) {
 			masters = append(masters, self)
 		}
 	}
-	addSlotWeights(weights, masters, spec.SlotWeights)
+	// Before the memory rebalance's weights join the drain weights: only drained masters.
 	if blocked := drainBlocked(s, weights, spec.HeldSlots); len(blocked) > 0 {
 		return drainHeldStep(s, blocked), true
 	}
+	addSlotWeights(weights, masters, spec.SlotWeights)
 	pinned := HeldSlotNumbers(spec.HeldSlots)
 	planned, err := planRebalance(masters, weights, DefaultRebalanceThreshold, !assign, pinned)
 	moves := skipFullTargets(planned, s)
@@ -767,10 +768,10 @@ func planMoveSlots(spec Spec, s Snapshot, _ Health) (Step, bool) {
 		After: LookSoon, Reason: fmt.Sprintf("moving slots: %d left to move", left)}, true
 }
 
-// drainBlocked returns the held slots on the masters being drained (weight 0) when they
-// are all those masters still serve: no move can empty them, so the scale in cannot end
-// until a held slot fits somewhere (a larger memory limit) or the master stays. Nil while
-// a draining master has a slot that is not held.
+// drainBlocked returns the held slots on the masters being drained (in weights, the drain
+// weights of drainWeights) when they are all those masters still serve: no move can empty
+// them, so the scale in cannot end until a held slot fits somewhere (a larger memory
+// limit) or the master stays. Nil while a draining master has a slot that is not held.
 func drainBlocked(s Snapshot, weights map[string]float64, held []HeldSlot) []HeldSlot {
 	byNumber := map[int]HeldSlot{}
 	for _, h := range held {
