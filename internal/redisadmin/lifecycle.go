@@ -807,10 +807,14 @@ func drainHeldStep(s Snapshot, blocked []HeldSlot) Step {
 	if len(named) > maxNamedHeld {
 		named = append(named[:maxNamedHeld], fmt.Sprintf("and %d more", len(named)-maxNamedHeld))
 	}
+	who := "the leaving master keeps"
+	if len(leaving) > 1 {
+		who = fmt.Sprintf("%d leaving masters keep", len(leaving))
+	}
 	return Step{Kind: StepWait, Operation: OpScaling, After: LookIdle, DrainHeld: blocked,
-		Reason: fmt.Sprintf("the scale in is held: %d leaving masters keep %s, which fit in no other master; "+
+		Reason: fmt.Sprintf("the scale in is held: %s %s, which fit in no other master; "+
 			"raise the memory limit (or maxMemoryPercent) so another master has room for them, or keep %d masters",
-			len(leaving), strings.Join(named, ", "), s.Masters+len(leaving))}
+			who, strings.Join(named, ", "), s.Masters+len(leaving))}
 }
 
 // maxNamedHeld is how many held slots a reason names.
