@@ -27,6 +27,7 @@ type Admin interface {
 	DelNode(ctx context.Context, clusterAddr, node string) error
 	Rebalance(ctx context.Context, addrs []string, opts redisadmin.RebalanceOptions) (redisadmin.MoveStats, error)
 	Reshard(ctx context.Context, addrs []string, n int, from []string, to string, opts redisadmin.MoveOptions) (redisadmin.MoveStats, error)
+	MoveSlots(ctx context.Context, addrs []string, moves []redisadmin.Move, opts redisadmin.MoveOptions) (redisadmin.MoveStats, error)
 	Failover(ctx context.Context, replicaAddr string) error
 	CheckACLRules(ctx context.Context, addr string, sets []string) ([]error, error)
 	Close() error
@@ -90,6 +91,11 @@ func (f fencedAdmin) Rebalance(ctx context.Context, addrs []string, opts redisad
 func (f fencedAdmin) Reshard(ctx context.Context, addrs []string, n int, from []string, to string, opts redisadmin.MoveOptions) (redisadmin.MoveStats, error) {
 	opts.Fence = f.fence
 	return f.Admin.Reshard(ctx, addrs, n, from, to, opts)
+}
+
+func (f fencedAdmin) MoveSlots(ctx context.Context, addrs []string, moves []redisadmin.Move, opts redisadmin.MoveOptions) (redisadmin.MoveStats, error) {
+	opts.Fence = f.fence
+	return f.Admin.MoveSlots(ctx, addrs, moves, opts)
 }
 
 func (f fencedAdmin) Failover(ctx context.Context, replicaAddr string) error {

@@ -195,16 +195,16 @@ func (r *RedisClusterReconciler) recover(ctx context.Context, s *state, action r
 	return nil
 }
 
-// moveSlots moves one budgeted batch of a rebalance or an AssignReceive reshard, and
-// counts it.
+// moveSlots moves one budgeted batch of a rebalance or an AssignReceive reshard, exactly
+// the moves the step planned (held slots pinned, full targets skipped), and counts it.
 func (r *RedisClusterReconciler) moveSlots(ctx context.Context, s *state) error {
 	step := &s.step
 	opts := moveOptions(s)
 	opts.Budget = moveBudget
+	stats, err := r.adminFor(s).MoveSlots(ctx, answeringAddrs(s), step.Moves, opts)
+	r.recordMoveOutcome(s, stats)
 	if step.Kind == redisadmin.StepAssign {
 		a := step.Reshard
-		stats, err := r.adminFor(s).Reshard(ctx, answeringAddrs(s), a.Slots, a.From, a.To, opts)
-		r.recordMoveOutcome(s, stats)
 		if err != nil {
 			return fmt.Errorf("while moving the slots of assignStrategies[%d]: %w", a.Index, err)
 		}
@@ -214,9 +214,6 @@ func (r *RedisClusterReconciler) moveSlots(ctx context.Context, s *state) error 
 		}
 		return nil
 	}
-	stats, err := r.adminFor(s).Rebalance(ctx, answeringAddrs(s), redisadmin.RebalanceOptions{UseEmptyMasters: step.UseEmptyMasters, Weights: step.Weights,
-		Pinned: step.Pinned, Move: opts})
-	r.recordMoveOutcome(s, stats)
 	if err != nil {
 		return fmt.Errorf("while moving slots: %w", err)
 	}

@@ -24,33 +24,39 @@ const (
 	// ReasonMoveRolledBack: a target refused a slot's keys with OOM mid-move, and the slot
 	// was rolled back to its owner at once (Warning event).
 	ReasonMoveRolledBack = "MoveRolledBack"
+	// ReasonScaleInHeld: a scale in cannot end because the leaving masters keep only held
+	// slots, which fit in no staying master (SlotsMovable False, and a Warning event).
+	ReasonScaleInHeld = "ScaleInHeld"
 )
 
 // maxNamedSlots is how many slots the SlotsMovable condition names.
 const maxNamedSlots = 16
 
-// plannerHeldSlots are status.heldSlots of the current generation, in the planner's terms:
-// a change of spec (a larger memory limit, say) lets every slot be tried again.
+// plannerHeldSlots are status.heldSlots that stay held, in the planner's terms: those of
+// the current generation (a change of spec, a larger memory limit say, lets every slot be
+// tried again) that redisadmin.StillHeld keeps (a slot is tried again once the room
+// changed: a master has room for it besides the room it was held with).
 func plannerHeldSlots(s *state) []redisadmin.HeldSlot {
 	var out []redisadmin.HeldSlot
 	for _, h := range s.rc.Status.HeldSlots {
 		if h.Generation == s.rc.Generation {
-			out = append(out, redisadmin.HeldSlot{Slot: int(h.Slot), Source: h.Master, Target: h.Target, Giant: h.Giant,
+			out = append(out, redisadmin.HeldSlot{Slot: int(h.Slot), Source: h.Master, Target: h.Target, Giant: h.Giant, RolledBack: h.RolledBack,
 				Size: redisadmin.SlotSize{Keys: h.Keys, Bytes: h.Bytes}, Room: redisadmin.Room{Bytes: h.Room}})
 		}
 	}
-	return out
+	return redisadmin.StillHeld(out, s.snap)
 }
 
 // recordMoveOutcome notes what a slot move held back or rolled back: the status keeps the
-// giant held slots (heldSlotsStatus), each newly held one with a Warning event, and the
-// others, waiting for a full target, only when the move could move nothing else (so the
-// next plan goes around them rather than try them again); a Warning event for each slot
+// giant held slots (heldSlotsStatus), each newly held one with a Warning event, those
+// rolled back after their target answered OOM (so the next plan goes around them until
+// the room changes rather than meet the same OOM), and the others, waiting for a full
+// target, only when the move could move nothing else; a Warning event for each slot
 // rolled back to its owner (an open slot finished on its target is no event).
 func (r *RedisClusterReconciler) recordMoveOutcome(s *state, stats redisadmin.MoveStats) {
 	known := redisadmin.HeldSlotNumbers(plannerHeldSlots(s))
 	for _, h := range stats.Held {
-		if !h.Giant && stats.Slots > 0 {
+		if !h.Giant && !h.RolledBack && stats.Slots > 0 {
 			continue
 		}
 		s.held = append(s.held, h)
@@ -66,9 +72,11 @@ func (r *RedisClusterReconciler) recordMoveOutcome(s *state, stats redisadmin.Mo
 	}
 }
 
-// heldSlotsStatus sets status.heldSlots (those of the current generation, and those this
-// reconcile's move held) and the SlotsMovable condition.
-func heldSlotsStatus(s *state, gen int64) {
+// heldSlotsStatus sets status.heldSlots (those that stay held, and those this reconcile's
+// move held, at most redisadmin.MaxHeldSlots: CapHeld) and the SlotsMovable condition:
+// False ScaleInHeld, with a Warning event when it becomes so, while held slots keep a
+// scale in from ending; False SlotTooBig while giant slots are held; absent otherwise.
+func (r *RedisClusterReconciler) heldSlotsStatus(s *state, gen int64) {
 	var out []redisadmin.HeldSlot
 	for _, h := range append(plannerHeldSlots(s), s.held...) {
 		if i := slices.IndexFunc(out, func(o redisadmin.HeldSlot) bool { return o.Slot == h.Slot }); i >= 0 {
@@ -77,16 +85,23 @@ func heldSlotsStatus(s *state, gen int64) {
 		}
 		out = append(out, h)
 	}
-	slices.SortFunc(out, func(a, b redisadmin.HeldSlot) int { return a.Slot - b.Slot })
+	out = redisadmin.CapHeld(out)
 	s.next.Status.HeldSlots = nil
 	var names []string
 	for _, h := range out {
 		s.next.Status.HeldSlots = append(s.next.Status.HeldSlots, redisv1alpha1.HeldSlotStatus{
-			Slot: int32(h.Slot), Master: h.Source, Target: h.Target, Giant: h.Giant, Keys: h.Size.Keys, Bytes: h.Size.Bytes, Room: h.Room.Bytes, //nolint:gosec // a slot is below 16384
-			Generation: gen, Message: h.String()})
+			Slot: int32(h.Slot), Master: h.Source, Target: h.Target, Giant: h.Giant, RolledBack: h.RolledBack, //nolint:gosec // a slot is below 16384
+			Keys: h.Size.Keys, Bytes: h.Size.Bytes, Room: h.Room.Bytes, Generation: gen, Message: h.String()})
 		if h.Giant {
 			names = append(names, fmt.Sprint(h.Slot))
 		}
+	}
+	if shown := s.step.Shown(); len(shown.DrainHeld) > 0 {
+		if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionSlotsMovable); c == nil || c.Reason != ReasonScaleInHeld {
+			r.event(s, corev1.EventTypeWarning, ReasonScaleInHeld, "Scale", "%s", shown.Reason)
+		}
+		status.Set(&s.next.Status.Conditions, gen, ConditionSlotsMovable, metav1.ConditionFalse, ReasonScaleInHeld, shown.Reason)
+		return
 	}
 	if len(names) == 0 {
 		meta.RemoveStatusCondition(&s.next.Status.Conditions, ConditionSlotsMovable)

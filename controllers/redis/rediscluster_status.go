@@ -149,7 +149,7 @@ func (r *RedisClusterReconciler) observe(s *state) {
 	r.reportPartition(s)
 	r.setSeparated(s, gen)
 	r.setWritesAccepted(s, gen)
-	heldSlotsStatus(s, gen)
+	r.heldSlotsStatus(s, gen)
 }
 
 // setSeparated says whether each shard's copies run apart; it warns once when they stop

@@ -95,19 +95,19 @@ func (a *Admin) closeOpenSlots(ctx context.Context, entry string, opts MoveOptio
 }
 
 // fitPlan measures what moves would move (measureMoves) and keeps only what fits
-// (fitMoves); the rest is returned as held.
-func (a *Admin) fitPlan(ctx context.Context, topo *topology, moves []Move, opts MoveOptions) ([]Move, []HeldSlot, error) {
+// (fitMoves); the rest is returned as held, with the facts measured.
+func (a *Admin) fitPlan(ctx context.Context, topo *topology, moves []Move, opts MoveOptions) ([]Move, []HeldSlot, moveFacts, error) {
 	if len(moves) == 0 {
-		return nil, nil, nil
+		return nil, nil, moveFacts{}, nil
 	}
 	m := a.newMover(opts, 1)
 	defer m.close()
 	facts, err := m.measureMoves(ctx, topo, moves)
 	if err != nil {
-		return nil, nil, fmt.Errorf("while measuring the slots to move, nothing was changed: %w", err)
+		return nil, nil, facts, fmt.Errorf("while measuring the slots to move, nothing was changed: %w", err)
 	}
 	fitted, held := fitMoves(moves, facts)
-	return fitted, held, nil
+	return fitted, held, facts, nil
 }
 
 // settleTimeout bounds how long moves wait for the masters to settle.

@@ -20,6 +20,10 @@ type Room struct {
 	// overhead's own figure lags behind buffers that grow and shrink): no move from it
 	// sends more.
 	Holds int64
+	// Spare is maxmemory minus used, never below 0: what the master takes before it answers
+	// OOM (a rollback gives a master keys it held a moment ago, so it may fill it past
+	// fillPercent; a move may not).
+	Spare int64
 }
 
 // full reports whether a master with used and maxMemory bytes has less than fullPercent of
@@ -76,7 +80,7 @@ func roomOf(used, maxMemory, overhead int64) Room {
 		return Room{Unlimited: true, Holds: holds}
 	}
 	limit := maxMemory / 100 * fillPercent
-	return Room{Bytes: max(limit-used, 0), Capacity: max(limit-min(overhead, used), 0), Holds: holds}
+	return Room{Bytes: max(limit-used, 0), Capacity: max(limit-min(overhead, used), 0), Holds: holds, Spare: max(maxMemory-used, 0)}
 }
 
 // inQuestion returns the targets of moves whose room might not take what the moves send:
@@ -120,10 +124,17 @@ type HeldSlot struct {
 	// Giant: the slot is bigger than the target's room even empty (Room.Capacity), so no
 	// spreading of the data lets it move; otherwise the target is only full now.
 	Giant bool
+	// RolledBack: the slot was moving when its target answered OOM, and went back to its
+	// owner (the estimate said it fit); Room is then the target's room before the move.
+	RolledBack bool
 }
 
 // String names the slot, its size and what would help, for events and conditions.
 func (h HeldSlot) String() string {
+	if h.RolledBack && !h.Giant {
+		return fmt.Sprintf("slot %d (%d keys, about %s) was rolled back: %s answered OOM with %s of room; it is tried again once a master has "+
+			"room for it besides that, or the spec changes", h.Slot, h.Size.Keys, formatBytes(h.Size.Bytes), nodes.ShortID(h.Target), formatBytes(h.Room.Bytes))
+	}
 	if !h.Giant {
 		return fmt.Sprintf("slot %d (%d keys, about %s) waits: %s has %s of room left", h.Slot, h.Size.Keys, formatBytes(h.Size.Bytes), nodes.ShortID(h.Target), formatBytes(h.Room.Bytes))
 	}
@@ -229,13 +240,24 @@ type OpenSlotFacts struct {
 
 // closeWay decides how a half-moved slot (its owner migrating it to a target that holds
 // some of its keys) is closed: FixFinished when the keys left on the owner fit in the
-// target's room, else FixRolledBack: the keys that moved go back to the owner, which held
-// them a moment ago. It is pure.
+// target's room; else FixRolledBack when the keys that moved fit in the owner's spare
+// memory (it held them a moment ago, but writes may have filled it since); else
+// FixKeptOpen: closing either way would meet OOM half-way, so the slot stays open (both
+// serve it, through ASK) until one side has room. It is pure.
 func closeWay(f OpenSlotFacts) string {
-	if f.TargetRoom.fits(f.Left.Bytes) {
+	switch {
+	case f.TargetRoom.fits(f.Left.Bytes):
 		return FixFinished
+	case rollBackFits(f):
+		return FixRolledBack
 	}
-	return FixRolledBack
+	return FixKeptOpen
+}
+
+// rollBackFits reports whether the keys of a half-moved slot that are on its target fit
+// in its owner's spare memory (maxmemory minus used: what it takes before OOM).
+func rollBackFits(f OpenSlotFacts) bool {
+	return f.OwnerRoom.Unlimited || f.Moved.Bytes <= f.OwnerRoom.Spare
 }
 
 func b2i(b bool) int {
@@ -257,4 +279,71 @@ func formatBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// StillHeld keeps of held the slots that stay held in the cluster of s. A held slot is
+// dropped, so that the next plan tries it again, once its owner no longer serves it (it
+// moved), or once the room changed: some staying master other than its owner has room
+// for the slot besides the room the slot was held with (its room now is at least that
+// room plus the slot's bytes: a new master, a larger maxmemory or deleted keys give that;
+// the room a rolled-back move left again does not). A master without maxmemory always
+// has room. A change of spec is the caller's to judge (status.heldSlots keeps the
+// generation). It is pure.
+func StillHeld(held []HeldSlot, s Snapshot) []HeldSlot {
+	if len(held) == 0 {
+		return nil
+	}
+	owner := map[int]string{}
+	rooms := map[string]Room{}
+	for _, o := range s.answering() {
+		self, _ := o.Self()
+		if !self.IsMaster() {
+			continue
+		}
+		for _, slot := range nodes.SlotList(self.Slots) {
+			owner[slot] = self.ID
+		}
+		if m := MemoryOf(o); m.Known && o.Joined() && !o.Leaving {
+			rooms[self.ID] = roomOf(m.Used, m.MaxMemory, 0)
+		}
+	}
+	var out []HeldSlot
+	for _, h := range held {
+		if owner[h.Slot] != h.Source || roomGrew(h, rooms) {
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// roomGrew reports whether a master other than h's owner has room for h besides the room
+// h was held with.
+func roomGrew(h HeldSlot, rooms map[string]Room) bool {
+	for id, r := range rooms {
+		if id != h.Source && (r.Unlimited || r.Bytes >= h.Room.Bytes+h.Size.Bytes) {
+			return true
+		}
+	}
+	return false
+}
+
+// MaxHeldSlots bounds how many held slots are remembered (status.heldSlots): CapHeld.
+const MaxHeldSlots = 64
+
+// CapHeld keeps at most MaxHeldSlots of held, in slot order: the giant ones first, then
+// those rolled back after an OOM, then the largest. A slot left out is only forgotten: the
+// next move that plans it measures it again and holds it again if it still does not fit.
+// It is pure.
+func CapHeld(held []HeldSlot) []HeldSlot {
+	out := slices.Clone(held)
+	if len(out) > MaxHeldSlots {
+		slices.SortStableFunc(out, func(a, b HeldSlot) int {
+			return cmp.Or(cmp.Compare(b2i(b.Giant), b2i(a.Giant)), cmp.Compare(b2i(b.RolledBack), b2i(a.RolledBack)),
+				cmp.Compare(b.Size.Bytes, a.Size.Bytes), cmp.Compare(a.Slot, b.Slot))
+		})
+		out = out[:MaxHeldSlots]
+	}
+	slices.SortFunc(out, func(a, b HeldSlot) int { return cmp.Compare(a.Slot, b.Slot) })
+	return out
 }

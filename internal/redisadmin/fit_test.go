@@ -105,10 +105,22 @@ func TestCloseWay(t *testing.T) {
 			OpenSlotFacts{Left: SlotSize{100, mib}, Moved: SlotSize{100, mib}, OwnerRoom: Room{Bytes: 0}, TargetRoom: Room{Bytes: 2 * mib}}, FixFinished,
 		},
 		"roll back a half-moved slot: the target is full": {
-			OpenSlotFacts{Left: SlotSize{20000, 25 * mib}, Moved: SlotSize{18000, 22 * mib}, OwnerRoom: Room{Bytes: 22 * mib}, TargetRoom: Room{Bytes: 0}}, FixRolledBack,
+			OpenSlotFacts{Left: SlotSize{20000, 25 * mib}, Moved: SlotSize{18000, 22 * mib}, OwnerRoom: Room{Bytes: 20 * mib, Spare: 24 * mib}, TargetRoom: Room{Bytes: 0}}, FixRolledBack,
 		},
 		"roll back: the rest is bigger than the target's room": {
-			OpenSlotFacts{Left: SlotSize{100, 5 * mib}, Moved: SlotSize{1, 1000}, TargetRoom: Room{Bytes: 4 * mib}}, FixRolledBack,
+			OpenSlotFacts{Left: SlotSize{100, 5 * mib}, Moved: SlotSize{1, 1000}, OwnerRoom: Room{Spare: 1000}, TargetRoom: Room{Bytes: 4 * mib}}, FixRolledBack,
+		},
+		"keep open: the target is full and writes filled the owner since": {
+			OpenSlotFacts{Left: SlotSize{20000, 25 * mib}, Moved: SlotSize{18000, 22 * mib}, OwnerRoom: Room{Bytes: 0, Spare: 3 * mib}, TargetRoom: Room{Bytes: 0}}, FixKeptOpen,
+		},
+		"keep open: a byte short on each side": {
+			OpenSlotFacts{Left: SlotSize{1, 1001}, Moved: SlotSize{1, 1001}, OwnerRoom: Room{Bytes: 1000, Spare: 1000}, TargetRoom: Room{Bytes: 1000, Spare: 2000}}, FixKeptOpen,
+		},
+		"roll back into an owner past fillPercent but below maxmemory": {
+			OpenSlotFacts{Left: SlotSize{10, 5 * mib}, Moved: SlotSize{10, 2 * mib}, OwnerRoom: Room{Bytes: 0, Spare: 2 * mib}, TargetRoom: Room{Bytes: mib}}, FixRolledBack,
+		},
+		"no maxmemory on the owner: roll back": {
+			OpenSlotFacts{Left: SlotSize{10, 5 * mib}, Moved: SlotSize{10, 50 * mib}, OwnerRoom: Room{Unlimited: true}, TargetRoom: Room{Bytes: mib}}, FixRolledBack,
 		},
 		"no maxmemory on the target: finish": {
 			OpenSlotFacts{Left: SlotSize{20000, 25 * mib}, TargetRoom: Room{Unlimited: true}}, FixFinished,
@@ -131,11 +143,12 @@ func TestRoomOf(t *testing.T) {
 	}{
 		{0, 0, 0, Room{Unlimited: true}},
 		{40, 0, 10, Room{Unlimited: true, Holds: 40}},
-		{50, 1000, 0, Room{Bytes: 850, Capacity: 900, Holds: 50}},
-		{50, 1000, 30, Room{Bytes: 850, Capacity: 870, Holds: 50}},
+		{50, 1000, 0, Room{Bytes: 850, Capacity: 900, Holds: 50, Spare: 950}},
+		{50, 1000, 30, Room{Bytes: 850, Capacity: 870, Holds: 50, Spare: 950}},
+		{950, 1000, 100, Room{Bytes: 0, Capacity: 800, Holds: 950, Spare: 50}},
 		{1000, 1000, 100, Room{Bytes: 0, Capacity: 800, Holds: 1000}},
 		{2000, 1000, 100, Room{Bytes: 0, Capacity: 800, Holds: 2000}},
-		{50, 1000, 80, Room{Bytes: 850, Capacity: 850, Holds: 50}},
+		{50, 1000, 80, Room{Bytes: 850, Capacity: 850, Holds: 50, Spare: 950}},
 	} {
 		if got := roomOf(tc.used, tc.max, tc.overhead); got != tc.want {
 			t.Errorf("roomOf(%d, %d, %d) = %+v, want %+v", tc.used, tc.max, tc.overhead, got, tc.want)

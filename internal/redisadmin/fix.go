@@ -19,6 +19,9 @@ const (
 	FixRolledBack = "rolled back"
 	// FixClosed: the slot was only marked open somewhere; the mark was cleared.
 	FixClosed = "closed"
+	// FixKeptOpen: neither the target has room for the keys left on the owner nor the owner
+	// for those on the target (closeWay): the slot is left open, and Fix fails saying so.
+	FixKeptOpen = "kept open"
 )
 
 // SlotFix is what Fix did to one open slot.
@@ -33,6 +36,10 @@ type SlotFix struct {
 	Keys int64
 	// Detail says what was found.
 	Detail string
+	// Target is the node the slot was moving to, and Size the keys of the slot (on both
+	// sides) as measured before it was closed, when a half-moved slot was (closeHalfMoved).
+	Target string
+	Size   SlotSize
 }
 
 // Fix closes every open slot (a slot in migrating or importing state on some master) of
@@ -447,14 +454,33 @@ func (m *mover) closeHalfMoved(ctx context.Context, s int, owner, target Node, f
 	}
 	what := fmt.Sprintf("%s migrating it to %s, which holds %d keys of it (about %s) and has %s of room for the %d left (about %s)",
 		owner.Addr, target.Addr, facts.Moved.Keys, formatBytes(facts.Moved.Bytes), formatRoom(facts.TargetRoom), facts.Left.Keys, formatBytes(facts.Left.Bytes))
-	if closeWay(facts) == FixFinished {
+	way := closeWay(facts)
+	if way == FixFinished {
 		f, err := finish(what)
 		if err == nil || !isOOM(err) {
 			return f, err
 		}
 		what = fmt.Sprintf("%s; finishing failed: %v", what, err)
+		// More keys are on the target now: does the owner still have room for them?
+		if facts, err = m.openSlotFacts(ctx, s, owner, target); err != nil {
+			return SlotFix{}, err
+		}
+		way = FixRolledBack
+		if !rollBackFits(facts) {
+			way = FixKeptOpen
+		}
 	}
-	return m.rollBack(ctx, s, owner, target, what)
+	if way == FixKeptOpen {
+		return SlotFix{}, fmt.Errorf("%s, and %s has %s of spare memory for the %d keys on the target: closing it either way would meet OOM, "+
+			"so it stays open (both nodes serve it) until one has room; a larger memory limit or fewer keys would let it close",
+			what, owner.Addr, formatBytes(facts.OwnerRoom.Spare), facts.Moved.Keys)
+	}
+	f, err := m.rollBack(ctx, s, owner, target, what)
+	if err != nil {
+		return f, err
+	}
+	f.Target, f.Size = target.ID, SlotSize{Keys: facts.Left.Keys + facts.Moved.Keys, Bytes: facts.Left.Bytes + facts.Moved.Bytes}
+	return f, nil
 }
 
 // rollBackRounds bounds how often rollBack looks again for keys a client wrote to the

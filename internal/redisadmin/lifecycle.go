@@ -148,6 +148,13 @@ type Step struct {
 	UseEmptyMasters bool
 	Pinned          []int
 	SlotsLeft       int
+	// Moves are StepRebalance's and StepAssign's slot moves as planned from the snapshot
+	// (held slots pinned, full targets skipped): the controller executes exactly these
+	// (Admin.MoveSlots), a budget's worth a step.
+	Moves []Move
+	// DrainHeld, on a Wait of a scale in, are the held slots that keep a leaving master
+	// from emptying (drainBlocked): the scale in stays where it is until they fit somewhere.
+	DrainHeld []HeldSlot
 	// Replicas is StepShrink's StatefulSet size.
 	Replicas int
 	// Credential indexes Spec.Rotation.Credentials for a rotation step; Record is what
@@ -740,17 +747,78 @@ func planMoveSlots(spec Spec, s Snapshot, _ Health) (Step, bool) {
 			masters = append(masters, self)
 		}
 	}
+	// Before the memory rebalance's weights join the drain weights: only drained masters.
+	if blocked := drainBlocked(s, weights, spec.HeldSlots); len(blocked) > 0 {
+		return drainHeldStep(s, blocked), true
+	}
 	addSlotWeights(weights, masters, spec.SlotWeights)
 	pinned := HeldSlotNumbers(spec.HeldSlots)
-	moves, err := planRebalance(masters, weights, DefaultRebalanceThreshold, !assign, pinned)
-	moves = skipFullTargets(moves, s)
+	planned, err := planRebalance(masters, weights, DefaultRebalanceThreshold, !assign, pinned)
+	moves := skipFullTargets(planned, s)
+	if draining && err == nil && len(planned) > 0 && len(moves) == 0 {
+		return Step{Kind: StepWait, Operation: OpScaling, After: LookIdle,
+			Reason: fmt.Sprintf("the scale in is held: the %d slots left on the leaving masters would go only to masters with under %d%% of their maxmemory left; "+
+				"raise the memory limit (or maxMemoryPercent), delete keys, or keep the masters", countMovedSlots(planned), fullPercent)}, true
+	}
 	if err != nil || len(moves) == 0 {
 		return Step{}, false //nolint:nilerr // nothing to plan (no slots yet, say): the status reports it
 	}
 	left := countMovedSlots(moves)
-	return Step{Kind: StepRebalance, Operation: OpScaling, Weights: weights, UseEmptyMasters: !assign, Pinned: pinned, SlotsLeft: left, After: LookSoon,
-		Reason: fmt.Sprintf("moving slots: %d left to move", left)}, true
+	return Step{Kind: StepRebalance, Operation: OpScaling, Weights: weights, UseEmptyMasters: !assign, Pinned: pinned, SlotsLeft: left, Moves: moves,
+		After: LookSoon, Reason: fmt.Sprintf("moving slots: %d left to move", left)}, true
 }
+
+// drainBlocked returns the held slots on the masters being drained (in weights, the drain
+// weights of drainWeights) when they are all those masters still serve: no move can empty
+// them, so the scale in cannot end until a held slot fits somewhere (a larger memory
+// limit) or the master stays. Nil while a draining master has a slot that is not held.
+func drainBlocked(s Snapshot, weights map[string]float64, held []HeldSlot) []HeldSlot {
+	byNumber := map[int]HeldSlot{}
+	for _, h := range held {
+		byNumber[h.Slot] = h
+	}
+	var out []HeldSlot
+	for _, o := range s.joined() {
+		self, _ := o.Self()
+		if _, draining := weights[self.ID]; !draining || !self.IsMaster() {
+			continue
+		}
+		for _, slot := range nodes.SlotList(self.Slots) {
+			h, ok := byNumber[slot]
+			if !ok {
+				return nil
+			}
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// drainHeldStep is the Wait of a scale in that held slots keep from ending: its reason
+// names each slot, its size and the room it would need, and what would help.
+func drainHeldStep(s Snapshot, blocked []HeldSlot) Step {
+	leaving := map[string]bool{}
+	var named []string
+	for _, h := range blocked {
+		leaving[h.Source] = true
+		named = append(named, fmt.Sprintf("slot %d (%d keys, about %s; %s has %s of room)", h.Slot, h.Size.Keys, formatBytes(h.Size.Bytes),
+			nodes.ShortID(h.Target), formatBytes(h.Room.Bytes)))
+	}
+	if len(named) > maxNamedHeld {
+		named = append(named[:maxNamedHeld], fmt.Sprintf("and %d more", len(named)-maxNamedHeld))
+	}
+	who := "the leaving master keeps"
+	if len(leaving) > 1 {
+		who = fmt.Sprintf("%d leaving masters keep", len(leaving))
+	}
+	return Step{Kind: StepWait, Operation: OpScaling, After: LookIdle, DrainHeld: blocked,
+		Reason: fmt.Sprintf("the scale in is held: %s %s, which fit in no other master; "+
+			"raise the memory limit (or maxMemoryPercent) so another master has room for them, or keep %d masters",
+			who, strings.Join(named, ", "), s.Masters+len(leaving))}
+}
+
+// maxNamedHeld is how many held slots a reason names.
+const maxNamedHeld = 8
 
 // addSlotWeights adds the memory rebalance's slot weights to the drain weights of masters,
 // when they name every master that stays (a master added or gone since makes them stale:
@@ -799,9 +867,49 @@ func planAssign(spec Spec, s Snapshot, weights map[string]float64) (Step, bool) 
 		return Step{Kind: StepRecordTargets, Operation: OpScaling, Targets: empty, After: LookSoon,
 			Reason: fmt.Sprintf("moving the slots of %d strategies to %d new masters", len(a.Strategies), len(empty))}, true
 	}
-	return Step{Kind: StepAssign, Operation: OpScaling, After: LookSoon,
+	moves, err := assignMoves(s, spec.HeldSlots, missing, a.Strategies[i].From, target)
+	switch {
+	case err != nil:
+		return Step{Kind: StepWait, Operation: OpScaling, After: LookIdle,
+			Reason: fmt.Sprintf("assignStrategies[%d] cannot be carried out: %v", i, err)}, true
+	case len(moves) == 0:
+		// Only held slots are left to the strategy's sources: status.heldSlots names them.
+		return Step{}, false
+	}
+	return Step{Kind: StepAssign, Operation: OpScaling, After: LookSoon, Moves: moves,
 		Reshard: Reshard{Index: i, Slots: missing, From: a.Strategies[i].From, To: target},
 		Reason:  fmt.Sprintf("assignStrategies[%d]: %d of %d slots left to move", i, missing, a.Strategies[i].Slots)}, true
+}
+
+// assignMoves plans an AssignReceive batch: n slots from the masters from to the master
+// to, as planReshard, except that held slots are never asked for: their masters give
+// their other slots instead, and fewer than n when only held ones are left (none: nil
+// moves and no error).
+func assignMoves(s Snapshot, held []HeldSlot, n int, from []string, to string) ([]Move, error) {
+	pinned := HeldSlotNumbers(held)
+	var masters []Node
+	sourced := len(from) == 0 || slices.Contains(from, "all")
+	available, pinnedAtSources := 0, 0
+	for _, o := range s.joined() {
+		self, _ := o.Self()
+		if !self.IsMaster() {
+			continue
+		}
+		all := nodes.SlotList(self.Slots)
+		free := slices.DeleteFunc(slices.Clone(all), func(slot int) bool { return slices.Contains(pinned, slot) })
+		self.Slots = nodes.RangesOf(free)
+		masters = append(masters, self)
+		if self.ID != to && (sourced || slices.Contains(from, self.ID)) {
+			available += len(free)
+			pinnedAtSources += len(all) - len(free)
+		}
+	}
+	if available < n && pinnedAtSources > 0 {
+		if n = available; n == 0 {
+			return nil, nil
+		}
+	}
+	return planReshard(masters, n, from, to)
 }
 
 // nextAssignment is the first strategy that still misses slots, how many, and its target.

@@ -403,14 +403,56 @@ func (a *Admin) readyTopology(ctx context.Context, addrs []string, opts MoveOpti
 	return topo, nil
 }
 
-// executeFitted runs the part of moves that fits in the targets (fitPlan) and reports the
-// held slots in the stats.
+// MoveSlots moves exactly moves, as a planner planned them from the cluster it saw (the
+// lifecycle's Step.Moves): it loads the cluster through addrs, closes any open slot first
+// (Fix), and runs the part of moves that fits in the targets (fitPlan), a budget's worth.
+// It plans nothing itself, so what is executed is what was planned and tested; a slot
+// owned by neither its source nor its target since refuses the whole plan, changing
+// nothing (the next look plans again).
+func (a *Admin) MoveSlots(ctx context.Context, addrs []string, moves []Move, opts MoveOptions) (MoveStats, error) {
+	topo, err := a.readyTopology(ctx, addrs, opts)
+	if err != nil {
+		return MoveStats{Moves: moves}, fmt.Errorf("before moving slots: %w", err)
+	}
+	return a.executeFitted(ctx, topo, moves, opts)
+}
+
+// executeFitted runs the part of moves that fits in the targets (fitPlan) and reports in
+// the stats the held slots: those that did not fit, and those a target refused with OOM
+// all the same and that went back to their owner (rolledBackHeld).
 func (a *Admin) executeFitted(ctx context.Context, topo *topology, moves []Move, opts MoveOptions) (MoveStats, error) {
-	fitted, held, err := a.fitPlan(ctx, topo, moves, opts)
+	fitted, held, facts, err := a.fitPlan(ctx, topo, moves, opts)
 	if err != nil {
 		return MoveStats{Moves: moves}, err
 	}
 	stats, err := a.executeMoves(ctx, topo, fitted, opts)
+	held = append(held, rolledBackHeld(stats.Fixes, fitted, facts)...)
 	stats.Held = held
 	return stats, err
+}
+
+// rolledBackHeld are the slots of moves that fixes rolled back to their owner (a target
+// answered OOM mid-move), as held slots: their size as the fitting measured it (or as the
+// fix did, when larger), the target's room before the move. The next plans go around them
+// until the room changes (StillHeld). It is pure.
+func rolledBackHeld(fixes []SlotFix, moves []Move, facts moveFacts) []HeldSlot {
+	target := map[int]string{}
+	for _, m := range moves {
+		for _, s := range m.Slots {
+			target[s] = m.Target
+		}
+	}
+	var out []HeldSlot
+	for _, f := range fixes {
+		t, planned := target[f.Slot]
+		if f.Action != FixRolledBack || !planned {
+			continue
+		}
+		size := facts.Sizes[f.Slot]
+		if f.Size.Bytes > size.Bytes {
+			size = f.Size
+		}
+		out = append(out, HeldSlot{Slot: f.Slot, Source: f.Owner, Target: t, Size: size, Room: facts.Rooms[t], RolledBack: true})
+	}
+	return out
 }

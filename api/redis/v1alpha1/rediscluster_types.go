@@ -718,15 +718,22 @@ type HeldSlotStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=16383
 	Slot int32 `json:"slot"`
-	// Master is the node ID of the master that keeps it, Target the one it was to move to.
+	// Master is the node ID of the master that keeps it.
 	Master string `json:"master"`
+	// Target is the node ID of the master it was to move to.
 	// +optional
 	Target string `json:"target,omitempty"`
 	// Giant: the slot holds more than the target could take even empty (90% of its
-	// maxmemory), so no spreading of the data lets it move. Otherwise the target was full
-	// and the slot waits for a change of spec.
+	// maxmemory), so no spreading of the data lets it move. Otherwise the target was full,
+	// or answered OOM (RolledBack), and the slot waits until a master has room for it
+	// besides the room it was held with, or the spec changes.
 	// +optional
 	Giant bool `json:"giant,omitempty"`
+	// RolledBack: the slot was moving when its target refused its keys with OOM (the
+	// estimate said they fit), and went back to its owner; Room is the target's room
+	// before that move.
+	// +optional
+	RolledBack bool `json:"rolledBack,omitempty"`
 	// Keys is the number of keys in the slot.
 	Keys int64 `json:"keys"`
 	// Bytes is an estimate of their size (sampled MEMORY USAGE times the keys).
@@ -861,10 +868,15 @@ type RedisClusterStatus struct {
 	Autoscale *AutoscaleStatus `json:"autoscale,omitempty"`
 	// HeldSlots are slots a slot move left where they are because their data would not fit
 	// in the target: giant ones (a few hash tags holding most of a master's keys) fit in no
-	// master of their size; the others met a full target. The moves plan around them, the
+	// master of their size; the others met a full target, or one that answered OOM (rolled
+	// back). The moves plan around them (a scale in they keep from ending says so), the
 	// SlotsMovable condition names the giant ones, and the autoscaler does not add shards
 	// for a master they alone keep past its target. A change of spec (a larger memory
-	// limit, say) lets them be tried again.
+	// limit, say) lets them be tried again, and so does a change of room (a master with
+	// room for a slot besides the room it was held with). At most 64 are kept: the giant
+	// ones first, then the rolled back, then the largest; a slot left out is measured and
+	// held again by the next move that plans it.
+	// +kubebuilder:validation:MaxItems=64
 	// +listType=map
 	// +listMapKey=slot
 	// +optional

@@ -1,0 +1,92 @@
+package redis
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+)
+
+// heldMaster is an answering, joined master id serving slots, with used of 1000 bytes of
+// maxmemory.
+func heldMaster(id, used string, slots ...redisadmin.SlotRange) redisadmin.Observation {
+	self := redisadmin.Node{ID: id, Myself: true, Role: redisadmin.RoleMaster, Slots: slots}
+	return redisadmin.Observation{Pod: id, Addr: "127.1.0.1:6379", View: []redisadmin.Node{self, {ID: "other"}},
+		Replication: map[string]string{"role": "master", "used_memory": used, "maxmemory": "1000", "maxmemory_policy": "noeviction"}}
+}
+
+// TestHeldSlotsStatus: status.heldSlots keeps the held slots of this generation that
+// still do not fit (a rolled-back one until a master has room for it besides its old
+// room), at most redisadmin.MaxHeldSlots; a scale in they keep from ending sets
+// SlotsMovable=False ScaleInHeld naming them, with one Warning event, not one a look.
+func TestHeldSlotsStatus(t *testing.T) {
+	const gen = 3
+	rc := &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", Generation: gen}}
+	rc.Status.HeldSlots = []redisv1alpha1.HeldSlotStatus{
+		{Slot: 12288, Master: "g", Target: "a", Giant: true, Keys: 38000, Bytes: 47 << 20, Room: 2 << 20, Generation: gen},
+		{Slot: 5, Master: "a", Target: "b", RolledBack: true, Keys: 10, Bytes: 300, Room: 100, Generation: gen},
+		{Slot: 6, Master: "a", Target: "b", Keys: 10, Bytes: 300, Room: 100, Generation: gen - 1},
+	}
+	snap := func(bUsed string) redisadmin.Snapshot {
+		return redisadmin.Snapshot{Now: time.Now(), Nodes: []redisadmin.Observation{
+			heldMaster("a", "600", redisadmin.SlotRange{Start: 0, End: 12287}, redisadmin.SlotRange{Start: 12289, End: 16383}),
+			heldMaster("b", bUsed), heldMaster("g", "990", redisadmin.SlotRange{Start: 12288, End: 12288}),
+		}}
+	}
+	recorder := events.NewFakeRecorder(10)
+	r := &RedisClusterReconciler{Recorder: recorder}
+	s := &state{rc: rc, next: rc.DeepCopy(), snap: snap("700")}
+	giant := redisadmin.HeldSlot{Slot: 12288, Source: "g", Target: "a", Giant: true, Size: redisadmin.SlotSize{Keys: 38000, Bytes: 47 << 20}}
+	s.step = redisadmin.Step{Kind: redisadmin.StepWait, Operation: redisadmin.OpScaling, DrainHeld: []redisadmin.HeldSlot{giant},
+		Reason: "the scale in is held: slot 12288 ..."}
+	r.heldSlotsStatus(s, gen)
+	var got []int32
+	for _, h := range s.next.Status.HeldSlots {
+		got = append(got, h.Slot)
+	}
+	if len(got) != 2 || got[0] != 5 || got[1] != 12288 || !s.next.Status.HeldSlots[0].RolledBack {
+		t.Fatalf("heldSlots %v (%+v), want the rolled-back slot 5 and the giant 12288 (slot 6 is of an older generation)", got, s.next.Status.HeldSlots)
+	}
+	c := meta.FindStatusCondition(s.next.Status.Conditions, ConditionSlotsMovable)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonScaleInHeld || !strings.Contains(c.Message, "slot 12288") {
+		t.Fatalf("SlotsMovable = %+v, want False %s naming slot 12288", c, ReasonScaleInHeld)
+	}
+	if n := len(recorder.Events); n != 1 {
+		t.Fatalf("%d events, want one %s", n, ReasonScaleInHeld)
+	}
+	if e := <-recorder.Events; !strings.Contains(e, ReasonScaleInHeld) {
+		t.Errorf("event %q, want %s", e, ReasonScaleInHeld)
+	}
+	// The next look, with the condition recorded: no second event.
+	s.rc = s.next.DeepCopy()
+	s.next = s.rc.DeepCopy()
+	r.heldSlotsStatus(s, gen)
+	if n := len(recorder.Events); n != 0 {
+		t.Errorf("%d more events on the next look, want none", n)
+	}
+	// b's room grows to 800, room for slot 5 (300 bytes) besides its old room (100): it is
+	// tried again; the giant slot stays held.
+	s.snap = snap("100")
+	s.step = redisadmin.Step{Kind: redisadmin.StepIdle}
+	r.heldSlotsStatus(s, gen)
+	if h := s.next.Status.HeldSlots; len(h) != 1 || h[0].Slot != 12288 {
+		t.Errorf("heldSlots %+v once b has room, want only the giant slot 12288", h)
+	}
+	if c := meta.FindStatusCondition(s.next.Status.Conditions, ConditionSlotsMovable); c == nil || c.Reason != ReasonSlotTooBig {
+		t.Errorf("SlotsMovable = %+v once the scale in is not held, want %s", c, ReasonSlotTooBig)
+	}
+	// A move that held more than the cap: at most redisadmin.MaxHeldSlots are kept.
+	for i := range redisadmin.MaxHeldSlots + 10 {
+		s.held = append(s.held, redisadmin.HeldSlot{Slot: 100 + i, Source: "a", Target: "b", Size: redisadmin.SlotSize{Bytes: int64(i)}})
+	}
+	r.heldSlotsStatus(s, gen)
+	if n := len(s.next.Status.HeldSlots); n != redisadmin.MaxHeldSlots {
+		t.Errorf("%d held slots in the status, want at most %d", n, redisadmin.MaxHeldSlots)
+	}
+}

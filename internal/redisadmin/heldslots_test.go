@@ -1,0 +1,242 @@
+package redisadmin
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestStillHeld is the table of when a held slot is tried again: its owner gave it away,
+// or the room changed (a staying master other than its owner has room for it besides the
+// room it was held with); not when a rolled-back target only got its room back.
+func TestStillHeld(t *testing.T) {
+	t.Parallel()
+	// six().used: maxmemory 1000, used p*10, so a master's room is 900 - 10p.
+	held := HeldSlot{Slot: 0, Source: "aaaaaaaa", Target: "bbbbbbbb", Size: SlotSize{Keys: 10, Bytes: 300}, Room: Room{Bytes: 100}}
+	for _, tc := range []struct {
+		name string
+		snap Snapshot
+		kept bool
+	}{
+		{"no master has room for it besides its old room (300 of 400)", six().current().used(90, 60, 60, 0, 0, 0).snap, true},
+		{"the target's room is back to what it had before a rolled-back move", six().current().used(90, 80, 60, 0, 0, 0).snap, true},
+		{"a master has room for it besides its old room (400 of 400)", six().current().used(90, 50, 60, 0, 0, 0).snap, false},
+		{"a new empty master", func() Snapshot {
+			c := six().withNewMaster().used(90, 60, 60, 0, 0, 0, 1)
+			return c.snap
+		}(), false},
+		{"a leaving empty master does not count", func() Snapshot {
+			c := six().withNewMaster().used(90, 60, 60, 0, 0, 0, 1)
+			c.snap.Nodes[6].Leaving = true
+			return c.snap
+		}(), true},
+		{"the owner's own room does not count", six().current().used(1, 60, 60, 0, 0, 0).snap, true},
+		{"a master without maxmemory", func() Snapshot {
+			c := six().current().used(90, 60, 60, 0, 0, 0)
+			delete(c.snap.Nodes[2].Replication, "maxmemory")
+			c.snap.Nodes[2].Replication["maxmemory"] = "0"
+			return c.snap
+		}(), false},
+		{"the slot is served by another master now", func() Snapshot {
+			c := six().current().used(90, 60, 60, 0, 0, 0)
+			c.each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{Start: 1, End: 5460}} })
+			c.each("bbbbbbbb", func(n *Node) { n.Slots = []SlotRange{{Start: 0, End: 0}, {Start: 5461, End: 10922}} })
+			return c.snap
+		}(), false},
+	} {
+		got := StillHeld([]HeldSlot{held}, tc.snap)
+		if kept := len(got) == 1; kept != tc.kept {
+			t.Errorf("%s: kept %t, want %t", tc.name, kept, tc.kept)
+		}
+	}
+}
+
+// TestCapHeld: at most MaxHeldSlots are kept, giant ones first, then rolled back, then the
+// largest; in slot order.
+func TestCapHeld(t *testing.T) {
+	t.Parallel()
+	var held []HeldSlot
+	for i := range MaxHeldSlots + 6 {
+		held = append(held, HeldSlot{Slot: 100 + i, Size: SlotSize{Bytes: int64(1000 + i)}})
+	}
+	held = append(held, HeldSlot{Slot: 1, Giant: true, Size: SlotSize{Bytes: 1}}, HeldSlot{Slot: 2, RolledBack: true, Size: SlotSize{Bytes: 2}})
+	got := CapHeld(held)
+	if len(got) != MaxHeldSlots {
+		t.Fatalf("kept %d, want %d", len(got), MaxHeldSlots)
+	}
+	nums := HeldSlotNumbers(got)
+	if !slices.IsSorted(nums) || nums[0] != 1 || nums[1] != 2 {
+		t.Errorf("kept %v, want the giant slot 1 and the rolled-back slot 2 first, in slot order", nums)
+	}
+	// The 8 smallest of the others (slots 100..107) make room for the two.
+	if slices.Contains(nums, 107) || !slices.Contains(nums, 108) {
+		t.Errorf("kept %v, want slots 100-107 (the smallest) left out", nums)
+	}
+	if got := CapHeld(held[:3]); len(got) != 3 {
+		t.Errorf("under the cap: kept %d of 3", len(got))
+	}
+}
+
+// TestRolledBackHeld: a slot of the plan that a fix rolled back after OOM is held, with
+// its target and the target's room before the move; a finished slot, or one not of the
+// plan, is not.
+func TestRolledBackHeld(t *testing.T) {
+	t.Parallel()
+	moves := []Move{{Source: "a", Target: "d", Slots: []int{5, 6, 8}}}
+	facts := moveFacts{Sizes: map[int]SlotSize{5: {10, 1000}, 8: {3, 100}}, Rooms: map[string]Room{"d": {Bytes: 2000}}}
+	fixes := []SlotFix{
+		{Slot: 5, Action: FixRolledBack, Owner: "a", Size: SlotSize{12, 900}},
+		{Slot: 6, Action: FixFinished, Owner: "d"},
+		{Slot: 7, Action: FixRolledBack, Owner: "b"},
+		{Slot: 8, Action: FixRolledBack, Owner: "a", Size: SlotSize{5, 4000}},
+	}
+	got := rolledBackHeld(fixes, moves, facts)
+	want := []HeldSlot{
+		{Slot: 5, Source: "a", Target: "d", Size: SlotSize{10, 1000}, Room: Room{Bytes: 2000}, RolledBack: true},
+		{Slot: 8, Source: "a", Target: "d", Size: SlotSize{5, 4000}, Room: Room{Bytes: 2000}, RolledBack: true},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("held = %+v\nwant %+v", got, want)
+	}
+	if s := got[0].String(); !strings.Contains(s, "rolled back") || !strings.Contains(s, "OOM") {
+		t.Errorf("message %q does not say it was rolled back after OOM", s)
+	}
+}
+
+// TestHeldSlotSteps: the slot moves a step carries, and what held slots do to a scale out
+// (AssignReceive too) and a scale in.
+func TestHeldSlotSteps(t *testing.T) {
+	t.Parallel()
+	const mib = 1 << 20
+	giant := func(slot int, source string) HeldSlot {
+		return HeldSlot{Slot: slot, Source: source, Target: "aaaaaaaa", Giant: true, Size: SlotSize{Keys: 38000, Bytes: 47 * mib}, Room: Room{Bytes: 2 * mib}}
+	}
+	withHeld := func(s Spec, held ...HeldSlot) Spec { s.HeldSlots = held; return s }
+	// Two empty new masters, one of them full (a key written there, say).
+	twoNew := func() Snapshot {
+		c := newFake(5, 0,
+			fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{Start: 0, End: 5460}}},
+			fakeNode{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{Start: 5461, End: 10922}}},
+			fakeNode{"rc-2", "cccccccc", "n3", "", []SlotRange{{Start: 10923, End: 16383}}},
+			fakeNode{"rc-3", "gggggggg", "n1", "", nil},
+			fakeNode{"rc-4", "hhhhhhhh", "n2", "", nil},
+		).current().used(50, 50, 50, 97, 1)
+		return c.snap
+	}
+	// eight() scaling in to six pods: rc-6 (gggggggg) and rc-7 leave.
+	scalingIn := func() *cluster {
+		c := eight()
+		c.snap.Nodes[6].Leaving, c.snap.Nodes[7].Leaving = true, true
+		return c
+	}
+	// A scale in whose leaving master gggggggg keeps slot 12288 and, with more, 12289-12290.
+	leavingWith := func(more bool) Snapshot {
+		c := scalingIn()
+		c.each("cccccccc", func(n *Node) { n.Slots = []SlotRange{{Start: 8192, End: 12287}, {Start: 12289, End: 16383}} })
+		c.each("gggggggg", func(n *Node) { n.Slots = []SlotRange{{Start: 12288, End: 12288}} })
+		if more {
+			c.each("cccccccc", func(n *Node) { n.Slots = []SlotRange{{Start: 8192, End: 12287}, {Start: 12291, End: 16383}} })
+			c.each("gggggggg", func(n *Node) { n.Slots = []SlotRange{{Start: 12288, End: 12290}} })
+		}
+		return c.snap
+	}
+	scaleIn := func() Spec { s := specFor(6); s.StatefulSetReplicas = 8; return s }
+	cases := map[string]struct {
+		spec  Spec
+		snap  Snapshot
+		want  StepKind
+		check func(t *testing.T, s Step)
+	}{
+		"a scale out carries its moves: held slots and full masters left out": {
+			spec: withHeld(specFor(5), giant(0, "aaaaaaaa")), snap: twoNew(), want: StepRebalance,
+			check: func(t *testing.T, s Step) {
+				moved := 0
+				for _, m := range s.Moves {
+					expect(t, m.Target != "gggggggg", "a move into the full master: %s", m)
+					expect(t, !slices.Contains(m.Slots, 0), "the held slot 0 moves: %s", m)
+					moved += len(m.Slots)
+				}
+				expect(t, moved > 0 && moved == s.SlotsLeft, "the moves move %d slots, the step says %d", moved, s.SlotsLeft)
+			},
+		},
+		"AssignReceive around a held slot: the source gives its next slots": {
+			spec: withHeld(assigning(Strategy{Slots: 100, From: []string{"aaaaaaaa"}}), giant(0, "aaaaaaaa")), snap: assigned(0), want: StepAssign,
+			check: func(t *testing.T, s Step) {
+				want := []Move{{Source: "aaaaaaaa", Target: "gggggggg", Slots: slotRange(1, 100)}}
+				expect(t, reflect.DeepEqual(s.Moves, want), "moves %v, want slots 1-100 from aaaaaaaa", s.Moves)
+			},
+		},
+		"AssignReceive with only held slots left: nothing is asked again": {
+			spec: withHeld(assigning(Strategy{Slots: 5461, From: []string{"aaaaaaaa"}}), giant(5459, "aaaaaaaa"), giant(5460, "aaaaaaaa")),
+			snap: assigned(5459), want: StepIdle,
+		},
+		"AssignReceive from a node that is not a master: the wait says so": {
+			spec: assigning(Strategy{Slots: 100, From: []string{"dddddddd"}}), snap: assigned(0), want: StepWait,
+			check: func(t *testing.T, s Step) {
+				expect(t, strings.Contains(s.Reason, "assignStrategies[0]") && strings.Contains(s.Reason, "dddddddd"), "reason %q", s.Reason)
+			},
+		},
+		"a scale in whose leaving master keeps only a giant slot: held, and says why": {
+			spec: withHeld(scaleIn(), giant(12288, "gggggggg")), snap: leavingWith(false), want: StepWait,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Operation == OpScaling && len(s.DrainHeld) == 1 && s.DrainHeld[0].Slot == 12288, "op %s, drain held %v", s.Operation, s.DrainHeld)
+				for _, says := range []string{"scale in is held", "slot 12288", "38000 keys", "47.0 MiB", "2.0 MiB of room", "raise the memory limit", "keep 4 masters"} {
+					expect(t, strings.Contains(s.Reason, says), "reason %q does not say %q", s.Reason, says)
+				}
+			},
+		},
+		"a scale in held by a giant slot while a memory rebalance's weights are set: held all the same": {
+			spec: func() Spec {
+				s := withHeld(scaleIn(), giant(12288, "gggggggg"))
+				s.SlotWeights = map[string]float64{"aaaaaaaa": 1, "bbbbbbbb": 1, "cccccccc": 1}
+				return s
+			}(),
+			snap: leavingWith(false), want: StepWait,
+			check: func(t *testing.T, s Step) {
+				expect(t, len(s.DrainHeld) == 1 && s.DrainHeld[0].Slot == 12288, "drain held %v", s.DrainHeld)
+			},
+		},
+		"a scale in whose leaving master has more than the giant slot: the others move": {
+			spec: withHeld(scaleIn(), giant(12288, "gggggggg")), snap: leavingWith(true), want: StepRebalance,
+			check: func(t *testing.T, s Step) {
+				var drained []int
+				for _, m := range s.Moves {
+					expect(t, !slices.Contains(m.Slots, 12288), "the held slot 12288 moves: %s", m)
+					if m.Source == "gggggggg" {
+						drained = append(drained, m.Slots...)
+					}
+				}
+				slices.Sort(drained)
+				expect(t, slices.Equal(drained, []int{12289, 12290}) && len(s.DrainHeld) == 0, "drained %v (moves %v)", drained, s.Moves)
+			},
+		},
+		"a scale in into full masters: held, and says why": {
+			spec: scaleIn(), snap: scalingIn().used(97, 97, 97, 0, 0, 0, 50, 0).snap, want: StepWait,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Operation == OpScaling && strings.Contains(s.Reason, "scale in is held") && strings.Contains(s.Reason, "4096 slots"), "reason %q", s.Reason)
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := NextStep(tc.spec, tc.snap, Assess(tc.snap))
+			if s.Kind != tc.want {
+				t.Fatalf("step %s (%s), want %s", s.Kind, s.Reason, tc.want)
+			}
+			if tc.check != nil {
+				tc.check(t, s)
+			}
+		})
+	}
+}
+
+// slotRange is the slots from a to b.
+func slotRange(a, b int) []int {
+	var out []int
+	for s := a; s <= b; s++ {
+		out = append(out, s)
+	}
+	return out
+}
