@@ -1,0 +1,220 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/tests/redistest"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
+)
+
+// archiveRecoveryPoint is the recovery point the archive promises: a write acknowledged
+// this long before the cluster is deleted is in the archive (segments close every 500 ms,
+// plus the store's write).
+const archiveRecoveryPoint = time.Second
+
+// ackWriter writes keys a:<n> = n one at a time through a cluster client, never
+// overwriting one, and records the time each was acknowledged. It can pause, so that a
+// target time falls where no write is near.
+type ackWriter struct {
+	client *goredis.ClusterClient
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	acks   []time.Time // acks[n] is when a:<n> was acknowledged
+	pause  chan time.Duration
+}
+
+func startAckWriter(addr, password string) *ackWriter {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &ackWriter{client: goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{addr}, Password: password, MaxRedirects: 16,
+		ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: time.Second}),
+		cancel: cancel, done: make(chan struct{}), pause: make(chan time.Duration, 1)}
+	go w.run(ctx)
+	return w
+}
+
+func (w *ackWriter) run(ctx context.Context) {
+	defer close(w.done)
+	for n := 0; ctx.Err() == nil; {
+		select {
+		case d := <-w.pause:
+			time.Sleep(d)
+		default:
+		}
+		if err := w.client.Set(ctx, "a:"+strconv.Itoa(n), n, 0).Err(); err != nil {
+			time.Sleep(20 * time.Millisecond) // retried: the key is never given up
+			continue
+		}
+		acked := time.Now()
+		w.mu.Lock()
+		w.acks = append(w.acks, acked)
+		w.mu.Unlock()
+		n++
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// pauseFor makes the writer write nothing for d, and returns the middle of the pause,
+// once it is over.
+func (w *ackWriter) pauseFor(d time.Duration) time.Time {
+	before := w.count()
+	w.pause <- d
+	for w.count() == before {
+		time.Sleep(5 * time.Millisecond)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.acks[before-1].Add(w.acks[before].Sub(w.acks[before-1]) / 2)
+}
+
+func (w *ackWriter) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.acks)
+}
+
+// stop ends the writer and returns the ack times.
+func (w *ackWriter) stop() []time.Time {
+	w.cancel()
+	<-w.done
+	_ = w.client.Close()
+	return w.acks
+}
+
+// presentThroughEach reads every key of keys through each node of rc (a cluster client
+// seeded with that node only) and returns, per key, on how many nodes it read back with
+// its value.
+func presentThroughEach(t *testing.T, rc *redisv1alpha1.RedisCluster, password string, n int) []int {
+	t.Helper()
+	found := make([]int, n)
+	for _, node := range rc.Status.Nodes {
+		c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{node.Instance}, Password: password, MaxRedirects: 16, ReadTimeout: 5 * time.Second})
+		for from := 0; from < n; from += 500 {
+			to := min(from+500, n)
+			cmds := make([]*goredis.StringCmd, 0, to-from)
+			_, _ = c.Pipelined(t.Context(), func(p goredis.Pipeliner) error {
+				for i := from; i < to; i++ {
+					cmds = append(cmds, p.Get(t.Context(), "a:"+strconv.Itoa(i)))
+				}
+				return nil
+			})
+			for i, cmd := range cmds {
+				if v, err := cmd.Result(); err == nil && v == strconv.Itoa(from+i) {
+					found[from+i]++
+				} else if err != nil && err != goredis.Nil {
+					t.Errorf("reading a:%d through %s: %v", from+i, node.Instance, err)
+					_ = c.Close()
+					return found
+				}
+			}
+		}
+		_ = c.Close()
+	}
+	return found
+}
+
+func TestRedisClusterArchiveRestoresToLatestAndToATime(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	createStoreSecrets(t, ns, store.SecretKey)
+	origin := redistest.NewCluster(ns, "origin", 6)
+	origin.Spec.Finalizers = "foreground" // its volumes go with it
+	origin.Spec.Archive = &redisv1alpha1.ArchiveSpec{Destination: storeSpec(store.Bucket)}
+	key, rc, pw := createRunning(t, origin, "")
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, key, rc); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionArchiving)
+		return c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("Archiving: %+v, archive %+v", c, rc.Status.Archive)
+	})
+	for _, sh := range rc.Status.Archive.Shards {
+		if sh.Timeline != 1 || sh.BaseCapturedAt == nil {
+			t.Errorf("archive of %s: %+v, want timeline 1 from a base", sh.Shard, sh)
+		}
+	}
+
+	w := startAckWriter(rc.Status.Nodes[0].Instance, pw)
+	for w.count() < 1000 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	target := w.pauseFor(600 * time.Millisecond) // no write within 300 ms of the target on either side
+	before := w.count()
+	for w.count() < before+1000 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	deleted := time.Now()
+	if err := env.Client.Delete(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		err := env.Client.Get(ctx, key, &redisv1alpha1.RedisCluster{})
+		return err != nil, "the source cluster is still there"
+	})
+	acks := w.stop()
+	due := 0 // the keys acknowledged more than the recovery point before the deletion
+	for due < len(acks) && acks[due].Before(deleted.Add(-archiveRecoveryPoint)) {
+		due++
+	}
+	atTarget := 0 // the keys acknowledged before the target
+	for atTarget < len(acks) && acks[atTarget].Before(target) {
+		atTarget++
+	}
+	t.Logf("the writer had %d keys acknowledged: %d more than %s before the deletion, %d before the target %s",
+		len(acks), due, archiveRecoveryPoint, atTarget, target.UTC().Format(time.RFC3339Nano))
+
+	source := storeSpec(store.Bucket)
+	latest := redistest.NewCluster(ns, "latest", 6)
+	latest.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: source, Cluster: "origin", TargetTime: rediscontrollers.TargetLatest}}
+	attime := redistest.NewCluster(ns, "attime", 6)
+	attime.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: source, Cluster: "origin",
+		TargetTime: target.UTC().Format(time.RFC3339Nano)}}
+	for _, c := range []*redisv1alpha1.RedisCluster{latest, attime} {
+		if err := env.Client.Create(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []*redisv1alpha1.RedisCluster{latest, attime} {
+		restored := waitRestored(t, client.ObjectKeyFromObject(c))
+		st := restored.Status.Restore
+		t.Logf("%s restored to %s: %d keys from the bases, shards %+v", c.Name, st.Target, st.Keys, st.ArchiveShards)
+		if len(st.ArchiveShards) != 3 {
+			t.Errorf("%s's restore status names %d replayed shards, want 3", c.Name, len(st.ArchiveShards))
+		}
+		found := presentThroughEach(t, restored, redistest.Password(t, env.Client, c.Namespace, c.Name), len(acks))
+		missing, extra, last := 0, 0, -1
+		want, upTo := due, len(acks)
+		if c == attime {
+			want, upTo = atTarget, atTarget
+		}
+		for i, f := range found {
+			switch {
+			case i < want && f != len(restored.Status.Nodes):
+				missing++
+			case i >= upTo && f > 0:
+				extra++
+			}
+			if f > 0 {
+				last = i
+			}
+		}
+		if missing > 0 || extra > 0 {
+			t.Errorf("%s: %d of the %d keys it must hold are missing through some node, %d acknowledged after its target are there", c.Name, missing, want, extra)
+		}
+		if last >= 0 {
+			t.Logf("%s: the last key back was acknowledged %s before the deletion", c.Name, deleted.Sub(acks[last]).Round(time.Millisecond))
+		}
+	}
+}
