@@ -44,7 +44,7 @@ func parseTarget(text string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, text)
 	if err != nil {
-		return t, fmt.Errorf("spec.restore.archive.targetTime %q is not an RFC 3339 time (%v): write it as 2026-11-28T23:15:00Z, or latest", text, err)
+		return t, fmt.Errorf("spec.restore.archive.targetTime %q is not an RFC 3339 time (%w): write it as 2026-11-28T23:15:00Z, or latest", text, err)
 	}
 	return t, nil
 }
