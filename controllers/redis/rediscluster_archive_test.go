@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -238,4 +239,121 @@ func TestRedisClusterArchiveRestoresToLatestAndToATime(t *testing.T) {
 			t.Logf("%s: every key acknowledged is back, the last one acknowledged %s after the deletion began", c.Name, acks[last].Sub(deleted).Round(time.Millisecond))
 		}
 	}
+}
+
+// breakArchiveHistory makes every shard's archive lose its place in the history: a replication
+// backlog of 16 kB on every node, the followers' connections to the replicas cut (a replica's
+// only replica-type client is the operator's follower), then more than 16 kB of writes per shard
+// before a follower can reconnect (it waits a second): its offset has left the backlog.
+func breakArchiveHistory(t *testing.T, rc *redisv1alpha1.RedisCluster, password string) {
+	t.Helper()
+	ctx := t.Context()
+	var replicas []*goredis.Client
+	for _, node := range rc.Status.Nodes {
+		c := goredis.NewClient(&goredis.Options{Addr: node.Instance, Password: password})
+		defer func() { _ = c.Close() }()
+		if err := c.ConfigSet(ctx, "repl-backlog-size", "16384").Err(); err != nil {
+			t.Fatalf("CONFIG SET repl-backlog-size at %s: %v", node.Instance, err)
+		}
+		info, err := c.Info(ctx, "replication").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(info, "role:slave") {
+			replicas = append(replicas, c)
+		}
+	}
+	writer := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{rc.Status.Nodes[0].Instance}, Password: password})
+	defer func() { _ = writer.Close() }()
+	value := strings.Repeat("x", 1024)
+	for _, c := range replicas {
+		if err := c.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+			t.Fatalf("CLIENT KILL TYPE replica: %v", err)
+		}
+	}
+	if _, err := writer.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i := range 300 {
+			p.Set(ctx, "gap:"+strconv.Itoa(i), value, 0)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("the burst of writes: %v", err)
+	}
+}
+
+func TestRedisClusterArchiveStartsANewTimelineAfterAGap(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	createStoreSecrets(t, ns, store.SecretKey)
+	origin := redistest.NewCluster(ns, "origin", 6)
+	origin.Spec.Finalizers = "foreground"
+	origin.Spec.Archive = &redisv1alpha1.ArchiveSpec{Destination: storeSpec(store.Bucket)}
+	key, rc, pw := createRunning(t, origin, "")
+	archiving := func(timeline int32) {
+		t.Helper()
+		testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+			if err := env.Client.Get(ctx, key, rc); err != nil {
+				return false, err.Error()
+			}
+			c := meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionArchiving)
+			ok := c != nil && c.Status == metav1.ConditionTrue && rc.Status.Archive != nil && len(rc.Status.Archive.Shards) == 3
+			for _, sh := range rc.Status.Archive.Shards {
+				ok = ok && sh.Timeline == timeline
+			}
+			return ok, fmt.Sprintf("want every shard on timeline %d: Archiving %+v, archive %+v", timeline, c, rc.Status.Archive)
+		})
+	}
+	archiving(1)
+	w := startAckWriter(rc.Status.Nodes[0].Instance, pw)
+	for w.count() < 500 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	breakArchiveHistory(t, rc, pw)
+	archiving(2)
+	testenv.Eventually(t, 30*time.Second, func(context.Context) (bool, string) {
+		n, notes := eventCount(t, ns, "origin", rediscontrollers.ReasonArchiveGap)
+		return n >= 1, fmt.Sprintf("%d %s events: %v", n, rediscontrollers.ReasonArchiveGap, notes)
+	})
+	_, notes := eventCount(t, ns, "origin", rediscontrollers.ReasonArchiveGap)
+	t.Logf("gap event: %v", notes)
+	before := w.count()
+	for w.count() < before+500 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	deleted := time.Now()
+	if err := env.Client.Delete(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	acks := w.stop()
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		err := env.Client.Get(ctx, key, &redisv1alpha1.RedisCluster{})
+		return err != nil, "the source cluster is still there"
+	})
+	due := 0
+	for due < len(acks) && acks[due].Before(deleted.Add(-archiveRecoveryPoint)) {
+		due++
+	}
+	latest := redistest.NewCluster(ns, "latest", 6)
+	latest.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: storeSpec(store.Bucket), Cluster: "origin",
+		TargetTime: rediscontrollers.TargetLatest}}
+	if err := env.Client.Create(t.Context(), latest); err != nil {
+		t.Fatal(err)
+	}
+	restored := waitRestored(t, client.ObjectKeyFromObject(latest))
+	for _, sh := range restored.Status.Restore.ArchiveShards {
+		if sh.Timeline != 2 {
+			t.Errorf("the restore replayed %s on timeline %d, want the new timeline 2", sh.Shard, sh.Timeline)
+		}
+	}
+	found := presentThroughEach(t, restored, redistest.Password(t, env.Client, ns, "latest"), due)
+	missing := 0
+	for _, f := range found {
+		if f != len(restored.Status.Nodes) {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of the %d keys acknowledged more than %s before the deletion are missing after the gap", missing, due, archiveRecoveryPoint)
+	}
+	t.Logf("%d keys acknowledged (%d more than %s before the deletion), %d missing from the restore across the gap", len(acks), due, archiveRecoveryPoint, missing)
 }
