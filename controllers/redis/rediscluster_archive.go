@@ -90,6 +90,8 @@ type shardArchive struct {
 	timeline int
 	base     backup.Shard
 	follower *redisarchive.Follower
+	// last is the progress of the timeline's last follower, shown while the next starts.
+	last     redisarchive.Progress
 	starting bool
 	stopped  bool
 	lastErr  string
@@ -333,18 +335,20 @@ func (sh *shardArchive) report() (redisv1alpha1.ArchiveShardStatus, []archiveEve
 		st.BaseCapturedAt = &captured
 		st.ArchivedOffset = sh.base.ReplicationOffset
 	}
-	running := false
+	running, p := false, sh.last
 	if sh.follower != nil {
-		p := sh.follower.Progress()
+		p = sh.follower.Progress()
+		running = !sh.starting
+	}
+	if p.Archived > 0 {
 		st.ArchivedOffset = p.Archived
 		if !p.LastArchived.IsZero() {
 			t := metav1.NewMicroTime(p.LastArchived)
 			st.ArchivedUpTo = &t
 		}
-		if p.LastError != "" {
-			st.LastError = p.LastError
-		}
-		running = !sh.starting
+	}
+	if p.LastError != "" && sh.follower != nil {
+		st.LastError = p.LastError
 	}
 	events := sh.events
 	sh.events = nil
@@ -369,6 +373,9 @@ func (sh *shardArchive) run(ctx context.Context) {
 			return
 		}
 		sh.mu.Lock()
+		if sh.follower != nil {
+			sh.last = sh.follower.Progress()
+		}
 		sh.follower, sh.starting = nil, true
 		if err != nil {
 			failures++
@@ -475,7 +482,7 @@ func (sh *shardArchive) newBase(ctx context.Context, timeline int) error {
 		return fmt.Errorf("while writing the base of timeline %d: %w", timeline, err)
 	}
 	sh.mu.Lock()
-	sh.timeline, sh.base = timeline, base
+	sh.timeline, sh.base, sh.last = timeline, base, redisarchive.Progress{}
 	sh.mu.Unlock()
 	sh.note(corev1.EventTypeNormal, ReasonArchiveTimelineStarted, "%s (slots %s) timeline %d starts from a base of %d keys at offset %d taken from %s",
 		sh.name, redisadmin.FormatSlotRanges(sh.slots), timeline, base.Keys, base.ReplicationOffset, src.Pod)
