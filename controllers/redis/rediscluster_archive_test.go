@@ -75,14 +75,21 @@ func (w *ackWriter) run(ctx context.Context) {
 // pauseFor makes the writer write nothing for d, and returns the middle of the pause,
 // once it is over.
 func (w *ackWriter) pauseFor(d time.Duration) time.Time {
-	before := w.count()
+	from := max(w.count()-1, 0)
 	w.pause <- d
-	for w.count() == before {
+	for {
 		time.Sleep(5 * time.Millisecond)
+		w.mu.Lock()
+		for i := from; i+1 < len(w.acks); i++ {
+			// The writer may ack a key or two between the count and the pause: the pause is
+			// the first gap of at least d.
+			if gap := w.acks[i+1].Sub(w.acks[i]); gap >= d {
+				w.mu.Unlock()
+				return w.acks[i].Add(gap / 2)
+			}
+		}
+		w.mu.Unlock()
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.acks[before-1].Add(w.acks[before].Sub(w.acks[before-1]) / 2)
 }
 
 func (w *ackWriter) count() int {
