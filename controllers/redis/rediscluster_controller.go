@@ -107,6 +107,10 @@ type RedisClusterReconciler struct {
 	storeFailures failures
 	// sources keeps the backups of restores and reloads as read (readSource).
 	sources restoreSources
+	// archives runs the followers of the clusters with spec.archive (syncArchive).
+	archives archives
+	// replays keeps what each restore's archive replay reached (loadShard).
+	replays archiveReplays
 }
 
 // forgetCluster drops everything the reconciler keeps of a cluster that is gone or going:
@@ -123,6 +127,8 @@ func (r *RedisClusterReconciler) forgetCluster(key types.NamespacedName) {
 	r.certificates.forget(key)
 	r.storeFailures.forget(key)
 	r.sources.forget(key)
+	r.archives.stop(key)
+	r.replays.forget(key)
 }
 
 // backgroundLoads is the reconciler's shardLoads, made on first use (a reconciler built
@@ -246,6 +252,7 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, s.err
 	}
 	r.observe(s)
+	r.syncArchive(ctx, s)
 	recordMetrics(s)
 	retryAfter, backingOff := loadBackoff(s.err)
 	wrote, err := status.Patch(ctx, r.Client, s.rc, s.next, redisClusterStatus)

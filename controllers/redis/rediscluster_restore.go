@@ -51,6 +51,9 @@ type restoreSource struct {
 	refused     bool
 	storeFailed bool
 	retryAt     time.Time
+	// archive is, for a restore from an archive, what each shard replays after its base
+	// (nil for a backup).
+	archive *archiveRestore
 }
 
 // readRestore reads, while the restore is not done, the backup spec.restore names: the
@@ -64,7 +67,10 @@ func (r *RedisClusterReconciler) readRestore(ctx context.Context, s *state) erro
 	}
 	spec := s.rc.Spec.Restore
 	src, err := r.readSource(s, "restore", func() (*restoreSource, error) {
-		if spec.Backup != "" {
+		switch {
+		case spec.Archive != nil:
+			return r.openArchive(ctx, s.rc, spec.Archive), nil
+		case spec.Backup != "":
 			return r.openBackup(ctx, s.rc, spec.Backup)
 		}
 		return r.openFolder(ctx, s.rc, "spec.restore.source.endpoint", *spec.Source, spec.Source.Path), nil
@@ -162,6 +168,10 @@ func (r *RedisClusterReconciler) restoreShard(s *state) error {
 		}
 		st.LoadedShards = append(st.LoadedShards, load.NodeID)
 		st.Keys += res.Restored
+		if src.archive != nil {
+			r.recordReplay(s, src, load)
+			continue
+		}
 		r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Restore", "loaded %s of %d (slots %s, %d keys, captured at %s) into %s",
 			redisadmin.ShardName(load.Shard), len(src.manifest.Shards), redisadmin.FormatSlotRanges(load.Slots), res.Restored,
 			src.manifest.Shards[load.Shard].CapturedAt.Format(time.RFC3339), load.Pod)
@@ -169,6 +179,11 @@ func (r *RedisClusterReconciler) restoreShard(s *state) error {
 	if len(st.LoadedShards) == len(src.manifest.Shards) {
 		now := metav1.Now()
 		st.CompletedAt = &now
+		if src.archive != nil {
+			r.event(s, corev1.EventTypeNormal, ReasonRestoreCompleted, "Restore", "restored %d keys in %d shards from the archive %s to %s: %s",
+				st.Keys, len(st.LoadedShards), src.location, st.Target, archiveReached(st.ArchiveShards))
+			return errors.Join(errs...)
+		}
 		r.event(s, corev1.EventTypeNormal, ReasonRestoreCompleted, "Restore", "restored %d keys in %d shards from %s (backup completed at %s)",
 			st.Keys, len(st.LoadedShards), src.location, src.manifest.CompletedAt.Format(time.RFC3339))
 	}
@@ -180,6 +195,15 @@ func (r *RedisClusterReconciler) restoreShard(s *state) error {
 // manifest, so a corrupted or truncated object loads nothing; then it streams the file
 // again into the master as RESTOREs.
 func (r *RedisClusterReconciler) loadShard(ctx context.Context, rc *redisv1alpha1.RedisCluster, node rdbstream.Options, src *restoreSource, step redisadmin.ShardLoad) (rdbload.Result, error) {
+	res, err := r.loadShardFile(ctx, rc, node, src, step)
+	if err != nil || src.archive == nil {
+		return res, err
+	}
+	return res, r.replayShard(ctx, rc, node, src, step)
+}
+
+// loadShardFile loads the keys of the step's slots from the shard's file into node.
+func (r *RedisClusterReconciler) loadShardFile(ctx context.Context, rc *redisv1alpha1.RedisCluster, node rdbstream.Options, src *restoreSource, step redisadmin.ShardLoad) (rdbload.Result, error) {
 	sh := src.manifest.Shards[step.Shard]
 	want := &objectstore.Digest{Size: sh.Bytes, SHA256: sh.SHA256}
 	if _, err := src.store.Get(ctx, sh.File, io.Discard, want); err != nil {
@@ -219,6 +243,9 @@ func initRestoreStatus(s *state) {
 	completed := metav1.NewTime(s.restore.manifest.CompletedAt)
 	s.next.Status.Restore = &redisv1alpha1.RestoreStatus{Location: s.restore.location, BackupCompletedAt: &completed,
 		Shards: int32(len(s.restore.manifest.Shards))} //nolint:gosec // a manifest has at most 16384 shards
+	if s.restore.archive != nil {
+		s.next.Status.Restore.Target = s.restore.archive.targetText
+	}
 }
 
 // restoreProgress says what a restore still has to do, "" once it is done (or there is none).

@@ -168,6 +168,24 @@ type RedisClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Write Safety"
 	WriteSafety WriteSafety `json:"writeSafety,omitempty"`
+
+	// Archive keeps a continuous archive of every shard's writes in an object store, for
+	// restores to any second (spec.restore.archive of a new cluster): per shard a base
+	// snapshot, then the shard's replication stream in segments closed every 500 ms. The
+	// operator follows a replica of each shard where there is one (the master otherwise),
+	// costing it about 33 MiB of memory per shard. Off unless set.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Archive"
+	Archive *ArchiveSpec `json:"archive,omitempty"`
+}
+
+// ArchiveSpec says where a cluster's continuous archive goes.
+type ArchiveSpec struct {
+	// Destination is the object store of the archive: the folder <cluster>/archive under
+	// destination.path (the cluster's namespace when empty) holds, per shard, its timelines:
+	// each a base snapshot and the segments that continue it.
+	// +required
+	Destination ObjectStore `json:"destination"`
 }
 
 // WriteSafety is what a master does with writes when it cannot reach its replicas.
@@ -222,7 +240,8 @@ type AutoscaleSpec struct {
 // RestoreSpec names the backup a new RedisCluster starts from: a RedisBackup of the same
 // namespace, or a backup's folder in an object store (a backup of another namespace, or one
 // whose RedisBackup is gone).
-// +kubebuilder:validation:XValidation:rule="has(self.backup) != has(self.source)",message="spec.restore needs exactly one of backup (a RedisBackup's name) and source (the backup's folder in an object store)"
+// +kubebuilder:validation:XValidation:rule="has(self.archive) || has(self.backup) != has(self.source)",message="spec.restore needs exactly one of backup (a RedisBackup's name) and source (the backup's folder in an object store)"
+// +kubebuilder:validation:XValidation:rule="!has(self.archive) || (!has(self.backup) && !has(self.source))",message="spec.restore.archive restores from the archive's own base snapshots: remove spec.restore.backup and spec.restore.source"
 type RestoreSpec struct {
 	// Backup is the name of a Completed RedisBackup in the same namespace.
 	// +kubebuilder:validation:MaxLength=253
@@ -233,6 +252,30 @@ type RestoreSpec struct {
 	// status.location (the folder holding manifest.json).
 	// +optional
 	Source *ObjectStore `json:"source,omitempty"`
+	// Archive restores from a cluster's continuous archive (spec.archive) to a target time:
+	// each shard's base snapshot, then its archived writes replayed up to the target.
+	// +optional
+	Archive *ArchiveRestoreSpec `json:"archive,omitempty"`
+}
+
+// ArchiveRestoreSpec names an archive and the time to restore to.
+type ArchiveRestoreSpec struct {
+	// Source is the archive's object store: the spec.archive.destination of the archived
+	// cluster, with the same path.
+	// +required
+	Source ObjectStore `json:"source"`
+	// Cluster is the name of the archived RedisCluster (its archive's folder under
+	// source.path).
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="spec.restore.archive.cluster must be the archived RedisCluster's name (lowercase letters, digits and '-'), for example cache"
+	// +required
+	Cluster string `json:"cluster"`
+	// TargetTime is the time to restore to, RFC 3339 (every write the archive received up
+	// to it, none after), or latest: everything archived.
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self == 'latest' || self.matches('^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$')",message="spec.restore.archive.targetTime must be latest or an RFC 3339 time, for example 2026-11-28T23:15:00Z or 2026-11-28T23:15:00.250+01:00"
+	// +required
+	TargetTime string `json:"targetTime"`
 }
 
 // MaxMemoryPolicy is a Redis maxmemory-policy: what a node does when a write would take it
@@ -892,6 +935,11 @@ type RedisClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restore"
 	Restore *RestoreStatus `json:"restore,omitempty"`
+	// Archive is the continuous archive of spec.archive: each shard's timeline, base and
+	// how far it is archived.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Archive"
+	Archive *ArchiveStatus `json:"archive,omitempty"`
 	// Reload is the reload of lost shards' slots from a backup under way (the annotation
 	// redis.middleware-operator.io/restore-lost-shards-from), nil when none is.
 	// +optional
@@ -921,6 +969,66 @@ type ShardReloadStatus struct {
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 }
 
+// ArchiveStatus is where a cluster's continuous archive stands.
+type ArchiveStatus struct {
+	// Location is the archive's folder, s3://bucket/path/<cluster>/archive.
+	// +optional
+	Location string `json:"location,omitempty"`
+	// Shards are the shards archived, in slot order.
+	// +kubebuilder:validation:MaxItems=1000
+	// +listType=map
+	// +listMapKey=shard
+	// +optional
+	Shards []ArchiveShardStatus `json:"shards,omitempty"`
+}
+
+// ArchiveShardStatus is the archive of one shard.
+type ArchiveShardStatus struct {
+	// Shard names the shard in the archive (shard-000 is the one with the first slots).
+	Shard string `json:"shard"`
+	// Slots are the shard's slot ranges, for example 0-5460.
+	// +optional
+	Slots string `json:"slots,omitempty"`
+	// Timeline is the shard's current timeline: 1 from the first base, one more after each
+	// gap (a history the archive could not continue, which a new base starts again).
+	// +optional
+	Timeline int32 `json:"timeline,omitempty"`
+	// BaseOffset is the replication offset of the timeline's base snapshot, BaseCapturedAt
+	// when it was taken: a restore to a time of this timeline starts from it.
+	// +optional
+	BaseOffset int64 `json:"baseOffset,omitempty"`
+	// +optional
+	BaseCapturedAt *metav1.Time `json:"baseCapturedAt,omitempty"`
+	// Source is the pod the archive follows (a replica of the shard where there is one).
+	// +optional
+	Source string `json:"source,omitempty"`
+	// ArchivedOffset is the replication offset the archive holds up to, and ArchivedUpTo
+	// the time the last archived write was received (empty while none was).
+	// +optional
+	ArchivedOffset int64 `json:"archivedOffset,omitempty"`
+	// +optional
+	ArchivedUpTo *metav1.MicroTime `json:"archivedUpTo,omitempty"`
+	// LastError is the last failure of the shard's follower, "" when none.
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+}
+
+// RestoreArchiveShard is how far a restore from an archive replayed one shard.
+type RestoreArchiveShard struct {
+	// Shard names the shard in the archive, and Timeline the timeline replayed.
+	Shard    string `json:"shard"`
+	Timeline int32  `json:"timeline"`
+	// Reached is the receive time of the last write replayed (empty when none was), and
+	// Offset the replication offset reached.
+	// +optional
+	Reached *metav1.MicroTime `json:"reached,omitempty"`
+	// +optional
+	Offset int64 `json:"offset,omitempty"`
+	// Commands is the number of commands replayed onto the base.
+	// +optional
+	Commands int64 `json:"commands,omitempty"`
+}
+
 // RestoreStatus is the progress of a restore.
 type RestoreStatus struct {
 	// Location is the backup's folder, s3://bucket/path.
@@ -944,6 +1052,16 @@ type RestoreStatus struct {
 	// CompletedAt is when the last shard was loaded.
 	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// Target is the target time of a restore from an archive (RFC 3339, or latest).
+	// +optional
+	Target string `json:"target,omitempty"`
+	// ArchiveShards say, for a restore from an archive, how far each loaded shard was
+	// replayed.
+	// +kubebuilder:validation:MaxItems=1000
+	// +listType=map
+	// +listMapKey=shard
+	// +optional
+	ArchiveShards []RestoreArchiveShard `json:"archiveShards,omitempty"`
 }
 
 // RedisCluster is Redis in cluster mode on a StatefulSet.

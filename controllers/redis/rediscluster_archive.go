@@ -1,0 +1,490 @@
+package redis
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/backup"
+	"github.com/middleware-operator/middleware-operator/internal/objectstore"
+	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
+	"github.com/middleware-operator/middleware-operator/internal/status"
+)
+
+// ConditionArchiving says whether every shard of a cluster with spec.archive is archived.
+const ConditionArchiving = "Archiving"
+
+// The reasons of the Archiving condition and of the archive's events.
+const (
+	// ReasonArchiving: every shard's follower runs on its timeline.
+	ReasonArchiving = "Archiving"
+	// ReasonArchiveStarting: a shard's base is being taken, or its follower starts.
+	ReasonArchiveStarting = "ArchiveStarting"
+	// ReasonArchiveWaiting: the archive waits for the cluster (a restore, a slot map that
+	// is not stable yet).
+	ReasonArchiveWaiting = "ArchiveWaiting"
+	// ReasonArchiveFailing: a shard's follower or base failed and is tried again.
+	ReasonArchiveFailing = "ArchiveFailing"
+	// ReasonArchiveGap: the history of a shard could not be continued; a new base starts
+	// the next timeline (an event).
+	ReasonArchiveGap = "ArchiveGap"
+	// ReasonArchiveTimelineStarted: a shard's base was taken and its timeline starts (an
+	// event).
+	ReasonArchiveTimelineStarted = "ArchiveTimelineStarted"
+)
+
+// archiveRetryMax bounds the wait between two tries of a shard whose follower or base
+// failed.
+const archiveRetryMax = 30 * time.Second
+
+// archives runs the followers of the clusters with spec.archive: one per shard, in the
+// background, from the leader's reconciles (only the leader reconciles). Each follower
+// holds at most about 33 MiB (two segments of 16 MiB and a read buffer, see
+// internal/redisarchive): the operator's memory grows by that much per archived shard.
+type archives struct {
+	mu       sync.Mutex
+	clusters map[types.NamespacedName]*clusterArchive
+}
+
+// clusterArchive is the archive of one cluster: its store and its shards' followers.
+type clusterArchive struct {
+	destination redisv1alpha1.ObjectStore
+	location    string
+	cancel      context.CancelFunc
+	shards      []*shardArchive
+}
+
+// archiveConn is how a shard's follower reaches the nodes.
+type archiveConn struct {
+	login redisadmin.Login
+	tls   *tls.Config
+}
+
+// shardArchive is one shard's follower loop and what it reports.
+type shardArchive struct {
+	cluster string
+	name    string
+	slots   []redisadmin.SlotRange
+	sink    redisarchive.StoreSink
+
+	mu       sync.Mutex
+	source   redisadmin.ShardSource
+	conn     archiveConn
+	timeline int
+	base     backup.Shard
+	follower *redisarchive.Follower
+	// last is the progress of the timeline's last follower, shown while the next starts.
+	last     redisarchive.Progress
+	starting bool
+	stopped  bool
+	lastErr  string
+	events   []archiveEvent // not yet reported
+}
+
+// archiveEvent is an event a shard's loop leaves for the next reconcile to send.
+type archiveEvent struct {
+	kind, reason, message string
+}
+
+// syncArchive starts, keeps or stops the followers of s's cluster as spec.archive says,
+// tells them where each shard's nodes are now (from this reconcile's snapshot), and writes
+// the archive's status, condition and events.
+func (r *RedisClusterReconciler) syncArchive(ctx context.Context, s *state) {
+	key := client.ObjectKeyFromObject(s.rc)
+	spec := s.rc.Spec.Archive
+	if spec == nil || s.rc.Spec.Pause {
+		r.archives.stop(key)
+		if spec == nil {
+			s.next.Status.Archive = nil
+			meta.RemoveStatusCondition(&s.next.Status.Conditions, ConditionArchiving)
+		}
+		return
+	}
+	if restoreProgress(s) != "" {
+		r.setArchiving(s, metav1.ConditionFalse, ReasonArchiveWaiting, "the archive starts once the restore is done")
+		return
+	}
+	sources, problem := archiveSources(s)
+	ca := r.archives.get(key)
+	if ca != nil && (!equality.Semantic.DeepEqual(ca.destination, spec.Destination) || (problem == "" && !sameShards(ca.shards, sources))) {
+		// Another store, or the shards' slots moved: each shard's loop finds its own
+		// timeline again (a new base where its slots changed).
+		r.archives.stop(key)
+		ca = nil
+	}
+	if ca == nil {
+		if problem != "" {
+			r.setArchiving(s, metav1.ConditionFalse, ReasonArchiveWaiting, problem)
+			return
+		}
+		var err error
+		if ca, err = r.startArchive(ctx, s, sources); err != nil {
+			log.FromContext(ctx).Info("the archive's object store cannot be used", "error", objectstore.Detail(err))
+			r.setArchiving(s, metav1.ConditionFalse, ReasonArchiveFailing, err.Error())
+			return
+		}
+	}
+	conn := archiveConn{login: s.login(), tls: s.tls}
+	if problem == "" {
+		for i, sh := range ca.shards {
+			sh.update(sources[i], conn)
+		}
+	}
+	r.reportArchive(s, ca)
+}
+
+// archiveSources are the shards of s's snapshot with the node each is followed at (an
+// in-sync replica where there is one), in slot order; problem says why there are none.
+func archiveSources(s *state) ([]redisadmin.ShardSource, string) {
+	if len(s.snap.Nodes) == 0 {
+		return nil, "the nodes were not observed"
+	}
+	slots, err := redisadmin.StableSlotMap(s.snap, redisadmin.Assess(s.snap))
+	if err != nil {
+		return nil, "waiting for a stable slot map: " + err.Error()
+	}
+	sources := redisadmin.BackupSources(s.snap, slots)
+	for _, src := range sources {
+		if src.Addr == "" {
+			return nil, fmt.Sprintf("the node serving slots %s does not answer", redisadmin.FormatSlotRanges(src.Slots))
+		}
+	}
+	return sources, ""
+}
+
+// sameShards reports whether the running shards serve the slots of sources, in order.
+func sameShards(shards []*shardArchive, sources []redisadmin.ShardSource) bool {
+	if len(shards) != len(sources) {
+		return false
+	}
+	for i, sh := range shards {
+		if !slices.Equal(sh.slots, sources[i].Slots) {
+			return false
+		}
+	}
+	return true
+}
+
+// archiveFolder is where a cluster's archive goes in its destination's bucket: the
+// destination's path, the cluster's namespace when empty (the archive is the folder
+// <cluster>/archive under it).
+func archiveFolder(namespace string, dest redisv1alpha1.ObjectStore) string {
+	if dir := strings.Trim(dest.Path, "/"); dir != "" {
+		return dir
+	}
+	return namespace
+}
+
+// startArchive opens the archive's store and starts a follower loop per shard.
+func (r *RedisClusterReconciler) startArchive(ctx context.Context, s *state, sources []redisadmin.ShardSource) (*clusterArchive, error) {
+	dest := s.rc.Spec.Archive.Destination
+	dir := archiveFolder(s.rc.Namespace, dest)
+	store, err := (storeOpener{reader: r.APIReader, policy: r.StorePolicy}).open(ctx, "spec.archive.destination.endpoint", s.rc.Namespace, dest, dir)
+	if err == nil {
+		err = store.Check(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the archive's object store cannot be used: %w", err)
+	}
+	loopCtx, cancel := context.WithCancel(context.Background())
+	ca := &clusterArchive{destination: dest, location: storeLocation(dest, path.Join(dir, s.rc.Name, "archive")), cancel: cancel}
+	conn := archiveConn{login: s.login(), tls: s.tls}
+	for i, src := range sources {
+		sh := &shardArchive{cluster: s.rc.Name, name: redisarchive.ShardName(i), slots: src.Slots, sink: redisarchive.StoreSink{Client: store},
+			source: src, conn: conn, starting: true}
+		ca.shards = append(ca.shards, sh)
+		go sh.run(loopCtx)
+	}
+	r.archives.put(client.ObjectKeyFromObject(s.rc), ca)
+	return ca, nil
+}
+
+// reportArchive writes the archive's status and condition from what its shards report,
+// and sends the events they left.
+func (r *RedisClusterReconciler) reportArchive(s *state, ca *clusterArchive) {
+	st := &redisv1alpha1.ArchiveStatus{Location: ca.location}
+	running, failing := 0, ""
+	reason := ReasonArchiving
+	for _, sh := range ca.shards {
+		shardStatus, events, ok, problem := sh.report()
+		st.Shards = append(st.Shards, shardStatus)
+		for _, e := range events {
+			r.event(s, e.kind, e.reason, "Archive", "%s", e.message)
+		}
+		switch {
+		case ok:
+			running++
+		case problem != "" && failing == "":
+			failing, reason = fmt.Sprintf("%s: %s", sh.name, problem), ReasonArchiveFailing
+		}
+	}
+	s.next.Status.Archive = st
+	switch {
+	case running == len(ca.shards):
+		r.setArchiving(s, metav1.ConditionTrue, ReasonArchiving, fmt.Sprintf("every shard's writes go to %s", ca.location))
+	case failing != "":
+		r.setArchiving(s, metav1.ConditionFalse, reason, failing)
+	default:
+		r.setArchiving(s, metav1.ConditionFalse, ReasonArchiveStarting, fmt.Sprintf("%d of %d shards archived; the others take their base", running, len(ca.shards)))
+	}
+}
+
+// setArchiving sets the Archiving condition.
+func (r *RedisClusterReconciler) setArchiving(s *state, cond metav1.ConditionStatus, reason, message string) {
+	status.Set(&s.next.Status.Conditions, s.rc.Generation, ConditionArchiving, cond, reason, message)
+}
+
+// get returns the running archive of cluster, nil when none runs.
+func (a *archives) get(cluster types.NamespacedName) *clusterArchive {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.clusters[cluster]
+}
+
+// put records the running archive of cluster.
+func (a *archives) put(cluster types.NamespacedName, ca *clusterArchive) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.clusters == nil {
+		a.clusters = map[types.NamespacedName]*clusterArchive{}
+	}
+	a.clusters[cluster] = ca
+}
+
+// archiveStopGrace is how long a stopped follower has to write its open segment before
+// its context ends (it is then abandoned, as a crash would; the next start resumes where
+// the last closed segment ends).
+const archiveStopGrace = 10 * time.Second
+
+// stop stops the followers of cluster: each writes its open segment and ends (a deleted
+// cluster's last writes are archived).
+func (a *archives) stop(cluster types.NamespacedName) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ca := a.clusters[cluster]
+	if ca == nil {
+		return
+	}
+	delete(a.clusters, cluster)
+	for _, sh := range ca.shards {
+		sh.stop()
+	}
+	time.AfterFunc(archiveStopGrace, ca.cancel)
+}
+
+// stop ends the shard's loop, its follower writing its open segment first.
+func (sh *shardArchive) stop() {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if !sh.stopped {
+		sh.stopped = true
+		if sh.follower != nil {
+			sh.follower.Stop()
+		}
+	}
+}
+
+// isStopped reports whether stop was called.
+func (sh *shardArchive) isStopped() bool {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.stopped
+}
+
+// update tells the shard's loop where its shard is followed now and how to log in.
+func (sh *shardArchive) update(src redisadmin.ShardSource, conn archiveConn) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.source, sh.conn = src, conn
+}
+
+// current is where the shard is followed now.
+func (sh *shardArchive) current() (redisadmin.ShardSource, rdbstream.Options) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.source, rdbstream.Options{Addr: sh.source.Addr, Username: sh.conn.login.User, Password: sh.conn.login.Password, TLS: sh.conn.tls}
+}
+
+// report is the shard's status, the events not yet sent, whether its follower runs, and
+// its last failure.
+func (sh *shardArchive) report() (redisv1alpha1.ArchiveShardStatus, []archiveEvent, bool, string) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	st := redisv1alpha1.ArchiveShardStatus{Shard: sh.name, Slots: redisadmin.FormatSlotRanges(sh.slots), Timeline: int32(sh.timeline), //nolint:gosec // timelines are few
+		Source: sh.source.Pod, LastError: sh.lastErr}
+	if sh.timeline > 0 {
+		st.BaseOffset = sh.base.ReplicationOffset
+		captured := metav1.NewTime(sh.base.CapturedAt)
+		st.BaseCapturedAt = &captured
+		st.ArchivedOffset = sh.base.ReplicationOffset
+	}
+	running, p := false, sh.last
+	if sh.follower != nil {
+		p = sh.follower.Progress()
+		running = !sh.starting
+	}
+	if p.Archived > 0 {
+		st.ArchivedOffset = p.Archived
+		if !p.LastArchived.IsZero() {
+			t := metav1.NewMicroTime(p.LastArchived)
+			st.ArchivedUpTo = &t
+		}
+	}
+	if p.LastError != "" && sh.follower != nil {
+		st.LastError = p.LastError
+	}
+	events := sh.events
+	sh.events = nil
+	return st, events, running, sh.lastErr
+}
+
+// note records an event for the next reconcile.
+func (sh *shardArchive) note(kind, reason, format string, args ...any) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.events = append(sh.events, archiveEvent{kind: kind, reason: reason, message: fmt.Sprintf(format, args...)})
+}
+
+// run follows the shard until ctx ends: from the end of its timeline's archive (Resume),
+// or from a new base when there is none or the history broke (a GapError: the next
+// timeline). A failure is tried again after a growing wait.
+func (sh *shardArchive) run(ctx context.Context) {
+	failures := 0
+	for ctx.Err() == nil && !sh.isStopped() {
+		err := sh.follow(ctx)
+		if ctx.Err() != nil || sh.isStopped() {
+			return
+		}
+		sh.mu.Lock()
+		if sh.follower != nil {
+			sh.last = sh.follower.Progress()
+		}
+		sh.follower, sh.starting = nil, true
+		if err != nil {
+			failures++
+			sh.lastErr = err.Error()
+		} else {
+			failures = 0
+		}
+		sh.mu.Unlock()
+		wait := min(time.Duration(1<<min(failures, 5))*time.Second/2, archiveRetryMax)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// follow takes the shard's timeline (a new base when needed) and runs a follower on it
+// until it fails; a gap takes the next timeline's base at once.
+func (sh *shardArchive) follow(ctx context.Context) error {
+	if sh.timeline == 0 {
+		if err := sh.findTimeline(ctx); err != nil {
+			return err
+		}
+	}
+	from, ok, err := redisarchive.Resume(ctx, sh.sink, sh.cluster, sh.name, sh.timeline)
+	if err != nil {
+		return fmt.Errorf("while reading where the archive ends: %w", err)
+	}
+	if !ok {
+		from = redisarchive.Position{ReplID: sh.base.ReplicationID, Offset: sh.base.ReplicationOffset}
+	}
+	_, conn := sh.current()
+	f, err := redisarchive.NewFollower(redisarchive.Options{Conn: conn, Master: sh.address, Cluster: sh.cluster, Shard: sh.name,
+		Timeline: sh.timeline, From: from, Sink: sh.sink})
+	if err != nil {
+		return err
+	}
+	sh.mu.Lock()
+	if sh.stopped {
+		sh.mu.Unlock()
+		return nil
+	}
+	sh.follower, sh.starting, sh.lastErr = f, false, ""
+	sh.mu.Unlock()
+	err = f.Run(ctx)
+	var gap *redisarchive.GapError
+	if errors.As(err, &gap) {
+		sh.note(corev1.EventTypeWarning, ReasonArchiveGap, "%s (slots %s) timeline %d ends at offset %d: %v; timeline %d starts from a new base",
+			sh.name, redisadmin.FormatSlotRanges(sh.slots), sh.timeline, gap.From.Offset, err, sh.timeline+1)
+		return sh.newBase(ctx, sh.timeline+1)
+	}
+	return err
+}
+
+// address is where the follower connects: the shard's node as the last reconcile saw it.
+func (sh *shardArchive) address(context.Context) (string, error) {
+	src, _ := sh.current()
+	if src.Addr == "" {
+		return "", errors.New("no node of the shard is known")
+	}
+	return src.Addr, nil
+}
+
+// findTimeline takes the shard's last timeline in the archive, or starts one from a new
+// base when there is none or its base holds other slots.
+func (sh *shardArchive) findTimeline(ctx context.Context) error {
+	all, err := redisarchive.BaseTimelines(ctx, sh.sink, sh.cluster)
+	if err != nil {
+		return fmt.Errorf("while listing the archive's timelines: %w", err)
+	}
+	last := 0
+	var base backup.Shard
+	for _, tl := range all {
+		if tl.Shard == sh.name && tl.Timeline > last {
+			last, base = tl.Timeline, tl.Base
+		}
+	}
+	if last > 0 && slices.Equal(adminRanges(base.Slots), sh.slots) {
+		sh.mu.Lock()
+		sh.timeline, sh.base = last, base
+		sh.mu.Unlock()
+		return nil
+	}
+	return sh.newBase(ctx, last+1)
+}
+
+// newBase takes a snapshot of the shard into the archive as the base of timeline, then its
+// description, and makes timeline the shard's.
+func (sh *shardArchive) newBase(ctx context.Context, timeline int) error {
+	src, opts := sh.current()
+	opts.ViaDisk = true
+	file := redisarchive.BaseRDBName(sh.cluster, sh.name, timeline)
+	res, _, err := backup.StreamShard(ctx, opts, sh.sink.Client, file)
+	if err != nil {
+		return fmt.Errorf("while taking the base of timeline %d: %w", timeline, err)
+	}
+	base := manifestShard(src, res, file)
+	data, err := redisarchive.EncodeBase(base)
+	if err == nil {
+		err = sh.sink.Put(ctx, redisarchive.BaseName(sh.cluster, sh.name, timeline), data)
+	}
+	if err != nil {
+		return fmt.Errorf("while writing the base of timeline %d: %w", timeline, err)
+	}
+	sh.mu.Lock()
+	sh.timeline, sh.base, sh.last = timeline, base, redisarchive.Progress{}
+	sh.mu.Unlock()
+	sh.note(corev1.EventTypeNormal, ReasonArchiveTimelineStarted, "%s (slots %s) timeline %d starts from a base of %d keys at offset %d taken from %s",
+		sh.name, redisadmin.FormatSlotRanges(sh.slots), timeline, base.Keys, base.ReplicationOffset, src.Pod)
+	return nil
+}

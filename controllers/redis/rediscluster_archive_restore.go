@@ -1,0 +1,188 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/backup"
+	"github.com/middleware-operator/middleware-operator/internal/objectstore"
+	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+)
+
+// TargetLatest is the spec.restore.archive.targetTime that restores everything archived.
+const TargetLatest = "latest"
+
+// archiveRestore is what a restore from an archive replays: for each shard of the
+// restore's manifest (in its order), the timeline whose base it loads.
+type archiveRestore struct {
+	cluster    string
+	target     time.Time // zero: the latest
+	targetText string
+	timelines  []redisarchive.Timeline
+}
+
+// parseTarget reads spec.restore.archive.targetTime: zero for latest.
+func parseTarget(text string) (time.Time, error) {
+	if text == TargetLatest {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, text)
+	if err != nil {
+		return t, fmt.Errorf("spec.restore.archive.targetTime %q is not an RFC 3339 time (%w): write it as 2026-11-28T23:15:00Z, or latest", text, err)
+	}
+	return t, nil
+}
+
+// openArchive reads the archive spec names: its bases, the timeline of each shard for the
+// target, and makes of them the manifest the restore loads (the bases' snapshots are its
+// shards' files).
+func (r *RedisClusterReconciler) openArchive(ctx context.Context, rc *redisv1alpha1.RedisCluster, spec *redisv1alpha1.ArchiveRestoreSpec) *restoreSource {
+	dir := archiveFolder(rc.Namespace, spec.Source)
+	src := &restoreSource{location: storeLocation(spec.Source, path.Join(dir, spec.Cluster, "archive"))}
+	target, err := parseTarget(spec.TargetTime)
+	if err != nil {
+		src.problem = err.Error()
+		return src
+	}
+	if src.store, err = (storeOpener{reader: r.APIReader, policy: r.StorePolicy}).open(ctx, "spec.restore.archive.source.endpoint", rc.Namespace, spec.Source, dir); err != nil {
+		src.problem = err.Error()
+		src.refused = errors.Is(err, errEndpointRefused)
+		return src
+	}
+	all, err := redisarchive.BaseTimelines(ctx, redisarchive.StoreSink{Client: src.store}, spec.Cluster)
+	if err != nil {
+		log.FromContext(ctx).Info("cannot read the archive", "location", src.location, "error", objectstore.Detail(err))
+		src.problem, src.storeFailed = fmt.Sprintf("cannot read the archive at %s: %v", src.location, err), true
+		return src
+	}
+	chosen, err := redisarchive.ChooseTimelines(all, target)
+	if err != nil {
+		src.problem, src.storeFailed = fmt.Sprintf("the archive at %s: %v", src.location, err), true
+		return src
+	}
+	slices.SortFunc(chosen, func(a, b redisarchive.Timeline) int { return a.Base.Slots[0].Start - b.Base.Slots[0].Start })
+	m := &backup.Manifest{Kind: backup.Kind, FormatVersion: backup.FormatVersion, Cluster: backup.ClusterRef{Namespace: dir, Name: spec.Cluster}}
+	for _, tl := range chosen {
+		m.Shards = append(m.Shards, tl.Base)
+		if m.StartedAt.IsZero() || tl.Base.CapturedAt.Before(m.StartedAt) {
+			m.StartedAt = tl.Base.CapturedAt
+		}
+		m.CompletedAt = maxTime(m.CompletedAt, tl.Base.CapturedAt)
+	}
+	if err := m.Validate(); err != nil {
+		src.problem, src.storeFailed = fmt.Sprintf("the archive's bases at %s do not make a whole cluster: %v", src.location, err), true
+		return src
+	}
+	src.manifest = m
+	src.archive = &archiveRestore{cluster: spec.Cluster, target: target, targetText: spec.TargetTime, timelines: chosen}
+	if reads, needs := resources.RedisRDBVersion(rc), m.RDBVersion(); reads > 0 && needs > reads {
+		src.problem = fmt.Sprintf("the archive's bases are RDB version %d, which the Redis of spec.version %s cannot read: restore into the same Redis version or a later one",
+			needs, rc.Spec.Version)
+	}
+	return src
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// replayShard replays the archive of the step's shard onto node, which holds its base,
+// up to the restore's target, and keeps what it reached for the status.
+func (r *RedisClusterReconciler) replayShard(ctx context.Context, rc *redisv1alpha1.RedisCluster, node rdbstream.Options, src *restoreSource, step redisadmin.ShardLoad) error {
+	tl := src.archive.timelines[step.Shard]
+	res, err := redisarchive.Replay(ctx, redisarchive.StoreSink{Client: src.store}, redisarchive.ReplayOptions{Target: node, Cluster: src.archive.cluster,
+		Shard: tl.Shard, Timeline: tl.Timeline, From: tl.Base.ReplicationOffset, Until: src.archive.target})
+	if err != nil {
+		return fmt.Errorf("while replaying the archive of %s timeline %d onto %s: %w", tl.Shard, tl.Timeline, step.Pod, err)
+	}
+	r.replays.keep(loadKey{cluster: client.ObjectKeyFromObject(rc), node: step.NodeID, shard: step.Shard}, res)
+	return nil
+}
+
+// recordReplay records in the restore's status how far the loaded shard was replayed, with
+// an event.
+func (r *RedisClusterReconciler) recordReplay(s *state, src *restoreSource, load redisadmin.ShardLoad) {
+	tl := src.archive.timelines[load.Shard]
+	res, _ := r.replays.take(loadKey{cluster: client.ObjectKeyFromObject(s.rc), node: load.NodeID, shard: load.Shard})
+	shard := redisv1alpha1.RestoreArchiveShard{Shard: tl.Shard, Timeline: int32(tl.Timeline), Offset: max(res.Offset, tl.Base.ReplicationOffset), //nolint:gosec // timelines are few
+		Commands: int64(res.Commands)}
+	reached := "its base"
+	if !res.Reached.IsZero() {
+		t := metav1.NewMicroTime(res.Reached)
+		shard.Reached = &t
+		reached = res.Reached.UTC().Format(time.RFC3339Nano)
+	}
+	st := s.next.Status.Restore
+	st.ArchiveShards = append(st.ArchiveShards, shard)
+	r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Restore", "loaded %s (slots %s) from its base of timeline %d and %d archived commands, up to %s, into %s",
+		tl.Shard, redisadmin.FormatSlotRanges(load.Slots), tl.Timeline, res.Commands, reached, load.Pod)
+}
+
+// archiveReached says how far each shard of a restore from an archive got.
+func archiveReached(shards []redisv1alpha1.RestoreArchiveShard) string {
+	parts := make([]string, len(shards))
+	for i, sh := range shards {
+		reached := "its base"
+		if sh.Reached != nil {
+			reached = sh.Reached.UTC().Format(time.RFC3339Nano)
+		}
+		parts[i] = fmt.Sprintf("%s up to %s (%d commands)", sh.Shard, reached, sh.Commands)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// archiveReplays keeps what each shard's replay reached, from the background load that
+// ran it to the reconcile that collects the load's end.
+type archiveReplays struct {
+	mu sync.Mutex
+	m  map[loadKey]redisarchive.ReplayResult
+}
+
+// keep keeps res for k.
+func (a *archiveReplays) keep(k loadKey, res redisarchive.ReplayResult) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = map[loadKey]redisarchive.ReplayResult{}
+	}
+	a.m[k] = res
+}
+
+// take returns, and forgets, what k's replay reached.
+func (a *archiveReplays) take(k loadKey) (redisarchive.ReplayResult, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	res, ok := a.m[k]
+	delete(a.m, k)
+	return res, ok
+}
+
+// forget drops what is kept of cluster's replays.
+func (a *archiveReplays) forget(cluster types.NamespacedName) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k := range a.m {
+		if k.cluster == cluster {
+			delete(a.m, k)
+		}
+	}
+}

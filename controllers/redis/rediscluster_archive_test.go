@@ -1,0 +1,366 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/tests/redistest"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
+)
+
+// archiveRecoveryPoint is the recovery point the archive promises: a write acknowledged
+// this long before the cluster is deleted is in the archive (segments close every 500 ms,
+// plus the store's write).
+const archiveRecoveryPoint = time.Second
+
+// archiveKeysEachSide is how many keys the writer has acknowledged before the target time,
+// and after it before the deletion.
+const archiveKeysEachSide = 2000
+
+// ackWriter writes keys a:<n> = n one at a time through a cluster client, never
+// overwriting one, and records the time each was acknowledged. It can pause, so that a
+// target time falls where no write is near.
+type ackWriter struct {
+	client *goredis.ClusterClient
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	acks   []time.Time // acks[n] is when a:<n> was acknowledged
+	pause  chan time.Duration
+}
+
+func startAckWriter(addr, password string) *ackWriter {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &ackWriter{client: goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{addr}, Password: password, MaxRedirects: 16,
+		ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: time.Second}),
+		cancel: cancel, done: make(chan struct{}), pause: make(chan time.Duration, 1)}
+	go w.run(ctx)
+	return w
+}
+
+func (w *ackWriter) run(ctx context.Context) {
+	defer close(w.done)
+	for n := 0; ctx.Err() == nil; {
+		select {
+		case d := <-w.pause:
+			time.Sleep(d)
+		default:
+		}
+		if err := w.client.Set(ctx, "a:"+strconv.Itoa(n), n, 0).Err(); err != nil {
+			time.Sleep(20 * time.Millisecond) // retried: the key is never given up
+			continue
+		}
+		acked := time.Now()
+		w.mu.Lock()
+		w.acks = append(w.acks, acked)
+		w.mu.Unlock()
+		n++
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// pauseFor makes the writer write nothing for d, and returns the middle of the pause,
+// once it is over.
+func (w *ackWriter) pauseFor(d time.Duration) time.Time {
+	from := max(w.count()-1, 0)
+	w.pause <- d
+	for {
+		time.Sleep(5 * time.Millisecond)
+		w.mu.Lock()
+		for i := from; i+1 < len(w.acks); i++ {
+			// The writer may ack a key or two between the count and the pause: the pause is
+			// the first gap of at least d.
+			if gap := w.acks[i+1].Sub(w.acks[i]); gap >= d {
+				w.mu.Unlock()
+				return w.acks[i].Add(gap / 2)
+			}
+		}
+		w.mu.Unlock()
+	}
+}
+
+func (w *ackWriter) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.acks)
+}
+
+// stop ends the writer and returns the ack times.
+func (w *ackWriter) stop() []time.Time {
+	w.cancel()
+	<-w.done
+	_ = w.client.Close()
+	return w.acks
+}
+
+// presentThroughEach reads every key of keys through each node of rc (a cluster client
+// seeded with that node only) and returns, per key, on how many nodes it read back with
+// its value.
+func presentThroughEach(t *testing.T, rc *redisv1alpha1.RedisCluster, password string, n int) []int {
+	t.Helper()
+	found := make([]int, n)
+	for _, node := range rc.Status.Nodes {
+		c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{node.Instance}, Password: password, MaxRedirects: 16, ReadTimeout: 5 * time.Second})
+		for from := 0; from < n; from += 500 {
+			to := min(from+500, n)
+			cmds := make([]*goredis.StringCmd, 0, to-from)
+			_, _ = c.Pipelined(t.Context(), func(p goredis.Pipeliner) error {
+				for i := from; i < to; i++ {
+					cmds = append(cmds, p.Get(t.Context(), "a:"+strconv.Itoa(i)))
+				}
+				return nil
+			})
+			for i, cmd := range cmds {
+				if v, err := cmd.Result(); err == nil && v == strconv.Itoa(from+i) {
+					found[from+i]++
+				} else if err != nil && !errors.Is(err, goredis.Nil) {
+					t.Errorf("reading a:%d through %s: %v", from+i, node.Instance, err)
+					_ = c.Close()
+					return found
+				}
+			}
+		}
+		_ = c.Close()
+	}
+	return found
+}
+
+func TestRedisClusterArchiveRestoresToLatestAndToATime(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	createStoreSecrets(t, ns, store.SecretKey)
+	origin := redistest.NewCluster(ns, "origin", 6)
+	origin.Spec.Finalizers = "foreground" // its volumes go with it
+	origin.Spec.Archive = &redisv1alpha1.ArchiveSpec{Destination: storeSpec(store.Bucket)}
+	key, rc, pw := createRunning(t, origin, "")
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, key, rc); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionArchiving)
+		return c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("Archiving: %+v, archive %+v", c, rc.Status.Archive)
+	})
+	for _, sh := range rc.Status.Archive.Shards {
+		if sh.Timeline != 1 || sh.BaseCapturedAt == nil || sh.Source == "" {
+			t.Errorf("archive of %s: %+v, want timeline 1 from a base, and the pod followed", sh.Shard, sh)
+		}
+	}
+	testenv.Eventually(t, 10*time.Second, func(context.Context) (bool, string) {
+		// Events of one reason about one object make a series, whose count is sent later.
+		n, _ := eventCount(t, ns, "origin", rediscontrollers.ReasonArchiveTimelineStarted)
+		return n >= 1, fmt.Sprintf("%d %s events, want at least one", n, rediscontrollers.ReasonArchiveTimelineStarted)
+	})
+
+	w := startAckWriter(rc.Status.Nodes[0].Instance, pw)
+	for w.count() < archiveKeysEachSide {
+		time.Sleep(50 * time.Millisecond)
+	}
+	target := w.pauseFor(600 * time.Millisecond) // no write within 300 ms of the target on either side
+	before := w.count()
+	for w.count() < before+archiveKeysEachSide {
+		time.Sleep(50 * time.Millisecond)
+	}
+	deleted := time.Now()
+	if err := env.Client.Delete(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	acks := w.stop() // what it writes while the pods go is no part of the promise
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		err := env.Client.Get(ctx, key, &redisv1alpha1.RedisCluster{})
+		return err != nil, "the source cluster is still there"
+	})
+	due := 0 // the keys acknowledged more than the recovery point before the deletion
+	for due < len(acks) && acks[due].Before(deleted.Add(-archiveRecoveryPoint)) {
+		due++
+	}
+	atTarget := 0 // the keys acknowledged before the target
+	for atTarget < len(acks) && acks[atTarget].Before(target) {
+		atTarget++
+	}
+	t.Logf("the writer had %d keys acknowledged: %d more than %s before the deletion, %d before the target %s",
+		len(acks), due, archiveRecoveryPoint, atTarget, target.UTC().Format(time.RFC3339Nano))
+
+	source := storeSpec(store.Bucket)
+	latest := redistest.NewCluster(ns, "latest", 6)
+	latest.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: source, Cluster: "origin", TargetTime: rediscontrollers.TargetLatest}}
+	attime := redistest.NewCluster(ns, "attime", 6)
+	attime.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: source, Cluster: "origin",
+		TargetTime: target.UTC().Format(time.RFC3339Nano)}}
+	for _, c := range []*redisv1alpha1.RedisCluster{latest, attime} {
+		if err := env.Client.Create(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []*redisv1alpha1.RedisCluster{latest, attime} {
+		restored := waitRestored(t, client.ObjectKeyFromObject(c))
+		st := restored.Status.Restore
+		t.Logf("%s restored to %s: %d keys from the bases, shards %+v", c.Name, st.Target, st.Keys, st.ArchiveShards)
+		if len(st.ArchiveShards) != 3 {
+			t.Errorf("%s's restore status names %d replayed shards, want 3", c.Name, len(st.ArchiveShards))
+		}
+		for _, sh := range st.ArchiveShards {
+			if sh.Reached == nil || sh.Commands == 0 || (c == attime && sh.Reached.After(target)) {
+				t.Errorf("%s replayed %s to %v with %d commands, want commands up to the target %s", c.Name, sh.Shard, sh.Reached, sh.Commands, st.Target)
+			}
+		}
+		found := presentThroughEach(t, restored, redistest.Password(t, env.Client, c.Namespace, c.Name), len(acks))
+		missing, extra, last, firstMissing := 0, 0, -1, -1
+		want, upTo := due, len(acks)
+		if c == attime {
+			want, upTo = atTarget, atTarget
+		}
+		for i, f := range found {
+			switch {
+			case i < want && f != len(restored.Status.Nodes):
+				missing++
+			case i >= upTo && f > 0:
+				extra++
+			}
+			if f > 0 {
+				last = i
+			} else if firstMissing < 0 {
+				firstMissing = i
+			}
+		}
+		if missing > 0 || extra > 0 {
+			t.Errorf("%s: %d of the %d keys it must hold are missing through some node, %d acknowledged after its target are there", c.Name, missing, want, extra)
+		}
+		switch {
+		case last >= 0 && firstMissing >= 0:
+			t.Logf("%s: the first key missing was acknowledged %s before the deletion, the last key back %s", c.Name,
+				deleted.Sub(acks[firstMissing]).Round(time.Millisecond), deleted.Sub(acks[last]).Round(time.Millisecond))
+		case last >= 0:
+			t.Logf("%s: every key acknowledged is back, the last one acknowledged %s after the deletion began", c.Name, acks[last].Sub(deleted).Round(time.Millisecond))
+		}
+	}
+}
+
+// breakArchiveHistory makes every shard's archive lose its place in the history: a replication
+// backlog of 16 kB on every node, the followers' connections to the replicas cut (a replica's
+// only replica-type client is the operator's follower), then more than 16 kB of writes per shard
+// before a follower can reconnect (it waits a second): its offset has left the backlog.
+func breakArchiveHistory(t *testing.T, rc *redisv1alpha1.RedisCluster, password string) {
+	t.Helper()
+	ctx := t.Context()
+	var replicas []*goredis.Client
+	for _, node := range rc.Status.Nodes {
+		c := goredis.NewClient(&goredis.Options{Addr: node.Instance, Password: password})
+		defer func() { _ = c.Close() }()
+		if err := c.ConfigSet(ctx, "repl-backlog-size", "16384").Err(); err != nil {
+			t.Fatalf("CONFIG SET repl-backlog-size at %s: %v", node.Instance, err)
+		}
+		info, err := c.Info(ctx, "replication").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(info, "role:slave") {
+			replicas = append(replicas, c)
+		}
+	}
+	writer := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{rc.Status.Nodes[0].Instance}, Password: password})
+	defer func() { _ = writer.Close() }()
+	value := strings.Repeat("x", 1024)
+	for _, c := range replicas {
+		if err := c.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+			t.Fatalf("CLIENT KILL TYPE replica: %v", err)
+		}
+	}
+	if _, err := writer.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i := range 300 {
+			p.Set(ctx, "gap:"+strconv.Itoa(i), value, 0)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("the burst of writes: %v", err)
+	}
+}
+
+func TestRedisClusterArchiveStartsANewTimelineAfterAGap(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	createStoreSecrets(t, ns, store.SecretKey)
+	origin := redistest.NewCluster(ns, "origin", 6)
+	origin.Spec.Finalizers = "foreground"
+	origin.Spec.Archive = &redisv1alpha1.ArchiveSpec{Destination: storeSpec(store.Bucket)}
+	key, rc, pw := createRunning(t, origin, "")
+	archiving := func(timeline int32) {
+		t.Helper()
+		testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+			if err := env.Client.Get(ctx, key, rc); err != nil {
+				return false, err.Error()
+			}
+			c := meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionArchiving)
+			ok := c != nil && c.Status == metav1.ConditionTrue && rc.Status.Archive != nil && len(rc.Status.Archive.Shards) == 3
+			for _, sh := range rc.Status.Archive.Shards {
+				ok = ok && sh.Timeline == timeline
+			}
+			return ok, fmt.Sprintf("want every shard on timeline %d: Archiving %+v, archive %+v", timeline, c, rc.Status.Archive)
+		})
+	}
+	archiving(1)
+	w := startAckWriter(rc.Status.Nodes[0].Instance, pw)
+	for w.count() < 500 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	breakArchiveHistory(t, rc, pw)
+	archiving(2)
+	testenv.Eventually(t, 30*time.Second, func(context.Context) (bool, string) {
+		n, notes := eventCount(t, ns, "origin", rediscontrollers.ReasonArchiveGap)
+		return n >= 1, fmt.Sprintf("%d %s events: %v", n, rediscontrollers.ReasonArchiveGap, notes)
+	})
+	_, notes := eventCount(t, ns, "origin", rediscontrollers.ReasonArchiveGap)
+	t.Logf("gap event: %v", notes)
+	before := w.count()
+	for w.count() < before+500 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	deleted := time.Now()
+	if err := env.Client.Delete(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	acks := w.stop()
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		err := env.Client.Get(ctx, key, &redisv1alpha1.RedisCluster{})
+		return err != nil, "the source cluster is still there"
+	})
+	due := 0
+	for due < len(acks) && acks[due].Before(deleted.Add(-archiveRecoveryPoint)) {
+		due++
+	}
+	latest := redistest.NewCluster(ns, "latest", 6)
+	latest.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: storeSpec(store.Bucket), Cluster: "origin",
+		TargetTime: rediscontrollers.TargetLatest}}
+	if err := env.Client.Create(t.Context(), latest); err != nil {
+		t.Fatal(err)
+	}
+	restored := waitRestored(t, client.ObjectKeyFromObject(latest))
+	for _, sh := range restored.Status.Restore.ArchiveShards {
+		if sh.Timeline != 2 {
+			t.Errorf("the restore replayed %s on timeline %d, want the new timeline 2", sh.Shard, sh.Timeline)
+		}
+	}
+	found := presentThroughEach(t, restored, redistest.Password(t, env.Client, ns, "latest"), due)
+	missing := 0
+	for _, f := range found {
+		if f != len(restored.Status.Nodes) {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of the %d keys acknowledged more than %s before the deletion are missing after the gap", missing, due, archiveRecoveryPoint)
+	}
+	t.Logf("%d keys acknowledged (%d more than %s before the deletion), %d missing from the restore across the gap", len(acks), due, archiveRecoveryPoint, missing)
+}

@@ -1,0 +1,137 @@
+package redisarchive
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/backup"
+)
+
+// A timeline's base is two objects beside its segments: the snapshot (BaseRDBName, an RDB
+// as a backup's shard file) and its description (BaseName, a backup.Shard as JSON: the
+// slots, the replication ID and offset the snapshot holds, its size and SHA-256), written
+// last, so a timeline whose base description exists has its whole base.
+const (
+	baseFile    = "base.json"
+	baseRDBFile = "base.rdb"
+)
+
+// ShardName is the name of the archive's shard at index, in slot order (shard-000 holds
+// the first slots).
+func ShardName(index int) string { return fmt.Sprintf("shard-%03d", index) }
+
+// BaseName is the object name of the description of a timeline's base.
+func BaseName(cluster, shard string, timeline int) string {
+	return TimelinePrefix(cluster, shard, timeline) + baseFile
+}
+
+// BaseRDBName is the object name of a timeline's base snapshot.
+func BaseRDBName(cluster, shard string, timeline int) string {
+	return TimelinePrefix(cluster, shard, timeline) + baseRDBFile
+}
+
+// EncodeBase is the description of a base, as BaseName holds it.
+func EncodeBase(b backup.Shard) ([]byte, error) { return json.MarshalIndent(b, "", "  ") }
+
+// DecodeBase reads a base's description.
+func DecodeBase(data []byte) (backup.Shard, error) {
+	var b backup.Shard
+	if err := json.Unmarshal(data, &b); err != nil {
+		return b, fmt.Errorf("a base description is not JSON: %w", err)
+	}
+	if b.ReplicationID == "" || b.ReplicationOffset < 0 || b.File == "" || len(b.Slots) == 0 {
+		return b, fmt.Errorf("a base description needs the slots, the replication ID and offset and the file")
+	}
+	return b, nil
+}
+
+// Timeline is one timeline of a shard's archive with its base.
+type Timeline struct {
+	Shard    string
+	Timeline int
+	Base     backup.Shard
+}
+
+// BaseTimelines lists the timelines of every shard of cluster's archive whose base is
+// whole (its description written), by shard then timeline.
+func BaseTimelines(ctx context.Context, sink Sink, cluster string) ([]Timeline, error) {
+	names, err := sink.List(ctx, cluster+"/archive/")
+	if err != nil {
+		return nil, err
+	}
+	var out []Timeline
+	for _, n := range names {
+		shard, timeline, ok := parseBaseName(cluster, n)
+		if !ok {
+			continue
+		}
+		data, err := sink.Get(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		b, err := DecodeBase(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n, err)
+		}
+		out = append(out, Timeline{Shard: shard, Timeline: timeline, Base: b})
+	}
+	slices.SortFunc(out, func(a, b Timeline) int {
+		if c := strings.Compare(a.Shard, b.Shard); c != 0 {
+			return c
+		}
+		return a.Timeline - b.Timeline
+	})
+	return out, nil
+}
+
+// parseBaseName reads the shard and timeline out of a base description's name.
+func parseBaseName(cluster, name string) (shard string, timeline int, ok bool) {
+	rest, ok := strings.CutPrefix(name, cluster+"/archive/")
+	if !ok {
+		return "", 0, false
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 || parts[2] != baseFile || parts[0] == "" || len(parts[1]) != 8 {
+		return "", 0, false
+	}
+	timeline, err := strconv.Atoi(parts[1])
+	if err != nil || timeline < 1 {
+		return "", 0, false
+	}
+	return parts[0], timeline, true
+}
+
+// ChooseTimelines picks, for a restore to target (zero: the latest), each shard's timeline:
+// the last one whose base was captured at or before the target. A shard with no such
+// timeline is an error naming it.
+func ChooseTimelines(all []Timeline, target time.Time) ([]Timeline, error) {
+	var out []Timeline
+	var missing []string
+	for i := 0; i < len(all); {
+		j := i
+		var pick *Timeline
+		for ; j < len(all) && all[j].Shard == all[i].Shard; j++ {
+			if target.IsZero() || !all[j].Base.CapturedAt.After(target) {
+				pick = &all[j]
+			}
+		}
+		if pick == nil {
+			missing = append(missing, fmt.Sprintf("%s (first base captured at %s)", all[i].Shard, all[i].Base.CapturedAt.Format(time.RFC3339)))
+		} else {
+			out = append(out, *pick)
+		}
+		i = j
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("the archive has no base at or before %s for %s: choose a later target time", target.Format(time.RFC3339Nano), strings.Join(missing, ", "))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the archive holds no base yet")
+	}
+	return out, nil
+}

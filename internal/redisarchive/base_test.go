@@ -1,0 +1,65 @@
+package redisarchive
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/backup"
+)
+
+func TestParseBaseName(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		shard    string
+		timeline int
+		ok       bool
+	}{
+		{BaseName("cache", "shard-001", 3), "shard-001", 3, true},
+		{"cache/archive/shard-001/00000003/00000000000000000012.seg", "", 0, false},
+		{BaseRDBName("cache", "shard-001", 3), "", 0, false},
+		{"other/archive/shard-001/00000003/base.json", "", 0, false},
+		{"cache/archive/shard-001/00000000/base.json", "", 0, false},
+		{"cache/archive/shard-001/3/base.json", "", 0, false},
+	} {
+		shard, timeline, ok := parseBaseName("cache", tc.name)
+		if shard != tc.shard || timeline != tc.timeline || ok != tc.ok {
+			t.Errorf("parseBaseName(%q) = %q, %d, %v; want %q, %d, %v", tc.name, shard, timeline, ok, tc.shard, tc.timeline, tc.ok)
+		}
+	}
+}
+
+func TestChooseTimelines(t *testing.T) {
+	at := func(s int) time.Time { return time.Date(2026, 11, 28, 12, 0, s, 0, time.UTC) }
+	tl := func(shard string, timeline, captured int) Timeline {
+		return Timeline{Shard: shard, Timeline: timeline, Base: backup.Shard{CapturedAt: at(captured)}}
+	}
+	all := []Timeline{tl("shard-000", 1, 0), tl("shard-000", 2, 30), tl("shard-001", 1, 5)}
+	for _, tc := range []struct {
+		target time.Time
+		want   string // shard:timeline, or the error's start
+	}{
+		{time.Time{}, "shard-000:2 shard-001:1"},
+		{at(29), "shard-000:1 shard-001:1"},
+		{at(30), "shard-000:2 shard-001:1"},
+		{at(4), "error: the archive has no base at or before"},
+	} {
+		got, err := ChooseTimelines(all, tc.target)
+		var text string
+		if err != nil {
+			text = "error: " + err.Error()
+		} else {
+			var parts []string
+			for _, g := range got {
+				parts = append(parts, g.Shard+":"+string(rune('0'+g.Timeline)))
+			}
+			text = strings.Join(parts, " ")
+		}
+		if !strings.HasPrefix(text, tc.want) {
+			t.Errorf("ChooseTimelines(%s) = %s, want %s", tc.target, text, tc.want)
+		}
+	}
+	if _, err := ChooseTimelines(nil, time.Time{}); err == nil {
+		t.Error("ChooseTimelines of no timeline succeeded, want an error")
+	}
+}
