@@ -140,9 +140,9 @@ func (r *RedisClusterReconciler) backgroundLoads() *shardLoads {
 // for the status. Each field is written by one stage: observe fills the first group, plan
 // sets step, act and observe's child writes set err.
 type state struct {
-	rc       *redisv1alpha1.RedisCluster // as read, never modified
-	began    time.Time                   // when this reconcile began
-	next     *redisv1alpha1.RedisCluster // the status being built
+	rc    *redisv1alpha1.RedisCluster // as read, never modified
+	began time.Time                   // when this reconcile began
+	next  *redisv1alpha1.RedisCluster // the status being built
 	// external are the hosts of the pods' external Services (spec.externalAccess).
 	external externalHosts
 	password string

@@ -77,7 +77,10 @@ func TestPlanAnnounce(t *testing.T) {
 			want: StepIdle,
 		},
 		"a silent node is left for when it answers": {
-			spec: func() (Spec, Snapshot) { s, c := announced(six().current(), 0, 1, 2, 3, 5); return s, c.silence(4, errDown).snap },
+			spec: func() (Spec, Snapshot) {
+				s, c := announced(six().current(), 0, 1, 2, 3, 5)
+				return s, c.silence(4, errDown).snap
+			},
 			want: StepWait,
 		},
 		"a recovery under way stays what the status shows": {
