@@ -173,7 +173,7 @@ func assertSlotsExternal(t *testing.T, rc *redisv1alpha1.RedisCluster, pw string
 		var slots []goredis.ClusterSlot
 		testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
 			var err error
-			if slots, err = c.ClusterSlots(ctx).Result(); err != nil {
+			if slots, err = c.ClusterSlots(ctx).Result(); err != nil { //nolint:staticcheck // CLUSTER SLOTS is what most cluster clients still read, so it is what must name external addresses
 				return false, err.Error()
 			}
 			for _, s := range slots {
