@@ -10,6 +10,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -222,4 +223,38 @@ func readThroughOutside(t *testing.T, addr, pw string, d outsideDialer, keys []s
 		}
 	}
 	return missing
+}
+
+// TestRedisClusterRefusesExternalAccessItCannotServe: NodePort, and external access with
+// TLS, are refused when applied, with messages naming the field and the fix; a
+// LoadBalancer is accepted.
+func TestRedisClusterRefusesExternalAccessItCannotServe(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	cases := map[string]struct {
+		access *redisv1alpha1.ExternalAccessSpec
+		tls    bool
+		want   string // "" when accepted
+	}{
+		"node port": {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort},
+			want: "spec.externalAccess.type NodePort is not supported yet"},
+		"with TLS": {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer}, tls: true,
+			want: "spec.externalAccess cannot be used with spec.tls yet"},
+		"load balancer": {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer}},
+	}
+	for name, c := range cases {
+		rc := redistest.NewCluster(ns, strings.ReplaceAll(name, " ", "-"), 6)
+		rc.Spec.Pause = true
+		rc.Spec.ExternalAccess = c.access
+		if c.tls {
+			rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: true}
+		}
+		err := env.Client.Create(t.Context(), rc)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v, want it accepted", name, err)
+		case c.want != "" && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want Invalid saying %q", name, err, c.want)
+		}
+	}
 }
