@@ -39,9 +39,10 @@ func (d outsideDialer) dial(ctx context.Context, network, addr string) (net.Conn
 
 // TestRedisClusterServesClientsOutsideKubernetes: with spec.externalAccess LoadBalancer,
 // a client that can reach only the load balancers' addresses writes and reads through
-// them while the cluster scales out from 3 to 4 masters and a master's pod is deleted (it
-// comes back at a new pod IP); every acknowledged key reads back through every external
-// address, and CLUSTER SLOTS from every node names only external addresses.
+// them while the cluster scales out from 3 to 4 masters, a master's pod is deleted, and
+// then every pod is deleted at once (until some come back at new pod IPs); every
+// acknowledged key reads back through every external address, and CLUSTER SLOTS from
+// every node names only external addresses.
 func TestRedisClusterServesClientsOutsideKubernetes(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
@@ -107,6 +108,12 @@ func TestRedisClusterServesClientsOutsideKubernetes(t *testing.T) {
 			t.Logf("%s is back at %s, external address %s", master, n.Instance, n.ExternalAddress)
 		}
 	}
+	assertSlotsExternal(t, rc, pw, d)
+
+	deleteEveryPodUntilOneMoves(t, ns, "outside", rc)
+	redistest.WaitShape(t, env.Client, key, 4, 8)
+	rc = waitExternallyReachable(t, key, 8)
+	w.WaitWritten(t, 300)
 	assertSlotsExternal(t, rc, pw, d)
 
 	written, outage := w.Stop()
@@ -255,6 +262,48 @@ func TestRedisClusterRefusesExternalAccessItCannotServe(t *testing.T) {
 			t.Errorf("%s: %v, want it accepted", name, err)
 		case c.want != "" && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: %v, want Invalid saying %q", name, err, c.want)
+		}
+	}
+}
+
+// deleteEveryPodUntilOneMoves deletes every pod of the cluster at once, again (at most
+// three times) until at least one comes back at another pod IP than rc's status shows.
+func deleteEveryPodUntilOneMoves(t *testing.T, ns, name string, rc *redisv1alpha1.RedisCluster) {
+	t.Helper()
+	ips := map[string]string{}
+	for _, n := range rc.Status.Nodes {
+		ips[n.Name] = n.Instance
+	}
+	start := time.Now()
+	for try := 1; ; try++ {
+		if err := env.Client.DeleteAllOf(t.Context(), &corev1.Pod{}, client.InNamespace(ns),
+			client.MatchingLabels{"app.kubernetes.io/instance": name}, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+		moved := 0
+		testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+			pods := &corev1.PodList{}
+			if err := env.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": name}); err != nil {
+				return false, err.Error()
+			}
+			running := 0
+			moved = 0
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp.IsZero() && p.Status.PodIP != "" && p.CreationTimestamp.After(start.Add(-time.Second)) {
+					running++
+					if net.JoinHostPort(p.Status.PodIP, "6379") != ips[p.Name] {
+						moved++
+					}
+				}
+			}
+			return running == len(ips), fmt.Sprintf("%d of %d pods recreated with an IP", running, len(ips))
+		})
+		if moved > 0 {
+			t.Logf("deleted every pod %d times; %d came back at new pod IPs", try, moved)
+			return
+		}
+		if try == 3 {
+			t.Fatalf("every pod came back at its old IP three times: the fault (new IPs) was never injected")
 		}
 	}
 }
