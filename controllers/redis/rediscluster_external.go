@@ -101,7 +101,9 @@ func (r *RedisClusterReconciler) readExternalHosts(ctx context.Context, s *state
 		return err
 	}
 	for i := range live {
-		if pod, host := resources.RedisExternalPod(&live[i]), resources.RedisExternalHost(&live[i]); pod != "" && host != "" {
+		// A host Redis would refuse (an IPv6 address) is left out: the node stays pending
+		// rather than fail the same CONFIG SET every look ahead of every other step.
+		if pod, host := resources.RedisExternalPod(&live[i]), resources.RedisExternalHost(&live[i]); pod != "" && resources.RedisAnnounceable(host) {
 			s.external[pod] = host
 		}
 	}
@@ -179,7 +181,7 @@ func (r *RedisClusterReconciler) setExternallyReachable(s *state, gen int64) {
 	switch {
 	case len(pending) > 0:
 		reason, msg = ReasonAddressPending, "no external address yet for "+strings.Join(pending, ", ")+
-			" (their Services <pod>-external have no load-balancer ingress): clients outside cannot reach what they serve"
+			" (their Services <pod>-external have no load-balancer ingress, or one Redis cannot announce, such as an IPv6 address): clients outside cannot reach what they serve"
 	case len(unannounced) > 0:
 		reason, msg = ReasonNotAnnounced, strings.Join(unannounced, ", ")+" do not announce their external address yet: clients outside may be sent to addresses they cannot reach"
 	default:

@@ -71,6 +71,17 @@ func RedisExternalHost(svc *corev1.Service) string {
 	return ""
 }
 
+// RedisAnnounceable reports whether Redis accepts host as cluster-announce-hostname: only
+// letters, digits, hyphens and dots (Redis 7.0 refuses an IPv6 address, for one).
+func RedisAnnounceable(host string) bool {
+	for _, c := range host {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return host != ""
+}
+
 // RedisExternalAddress is host:port of svc for clients outside ("" while no host is
 // assigned): the Service's port is the node's own client port.
 func RedisExternalAddress(svc *corev1.Service) string {

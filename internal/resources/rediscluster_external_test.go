@@ -85,3 +85,13 @@ func TestRedisExternalAddress(t *testing.T) {
 		}
 	}
 }
+
+func TestRedisAnnounceable(t *testing.T) {
+	for host, want := range map[string]bool{
+		"203.0.113.7": true, "a1-b.elb.example.com": true, "": false, "2001:db8::1": false, "a_b": false,
+	} {
+		if got := resources.RedisAnnounceable(host); got != want {
+			t.Errorf("RedisAnnounceable(%q) = %t, want %t", host, got, want)
+		}
+	}
+}
