@@ -147,6 +147,8 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		return r.setMemory(ctx, s)
 	case redisadmin.StepSetCoverage:
 		return r.setCoverage(ctx, s)
+	case redisadmin.StepAnnounce:
+		return r.announce(ctx, s)
 	case redisadmin.StepSetWriteSafety:
 		return r.setWriteSafety(ctx, s)
 	case redisadmin.StepWriteRecord:

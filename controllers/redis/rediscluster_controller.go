@@ -83,6 +83,9 @@ type RedisClusterReconciler struct {
 	// certsSeen remembers which node processes serve the current certificate, coverageSet
 	// which run with the cluster-require-full-coverage of the generated redis.conf.
 	certsSeen, coverageSet nodeValues
+	// announced remembers which node processes were set to announce (StepAnnounce), by
+	// cluster-preferred-endpoint-type.
+	announced nodeValues
 	// issued remembers the clusters' latest certificates (ownCertsTLS).
 	issued issuedCerts
 	// userObjects reads the Secrets and ConfigMaps a user names once per version
@@ -121,6 +124,7 @@ func (r *RedisClusterReconciler) forgetCluster(key types.NamespacedName) {
 	r.certsSeen.forget(key)
 	r.issued.forget(key)
 	r.coverageSet.forget(key)
+	r.announced.forget(key)
 	r.changes.forget(key)
 	r.backgroundLoads().forget(key)
 	r.aclVerdicts.forget(key)
@@ -142,9 +146,11 @@ func (r *RedisClusterReconciler) backgroundLoads() *shardLoads {
 // for the status. Each field is written by one stage: observe fills the first group, plan
 // sets step, act and observe's child writes set err.
 type state struct {
-	rc       *redisv1alpha1.RedisCluster // as read, never modified
-	began    time.Time                   // when this reconcile began
-	next     *redisv1alpha1.RedisCluster // the status being built
+	rc    *redisv1alpha1.RedisCluster // as read, never modified
+	began time.Time                   // when this reconcile began
+	next  *redisv1alpha1.RedisCluster // the status being built
+	// external are the hosts of the pods' external Services (spec.externalAccess).
+	external externalHosts
 	password string
 	// users holds the users Secret's passwords (with ACL users), by key.
 	users map[string]string
@@ -220,7 +226,7 @@ type state struct {
 // +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=list;watch;create;update
-// +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch;delete;patch
@@ -316,12 +322,12 @@ func (r *RedisClusterReconciler) prepare(ctx context.Context, s *state) error {
 		steps = append(steps, r.readStatefulSetIfAny)
 	case ensuring:
 		steps = append(steps, r.ensurePassword, r.ensureUsers, r.ensureACLUsers, r.ensureTLS, r.ensureConfigMap, r.ensureServices,
-			r.ensurePodDisruptionBudget, r.ensureNetworkPolicy, r.checkACLRules, r.ensureStatefulSet, r.deleteScaledInClaims)
+			r.ensurePodDisruptionBudget, r.ensureNetworkPolicy, r.checkACLRules, r.ensureStatefulSet, r.ensureExternalServices, r.deleteScaledInClaims)
 	case !s.rc.Spec.Pause:
 		steps = append(steps, r.readStatefulSet, r.checkACLRules)
 	}
 	if !s.rc.Spec.Pause {
-		steps = append(steps, r.readClaims)
+		steps = append(steps, r.readClaims, r.readExternalHosts)
 	}
 	err := runAll(ctx, s, steps)
 	if ensuring {

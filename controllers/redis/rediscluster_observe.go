@@ -115,6 +115,7 @@ func (r *RedisClusterReconciler) plannerSpec(s *state) redisadmin.Spec {
 	plannerAutoscale(s, &spec)
 	spec.CARotation = plannerCARotation(s)
 	spec.Volumes = s.volumes
+	spec.Announce = r.plannerAnnounce(s)
 	if s.sts != nil {
 		spec.StatefulSetReplicas, spec.UpdateRevision = int(ptr.Deref(s.sts.Spec.Replicas, 0)), s.sts.Status.UpdateRevision
 	}

@@ -149,6 +149,7 @@ func (r *RedisClusterReconciler) observe(s *state) {
 	r.reportPartition(s)
 	r.setSeparated(s, gen)
 	r.setWritesAccepted(s, gen)
+	r.setExternallyReachable(s, gen)
 	r.heldSlotsStatus(s, gen)
 }
 

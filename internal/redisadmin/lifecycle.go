@@ -177,6 +177,8 @@ type Step struct {
 	Coverage string
 	// WriteSafety is what StepSetWriteSafety sets on the nodes at Addrs.
 	WriteSafety WriteSafety
+	// Hostname is what StepAnnounce announces.
+	Hostname string
 	// CAStage is the stage StepRotateCA ends.
 	CAStage string
 	// Claims are the claims StepGrowClaims grows to Spec.Volumes.Want.
@@ -266,6 +268,9 @@ type Spec struct {
 	CARotation *CARotation
 	// Volumes are the pods' claims and the size the spec asks of them (planVolumes).
 	Volumes Volumes
+	// Announce is what the nodes announce to outside clients (planAnnounce), nil when the
+	// operator leaves it alone.
+	Announce *Announce
 }
 
 // Reload is a reload of lost slots from a backup, under way.
@@ -357,6 +362,7 @@ func NextStep(spec Spec, s Snapshot, h Health) Step {
 		side.Behind, side.Rotation, side.Autoscale = &behind, behind.Rotation, behind.Autoscale
 		step = side
 	}
+	step = planAnnounce(spec, s, step)
 	return step
 }
 

@@ -29,6 +29,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.memory) || !has(self.memory.maxMemory) || !has(self.pod) || size(self.pod) == 0 || !has(self.pod[0].resources) || !has(self.pod[0].resources.limits) || !('memory' in self.pod[0].resources.limits) || quantity(string(self.memory.maxMemory)).isLessThan(quantity(string(self.pod[0].resources.limits['memory'])))",message="spec.memory.maxMemory must be below the redis container's memory limit (spec.pod[0].resources.limits.memory), which must also hold fork copy-on-write, replication and client buffers: lower maxMemory, raise the limit, or use maxMemoryPercent",fieldPath=".memory.maxMemory"
 // +kubebuilder:validation:XValidation:rule="!has(self.autoscale) || !has(self.updateStrategy) || self.updateStrategy.type != 'AssignReceive'",message="spec.autoscale needs spec.updateStrategy.type AutoReceive: the shards the autoscaler adds get their slots by rebalancing, not by assignStrategies",fieldPath=".autoscale"
 // +kubebuilder:validation:XValidation:rule="!has(self.autoscale) || self.autoscale.maxMasters * (1 + (has(self.replicasPerMaster) ? self.replicasPerMaster : 1)) <= 1000",message="spec.autoscale.maxMasters is too large: maxMasters x (1 + replicasPerMaster) nodes must stay at most 1000",fieldPath=".autoscale.maxMasters"
+// +kubebuilder:validation:XValidation:rule="!has(self.externalAccess) || !has(self.tls) || !has(self.tls.enabled) || !self.tls.enabled",message="spec.externalAccess cannot be used with spec.tls yet: the nodes' certificates do not name their external addresses, so outside clients would refuse them; remove spec.externalAccess or spec.tls",fieldPath=".externalAccess"
 // +kubebuilder:validation:XValidation:rule="!has(self.writeSafety) || self.writeSafety != 'Strict' || !has(self.replicasPerMaster) || self.replicasPerMaster >= 1",message="spec.writeSafety Strict needs at least one replica per master (spec.replicasPerMaster 1 or more): a master with no replica would refuse every write; set replicasPerMaster or use writeSafety Default",fieldPath=".writeSafety"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.pod) || size(oldSelf.pod) == 0 || !has(oldSelf.pod[0].volumes) || !has(oldSelf.pod[0].volumes.size) || !has(self.pod) || size(self.pod) == 0 || !has(self.pod[0].volumes) || !has(self.pod[0].volumes.size) || !quantity(string(self.pod[0].volumes.size)).isLessThan(quantity(string(oldSelf.pod[0].volumes.size)))",message="spec.pod[0].volumes.size cannot shrink: a claim can only grow; set it back to at least its old size, or create a new RedisCluster with smaller volumes and restore a backup into it",fieldPath=".pod"
 type RedisClusterSpec struct {
@@ -107,6 +108,14 @@ type RedisClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network Policy"
 	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
+	// ExternalAccess exposes each Redis node on an address of its own for clients outside
+	// the Kubernetes cluster network (a Service per node), and makes the nodes announce those
+	// addresses in CLUSTER SLOTS, MOVED and ASK. Off when absent. See
+	// docs/rediscluster.md#external-access.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="External Access"
+	ExternalAccess *ExternalAccessSpec `json:"externalAccess,omitempty"`
 
 	// TLS encrypts client connections, replication and the cluster bus. Off unless enabled
 	// is true; when on, the nodes refuse plain-text connections.
@@ -694,6 +703,10 @@ type RedisNode struct {
 	// MaxMemory is the node's maxmemory in bytes (0: none), as it reports it.
 	// +optional
 	MaxMemory int64 `json:"maxMemory,omitempty"`
+	// ExternalAddress is the host:port clients outside the Kubernetes cluster reach the
+	// node at (spec.externalAccess), as its Service assigned it; empty while none is.
+	// +optional
+	ExternalAddress string `json:"externalAddress,omitempty"`
 	// MemoryPercent is the node's used memory as a share of its maxmemory, in whole percent
 	// (absent without maxmemory). The bytes, fragmentation and evictions are metrics.
 	// +optional

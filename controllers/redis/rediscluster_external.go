@@ -1,0 +1,218 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/middleware-operator/middleware-operator/internal/child"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/internal/status"
+)
+
+// The external-access condition and events (spec.externalAccess).
+const (
+	// ConditionExternallyReachable: clients outside the Kubernetes cluster can reach every
+	// node at the address its Service was given, and every node announces that address to
+	// them. False while a node has no address yet or does not announce it; absent without
+	// spec.externalAccess. Ready says nothing about it: Ready is the cluster serving every
+	// slot to clients that reach the pods.
+	ConditionExternallyReachable = "ExternallyReachable"
+	// ReasonAddressesAnnounced, ReasonAddressPending and ReasonNotAnnounced are its reasons.
+	ReasonAddressesAnnounced = "AddressesAnnounced"
+	ReasonAddressPending     = "AddressPending"
+	ReasonNotAnnounced       = "NotAnnounced"
+	// ReasonAnnounced is the Normal event of a node set to announce its external address
+	// (or, once spec.externalAccess is removed, none); ReasonNotExternallyReachable the
+	// Warning event when outside clients stop reaching every node.
+	ReasonAnnounced              = "Announced"
+	ReasonNotExternallyReachable = "NotExternallyReachable"
+)
+
+// externalHosts are the hosts outside clients reach each pod at, by pod: only the pods
+// whose Service has one assigned.
+type externalHosts map[string]string
+
+// externalServicesOf lists the cluster's external Services from the cache.
+func (r *RedisClusterReconciler) externalServicesOf(ctx context.Context, s *state) ([]corev1.Service, error) {
+	labels := objectlabels.SelectorLabels(objectlabels.RedisClusterKind, s.rc.Name)
+	labels[objectlabels.LabelComponent] = resources.RedisExternalComponent
+	list := &corev1.ServiceList{}
+	if err := r.List(ctx, list, client.InNamespace(s.rc.Namespace), client.MatchingLabels(labels)); err != nil {
+		return nil, fmt.Errorf("while listing the external Services of %s: %w", s.rc.Name, err)
+	}
+	return list.Items, nil
+}
+
+// ensureExternalServices keeps one Service per pod of the StatefulSet while
+// spec.externalAccess is set (the pods a scale out adds included, so each has its address
+// before it joins), and deletes the others: those of pods a scale in removed, or all once
+// spec.externalAccess is removed.
+func (r *RedisClusterReconciler) ensureExternalServices(ctx context.Context, s *state) error {
+	want := map[string]bool{}
+	if s.rc.Spec.ExternalAccess != nil {
+		pods := int(resources.RedisNodes(s.rc))
+		if s.sts != nil {
+			pods = max(pods, int(ptr.Deref(s.sts.Spec.Replicas, 0)))
+		}
+		for i := range pods {
+			pod := fmt.Sprintf("%s-%d", s.rc.Name, i)
+			want[pod] = true
+			live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, resources.RedisExternalService(s.rc, pod), child.MergeService)
+			r.record(s, live, outcome, err)
+			if err != nil {
+				return err
+			}
+		}
+	}
+	live, err := r.externalServicesOf(ctx, s)
+	if err != nil {
+		return err
+	}
+	for i := range live {
+		svc := &live[i]
+		if want[resources.RedisExternalPod(svc)] || !metav1.IsControlledBy(svc, s.rc) {
+			continue
+		}
+		if err := client.IgnoreNotFound(r.Delete(ctx, svc)); err != nil {
+			return fmt.Errorf("while deleting the external Service %s: %w", svc.Name, err)
+		}
+	}
+	return nil
+}
+
+// readExternalHosts reads, every look, the host each pod's external Service was given.
+func (r *RedisClusterReconciler) readExternalHosts(ctx context.Context, s *state) error {
+	s.external = externalHosts{}
+	if s.rc.Spec.ExternalAccess == nil {
+		return nil
+	}
+	live, err := r.externalServicesOf(ctx, s)
+	if err != nil {
+		return err
+	}
+	for i := range live {
+		// A host Redis would refuse (an IPv6 address) is left out: the node stays pending
+		// rather than fail the same CONFIG SET every look ahead of every other step.
+		if pod, host := resources.RedisExternalPod(&live[i]), resources.RedisExternalHost(&live[i]); pod != "" && resources.RedisAnnounceable(host) {
+			s.external[pod] = host
+		}
+	}
+	return nil
+}
+
+// plannerAnnounce is what the planner is to make the nodes announce: nil when the operator
+// leaves it alone (external access off, and no ExternallyReachable condition left from
+// when it was on: then the nodes are set back to announcing nothing first).
+func (r *RedisClusterReconciler) plannerAnnounce(s *state) *redisadmin.Announce {
+	on := s.rc.Spec.ExternalAccess != nil
+	if !on && meta.FindStatusCondition(s.rc.Status.Conditions, ConditionExternallyReachable) == nil {
+		return nil
+	}
+	a := &redisadmin.Announce{On: on, Hostnames: map[string]string{}, Set: map[string]bool{}}
+	if on {
+		a.Hostnames = s.external
+	}
+	cluster := client.ObjectKeyFromObject(s.rc)
+	for i := range s.snap.Nodes {
+		if o := &s.snap.Nodes[i]; o.Answered() && r.announced.has(cluster, a.EndpointType(), o) {
+			a.Set[o.Pod] = true
+		}
+	}
+	return a
+}
+
+// announce carries out StepAnnounce: one CONFIG SET on the step's node, remembered for its
+// process (the endpoint type cannot be read back).
+func (r *RedisClusterReconciler) announce(ctx context.Context, s *state) error {
+	step := s.step
+	endpoint := redisadmin.EndpointIP
+	if s.rc.Spec.ExternalAccess != nil {
+		endpoint = redisadmin.EndpointHostname
+	}
+	if err := redisadmin.SetAnnounce(ctx, step.Addr, s.tls, s.login(), step.Hostname, endpoint); err != nil {
+		return err
+	}
+	for i := range s.snap.Nodes {
+		if o := &s.snap.Nodes[i]; o.Pod == step.Pod && o.Addr == step.Addr {
+			r.announced.mark(client.ObjectKeyFromObject(s.rc), endpoint, o)
+		}
+	}
+	if step.Hostname == "" {
+		r.event(s, corev1.EventTypeNormal, ReasonAnnounced, "Announce", "%s announces its pod address to clients again (spec.externalAccess removed)", step.Pod)
+	} else {
+		r.event(s, corev1.EventTypeNormal, ReasonAnnounced, "Announce", "%s announces %s to clients (cluster-announce-hostname)", step.Pod, step.Hostname)
+	}
+	return nil
+}
+
+// setExternallyReachable writes each node's external address into status.nodes and says
+// whether outside clients can reach every node: False names the pods without an address
+// yet and those that do not announce theirs. With spec.externalAccess removed the
+// condition stays until every node announces nothing again.
+func (r *RedisClusterReconciler) setExternallyReachable(s *state, gen int64) {
+	a := r.plannerAnnounce(s)
+	if a == nil || (!a.On && s.step.Kind != redisadmin.StepAnnounce) {
+		meta.RemoveStatusCondition(&s.next.Status.Conditions, ConditionExternallyReachable)
+		return
+	}
+	if !a.On {
+		status.Set(&s.next.Status.Conditions, gen, ConditionExternallyReachable, metav1.ConditionFalse, ReasonNotAnnounced,
+			"spec.externalAccess was removed: the nodes are being set back to announcing their pod addresses")
+		return
+	}
+	for i := range s.next.Status.Nodes {
+		if host := s.external[s.next.Status.Nodes[i].Name]; host != "" {
+			s.next.Status.Nodes[i].ExternalAddress = fmt.Sprintf("%s:%d", host, resources.RedisPort)
+		}
+	}
+	pending, unannounced := externalProblems(s, a)
+	was := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionExternallyReachable)
+	var reason, msg string
+	switch {
+	case len(pending) > 0:
+		reason, msg = ReasonAddressPending, "no external address yet for "+strings.Join(pending, ", ")+
+			" (their Services <pod>-external have no load-balancer ingress, or one Redis cannot announce, such as an IPv6 address): clients outside cannot reach what they serve"
+	case len(unannounced) > 0:
+		reason, msg = ReasonNotAnnounced, strings.Join(unannounced, ", ")+" do not announce their external address yet: clients outside may be sent to addresses they cannot reach"
+	default:
+		status.Set(&s.next.Status.Conditions, gen, ConditionExternallyReachable, metav1.ConditionTrue, ReasonAddressesAnnounced,
+			"every node announces the external address its Service was given")
+		return
+	}
+	if was != nil && was.Status == metav1.ConditionTrue {
+		r.event(s, corev1.EventTypeWarning, ReasonNotExternallyReachable, "Observe", "%s", clip(msg, eventNoteLimit))
+	}
+	status.Set(&s.next.Status.Conditions, gen, ConditionExternallyReachable, metav1.ConditionFalse, reason, msg)
+}
+
+// externalProblems are the staying pods whose Service has no host yet, and the pods whose
+// node does not answer or does not announce its host on this process.
+func externalProblems(s *state, a *redisadmin.Announce) (pending, unannounced []string) {
+	for i := range int(resources.RedisNodes(s.rc)) {
+		if pod := fmt.Sprintf("%s-%d", s.rc.Name, i); a.Hostnames[pod] == "" {
+			pending = append(pending, pod)
+		}
+	}
+	for i := range s.snap.Nodes {
+		o := &s.snap.Nodes[i]
+		if o.Leaving || a.Hostnames[o.Pod] == "" {
+			continue
+		}
+		self, ok := o.Self()
+		if !o.Answered() || !ok || self.Hostname != a.Hostnames[o.Pod] || !a.Set[o.Pod] {
+			unannounced = append(unannounced, o.Pod)
+		}
+	}
+	slices.Sort(unannounced)
+	return pending, unannounced
+}

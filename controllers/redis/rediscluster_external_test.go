@@ -1,0 +1,309 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/tests/cloudlb"
+	"github.com/middleware-operator/middleware-operator/tests/redistest"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
+)
+
+// outsideDialer dials only the load balancers' addresses (cloudlb.ExternalPrefix), as a
+// client outside the Kubernetes cluster network: a pod address is refused, and counted.
+type outsideDialer struct{ refused chan string }
+
+func (d outsideDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if !strings.HasPrefix(addr, cloudlb.ExternalPrefix) {
+		select {
+		case d.refused <- addr:
+		default:
+		}
+		return nil, fmt.Errorf("%s is not reachable from outside the Kubernetes cluster", addr)
+	}
+	var nd net.Dialer
+	return nd.DialContext(ctx, network, addr)
+}
+
+// TestRedisClusterServesClientsOutsideKubernetes: with spec.externalAccess LoadBalancer,
+// a client that can reach only the load balancers' addresses writes and reads through
+// them while the cluster scales out from 3 to 4 masters, a master's pod is deleted, and
+// then every pod is deleted at once (until some come back at new pod IPs); every
+// acknowledged key reads back through every external address, and CLUSTER SLOTS from
+// every node names only external addresses.
+func TestRedisClusterServesClientsOutsideKubernetes(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	lb := cloudlb.Start(env.Client, ns)
+	t.Cleanup(lb.Stop)
+	rc := redistest.NewCluster(ns, "outside", 6)
+	rc.Spec.ExternalAccess = &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer,
+		Annotations: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-internal": "true"}}
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	waitRunning(t, key)
+	pw := redistest.Password(t, env.Client, ns, "outside")
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpViews(t, ns, pw)
+		}
+	})
+	rc = waitExternallyReachable(t, key, 6)
+	svc := &corev1.Service{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "outside-0-external"}, svc); err != nil {
+		t.Fatal(err)
+	}
+	if svc.Annotations["service.beta.kubernetes.io/aws-load-balancer-internal"] != "true" {
+		t.Errorf("the external Service's annotations are %v, want spec.externalAccess.annotations", svc.Annotations)
+	}
+
+	d := outsideDialer{refused: make(chan string, 1)}
+	w := redistest.StartDialingWriter(externalAddrs(rc), pw, d.dial)
+	w.WaitWritten(t, 300)
+	assertSlotsExternal(t, rc, pw, d)
+
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"replicas":8}}`)
+	redistest.WaitShape(t, env.Client, key, 4, 8)
+	rc = waitExternallyReachable(t, key, 8)
+	w.WaitWritten(t, 300)
+	assertSlotsExternal(t, rc, pw, d)
+
+	var master, oldIP string
+	for _, n := range rc.Status.Nodes {
+		if n.Type == "master" && n.Slots != "" {
+			master, oldIP = n.Name, n.Instance
+			break
+		}
+	}
+	if err := env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: master, Namespace: ns}}, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("deleted master %s (was at %s)", master, oldIP)
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		p := &corev1.Pod{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: master}, p); err != nil {
+			return false, err.Error()
+		}
+		return p.Status.PodIP != "" && p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodRunning, "pod " + master + " is not running again"
+	})
+	redistest.WaitShape(t, env.Client, key, 4, 8)
+	rc = waitExternallyReachable(t, key, 8)
+	w.WaitWritten(t, 300)
+	for _, n := range rc.Status.Nodes {
+		if n.Name == master {
+			t.Logf("%s is back at %s, external address %s", master, n.Instance, n.ExternalAddress)
+		}
+	}
+	assertSlotsExternal(t, rc, pw, d)
+
+	deleteEveryPodUntilOneMoves(t, ns, "outside", rc)
+	redistest.WaitShape(t, env.Client, key, 4, 8)
+	rc = waitExternallyReachable(t, key, 8)
+	w.WaitWritten(t, 300)
+	assertSlotsExternal(t, rc, pw, d)
+
+	written, outage := w.Stop()
+	t.Logf("%d keys acknowledged through the external addresses; longest write outage %s; %d connections forwarded", written, outage, lb.Forwarded())
+	keys := w.Keys()
+	for _, addr := range externalAddrs(rc) {
+		if missing := readThroughOutside(t, addr, pw, d, keys); missing > 0 {
+			t.Errorf("%d of %d acknowledged keys not read back through %s", missing, len(keys), addr)
+		}
+	}
+	select {
+	case addr := <-d.refused:
+		t.Errorf("the outside client was sent to %s, which it cannot reach", addr)
+	default:
+	}
+}
+
+// waitExternallyReachable waits until the cluster has nodes nodes, each with an external
+// address, and ExternallyReachable is True.
+func waitExternallyReachable(t *testing.T, key client.ObjectKey, nodes int) *redisv1alpha1.RedisCluster {
+	t.Helper()
+	rc := &redisv1alpha1.RedisCluster{}
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, key, rc); err != nil {
+			return false, err.Error()
+		}
+		with := 0
+		for _, n := range rc.Status.Nodes {
+			if strings.HasPrefix(n.ExternalAddress, cloudlb.ExternalPrefix) {
+				with++
+			}
+		}
+		for _, c := range rc.Status.Conditions {
+			if c.Type == rediscontrollers.ConditionExternallyReachable {
+				return c.Status == metav1.ConditionTrue && with == nodes && len(rc.Status.Nodes) == nodes,
+					fmt.Sprintf("%d of %d nodes have an external address; %s %s: %s", with, nodes, c.Type, c.Status, c.Message)
+			}
+		}
+		return false, fmt.Sprintf("no %s condition; %d of %d nodes have an external address", rediscontrollers.ConditionExternallyReachable, with, nodes)
+	})
+	return rc
+}
+
+// externalAddrs are the nodes' external addresses from the status.
+func externalAddrs(rc *redisv1alpha1.RedisCluster) []string {
+	var out []string
+	for _, n := range rc.Status.Nodes {
+		if n.ExternalAddress != "" {
+			out = append(out, n.ExternalAddress)
+		}
+	}
+	return out
+}
+
+// assertSlotsExternal asks CLUSTER SLOTS of every node through its external address: every
+// slot range is served, and every endpoint is a node's external address.
+func assertSlotsExternal(t *testing.T, rc *redisv1alpha1.RedisCluster, pw string, d outsideDialer) {
+	t.Helper()
+	external := map[string]bool{}
+	for _, a := range externalAddrs(rc) {
+		external[a] = true
+	}
+	for addr := range external {
+		c := goredis.NewClient(&goredis.Options{Addr: addr, Password: pw, Dialer: d.dial, MaxRetries: 3})
+		var slots []goredis.ClusterSlot
+		testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+			var err error
+			if slots, err = c.ClusterSlots(ctx).Result(); err != nil { //nolint:staticcheck // CLUSTER SLOTS is what most cluster clients still read, so it is what must name external addresses
+				return false, err.Error()
+			}
+			for _, s := range slots {
+				for _, n := range s.Nodes {
+					if !external[n.Addr] {
+						return false, fmt.Sprintf("CLUSTER SLOTS at %s names %s for slots %d-%d, not an external address", addr, n.Addr, s.Start, s.End)
+					}
+				}
+			}
+			return true, ""
+		})
+		served := 0
+		for _, s := range slots {
+			served += s.End - s.Start + 1
+		}
+		if served != 16384 {
+			t.Errorf("CLUSTER SLOTS at %s covers %d slots, want 16384", addr, served)
+		}
+		_ = c.Close()
+	}
+}
+
+// readThroughOutside reads keys back through a cluster client whose only seed is addr and
+// which reaches only external addresses; it returns how many are missing or wrong.
+func readThroughOutside(t *testing.T, addr, pw string, d outsideDialer, keys []string) int {
+	t.Helper()
+	c := redistest.DialingClient([]string{addr}, pw, d.dial)
+	defer func() { _ = c.Close() }()
+	missing := 0
+	for start := 0; start < len(keys); start += 500 {
+		batch := keys[start:min(start+500, len(keys))]
+		cmds := make([]*goredis.StringCmd, len(batch))
+		_, _ = c.Pipelined(t.Context(), func(p goredis.Pipeliner) error {
+			for i, k := range batch {
+				cmds[i] = p.Get(t.Context(), k)
+			}
+			return nil
+		})
+		for i, cmd := range cmds {
+			if v, err := cmd.Result(); err != nil || v != strings.TrimPrefix(batch[i], "w:") {
+				if missing == 0 {
+					t.Logf("GET %s through %s: %q, %v", batch[i], addr, v, err)
+				}
+				missing++
+			}
+		}
+	}
+	return missing
+}
+
+// TestRedisClusterRefusesExternalAccessItCannotServe: NodePort, and external access with
+// TLS, are refused when applied, with messages naming the field and the fix; a
+// LoadBalancer is accepted.
+func TestRedisClusterRefusesExternalAccessItCannotServe(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	cases := map[string]struct {
+		access *redisv1alpha1.ExternalAccessSpec
+		tls    bool
+		want   string // "" when accepted
+	}{
+		"node port": {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort},
+			want: "spec.externalAccess.type NodePort is not supported yet"},
+		"with TLS": {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer}, tls: true,
+			want: "spec.externalAccess cannot be used with spec.tls yet"},
+		"load balancer": {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer}},
+	}
+	for name, c := range cases {
+		rc := redistest.NewCluster(ns, strings.ReplaceAll(name, " ", "-"), 6)
+		rc.Spec.Pause = true
+		rc.Spec.ExternalAccess = c.access
+		if c.tls {
+			rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: true}
+		}
+		err := env.Client.Create(t.Context(), rc)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v, want it accepted", name, err)
+		case c.want != "" && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want Invalid saying %q", name, err, c.want)
+		}
+	}
+}
+
+// deleteEveryPodUntilOneMoves deletes every pod of the cluster at once, again (at most
+// three times) until at least one comes back at another pod IP than rc's status shows.
+func deleteEveryPodUntilOneMoves(t *testing.T, ns, name string, rc *redisv1alpha1.RedisCluster) {
+	t.Helper()
+	ips := map[string]string{}
+	for _, n := range rc.Status.Nodes {
+		ips[n.Name] = n.Instance
+	}
+	start := time.Now()
+	for try := 1; ; try++ {
+		if err := env.Client.DeleteAllOf(t.Context(), &corev1.Pod{}, client.InNamespace(ns),
+			client.MatchingLabels{"app.kubernetes.io/instance": name}, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+		moved := 0
+		testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+			pods := &corev1.PodList{}
+			if err := env.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": name}); err != nil {
+				return false, err.Error()
+			}
+			running := 0
+			moved = 0
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp.IsZero() && p.Status.PodIP != "" && p.CreationTimestamp.After(start.Add(-time.Second)) {
+					running++
+					if net.JoinHostPort(p.Status.PodIP, "6379") != ips[p.Name] {
+						moved++
+					}
+				}
+			}
+			return running == len(ips), fmt.Sprintf("%d of %d pods recreated with an IP", running, len(ips))
+		})
+		if moved > 0 {
+			t.Logf("deleted every pod %d times; %d came back at new pod IPs", try, moved)
+			return
+		}
+		if try == 3 {
+			t.Fatalf("every pod came back at its old IP three times: the fault (new IPs) was never injected")
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package resources
+
+import (
+	"net"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
+)
+
+// RedisExternalComponent is the app.kubernetes.io/component label of the Services of
+// spec.externalAccess, by which the operator lists them.
+const RedisExternalComponent = "external-access"
+
+// RedisExternalServiceName is the Service that exposes pod outside the Kubernetes cluster.
+func RedisExternalServiceName(pod string) string { return pod + "-external" }
+
+// RedisExternalService is pod's own Service of spec.externalAccess: of the type asked,
+// with the user's annotations, selecting that one pod by the label the StatefulSet gives
+// it, on the client port only. The cluster bus is not exposed: the nodes keep meeting and
+// gossiping at their pod addresses (they announce only a hostname to clients, see
+// docs/rediscluster.md#external-access). Not-ready addresses are published: a node serves
+// its slots whatever its readiness probe says, and the cluster sends outside clients to it
+// as it sends inside ones to its pod address.
+func RedisExternalService(rc *redisv1alpha1.RedisCluster, pod string) *corev1.Service {
+	meta := redisMeta(rc, RedisExternalServiceName(pod))
+	meta.Labels[objectlabels.LabelComponent] = RedisExternalComponent
+	meta.Labels[appsv1.StatefulSetPodNameLabel] = pod
+	svcType := corev1.ServiceTypeLoadBalancer
+	if rc.Spec.ExternalAccess != nil && rc.Spec.ExternalAccess.Type == redisv1alpha1.ExternalAccessNodePort {
+		svcType = corev1.ServiceTypeNodePort
+	}
+	if rc.Spec.ExternalAccess != nil && len(rc.Spec.ExternalAccess.Annotations) > 0 {
+		meta.Annotations = map[string]string{}
+		for k, v := range rc.Spec.ExternalAccess.Annotations {
+			meta.Annotations[k] = v
+		}
+	}
+	selector := objectlabels.SelectorLabels(objectlabels.RedisClusterKind, rc.Name)
+	selector[appsv1.StatefulSetPodNameLabel] = pod
+	return &corev1.Service{
+		ObjectMeta: meta,
+		Spec: corev1.ServiceSpec{
+			Type:                     svcType,
+			Selector:                 selector,
+			PublishNotReadyAddresses: true,
+			Ports:                    []corev1.ServicePort{{Name: "redis", Port: RedisPort, TargetPort: intstr.FromInt32(RedisPort), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+}
+
+// RedisExternalHost is the host outside clients reach svc at: its load balancer's first
+// ingress IP, else that ingress's hostname; "" while none is assigned (or for any other
+// type of Service).
+func RedisExternalHost(svc *corev1.Service) string {
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return ""
+	}
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		switch {
+		case in.IP != "":
+			return in.IP
+		case in.Hostname != "":
+			return in.Hostname
+		}
+	}
+	return ""
+}
+
+// RedisAnnounceable reports whether Redis accepts host as cluster-announce-hostname: only
+// letters, digits, hyphens and dots (Redis 7.0 refuses an IPv6 address, for one).
+func RedisAnnounceable(host string) bool {
+	for _, c := range host {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return host != ""
+}
+
+// RedisExternalAddress is host:port of svc for clients outside ("" while no host is
+// assigned): the Service's port is the node's own client port.
+func RedisExternalAddress(svc *corev1.Service) string {
+	host := RedisExternalHost(svc)
+	if host == "" {
+		return ""
+	}
+	return net.JoinHostPort(host, strconv.Itoa(RedisPort))
+}
+
+// RedisExternalPod is the pod an external Service exposes ("" for another Service).
+func RedisExternalPod(svc *corev1.Service) string {
+	if svc.Labels[objectlabels.LabelComponent] != RedisExternalComponent {
+		return ""
+	}
+	return svc.Labels[appsv1.StatefulSetPodNameLabel]
+}

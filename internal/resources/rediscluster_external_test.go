@@ -1,0 +1,97 @@
+package resources_test
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+)
+
+func TestRedisExternalService(t *testing.T) {
+	cases := map[string]struct {
+		access      *redisv1alpha1.ExternalAccessSpec
+		wantType    corev1.ServiceType
+		annotations map[string]string
+	}{
+		"load balancer with the user's annotations": {
+			access:      &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer, Annotations: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-internal": "true"}},
+			wantType:    corev1.ServiceTypeLoadBalancer,
+			annotations: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-internal": "true"},
+		},
+		"load balancer without annotations": {
+			access:   &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer},
+			wantType: corev1.ServiceTypeLoadBalancer,
+		},
+		"node port": {
+			access:   &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort},
+			wantType: corev1.ServiceTypeNodePort,
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			rc := &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns"}, Spec: redisv1alpha1.RedisClusterSpec{ExternalAccess: c.access}}
+			svc := resources.RedisExternalService(rc, "cache-4")
+			if svc.Name != "cache-4-external" || svc.Namespace != "ns" {
+				t.Errorf("Service %s/%s, want ns/cache-4-external", svc.Namespace, svc.Name)
+			}
+			if svc.Spec.Type != c.wantType {
+				t.Errorf("type %s, want %s", svc.Spec.Type, c.wantType)
+			}
+			if !reflect.DeepEqual(svc.Annotations, c.annotations) {
+				t.Errorf("annotations %v, want %v", svc.Annotations, c.annotations)
+			}
+			wantSelector := map[string]string{"app.kubernetes.io/name": "rediscluster", "app.kubernetes.io/instance": "cache", "statefulset.kubernetes.io/pod-name": "cache-4"}
+			if !reflect.DeepEqual(svc.Spec.Selector, wantSelector) {
+				t.Errorf("selector %v, want %v", svc.Spec.Selector, wantSelector)
+			}
+			if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 6379 || svc.Spec.Ports[0].TargetPort.IntVal != 6379 {
+				t.Errorf("ports %v, want only the client port 6379", svc.Spec.Ports)
+			}
+			if !svc.Spec.PublishNotReadyAddresses {
+				t.Error("not-ready addresses are not published: an outside client could not reach a node that serves slots while its probe fails")
+			}
+			if got := resources.RedisExternalPod(svc); got != "cache-4" {
+				t.Errorf("RedisExternalPod = %q, want cache-4", got)
+			}
+		})
+	}
+	if got := resources.RedisExternalPod(resources.RedisClientService(&redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Name: "cache"}})); got != "" {
+		t.Errorf("RedisExternalPod of the client Service = %q, want none", got)
+	}
+}
+
+func TestRedisExternalAddress(t *testing.T) {
+	lb := func(in ...corev1.LoadBalancerIngress) *corev1.Service {
+		return &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}, Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: in}}}
+	}
+	cases := map[string]struct {
+		svc  *corev1.Service
+		want string
+	}{
+		"not assigned yet":         {svc: lb(), want: ""},
+		"an IP":                    {svc: lb(corev1.LoadBalancerIngress{IP: "203.0.113.7"}), want: "203.0.113.7:6379"},
+		"a hostname":               {svc: lb(corev1.LoadBalancerIngress{Hostname: "a1.elb.example.com"}), want: "a1.elb.example.com:6379"},
+		"IP and hostname: the IP":  {svc: lb(corev1.LoadBalancerIngress{IP: "203.0.113.7", Hostname: "a1.elb.example.com"}), want: "203.0.113.7:6379"},
+		"an empty first ingress":   {svc: lb(corev1.LoadBalancerIngress{}, corev1.LoadBalancerIngress{IP: "203.0.113.8"}), want: "203.0.113.8:6379"},
+		"a NodePort Service: none": {svc: &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort}}, want: ""},
+	}
+	for name, c := range cases {
+		if got := resources.RedisExternalAddress(c.svc); got != c.want {
+			t.Errorf("%s: RedisExternalAddress = %q, want %q", name, got, c.want)
+		}
+	}
+}
+
+func TestRedisAnnounceable(t *testing.T) {
+	for host, want := range map[string]bool{
+		"203.0.113.7": true, "a1-b.elb.example.com": true, "": false, "2001:db8::1": false, "a_b": false,
+	} {
+		if got := resources.RedisAnnounceable(host); got != want {
+			t.Errorf("RedisAnnounceable(%q) = %t, want %t", host, got, want)
+		}
+	}
+}
