@@ -44,8 +44,15 @@ func Password(t *testing.T, c client.Client, ns, name string) string {
 // generation, with masters masters and nodes nodes, and a StatefulSet of nodes replicas.
 func WaitShape(t *testing.T, c client.Client, key client.ObjectKey, masters, nodes int) *redisv1alpha1.RedisCluster {
 	t.Helper()
+	return WaitShapeWithin(t, c, key, masters, nodes, 4*time.Minute)
+}
+
+// WaitShapeWithin is WaitShape with a limit of its own, for a test whose change moves many
+// keys one at a time on purpose.
+func WaitShapeWithin(t *testing.T, c client.Client, key client.ObjectKey, masters, nodes int, limit time.Duration) *redisv1alpha1.RedisCluster {
+	t.Helper()
 	rc := &redisv1alpha1.RedisCluster{}
-	testenv.Eventually(t, 4*time.Minute, func(ctx context.Context) (bool, string) {
+	testenv.Eventually(t, limit, func(ctx context.Context) (bool, string) {
 		if err := c.Get(ctx, key, rc); err != nil {
 			return false, err.Error()
 		}

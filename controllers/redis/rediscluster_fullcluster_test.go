@@ -1,0 +1,104 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/tests/redistest"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
+)
+
+// fillUntilRefused writes 64 KiB values under keys prefix:0, prefix:1, ... (spread over
+// every slot) until a master refuses one with OOM: the fullest master is then at 100% of
+// its maxmemory. It returns the keys acknowledged.
+func fillUntilRefused(t *testing.T, c *goredis.ClusterClient, prefix string) []string {
+	t.Helper()
+	var acked []string
+	for i := 0; ; i++ {
+		if i > 20000 {
+			t.Fatalf("%d writes of 64 KiB and no master refused one: maxmemory is not set", i)
+		}
+		key := fmt.Sprintf("%s:%d", prefix, i)
+		err := c.Set(t.Context(), key, fillValue, 0).Err()
+		if err != nil && strings.HasPrefix(err.Error(), "OOM") {
+			return acked
+		}
+		if err != nil {
+			t.Fatalf("write %s: %v", key, err)
+		}
+		acked = append(acked, key)
+	}
+}
+
+// TestRedisClusterFullOfEvenlySpreadKeysScalesOut: issue 54's second shape. A cluster of 3
+// masters with a 64 MiB memory limit and spec.autoscale (target 40%, 3 to 4 masters) is
+// filled with evenly spread keys until a master refuses a write (OOM: 100% of maxmemory),
+// while an independent writer runs. The data can be split, so the autoscaler adds a master
+// and the rebalance moves slots into it although the sources are full: the cluster ends
+// Ready with 4 masters serving every slot, no open slot in any node's view, no slot held,
+// and every acknowledged key (the fill's and the writer's) reads back through every node.
+func TestRedisClusterFullOfEvenlySpreadKeysScalesOut(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	key, rc, pw := createAutoscaled(t, ns, "full", 64<<20, redisv1alpha1.AutoscaleSpec{TargetPercent: ptr.To[int32](40), MinMasters: 3, MaxMasters: 4,
+		Sustain: &metav1.Duration{Duration: 5 * time.Second}, CoolDown: &metav1.Duration{Duration: 5 * time.Second}})
+
+	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
+	defer w.Stop()
+	w.WaitWritten(t, 200)
+	c := clusterClient(rc, pw, 5)
+	defer func() { _ = c.Close() }()
+	acked := fillUntilRefused(t, c, "even")
+	full := time.Now()
+	name, share, err := fullestMaster(t.Context(), rc, pw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if share < 95 {
+		t.Fatalf("the fill stopped at an OOM with the fullest master %s at %.0f%% of its maxmemory, want about 100%%", name, share)
+	}
+	t.Logf("%d writes of 64 KiB spread over every slot until a master refused one: %s at %.0f%% of its maxmemory", len(acked), name, share)
+
+	testenv.Eventually(t, 5*time.Minute, func(ctx context.Context) (bool, string) {
+		got := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, got); err != nil {
+			return false, err.Error()
+		}
+		ready := meta.FindStatusCondition(got.Status.Conditions, rediscontrollers.ConditionReady)
+		movable := meta.FindStatusCondition(got.Status.Conditions, rediscontrollers.ConditionSlotsMovable)
+		ok := got.Status.Masters == 4 && got.Status.Phase == redisv1alpha1.PhaseRunning && ready != nil && ready.Status == metav1.ConditionTrue &&
+			len(got.Status.HeldSlots) == 0 && (movable == nil || movable.Status == metav1.ConditionTrue)
+		return ok, fmt.Sprintf("phase %s (%s), masters %d, heldSlots %+v, SlotsMovable %+v, autoscale %+v",
+			got.Status.Phase, got.Status.Reason, got.Status.Masters, got.Status.HeldSlots, movable, got.Status.Autoscale)
+	})
+	t.Logf("%s from the full cluster to 4 masters, Ready, nothing held", time.Since(full).Round(time.Second))
+	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
+	for _, n := range rc.Status.Nodes {
+		view, err := nodeClusterNodes(t.Context(), n.Instance, pw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(view, "->-") || strings.Contains(view, "-<-") {
+			t.Errorf("%s lists an open slot:\n%s", n.Name, view)
+		}
+	}
+	for _, k := range acked {
+		if n, err := c.StrLen(t.Context(), k).Result(); err != nil || n != int64(len(fillValue)) {
+			t.Fatalf("acknowledged key %s reads back %d bytes, %v", k, n, err)
+		}
+	}
+	if lost := redistest.Unreadable(t, rc, pw, acked); len(lost) > 0 {
+		t.Errorf("%d of the fill's %d acknowledged keys cannot be read through some node: %v", len(lost), len(acked), lost[:min(5, len(lost))])
+	}
+	w.Verify(t, env.Client, rc, pw)
+}
