@@ -146,9 +146,8 @@ func (r *RedisClusterReconciler) backgroundLoads() *shardLoads {
 // for the status. Each field is written by one stage: observe fills the first group, plan
 // sets step, act and observe's child writes set err.
 type state struct {
-	rc    *redisv1alpha1.RedisCluster // as read, never modified
-	began time.Time                   // when this reconcile began
-	next  *redisv1alpha1.RedisCluster // the status being built
+	rc   *redisv1alpha1.RedisCluster // as read, never modified
+	next *redisv1alpha1.RedisCluster // the status being built
 	// external are the hosts of the pods' external Services (spec.externalAccess).
 	external externalHosts
 	password string
@@ -246,7 +245,7 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if rc == nil {
 		return result, err
 	}
-	s := &state{rc: rc, next: rc.DeepCopy(), began: time.Now()}
+	s := &state{rc: rc, next: rc.DeepCopy()}
 	s.err = r.prepare(ctx, s)
 	r.takeSnapshot(ctx, s)
 	if s.err == nil {
@@ -347,19 +346,12 @@ func runAll(ctx context.Context, s *state, steps []func(context.Context, *state)
 }
 
 // lookAgain is when the next reconcile should look: when the step asks, and no later than
-// a node that just started has settled (it turns Ready then, not a look later). An idle
-// look's wait counts from when this look began, so a slow look (a loaded machine) does not
-// stretch the time between looks, and with it how late a partition is seen; but it is
-// never under half the idle wait, so an overloaded operator looks less often, not
-// back to back.
+// a node that just started has settled (it turns Ready then, not a look later).
 func (s *state) lookAgain() time.Duration {
 	after := s.step.After
 	if after == 0 || s.loadsPending {
 		// With a load pending, its end wakes the cluster (shardLoads).
 		after = redisadmin.LookIdle
-	}
-	if s.step.Kind == redisadmin.StepIdle && !s.began.IsZero() {
-		after = max(after-time.Since(s.began), after/2)
 	}
 	if settled := s.health.SettledIn; settled > 0 && settled < after {
 		after = settled + 100*time.Millisecond
