@@ -12,7 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -437,37 +436,7 @@ func TestRedisClusterHealsAfterEveryPodIsRecreated(t *testing.T) {
 	start := time.Now()
 	// The fault is every pod back at once, some at new IPs: kwok may hand the same IPs back,
 	// so the pods are deleted again (at most three times) until one comes back elsewhere.
-	for try := 1; ; try++ {
-		if err := env.Client.DeleteAllOf(t.Context(), &corev1.Pod{}, client.InNamespace(ns),
-			client.MatchingLabels{"app.kubernetes.io/instance": "phoenix"}, client.GracePeriodSeconds(0)); err != nil {
-			t.Fatal(err)
-		}
-		moved := 0
-		testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
-			pods := &corev1.PodList{}
-			if err := env.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": "phoenix"}); err != nil {
-				return false, err.Error()
-			}
-			running := 0
-			moved = 0
-			for _, p := range pods.Items {
-				if p.DeletionTimestamp.IsZero() && p.Status.PodIP != "" && p.CreationTimestamp.After(start.Add(-time.Second)) {
-					running++
-					if net.JoinHostPort(p.Status.PodIP, "6379") != ips[p.Name] {
-						moved++
-					}
-				}
-			}
-			return running == 6, fmt.Sprintf("%d of 6 pods recreated with an IP", running)
-		})
-		if moved > 0 {
-			t.Logf("deleted every pod %d times; %d came back at new IPs", try, moved)
-			break
-		}
-		if try == 3 {
-			t.Fatalf("every pod came back at its old IP three times: the fault (new IPs) was never injected")
-		}
-	}
+	deleteEveryPodUntilOneMoves(t, ns, "phoenix", rc)
 	// Then wait for the cluster to be whole again.
 	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
 		cur := &redisv1alpha1.RedisCluster{}

@@ -83,15 +83,7 @@ func TestRedisClusterFullOfEvenlySpreadKeysScalesOut(t *testing.T) {
 	})
 	t.Logf("%s from the full cluster to 4 masters, Ready, nothing held", time.Since(full).Round(time.Second))
 	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
-	for _, n := range rc.Status.Nodes {
-		view, err := nodeClusterNodes(t.Context(), n.Instance, pw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(view, "->-") || strings.Contains(view, "-<-") {
-			t.Errorf("%s lists an open slot:\n%s", n.Name, view)
-		}
-	}
+	assertNoOpenSlot(t, rc, pw)
 	// Every filled key, whole, through every node: a client entering the cluster at that
 	// node follows its view's routing.
 	for _, n := range rc.Status.Nodes {
