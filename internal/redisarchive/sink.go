@@ -60,11 +60,34 @@ func (s StoreSink) Put(ctx context.Context, name string, data []byte) error {
 	return err
 }
 
-// Get downloads name.
+// Get downloads name, refusing an object larger than any segment can be (MaxObjectBytes):
+// the store may be one a tenant controls (spec.restore.archive.source), and an object of
+// any size read into memory would take the shared operator down.
 func (s StoreSink) Get(ctx context.Context, name string) ([]byte, error) {
-	var buf bytes.Buffer
-	_, err := s.Client.Get(ctx, name, &buf, nil)
+	buf := &cappedBuffer{max: MaxObjectBytes}
+	_, err := s.Client.Get(ctx, name, buf, nil)
 	return buf.Bytes(), err
+}
+
+// MaxObjectBytes is the largest archive object StoreSink.Get reads: a segment of
+// DefaultSegmentBytes whose last command is as large as a command may be
+// (DefaultMaxCommand), and its manifest line.
+const MaxObjectBytes = DefaultSegmentBytes + DefaultMaxCommand + 1<<20
+
+// ErrObjectTooLarge is StoreSink.Get's error for an object over MaxObjectBytes.
+var ErrObjectTooLarge = errors.New("the archive object is larger than any segment can be")
+
+// cappedBuffer is a bytes.Buffer that refuses to grow past max bytes.
+type cappedBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > b.max {
+		return 0, fmt.Errorf("%w (over %d bytes)", ErrObjectTooLarge, b.max)
+	}
+	return b.Buffer.Write(p)
 }
 
 // List lists the names under prefix.
