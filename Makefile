@@ -92,9 +92,16 @@ verify-generated: manifests generate ## Fail when generated files are out of dat
 verify-bundle: bundle catalog ## Fail when bundle/ or catalog/ is out of date with config/ and the API markers.
 	@test -z "$$(git status --porcelain -- bundle bundle.Dockerfile catalog config/manifests config/manager)" || { git status --short -- bundle bundle.Dockerfile catalog config/manifests config/manager; git diff --stat -- bundle catalog config; echo "bundle/ or catalog/ is out of date: run 'make bundle catalog' and commit"; exit 1; }
 
+# HEAVY_SUITE runs alone before every other package: its tests run six at a time, each on
+# real Redis processes, and beside three other packages' clusters on 2 cores its slot moves,
+# restores and rotations timed out (docs/development/README.md#make-test).
+HEAVY_SUITE := ./controllers/redis
+
 .PHONY: test
 test: tools setup verify-generated verify-bundle vet lint fuzz ## Build the tools, then run unit, integration and e2e tests against the local cluster, after a short fuzz run.
-	go test ./... -p 3 -count=1 -timeout 80m
+	@status=0; go test $(HEAVY_SUITE) -count=1 -timeout 40m || status=1; \
+	go test $$(go list ./... | grep -v '/controllers/redis$$') -p 3 -count=1 -timeout 60m || status=1; \
+	exit $$status
 
 # FUZZTIME is how long `make fuzz` fuzzes each target (go test -fuzz takes one at a time).
 FUZZTIME ?= 15s
