@@ -315,6 +315,10 @@ func (r *RedisClusterReconciler) prepare(ctx context.Context, s *state) error {
 		s.unsupported = resources.RedisVersionProblem(s.rc)
 	}
 	ensuring := !s.rc.Spec.Pause && s.unsupported == "" && r.changes.due(s.rc, time.Now())
+	if !s.rc.Spec.Pause {
+		// Before the ConfigMap: it carries each node's external host for its next start.
+		steps = append(steps, r.readExternalHosts)
+	}
 	switch {
 	case s.unsupported != "":
 		r.warnUnsupported(s)
@@ -326,7 +330,7 @@ func (r *RedisClusterReconciler) prepare(ctx context.Context, s *state) error {
 		steps = append(steps, r.readStatefulSet, r.checkACLRules)
 	}
 	if !s.rc.Spec.Pause {
-		steps = append(steps, r.readClaims, r.readExternalHosts)
+		steps = append(steps, r.readClaims)
 	}
 	err := runAll(ctx, s, steps)
 	if ensuring {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -124,7 +125,9 @@ func (r *RedisClusterReconciler) ensureConfigMap(ctx context.Context, s *state) 
 			return errors.New(conflict)
 		}
 	}
-	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, resources.RedisConfigMap(s.rc, userConf), child.MergeConfigMap)
+	cm := resources.RedisConfigMap(s.rc, userConf)
+	maps.Copy(cm.Data, resources.RedisAnnounceFiles(s.rc, s.external))
+	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, cm, child.MergeConfigMap)
 	r.record(s, live, outcome, err)
 	return err
 }

@@ -334,7 +334,11 @@ const RedisLockdownConf = "enable-debug-command no\nenable-module-command no\nen
 // empty). The memory directives (redisMemoryConf) and the write-safety ones
 // (redisWriteSafetyConf) come after the cluster settings, and RedisLockdownConf last of all.
 func RedisConfigMap(rc *redisv1alpha1.RedisCluster, userConf string) *corev1.ConfigMap {
-	conf := RedisConf(userConf, RedisTLSClientAuth(rc)) + redisMemoryConf(rc, userConf) + redisWriteSafetyConf(rc) + redisLockdownHeader + RedisLockdownConf
+	conf := RedisConf(userConf, RedisTLSClientAuth(rc)) + redisMemoryConf(rc, userConf) + redisWriteSafetyConf(rc)
+	if rc.Spec.ExternalAccess != nil {
+		conf += redisExternalConf
+	}
+	conf += redisLockdownHeader + RedisLockdownConf
 	return &corev1.ConfigMap{
 		ObjectMeta: redisMeta(rc, RedisConfigMapName(rc)),
 		Data:       map[string]string{RedisConfigFile: conf},

@@ -246,10 +246,14 @@ const (
 
 // redisStartScript is the start script for rc.
 func redisStartScript(rc *redisv1alpha1.RedisCluster) string {
+	auth := redisPasswordAuth
 	if RedisACLEnabled(rc) {
-		return RedisACLStartScript
+		auth = redisUsersAuth
 	}
-	return RedisStartScript
+	if rc.Spec.ExternalAccess != nil {
+		return redisStartHead + auth + redisAnnounceAtStart + redisStartGuard
+	}
+	return redisStartHead + auth + redisStartGuard
 }
 
 // redisUsersMount mounts the operator's and the exporter's passwords in the redis container.

@@ -99,3 +99,42 @@ func RedisExternalPod(svc *corev1.Service) string {
 	}
 	return svc.Labels[appsv1.StatefulSetPodNameLabel]
 }
+
+// RedisAnnounceFiles are the keys the config ConfigMap carries with spec.externalAccess:
+// for each pod whose Service has an address Redis can announce, RedisAnnounceKey(pod) holds
+// that host, which the start script passes as --cluster-announce-hostname. A node
+// restarted (at the same or a new pod IP) so announces its external address from its first
+// answer, as redis.conf's cluster-preferred-endpoint-type hostname makes it name every
+// node by its host from the start: Redis keeps neither across a restart, and without them
+// it would send outside clients to pod IPs until the operator's next look. nil without
+// spec.externalAccess.
+func RedisAnnounceFiles(rc *redisv1alpha1.RedisCluster, hosts map[string]string) map[string]string {
+	if rc.Spec.ExternalAccess == nil {
+		return nil
+	}
+	files := map[string]string{}
+	for pod, host := range hosts {
+		if RedisAnnounceable(host) {
+			files[RedisAnnounceKey(pod)] = host + "\n"
+		}
+	}
+	return files
+}
+
+// RedisAnnounceKey is the config ConfigMap's key (a file in RedisConfigDir) with the host
+// pod announces: "announce-<pod>", never a pod name nor RedisConfigFile.
+func RedisAnnounceKey(pod string) string { return "announce-" + pod }
+
+// redisExternalConf is redis.conf's part with spec.externalAccess: every node names the
+// others (and itself) to clients by their announced hostname.
+const redisExternalConf = "cluster-preferred-endpoint-type hostname\n"
+
+// redisAnnounceAtStart, in the start script with spec.externalAccess, passes the pod's
+// announce file (RedisAnnounceFiles) to redis-server as --cluster-announce-hostname when the
+// operator has written one. POSIX sh, no "$(" (see RedisStartScript).
+const redisAnnounceAtStart = `announce="` + RedisConfigDir + `/announce-$POD_NAME"
+if [ -n "$POD_NAME" ] && [ -s "$announce" ]; then
+  read -r host < "$announce"
+  set -- "$@" --cluster-announce-hostname "$host"
+fi
+`

@@ -2,6 +2,7 @@ package resources_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -93,5 +94,63 @@ func TestRedisAnnounceable(t *testing.T) {
 		if got := resources.RedisAnnounceable(host); got != want {
 			t.Errorf("RedisAnnounceable(%q) = %t, want %t", host, got, want)
 		}
+	}
+}
+
+// TestRedisAnnounceAtStart: with spec.externalAccess a node starts announcing the host the
+// operator recorded for its pod (the start script passes the config ConfigMap's
+// announce-<pod> file to redis-server) and names every node by its hostname (redis.conf);
+// without a recorded host it starts as before; without spec.externalAccess neither the
+// script nor redis.conf nor the ConfigMap carry any of it.
+func TestRedisAnnounceAtStart(t *testing.T) {
+	const password = "pw"
+	rc := redisCluster(nil)
+	plainConf := resources.RedisConfigMap(rc, "").Data[resources.RedisConfigFile]
+	if files := resources.RedisAnnounceFiles(rc, map[string]string{"cache-0": "127.2.3.4"}); files != nil {
+		t.Errorf("without spec.externalAccess the ConfigMap would carry %v", files)
+	}
+	if strings.Contains(plainConf, "cluster-preferred-endpoint-type") {
+		t.Errorf("without spec.externalAccess redis.conf sets the endpoint type:\n%s", plainConf)
+	}
+	if got := resources.RedisStatefulSet(rc, 6).Spec.Template.Spec.Containers[0].Command[2]; got != resources.RedisStartScript {
+		t.Errorf("without spec.externalAccess the start script changed:\n%s", got)
+	}
+
+	rc.Spec.ExternalAccess = &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer}
+	if conf := resources.RedisConfigMap(rc, "").Data[resources.RedisConfigFile]; !strings.Contains(conf, "\ncluster-preferred-endpoint-type hostname\n") {
+		t.Errorf("with spec.externalAccess redis.conf does not set cluster-preferred-endpoint-type hostname:\n%s", conf)
+	}
+	files := resources.RedisAnnounceFiles(rc, map[string]string{"cache-0": "127.2.3.4", "cache-1": "lb-1.example.com", "cache-2": "fd00::1"})
+	want := map[string]string{"announce-cache-0": "127.2.3.4\n", "announce-cache-1": "lb-1.example.com\n"}
+	if !reflect.DeepEqual(files, want) {
+		t.Errorf("RedisAnnounceFiles = %v, want %v (an IPv6 address cannot be announced)", files, want)
+	}
+	script := resources.RedisStatefulSet(rc, 6).Spec.Template.Spec.Containers[0].Command[2]
+	for _, bad := range []string{"$(", "$$"} {
+		if strings.Contains(script, bad) {
+			t.Errorf("the start script contains %q, which the kubelet would expand", bad)
+		}
+	}
+	// The runner maps the directory prefix of the announce files to a local one; the pod's
+	// own file (POD_NAME is cache-0) is written beside it.
+	announceDir := resources.RedisConfigDir + "/announce-"
+	for name, c := range map[string]struct {
+		file, want string
+	}{
+		"host recorded": {file: "127.2.3.4\n", want: "127.2.3.4"},
+		"no host yet":   {want: ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := map[string]string{resources.RedisPasswordFile: password, announceDir: ""}
+			if c.file != "" {
+				in[announceDir+"cache-0"] = c.file
+			}
+			srv := runStartScript(t, script, in)
+			srv.waitFor(t, "", password)
+			want := strings.TrimSpace("cluster-announce-hostname\n" + c.want)
+			if got := srv.cli("", password, "config", "get", "cluster-announce-hostname"); got != want {
+				t.Errorf("CONFIG GET cluster-announce-hostname: %q, want %q", got, want)
+			}
+		})
 	}
 }
