@@ -152,7 +152,7 @@ func RedisTLSCASecret(rc *redisv1alpha1.RedisCluster, ca RedisCA) *corev1.Secret
 		annotations[redisCARotatedForAnnotation] = ca.RotatedFor
 	}
 	if !ca.Since.IsZero() {
-		annotations[redisCAStageSinceAnnotation] = ca.Since.UTC().Format(time.RFC3339)
+		annotations[redisCAStageSinceAnnotation] = ca.Since.UTC().Format(time.RFC3339Nano)
 	}
 	if len(annotations) > 0 {
 		meta.Annotations = annotations

@@ -90,3 +90,23 @@ func TestRedisCARotationStages(t *testing.T) {
 		}
 	})
 }
+
+// TestRedisCAStageLastsTheWholeOverlap: a stage that began in the middle of a second, read
+// back from the CA Secret, may not end before the whole overlap has passed (a CI run saw
+// stage Trust last 2.2 s of a 3 s overlap when the Secret kept whole seconds).
+func TestRedisCAStageLastsTheWholeOverlap(t *testing.T) {
+	began := time.Date(2026, 11, 27, 6, 0, 0, 900_000_000, time.UTC)
+	next, err := certs.NewCA("new", began, certs.CAValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const overlap = 3 * time.Second
+	rc := &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns"},
+		Spec: redisv1alpha1.RedisClusterSpec{TLS: &redisv1alpha1.TLSSpec{Enabled: true, CARotationOverlap: &metav1.Duration{Duration: overlap}}}}
+	ca := resources.RedisCA{}.Started(next, began, "2026-11-27")
+	back := resources.ReadRedisCA(resources.RedisTLSCASecret(rc, ca))
+	if due := resources.RedisCAStageDue(rc, back); due.Before(began.Add(overlap)) {
+		t.Errorf("the stage that began at %s may end at %s, %s before the overlap of %s has passed",
+			began.Format(time.RFC3339Nano), due.Format(time.RFC3339Nano), began.Add(overlap).Sub(due), overlap)
+	}
+}
