@@ -193,8 +193,17 @@ func (r *RedisClusterReconciler) restoreShard(s *state) error {
 // loadShard loads a shard of src into the master node of rc, only the keys of the load's
 // slots: it first reads the whole file once and checks its size and SHA-256 against the
 // manifest, so a corrupted or truncated object loads nothing; then it streams the file
-// again into the master as RESTOREs.
+// again into the master as RESTOREs. From an archive, the load's slots are emptied first:
+// a load tried again (after a failed replay, or by an operator restarted during one) would
+// otherwise replay onto what the failed attempt applied, and count an INCR or an RPUSH of a
+// key the base lacks twice. A restoring cluster admits no client (see ensureNetworkPolicy),
+// so what is emptied is the failed attempt's alone.
 func (r *RedisClusterReconciler) loadShard(ctx context.Context, rc *redisv1alpha1.RedisCluster, node rdbstream.Options, src *restoreSource, step redisadmin.ShardLoad) (rdbload.Result, error) {
+	if src.archive != nil {
+		if _, err := rdbload.ClearSlots(ctx, node, loadSlots(step)); err != nil {
+			return rdbload.Result{}, fmt.Errorf("while emptying the slots of %s on %s before its load: %w", redisadmin.ShardName(step.Shard), step.Pod, err)
+		}
+	}
 	res, err := r.loadShardFile(ctx, rc, node, src, step)
 	if err != nil || src.archive == nil {
 		return res, err
@@ -217,11 +226,7 @@ func (r *RedisClusterReconciler) loadShardFile(ctx context.Context, rc *redisv1a
 		_ = pw.CloseWithError(err)
 		got <- err
 	}()
-	slots := make([]rdbload.SlotRange, len(step.Slots))
-	for i, rg := range step.Slots {
-		slots[i] = rdbload.SlotRange{From: rg.Start, To: rg.End}
-	}
-	res, err := rdbload.Load(ctx, rdbload.Options{Node: node, Slots: slots, MaxRecord: r.RestoreMaxRecord}, pr)
+	res, err := rdbload.Load(ctx, rdbload.Options{Node: node, Slots: loadSlots(step), MaxRecord: r.RestoreMaxRecord}, pr)
 	_ = pr.CloseWithError(errors.New("the load ended"))
 	if getErr := <-got; err == nil && getErr != nil {
 		err = getErr
@@ -233,6 +238,15 @@ func (r *RedisClusterReconciler) loadShardFile(ctx context.Context, rc *redisv1a
 		return res, fmt.Errorf("while loading %s into %s: %w", redisadmin.ShardName(step.Shard), step.Pod, err)
 	}
 	return res, nil
+}
+
+// loadSlots are the step's slots in rdbload's terms.
+func loadSlots(step redisadmin.ShardLoad) []rdbload.SlotRange {
+	slots := make([]rdbload.SlotRange, len(step.Slots))
+	for i, rg := range step.Slots {
+		slots[i] = rdbload.SlotRange{From: rg.Start, To: rg.End}
+	}
+	return slots
 }
 
 // initRestoreStatus starts the restore's status once its backup is read.

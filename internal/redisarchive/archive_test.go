@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/middleware-operator/middleware-operator/internal/rdbload"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
 	"github.com/middleware-operator/middleware-operator/tests/testredis"
@@ -367,4 +370,49 @@ func TestArchiveReportsAGap(t *testing.T) {
 	dst := testredis.Restore(t, dir2)
 	replay(t, sink, dst, redisarchive.ReplayOptions{Cluster: cluster, Shard: shard, Timeline: 2, From: b2.Offset})
 	same(t, snapshot(t, src.Client), snapshot(t, dst))
+}
+
+// TestReplayTriedAgainAppliesEveryCommandOnce: a restore whose replay failed half-way is
+// tried again as the operator does it (the load's slots emptied with rdbload.ClearSlots, the
+// base loaded again, the whole archive replayed): the node ends exactly as the source, every
+// counter and list counted once. Without the emptying, the INCRs and RPUSHes of keys the
+// base does not hold would apply twice.
+func TestReplayTriedAgainAppliesEveryCommandOnce(t *testing.T) {
+	src := testredis.StartClusterNode(t, t.TempDir(), goredis.Options{})
+	testredis.Dataset{Strings: 1000, Others: 50}.Write(t, src.Client)
+	dir, b := base(t, src)
+	sink := &redisarchive.MemorySink{}
+	f := follow(t, redisarchive.Options{Conn: rdbstream.Options{Addr: src.Addr}, From: redisarchive.Position{ReplID: b.ReplID, Offset: b.Offset}, Sink: sink})
+	mixedWrites(t, src.Client)
+	f.caughtUp(t, src.Client)
+	f.stop(t)
+	archived := f.Progress().Archived
+
+	dst := testredis.StartClusterNode(t, t.TempDir(), goredis.Options{})
+	node := rdbstream.Options{Addr: dst.Addr}
+	all := []rdbload.SlotRange{{From: 0, To: rdbload.Slots - 1}}
+	loadBase := func() {
+		t.Helper()
+		file, err := os.Open(filepath.Join(dir, "dump.rdb"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = file.Close() }()
+		if _, err := rdbload.Load(t.Context(), rdbload.Options{Node: node, Slots: all}, file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loadBase()
+	half := replay(t, sink, dst.Client, redisarchive.ReplayOptions{From: b.Offset, UntilOffset: b.Offset + (archived-b.Offset)/2})
+	if half.Complete || half.Commands == 0 {
+		t.Fatalf("the first attempt replayed %+v: want part of the archive", half)
+	}
+	removed, err := rdbload.ClearSlots(t.Context(), node, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the first attempt replayed %d commands; %d keys cleared before the second", half.Commands, removed)
+	loadBase()
+	replay(t, sink, dst.Client, redisarchive.ReplayOptions{From: b.Offset})
+	same(t, snapshot(t, src.Client), snapshot(t, dst.Client))
 }
