@@ -21,6 +21,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/backup"
+	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
@@ -114,6 +115,9 @@ func (r *RedisClusterReconciler) syncArchive(ctx context.Context, s *state) {
 		if spec == nil {
 			s.next.Status.Archive = nil
 			meta.RemoveStatusCondition(&s.next.Status.Conditions, ConditionArchiving)
+			metrics.ForgetRedisArchive(key.Namespace, key.Name)
+		} else {
+			metrics.RedisArchiveShardsFollowing.WithLabelValues(key.Namespace, key.Name).Set(0)
 		}
 		return
 	}
@@ -222,11 +226,18 @@ func (r *RedisClusterReconciler) reportArchive(s *state, ca *clusterArchive) {
 	st := &redisv1alpha1.ArchiveStatus{Location: ca.location}
 	running, failing := 0, ""
 	reason := ReasonArchiving
+	ns, name := s.rc.Namespace, s.rc.Name
 	for _, sh := range ca.shards {
 		shardStatus, events, ok, problem := sh.report()
 		st.Shards = append(st.Shards, shardStatus)
 		for _, e := range events {
 			r.event(s, e.kind, e.reason, "Archive", "%s", e.message)
+			if e.reason == ReasonArchiveGap {
+				metrics.RedisArchiveGaps.WithLabelValues(ns, name).Inc()
+			}
+		}
+		if shardStatus.ArchivedUpTo != nil {
+			metrics.RedisArchiveLastWrite.WithLabelValues(ns, name, sh.name).Set(float64(shardStatus.ArchivedUpTo.UnixMilli()) / 1000)
 		}
 		switch {
 		case ok:
@@ -236,6 +247,8 @@ func (r *RedisClusterReconciler) reportArchive(s *state, ca *clusterArchive) {
 		}
 	}
 	s.next.Status.Archive = st
+	metrics.RedisArchiveShards.WithLabelValues(ns, name).Set(float64(len(ca.shards)))
+	metrics.RedisArchiveShardsFollowing.WithLabelValues(ns, name).Set(float64(running))
 	switch {
 	case running == len(ca.shards):
 		r.setArchiving(s, metav1.ConditionTrue, ReasonArchiving, fmt.Sprintf("every shard's writes go to %s", ca.location))

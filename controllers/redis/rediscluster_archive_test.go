@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	goredis "github.com/redis/go-redis/v9"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -164,6 +166,7 @@ func TestRedisClusterArchiveRestoresToLatestAndToATime(t *testing.T) {
 		return n >= 1, fmt.Sprintf("%d %s events, want at least one", n, rediscontrollers.ReasonArchiveTimelineStarted)
 	})
 
+	writing := time.Now()
 	w := startAckWriter(rc.Status.Nodes[0].Instance, pw)
 	for w.count() < archiveKeysEachSide {
 		time.Sleep(50 * time.Millisecond)
@@ -173,6 +176,7 @@ func TestRedisClusterArchiveRestoresToLatestAndToATime(t *testing.T) {
 	for w.count() < before+archiveKeysEachSide {
 		time.Sleep(50 * time.Millisecond)
 	}
+	assertArchiveMetrics(t, ns, "origin", rc.Status.Archive.Shards, writing)
 	deleted := time.Now()
 	if err := env.Client.Delete(t.Context(), rc); err != nil {
 		t.Fatal(err)
@@ -363,4 +367,22 @@ func TestRedisClusterArchiveStartsANewTimelineAfterAGap(t *testing.T) {
 		t.Errorf("%d of the %d keys acknowledged more than %s before the deletion are missing after the gap", missing, due, archiveRecoveryPoint)
 	}
 	t.Logf("%d keys acknowledged (%d more than %s before the deletion), %d missing from the restore across the gap", len(acks), due, archiveRecoveryPoint, missing)
+}
+
+// assertArchiveMetrics waits until the operator's archive metrics of cluster say that every
+// shard is followed and holds a write received since since.
+func assertArchiveMetrics(t *testing.T, ns, cluster string, shards []redisv1alpha1.ArchiveShardStatus, since time.Time) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, func(context.Context) (bool, string) {
+		total := testutil.ToFloat64(metrics.RedisArchiveShards.WithLabelValues(ns, cluster))
+		following := testutil.ToFloat64(metrics.RedisArchiveShardsFollowing.WithLabelValues(ns, cluster))
+		var old []string
+		for _, sh := range shards {
+			if last := testutil.ToFloat64(metrics.RedisArchiveLastWrite.WithLabelValues(ns, cluster, sh.Shard)); last < float64(since.Unix()) {
+				old = append(old, fmt.Sprintf("%s at %.3f", sh.Shard, last))
+			}
+		}
+		return total == float64(len(shards)) && following == total && len(old) == 0,
+			fmt.Sprintf("archive_shards %v, archive_shards_following %v, want %d; shards whose newest archived write is older than the writer: %v", total, following, len(shards), old)
+	})
 }

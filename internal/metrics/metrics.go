@@ -124,6 +124,30 @@ var (
 		"Restarts of the cluster's redis containers after the kernel killed them at their memory limit (lastState OOMKilled).", cluster...)
 )
 
+// The continuous archive of a RedisCluster (spec.archive), set at each reconcile from what
+// its shards' followers report.
+var (
+	RedisArchiveShards = gauge("rediscluster_archive_shards",
+		"Shards the cluster's continuous archive (spec.archive) follows.", cluster...)
+	RedisArchiveShardsFollowing = gauge("rediscluster_archive_shards_following",
+		"Shards whose follower is archiving now; fewer than rediscluster_archive_shards while one takes its base, reconnects or fails, and 0 while the cluster is paused.", cluster...)
+	RedisArchiveLastWrite = gauge("rediscluster_archive_last_write_timestamp_seconds",
+		"When the newest write in the shard's archive was received (Unix time): what a restore to latest reaches for that shard. A shard without writes keeps its last.",
+		"namespace", "name", "shard")
+	RedisArchiveGaps = counter("rediscluster_archive_gaps_total",
+		"Times a shard's history could not be continued (event ArchiveGap) and a new timeline started from a new base: a restore cannot cross the gap.", cluster...)
+)
+
+// archiveVecs are the series of spec.archive, dropped when it is removed.
+var archiveVecs = []clusterVec{RedisArchiveShards, RedisArchiveShardsFollowing, RedisArchiveLastWrite, RedisArchiveGaps}
+
+// ForgetRedisArchive drops the archive series of a cluster whose spec.archive was removed.
+func ForgetRedisArchive(namespace, name string) {
+	for _, v := range archiveVecs {
+		v.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "name": name})
+	}
+}
+
 // clusterVec is a metric vector with series per cluster.
 type clusterVec interface {
 	prometheus.Collector
@@ -138,6 +162,7 @@ var redisVecs = []clusterVec{
 	RedisBackupLastSuccess, RedisBackupLastDuration, RedisBackupLastBytes, RedisBackupFailures, RedisFullestMasterMemory,
 	RedisMemoryUsed, RedisMaxMemory, RedisFragmentation, RedisEvictedKeys, RedisRejectedWrites,
 	RedisContainerRestarts, RedisOOMKills,
+	RedisArchiveShards, RedisArchiveShardsFollowing, RedisArchiveLastWrite, RedisArchiveGaps,
 }
 
 // ForgetRedisCluster drops every series of a deleted cluster.
