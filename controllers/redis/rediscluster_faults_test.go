@@ -124,7 +124,29 @@ func dumpViews(t *testing.T, ns, pw string) {
 			lines = append(lines, fmt.Sprintf("%.8s@%s%v epoch=%d pong=%d slots=%v", n.ID, n.Addr, n.Flags, n.ConfigEpoch, n.PongRecv, n.Slots))
 		}
 		t.Logf("%s: %v %s", p.Name, err, strings.Join(lines, " | "))
+		t.Logf("%s replication: %s", p.Name, replicationSummary(p.Status.PodIP+":6379", pw))
 	}
+}
+
+// replicationSummary is the lines of a node's INFO replication that say whom it follows
+// and how its link is, for a failure message.
+func replicationSummary(addr, pw string) string {
+	c := goredis.NewClient(&goredis.Options{Addr: addr, Password: pw, DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
+	defer func() { _ = c.Close() }()
+	info, err := c.Info(context.Background(), "replication").Result()
+	if err != nil {
+		return err.Error()
+	}
+	var keep []string
+	for _, line := range strings.Split(info, "\r\n") {
+		for _, prefix := range []string{"role:", "master_host:", "master_port:", "master_link_status:", "master_sync_in_progress:", "master_link_down_since_seconds:", "connected_slaves:", "slave", "master_repl_offset:"} {
+			if strings.HasPrefix(line, prefix) {
+				keep = append(keep, line)
+				break
+			}
+		}
+	}
+	return strings.Join(keep, " ")
 }
 
 // describeNodes summarises the status' nodes for a failure message.
