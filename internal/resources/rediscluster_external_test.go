@@ -146,9 +146,9 @@ func TestRedisAnnounceAtStart(t *testing.T) {
 				in[announceDir+"cache-0"] = c.file
 			}
 			srv := runStartScript(t, script, in)
-			srv.waitFor(t, "", password)
+			srv.waitFor(t, password)
 			want := strings.TrimSpace("cluster-announce-hostname\n" + c.want)
-			if got := srv.cli("", password, "config", "get", "cluster-announce-hostname"); got != want {
+			if got := srv.cli(password, "config", "get", "cluster-announce-hostname"); got != want {
 				t.Errorf("CONFIG GET cluster-announce-hostname: %q, want %q", got, want)
 			}
 		})

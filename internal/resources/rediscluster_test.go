@@ -140,11 +140,11 @@ func TestRedisStartScript(t *testing.T) {
 func TestRedisStartScriptPassesThePasswordThroughAFile(t *testing.T) {
 	const password = `p"a\ss 'w$rd`
 	srv := runStartScript(t, resources.RedisStartScript, map[string]string{resources.RedisPasswordFile: password})
-	srv.waitFor(t, "", password)
-	if out := srv.cli("", "", "ping"); !strings.Contains(out, "NOAUTH") {
+	srv.waitFor(t, password)
+	if out := srv.cli("", "ping"); !strings.Contains(out, "NOAUTH") {
 		t.Errorf("the server answers without the password: %s", out)
 	}
-	if out := srv.cli("", password, "config", "get", "masterauth"); !strings.Contains(out, password) {
+	if out := srv.cli(password, "config", "get", "masterauth"); !strings.Contains(out, password) {
 		t.Errorf("masterauth is not the password: %s", out)
 	}
 	srv.assertNoSecretPassed(t, password)
@@ -162,8 +162,8 @@ func TestRedisStartScriptDropsOneFinalLineEnding(t *testing.T) {
 				t.Fatalf("RedisPassword: %q, %v; want %q", want, err, password)
 			}
 			srv := runStartScript(t, resources.RedisStartScript, map[string]string{resources.RedisPasswordFile: password + ending})
-			srv.waitFor(t, "", password)
-			if out := srv.cli("", password+ending, "ping"); out == "PONG" {
+			srv.waitFor(t, password)
+			if out := srv.cli(password+ending, "ping"); out == "PONG" {
 				t.Errorf("the server accepts the password with its line ending")
 			}
 		})
@@ -206,13 +206,10 @@ func runStartScript(t *testing.T, script string, files map[string]string, env ..
 	return srv
 }
 
-// cli runs redis-cli against the server as user ("" for the default user) with password
-// ("" for none) and returns its output.
-func (s *scriptServer) cli(user, password string, args ...string) string {
+// cli runs redis-cli against the server as the default user with password ("" for none)
+// and returns its output.
+func (s *scriptServer) cli(password string, args ...string) string {
 	base := []string{"-p", s.port, "--no-auth-warning"}
-	if user != "" {
-		base = append(base, "--user", user)
-	}
 	if password != "" {
 		base = append(base, "--pass", password)
 	}
@@ -220,17 +217,17 @@ func (s *scriptServer) cli(user, password string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// waitFor waits until the server answers PING as user with password.
-func (s *scriptServer) waitFor(t *testing.T, user, password string) {
+// waitFor waits until the server answers PING as the default user with password.
+func (s *scriptServer) waitFor(t *testing.T, password string) {
 	t.Helper()
 	var out string
 	for range 50 {
-		if out = s.cli(user, password, "ping"); out == "PONG" {
+		if out = s.cli(password, "ping"); out == "PONG" {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("the server does not accept the password of user %q: %s", user, out)
+	t.Fatalf("the server does not accept the default user's password: %s", out)
 }
 
 // assertNoSecretPassed checks that no secret is in redis-server's arguments or environment

@@ -192,7 +192,7 @@ func TestRedisUsersMustAndMustNot(t *testing.T) {
 	if !strings.Contains(string(auth), "masteruser "+resources.RedisOperatorUser+"\nmasterauth \""+operatorPassword+"\"") {
 		t.Errorf("replicas do not authenticate as %s with its password", resources.RedisOperatorUser)
 	}
-	if out := srv.cli("", "", "ping"); !strings.Contains(out, "NOAUTH") {
+	if out := srv.cli("", "ping"); !strings.Contains(out, "NOAUTH") {
 		t.Errorf("the server answers without a password: %s", out)
 	}
 	srv.assertNoSecretPassed(t, appPassword, operatorPassword, exporterPassword, readerPassword)
@@ -220,7 +220,7 @@ func TestRedisDefaultUserRulesConfigurable(t *testing.T) {
 	script, env := usersScript(t, rc, t.TempDir())
 	cmd := runStartScript(t, script, usersFiles(), env...)
 	time.Sleep(time.Second)
-	if out := cmd.cli("", appPassword, "ping"); out == "PONG" {
+	if out := cmd.cli(appPassword, "ping"); out == "PONG" {
 		t.Errorf("redis-server started although the password file of user reader is missing")
 	}
 }
@@ -235,7 +235,7 @@ func startUsersServer(t *testing.T, rc *redisv1alpha1.RedisCluster) *scriptServe
 		t.Fatal(err)
 	}
 	srv := runStartScript(t, script, usersFiles(), env...)
-	srv.waitFor(t, "", appPassword)
+	srv.waitFor(t, appPassword)
 	return srv
 }
 
