@@ -384,8 +384,8 @@ func nodeStatuses(s *state) []redisv1alpha1.RedisNode {
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "Settling",
 					fmt.Sprintf("it started %s ago; it is trusted after cluster-node-timeout + 2 s (%s), when it has heard from every peer",
 						s.snap.Now.Sub(o.Started).Round(time.Second), redisadmin.SettleTime(nodeTimeout))
-			case n.Role == redisadmin.RoleSlave && o.Replication["master_link_status"] != "up":
-				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "ReplicationDown", "its link to its master is "+o.Replication["master_link_status"]
+			case n.Role == redisadmin.RoleSlave && !o.InSync():
+				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "ReplicationDown", replicationProblem(o)
 			default:
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionTrue, "Connected", "serving"
 			}
@@ -397,4 +397,12 @@ func nodeStatuses(s *state) []redisv1alpha1.RedisNode {
 		out = append(out, entry)
 	}
 	return out
+}
+
+// replicationProblem says why a replica is not in sync with its master.
+func replicationProblem(o *redisadmin.Observation) string {
+	if link := o.Replication["master_link_status"]; link != "up" {
+		return "its link to its master is " + link
+	}
+	return "a full sync from its master is under way"
 }

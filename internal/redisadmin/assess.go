@@ -132,8 +132,7 @@ func Assess(s Snapshot) Health {
 	}
 	failed, open, stateNotOK, syncing := 0, 0, 0, 0
 	for _, o := range joined {
-		if self, _ := o.Self(); self.Role == RoleSlave &&
-			(o.Replication["master_link_status"] != "up" || o.Replication["master_sync_in_progress"] == "1") {
+		if self, _ := o.Self(); self.Role == RoleSlave && !o.InSync() {
 			syncing++
 		}
 		if o.Info["cluster_state"] != "ok" {

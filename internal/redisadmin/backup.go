@@ -114,7 +114,7 @@ func BackupSources(s Snapshot, m SlotMap) []ShardSource {
 		best := int64(-1)
 		for _, o := range s.answering() {
 			self, _ := o.Self()
-			if self.IsMaster() || self.MasterID != master || self.Failed || !inSync(o) {
+			if self.IsMaster() || self.MasterID != master || self.Failed || !o.InSync() {
 				continue
 			}
 			if off, _ := strconv.ParseInt(o.Replication["slave_repl_offset"], 10, 64); off > best {
@@ -125,9 +125,4 @@ func BackupSources(s Snapshot, m SlotMap) []ShardSource {
 		out = append(out, src)
 	}
 	return out
-}
-
-// inSync reports whether a replica's link to its master is up and no full sync is under way.
-func inSync(o *Observation) bool {
-	return o.Replication["master_link_status"] == "up" && o.Replication["master_sync_in_progress"] != "1"
 }

@@ -77,8 +77,8 @@ func (a *Admin) Failover(ctx context.Context, replicaAddr string) error {
 		if err != nil {
 			return false, err.Error()
 		}
-		if info["master_link_status"] != "up" {
-			return false, "master_link_status:" + info["master_link_status"]
+		if !replicationInSync(info) {
+			return false, "master_link_status:" + info["master_link_status"] + " master_sync_in_progress:" + info["master_sync_in_progress"]
 		}
 		offset, err := strconv.ParseInt(info["slave_repl_offset"], 10, 64)
 		if err != nil {

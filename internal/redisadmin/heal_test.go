@@ -175,6 +175,14 @@ func TestPlanRecovery(t *testing.T) {
 			}(),
 			served: SlotCount,
 		},
+		"a replica whose link is up but a full sync is under way: every slot served, not Ready": {
+			snap: func() Snapshot {
+				c := six()
+				c.snap.Nodes[4].Replication["master_sync_in_progress"] = "1"
+				return c.snap
+			}(),
+			served: SlotCount,
+		},
 		"every pod back at a new IP: every member meets every other, not only the lowest": {
 			snap: func() Snapshot {
 				c := six()

@@ -70,6 +70,16 @@ type Observation struct {
 // Answered reports whether the node answered every read.
 func (o *Observation) Answered() bool { return o.Err == nil && len(o.View) > 0 }
 
+// InSync reports whether the node, a replica, holds a current copy of its master: its link
+// is up and no full sync is under way. It is the one test of a replica's copy: the health
+// judgement, the status, the choice of a backup's source and a failover's catch-up all use it.
+func (o *Observation) InSync() bool { return replicationInSync(o.Replication) }
+
+// replicationInSync is InSync on a node's INFO replication fields.
+func replicationInSync(info map[string]string) bool {
+	return info["master_link_status"] == "up" && info["master_sync_in_progress"] != "1"
+}
+
 // Self is the node's own line of its view.
 func (o *Observation) Self() (Node, bool) {
 	for _, n := range o.View {
