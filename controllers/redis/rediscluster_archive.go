@@ -85,12 +85,18 @@ type shardArchive struct {
 	slots   []redisadmin.SlotRange
 	sink    redisarchive.StoreSink
 
-	mu       sync.Mutex
-	source   redisadmin.ShardSource
-	conn     archiveConn
-	timeline int
-	base     backup.Shard
-	follower *redisarchive.Follower
+	mu     sync.Mutex
+	source redisadmin.ShardSource
+	// master is the shard's master's address (source is a replica of it, or it). A
+	// replica's backlog begins where it last synced with its master, so a replica restarted
+	// since the archive's end cannot continue the history while its master still can:
+	// askMaster sends the next connection there, and askedMaster says it went there.
+	master                 string
+	askMaster, askedMaster bool
+	conn                   archiveConn
+	timeline               int
+	base                   backup.Shard
+	follower               *redisarchive.Follower
 	// last is the progress of the timeline's last follower, shown while the next starts.
 	last     redisarchive.Progress
 	starting bool
@@ -147,8 +153,9 @@ func (r *RedisClusterReconciler) syncArchive(ctx context.Context, s *state) {
 	}
 	conn := archiveConn{login: s.login(), tls: s.tls}
 	if problem == "" {
+		masters := masterAddrs(s)
 		for i, sh := range ca.shards {
-			sh.update(sources[i], conn)
+			sh.update(sources[i], masters[sources[i].MasterID], conn)
 		}
 	}
 	r.reportArchive(s, ca)
@@ -171,6 +178,19 @@ func archiveSources(s *state) ([]redisadmin.ShardSource, string) {
 		}
 	}
 	return sources, ""
+}
+
+// masterAddrs are the answering masters' addresses by node ID.
+func masterAddrs(s *state) map[string]string {
+	out := map[string]string{}
+	for i := range s.snap.Nodes {
+		if o := &s.snap.Nodes[i]; o.Answered() {
+			if self, ok := o.Self(); ok && self.IsMaster() {
+				out[self.ID] = o.Addr
+			}
+		}
+	}
+	return out
 }
 
 // sameShards reports whether the running shards serve the slots of sources, in order.
@@ -322,10 +342,10 @@ func (sh *shardArchive) isStopped() bool {
 }
 
 // update tells the shard's loop where its shard is followed now and how to log in.
-func (sh *shardArchive) update(src redisadmin.ShardSource, conn archiveConn) {
+func (sh *shardArchive) update(src redisadmin.ShardSource, master string, conn archiveConn) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	sh.source, sh.conn = src, conn
+	sh.source, sh.master, sh.conn = src, master, conn
 }
 
 // current is where the shard is followed now.
@@ -351,7 +371,7 @@ func (sh *shardArchive) report() (redisv1alpha1.ArchiveShardStatus, []archiveEve
 	running, p := false, sh.last
 	if sh.follower != nil {
 		p = sh.follower.Progress()
-		running = !sh.starting
+		running = !sh.starting && p.LastError == "" // connected, or not failed since it last was
 	}
 	if p.Archived > 0 {
 		st.ArchivedOffset = p.Archived
@@ -436,6 +456,12 @@ func (sh *shardArchive) follow(ctx context.Context) error {
 	sh.mu.Unlock()
 	err = f.Run(ctx)
 	var gap *redisarchive.GapError
+	if (errors.As(err, &gap) || errors.Is(err, redisarchive.ErrNoMasterLink)) && sh.retryAtMaster() {
+		return fmt.Errorf("%w; its master is asked next", err)
+	}
+	sh.mu.Lock()
+	sh.askedMaster = false
+	sh.mu.Unlock()
 	if errors.As(err, &gap) {
 		sh.note(corev1.EventTypeWarning, ReasonArchiveGap, "%s (slots %s) timeline %d ends at offset %d: %v; timeline %d starts from a new base",
 			sh.name, redisadmin.FormatSlotRanges(sh.slots), sh.timeline, gap.From.Offset, err, sh.timeline+1)
@@ -444,13 +470,32 @@ func (sh *shardArchive) follow(ctx context.Context) error {
 	return err
 }
 
-// address is where the follower connects: the shard's node as the last reconcile saw it.
+// retryAtMaster, after a gap, says whether the history may still continue at the shard's
+// master (the gap came from a replica, and the master was not asked yet), and if so sends
+// the next connection there.
+func (sh *shardArchive) retryAtMaster() bool {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.askedMaster || sh.master == "" || !sh.source.Replica {
+		return false
+	}
+	sh.askMaster = true
+	return true
+}
+
+// address is where the follower connects: the shard's node as the last reconcile saw it, or
+// its master once after a replica could not continue the history.
 func (sh *shardArchive) address(context.Context) (string, error) {
-	src, _ := sh.current()
-	if src.Addr == "" {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.askMaster && sh.master != "" {
+		sh.askMaster, sh.askedMaster = false, true
+		return sh.master, nil
+	}
+	if sh.source.Addr == "" {
 		return "", errors.New("no node of the shard is known")
 	}
-	return src.Addr, nil
+	return sh.source.Addr, nil
 }
 
 // findTimeline takes the shard's last timeline in the archive, or starts one from a new

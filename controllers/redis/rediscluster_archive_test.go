@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	goredis "github.com/redis/go-redis/v9"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -292,6 +293,66 @@ func breakArchiveHistory(t *testing.T, rc *redisv1alpha1.RedisCluster, password 
 	}
 }
 
+// waitArchivingOn waits until every one of the 3 shards of the cluster at key is archived
+// on timeline, and returns the cluster as it then was.
+func waitArchivingOn(t *testing.T, key client.ObjectKey, timeline int32) *redisv1alpha1.RedisCluster {
+	t.Helper()
+	rc := &redisv1alpha1.RedisCluster{}
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, key, rc); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionArchiving)
+		ok := c != nil && c.Status == metav1.ConditionTrue && rc.Status.Archive != nil && len(rc.Status.Archive.Shards) == 3
+		for _, sh := range rc.Status.Archive.Shards {
+			ok = ok && sh.Timeline == timeline
+		}
+		return ok, fmt.Sprintf("want every shard on timeline %d: Archiving %+v, archive %+v", timeline, c, rc.Status.Archive)
+	})
+	return rc
+}
+
+// restoredLatest is a restore to latest of a deleted archived cluster, with what its writer
+// had acknowledged.
+type restoredLatest struct {
+	cluster *redisv1alpha1.RedisCluster
+	// acks are the writer's; due of them were acknowledged more than archiveRecoveryPoint
+	// before the deletion, and missing of those do not read back through every node.
+	acks         []time.Time
+	due, missing int
+}
+
+// deleteAndRestoreLatest deletes the archived cluster rc while w writes to it, restores its
+// archive to latest into a new cluster named into, and counts the keys due that are missing.
+func deleteAndRestoreLatest(t *testing.T, rc *redisv1alpha1.RedisCluster, w *ackWriter, into string) restoredLatest {
+	t.Helper()
+	deleted := time.Now()
+	if err := env.Client.Delete(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	out := restoredLatest{acks: w.stop()}
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(rc), &redisv1alpha1.RedisCluster{})
+		return err != nil, "the source cluster is still there"
+	})
+	for out.due < len(out.acks) && out.acks[out.due].Before(deleted.Add(-archiveRecoveryPoint)) {
+		out.due++
+	}
+	latest := redistest.NewCluster(rc.Namespace, into, 6)
+	latest.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: storeSpec(store.Bucket), Cluster: rc.Name,
+		TargetTime: rediscontrollers.TargetLatest}}
+	if err := env.Client.Create(t.Context(), latest); err != nil {
+		t.Fatal(err)
+	}
+	out.cluster = waitRestored(t, client.ObjectKeyFromObject(latest))
+	for _, f := range presentThroughEach(t, out.cluster, redistest.Password(t, env.Client, rc.Namespace, into), out.due) {
+		if f != len(out.cluster.Status.Nodes) {
+			out.missing++
+		}
+	}
+	return out
+}
+
 func TestRedisClusterArchiveStartsANewTimelineAfterAGap(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
@@ -300,27 +361,13 @@ func TestRedisClusterArchiveStartsANewTimelineAfterAGap(t *testing.T) {
 	origin.Spec.Finalizers = "foreground"
 	origin.Spec.Archive = &redisv1alpha1.ArchiveSpec{Destination: storeSpec(store.Bucket)}
 	key, rc, pw := createRunning(t, origin, "")
-	archiving := func(timeline int32) {
-		t.Helper()
-		testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
-			if err := env.Client.Get(ctx, key, rc); err != nil {
-				return false, err.Error()
-			}
-			c := meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionArchiving)
-			ok := c != nil && c.Status == metav1.ConditionTrue && rc.Status.Archive != nil && len(rc.Status.Archive.Shards) == 3
-			for _, sh := range rc.Status.Archive.Shards {
-				ok = ok && sh.Timeline == timeline
-			}
-			return ok, fmt.Sprintf("want every shard on timeline %d: Archiving %+v, archive %+v", timeline, c, rc.Status.Archive)
-		})
-	}
-	archiving(1)
+	waitArchivingOn(t, key, 1)
 	w := startAckWriter(rc.Status.Nodes[0].Instance, pw)
 	for w.count() < 500 {
 		time.Sleep(50 * time.Millisecond)
 	}
 	breakArchiveHistory(t, rc, pw)
-	archiving(2)
+	rc = waitArchivingOn(t, key, 2)
 	testenv.Eventually(t, 30*time.Second, func(context.Context) (bool, string) {
 		n, notes := eventCount(t, ns, "origin", rediscontrollers.ReasonArchiveGap)
 		return n >= 1, fmt.Sprintf("%d %s events: %v", n, rediscontrollers.ReasonArchiveGap, notes)
@@ -331,42 +378,103 @@ func TestRedisClusterArchiveStartsANewTimelineAfterAGap(t *testing.T) {
 	for w.count() < before+500 {
 		time.Sleep(50 * time.Millisecond)
 	}
-	deleted := time.Now()
-	if err := env.Client.Delete(t.Context(), rc); err != nil {
-		t.Fatal(err)
-	}
-	acks := w.stop()
-	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
-		err := env.Client.Get(ctx, key, &redisv1alpha1.RedisCluster{})
-		return err != nil, "the source cluster is still there"
-	})
-	due := 0
-	for due < len(acks) && acks[due].Before(deleted.Add(-archiveRecoveryPoint)) {
-		due++
-	}
-	latest := redistest.NewCluster(ns, "latest", 6)
-	latest.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: storeSpec(store.Bucket), Cluster: "origin",
-		TargetTime: rediscontrollers.TargetLatest}}
-	if err := env.Client.Create(t.Context(), latest); err != nil {
-		t.Fatal(err)
-	}
-	restored := waitRestored(t, client.ObjectKeyFromObject(latest))
-	for _, sh := range restored.Status.Restore.ArchiveShards {
+	r := deleteAndRestoreLatest(t, rc, w, "latest")
+	for _, sh := range r.cluster.Status.Restore.ArchiveShards {
 		if sh.Timeline != 2 {
 			t.Errorf("the restore replayed %s on timeline %d, want the new timeline 2", sh.Shard, sh.Timeline)
 		}
 	}
-	found := presentThroughEach(t, restored, redistest.Password(t, env.Client, ns, "latest"), due)
-	missing := 0
-	for _, f := range found {
-		if f != len(restored.Status.Nodes) {
-			missing++
+	if r.missing > 0 {
+		t.Errorf("%d of the %d keys acknowledged more than %s before the deletion are missing after the gap", r.missing, r.due, archiveRecoveryPoint)
+	}
+	t.Logf("%d keys acknowledged (%d more than %s before the deletion), %d missing from the restore across the gap", len(r.acks), r.due, archiveRecoveryPoint, r.missing)
+}
+
+// TestRedisClusterArchiveFollowsThroughNodeKills: the pod an archived shard is read from is
+// killed and comes back (its new process's backlog begins at its resync, so it cannot
+// continue the archive's history: the master can, and is asked); then the master of another
+// shard is killed (back within the node timeout, it starts a new history, a full resync for
+// its replica: that shard's archive may start a new timeline, with an ArchiveGap). The first
+// shard stays on timeline 1 without a gap, and a restore to latest holds every key
+// acknowledged more than the recovery point before the cluster was deleted.
+func TestRedisClusterArchiveFollowsThroughNodeKills(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	createStoreSecrets(t, ns, store.SecretKey)
+	origin := redistest.NewCluster(ns, "origin", 6)
+	origin.Spec.Finalizers = "foreground"
+	origin.Spec.Archive = &redisv1alpha1.ArchiveSpec{Destination: storeSpec(store.Bucket)}
+	key, rc, pw := createRunning(t, origin, "")
+	rc = waitArchivingOn(t, key, 1)
+	w := startAckWriter(rc.Status.Nodes[0].Instance, pw)
+	writeMore := func(n int) {
+		t.Helper()
+		for before := w.count(); w.count() < before+n; {
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	if missing > 0 {
-		t.Errorf("%d of the %d keys acknowledged more than %s before the deletion are missing after the gap", missing, due, archiveRecoveryPoint)
+	writeMore(500)
+	kill := func(pod, why string) {
+		t.Helper()
+		if err := env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: ns}}, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("killed %s (%s) with %d keys acknowledged", pod, why, w.count())
 	}
-	t.Logf("%d keys acknowledged (%d more than %s before the deletion), %d missing from the restore across the gap", len(acks), due, archiveRecoveryPoint, missing)
+	first := rc.Status.Archive.Shards[0]
+	kill(first.Source, first.Shard+" is read there")
+	writeMore(500)
+	waitArchivingOn(t, key, 1)
+	rc = waitRunning(t, key)
+	second := rc.Status.Archive.Shards[1]
+	var master string
+	for _, n := range rc.Status.Nodes {
+		if n.Type == "master" && n.Slots == second.Slots {
+			master = n.Name
+		}
+	}
+	if master == "" {
+		t.Fatalf("no master serves %s's slots %s: %s", second.Shard, second.Slots, describeNodes(rc))
+	}
+	kill(master, "the master of "+second.Shard+", read at "+second.Source)
+	killed := time.Now()
+	writeMore(500)
+	rc = waitRunning(t, key)
+	t.Logf("after the master's kill: %s", describeNodes(rc))
+	// Every shard archives writes made after the kill again: the promise of a recovery point
+	// holds once more (a new timeline's base included).
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, key, rc); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionArchiving)
+		var behind []string
+		for _, sh := range rc.Status.Archive.Shards {
+			if sh.ArchivedUpTo == nil || !sh.ArchivedUpTo.After(killed.Add(time.Second)) {
+				behind = append(behind, fmt.Sprintf("%s up to %v on timeline %d (%s)", sh.Shard, sh.ArchivedUpTo, sh.Timeline, sh.LastError))
+			}
+		}
+		return c != nil && c.Status == metav1.ConditionTrue && len(behind) == 0,
+			fmt.Sprintf("Archiving %+v; shards not archiving writes made after the kill: %v", c, behind)
+	})
+	writeMore(1000) // past a follower's keep-alive reconnection (45 s) on a loaded machine, often
+	if err := env.Client.Get(t.Context(), key, rc); err != nil {
+		t.Fatal(err)
+	}
+	_, gaps := eventCount(t, ns, "origin", rediscontrollers.ReasonArchiveGap)
+	for _, sh := range rc.Status.Archive.Shards {
+		t.Logf("%s: timeline %d, read at %s, archived up to %v (offset %d), last error %q", sh.Shard, sh.Timeline, sh.Source, sh.ArchivedUpTo, sh.ArchivedOffset, sh.LastError)
+		if sh.Shard == first.Shard && sh.Timeline != 1 {
+			t.Errorf("%s lost its place in the history when the pod it was read from came back: timeline %d; gaps: %v", sh.Shard, sh.Timeline, gaps)
+		}
+	}
+	t.Logf("gaps: %v", gaps)
+	r := deleteAndRestoreLatest(t, rc, w, "latest")
+	if r.missing > 0 {
+		t.Errorf("%d of the %d keys acknowledged more than %s before the deletion are missing from the restore", r.missing, r.due, archiveRecoveryPoint)
+	}
+	t.Logf("%d keys acknowledged (%d more than %s before the deletion), %d missing from the restore; shards %+v",
+		len(r.acks), r.due, archiveRecoveryPoint, r.missing, r.cluster.Status.Restore.ArchiveShards)
 }
 
 // assertArchiveMetrics waits until the operator's archive metrics of cluster say that every

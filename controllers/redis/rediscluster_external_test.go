@@ -150,6 +150,55 @@ func TestRedisClusterServesClientsOutsideKubernetes(t *testing.T) {
 		t.Errorf("the outside client was sent to %s, which it cannot reach", addr)
 	default:
 	}
+
+	// Removing spec.externalAccess deletes the Services and sets every node back to naming
+	// pod IPs (the pods are replaced one at a time: their start script changes).
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"externalAccess":null}}`)
+	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
+	testenv.Eventually(t, 4*time.Minute, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		svcs := &corev1.ServiceList{}
+		if err := env.Client.List(ctx, svcs, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		var left []string
+		for _, svc := range svcs.Items {
+			if strings.HasSuffix(svc.Name, "-external") {
+				left = append(left, svc.Name)
+			}
+		}
+		c := meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionExternallyReachable)
+		return len(left) == 0 && c == nil, fmt.Sprintf("external Services left %v; %s %+v", left, rediscontrollers.ConditionExternallyReachable, c)
+	})
+	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
+	for _, n := range rc.Status.Nodes {
+		assertSlotsNamePodIPs(t, n.Instance, pw)
+	}
+}
+
+// assertSlotsNamePodIPs asks CLUSTER SLOTS of the node at addr (a pod IP) until every
+// endpoint it names is a pod address again.
+func assertSlotsNamePodIPs(t *testing.T, addr, pw string) {
+	t.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: addr, Password: pw, MaxRetries: 3})
+	defer func() { _ = c.Close() }()
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+		slots, err := c.ClusterSlots(ctx).Result() //nolint:staticcheck // what most cluster clients still read
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, s := range slots {
+			for _, n := range s.Nodes {
+				if !strings.HasPrefix(n.Addr, "127.1.") {
+					return false, fmt.Sprintf("CLUSTER SLOTS at %s names %s for slots %d-%d, not a pod address", addr, n.Addr, s.Start, s.End)
+				}
+			}
+		}
+		return len(slots) > 0, fmt.Sprintf("CLUSTER SLOTS at %s is empty", addr)
+	})
 }
 
 // waitPaused waits until the operator has seen spec.pause: Progressing says Paused.

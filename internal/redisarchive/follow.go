@@ -112,8 +112,9 @@ type Progress struct {
 	// yet there (in the open segment or the one being written); Connections the PSYNCs answered +CONTINUE; Rewinds the steps back over
 	// PINGs and GETACKs a new master did not have (see the package documentation).
 	Segments, Commands, Open, Connections, Rewinds int
-	// LastError is the last failed connection's error, "" when none failed yet (a
-	// reconnection for KeepAlive or after a GETACK is no failure).
+	// LastError is the error of the last failed connection since the last one that
+	// continued the stream, "" when none failed since (a reconnection for KeepAlive or after
+	// a GETACK is no failure).
 	LastError string
 }
 
@@ -206,6 +207,11 @@ var (
 	errRewound   = errors.New("stepped back to the last write")
 )
 
+// ErrNoMasterLink: the node asked is a replica with no link to its master (its master is
+// gone, restarting, or the replica is resyncing): it serves no stream until it has one, and
+// its master may be the one to ask. Run returns it, after closing the open segment.
+var ErrNoMasterLink = errors.New("NOMASTERLINK")
+
 // Run follows the stream until Stop (it then closes the open segment and returns nil), the
 // context ends (the open segment is abandoned, as a crash would: the archive ends at the
 // last closed segment, where Resume picks it up), the sink fails, the master refuses the
@@ -233,6 +239,11 @@ func (f *Follower) Run(ctx context.Context) error {
 			}
 			return gap
 		case errors.Is(err, rdbstream.ErrAuth):
+			return err
+		case errors.Is(err, ErrNoMasterLink):
+			if putErr := f.closeSegment(ctx); putErr != nil {
+				return putErr
+			}
 			return err
 		}
 		wait := f.opts.RetryDelay
@@ -477,7 +488,11 @@ func (f *Follower) session(ctx context.Context) error {
 		return &GapError{From: from, Addr: opts.Addr, ReplID: fields[1], Offset: off}
 	case fields[0] == "+CONTINUE":
 	case strings.HasPrefix(fields[0], "-"):
-		return fmt.Errorf("%s refused PSYNC %s %d: %s", opts.Addr, from.ReplID, from.Offset+1, string(line[1:]))
+		reply := string(line[1:])
+		if rest, ok := strings.CutPrefix(reply, ErrNoMasterLink.Error()); ok {
+			return fmt.Errorf("%s refused PSYNC %s %d: %w%s", opts.Addr, from.ReplID, from.Offset+1, ErrNoMasterLink, rest)
+		}
+		return fmt.Errorf("%s refused PSYNC %s %d: %s", opts.Addr, from.ReplID, from.Offset+1, reply)
 	default:
 		return fmt.Errorf("%w: %q from %s where +CONTINUE or +FULLRESYNC was expected", ErrProtocol, line, opts.Addr)
 	}
@@ -487,6 +502,7 @@ func (f *Follower) session(ctx context.Context) error {
 	}
 	f.seg.ReplID = f.progress.ReplID
 	f.progress.Connections++
+	f.progress.LastError = ""
 	f.mu.Unlock()
 	_ = conn.SetWriteDeadline(time.Time{})
 
