@@ -312,6 +312,19 @@ func waitArchivingOn(t *testing.T, key client.ObjectKey, timeline int32) *redisv
 	return rc
 }
 
+// createArchived creates a running cluster "origin" of 6 nodes with spec.archive to the
+// suite's store (its volumes go with it), in a namespace of its own.
+func createArchived(t *testing.T) (string, client.ObjectKey, *redisv1alpha1.RedisCluster, string) {
+	t.Helper()
+	ns := env.Namespace(t)
+	createStoreSecrets(t, ns, store.SecretKey)
+	origin := redistest.NewCluster(ns, "origin", 6)
+	origin.Spec.Finalizers = "foreground"
+	origin.Spec.Archive = &redisv1alpha1.ArchiveSpec{Destination: storeSpec(store.Bucket)}
+	key, rc, pw := createRunning(t, origin, "")
+	return ns, key, rc, pw
+}
+
 // restoredLatest is a restore to latest of a deleted archived cluster, with what its writer
 // had acknowledged.
 type restoredLatest struct {
@@ -355,12 +368,7 @@ func deleteAndRestoreLatest(t *testing.T, rc *redisv1alpha1.RedisCluster, w *ack
 
 func TestRedisClusterArchiveStartsANewTimelineAfterAGap(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	createStoreSecrets(t, ns, store.SecretKey)
-	origin := redistest.NewCluster(ns, "origin", 6)
-	origin.Spec.Finalizers = "foreground"
-	origin.Spec.Archive = &redisv1alpha1.ArchiveSpec{Destination: storeSpec(store.Bucket)}
-	key, rc, pw := createRunning(t, origin, "")
+	ns, key, rc, pw := createArchived(t)
 	waitArchivingOn(t, key, 1)
 	w := startAckWriter(rc.Status.Nodes[0].Instance, pw)
 	for w.count() < 500 {
@@ -399,13 +407,8 @@ func TestRedisClusterArchiveStartsANewTimelineAfterAGap(t *testing.T) {
 // acknowledged more than the recovery point before the cluster was deleted.
 func TestRedisClusterArchiveFollowsThroughNodeKills(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	createStoreSecrets(t, ns, store.SecretKey)
-	origin := redistest.NewCluster(ns, "origin", 6)
-	origin.Spec.Finalizers = "foreground"
-	origin.Spec.Archive = &redisv1alpha1.ArchiveSpec{Destination: storeSpec(store.Bucket)}
-	key, rc, pw := createRunning(t, origin, "")
-	rc = waitArchivingOn(t, key, 1)
+	ns, key, _, pw := createArchived(t)
+	rc := waitArchivingOn(t, key, 1)
 	w := startAckWriter(rc.Status.Nodes[0].Instance, pw)
 	writeMore := func(n int) {
 		t.Helper()

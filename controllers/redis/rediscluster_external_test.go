@@ -154,7 +154,7 @@ func TestRedisClusterServesClientsOutsideKubernetes(t *testing.T) {
 	// Removing spec.externalAccess deletes the Services and sets every node back to naming
 	// pod IPs (the pods are replaced one at a time: their start script changes).
 	redistest.PatchSpec(t, env.Client, key, `{"spec":{"externalAccess":null}}`)
-	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
+	redistest.WaitShape(t, env.Client, key, 4, 8)
 	testenv.Eventually(t, 4*time.Minute, func(ctx context.Context) (bool, string) {
 		cur := &redisv1alpha1.RedisCluster{}
 		if err := env.Client.Get(ctx, key, cur); err != nil {
