@@ -77,7 +77,7 @@ const (
 // changes (demotions, replica moves) only while every slot owner is alive.
 func planRecovery(s Snapshot) (Action, bool) {
 	for _, plan := range []func(Snapshot) (Action, bool){
-		planMeet, planRepoint, planFailover, planRoute, planCover, planForget, planDemote, planBalanceReplicas, planSeparate,
+		planMeet, planRepoint, planStaleMasterAddress, planFailover, planRoute, planCover, planForget, planDemote, planBalanceReplicas, planSeparate,
 	} {
 		if a, ok := plan(s); ok {
 			return a, true
@@ -243,6 +243,36 @@ func planRepoint(s Snapshot) (Action, bool) {
 		}
 		return Action{ActionRepoint, []Command{replicate(o, selfID(m))},
 			fmt.Sprintf("%s replicated %s, which is gone or no longer a master: it now replicates %s", o.Pod, nodes.ShortID(self.MasterID), m.Pod)}, true
+	}
+	return Action{}, false
+}
+
+// planStaleMasterAddress: a replica not in sync whose replication still dials its master's
+// old address (INFO replication's master_host:master_port), while its master answers at
+// another one, is pointed at its master again (CLUSTER REPLICATE, which dials the address
+// its view now has). Redis 7.0 updates the address a replica replicates from only when it
+// hears from the master itself at the new address, not when gossip brings it (seen after
+// every pod came back at new IPs: a replica dialing a gone IP for good, its master with no
+// replica). planMeet ran first, so the replica's view has the current address.
+func planStaleMasterAddress(s Snapshot) (Action, bool) {
+	cluster := map[string]*known{}
+	for _, k := range s.cluster() {
+		cluster[k.node.ID] = k
+	}
+	for _, o := range s.joined() {
+		self, _ := o.Self()
+		host, port := o.Replication["master_host"], o.Replication["master_port"]
+		if o.Leaving || self.Role != RoleSlave || o.InSync() || host == "" || port == "" {
+			continue
+		}
+		k := cluster[self.MasterID]
+		if k == nil || k.answers == nil || k.answers.Addr == "" || !k.node.IsMaster() {
+			continue
+		}
+		if dials := net.JoinHostPort(host, port); dials != k.answers.Addr {
+			return Action{ActionRepoint, []Command{replicate(o, self.MasterID)},
+				fmt.Sprintf("%s replicates %s (%s) at %s, an address it left: it answers at %s now", o.Pod, nodes.ShortID(self.MasterID), k.answers.Pod, dials, k.answers.Addr)}, true
+		}
 	}
 	return Action{}, false
 }

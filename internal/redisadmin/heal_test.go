@@ -175,6 +175,25 @@ func TestPlanRecovery(t *testing.T) {
 			}(),
 			served: SlotCount,
 		},
+		"a replica dialing its master's old address (every pod back at a new IP): pointed at its master again": {
+			snap: func() Snapshot {
+				c := six()
+				c.snap.Nodes[3].Replication["master_host"], c.snap.Nodes[3].Replication["master_port"] = "127.1.0.99", "6379"
+				c.snap.Nodes[3].Replication["master_link_status"] = "down"
+				return c.snap
+			}(),
+			want: ActionRepoint, commands: []string{addrOf(3) + ": CLUSTER REPLICATE aaaaaaaa"}, served: SlotCount,
+			message: "rc-3 replicates aaaaaaaa (rc-0) at 127.1.0.99:6379, an address it left: it answers at 127.1.0.1:6379 now",
+		},
+		"a replica whose link is down at its master's current address: Redis reconnects it, nothing to do": {
+			snap: func() Snapshot {
+				c := six()
+				c.snap.Nodes[3].Replication["master_host"], c.snap.Nodes[3].Replication["master_port"] = "127.1.0.1", "6379"
+				c.snap.Nodes[3].Replication["master_link_status"] = "down"
+				return c.snap
+			}(),
+			served: SlotCount,
+		},
 		"a replica whose link is up but a full sync is under way: every slot served, not Ready": {
 			snap: func() Snapshot {
 				c := six()

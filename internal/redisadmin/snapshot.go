@@ -200,7 +200,7 @@ func clusterInfoField(field string) bool {
 // what MemoryOf reads, and a master's count of good replicas under min-replicas-to-write.
 func nodeInfoField(field string) bool {
 	switch field {
-	case "uptime_in_seconds", "role", "master_link_status", "master_sync_in_progress", "slave_repl_offset",
+	case "uptime_in_seconds", "role", "master_host", "master_port", "master_link_status", "master_sync_in_progress", "slave_repl_offset",
 		"used_memory", "maxmemory", "maxmemory_policy", "mem_fragmentation_ratio", "evicted_keys", "errorstat_OOM", GoodReplicasField:
 		return true
 	}
