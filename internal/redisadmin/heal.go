@@ -247,9 +247,9 @@ func planRepoint(s Snapshot) (Action, bool) {
 	return Action{}, false
 }
 
-// planStaleMasterAddress: a replica not in sync whose replication still dials its master's
-// old address (INFO replication's master_host:master_port), while its master answers at
-// another one, is pointed at its master again (CLUSTER REPLICATE, which dials the address
+// planStaleMasterAddress: a replica whose replication still dials its master's old address
+// (INFO replication's master_host:master_port), while its master answers at another one, is
+// pointed at its master again (linked or not: a pod may have taken the old address) (CLUSTER REPLICATE, which dials the address
 // its view now has). Redis 7.0 updates the address a replica replicates from only when it
 // hears from the master itself at the new address, not when gossip brings it (seen after
 // every pod came back at new IPs: a replica dialing a gone IP for good, its master with no
@@ -262,7 +262,7 @@ func planStaleMasterAddress(s Snapshot) (Action, bool) {
 	for _, o := range s.joined() {
 		self, _ := o.Self()
 		host, port := o.Replication["master_host"], o.Replication["master_port"]
-		if o.Leaving || self.Role != RoleSlave || o.InSync() || host == "" || port == "" {
+		if o.Leaving || self.Role != RoleSlave || host == "" || port == "" {
 			continue
 		}
 		k := cluster[self.MasterID]
