@@ -87,11 +87,10 @@ type shardArchive struct {
 
 	mu     sync.Mutex
 	source redisadmin.ShardSource
-	// master is the shard's master's address (source is a replica of it, or it). A
-	// replica's backlog begins where it last synced with its master, so a replica restarted
-	// since the archive's end cannot continue the history while its master still can:
-	// askMaster sends the next connection there, and askedMaster says it went there.
-	master                 string
+	// A replica's backlog begins where it last synced with its master, so a replica
+	// restarted since the archive's end cannot continue the history while its master
+	// (source.MasterAddr) still can: askMaster sends the next connection there, and
+	// askedMaster says it went there.
 	askMaster, askedMaster bool
 	conn                   archiveConn
 	timeline               int
@@ -153,9 +152,8 @@ func (r *RedisClusterReconciler) syncArchive(ctx context.Context, s *state) {
 	}
 	conn := archiveConn{login: s.login(), tls: s.tls}
 	if problem == "" {
-		masters := masterAddrs(s)
 		for i, sh := range ca.shards {
-			sh.update(sources[i], masters[sources[i].MasterID], conn)
+			sh.update(sources[i], conn)
 		}
 	}
 	r.reportArchive(s, ca)
@@ -178,19 +176,6 @@ func archiveSources(s *state) ([]redisadmin.ShardSource, string) {
 		}
 	}
 	return sources, ""
-}
-
-// masterAddrs are the answering masters' addresses by node ID.
-func masterAddrs(s *state) map[string]string {
-	out := map[string]string{}
-	for i := range s.snap.Nodes {
-		if o := &s.snap.Nodes[i]; o.Answered() {
-			if self, ok := o.Self(); ok && self.IsMaster() {
-				out[self.ID] = o.Addr
-			}
-		}
-	}
-	return out
 }
 
 // sameShards reports whether the running shards serve the slots of sources, in order.
@@ -342,10 +327,10 @@ func (sh *shardArchive) isStopped() bool {
 }
 
 // update tells the shard's loop where its shard is followed now and how to log in.
-func (sh *shardArchive) update(src redisadmin.ShardSource, master string, conn archiveConn) {
+func (sh *shardArchive) update(src redisadmin.ShardSource, conn archiveConn) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	sh.source, sh.master, sh.conn = src, master, conn
+	sh.source, sh.conn = src, conn
 }
 
 // current is where the shard is followed now.
@@ -476,7 +461,7 @@ func (sh *shardArchive) follow(ctx context.Context) error {
 func (sh *shardArchive) retryAtMaster() bool {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.askedMaster || sh.master == "" || !sh.source.Replica {
+	if sh.askedMaster || sh.source.MasterAddr == "" || !sh.source.Replica {
 		return false
 	}
 	sh.askMaster = true
@@ -488,9 +473,9 @@ func (sh *shardArchive) retryAtMaster() bool {
 func (sh *shardArchive) address(context.Context) (string, error) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.askMaster && sh.master != "" {
+	if sh.askMaster && sh.source.MasterAddr != "" {
 		sh.askMaster, sh.askedMaster = false, true
-		return sh.master, nil
+		return sh.source.MasterAddr, nil
 	}
 	if sh.source.Addr == "" {
 		return "", errors.New("no node of the shard is known")

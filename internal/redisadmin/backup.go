@@ -12,9 +12,10 @@ import (
 
 // ShardSource is the node one shard's snapshot is taken from.
 type ShardSource struct {
-	// MasterID is the shard's master and Slots the slots it serves.
-	MasterID string
-	Slots    []SlotRange
+	// MasterID is the shard's master and Slots the slots it serves; MasterAddr is the
+	// master's address, "" when it does not answer.
+	MasterID, MasterAddr string
+	Slots                []SlotRange
 	// Pod, Addr and NodeID are the node to ask; Replica is true when it is a replica of the
 	// master (in sync with it), false when it is the master itself.
 	Pod, Addr, NodeID string
@@ -109,7 +110,7 @@ func BackupSources(s Snapshot, m SlotMap) []ShardSource {
 	for _, master := range m.masters() {
 		src := ShardSource{MasterID: master, Slots: m[master], NodeID: master}
 		if o := ids[master]; o != nil {
-			src.Pod, src.Addr = o.Pod, o.Addr
+			src.Pod, src.Addr, src.MasterAddr = o.Pod, o.Addr, o.Addr
 		}
 		best := int64(-1)
 		for _, o := range s.answering() {

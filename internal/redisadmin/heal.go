@@ -255,23 +255,23 @@ func planRepoint(s Snapshot) (Action, bool) {
 // every pod came back at new IPs: a replica dialing a gone IP for good, its master with no
 // replica). planMeet ran first, so the replica's view has the current address.
 func planStaleMasterAddress(s Snapshot) (Action, bool) {
-	cluster := map[string]*known{}
-	for _, k := range s.cluster() {
-		cluster[k.node.ID] = k
-	}
+	answering := s.byID()
 	for _, o := range s.joined() {
 		self, _ := o.Self()
 		host, port := o.Replication["master_host"], o.Replication["master_port"]
 		if o.Leaving || self.Role != RoleSlave || host == "" || port == "" {
 			continue
 		}
-		k := cluster[self.MasterID]
-		if k == nil || k.answers == nil || k.answers.Addr == "" || !k.node.IsMaster() {
+		m := answering[self.MasterID]
+		if m == nil || m.Addr == "" {
 			continue
 		}
-		if dials := net.JoinHostPort(host, port); dials != k.answers.Addr {
+		if mself, _ := m.Self(); !mself.IsMaster() {
+			continue
+		}
+		if dials := net.JoinHostPort(host, port); dials != m.Addr {
 			return Action{ActionRepoint, []Command{replicate(o, self.MasterID)},
-				fmt.Sprintf("%s replicates %s (%s) at %s, an address it left: it answers at %s now", o.Pod, nodes.ShortID(self.MasterID), k.answers.Pod, dials, k.answers.Addr)}, true
+				fmt.Sprintf("%s replicates %s (%s) at %s, an address it left: it answers at %s now", o.Pod, nodes.ShortID(self.MasterID), m.Pod, dials, m.Addr)}, true
 		}
 	}
 	return Action{}, false
