@@ -142,7 +142,7 @@ func (r *RedisClusterReconciler) ensureIssuedTLS(ctx context.Context, s *state) 
 // certificateRecheck and its Secret is issued. It returns the Certificate as the server has
 // it (nil when skipped).
 func (r *RedisClusterReconciler) ensureCertificate(ctx context.Context, s *state, issued bool) (*unstructured.Unstructured, error) {
-	desired := resources.RedisCertificate(s.rc, map[string]string{caching.WatchLabel: caching.WatchLabelValue})
+	desired := resources.RedisCertificate(s.rc, map[string]string{caching.WatchLabel: caching.WatchLabelValue}, s.tlsExternalHosts()...)
 	if err := controllerutil.SetControllerReference(s.rc, desired, r.Scheme); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"slices"
 	"strings"
@@ -31,6 +32,9 @@ const (
 	ReasonAddressesAnnounced = "AddressesAnnounced"
 	ReasonAddressPending     = "AddressPending"
 	ReasonNotAnnounced       = "NotAnnounced"
+	// ReasonCertificatePending (with spec.tls): the certificate the nodes serve does not
+	// name every external address yet, so clients outside that verify it refuse some nodes.
+	ReasonCertificatePending = "CertificatePending"
 	// ReasonAnnounced is the Normal event of a node set to announce its external address
 	// (or, once spec.externalAccess is removed, none); ReasonNotExternallyReachable the
 	// Warning event when outside clients stop reaching every node.
@@ -176,6 +180,7 @@ func (r *RedisClusterReconciler) setExternallyReachable(s *state, gen int64) {
 		}
 	}
 	pending, unannounced := externalProblems(s, a)
+	unnamed, stale := certificateProblems(s)
 	was := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionExternallyReachable)
 	var reason, msg string
 	switch {
@@ -184,6 +189,15 @@ func (r *RedisClusterReconciler) setExternallyReachable(s *state, gen int64) {
 			" (their Services <pod>-external have no load-balancer ingress, or one Redis cannot announce, such as an IPv6 address): clients outside cannot reach what they serve"
 	case len(unannounced) > 0:
 		reason, msg = ReasonNotAnnounced, strings.Join(unannounced, ", ")+" do not announce their external address yet: clients outside may be sent to addresses they cannot reach"
+	case len(unnamed) > 0:
+		reason, msg = ReasonCertificatePending, fmt.Sprintf("the certificate of Secret %s does not name %s: clients outside that verify the host they dial refuse those nodes", resources.RedisTLSSecretName(s.rc), strings.Join(unnamed, ", "))
+		if resources.RedisTLSUserSecret(s.rc) {
+			msg += "; add them to the certificate's subject alternative names (spec.tls.secretName is yours: the operator does not issue it)"
+		} else {
+			msg += "; a certificate naming them is being issued"
+		}
+	case len(stale) > 0:
+		reason, msg = ReasonCertificatePending, strings.Join(stale, ", ")+" do not serve the certificate naming every external address yet (they load it without a restart)"
 	default:
 		status.Set(&s.next.Status.Conditions, gen, ConditionExternallyReachable, metav1.ConditionTrue, ReasonAddressesAnnounced,
 			"every node announces the external address its Service was given")
@@ -193,6 +207,24 @@ func (r *RedisClusterReconciler) setExternallyReachable(s *state, gen int64) {
 		r.event(s, corev1.EventTypeWarning, ReasonNotExternallyReachable, "Observe", "%s", clip(msg, eventNoteLimit))
 	}
 	status.Set(&s.next.Status.Conditions, gen, ConditionExternallyReachable, metav1.ConditionFalse, reason, msg)
+}
+
+// certificateProblems are, with spec.tls, the external hosts the TLS Secret's certificate
+// does not name, and the answering pods that serve another certificate than that one.
+func certificateProblems(s *state) (unnamed, stale []string) {
+	hosts := s.tlsExternalHosts()
+	if len(hosts) == 0 {
+		return nil, nil
+	}
+	cert, _ := x509.ParseCertificate(s.tlsCert) // nil while the Secret is missing or wrong
+	unnamed = unnamedHosts(cert, hosts)
+	for i := range s.snap.Nodes {
+		if o := &s.snap.Nodes[i]; !o.Leaving && o.Answered() && o.StaleCertificate {
+			stale = append(stale, o.Pod)
+		}
+	}
+	slices.Sort(stale)
+	return unnamed, stale
 }
 
 // externalProblems are the staying pods whose Service has no host yet, and the pods whose

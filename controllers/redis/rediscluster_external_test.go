@@ -2,6 +2,8 @@ package redis_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +23,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/certs"
 	"github.com/middleware-operator/middleware-operator/tests/cloudlb"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -79,14 +82,14 @@ func TestRedisClusterServesClientsOutsideKubernetes(t *testing.T) {
 	d := outsideDialer{refused: make(chan string, 1)}
 	w := redistest.StartDialingWriter(externalAddrs(rc), pw, d.dial)
 	w.WaitWritten(t, 300)
-	assertSlotsExternal(t, rc, pw, d)
+	assertSlotsExternal(t, rc, pw, d.dial)
 
 	redistest.PatchSpec(t, env.Client, key, `{"spec":{"replicas":8}}`)
 	redistest.WaitShape(t, env.Client, key, 4, 8)
 	rc = waitExternallyReachable(t, key, 8)
 	// Writes go on through the external addresses.
 	w.WaitWritten(t, 100)
-	assertSlotsExternal(t, rc, pw, d)
+	assertSlotsExternal(t, rc, pw, d.dial)
 
 	var master, oldIP string
 	for _, n := range rc.Status.Nodes {
@@ -115,7 +118,7 @@ func TestRedisClusterServesClientsOutsideKubernetes(t *testing.T) {
 			t.Logf("%s is back at %s, external address %s", master, n.Instance, n.ExternalAddress)
 		}
 	}
-	assertSlotsExternal(t, rc, pw, d)
+	assertSlotsExternal(t, rc, pw, d.dial)
 
 	deleteEveryPodUntilOneMoves(t, ns, "outside", rc)
 	redistest.WaitShape(t, env.Client, key, 4, 8)
@@ -123,7 +126,7 @@ func TestRedisClusterServesClientsOutsideKubernetes(t *testing.T) {
 	// Writes go on through the external addresses (CI, loaded: 291 in the minute after
 	// every pod came back; 0 when the nodes named pod IPs).
 	w.WaitWritten(t, 100)
-	assertSlotsExternal(t, rc, pw, d)
+	assertSlotsExternal(t, rc, pw, d.dial)
 
 	// A node restarted while the operator looks away (paused) announces its external
 	// address from its first answer: Redis keeps neither its hostname nor the endpoint type
@@ -132,7 +135,7 @@ func TestRedisClusterServesClientsOutsideKubernetes(t *testing.T) {
 	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pause":true}}`)
 	waitPaused(t, key)
 	restartReplica(t, ns, rc)
-	assertSlotsExternal(t, rc, pw, d)
+	assertSlotsExternal(t, rc, pw, d.dial)
 	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pause":false}}`)
 	redistest.WaitShape(t, env.Client, key, 4, 8)
 	w.WaitWritten(t, 100)
@@ -141,7 +144,7 @@ func TestRedisClusterServesClientsOutsideKubernetes(t *testing.T) {
 	t.Logf("%d keys acknowledged through the external addresses; longest write outage %s; %d connections forwarded", written, outage, lb.Forwarded())
 	keys := w.Keys()
 	for _, addr := range externalAddrs(rc) {
-		if missing := readThroughOutside(t, addr, pw, d, keys); missing > 0 {
+		if missing := readThroughOutside(t, addr, pw, d.dial, keys); missing > 0 {
 			t.Errorf("%d of %d acknowledged keys not read back through %s", missing, len(keys), addr)
 		}
 	}
@@ -287,14 +290,14 @@ func externalAddrs(rc *redisv1alpha1.RedisCluster) []string {
 
 // assertSlotsExternal asks CLUSTER SLOTS of every node through its external address: every
 // slot range is served, and every endpoint is a node's external address.
-func assertSlotsExternal(t *testing.T, rc *redisv1alpha1.RedisCluster, pw string, d outsideDialer) {
+func assertSlotsExternal(t *testing.T, rc *redisv1alpha1.RedisCluster, pw string, dial redistest.Dial) {
 	t.Helper()
 	external := map[string]bool{}
 	for _, a := range externalAddrs(rc) {
 		external[a] = true
 	}
 	for addr := range external {
-		c := goredis.NewClient(&goredis.Options{Addr: addr, Password: pw, Dialer: d.dial, MaxRetries: 3})
+		c := goredis.NewClient(&goredis.Options{Addr: addr, Password: pw, Dialer: dial, MaxRetries: 3})
 		var slots []goredis.ClusterSlot
 		testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
 			var err error
@@ -323,9 +326,9 @@ func assertSlotsExternal(t *testing.T, rc *redisv1alpha1.RedisCluster, pw string
 
 // readThroughOutside reads keys back through a cluster client whose only seed is addr and
 // which reaches only external addresses; it returns how many are missing or wrong.
-func readThroughOutside(t *testing.T, addr, pw string, d outsideDialer, keys []string) int {
+func readThroughOutside(t *testing.T, addr, pw string, dial redistest.Dial, keys []string) int {
 	t.Helper()
-	c := redistest.DialingClient([]string{addr}, pw, d.dial)
+	c := redistest.DialingClient([]string{addr}, pw, dial)
 	defer func() { _ = c.Close() }()
 	missing := 0
 	for start := 0; start < len(keys); start += 500 {
@@ -359,9 +362,8 @@ func readThroughOutside(t *testing.T, addr, pw string, d outsideDialer, keys []s
 	return missing
 }
 
-// TestRedisClusterRefusesExternalAccessItCannotServe: NodePort, and external access with
-// TLS, are refused when applied, with messages naming the field and the fix; a
-// LoadBalancer is accepted.
+// TestRedisClusterRefusesExternalAccessItCannotServe: NodePort is refused when applied,
+// with a message naming the field and the fix; a LoadBalancer is accepted, with TLS too.
 func TestRedisClusterRefusesExternalAccessItCannotServe(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
@@ -372,12 +374,11 @@ func TestRedisClusterRefusesExternalAccessItCannotServe(t *testing.T) {
 	}{
 		"node port": {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort},
 			want: "spec.externalAccess.type NodePort is not supported yet"},
-		"with TLS": {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer}, tls: true,
-			want: "spec.externalAccess cannot be used with spec.tls yet"},
+		"with TLS":      {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer}, tls: true},
 		"load balancer": {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer}},
 	}
 	for name, c := range cases {
-		rc := redistest.NewCluster(ns, strings.ReplaceAll(name, " ", "-"), 6)
+		rc := redistest.NewCluster(ns, strings.ToLower(strings.ReplaceAll(name, " ", "-")), 6)
 		rc.Spec.Pause = true
 		rc.Spec.ExternalAccess = c.access
 		if c.tls {
@@ -432,6 +433,118 @@ func deleteEveryPodUntilOneMoves(t *testing.T, ns, name string, rc *redisv1alpha
 		if try == 3 {
 			t.Fatalf("every pod came back at its old IP three times: the fault (new IPs) was never injected")
 		}
+	}
+}
+
+// TestRedisClusterServesOutsideClientsOverTLS: with spec.tls and spec.externalAccess, a
+// client that reaches only the load balancers' addresses and verifies, over TLS, the
+// address it dials (no server-name override) writes and reads through every node; when a
+// node's load balancer is given a new address, the operator issues a certificate naming it,
+// the nodes load it without a restart, and the client goes on through the new address.
+// Every acknowledged key reads back through every external address.
+func TestRedisClusterServesOutsideClientsOverTLS(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	lb := cloudlb.Start(env.Client, ns)
+	t.Cleanup(lb.Stop)
+	rc := redistest.NewCluster(ns, "outside-tls", 6)
+	rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: true}
+	rc.Spec.ExternalAccess = &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer}
+	key, _, pw := createRunning(t, rc, "over TLS with external access")
+	rc = waitExternallyReachable(t, key, 6)
+	secret := &corev1.Secret{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "outside-tls-tls"}, secret); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := certs.Pool(secret.Data["ca.crt"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := outsideDialer{refused: make(chan string, 1)}
+	dial := verifyingTLS(d.dial, pool)
+	w := redistest.StartDialingWriter(externalAddrs(rc), pw, dial)
+	w.WaitWritten(t, 300)
+	assertSlotsExternal(t, rc, pw, dial)
+
+	// outside-tls-1's load balancer is replaced: its Service is deleted, the operator makes
+	// it again, and the stand-in gives it another address.
+	before := map[string]string{}
+	for _, n := range rc.Status.Nodes {
+		before[n.Name] = n.ExternalAddress
+	}
+	moved := "outside-tls-1"
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: moved + "-external"}}
+	if err := env.Client.Delete(t.Context(), svc); err != nil {
+		t.Fatal(err)
+	}
+	// The stand-in picks a random free address: the old one again is a 1 in 64,516 chance.
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, key, rc); err != nil {
+			return false, err.Error()
+		}
+		now := externalOf(rc, moved)
+		return now != "" && now != before[moved], fmt.Sprintf("%s's external address is %q (was %s)", moved, now, before[moved])
+	})
+	rc = waitExternallyReachable(t, key, 6)
+	now := externalOf(rc, moved)
+	t.Logf("%s's load balancer moved from %s to %s", moved, before[moved], now)
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "outside-tls-tls"}, secret); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := certs.ParseCert(secret.Data["tls.crt"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, addr := range externalAddrs(rc) {
+		host, _, _ := net.SplitHostPort(addr)
+		if err := cert.VerifyHostname(host); err != nil {
+			t.Errorf("the nodes' certificate: %v", err)
+		}
+	}
+	// Writes go on through the external addresses, the new one included.
+	w.WaitWritten(t, 200)
+	assertSlotsExternal(t, rc, pw, dial)
+
+	written, outage := w.Stop()
+	t.Logf("%d keys acknowledged over TLS through the external addresses; longest write outage %s", written, outage)
+	keys := w.Keys()
+	for _, addr := range externalAddrs(rc) {
+		if missing := readThroughOutside(t, addr, pw, dial, keys); missing > 0 {
+			t.Errorf("%d of %d acknowledged keys not read back through %s", missing, len(keys), addr)
+		}
+	}
+	select {
+	case addr := <-d.refused:
+		t.Errorf("the outside client was sent to %s, which it cannot reach", addr)
+	default:
+	}
+}
+
+// externalOf is pod's external address in rc's status.
+func externalOf(rc *redisv1alpha1.RedisCluster, pod string) string {
+	for _, n := range rc.Status.Nodes {
+		if n.Name == pod {
+			return n.ExternalAddress
+		}
+	}
+	return ""
+}
+
+// verifyingTLS is dial followed by a TLS handshake that verifies the server's certificate
+// with pool for the host dialed, as redis-cli --tls --cacert does: no server-name override.
+func verifyingTLS(dial redistest.Dial, pool *x509.CertPool) redistest.Dial {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		host, _, _ := net.SplitHostPort(addr)
+		tc := tls.Client(conn, &tls.Config{RootCAs: pool, ServerName: host, MinVersion: tls.VersionTLS12})
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+		return tc, nil
 	}
 }
 

@@ -211,6 +211,30 @@ func (r *RedisClusterReconciler) reloadCertificates(ctx context.Context, s *stat
 	return nil
 }
 
+// tlsExternalHosts are the external hosts the nodes' certificate must name
+// (resources.RedisTLSExternalHosts): none without TLS or external access.
+func (s *state) tlsExternalHosts() []string {
+	return resources.RedisTLSExternalHosts(s.rc, s.external)
+}
+
+// unnamedHosts are the hosts cert does not name (all of them when it is nil): a client
+// outside that dials one of them and verifies the host refuses it.
+func unnamedHosts(cert *x509.Certificate, hosts []string) []string {
+	var out []string
+	for _, host := range hosts {
+		if cert == nil || cert.VerifyHostname(host) != nil {
+			out = append(out, host)
+		}
+	}
+	return out
+}
+
+// parsedPEM is the first certificate of certPEM, nil when there is none.
+func parsedPEM(certPEM []byte) *x509.Certificate {
+	cert, _ := certs.ParseCert(certPEM)
+	return cert
+}
+
 // tlsInvalidError: the TLS Secret is missing or its content is wrong.
 type tlsInvalidError struct {
 	msg string
@@ -272,8 +296,8 @@ func nodeTLSConfig(s *state, secret *corev1.Secret) (*tls.Config, error) {
 }
 
 // ensureGeneratedTLS keeps the generated CA and certificate Secrets and returns the
-// certificate's: issued again when missing, invalid, due for renewal, or when a CA
-// rotation's stage changed the signing CA or ca.crt.
+// certificate's: issued again when missing, invalid, due for renewal, when a CA rotation's
+// stage changed the signing CA or ca.crt, or when it does not name every external host.
 func (r *RedisClusterReconciler) ensureGeneratedTLS(ctx context.Context, s *state) (*corev1.Secret, error) {
 	rc := s.rc
 	ca, err := r.ensureGeneratedCA(ctx, s)
@@ -287,7 +311,8 @@ func (r *RedisClusterReconciler) ensureGeneratedTLS(ctx context.Context, s *stat
 	if current != nil && metav1.IsControlledBy(current, rc) && generatedCertCurrent(s, current, ca) {
 		return current, nil
 	}
-	server, err := certs.NewServer(ca.Signer, resources.RedisTLSDNSNames(rc), resources.RedisTLSIPs(), tlsNow(), certs.ServerValidity)
+	external := s.tlsExternalHosts()
+	server, err := certs.NewServer(ca.Signer, resources.RedisTLSDNSNames(rc, external...), resources.RedisTLSIPs(external...), tlsNow(), certs.ServerValidity)
 	if err != nil {
 		return nil, err
 	}
@@ -304,10 +329,12 @@ func (r *RedisClusterReconciler) ensureGeneratedTLS(ctx context.Context, s *stat
 }
 
 // generatedCertCurrent reports whether the generated Secret lists ca's bundle as ca.crt and
-// holds a certificate ca's signing CA issued that verifies and is not yet due for renewal.
+// holds a certificate ca's signing CA issued that verifies, is not yet due for renewal and
+// names every external host (an address a load balancer was given since is added).
 func generatedCertCurrent(s *state, secret *corev1.Secret, ca resources.RedisCA) bool {
 	cert := secret.Data[resources.RedisTLSCertKey]
-	if string(secret.Data[resources.RedisTLSCAKey]) != string(ca.Bundle()) || certs.NeedsRenewal(cert, tlsNow()) {
+	if string(secret.Data[resources.RedisTLSCAKey]) != string(ca.Bundle()) || certs.NeedsRenewal(cert, tlsNow()) ||
+		len(unnamedHosts(parsedPEM(cert), s.tlsExternalHosts())) > 0 {
 		return false
 	}
 	pair := certs.Pair{Cert: cert, Key: secret.Data[resources.RedisTLSKeyKey]}

@@ -36,14 +36,15 @@ func RedisIssuer(rc *redisv1alpha1.RedisCluster) string {
 // the names and addresses of the generated certificate, server and client authentication
 // (each node presents it on the cluster bus, as a client too), an ECDSA P-256 key made anew
 // at each renewal, written to the Secret the pods mount with the label that makes the
-// operator see its renewals (watchLabels). Named like that Secret.
-func RedisCertificate(rc *redisv1alpha1.RedisCluster, watchLabels map[string]string) *unstructured.Unstructured {
+// operator see its renewals (watchLabels), naming also the external hosts given
+// (RedisTLSExternalHosts). Named like that Secret.
+func RedisCertificate(rc *redisv1alpha1.RedisCluster, watchLabels map[string]string, external ...string) *unstructured.Unstructured {
 	ref := rc.Spec.TLS.IssuerRef
 	var dnsNames, ips []any
-	for _, n := range RedisTLSDNSNames(rc) {
+	for _, n := range RedisTLSDNSNames(rc, external...) {
 		dnsNames = append(dnsNames, n)
 	}
-	for _, ip := range RedisTLSIPs() {
+	for _, ip := range RedisTLSIPs(external...) {
 		ips = append(ips, ip.String())
 	}
 	meta := redisMeta(rc, RedisTLSSecretName(rc))

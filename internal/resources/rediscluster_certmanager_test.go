@@ -60,6 +60,13 @@ func TestRedisCertificate(t *testing.T) {
 			if _, err := cert.MarshalJSON(); err != nil {
 				t.Errorf("the Certificate does not serialize: %v", err)
 			}
+			// With external access, the load balancers' addresses: names and IPs apart.
+			withLB := resources.RedisCertificate(rc, nil, "203.0.113.10", "lb-1.example.com")
+			dns, _, _ := unstructured.NestedStringSlice(withLB.Object, "spec", "dnsNames")
+			ips, _, _ := unstructured.NestedStringSlice(withLB.Object, "spec", "ipAddresses")
+			if !slices.Contains(dns, "lb-1.example.com") || slices.Contains(dns, "203.0.113.10") || !slices.Contains(ips, "203.0.113.10") {
+				t.Errorf("with external hosts: dnsNames %v, ipAddresses %v; want lb-1.example.com a DNS name and 203.0.113.10 an IP address", dns, ips)
+			}
 		})
 	}
 }

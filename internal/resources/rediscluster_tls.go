@@ -2,6 +2,7 @@ package resources
 
 import (
 	"net"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,22 +62,56 @@ func RedisTLSServerName(rc *redisv1alpha1.RedisCluster) string {
 
 // RedisTLSDNSNames are the names of the generated certificate: the client Service's and
 // the headless Service's (short, namespaced, .svc and .svc.cluster.local), each pod through
-// the headless Service as a wildcard, and localhost (the exporter and the probe reach their
-// own node there). One certificate serves every pod. It names no pod IP: a pod comes back at
-// a new IP, and the wildcard keeps working where an IP list would have to be reissued and
-// reloaded on every node.
-func RedisTLSDNSNames(rc *redisv1alpha1.RedisCluster) []string {
+// the headless Service as a wildcard, localhost (the exporter and the probe reach their
+// own node there), and the external hosts that are names (see RedisTLSExternalHosts). One
+// certificate serves every pod. It names no pod IP: a pod comes back at a new IP, and the
+// wildcard keeps working where an IP list would have to be reissued and reloaded on every
+// node.
+func RedisTLSDNSNames(rc *redisv1alpha1.RedisCluster, external ...string) []string {
 	var names []string
 	for _, svc := range []string{RedisClientServiceName(rc), RedisHeadlessServiceName(rc)} {
 		base := svc + "." + rc.Namespace
 		names = append(names, svc, base, base+".svc", base+".svc.cluster.local")
 	}
 	headless := RedisHeadlessServiceName(rc) + "." + rc.Namespace + ".svc"
-	return append(names, "*."+headless, "*."+headless+".cluster.local", "localhost")
+	names = append(names, "*."+headless, "*."+headless+".cluster.local", "localhost")
+	for _, host := range external {
+		if net.ParseIP(host) == nil {
+			names = append(names, host)
+		}
+	}
+	return names
 }
 
-// RedisTLSIPs are the IP addresses of the generated certificate: the loopback address only.
-func RedisTLSIPs() []net.IP { return []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback} }
+// RedisTLSIPs are the IP addresses of the generated certificate: the loopback addresses,
+// and the external hosts that are IP addresses.
+func RedisTLSIPs(external ...string) []net.IP {
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	for _, host := range external {
+		if ip := net.ParseIP(host); ip != nil {
+			ips = append(ips, ip)
+		}
+	}
+	return ips
+}
+
+// RedisTLSExternalHosts are the hosts of spec.externalAccess a certificate must name, so
+// that clients outside, which verify the host they dial, accept every node: each pod's
+// load-balancer address (an IP or a name), sorted, once each. nil without TLS or external
+// access.
+func RedisTLSExternalHosts(rc *redisv1alpha1.RedisCluster, byPod map[string]string) []string {
+	if !RedisTLSEnabled(rc) || rc.Spec.ExternalAccess == nil {
+		return nil
+	}
+	var hosts []string
+	for _, host := range byPod {
+		if host != "" {
+			hosts = append(hosts, host)
+		}
+	}
+	slices.Sort(hosts)
+	return slices.Compact(hosts)
+}
 
 // RedisTLSSecret is the generated certificate's Secret, with the CA's certificate as ca.crt.
 func RedisTLSSecret(rc *redisv1alpha1.RedisCluster, caCert []byte, server certs.Pair) *corev1.Secret {

@@ -2,6 +2,7 @@ package resources_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -176,6 +177,48 @@ func TestRedisTLSNames(t *testing.T) {
 	}
 	if caSecret := resources.RedisTLSCASecret(rc, resources.RedisCA{Signer: ca}); caSecret.Name != "cache-tls-ca" || len(caSecret.Data["tls.key"]) == 0 {
 		t.Errorf("CA Secret %s without its key", caSecret.Name)
+	}
+}
+
+// TestRedisTLSNamesExternalHosts: with spec.externalAccess, the certificate names each
+// node's load-balancer address (an IP as an IP SAN, a name as a DNS SAN), so a client
+// outside verifies the host it dials; without TLS or external access no host is asked.
+func TestRedisTLSNamesExternalHosts(t *testing.T) {
+	rc := tlsCluster(&redisv1alpha1.TLSSpec{Enabled: true}, "")
+	byPod := map[string]string{"cache-0": "203.0.113.10", "cache-1": "lb-1.example.com", "cache-2": "203.0.113.10", "cache-3": ""}
+	if got := resources.RedisTLSExternalHosts(rc, byPod); got != nil {
+		t.Errorf("without spec.externalAccess the hosts are %v, want none", got)
+	}
+	rc.Spec.ExternalAccess = &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer}
+	hosts := resources.RedisTLSExternalHosts(rc, byPod)
+	if want := []string{"203.0.113.10", "lb-1.example.com"}; !slices.Equal(hosts, want) {
+		t.Errorf("hosts %v, want %v (sorted, once each, none empty)", hosts, want)
+	}
+	now := time.Now()
+	ca, err := certs.NewCA("ca", now, certs.CAValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := certs.NewServer(ca, resources.RedisTLSDNSNames(rc, hosts...), resources.RedisTLSIPs(hosts...), now, certs.ServerValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range []string{"203.0.113.10", "lb-1.example.com", resources.RedisTLSServerName(rc), "127.0.0.1"} {
+		if err := certs.Check(ca.Cert, server, host, now); err != nil {
+			t.Errorf("%s: %v", host, err)
+		}
+	}
+	for _, host := range []string{"203.0.113.11", "lb-2.example.com"} {
+		if err := certs.Check(ca.Cert, server, host, now); err == nil {
+			t.Errorf("%s verifies", host)
+		}
+	}
+	if slices.Contains(resources.RedisTLSDNSNames(rc, hosts...), "203.0.113.10") {
+		t.Errorf("an IP address is listed as a DNS name")
+	}
+	rc.Spec.TLS = nil
+	if got := resources.RedisTLSExternalHosts(rc, byPod); got != nil {
+		t.Errorf("without TLS the hosts are %v, want none", got)
 	}
 }
 

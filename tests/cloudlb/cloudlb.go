@@ -7,7 +7,8 @@
 // Service, writes the address into the Service's status.loadBalancer.ingress (as a cloud's
 // controller does), and forwards each connection to a pod the Service selects, looked up
 // when the connection comes (as kube-proxy follows the endpoints): a pod back at a new IP is
-// reached at its new IP. A Service deleted loses its address and listener.
+// reached at its new IP. A Service deleted loses its address and listener; one made again
+// under the same name gets a new address, as a cloud gives it a new load balancer.
 //
 // What differs from a cloud: the address is on this machine's loopback, so nothing stops a
 // client from dialing the pods directly (tests enforce that with their own dialer); the
@@ -50,6 +51,7 @@ type Controller struct {
 
 // balancer is one Service's address with its listeners.
 type balancer struct {
+	uid       types.UID // the Service's: one made again under the same name gets another balancer
 	ip        string
 	listeners []net.Listener
 }
@@ -111,12 +113,18 @@ func (lb *Controller) sync(ctx context.Context, ns string) {
 		seen[key] = true
 		lb.mu.Lock()
 		b := lb.lbs[key]
+		if b != nil && b.uid != svc.UID { // deleted and made again between two polls
+			b.close()
+			b = nil
+			delete(lb.lbs, key)
+		}
 		lb.mu.Unlock()
 		if b == nil {
 			var err error
 			if b, err = lb.open(ctx, key, svc.Spec.Ports); err != nil {
 				continue
 			}
+			b.uid = svc.UID
 			lb.mu.Lock()
 			lb.lbs[key] = b
 			lb.mu.Unlock()
