@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -49,7 +50,32 @@ const (
 	// ReasonArchiveTimelineStarted: a shard's base was taken and its timeline starts (an
 	// event).
 	ReasonArchiveTimelineStarted = "ArchiveTimelineStarted"
+	// ReasonArchivePruned: spec.archive.retention deleted a shard's old timelines (an
+	// event); ReasonArchivePruneFailed: they could not be listed or deleted (a Warning
+	// event; tried again at the shard's next base).
+	ReasonArchivePruned      = "ArchivePruned"
+	ReasonArchivePruneFailed = "ArchivePruneFailed"
 )
+
+// archiveBaseEvery is spec.archive.baseEvery when unset: a new base a day.
+const archiveBaseEvery = 24 * time.Hour
+
+// archiveSchedule is when a shard takes its next base and how long its archive is kept.
+type archiveSchedule struct {
+	baseEvery, retention time.Duration
+}
+
+// scheduleOf reads spec.archive's schedule (a zero retention keeps everything).
+func scheduleOf(spec *redisv1alpha1.ArchiveSpec) archiveSchedule {
+	out := archiveSchedule{baseEvery: archiveBaseEvery}
+	if spec.BaseEvery != nil && spec.BaseEvery.Duration > 0 {
+		out.baseEvery = spec.BaseEvery.Duration
+	}
+	if spec.Retention != nil {
+		out.retention = spec.Retention.Duration
+	}
+	return out
+}
 
 // archiveRetryMax bounds the wait between two tries of a shard whose follower or base
 // failed.
@@ -93,9 +119,14 @@ type shardArchive struct {
 	// askedMaster says it went there.
 	askMaster, askedMaster bool
 	conn                   archiveConn
+	schedule               archiveSchedule
 	timeline               int
 	base                   backup.Shard
-	follower               *redisarchive.Follower
+	// baseRetryAt postpones the next scheduled base after one failed.
+	baseRetryAt time.Time
+	// oldest is the capture time of the shard's oldest timeline kept in the archive.
+	oldest   time.Time
+	follower *redisarchive.Follower
 	// last is the progress of the timeline's last follower, shown while the next starts.
 	last     redisarchive.Progress
 	starting bool
@@ -153,7 +184,7 @@ func (r *RedisClusterReconciler) syncArchive(ctx context.Context, s *state) {
 	conn := archiveConn{login: s.login(), tls: s.tls}
 	if problem == "" {
 		for i, sh := range ca.shards {
-			sh.update(sources[i], conn)
+			sh.update(sources[i], conn, scheduleOf(spec))
 		}
 	}
 	r.reportArchive(s, ca)
@@ -217,7 +248,7 @@ func (r *RedisClusterReconciler) startArchive(ctx context.Context, s *state, sou
 	conn := archiveConn{login: s.login(), tls: s.tls}
 	for i, src := range sources {
 		sh := &shardArchive{cluster: s.rc.Name, name: redisarchive.ShardName(i), slots: src.Slots, sink: redisarchive.StoreSink{Client: store},
-			source: src, conn: conn, starting: true}
+			source: src, conn: conn, schedule: scheduleOf(s.rc.Spec.Archive), starting: true}
 		ca.shards = append(ca.shards, sh)
 		go sh.run(loopCtx)
 	}
@@ -251,6 +282,7 @@ func (r *RedisClusterReconciler) reportArchive(s *state, ca *clusterArchive) {
 			failing, reason = fmt.Sprintf("%s: %s", sh.name, problem), ReasonArchiveFailing
 		}
 	}
+	st.RecoverableFrom = recoverableFrom(st.Shards)
 	s.next.Status.Archive = st
 	metrics.RedisArchiveShards.WithLabelValues(ns, name).Set(float64(len(ca.shards)))
 	metrics.RedisArchiveShardsFollowing.WithLabelValues(ns, name).Set(float64(running))
@@ -262,6 +294,22 @@ func (r *RedisClusterReconciler) reportArchive(s *state, ca *clusterArchive) {
 	default:
 		r.setArchiving(s, metav1.ConditionFalse, ReasonArchiveStarting, fmt.Sprintf("%d of %d shards archived; the others take their base", running, len(ca.shards)))
 	}
+}
+
+// recoverableFrom is the earliest time every shard has a base at or before: the latest of
+// their oldest bases; nil while a shard has none.
+func recoverableFrom(shards []redisv1alpha1.ArchiveShardStatus) *metav1.Time {
+	var from *metav1.Time
+	for i := range shards {
+		o := shards[i].OldestBase
+		if o == nil {
+			return nil
+		}
+		if from == nil || o.After(from.Time) {
+			from = o
+		}
+	}
+	return from
 }
 
 // setArchiving sets the Archiving condition.
@@ -326,11 +374,12 @@ func (sh *shardArchive) isStopped() bool {
 	return sh.stopped
 }
 
-// update tells the shard's loop where its shard is followed now and how to log in.
-func (sh *shardArchive) update(src redisadmin.ShardSource, conn archiveConn) {
+// update tells the shard's loop where its shard is followed now, how to log in, and its
+// schedule.
+func (sh *shardArchive) update(src redisadmin.ShardSource, conn archiveConn, schedule archiveSchedule) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	sh.source, sh.conn = src, conn
+	sh.source, sh.conn, sh.schedule = src, conn, schedule
 }
 
 // current is where the shard is followed now.
@@ -352,6 +401,10 @@ func (sh *shardArchive) report() (redisv1alpha1.ArchiveShardStatus, []archiveEve
 		captured := metav1.NewTime(sh.base.CapturedAt)
 		st.BaseCapturedAt = &captured
 		st.ArchivedOffset = sh.base.ReplicationOffset
+	}
+	if !sh.oldest.IsZero() {
+		oldest := metav1.NewTime(sh.oldest)
+		st.OldestBase = &oldest
 	}
 	running, p := false, sh.last
 	if sh.follower != nil {
@@ -439,7 +492,8 @@ func (sh *shardArchive) follow(ctx context.Context) error {
 	}
 	sh.follower, sh.starting, sh.lastErr = f, false, ""
 	sh.mu.Unlock()
-	err = f.Run(ctx)
+	sh.prune(ctx)
+	err = sh.runFollower(ctx, f)
 	var gap *redisarchive.GapError
 	if (errors.As(err, &gap) || errors.Is(err, redisarchive.ErrNoMasterLink)) && sh.retryAtMaster() {
 		return fmt.Errorf("%w; its master is asked next", err)
@@ -509,25 +563,229 @@ func (sh *shardArchive) findTimeline(ctx context.Context) error {
 // newBase takes a snapshot of the shard into the archive as the base of timeline, then its
 // description, and makes timeline the shard's.
 func (sh *shardArchive) newBase(ctx context.Context, timeline int) error {
+	base, src, err := sh.takeBase(ctx, timeline)
+	if err == nil {
+		err = sh.describeBase(ctx, timeline, base, time.Time{})
+	}
+	if err != nil {
+		return err
+	}
+	sh.useBase(timeline, base, src, "")
+	return nil
+}
+
+// takeBase takes a snapshot of the shard into the archive as the base of timeline. The
+// timeline is not visible to restores until describeBase.
+func (sh *shardArchive) takeBase(ctx context.Context, timeline int) (backup.Shard, redisadmin.ShardSource, error) {
 	src, opts := sh.current()
 	opts.ViaDisk = true
 	file := redisarchive.BaseRDBName(sh.cluster, sh.name, timeline)
 	res, _, err := backup.StreamShard(ctx, opts, sh.sink.Client, file)
 	if err != nil {
-		return fmt.Errorf("while taking the base of timeline %d: %w", timeline, err)
+		return backup.Shard{}, src, fmt.Errorf("while taking the base of timeline %d: %w", timeline, err)
 	}
-	base := manifestShard(src, res, file)
-	data, err := redisarchive.EncodeBase(base)
+	return manifestShard(src, res, file), src, nil
+}
+
+// describeBase writes the description of timeline's base (servesFrom as EncodeBase says),
+// which makes the timeline visible to restores.
+func (sh *shardArchive) describeBase(ctx context.Context, timeline int, base backup.Shard, servesFrom time.Time) error {
+	data, err := redisarchive.EncodeBase(base, servesFrom)
 	if err == nil {
 		err = sh.sink.Put(ctx, redisarchive.BaseName(sh.cluster, sh.name, timeline), data)
 	}
 	if err != nil {
 		return fmt.Errorf("while writing the base of timeline %d: %w", timeline, err)
 	}
-	sh.mu.Lock()
-	sh.timeline, sh.base, sh.last = timeline, base, redisarchive.Progress{}
-	sh.mu.Unlock()
-	sh.note(corev1.EventTypeNormal, ReasonArchiveTimelineStarted, "%s (slots %s) timeline %d starts from a base of %d keys at offset %d taken from %s",
-		sh.name, redisadmin.FormatSlotRanges(sh.slots), timeline, base.Keys, base.ReplicationOffset, src.Pod)
 	return nil
+}
+
+// useBase makes timeline, from base, the shard's, and says so in an event (why: "" after a
+// gap or at the start, else what scheduled it).
+func (sh *shardArchive) useBase(timeline int, base backup.Shard, src redisadmin.ShardSource, why string) {
+	sh.mu.Lock()
+	sh.timeline, sh.base, sh.last, sh.baseRetryAt = timeline, base, redisarchive.Progress{}, time.Time{}
+	if sh.oldest.IsZero() {
+		sh.oldest = base.CapturedAt
+	}
+	sh.mu.Unlock()
+	sh.note(corev1.EventTypeNormal, ReasonArchiveTimelineStarted, "%s (slots %s) timeline %d starts from a base of %d keys at offset %d taken from %s%s",
+		sh.name, redisadmin.FormatSlotRanges(sh.slots), timeline, base.Keys, base.ReplicationOffset, src.Pod, why)
+}
+
+// nextBaseAt is when the shard's next scheduled base is due: its timeline's base plus
+// baseEvery, or later after a scheduled base failed.
+func (sh *shardArchive) nextBaseAt() time.Time {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	at := sh.base.CapturedAt.Add(sh.schedule.baseEvery)
+	if sh.baseRetryAt.After(at) {
+		at = sh.baseRetryAt
+	}
+	return at
+}
+
+// runningFollower is a follower whose Run goes on in a goroutine of its own.
+type runningFollower struct {
+	*redisarchive.Follower
+	ended chan struct{} // closed when Run has returned
+	err   error         // Run's error, once ended is closed
+}
+
+// startFollower runs f in a goroutine of its own.
+func startFollower(ctx context.Context, f *redisarchive.Follower) *runningFollower {
+	r := &runningFollower{Follower: f, ended: make(chan struct{})}
+	go func() {
+		r.err = f.Run(ctx)
+		close(r.ended)
+	}()
+	return r
+}
+
+// stopAndWait stops the follower (its open segment written) and waits for its Run to end.
+func (r *runningFollower) stopAndWait() error {
+	r.Stop()
+	<-r.ended
+	return r.err
+}
+
+// runFollower runs f, then each follower that takes over from it, until one ends, and
+// moves the shard to its next timeline whenever a scheduled base is due (nextBaseAt): see
+// rebase.
+func (sh *shardArchive) runFollower(ctx context.Context, f *redisarchive.Follower) error {
+	cur := startFollower(ctx, f)
+	for {
+		timer := time.NewTimer(max(time.Until(sh.nextBaseAt()), 0))
+		select {
+		case <-cur.ended:
+			timer.Stop()
+			return cur.err
+		case <-timer.C:
+		}
+		next, err := sh.rebase(ctx, cur)
+		if err != nil {
+			if ctx.Err() != nil {
+				return cur.stopAndWait()
+			}
+			sh.mu.Lock()
+			sh.baseRetryAt = time.Now().Add(min(sh.schedule.baseEvery, time.Minute))
+			timeline := sh.timeline
+			sh.mu.Unlock()
+			sh.note(corev1.EventTypeWarning, ReasonArchiveFailing, "%s: the scheduled base failed (%v); timeline %d goes on, and the base is tried again",
+				sh.name, err, timeline)
+			continue
+		}
+		if err := cur.stopAndWait(); err != nil {
+			log.FromContext(ctx).Info("the archive's follower ended with an error after the next timeline started", "shard", sh.name, "error", err.Error())
+		}
+		cur = next
+		sh.prune(ctx)
+	}
+}
+
+// rebase starts the shard's next timeline while cur follows the current one, so that every
+// second stays restorable: it takes the base; starts a second follower on the new timeline
+// from the base's offset, which catches up through the master's backlog; once that one has
+// received everything cur had when it started, writes the base's description with that
+// time as servesFrom (restores to earlier times replay the current timeline, whose receive
+// times are the writes' own, and cur goes on until then); then makes the new timeline and
+// its follower the shard's, and returns that follower, still running: the caller stops cur.
+// On an error the new timeline's objects are deleted and cur goes on.
+func (sh *shardArchive) rebase(ctx context.Context, cur *runningFollower) (*runningFollower, error) {
+	sh.mu.Lock()
+	timeline, every := sh.timeline+1, sh.schedule.baseEvery
+	sh.mu.Unlock()
+	base, src, err := sh.takeBase(ctx, timeline)
+	if err != nil {
+		return nil, err
+	}
+	_, conn := sh.current()
+	f, err := redisarchive.NewFollower(redisarchive.Options{Conn: conn, Master: sh.address, Cluster: sh.cluster, Shard: sh.name,
+		Timeline: timeline, From: redisarchive.Position{ReplID: base.ReplicationID, Offset: base.ReplicationOffset}, Sink: sh.sink})
+	if err != nil {
+		return nil, errors.Join(err, redisarchive.DeleteTimeline(ctx, sh.sink, sh.cluster, sh.name, timeline))
+	}
+	next := startFollower(ctx, f)
+	err = waitCaughtUp(ctx, next, cur.Progress().Received)
+	servesFrom := time.Now()
+	if err == nil {
+		err = sh.describeBase(ctx, timeline, base, servesFrom)
+	}
+	if err != nil {
+		if runErr := next.stopAndWait(); runErr != nil {
+			err = fmt.Errorf("%w: %w", err, runErr)
+		}
+		return nil, errors.Join(fmt.Errorf("timeline %d: %w", timeline, err), redisarchive.DeleteTimeline(ctx, sh.sink, sh.cluster, sh.name, timeline))
+	}
+	sh.useBase(timeline, base, src, fmt.Sprintf(" (spec.archive.baseEvery %s; it serves restores from %s, when it had caught up with timeline %d)",
+		every, servesFrom.UTC().Format(time.RFC3339Nano), timeline-1))
+	sh.mu.Lock()
+	sh.follower = next.Follower
+	stopped := sh.stopped // stop came while the base was taken: it stopped cur only
+	sh.mu.Unlock()
+	if stopped {
+		next.Stop()
+	}
+	return next, nil
+}
+
+// archiveCatchUpMax bounds how long a scheduled base's follower may take to catch up with
+// the current timeline's.
+const archiveCatchUpMax = 2 * time.Minute
+
+// waitCaughtUp waits until next has received the stream up to offset mark, or fails when
+// its Run ends or archiveCatchUpMax passes.
+func waitCaughtUp(ctx context.Context, next *runningFollower, mark int64) error {
+	deadline := time.NewTimer(archiveCatchUpMax)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for next.Progress().Received < mark {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-next.ended:
+			return errors.New("its follower stopped before catching up")
+		case <-deadline.C:
+			return fmt.Errorf("its follower did not catch up with offset %d in %s (it is at %d)", mark, archiveCatchUpMax, next.Progress().Received)
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// prune deletes the shard's timelines spec.archive.retention no longer needs
+// (redisarchive.Expired) and records its oldest timeline kept.
+func (sh *shardArchive) prune(ctx context.Context) {
+	sh.mu.Lock()
+	keep := sh.schedule.retention
+	sh.mu.Unlock()
+	all, err := redisarchive.BaseTimelines(ctx, sh.sink, sh.cluster)
+	if err != nil {
+		sh.note(corev1.EventTypeWarning, ReasonArchivePruneFailed, "%s: cannot list the archive's timelines: %v", sh.name, err)
+		return
+	}
+	gone := redisarchive.Expired(all, sh.name, time.Now(), keep)
+	deleted := map[int]bool{}
+	var names []string
+	for _, tl := range gone {
+		if err := redisarchive.DeleteTimeline(ctx, sh.sink, sh.cluster, sh.name, tl.Timeline); err != nil {
+			sh.note(corev1.EventTypeWarning, ReasonArchivePruneFailed, "%s: %v", sh.name, err)
+			break
+		}
+		deleted[tl.Timeline] = true
+		names = append(names, strconv.Itoa(tl.Timeline))
+	}
+	if len(names) > 0 {
+		sh.note(corev1.EventTypeNormal, ReasonArchivePruned, "%s: deleted timelines %s (spec.archive.retention %s: a restore to any later time needs none of them)",
+			sh.name, strings.Join(names, ", "), keep)
+	}
+	for _, tl := range all { // by timeline: the first one left is the oldest
+		if tl.Shard == sh.name && !deleted[tl.Timeline] {
+			sh.mu.Lock()
+			sh.oldest = tl.ServesFrom
+			sh.mu.Unlock()
+			return
+		}
+	}
 }

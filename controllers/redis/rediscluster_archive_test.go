@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
+	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -496,4 +498,182 @@ func assertArchiveMetrics(t *testing.T, ns, cluster string, shards []redisv1alph
 		return total == float64(len(shards)) && following == total && len(old) == 0,
 			fmt.Sprintf("archive_shards %v, archive_shards_following %v, want %d; shards whose newest archived write is older than the writer: %v", total, following, len(shards), old)
 	})
+}
+
+// TestRedisClusterArchiveTakesNewBasesAndKeepsItsWindow: with spec.archive.baseEvery and
+// retention, every shard starts a new timeline from a new base on schedule (the old one
+// going on until the base is taken), the timelines no restore within the retention needs
+// are deleted from the store, and status.archive.recoverableFrom moves up with them. A
+// restore to a time inside a later timeline holds every key acknowledged before it and none
+// after; a restore to a time before recoverableFrom is refused, naming why; a restore to
+// latest loses nothing.
+func TestRedisClusterArchiveTakesNewBasesAndKeepsItsWindow(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	createStoreSecrets(t, ns, store.SecretKey)
+	origin := redistest.NewCluster(ns, "origin", 6)
+	origin.Spec.Finalizers = "foreground"
+	origin.Spec.Archive = &redisv1alpha1.ArchiveSpec{Destination: storeSpec(store.Bucket),
+		BaseEvery: &metav1.Duration{Duration: 10 * time.Second}, Retention: &metav1.Duration{Duration: 20 * time.Second}}
+	key, rc, pw := createRunning(t, origin, "")
+	rc = waitArchivingOn(t, key, 1)
+	first := rc.Status.Archive.Shards[0].BaseCapturedAt.Time
+	w := startAckWriter(rc.Status.Nodes[0].Instance, pw)
+	waitTimelinesFrom(t, key, 2)
+	for w.count() < 500 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	target := w.pauseFor(600 * time.Millisecond)
+
+	// Timeline 1 of every shard goes once a restore to 20 s ago no longer needs it.
+	bucket := bucketAt(t, ns)
+	testenv.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
+		objects, err := bucket.List(ctx, "origin/archive/")
+		if err != nil {
+			return false, err.Error()
+		}
+		var left []string
+		for _, o := range objects {
+			if strings.Contains(o.Name, "/00000001/") {
+				left = append(left, o.Name)
+			}
+		}
+		return len(left) == 0, fmt.Sprintf("%d objects of timeline 1 left, e.g. %v", len(left), left[:min(len(left), 3)])
+	})
+	// Keep what is left from now on: the restores below read it.
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"archive":{"retention":"1h"}}}`)
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, key, rc); err != nil {
+			return false, err.Error()
+		}
+		a := rc.Status.Archive
+		return a != nil && a.RecoverableFrom != nil && a.RecoverableFrom.After(first), fmt.Sprintf("recoverableFrom %v, want after timeline 1's base %s", a.RecoverableFrom, first)
+	})
+	if n, notes := eventCount(t, ns, "origin", rediscontrollers.ReasonArchivePruned); n == 0 {
+		t.Errorf("no %s event (%v)", rediscontrollers.ReasonArchivePruned, notes)
+	}
+	recoverable := rc.Status.Archive.RecoverableFrom.Time
+	t.Logf("timelines %+v; recoverable from %s, target %s", rc.Status.Archive.Shards, recoverable.Format(time.RFC3339Nano), target.Format(time.RFC3339Nano))
+	if target.Before(recoverable) {
+		t.Fatalf("the target %s is before recoverableFrom %s: the retention deleted what it needs", target, recoverable)
+	}
+
+	// A target inside a scheduled base's catch-up: after shard-000's timeline 3 base was
+	// captured, before its reader had caught up (servesFrom). Timeline 3 has those writes only
+	// at the catch-up's receive times, so timeline 2 must serve it.
+	data, err := redisarchive.StoreSink{Client: bucket}.Get(t.Context(), redisarchive.BaseName("origin", "shard-000", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base3, from3, err := redisarchive.DecodeBase(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The base's fork, by the clock: when timeline 2 received the first write after the base's
+	// offset; and when timeline 3's reader received that write, catching up. A write
+	// acknowledged between the two is in neither the base nor, by its time, timeline 3.
+	sink := redisarchive.StoreSink{Client: bucket}
+	forked, caughtUp := firstReceivedAfter(t, sink, 2, base3.ReplicationOffset), firstReceivedAfter(t, sink, 3, base3.ReplicationOffset)
+	if !caughtUp.After(forked) {
+		t.Fatalf("shard-000 timeline 3's reader received the first write after its base at %s, timeline 2 at %s: no catch-up to restore into", caughtUp, forked)
+	}
+	inCatchUp := forked.Add(caughtUp.Sub(forked) / 2)
+	// Receive times are within a few ms of acknowledgements (package redisarchive): keys
+	// that close to the target count neither way.
+	catchUpSkew := min(15*time.Millisecond, caughtUp.Sub(forked)/4)
+	t.Logf("shard-000 timeline 3: base captured %s (timeline 2 received the next write at %s, timeline 3 at %s), serves from %s",
+		base3.CapturedAt.Format(time.RFC3339Nano), forked.Format(time.RFC3339Nano), caughtUp.Format(time.RFC3339Nano), from3.Format(time.RFC3339Nano))
+
+	r := deleteAndRestoreLatest(t, rc, w, "latest")
+	if r.missing > 0 {
+		t.Errorf("%d of the %d keys acknowledged more than %s before the deletion are missing", r.missing, r.due, archiveRecoveryPoint)
+	}
+	source := storeSpec(store.Bucket)
+	restoreTo := func(name string, at time.Time, nodes int32) *redisv1alpha1.RedisCluster {
+		c := redistest.NewCluster(ns, name, nodes)
+		if nodes == 3 {
+			c.Spec.ReplicasPerMaster = new(int32) // three masters, as the archive has shards
+		}
+		c.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: source, Cluster: "origin",
+			TargetTime: at.UTC().Format(time.RFC3339Nano)}}
+		if err := env.Client.Create(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	attime, catchUp := restoreTo("attime", target, 6), restoreTo("catchup", inCatchUp, 6)
+	restoreTo("tooold", first.Add(time.Second), 3)
+	// A key counts for a target when acknowledged before it (after it: must be absent),
+	// except within skew of it for the catch-up target, where no writer pause was made.
+	for _, c := range []struct {
+		rc         *redisv1alpha1.RedisCluster
+		target     time.Time
+		skew       time.Duration
+		atTimeline int32
+	}{{attime, target, 0, 2}, {catchUp, inCatchUp, catchUpSkew, 2}} {
+		restored := waitRestored(t, client.ObjectKeyFromObject(c.rc))
+		for _, sh := range restored.Status.Restore.ArchiveShards {
+			if sh.Timeline < c.atTimeline {
+				t.Errorf("%s replayed %s on timeline %d, want %d or later (timeline 1 is deleted)", c.rc.Name, sh.Shard, sh.Timeline, c.atTimeline)
+			}
+		}
+		t.Logf("%s restored to %s: shards %+v", c.rc.Name, c.target.Format(time.RFC3339Nano), restored.Status.Restore.ArchiveShards)
+		missing, extra, must := 0, 0, 0
+		for i, f := range presentThroughEach(t, restored, redistest.Password(t, env.Client, ns, c.rc.Name), len(r.acks)) {
+			switch {
+			case r.acks[i].Before(c.target.Add(-c.skew)):
+				must++
+				if f != len(restored.Status.Nodes) {
+					missing++
+				}
+			case r.acks[i].After(c.target.Add(c.skew)) && f > 0:
+				extra++
+			}
+		}
+		if missing > 0 || extra > 0 {
+			t.Errorf("%s: %d of the %d keys acknowledged before its target missing, %d acknowledged after it present", c.rc.Name, missing, must, extra)
+		}
+	}
+	testenv.Eventually(t, time.Minute, func(context.Context) (bool, string) {
+		_, notes := eventCount(t, ns, "tooold", rediscontrollers.ReasonRestoreFailed)
+		return slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "no base at or before") }), fmt.Sprintf("events %v", notes)
+	})
+	t.Logf("%d keys acknowledged; restore to latest: %d missing of %d due", len(r.acks), r.missing, r.due)
+	for _, reason := range []string{rediscontrollers.ReasonArchivePruned, rediscontrollers.ReasonArchiveFailing} {
+		_, notes := eventCount(t, ns, "origin", reason)
+		t.Logf("%s: %q", reason, notes)
+	}
+}
+
+// firstReceivedAfter is when shard-000's timeline of origin's archive received its first
+// command after offset.
+func firstReceivedAfter(t *testing.T, sink redisarchive.Sink, timeline int, offset int64) time.Time {
+	t.Helper()
+	var at time.Time
+	found := errors.New("found")
+	err := redisarchive.Scan(t.Context(), sink, "origin", "shard-000", timeline, offset, func(c redisarchive.Command) error {
+		at = time.UnixMilli(c.Time)
+		return found
+	})
+	if !errors.Is(err, found) {
+		t.Fatalf("no command after offset %d in shard-000 timeline %d: %v", offset, timeline, err)
+	}
+	return at
+}
+
+// waitTimelinesFrom waits until every shard of the archive is on timeline from or later.
+func waitTimelinesFrom(t *testing.T, key client.ObjectKey, from int32) *redisv1alpha1.RedisCluster {
+	t.Helper()
+	rc := &redisv1alpha1.RedisCluster{}
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, key, rc); err != nil {
+			return false, err.Error()
+		}
+		ok := rc.Status.Archive != nil && len(rc.Status.Archive.Shards) == 3
+		for _, sh := range rc.Status.Archive.Shards {
+			ok = ok && sh.Timeline >= from
+		}
+		return ok, fmt.Sprintf("want every shard on timeline %d or later: %+v", from, rc.Status.Archive)
+	})
+	return rc
 }

@@ -35,19 +35,38 @@ func BaseRDBName(cluster, shard string, timeline int) string {
 	return TimelinePrefix(cluster, shard, timeline) + baseRDBFile
 }
 
-// EncodeBase is the description of a base, as BaseName holds it.
-func EncodeBase(b backup.Shard) ([]byte, error) { return json.MarshalIndent(b, "", "  ") }
+// baseDescription is what BaseName holds: the base, and ServesFrom, the time from which
+// restores use the timeline. A scheduled base writes it: its timeline's follower starts
+// from the base's offset while the timeline before goes on, and catches up through the
+// master's backlog, receiving those commands (acknowledged long before) all at once; until
+// it has, a restore to a time must replay the timeline before, whose receive times are the
+// writes' own. Absent (a first base, or one after a gap), the base's CapturedAt.
+type baseDescription struct {
+	backup.Shard
+	ServesFrom time.Time `json:"servesFrom,omitzero"`
+}
 
-// DecodeBase reads a base's description.
-func DecodeBase(data []byte) (backup.Shard, error) {
-	var b backup.Shard
-	if err := json.Unmarshal(data, &b); err != nil {
-		return b, fmt.Errorf("a base description is not JSON: %w", err)
+// EncodeBase is the description of a base, as BaseName holds it; servesFrom is zero but
+// for a scheduled base (see baseDescription).
+func EncodeBase(b backup.Shard, servesFrom time.Time) ([]byte, error) {
+	return json.MarshalIndent(baseDescription{Shard: b, ServesFrom: servesFrom}, "", "  ")
+}
+
+// DecodeBase reads a base's description: the base, and the time from which restores use
+// its timeline.
+func DecodeBase(data []byte) (backup.Shard, time.Time, error) {
+	var d baseDescription
+	if err := json.Unmarshal(data, &d); err != nil {
+		return d.Shard, time.Time{}, fmt.Errorf("a base description is not JSON: %w", err)
 	}
+	b := d.Shard
 	if b.ReplicationID == "" || b.ReplicationOffset < 0 || b.File == "" || len(b.Slots) == 0 {
-		return b, fmt.Errorf("a base description needs the slots, the replication ID and offset and the file")
+		return b, time.Time{}, fmt.Errorf("a base description needs the slots, the replication ID and offset and the file")
 	}
-	return b, nil
+	if d.ServesFrom.IsZero() {
+		d.ServesFrom = b.CapturedAt
+	}
+	return b, d.ServesFrom, nil
 }
 
 // Timeline is one timeline of a shard's archive with its base.
@@ -55,6 +74,8 @@ type Timeline struct {
 	Shard    string
 	Timeline int
 	Base     backup.Shard
+	// ServesFrom is the earliest restore target the timeline serves (see baseDescription).
+	ServesFrom time.Time
 }
 
 // BaseTimelines lists the timelines of every shard of cluster's archive whose base is
@@ -74,11 +95,11 @@ func BaseTimelines(ctx context.Context, sink Sink, cluster string) ([]Timeline, 
 		if err != nil {
 			return nil, err
 		}
-		b, err := DecodeBase(data)
+		b, from, err := DecodeBase(data)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", n, err)
 		}
-		out = append(out, Timeline{Shard: shard, Timeline: timeline, Base: b})
+		out = append(out, Timeline{Shard: shard, Timeline: timeline, Base: b, ServesFrom: from})
 	}
 	slices.SortFunc(out, func(a, b Timeline) int {
 		if c := strings.Compare(a.Shard, b.Shard); c != 0 {
@@ -107,7 +128,8 @@ func parseBaseName(cluster, name string) (shard string, timeline int, ok bool) {
 }
 
 // ChooseTimelines picks, for a restore to target (zero: the latest), each shard's timeline:
-// the last one whose base was captured at or before the target. A shard with no such
+// the last one that serves the target (ServesFrom at or before it: its base's capture, or
+// for a scheduled base, when its follower had caught up). A shard with no such
 // timeline is an error naming it.
 func ChooseTimelines(all []Timeline, target time.Time) ([]Timeline, error) {
 	var out []Timeline
@@ -116,12 +138,12 @@ func ChooseTimelines(all []Timeline, target time.Time) ([]Timeline, error) {
 		j := i
 		var pick *Timeline
 		for ; j < len(all) && all[j].Shard == all[i].Shard; j++ {
-			if target.IsZero() || !all[j].Base.CapturedAt.After(target) {
+			if target.IsZero() || !all[j].ServesFrom.After(target) {
 				pick = &all[j]
 			}
 		}
 		if pick == nil {
-			missing = append(missing, fmt.Sprintf("%s (first base captured at %s)", all[i].Shard, all[i].Base.CapturedAt.Format(time.RFC3339)))
+			missing = append(missing, fmt.Sprintf("%s (its oldest timeline serves from %s)", all[i].Shard, all[i].ServesFrom.Format(time.RFC3339Nano)))
 		} else {
 			out = append(out, *pick)
 		}

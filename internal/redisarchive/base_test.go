@@ -31,17 +31,20 @@ func TestParseBaseName(t *testing.T) {
 
 func TestChooseTimelines(t *testing.T) {
 	at := func(s int) time.Time { return time.Date(2026, 11, 28, 12, 0, s, 0, time.UTC) }
-	tl := func(shard string, timeline, captured int) Timeline {
-		return Timeline{Shard: shard, Timeline: timeline, Base: backup.Shard{CapturedAt: at(captured)}}
+	tl := func(shard string, timeline, captured, from int) Timeline {
+		return Timeline{Shard: shard, Timeline: timeline, Base: backup.Shard{CapturedAt: at(captured)}, ServesFrom: at(from)}
 	}
-	all := []Timeline{tl("shard-000", 1, 0), tl("shard-000", 2, 30), tl("shard-001", 1, 5)}
+	// shard-000's timeline 2 is a scheduled base captured at 30 s whose follower had caught
+	// up at 33 s: timeline 1 serves targets up to then.
+	all := []Timeline{tl("shard-000", 1, 0, 0), tl("shard-000", 2, 30, 33), tl("shard-001", 1, 5, 5)}
 	for _, tc := range []struct {
 		target time.Time
 		want   string // shard:timeline, or the error's start
 	}{
 		{time.Time{}, "shard-000:2 shard-001:1"},
 		{at(29), "shard-000:1 shard-001:1"},
-		{at(30), "shard-000:2 shard-001:1"},
+		{at(31), "shard-000:1 shard-001:1"},
+		{at(33), "shard-000:2 shard-001:1"},
 		{at(4), "error: the archive has no base at or before"},
 	} {
 		got, err := ChooseTimelines(all, tc.target)
@@ -61,5 +64,29 @@ func TestChooseTimelines(t *testing.T) {
 	}
 	if _, err := ChooseTimelines(nil, time.Time{}); err == nil {
 		t.Error("ChooseTimelines of no timeline succeeded, want an error")
+	}
+}
+
+// TestBaseDescription: a description without servesFrom (a first base, one after a gap, or
+// one an earlier operator wrote) serves from its capture; a scheduled base's from its own.
+func TestBaseDescription(t *testing.T) {
+	captured := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	b := backup.Shard{ReplicationID: "r", ReplicationOffset: 10, File: "f", Slots: []backup.SlotRange{{Start: 0, End: 5}}, CapturedAt: captured}
+	for _, from := range []time.Time{{}, captured.Add(1500 * time.Millisecond)} {
+		data, err := EncodeBase(b, from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, serves, err := DecodeBase(data)
+		want := from
+		if from.IsZero() {
+			want = captured
+		}
+		if err != nil || got.ReplicationOffset != 10 || !serves.Equal(want) {
+			t.Errorf("EncodeBase(servesFrom %v) read back as %+v serving from %v (%v), want from %v", from, got, serves, err, want)
+		}
+		if from.IsZero() && strings.Contains(string(data), "servesFrom") {
+			t.Errorf("a base without servesFrom writes one: %s", data)
+		}
 	}
 }

@@ -91,7 +91,7 @@ func TestScanNamesAGap(t *testing.T) {
 	if n, err := count(0); n != 3 || err != nil {
 		t.Fatalf("the whole archive: %d commands, %v", n, err)
 	}
-	sink.Delete(SegmentName("c", "s", 1, segs[1].Start))
+	_ = sink.Delete(t.Context(), SegmentName("c", "s", 1, segs[1].Start))
 	n, err := count(0)
 	want := "no segment for offsets " + itoa(segs[1].Start+1) + ".." + itoa(segs[2].Start)
 	if !errors.Is(err, ErrGap) || !strings.Contains(err.Error(), want) || n != 1 {

@@ -100,6 +100,9 @@ func (s StoreSink) List(ctx context.Context, prefix string) ([]string, error) {
 	return names, err
 }
 
+// Delete removes the object name.
+func (s StoreSink) Delete(ctx context.Context, name string) error { return s.Client.Delete(ctx, name) }
+
 // MemorySink keeps segments in memory, for tests. The zero value is ready to use.
 type MemorySink struct {
 	mu      sync.Mutex
@@ -142,11 +145,12 @@ func (m *MemorySink) List(_ context.Context, prefix string) ([]string, error) {
 	return names, nil
 }
 
-// Delete removes an object (tests use it to make a hole in the archive).
-func (m *MemorySink) Delete(name string) {
+// Delete removes an object.
+func (m *MemorySink) Delete(_ context.Context, name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.objects, name)
+	return nil
 }
 
 // DirSink keeps segments as files under a directory, names as relative paths.

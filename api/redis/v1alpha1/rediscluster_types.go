@@ -194,6 +194,21 @@ type ArchiveSpec struct {
 	// each a base snapshot and the segments that continue it.
 	// +required
 	Destination ObjectStore `json:"destination"`
+	// BaseEvery is how often each shard's archive starts again from a new base snapshot (a
+	// new timeline), the old timeline going on until the new base is taken, so every second
+	// stays restorable: a restore replays at most this much of the archive after its base,
+	// and retention can delete what came before. 24h when unset.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('720h')",message="spec.archive.baseEvery must be a duration between 10s and 720h, for example 24h"
+	// +optional
+	BaseEvery *metav1.Duration `json:"baseEvery,omitempty"`
+	// Retention is how far back restores must reach: each shard keeps the newest timeline
+	// whose base is at least this old and every later one, and the older timelines (base
+	// and segments) are deleted from the object store after each new base.
+	// status.archive.recoverableFrom says the earliest time a restore can target. Everything
+	// is kept when unset.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="spec.archive.retention must be a duration of at least 10s, for example 168h"
+	// +optional
+	Retention *metav1.Duration `json:"retention,omitempty"`
 }
 
 // WriteSafety is what a master does with writes when it cannot reach its replicas.
@@ -992,6 +1007,11 @@ type ArchiveStatus struct {
 	// +listMapKey=shard
 	// +optional
 	Shards []ArchiveShardStatus `json:"shards,omitempty"`
+	// RecoverableFrom is the earliest time a restore can target: every shard has a base
+	// captured at or before it (the latest of the shards' oldestBase). Empty until every
+	// shard has one.
+	// +optional
+	RecoverableFrom *metav1.Time `json:"recoverableFrom,omitempty"`
 }
 
 // ArchiveShardStatus is the archive of one shard.
@@ -1002,7 +1022,8 @@ type ArchiveShardStatus struct {
 	// +optional
 	Slots string `json:"slots,omitempty"`
 	// Timeline is the shard's current timeline: 1 from the first base, one more after each
-	// gap (a history the archive could not continue, which a new base starts again).
+	// gap (a history the archive could not continue, which a new base starts again) and
+	// each scheduled base (spec.archive.baseEvery).
 	// +optional
 	Timeline int32 `json:"timeline,omitempty"`
 	// BaseOffset is the replication offset of the timeline's base snapshot, BaseCapturedAt
@@ -1011,6 +1032,12 @@ type ArchiveShardStatus struct {
 	BaseOffset int64 `json:"baseOffset,omitempty"`
 	// +optional
 	BaseCapturedAt *metav1.Time `json:"baseCapturedAt,omitempty"`
+	// OldestBase is the earliest time the shard's oldest timeline kept in the archive serves
+	// restores (its base's capture, or for a scheduled base the time its reader had caught
+	// up): a restore cannot reach further back (spec.archive.retention deletes older
+	// timelines).
+	// +optional
+	OldestBase *metav1.Time `json:"oldestBase,omitempty"`
 	// Source is the pod the archive follows (a replica of the shard where there is one).
 	// +optional
 	Source string `json:"source,omitempty"`
