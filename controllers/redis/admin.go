@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 )
 
 // Admin is what the reconciler asks of Redis. Every topology command goes through one of
@@ -35,10 +36,10 @@ type Admin interface {
 
 // AdminFactory opens an Admin that authenticates with login, over TLS with tlsConfig when
 // it is not nil.
-type AdminFactory func(login redisadmin.Login, tlsConfig *tls.Config) Admin
+type AdminFactory func(login conn.Login, tlsConfig *tls.Config) Admin
 
 // DefaultAdminFactory speaks the Redis protocol with go-redis.
-func DefaultAdminFactory(login redisadmin.Login, tlsConfig *tls.Config) Admin {
+func DefaultAdminFactory(login conn.Login, tlsConfig *tls.Config) Admin {
 	return redisadmin.NewAdmin(login.Password, 2*time.Second).WithUser(login.User).WithTLS(tlsConfig)
 }
 
@@ -141,13 +142,13 @@ type adminPool struct {
 
 type pooledAdmin struct {
 	admin Admin
-	login redisadmin.Login
+	login conn.Login
 	tls   *tls.Config
 }
 
 // get returns the cluster's Admin for login and tlsConfig, opening it with open when there
 // is none or the one there authenticates or verifies differently.
-func (p *adminPool) get(cluster types.NamespacedName, login redisadmin.Login, tlsConfig *tls.Config, open func() Admin) Admin {
+func (p *adminPool) get(cluster types.NamespacedName, login conn.Login, tlsConfig *tls.Config, open func() Admin) Admin {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if prev, ok := p.byCluster[cluster]; ok {

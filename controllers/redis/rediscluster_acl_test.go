@@ -21,7 +21,7 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -46,7 +46,7 @@ func TestRedisClusterWithACLUsers(t *testing.T) {
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "acl-users"}, users); err != nil {
 		t.Fatal(err)
 	}
-	logins := map[string]redisadmin.Login{
+	logins := map[string]conn.Login{
 		"application": {Password: pw},
 		"operator":    {User: resources.RedisOperatorUser, Password: string(users.Data[resources.RedisUsersOperatorKey])},
 		"exporter":    {User: resources.RedisExporterUser, Password: string(users.Data[resources.RedisUsersExporterKey])},
@@ -76,9 +76,9 @@ func TestRedisClusterWithACLUsers(t *testing.T) {
 	})
 	t.Logf("the application's password rotated in %.1f s", time.Since(rotateStart).Seconds())
 	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
-	logins["application"] = redisadmin.Login{Password: newPw}
+	logins["application"] = conn.Login{Password: newPw}
 	for _, n := range rc.Status.Nodes {
-		if ok, err := redisadmin.Accepts(t.Context(), n.Instance, nil, redisadmin.Login{Password: pw}); err != nil || ok {
+		if ok, err := conn.Accepts(t.Context(), n.Instance, nil, conn.Login{Password: pw}); err != nil || ok {
 			t.Errorf("%s still accepts the old password (%v)", n.Name, err)
 		}
 		assertUserCommands(t.Context(), t, n.Instance, logins)
@@ -87,7 +87,7 @@ func TestRedisClusterWithACLUsers(t *testing.T) {
 	// The operator's and the exporter's passwords rotate the same way, changed by hand in
 	// the users Secret: replicas keep replicating (masterauth follows the operator's).
 	// So does the password of a user of spec.acl.users, changed in its own Secret.
-	oldLogins := map[string]redisadmin.Login{"operator": logins["operator"], "exporter": logins["exporter"], "reader": logins["reader"]}
+	oldLogins := map[string]conn.Login{"operator": logins["operator"], "exporter": logins["exporter"], "reader": logins["reader"]}
 	suffix := fmt.Sprint(time.Now().UnixNano())
 	testenv.Update(t, env.Client, client.ObjectKey{Namespace: ns, Name: "acl-users"}, &corev1.Secret{}, func(s *corev1.Secret) {
 		s.Data[resources.RedisUsersOperatorKey] = []byte("operator-" + suffix)
@@ -96,9 +96,9 @@ func TestRedisClusterWithACLUsers(t *testing.T) {
 	testenv.Update(t, env.Client, client.ObjectKeyFromObject(reader), &corev1.Secret{}, func(s *corev1.Secret) {
 		s.Data["pw"] = []byte("reader-" + suffix)
 	})
-	logins["operator"] = redisadmin.Login{User: resources.RedisOperatorUser, Password: "operator-" + suffix}
-	logins["exporter"] = redisadmin.Login{User: resources.RedisExporterUser, Password: "exporter-" + suffix}
-	logins["reader"] = redisadmin.Login{User: "reader", Password: "reader-" + suffix}
+	logins["operator"] = conn.Login{User: resources.RedisOperatorUser, Password: "operator-" + suffix}
+	logins["exporter"] = conn.Login{User: resources.RedisExporterUser, Password: "exporter-" + suffix}
+	logins["reader"] = conn.Login{User: "reader", Password: "reader-" + suffix}
 	rotateStart = time.Now()
 	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
 		cur := &redisv1alpha1.RedisCluster{}
@@ -110,7 +110,7 @@ func TestRedisClusterWithACLUsers(t *testing.T) {
 		}
 		for _, n := range rc.Status.Nodes {
 			for user, old := range oldLogins {
-				if ok, err := redisadmin.Accepts(ctx, n.Instance, nil, old); err != nil || ok {
+				if ok, err := conn.Accepts(ctx, n.Instance, nil, old); err != nil || ok {
 					return false, fmt.Sprintf("%s accepts the old password of the %s (%v)", n.Name, user, err)
 				}
 			}
@@ -143,7 +143,7 @@ func TestRedisClusterWithACLUsers(t *testing.T) {
 
 // assertUserCommands checks on the node at addr that each user of logins runs what it needs
 // and is refused (NOPERM) what it must not run.
-func assertUserCommands(ctx context.Context, t *testing.T, addr string, logins map[string]redisadmin.Login) {
+func assertUserCommands(ctx context.Context, t *testing.T, addr string, logins map[string]conn.Login) {
 	t.Helper()
 	cases := []struct {
 		user    string

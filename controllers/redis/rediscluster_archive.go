@@ -27,6 +27,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
 
@@ -100,7 +101,7 @@ type clusterArchive struct {
 
 // archiveConn is how a shard's follower reaches the nodes.
 type archiveConn struct {
-	login redisadmin.Login
+	login conn.Login
 	tls   *tls.Config
 }
 

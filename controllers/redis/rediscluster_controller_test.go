@@ -32,6 +32,7 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/caching"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -245,7 +246,7 @@ func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 		Client: testenv.CountingClient{Client: countingGets{Client: mgr.GetClient(), reads: countingReader{Reader: mgr.GetClient(), reads: &cacheReads}}, Writes: &writes}, Scheme: env.Scheme, Recorder: recorder,
 		APIReader: countingReader{Reader: mgr.GetAPIReader(), reads: &reads}, References: refs,
 		OperatorNamespace: operatorNamespace, // as the suite's reconciler, or the two rewrite the NetworkPolicy in turn
-		NewAdmin: func(login redisadmin.Login, tlsConfig *tls.Config) rediscontrollers.Admin {
+		NewAdmin: func(login conn.Login, tlsConfig *tls.Config) rediscontrollers.Admin {
 			a := rediscontrollers.DefaultAdminFactory(login, tlsConfig)
 			adminsMu.Lock()
 			admins = append(admins, a.(*redisadmin.Admin))

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -160,7 +161,7 @@ func (r *RedisClusterReconciler) keepOnlyPassword(ctx context.Context, s *state)
 		return nil
 	}
 	for _, addr := range s.step.Addrs {
-		ok, err := redisadmin.Accepts(ctx, addr, s.tls, redisadmin.Login{User: c.user, Password: previous})
+		ok, err := conn.Accepts(ctx, addr, s.tls, conn.Login{User: c.user, Password: previous})
 		if err != nil {
 			return fmt.Errorf("while checking that the previous password of user %s was retired: %w", c.user, err)
 		}
@@ -197,7 +198,7 @@ func rotationStep(err error) (silent bool, _ error) {
 	switch {
 	case err == nil:
 		return false, nil
-	case errors.Is(err, redisadmin.ErrWrongPassword):
+	case errors.Is(err, conn.ErrWrongPassword):
 		return false, err
 	default:
 		return true, nil

@@ -19,6 +19,7 @@ import (
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/caching"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -75,10 +76,10 @@ func TestRedisClusterRotatesThePassword(t *testing.T) {
 		t.Errorf("the writer with the new password failed for %s during the rotation", outage)
 	}
 	for _, n := range rc.Status.Nodes {
-		if ok, err := redisadmin.Accepts(t.Context(), n.Instance, nil, redisadmin.Login{Password: oldPw}); err != nil || ok {
+		if ok, err := conn.Accepts(t.Context(), n.Instance, nil, conn.Login{Password: oldPw}); err != nil || ok {
 			t.Errorf("%s still accepts the old password (%v)", n.Name, err)
 		}
-		if ok, err := redisadmin.Accepts(t.Context(), n.Instance, nil, redisadmin.Login{Password: newPw}); err != nil || !ok {
+		if ok, err := conn.Accepts(t.Context(), n.Instance, nil, conn.Login{Password: newPw}); err != nil || !ok {
 			t.Errorf("%s refuses the new password (%v)", n.Name, err)
 		}
 	}
@@ -96,7 +97,7 @@ func TestRedisClusterRotatesThePassword(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
-		ok, err := redisadmin.Accepts(ctx, restarted.Instance, nil, redisadmin.Login{Password: newPw})
+		ok, err := conn.Accepts(ctx, restarted.Instance, nil, conn.Login{Password: newPw})
 		return ok, fmt.Sprintf("%s after its restart: accepts the new password %t (%v)", restarted.Name, ok, err)
 	})
 	admin := redisadmin.NewAdmin(newPw, time.Second)
@@ -187,10 +188,10 @@ func TestRedisClusterPasswordSecretWithANewline(t *testing.T) {
 		t.Errorf("PasswordApplied %v, want True", c)
 	}
 	for _, n := range rc.Status.Nodes {
-		if ok, err := redisadmin.Accepts(t.Context(), n.Instance, nil, redisadmin.Login{Password: password}); err != nil || !ok {
+		if ok, err := conn.Accepts(t.Context(), n.Instance, nil, conn.Login{Password: password}); err != nil || !ok {
 			t.Errorf("%s refuses the password without the newline (%v)", n.Name, err)
 		}
-		if ok, err := redisadmin.Accepts(t.Context(), n.Instance, nil, redisadmin.Login{Password: password + "\n"}); err != nil || ok {
+		if ok, err := conn.Accepts(t.Context(), n.Instance, nil, conn.Login{Password: password + "\n"}); err != nil || ok {
 			t.Errorf("%s accepts the password with the newline (%v)", n.Name, err)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -210,7 +211,7 @@ func TestRedisClusterFinishesAnInterruptedJoin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	meet := redisadmin.Action{Commands: []redisadmin.Command{{Addr: rc.Status.Nodes[0].Instance, Args: []string{"CLUSTER", "MEET", host, port}}}}
+	meet := redisadmin.Action{Commands: []conn.Command{{Addr: rc.Status.Nodes[0].Instance, Args: []string{"CLUSTER", "MEET", host, port}}}}
 	if err := admin.Run(t.Context(), meet); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -23,7 +24,7 @@ func TestRotationStep(t *testing.T) {
 		silent, failed bool
 	}{
 		"accepted":                {},
-		"refuses every password":  {err: fmt.Errorf("127.1.0.1:6379: %w", redisadmin.ErrWrongPassword), failed: true},
+		"refuses every password":  {err: fmt.Errorf("127.1.0.1:6379: %w", conn.ErrWrongPassword), failed: true},
 		"does not answer":         {err: errors.New("while connecting to 127.1.0.1:6379: dial tcp: connection refused"), silent: true},
 		"answers, then times out": {err: errors.New("i/o timeout"), silent: true},
 	}

@@ -14,6 +14,7 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
@@ -361,7 +362,7 @@ func nodeStatuses(s *state) []redisv1alpha1.RedisNode {
 			entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "PodPending", "the pod is not running yet"
 		case o == nil || !o.Answered():
 			entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "Unreachable", "the node does not answer"
-			if o != nil && redisadmin.IsAuthError(o.Err) {
+			if o != nil && conn.IsAuthError(o.Err) {
 				entry.Reason, entry.Message = "AuthenticationFailed", "the node refuses the password"
 			} else if recorded {
 				entry.Message = "the node does not answer; if its volume was lost, its start guard holds it until its old role is settled"

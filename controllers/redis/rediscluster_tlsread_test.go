@@ -14,7 +14,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/certs"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -60,7 +60,7 @@ func TestEveryLookChecksTheCertificatesOfACARotation(t *testing.T) {
 	} {
 		c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(objects...).Build()
 		var trust *tls.Config
-		r := &RedisClusterReconciler{Client: c, APIReader: c, NewAdmin: func(_ redisadmin.Login, cfg *tls.Config) Admin {
+		r := &RedisClusterReconciler{Client: c, APIReader: c, NewAdmin: func(_ conn.Login, cfg *tls.Config) Admin {
 			trust = cfg
 			return nil
 		}}

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/middleware-operator/middleware-operator/internal/child"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -95,18 +95,18 @@ func (r *RedisClusterReconciler) ensureUsers(ctx context.Context, s *state) erro
 // login is how the operator authenticates to the nodes: as the default user with the
 // password every node accepts (its applied-password record's, the Secret's before there is
 // one), or with ACL users as resources.RedisOperatorUser.
-func (s *state) login() redisadmin.Login {
+func (s *state) login() conn.Login {
 	if resources.RedisACLEnabled(s.rc) {
-		login := redisadmin.Login{User: resources.RedisOperatorUser}
+		login := conn.Login{User: resources.RedisOperatorUser}
 		if len(s.operatorPasswords) > 0 {
 			login.Password = s.operatorPasswords[0] // the one every node accepts
 		}
 		return login
 	}
 	if applied := s.applied[resources.RedisAppliedPasswordSecretName(s.rc)]; applied != nil && len(applied.Data[resources.RedisPasswordKey]) > 0 {
-		return redisadmin.Login{Password: string(applied.Data[resources.RedisPasswordKey])} // the one every node accepts
+		return conn.Login{Password: string(applied.Data[resources.RedisPasswordKey])} // the one every node accepts
 	}
-	return redisadmin.Login{Password: s.password}
+	return conn.Login{Password: s.password}
 }
 
 // ReasonUserSecretMissing is the Warning event of a Secret that spec.acl.users names and

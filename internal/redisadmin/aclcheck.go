@@ -43,7 +43,7 @@ var setUserRefusal = regexp.MustCompile(`^ERR Error in ACL SETUSER modifier '(.*
 // operator's user may run ACL SETUSER but not ACL DELUSER. err is a failure to ask (a node
 // that does not answer, a refused login): nothing is known of the rules then.
 func (a *Admin) CheckACLRules(ctx context.Context, addr string, sets []string) (verdicts []error, err error) {
-	conn := a.client(addr)
+	conn := a.Client(addr)
 	verdicts = make([]error, len(sets))
 	for i, rules := range sets {
 		args := []any{"ACL", "SETUSER", ACLCheckUser, "reset"}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 )
 
 // TestCheckACLRules: a node with users, asked by a user that may only ACL SETUSER (as the
@@ -25,7 +27,7 @@ func TestCheckACLRules(t *testing.T) {
 	defer func() { _ = root.Close() }()
 	users := func() string {
 		t.Helper()
-		list, err := root.client(s.addr).Do(ctx, "ACL", "LIST").StringSlice()
+		list, err := root.Client(s.addr).Do(ctx, "ACL", "LIST").StringSlice()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +64,7 @@ func TestCheckACLRules(t *testing.T) {
 	if !strings.Contains(check, " off ") || strings.ContainsAny(check, "#~&+") {
 		t.Errorf("user %s was not left off with nothing: %q", ACLCheckUser, check)
 	}
-	if ok, err := Accepts(ctx, s.addr, nil, Login{User: ACLCheckUser, Password: "x"}); err != nil || ok {
+	if ok, err := conn.Accepts(ctx, s.addr, nil, conn.Login{User: ACLCheckUser, Password: "x"}); err != nil || ok {
 		t.Errorf("user %s logs in (%v)", ACLCheckUser, err)
 	}
 }

@@ -3,6 +3,8 @@ package redisadmin
 import (
 	"context"
 	"crypto/tls"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 )
 
 // StepAnnounce sets, with one CONFIG SET on the node of Pod at Addr, the hostname it
@@ -85,7 +87,7 @@ func planAnnounce(spec Spec, s Snapshot, next Step) Step {
 // SetAnnounce makes the node at addr announce hostname to clients, with
 // cluster-preferred-endpoint-type endpoint (EndpointHostname or EndpointIP), in one
 // CONFIG SET.
-func SetAnnounce(ctx context.Context, addr string, tlsConfig *tls.Config, login Login, hostname, endpoint string) error {
-	return configSet(ctx, addr, tlsConfig, login, "the announced hostname",
+func SetAnnounce(ctx context.Context, addr string, tlsConfig *tls.Config, login conn.Login, hostname, endpoint string) error {
+	return conn.ConfigSet(ctx, addr, tlsConfig, login, "the announced hostname",
 		"cluster-announce-hostname", hostname, "cluster-preferred-endpoint-type", endpoint)
 }

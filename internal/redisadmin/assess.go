@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
@@ -67,7 +68,7 @@ func Assess(s Snapshot) Health {
 	for i := range s.Nodes {
 		o := &s.Nodes[i]
 		switch {
-		case IsAuthError(o.Err):
+		case conn.IsAuthError(o.Err):
 			h.AuthFailed = append(h.AuthFailed, o.Pod)
 			h.Silent = append(h.Silent, o.Pod)
 		case !o.Answered():

@@ -60,7 +60,7 @@ func keysOn(ctx context.Context, b *testing.B, admin *Admin, servers []*testServ
 	b.Helper()
 	var total int64
 	for _, s := range servers {
-		n, err := admin.client(s.addr).DBSize(ctx).Result()
+		n, err := admin.Client(s.addr).DBSize(ctx).Result()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func benchOurs(ctx context.Context, b *testing.B, n int) rebalanceRun {
 	// A master told the new owner of a slot may switch back for a moment on a gossip
 	// message the old owner sent before it was told, until the new owner's higher epoch
 	// reaches it: redis-cli's check would report that as a disagreement.
-	err = admin.poll(ctx, "a healthy cluster", func(ctx context.Context) (bool, string) {
+	err = admin.Poll(ctx, "a healthy cluster", func(ctx context.Context) (bool, string) {
 		res, err := admin.Check(ctx, []string{entry})
 		if err != nil {
 			return false, err.Error()

@@ -5,17 +5,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	goredis "github.com/redis/go-redis/v9"
 )
 
 // TestSmallBuffersReadLongReplies: the admin's connections have small buffers
-// (nodeReadBuffer, nodeWriteBuffer) and no pipeline pool of their own; a reply or a command
-// many times their size still goes through whole, alone and in a pipeline, and a pipeline
-// uses the one pool.
+// (conn.NodeOptions' ReadBufferSize and WriteBufferSize) and no pipeline pool of their own;
+// a reply or a command many times their size still goes through whole, alone and in a
+// pipeline, and a pipeline uses the one pool.
 func TestSmallBuffersReadLongReplies(t *testing.T) {
 	requireTools(t)
 	srv := startServers(t, 1, "pw")[0]
-	c := goredis.NewClient(nodeOptions(srv.addr, Login{Password: "pw"}, nil, 2*time.Second, 2))
+	opts := conn.NodeOptions(srv.addr, conn.Login{Password: "pw"}, nil, 2*time.Second, 2)
+	readBuffer := opts.ReadBufferSize
+	c := goredis.NewClient(opts)
 	defer func() { _ = c.Close() }()
 	if err := c.ClusterAddSlotsRange(t.Context(), 0, 16383).Err(); err != nil {
 		t.Fatal(err)
@@ -26,13 +29,13 @@ func TestSmallBuffersReadLongReplies(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	long := strings.Repeat("0123456789abcdef", 40*nodeReadBuffer/16) // 40 read buffers
+	long := strings.Repeat("0123456789abcdef", 40*readBuffer/16) // 40 read buffers
 	if err := c.Set(t.Context(), "long", long, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	got, err := c.Get(t.Context(), "long").Result()
 	if err != nil || got != long {
-		t.Fatalf("GET of a %d-byte value through %d-byte buffers: %d bytes, %v", len(long), nodeReadBuffer, len(got), err)
+		t.Fatalf("GET of a %d-byte value through %d-byte buffers: %d bytes, %v", len(long), readBuffer, len(got), err)
 	}
 	pipe := c.Pipeline()
 	gets := []*goredis.StringCmd{pipe.Get(t.Context(), "long"), pipe.Get(t.Context(), "long")}

@@ -25,7 +25,7 @@ func problemKinds(res CheckResult) []ProblemKind {
 func waitCheck(ctx context.Context, t *testing.T, admin *Admin, addrs []string, what string, cond func(CheckResult) bool) CheckResult {
 	t.Helper()
 	var res CheckResult
-	err := admin.poll(ctx, what, func(ctx context.Context) (bool, string) {
+	err := admin.Poll(ctx, what, func(ctx context.Context) (bool, string) {
 		var err error
 		res, err = admin.Check(ctx, addrs)
 		if err != nil {
@@ -57,7 +57,7 @@ func TestCheckFindsProblems(t *testing.T) {
 	}
 	do := func(addr string, args ...any) {
 		t.Helper()
-		if err := admin.client(addr).Do(ctx, args...).Err(); err != nil {
+		if err := admin.Client(addr).Do(ctx, args...).Err(); err != nil {
 			t.Fatalf("%s %v: %v", addr, args, err)
 		}
 	}

@@ -151,7 +151,7 @@ func (a *Admin) Check(ctx context.Context, addrs []string) (CheckResult, error) 
 
 // probe queries one node.
 func (a *Admin) probe(ctx context.Context, addr string) (probe, error) {
-	self, view, err := a.myself(ctx, addr)
+	self, view, err := a.Myself(ctx, addr)
 	if err != nil {
 		return probe{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -63,7 +64,7 @@ func planAbandon(s Snapshot) (Action, bool) {
 	if len(shards) == 0 {
 		return Action{}, false
 	}
-	var cmds []Command
+	var cmds []conn.Command
 	var names []string
 	for _, sh := range shards {
 		for _, o := range s.joined() {
@@ -72,7 +73,7 @@ func planAbandon(s Snapshot) (Action, bool) {
 				return Action{}, false
 			}
 			if slices.ContainsFunc(o.View, func(n Node) bool { return n.ID == sh.ID }) {
-				cmds = append(cmds, Command{o.Addr, []string{"CLUSTER", "FORGET", sh.ID}})
+				cmds = append(cmds, conn.Command{Addr: o.Addr, Args: []string{"CLUSTER", "FORGET", sh.ID}})
 			}
 		}
 		names = append(names, fmt.Sprintf("%s (last at %s, %d slots)", nodes.ShortID(sh.ID), sh.Addr, CountSlots(sh.Slots)))
@@ -141,7 +142,7 @@ func planCover(s Snapshot) (Action, bool) {
 	for _, r := range uncovered {
 		args = append(args, strconv.Itoa(r.Start), strconv.Itoa(r.End))
 	}
-	return Action{ActionCover, []Command{{target.Addr, args}}, fmt.Sprintf("%d slots (%s) had no owner and no keys on any master: given to %s",
+	return Action{ActionCover, []conn.Command{{Addr: target.Addr, Args: args}}, fmt.Sprintf("%d slots (%s) had no owner and no keys on any master: given to %s",
 		CountSlots(uncovered), FormatSlotRanges(uncovered), target.Pod)}, true
 }
 
@@ -169,7 +170,7 @@ func (a *Admin) countKeys(ctx context.Context, addr string, slots []int) (map[in
 	if len(slots) == 0 {
 		return nil, nil
 	}
-	cmds, err := a.client(addr).Pipelined(ctx, func(p goredis.Pipeliner) error {
+	cmds, err := a.Client(addr).Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for _, slot := range slots {
 			p.Do(ctx, "CLUSTER", "COUNTKEYSINSLOT", slot)
 		}

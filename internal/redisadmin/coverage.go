@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"strings"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 )
 
 // StepSetCoverage sets cluster-require-full-coverage (Step.Coverage) on the nodes at Addrs
@@ -28,6 +30,6 @@ func planCoverage(spec Spec, s Snapshot, _ Health) (Step, bool) {
 }
 
 // SetCoverage sets cluster-require-full-coverage to value (yes or no) on the node at addr.
-func SetCoverage(ctx context.Context, addr string, tlsConfig *tls.Config, login Login, value string) error {
-	return configSet(ctx, addr, tlsConfig, login, "cluster-require-full-coverage", "cluster-require-full-coverage", value)
+func SetCoverage(ctx context.Context, addr string, tlsConfig *tls.Config, login conn.Login, value string) error {
+	return conn.ConfigSet(ctx, addr, tlsConfig, login, "cluster-require-full-coverage", "cluster-require-full-coverage", value)
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
@@ -79,7 +80,7 @@ func (a *Admin) preflight(ctx context.Context, plan Plan) (map[string]emptyNode,
 	byID := map[string]string{}
 	var problems []string
 	for _, e := range plan.Endpoints() {
-		self, view, err := a.myself(ctx, e.Addr)
+		self, view, err := a.Myself(ctx, e.Addr)
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +88,7 @@ func (a *Admin) preflight(ctx context.Context, plan Plan) (map[string]emptyNode,
 		if err != nil {
 			return nil, err
 		}
-		keys, err := a.client(e.Addr).DBSize(ctx).Result()
+		keys, err := a.Client(e.Addr).DBSize(ctx).Result()
 		if err != nil {
 			return nil, fmt.Errorf("while running DBSIZE on %s: %w", e.Addr, err)
 		}
@@ -114,7 +115,7 @@ func (a *Admin) preflight(ctx context.Context, plan Plan) (map[string]emptyNode,
 		if err != nil {
 			return nil, fmt.Errorf("while reading address %s: %w", e.Addr, err)
 		}
-		ip, err := resolveIP(ctx, host)
+		ip, err := conn.ResolveIP(ctx, host)
 		if err != nil {
 			return nil, err
 		}
@@ -130,21 +131,6 @@ func (a *Admin) preflight(ctx context.Context, plan Plan) (map[string]emptyNode,
 	return out, nil
 }
 
-// resolveIP returns host if it is an IP, else its first address.
-func resolveIP(ctx context.Context, host string) (string, error) {
-	if net.ParseIP(host) != nil {
-		return host, nil
-	}
-	addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
-	if err != nil {
-		return "", fmt.Errorf("while resolving %s for CLUSTER MEET: %w", host, err)
-	}
-	if len(addrs) == 0 {
-		return "", fmt.Errorf("while resolving %s for CLUSTER MEET: no address", host)
-	}
-	return addrs[0].IP.String(), nil
-}
-
 // assignSlots gives each master its slots with one CLUSTER ADDSLOTSRANGE.
 func (a *Admin) assignSlots(ctx context.Context, plan Plan, _ map[string]emptyNode) error {
 	for _, m := range plan.Masters {
@@ -152,7 +138,7 @@ func (a *Admin) assignSlots(ctx context.Context, plan Plan, _ map[string]emptyNo
 		for _, r := range m.Slots {
 			args = append(args, r.Start, r.End)
 		}
-		if err := a.client(m.Addr).Do(ctx, args...).Err(); err != nil {
+		if err := a.Client(m.Addr).Do(ctx, args...).Err(); err != nil {
 			return fmt.Errorf("while assigning slots %s to %s: %w", FormatSlotRanges(m.Slots), m.Addr, err)
 		}
 	}
@@ -167,7 +153,7 @@ func (a *Admin) setConfigEpochs(ctx context.Context, plan Plan, nodes map[string
 		if !nodes[e.Addr].epochZero {
 			continue
 		}
-		if err := a.client(e.Addr).Do(ctx, "CLUSTER", "SET-CONFIG-EPOCH", i+1).Err(); err != nil {
+		if err := a.Client(e.Addr).Do(ctx, "CLUSTER", "SET-CONFIG-EPOCH", i+1).Err(); err != nil {
 			return fmt.Errorf("while setting config epoch %d on %s: %w", i+1, e.Addr, err)
 		}
 	}
@@ -183,7 +169,7 @@ func (a *Admin) meet(ctx context.Context, plan Plan, nodes map[string]emptyNode)
 		if n.self.BusPort != 0 && n.self.BusPort != n.self.Port+10000 {
 			args = append(args, n.self.BusPort)
 		}
-		if err := a.client(first).Do(ctx, args...).Err(); err != nil {
+		if err := a.Client(first).Do(ctx, args...).Err(); err != nil {
 			return fmt.Errorf("while introducing %s to %s: %w", e.Addr, first, err)
 		}
 	}
@@ -194,7 +180,7 @@ func (a *Admin) meet(ctx context.Context, plan Plan, nodes map[string]emptyNode)
 // the planned slots.
 func (a *Admin) waitJoined(ctx context.Context, plan Plan, nodes map[string]emptyNode) error {
 	want := planSignature(plan, nodes)
-	return a.poll(ctx, "every node to know every other node", func(ctx context.Context) (bool, string) {
+	return a.Poll(ctx, "every node to know every other node", func(ctx context.Context) (bool, string) {
 		for _, e := range plan.Endpoints() {
 			view, err := a.ClusterNodes(ctx, e.Addr)
 			if err != nil {
@@ -237,7 +223,7 @@ func (a *Admin) replicate(ctx context.Context, plan Plan, nodes map[string]empty
 	for _, m := range plan.Masters {
 		masterID := nodes[m.Addr].self.ID
 		for _, r := range m.Replicas {
-			if err := a.client(r.Addr).Do(ctx, "CLUSTER", "REPLICATE", masterID).Err(); err != nil {
+			if err := a.Client(r.Addr).Do(ctx, "CLUSTER", "REPLICATE", masterID).Err(); err != nil {
 				return fmt.Errorf("while making %s a replica of %s: %w", r.Addr, m.Addr, err)
 			}
 		}
@@ -252,7 +238,7 @@ func (a *Admin) replicate(ctx context.Context, plan Plan, nodes map[string]empty
 func (a *Admin) waitReady(ctx context.Context, plan Plan, nodes map[string]emptyNode) error {
 	want := planSignature(plan, nodes)
 	views := map[string][]Node{}
-	return a.poll(ctx, "the cluster to be ready", func(ctx context.Context) (bool, string) {
+	return a.Poll(ctx, "the cluster to be ready", func(ctx context.Context) (bool, string) {
 		for _, e := range plan.Endpoints() {
 			info, err := a.ClusterInfo(ctx, e.Addr)
 			if err != nil {

@@ -92,7 +92,7 @@ func assertTopology(ctx context.Context, t *testing.T, admin *Admin, plan Plan) 
 		}
 	}
 	var last []string
-	err := admin.poll(ctx, "every node to see every replica", func(context.Context) (bool, string) {
+	err := admin.Poll(ctx, "every node to see every replica", func(context.Context) (bool, string) {
 		last = nil
 		for _, e := range plan.Endpoints() {
 			last = append(last, topology(e.Addr, false)...)
@@ -223,7 +223,7 @@ func TestCreateSixNodes(t *testing.T) {
 		readKeys(ctx, t, cc, 10000)
 		var total int64
 		for _, m := range res.Masters() {
-			n, err := admin.client(m.Addr).DBSize(ctx).Result()
+			n, err := admin.Client(m.Addr).DBSize(ctx).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -311,12 +311,12 @@ func TestCreateRefusesNonEmptyNodes(t *testing.T) {
 	}{
 		"a node holds keys": {
 			prepare: func(ctx context.Context, admin *Admin, servers []*testServer) error {
-				c := admin.client(servers[2].addr)
+				c := admin.Client(servers[2].addr)
 				if err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, SlotCount-1).Err(); err != nil {
 					return err
 				}
 				// The node refuses writes for about two seconds after it gets slots.
-				err := admin.poll(ctx, "a write", func(ctx context.Context) (bool, string) {
+				err := admin.Poll(ctx, "a write", func(ctx context.Context) (bool, string) {
 					err := c.Set(ctx, "precious", "data", 0).Err()
 					return err == nil, fmt.Sprint(err)
 				})
@@ -329,18 +329,18 @@ func TestCreateRefusesNonEmptyNodes(t *testing.T) {
 		},
 		"a node serves slots": {
 			prepare: func(ctx context.Context, admin *Admin, servers []*testServer) error {
-				return admin.client(servers[1].addr).Do(ctx, "CLUSTER", "ADDSLOTS", 42).Err()
+				return admin.Client(servers[1].addr).Do(ctx, "CLUSTER", "ADDSLOTS", 42).Err()
 			},
 			wantErr: "already has slots assigned (42)",
 		},
 		"two nodes already met": {
 			prepare: func(ctx context.Context, admin *Admin, servers []*testServer) error {
-				if err := admin.client(servers[0].addr).Do(ctx, "CLUSTER", "MEET", "127.0.0.1", servers[2].port).Err(); err != nil {
+				if err := admin.Client(servers[0].addr).Do(ctx, "CLUSTER", "MEET", "127.0.0.1", servers[2].port).Err(); err != nil {
 					return err
 				}
 				// MEET does not carry the bus port here (it is not port+10000), so wait only
 				// for the node to be listed, in handshake or not.
-				return admin.poll(ctx, "the meet", func(ctx context.Context) (bool, string) {
+				return admin.Poll(ctx, "the meet", func(ctx context.Context) (bool, string) {
 					nodes, err := admin.ClusterNodes(ctx, servers[0].addr)
 					return err == nil && len(nodes) == 2, ""
 				})
@@ -380,7 +380,7 @@ func snapshot(ctx context.Context, t *testing.T, admin *Admin, servers []*testSe
 		if err != nil {
 			t.Fatal(err)
 		}
-		keys, err := admin.client(s.addr).DBSize(ctx).Result()
+		keys, err := admin.Client(s.addr).DBSize(ctx).Result()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -132,7 +132,7 @@ func (a *Admin) waitSettled(ctx context.Context, nodes []Node, uniqueEpochs bool
 	if uniqueEpochs {
 		what += " with distinct config epochs"
 	}
-	return a.poll(ctx, what, func(ctx context.Context) (bool, string) {
+	return a.Poll(ctx, what, func(ctx context.Context) (bool, string) {
 		type master struct {
 			addr   string
 			serves bool
@@ -149,7 +149,7 @@ func (a *Admin) waitSettled(ctx context.Context, nodes []Node, uniqueEpochs bool
 			if !uniqueEpochs {
 				continue
 			}
-			self, _, err := a.myself(ctx, n.Addr)
+			self, _, err := a.Myself(ctx, n.Addr)
 			if err != nil {
 				return false, err.Error()
 			}

@@ -28,7 +28,7 @@ func (a *Admin) Failover(ctx context.Context, replicaAddr string) error {
 		ctx, cancel = context.WithTimeout(ctx, DefaultWaitTimeout)
 		defer cancel()
 	}
-	self, view, err := a.myself(ctx, replicaAddr)
+	self, view, err := a.Myself(ctx, replicaAddr)
 	if err != nil {
 		return fmt.Errorf("while failing over to %s: %w", replicaAddr, err)
 	}
@@ -46,7 +46,7 @@ func (a *Admin) Failover(ctx context.Context, replicaAddr string) error {
 	}
 	// The master only starts a manual failover for a node it knows as its replica, and
 	// the other masters only vote for one they know as a replica of that master.
-	err = a.poll(ctx, "every master to know "+replicaAddr+" as a replica of "+master.Addr, func(ctx context.Context) (bool, string) {
+	err = a.Poll(ctx, "every master to know "+replicaAddr+" as a replica of "+master.Addr, func(ctx context.Context) (bool, string) {
 		for _, n := range view {
 			if !n.IsMaster() || n.Failed || n.HasFlag("handshake") || n.HasFlag("noaddr") {
 				continue
@@ -72,7 +72,7 @@ func (a *Admin) Failover(ctx context.Context, replicaAddr string) error {
 	if err != nil {
 		return fmt.Errorf("while failing over to %s: bad master_repl_offset %q of %s: %w", replicaAddr, info["master_repl_offset"], master.Addr, err)
 	}
-	err = a.poll(ctx, replicaAddr+" to catch up with its master", func(ctx context.Context) (bool, string) {
+	err = a.Poll(ctx, replicaAddr+" to catch up with its master", func(ctx context.Context) (bool, string) {
 		info, err := a.replicationInfo(ctx, replicaAddr)
 		if err != nil {
 			return false, err.Error()
@@ -90,8 +90,8 @@ func (a *Admin) Failover(ctx context.Context, replicaAddr string) error {
 		return fmt.Errorf("while failing over to %s: %w", replicaAddr, err)
 	}
 	var asked time.Time
-	err = a.poll(ctx, replicaAddr+" to become a master", func(ctx context.Context) (bool, string) {
-		self, _, err := a.myself(ctx, replicaAddr)
+	err = a.Poll(ctx, replicaAddr+" to become a master", func(ctx context.Context) (bool, string) {
+		self, _, err := a.Myself(ctx, replicaAddr)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -100,7 +100,7 @@ func (a *Admin) Failover(ctx context.Context, replicaAddr string) error {
 		}
 		if time.Since(asked) > failoverRetry {
 			asked = time.Now()
-			if err := a.client(replicaAddr).Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
+			if err := a.Client(replicaAddr).Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
 				return false, "CLUSTER FAILOVER: " + err.Error()
 			}
 		}
@@ -114,7 +114,7 @@ func (a *Admin) Failover(ctx context.Context, replicaAddr string) error {
 
 // replicationInfo returns the fields of INFO replication of the node at addr.
 func (a *Admin) replicationInfo(ctx context.Context, addr string) (map[string]string, error) {
-	text, err := a.client(addr).Info(ctx, "replication").Result()
+	text, err := a.Client(addr).Info(ctx, "replication").Result()
 	if err != nil {
 		return nil, fmt.Errorf("while running INFO replication on %s: %w", addr, err)
 	}

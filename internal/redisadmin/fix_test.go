@@ -49,7 +49,7 @@ func newSlotCluster(ctx context.Context, t *testing.T, extra ...string) *slotClu
 // do runs a command on the node at addr and fails the test on error.
 func (c *slotCluster) do(addr string, args ...any) *goredis.Cmd {
 	c.t.Helper()
-	cmd := c.admin.client(addr).Do(c.ctx, args...)
+	cmd := c.admin.Client(addr).Do(c.ctx, args...)
 	if err := cmd.Err(); err != nil {
 		c.t.Fatalf("%s %v: %v", addr, args, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
@@ -46,20 +47,11 @@ const (
 	ActionAbandon ActionKind = "LostShardForgotten"
 )
 
-// Command is one Redis command for the node at Addr.
-type Command struct {
-	Addr string
-	Args []string
-}
-
-// String is the command as redis-cli would print it, after the node's address.
-func (c Command) String() string { return c.Addr + ": " + strings.Join(c.Args, " ") }
-
 // Action is one recovery: commands run in order, and a message for the event (no key, no
 // value, no password).
 type Action struct {
 	Kind     ActionKind
-	Commands []Command
+	Commands []conn.Command
 	Message  string
 }
 
@@ -91,7 +83,7 @@ func planRecovery(s Snapshot) (Action, bool) {
 // gossip alone leaves noaddr entries after every pod moved).
 func planMeet(s Snapshot) (Action, bool) {
 	joined := s.joined()
-	var cmds []Command
+	var cmds []conn.Command
 	first := ""
 	for _, a := range joined {
 		for _, b := range joined {
@@ -106,7 +98,7 @@ func planMeet(s Snapshot) (Action, bool) {
 			if first == "" {
 				first = fmt.Sprintf("; first: %s lists %s (%s) as %s", a.Pod, b.Pod, b.Addr, viewEntry(a.View, bself.ID))
 			}
-			cmds = append(cmds, Command{a.Addr, []string{"CLUSTER", "MEET", host, port}})
+			cmds = append(cmds, conn.Command{Addr: a.Addr, Args: []string{"CLUSTER", "MEET", host, port}})
 		}
 	}
 	if len(cmds) == 0 {
@@ -212,8 +204,8 @@ func sameDomain(a, b *Observation) bool {
 	return (a.Host != "" && a.Host == b.Host) || (a.Zone != "" && a.Zone == b.Zone)
 }
 
-func replicate(replica *Observation, master string) Command {
-	return Command{replica.Addr, []string{"CLUSTER", "REPLICATE", master}}
+func replicate(replica *Observation, master string) conn.Command {
+	return conn.Command{Addr: replica.Addr, Args: []string{"CLUSTER", "REPLICATE", master}}
 }
 
 // planRepoint: a replica whose master is unknown, not a master, emptied beyond the spec's
@@ -241,7 +233,7 @@ func planRepoint(s Snapshot) (Action, bool) {
 		if m == nil {
 			return Action{}, false
 		}
-		return Action{ActionRepoint, []Command{replicate(o, selfID(m))},
+		return Action{ActionRepoint, []conn.Command{replicate(o, selfID(m))},
 			fmt.Sprintf("%s replicated %s, which is gone or no longer a master: it now replicates %s", o.Pod, nodes.ShortID(self.MasterID), m.Pod)}, true
 	}
 	return Action{}, false
@@ -270,7 +262,7 @@ func planStaleMasterAddress(s Snapshot) (Action, bool) {
 			continue
 		}
 		if dials := net.JoinHostPort(host, port); dials != m.Addr {
-			return Action{ActionRepoint, []Command{replicate(o, self.MasterID)},
+			return Action{ActionRepoint, []conn.Command{replicate(o, self.MasterID)},
 				fmt.Sprintf("%s replicates %s (%s) at %s, an address it left: it answers at %s now", o.Pod, nodes.ShortID(self.MasterID), m.Pod, dials, m.Addr)}, true
 		}
 	}
@@ -311,7 +303,7 @@ func planFailover(s Snapshot) (Action, bool) {
 		if kind == ActionTakeover {
 			msg += fmt.Sprintf(" (%d of %d masters are down, so no election can win)", dead, owners)
 		}
-		return Action{kind, []Command{{best.Addr, []string{"CLUSTER", "FAILOVER", mode}}}, msg}, true
+		return Action{kind, []conn.Command{{Addr: best.Addr, Args: []string{"CLUSTER", "FAILOVER", mode}}}, msg}, true
 	}
 	return Action{}, false
 }
@@ -332,7 +324,7 @@ func planForget(s Snapshot) (Action, bool) {
 		if !k.failed && !k.node.HasFlag("noaddr") && k.listedBy*2 > joined {
 			continue
 		}
-		var cmds []Command
+		var cmds []conn.Command
 		for _, o := range s.joined() {
 			self, _ := o.Self()
 			if self.MasterID == k.node.ID {
@@ -340,7 +332,7 @@ func planForget(s Snapshot) (Action, bool) {
 				break
 			}
 			if slices.ContainsFunc(o.View, func(n Node) bool { return n.ID == k.node.ID }) {
-				cmds = append(cmds, Command{o.Addr, []string{"CLUSTER", "FORGET", k.node.ID}})
+				cmds = append(cmds, conn.Command{Addr: o.Addr, Args: []string{"CLUSTER", "FORGET", k.node.ID}})
 			}
 		}
 		if len(cmds) == 0 {
@@ -379,7 +371,7 @@ func planDemote(s Snapshot) (Action, bool) {
 		if m == nil {
 			return Action{}, false
 		}
-		return Action{ActionDemote, []Command{replicate(o, selfID(m))},
+		return Action{ActionDemote, []conn.Command{replicate(o, selfID(m))},
 			fmt.Sprintf("%s has no slots and the spec needs %d masters: it now replicates %s", o.Pod, s.Masters, m.Pod)}, true
 	}
 	return Action{}, false
@@ -415,7 +407,7 @@ func planBalanceReplicas(s Snapshot) (Action, bool) {
 		return cmp.Compare(nodes.BoolRank(sameDomain(a, least)), nodes.BoolRank(sameDomain(b, least)))
 	})
 	r := donors[0]
-	return Action{ActionBalanceReplicas, []Command{replicate(r, selfID(least))},
+	return Action{ActionBalanceReplicas, []conn.Command{replicate(r, selfID(least))},
 		fmt.Sprintf("%s moved from %s (%d replicas) to %s (%d)", r.Pod, most.Pod, hi, least.Pod, lo)}, true
 }
 
@@ -439,7 +431,7 @@ func planSeparate(s Snapshot) (Action, bool) {
 					if sameDomain(r2, m) {
 						continue
 					}
-					return Action{ActionSeparate, []Command{replicate(r, selfID(m2)), replicate(r2, selfID(m))},
+					return Action{ActionSeparate, []conn.Command{replicate(r, selfID(m2)), replicate(r2, selfID(m))},
 						fmt.Sprintf("%s shared a Kubernetes node with its master %s: it now replicates %s, and %s replicates %s",
 							r.Pod, m.Pod, m2.Pod, r2.Pod, m.Pod)}, true
 				}
@@ -484,7 +476,7 @@ func (a *Admin) Run(ctx context.Context, action Action) error {
 		for i, arg := range c.Args {
 			args[i] = arg
 		}
-		if err := a.client(c.Addr).Do(ctx, args...).Err(); err != nil {
+		if err := a.Client(c.Addr).Do(ctx, args...).Err(); err != nil {
 			return fmt.Errorf("while running %s: %w", c, err)
 		}
 	}

@@ -18,7 +18,7 @@ func (c *slotCluster) halfMoveUntilOOM(slot int, src, dst Node, keys []string) {
 		for _, k := range keys[i:min(i+10, len(keys))] {
 			args = append(args, k)
 		}
-		oom = isOOM(c.admin.client(src.Addr).Do(c.ctx, args...).Err())
+		oom = isOOM(c.admin.Client(src.Addr).Do(c.ctx, args...).Err())
 	}
 	if !oom || c.count(dst, slot) == 0 {
 		c.t.Fatalf("the target took %d keys without OOM: the fault was not injected", c.count(dst, slot))

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/middleware-operator/middleware-operator/internal/crashpoint"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
@@ -171,7 +172,7 @@ func (a *Admin) AddNode(ctx context.Context, newAddr, existingAddr, asReplicaOf 
 	if err != nil {
 		return fmt.Errorf("while adding %s: %w", newAddr, err)
 	}
-	keys, err := a.client(newAddr).DBSize(ctx).Result()
+	keys, err := a.Client(newAddr).DBSize(ctx).Result()
 	if err != nil {
 		return fmt.Errorf("while adding %s: while running DBSIZE: %w", newAddr, err)
 	}
@@ -180,7 +181,7 @@ func (a *Admin) AddNode(ctx context.Context, newAddr, existingAddr, asReplicaOf 
 		return fmt.Errorf("while adding %s: %w", newAddr, err)
 	}
 	if plan.Meet {
-		ip, err := resolveIP(ctx, plan.MeetHost)
+		ip, err := conn.ResolveIP(ctx, plan.MeetHost)
 		if err != nil {
 			return fmt.Errorf("while adding %s: %w", newAddr, err)
 		}
@@ -188,7 +189,7 @@ func (a *Admin) AddNode(ctx context.Context, newAddr, existingAddr, asReplicaOf 
 		if plan.MeetBusPort != 0 {
 			args = append(args, plan.MeetBusPort)
 		}
-		if err := a.client(newAddr).Do(ctx, args...).Err(); err != nil {
+		if err := a.Client(newAddr).Do(ctx, args...).Err(); err != nil {
 			return fmt.Errorf("while adding %s: while running CLUSTER MEET %s %d: %w", newAddr, ip, plan.MeetPort, err)
 		}
 		crashpoint.Reach(crashpoint.JoinAfterMeet)
@@ -196,7 +197,7 @@ func (a *Admin) AddNode(ctx context.Context, newAddr, existingAddr, asReplicaOf 
 	if err := a.waitKnown(ctx, newAddr, plan.ID, cluster); err != nil {
 		return fmt.Errorf("while adding %s: %w", newAddr, err)
 	}
-	err = a.poll(ctx, newAddr+" to report cluster_state:ok", func(ctx context.Context) (bool, string) {
+	err = a.Poll(ctx, newAddr+" to report cluster_state:ok", func(ctx context.Context) (bool, string) {
 		info, err := a.ClusterInfo(ctx, newAddr)
 		if err != nil {
 			return false, err.Error()
@@ -210,12 +211,12 @@ func (a *Admin) AddNode(ctx context.Context, newAddr, existingAddr, asReplicaOf 
 		return nil
 	}
 	if plan.Replicate {
-		if err := a.client(newAddr).Do(ctx, "CLUSTER", "REPLICATE", plan.Master).Err(); err != nil {
+		if err := a.Client(newAddr).Do(ctx, "CLUSTER", "REPLICATE", plan.Master).Err(); err != nil {
 			return fmt.Errorf("while adding %s: while running CLUSTER REPLICATE %s: %w", newAddr, plan.Master, err)
 		}
 	}
-	err = a.poll(ctx, newAddr+" to replicate "+plan.Master, func(ctx context.Context) (bool, string) {
-		self, _, err := a.myself(ctx, newAddr)
+	err = a.Poll(ctx, newAddr+" to replicate "+plan.Master, func(ctx context.Context) (bool, string) {
+		self, _, err := a.Myself(ctx, newAddr)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -230,7 +231,7 @@ func (a *Admin) AddNode(ctx context.Context, newAddr, existingAddr, asReplicaOf 
 // waitKnown waits until the node at addr (with id) knows every node of cluster and every
 // reachable node of cluster knows it, none of them in handshake.
 func (a *Admin) waitKnown(ctx context.Context, addr, id string, cluster []Node) error {
-	return a.poll(ctx, addr+" to join the cluster", func(ctx context.Context) (bool, string) {
+	return a.Poll(ctx, addr+" to join the cluster", func(ctx context.Context) (bool, string) {
 		view, err := a.ClusterNodes(ctx, addr)
 		if err != nil {
 			return false, err.Error()
@@ -355,7 +356,7 @@ func (a *Admin) DelNode(ctx context.Context, clusterAddr, node string) error {
 		if _, _, err := net.SplitHostPort(node); err != nil {
 			return nil
 		}
-		if _, view, err := a.myself(ctx, node); err == nil && slices.ContainsFunc(view, func(n Node) bool { return n.ID == topo.nodes[0].ID }) {
+		if _, view, err := a.Myself(ctx, node); err == nil && slices.ContainsFunc(view, func(n Node) bool { return n.ID == topo.nodes[0].ID }) {
 			return a.resetIfClustered(ctx, node)
 		}
 		return nil
@@ -380,7 +381,7 @@ func (a *Admin) DelNode(ctx context.Context, clusterAddr, node string) error {
 		if !topo.reachable[n.ID] {
 			continue // failed: it forgets nothing, and the others forget it in turn
 		}
-		c := a.client(n.Addr)
+		c := a.Client(n.Addr)
 		if m, ok := masterOf[n.ID]; ok {
 			if err := c.Do(ctx, "CLUSTER", "REPLICATE", m).Err(); err != nil {
 				return fmt.Errorf("while deleting node %s: while making %s replicate %s: %w", node, n.Addr, m, err)
@@ -399,14 +400,14 @@ func (a *Admin) DelNode(ctx context.Context, clusterAddr, node string) error {
 // resetIfClustered sends CLUSTER RESET HARD to the node at addr if it still knows other
 // nodes or serves slots.
 func (a *Admin) resetIfClustered(ctx context.Context, addr string) error {
-	self, view, err := a.myself(ctx, addr)
+	self, view, err := a.Myself(ctx, addr)
 	if err != nil {
 		return fmt.Errorf("while resetting %s: %w", addr, err)
 	}
 	if len(view) == 1 && len(self.Slots) == 0 && self.IsMaster() {
 		return nil
 	}
-	if err := a.client(addr).Do(ctx, "CLUSTER", "RESET", "HARD").Err(); err != nil {
+	if err := a.Client(addr).Do(ctx, "CLUSTER", "RESET", "HARD").Err(); err != nil {
 		return fmt.Errorf("while running CLUSTER RESET HARD on %s: %w", addr, err)
 	}
 	return nil

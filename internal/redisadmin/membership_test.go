@@ -167,7 +167,7 @@ func TestPlanDelNode(t *testing.T) {
 // roleOf returns how the node at addr describes itself.
 func roleOf(ctx context.Context, t *testing.T, admin *Admin, addr string) Node {
 	t.Helper()
-	self, _, err := admin.myself(ctx, addr)
+	self, _, err := admin.Myself(ctx, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestAddNodeFailoverDelNode(t *testing.T) {
 	if err := admin.Failover(ctx, r0); err != nil {
 		t.Errorf("Failover on a master: %v", err)
 	}
-	err := admin.poll(ctx, "the old master to follow", func(ctx context.Context) (bool, string) {
+	err := admin.Poll(ctx, "the old master to follow", func(ctx context.Context) (bool, string) {
 		self := roleOf(ctx, t, admin, m0)
 		return self.Role == RoleSlave && self.MasterID == promoted.ID, self.Role
 	})

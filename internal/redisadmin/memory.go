@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 )
 
 // StepSetMemory sets Step.Memory (maxmemory and maxmemory-policy) on the nodes at Addrs
@@ -97,28 +99,10 @@ func (m Memory) String() string {
 
 // SetMemory sets m on the node at addr with one CONFIG SET (maxmemory and
 // maxmemory-policy together).
-func SetMemory(ctx context.Context, addr string, tlsConfig *tls.Config, login Login, m Memory) error {
+func SetMemory(ctx context.Context, addr string, tlsConfig *tls.Config, login conn.Login, m Memory) error {
 	args := []string{"maxmemory-policy", m.Policy}
 	if !m.KeepMaxMemory {
 		args = append(args, "maxmemory", strconv.FormatInt(m.MaxMemory, 10))
 	}
-	return configSet(ctx, addr, tlsConfig, login, "the memory configuration", args...)
-}
-
-// configSet sends one CONFIG SET of the parameter-value pairs to the node at addr; what
-// names them in the error.
-func configSet(ctx context.Context, addr string, tlsConfig *tls.Config, login Login, what string, pairs ...string) error {
-	c, err := dialAuthenticated(ctx, addr, tlsConfig, login.User, []string{login.Password})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = c.Close() }()
-	args := []any{"CONFIG", "SET"}
-	for _, p := range pairs {
-		args = append(args, p)
-	}
-	if err := c.Do(ctx, args...).Err(); err != nil {
-		return fmt.Errorf("while setting %s of %s: %w", what, addr, err)
-	}
-	return nil
+	return conn.ConfigSet(ctx, addr, tlsConfig, login, "the memory configuration", args...)
 }

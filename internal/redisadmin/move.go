@@ -171,7 +171,7 @@ func (m *mover) client(addr string) *goredis.Client {
 	if c, ok := m.clients[addr]; ok {
 		return c
 	}
-	opts := m.a.counted(nodeOptions(addr, m.a.login, m.a.tls, m.a.dialTimeout, m.poolSize))
+	opts := m.a.Options(addr, m.poolSize)
 	opts.ReadTimeout = m.opts.Timeout + 10*time.Second // a MIGRATE may take its whole timeout
 	opts.WriteTimeout = opts.ReadTimeout
 	c := goredis.NewClient(opts)
@@ -305,11 +305,11 @@ func (m *mover) migrateArgs(target Node, keys []string, replace bool) ([]any, er
 	if replace {
 		args = append(args, "REPLACE")
 	}
-	switch {
-	case m.a.login.User != "":
-		args = append(args, "AUTH2", m.a.login.User, m.a.login.Password)
-	case m.a.login.Password != "":
-		args = append(args, "AUTH", m.a.login.Password)
+	switch login := m.a.Login(); {
+	case login.User != "":
+		args = append(args, "AUTH2", login.User, login.Password)
+	case login.Password != "":
+		args = append(args, "AUTH", login.Password)
 	}
 	args = append(args, "KEYS")
 	for _, k := range keys {

@@ -33,7 +33,7 @@ func TestMoveSlotBusyKey(t *testing.T) {
 	c.do(dst.Addr, "CLUSTER", "SETSLOT", slot, "IMPORTING", src.ID)
 	setOnTarget := func(value string) {
 		t.Helper()
-		if _, err := c.admin.client(dst.Addr).Pipelined(ctx, func(p goredis.Pipeliner) error {
+		if _, err := c.admin.Client(dst.Addr).Pipelined(ctx, func(p goredis.Pipeliner) error {
 			p.Do(ctx, "ASKING")
 			p.Set(ctx, conflict, value, 0)
 			return nil

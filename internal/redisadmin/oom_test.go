@@ -140,7 +140,7 @@ func TestFixRollsBackHalfMovedSlotIntoFullTarget(t *testing.T) {
 		for _, k := range keys[i:min(i+10, len(keys))] {
 			args = append(args, k)
 		}
-		oom = isOOM(c.admin.client(src.Addr).Do(ctx, args...).Err())
+		oom = isOOM(c.admin.Client(src.Addr).Do(ctx, args...).Err())
 	}
 	if !oom || c.count(dst, slot) == 0 {
 		t.Fatalf("the target took %d keys without OOM: the fault was not injected", c.count(dst, slot))
@@ -208,7 +208,7 @@ func TestRebalanceHoldsGiantSlotWithoutMemoryUsage(t *testing.T) {
 	}
 	admin := NewAdmin(pw, 2*time.Second).WithUser(user)
 	t.Cleanup(func() { _ = admin.Close() })
-	if err := admin.client(src.Addr).Do(ctx, "MEMORY", "USAGE", keys[0]).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+	if err := admin.Client(src.Addr).Do(ctx, "MEMORY", "USAGE", keys[0]).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
 		t.Fatalf("MEMORY USAGE as %s answered %v, want NOPERM: the fault was not staged", user, err)
 	}
 	topo, err := admin.loadTopology(ctx, addrsOf(c.servers))

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	goredis "github.com/redis/go-redis/v9"
 )
 
 // TestPasswordRotationSteps: after AddPassword a node accepts both passwords and its
 // masterauth is the new one; after KeepOnlyPassword only the new one works; both steps can
-// run again; a node that refuses every password offered says so with ErrWrongPassword.
+// run again; a node that refuses every password offered says so with conn.ErrWrongPassword.
 func TestPasswordRotationSteps(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -20,7 +21,7 @@ func TestPasswordRotationSteps(t *testing.T) {
 	s := startServers(t, 1, "old-secret", "--requirepass", "old-secret")[0]
 	accepts := func(pw string) bool {
 		t.Helper()
-		ok, err := Accepts(ctx, s.addr, nil, Login{Password: pw})
+		ok, err := conn.Accepts(ctx, s.addr, nil, conn.Login{Password: pw})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,8 +52,8 @@ func TestPasswordRotationSteps(t *testing.T) {
 		t.Error("after KeepOnlyPassword, the node should accept exactly the new password")
 	}
 	err := AddPassword(ctx, s.addr, nil, PasswordChange{User: "default", AsPasswords: []string{"old-secret", "wrong"}, New: "third", MasterAuth: true})
-	if !errors.Is(err, ErrWrongPassword) {
-		t.Errorf("AddPassword with only refused passwords: %v, want ErrWrongPassword", err)
+	if !errors.Is(err, conn.ErrWrongPassword) {
+		t.Errorf("AddPassword with only refused passwords: %v, want conn.ErrWrongPassword", err)
 	}
 }
 
@@ -70,7 +71,7 @@ func TestPasswordRotationAsAdminUser(t *testing.T) {
 		"--masteruser", "admin", "--masterauth", "admin-secret")[0]
 	accepts := func(user, pw string) bool {
 		t.Helper()
-		ok, err := Accepts(ctx, s.addr, nil, Login{User: user, Password: pw})
+		ok, err := conn.Accepts(ctx, s.addr, nil, conn.Login{User: user, Password: pw})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 )
 
 // routes is where a node's view sends each slot: the ID of the master it lists for it, or
@@ -115,7 +117,7 @@ func planRoute(s Snapshot) (Action, bool) {
 			}
 		}
 	}
-	var bump, setslot []Command
+	var bump, setslot []conn.Command
 	bumped := map[*Observation]bool{}
 	wrongViews, wrongSlots := 0, map[int]bool{}
 	for i, o := range joined {
@@ -138,12 +140,12 @@ func planRoute(s Snapshot) (Action, bool) {
 					// master's bump raises the cluster's epoch first, and the owner's bump
 					// at the next look then outranks the stale entry.
 					bumped[helper] = true
-					bump = append(bump, Command{helper.Addr, []string{"CLUSTER", "BUMPEPOCH"}})
+					bump = append(bump, conn.Command{Addr: helper.Addr, Args: []string{"CLUSTER", "BUMPEPOCH"}})
 				}
-				bump = append(bump, Command{owner.Addr, []string{"CLUSTER", "BUMPEPOCH"}})
+				bump = append(bump, conn.Command{Addr: owner.Addr, Args: []string{"CLUSTER", "BUMPEPOCH"}})
 			}
 			if self.IsMaster() { // a replica refuses SETSLOT; it follows the bumped epoch
-				setslot = append(setslot, Command{o.Addr, []string{"CLUSTER", "SETSLOT", strconv.Itoa(slot), "NODE", claimerID[slot]}})
+				setslot = append(setslot, conn.Command{Addr: o.Addr, Args: []string{"CLUSTER", "SETSLOT", strconv.Itoa(slot), "NODE", claimerID[slot]}})
 			}
 		}
 		if wrong {

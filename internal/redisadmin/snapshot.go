@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -97,17 +98,6 @@ func (o *Observation) Joined() bool {
 	return o.Answered() && ok && (len(o.View) > 1 || len(self.Slots) > 0)
 }
 
-// IsAuthError reports whether err is Redis refusing the password (WRONGPASS, NOAUTH, or an
-// old server's "invalid password").
-func IsAuthError(err error) bool {
-	if err == nil {
-		return false
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH") || strings.Contains(msg, "invalid password") ||
-		strings.Contains(msg, "invalid username-password")
-}
-
 // Snapshot is what one reconcile knows about a cluster: every pod's node as read once, the
 // members the operator recorded, and the shape the spec asks for. Planners and the status
 // are derived from it alone.
@@ -158,11 +148,11 @@ func (a *Admin) observe(ctx context.Context, o *Observation) {
 		view, info, server = p.ClusterNodes(ctx), p.ClusterInfo(ctx), p.Info(ctx, "server", "replication", "memory", "stats", "errorstats")
 		return nil
 	}
-	_, o.Err = a.client(o.Addr).Pipelined(ctx, read)
+	_, o.Err = a.Client(o.Addr).Pipelined(ctx, read)
 	if retryable(ctx, o.Err) {
 		// A kept connection the node closed (it restarted): these reads are safe to repeat
 		// on a new one.
-		_, o.Err = a.client(o.Addr).Pipelined(ctx, read)
+		_, o.Err = a.Client(o.Addr).Pipelined(ctx, read)
 	}
 	if o.Err == nil {
 		o.View, o.Err = nodes.ParseClusterNodes(view.Val())
@@ -212,7 +202,7 @@ func nodeInfoField(field string) bool {
 // connection may succeed.
 func retryable(ctx context.Context, err error) bool {
 	var op *net.OpError
-	if err == nil || ctx.Err() != nil || IsAuthError(err) || errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || ctx.Err() != nil || conn.IsAuthError(err) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
 	if errors.As(err, &op) && (op.Op == "dial" || op.Timeout()) {

@@ -7,18 +7,20 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 )
 
 // ServesCertificate reports whether the node at addr presents certDER (the DER bytes of a
 // certificate) in a TLS handshake verified with tlsConfig.
 func ServesCertificate(ctx context.Context, addr string, tlsConfig *tls.Config, certDER []byte) (bool, error) {
 	dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 2 * time.Second}, Config: tlsConfig}
-	conn, err := dialer.DialContext(ctx, "tcp", addr)
+	tlsConn, err := dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return false, fmt.Errorf("while opening a TLS connection to %s: %w", addr, err)
 	}
-	defer func() { _ = conn.Close() }()
-	peers := conn.(*tls.Conn).ConnectionState().PeerCertificates //nolint:forcetypeassert // tls.Dialer returns *tls.Conn
+	defer func() { _ = tlsConn.Close() }()
+	peers := tlsConn.(*tls.Conn).ConnectionState().PeerCertificates //nolint:forcetypeassert // tls.Dialer returns *tls.Conn
 	return len(peers) > 0 && bytes.Equal(peers[0].Raw, certDER), nil
 }
 
@@ -27,8 +29,8 @@ func ServesCertificate(ctx context.Context, addr string, tlsConfig *tls.Config, 
 // setting), so a renewed certificate takes effect without a restart. Connections already
 // open keep the old one; the node refuses the reload, keeping its current certificate, when
 // the files do not form a valid pair.
-func ReloadTLS(ctx context.Context, addr string, tlsConfig *tls.Config, login Login, certFile string) error {
-	c, err := dialAuthenticated(ctx, addr, tlsConfig, login.User, []string{login.Password})
+func ReloadTLS(ctx context.Context, addr string, tlsConfig *tls.Config, login conn.Login, certFile string) error {
+	c, err := conn.Dial(ctx, addr, tlsConfig, login.User, []string{login.Password})
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/middleware-operator/middleware-operator/internal/certs"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 )
 
 // startTLSServers is startServers with TLS only (port 0, TLS on the client port, the
@@ -90,7 +91,7 @@ func TestAdminOverTLS(t *testing.T) {
 	if err := admin.AddNode(ctx, servers[3].addr, entry, ""); err != nil {
 		t.Fatal(err)
 	}
-	target, _, err := admin.myself(ctx, servers[3].addr)
+	target, _, err := admin.Myself(ctx, servers[3].addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,13 +113,13 @@ func TestAdminOverTLS(t *testing.T) {
 		t.Errorf("the new master holds %d keys (%v), want the %d moved", n, err, stats.Keys)
 	}
 
-	if ok, err := Accepts(ctx, entry, cfg, Login{Password: pw}); err != nil || !ok {
+	if ok, err := conn.Accepts(ctx, entry, cfg, conn.Login{Password: pw}); err != nil || !ok {
 		t.Errorf("Accepts over TLS = %v, %v", ok, err)
 	}
 	if err := AddPassword(ctx, entry, cfg, PasswordChange{User: "default", AsPasswords: []string{pw}, New: "next", MasterAuth: true}); err != nil {
 		t.Errorf("AddPassword over TLS: %v", err)
 	}
-	if ok, err := Accepts(ctx, entry, nil, Login{Password: pw}); err == nil || ok {
+	if ok, err := conn.Accepts(ctx, entry, nil, conn.Login{Password: pw}); err == nil || ok {
 		t.Errorf("Accepts in plain text = %v, %v; want an error", ok, err)
 	}
 }
@@ -147,7 +148,7 @@ func TestReloadTLS(t *testing.T) {
 	if ok, err := ServesCertificate(ctx, addr, setup.client, newCert.Raw); err != nil || ok {
 		t.Fatalf("before the reload the node serves the new certificate: %v, %v", ok, err)
 	}
-	if err := ReloadTLS(ctx, addr, setup.client, Login{Password: "pw"}, setup.certFile); err != nil {
+	if err := ReloadTLS(ctx, addr, setup.client, conn.Login{Password: "pw"}, setup.certFile); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := ServesCertificate(ctx, addr, setup.client, newCert.Raw); err != nil || !ok {

@@ -64,7 +64,7 @@ func (a *Admin) loadTopology(ctx context.Context, addrs []string) (*topology, er
 		return nil, fmt.Errorf("while loading the cluster: %s lists no line flagged myself", entry)
 	}
 	for _, n := range others {
-		self, _, err := a.myself(ctx, n.Addr)
+		self, _, err := a.Myself(ctx, n.Addr)
 		if err != nil || self.ID != n.ID {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("while loading the cluster: %w", ctx.Err())

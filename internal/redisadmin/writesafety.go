@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 )
 
 // StepSetWriteSafety sets Step.WriteSafety (min-replicas-to-write and min-replicas-max-lag)
@@ -58,8 +60,8 @@ func planWriteSafety(spec Spec, s Snapshot, _ Health) (Step, bool) {
 }
 
 // SetWriteSafety sets w on the node at addr with one CONFIG SET.
-func SetWriteSafety(ctx context.Context, addr string, tlsConfig *tls.Config, login Login, w WriteSafety) error {
-	return configSet(ctx, addr, tlsConfig, login, "min-replicas-to-write",
+func SetWriteSafety(ctx context.Context, addr string, tlsConfig *tls.Config, login conn.Login, w WriteSafety) error {
+	return conn.ConfigSet(ctx, addr, tlsConfig, login, "min-replicas-to-write",
 		"min-replicas-max-lag", strconv.Itoa(w.MaxLag), "min-replicas-to-write", strconv.Itoa(w.MinReplicas))
 }
 
