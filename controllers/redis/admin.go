@@ -13,6 +13,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 )
 
 // Admin is what the reconciler asks of Redis. Every topology command goes through one of
@@ -20,7 +21,7 @@ import (
 type Admin interface {
 	ClusterNodes(ctx context.Context, addr string) ([]redisadmin.Node, error)
 	ClusterInfo(ctx context.Context, addr string) (map[string]string, error)
-	Create(ctx context.Context, plan redisadmin.Plan) error
+	Create(ctx context.Context, plan layout.Plan) error
 	Observe(ctx context.Context, obs []redisadmin.Observation)
 	Run(ctx context.Context, action redisadmin.Action) error
 	Fix(ctx context.Context, addrs []string, opts redisadmin.MoveOptions) ([]redisadmin.SlotFix, error)
@@ -28,7 +29,7 @@ type Admin interface {
 	DelNode(ctx context.Context, clusterAddr, node string) error
 	Rebalance(ctx context.Context, addrs []string, opts redisadmin.RebalanceOptions) (redisadmin.MoveStats, error)
 	Reshard(ctx context.Context, addrs []string, n int, from []string, to string, opts redisadmin.MoveOptions) (redisadmin.MoveStats, error)
-	MoveSlots(ctx context.Context, addrs []string, moves []redisadmin.Move, opts redisadmin.MoveOptions) (redisadmin.MoveStats, error)
+	MoveSlots(ctx context.Context, addrs []string, moves []layout.Move, opts redisadmin.MoveOptions) (redisadmin.MoveStats, error)
 	Failover(ctx context.Context, replicaAddr string) error
 	CheckACLRules(ctx context.Context, addr string, sets []string) ([]error, error)
 	Close() error
@@ -51,7 +52,7 @@ type fencedAdmin struct {
 	fence func(context.Context) error
 }
 
-func (f fencedAdmin) Create(ctx context.Context, plan redisadmin.Plan) error {
+func (f fencedAdmin) Create(ctx context.Context, plan layout.Plan) error {
 	if err := f.fence(ctx); err != nil {
 		return err
 	}
@@ -94,7 +95,7 @@ func (f fencedAdmin) Reshard(ctx context.Context, addrs []string, n int, from []
 	return f.Admin.Reshard(ctx, addrs, n, from, to, opts)
 }
 
-func (f fencedAdmin) MoveSlots(ctx context.Context, addrs []string, moves []redisadmin.Move, opts redisadmin.MoveOptions) (redisadmin.MoveStats, error) {
+func (f fencedAdmin) MoveSlots(ctx context.Context, addrs []string, moves []layout.Move, opts redisadmin.MoveOptions) (redisadmin.MoveStats, error) {
 	opts.Fence = f.fence
 	return f.Admin.MoveSlots(ctx, addrs, moves, opts)
 }

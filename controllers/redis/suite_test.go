@@ -25,6 +25,7 @@ import (
 
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/redispods"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -47,7 +48,7 @@ type countingAdmin struct {
 	topology *atomic.Int64
 }
 
-func (c countingAdmin) Create(ctx context.Context, plan redisadmin.Plan) error {
+func (c countingAdmin) Create(ctx context.Context, plan layout.Plan) error {
 	c.topology.Add(1)
 	return c.Admin.Create(ctx, plan)
 }

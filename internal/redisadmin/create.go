@@ -2,19 +2,15 @@ package redisadmin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"strings"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
-
-// ErrNodeNotEmpty is wrapped by the error of Create when a node already belongs to a
-// cluster, serves slots or holds keys. Create then changed nothing.
-var ErrNodeNotEmpty = errors.New("node is not empty")
 
 // emptyNode is what preflight learnt about one empty node of the plan.
 type emptyNode struct {
@@ -38,7 +34,7 @@ type emptyNode struct {
 // Create refuses too.
 //
 // When ctx has no deadline, Create gives up after DefaultWaitTimeout.
-func (a *Admin) Create(ctx context.Context, plan Plan) error {
+func (a *Admin) Create(ctx context.Context, plan layout.Plan) error {
 	if err := plan.Validate(); err != nil {
 		return fmt.Errorf("while creating the cluster: %w", err)
 	}
@@ -53,7 +49,7 @@ func (a *Admin) Create(ctx context.Context, plan Plan) error {
 	}
 	steps := []struct {
 		name string
-		run  func(context.Context, Plan, map[string]emptyNode) error
+		run  func(context.Context, layout.Plan, map[string]emptyNode) error
 	}{
 		{"assigning slots", a.assignSlots},
 		{"setting config epochs", a.setConfigEpochs},
@@ -75,7 +71,7 @@ func (a *Admin) Create(ctx context.Context, plan Plan) error {
 
 // preflight checks every node of the plan is an empty, lone cluster node and collects its
 // ID, bus port and IP. It only reads.
-func (a *Admin) preflight(ctx context.Context, plan Plan) (map[string]emptyNode, error) {
+func (a *Admin) preflight(ctx context.Context, plan layout.Plan) (map[string]emptyNode, error) {
 	out := map[string]emptyNode{}
 	byID := map[string]string{}
 	var problems []string
@@ -126,13 +122,13 @@ func (a *Admin) preflight(ctx context.Context, plan Plan) (map[string]emptyNode,
 		}
 	}
 	if len(problems) > 0 {
-		return nil, fmt.Errorf("refusing to touch an existing cluster: %s: %w", strings.Join(problems, "; "), ErrNodeNotEmpty)
+		return nil, fmt.Errorf("refusing to touch an existing cluster: %s: %w", strings.Join(problems, "; "), layout.ErrNodeNotEmpty)
 	}
 	return out, nil
 }
 
 // assignSlots gives each master its slots with one CLUSTER ADDSLOTSRANGE.
-func (a *Admin) assignSlots(ctx context.Context, plan Plan, _ map[string]emptyNode) error {
+func (a *Admin) assignSlots(ctx context.Context, plan layout.Plan, _ map[string]emptyNode) error {
 	for _, m := range plan.Masters {
 		args := []any{"CLUSTER", "ADDSLOTSRANGE"}
 		for _, r := range m.Slots {
@@ -148,7 +144,7 @@ func (a *Admin) assignSlots(ctx context.Context, plan Plan, _ map[string]emptyNo
 // setConfigEpochs gives every node its own config epoch, 1 for the first master, as
 // redis-cli does, so the nodes need not resolve epoch collisions. A node whose epoch is
 // already set (a node once reset) keeps it; Redis resolves any collision.
-func (a *Admin) setConfigEpochs(ctx context.Context, plan Plan, nodes map[string]emptyNode) error {
+func (a *Admin) setConfigEpochs(ctx context.Context, plan layout.Plan, nodes map[string]emptyNode) error {
 	for i, e := range plan.Endpoints() {
 		if !nodes[e.Addr].epochZero {
 			continue
@@ -161,7 +157,7 @@ func (a *Admin) setConfigEpochs(ctx context.Context, plan Plan, nodes map[string
 }
 
 // meet introduces every node to the first master.
-func (a *Admin) meet(ctx context.Context, plan Plan, nodes map[string]emptyNode) error {
+func (a *Admin) meet(ctx context.Context, plan layout.Plan, nodes map[string]emptyNode) error {
 	first := plan.Masters[0].Addr
 	for _, e := range plan.Endpoints()[1:] {
 		n := nodes[e.Addr]
@@ -178,7 +174,7 @@ func (a *Admin) meet(ctx context.Context, plan Plan, nodes map[string]emptyNode)
 
 // waitJoined waits until every node knows every other node, none in handshake, and sees
 // the planned slots.
-func (a *Admin) waitJoined(ctx context.Context, plan Plan, nodes map[string]emptyNode) error {
+func (a *Admin) waitJoined(ctx context.Context, plan layout.Plan, nodes map[string]emptyNode) error {
 	want := planSignature(plan, nodes)
 	return a.Poll(ctx, "every node to know every other node", func(ctx context.Context) (bool, string) {
 		for _, e := range plan.Endpoints() {
@@ -219,7 +215,7 @@ func missingNodes(addr string, view []Node, nodes map[string]emptyNode) string {
 }
 
 // replicate attaches each replica to its master.
-func (a *Admin) replicate(ctx context.Context, plan Plan, nodes map[string]emptyNode) error {
+func (a *Admin) replicate(ctx context.Context, plan layout.Plan, nodes map[string]emptyNode) error {
 	for _, m := range plan.Masters {
 		masterID := nodes[m.Addr].self.ID
 		for _, r := range m.Replicas {
@@ -235,7 +231,7 @@ func (a *Admin) replicate(ctx context.Context, plan Plan, nodes map[string]empty
 // planned slots, and every replica reports itself a replica of its master. The other
 // nodes learn of the replicas later, through gossip (within cluster-node-timeout/2 at
 // worst), as they do after redis-cli.
-func (a *Admin) waitReady(ctx context.Context, plan Plan, nodes map[string]emptyNode) error {
+func (a *Admin) waitReady(ctx context.Context, plan layout.Plan, nodes map[string]emptyNode) error {
 	want := planSignature(plan, nodes)
 	views := map[string][]Node{}
 	return a.Poll(ctx, "the cluster to be ready", func(ctx context.Context) (bool, string) {
@@ -283,7 +279,7 @@ func isReplicaOf(view []Node, id, masterID string) bool {
 }
 
 // planSignature is the slotSignature every node shows once the plan's slots are known.
-func planSignature(plan Plan, nodes map[string]emptyNode) string {
+func planSignature(plan layout.Plan, nodes map[string]emptyNode) string {
 	var view []Node
 	for _, m := range plan.Masters {
 		view = append(view, Node{ID: nodes[m.Addr].self.ID, Slots: m.Slots})

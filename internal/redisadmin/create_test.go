@@ -9,22 +9,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	goredis "github.com/redis/go-redis/v9"
 )
 
 // endpointsOf gives the servers three pretend Kubernetes nodes, round-robin.
-func endpointsOf(servers []*testServer) []Endpoint {
-	out := make([]Endpoint, len(servers))
+func endpointsOf(servers []*testServer) []layout.Endpoint {
+	out := make([]layout.Endpoint, len(servers))
 	for i, s := range servers {
-		out[i] = Endpoint{Addr: s.addr, Host: fmt.Sprintf("k8s-node-%d", i%3)}
+		out[i] = layout.Endpoint{Addr: s.addr, Host: fmt.Sprintf("k8s-node-%d", i%3)}
 	}
 	return out
 }
 
 // createCluster plans and creates a cluster on servers.
-func createCluster(ctx context.Context, t testing.TB, admin *Admin, servers []*testServer, replicas int) Plan {
+func createCluster(ctx context.Context, t testing.TB, admin *Admin, servers []*testServer, replicas int) layout.Plan {
 	t.Helper()
-	plan, err := planCreate(endpointsOf(servers), replicas)
+	plan, err := layout.Create(endpointsOf(servers), replicas)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func createCluster(ctx context.Context, t testing.TB, admin *Admin, servers []*t
 // assertTopology checks that every node sees the planned masters and slots at once, that
 // every replica reports itself attached to its master at once, and that every node learns
 // of every replica through gossip soon after.
-func assertTopology(ctx context.Context, t *testing.T, admin *Admin, plan Plan) {
+func assertTopology(ctx context.Context, t *testing.T, admin *Admin, plan layout.Plan) {
 	t.Helper()
 	ids := map[string]string{}
 	for _, e := range plan.Endpoints() {
@@ -123,7 +124,7 @@ func redisCliCheck(ctx context.Context, t testing.TB, addr, password string) {
 }
 
 // assertCheckOK runs Check and asserts a healthy cluster of the shape of plan.
-func assertCheckOK(ctx context.Context, t *testing.T, admin *Admin, addr string, plan Plan) CheckResult {
+func assertCheckOK(ctx context.Context, t *testing.T, admin *Admin, addr string, plan layout.Plan) CheckResult {
 	t.Helper()
 	res, err := admin.Check(ctx, []string{addr})
 	if err != nil {
@@ -211,9 +212,9 @@ func TestCreateSixNodes(t *testing.T) {
 	readKeys(ctx, t, cc, 10000)
 
 	t.Run("a second Create refuses and changes nothing", func(t *testing.T) {
-		for _, p := range []Plan{plan, mustPlan(t, endpointsOf(servers[1:]), 0)} {
+		for _, p := range []layout.Plan{plan, mustPlan(t, endpointsOf(servers[1:]), 0)} {
 			err := admin.Create(ctx, p)
-			if !errors.Is(err, ErrNodeNotEmpty) {
+			if !errors.Is(err, layout.ErrNodeNotEmpty) {
 				t.Fatalf("Create on an existing cluster: error = %v, want ErrNodeNotEmpty", err)
 			}
 			if !strings.Contains(err.Error(), "nothing was changed") || !strings.Contains(err.Error(), "already knows 5 other nodes") {
@@ -237,9 +238,9 @@ func TestCreateSixNodes(t *testing.T) {
 	})
 }
 
-func mustPlan(t *testing.T, nodes []Endpoint, replicas int) Plan {
+func mustPlan(t *testing.T, nodes []layout.Endpoint, replicas int) layout.Plan {
 	t.Helper()
-	p, err := planCreate(nodes, replicas)
+	p, err := layout.Create(nodes, replicas)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +362,7 @@ func TestCreateRefusesNonEmptyNodes(t *testing.T) {
 			}
 			before := snapshot(ctx, t, admin, servers)
 			err := admin.Create(ctx, mustPlan(t, endpointsOf(servers), 0))
-			if !errors.Is(err, ErrNodeNotEmpty) || !strings.Contains(err.Error(), tc.wantErr) {
+			if !errors.Is(err, layout.ErrNodeNotEmpty) || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("error = %v, want ErrNodeNotEmpty mentioning %q", err, tc.wantErr)
 			}
 			if after := snapshot(ctx, t, admin, servers); after != before {
@@ -393,7 +394,7 @@ func snapshot(ctx context.Context, t *testing.T, admin *Admin, servers []*testSe
 func TestCreateRejectsInvalidPlan(t *testing.T) {
 	admin := NewAdmin("", time.Second)
 	defer func() { _ = admin.Close() }()
-	err := admin.Create(context.Background(), Plan{})
+	err := admin.Create(context.Background(), layout.Plan{})
 	if err == nil || !strings.Contains(err.Error(), "invalid plan") {
 		t.Fatalf("error = %v, want an invalid plan error", err)
 	}

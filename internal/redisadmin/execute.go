@@ -9,11 +9,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// runMoves carries out a plan (from planRebalance, planReshard or built by hand) on
+// runMoves carries out a plan (from layout.Rebalance, layout.Reshard or built by hand) on
 // the cluster reached through addrs, much faster than redis-cli, with the same steps for
 // every slot as moveOneSlot and the same guarantees:
 //
@@ -40,7 +41,7 @@ import (
 // key), and an open slot is moved on from where it stopped. It refuses the whole plan,
 // changing nothing, when a slot is owned by neither its source nor its target, appears
 // twice, or a node of the plan cannot be reached or is not a master.
-func (a *Admin) runMoves(ctx context.Context, addrs []string, moves []Move, opts MoveOptions) (MoveStats, error) {
+func (a *Admin) runMoves(ctx context.Context, addrs []string, moves []layout.Move, opts MoveOptions) (MoveStats, error) {
 	topo, err := a.loadTopology(ctx, addrs)
 	if err != nil {
 		return MoveStats{Moves: moves}, fmt.Errorf("while moving slots: %w", err)
@@ -58,7 +59,7 @@ type pair struct {
 	move, finish []int
 }
 
-func (a *Admin) executeMoves(ctx context.Context, topo *topology, moves []Move, opts MoveOptions) (MoveStats, error) {
+func (a *Admin) executeMoves(ctx context.Context, topo *topology, moves []layout.Move, opts MoveOptions) (MoveStats, error) {
 	start := time.Now()
 	stats := MoveStats{Moves: moves}
 	pairs, err := planPairs(topo, moves)
@@ -96,7 +97,7 @@ func (a *Admin) closeOpenSlots(ctx context.Context, entry string, opts MoveOptio
 
 // fitPlan measures what moves would move (measureMoves) and keeps only what fits
 // (fitMoves); the rest is returned as held, with the facts measured.
-func (a *Admin) fitPlan(ctx context.Context, topo *topology, moves []Move, opts MoveOptions) ([]Move, []HeldSlot, moveFacts, error) {
+func (a *Admin) fitPlan(ctx context.Context, topo *topology, moves []layout.Move, opts MoveOptions) ([]layout.Move, []HeldSlot, moveFacts, error) {
 	if len(moves) == 0 {
 		return nil, nil, moveFacts{}, nil
 	}
@@ -168,7 +169,7 @@ func (a *Admin) waitSettled(ctx context.Context, nodes []Node, uniqueEpochs bool
 
 // planPairs groups moves by source and target and sorts each slot into the ones to move
 // and the ones to finish, from the nodes' own views.
-func planPairs(topo *topology, moves []Move) ([]*pair, error) {
+func planPairs(topo *topology, moves []layout.Move) ([]*pair, error) {
 	byKey := map[[2]string]*pair{}
 	var pairs []*pair
 	seen := map[int]bool{}

@@ -10,17 +10,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 )
 
 // TestExecuteMovesResumes interrupts a large move and checks a second run of the same
-// plan finishes it, and Rebalance after it, with every key kept; it also checks planReshard
+// plan finishes it, and Rebalance after it, with every key kept; it also checks layout.Reshard
 // against redis-cli's own reshard table.
 func TestExecuteMovesResumes(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 	c, entry, masters := loadedSlotCluster(ctx, t)
-	moves, err := planReshard(masters, 3000, []string{masters[0].ID, masters[1].ID}, masters[2].ID)
+	moves, err := layout.Reshard(masters, 3000, []string{masters[0].ID, masters[1].ID}, masters[2].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,14 +74,14 @@ func TestExecuteMovesResumes(t *testing.T) {
 		t.Errorf("redis-cli still wants to move %q", plan)
 	}
 
-	// planReshard gives the table redis-cli prints (and then carries out).
+	// layout.Reshard gives the table redis-cli prints (and then carries out).
 	topo, err := c.admin.loadTopology(ctx, []string{entry})
 	if err != nil {
 		t.Fatal(err)
 	}
 	masters = topo.masters()
 	from := []string{masters[1].ID, masters[2].ID}
-	moves, err = planReshard(masters, 37, from, masters[0].ID)
+	moves, err = layout.Reshard(masters, 37, from, masters[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +116,7 @@ func TestExecuteMovesStopsAtTheFence(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 	c, entry, masters := loadedSlotCluster(ctx, t)
-	moves, err := planReshard(masters, 1000, []string{masters[0].ID}, masters[2].ID)
+	moves, err := layout.Reshard(masters, 1000, []string{masters[0].ID}, masters[2].ID)
 	if err != nil {
 		t.Fatal(err)
 	}

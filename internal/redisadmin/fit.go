@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
@@ -35,7 +36,7 @@ func full(used, maxMemory int64) bool {
 
 // skipFullTargets drops from moves those whose target is full (Room.full, from its INFO
 // memory in s): a count balance would only fill it.
-func skipFullTargets(moves []Move, s Snapshot) []Move {
+func skipFullTargets(moves []layout.Move, s Snapshot) []layout.Move {
 	isFull := map[string]bool{}
 	for _, o := range s.answering() {
 		self, _ := o.Self()
@@ -43,7 +44,7 @@ func skipFullTargets(moves []Move, s Snapshot) []Move {
 			isFull[self.ID] = true
 		}
 	}
-	var out []Move
+	var out []layout.Move
 	for _, m := range moves {
 		if !isFull[m.Target] {
 			out = append(out, m)
@@ -86,7 +87,7 @@ func roomOf(used, maxMemory, overhead int64) Room {
 // inQuestion returns the targets of moves whose room might not take what the moves send:
 // those with a limit and less room than everything their sources hold. Slots moving to any
 // other target fit whatever their size, and need no measuring. It is pure.
-func inQuestion(moves []Move, rooms map[string]Room) map[string]bool {
+func inQuestion(moves []layout.Move, rooms map[string]Room) map[string]bool {
 	bound := map[string]int64{}
 	counted := map[[2]string]bool{}
 	for _, m := range moves {
@@ -166,7 +167,7 @@ func HeldSlotNumbers(held []HeldSlot) []int {
 // it counts on is freed; the target then refuses it with OOM and the slot is rolled back.)
 // A slot of unknown size (not in
 // facts) is admitted as empty; a master of unknown room has none.
-func fitMoves(moves []Move, facts moveFacts) ([]Move, []HeldSlot) {
+func fitMoves(moves []layout.Move, facts moveFacts) ([]layout.Move, []HeldSlot) {
 	givers := map[string]bool{}
 	for _, m := range moves {
 		if len(m.Slots) > 0 {
@@ -174,14 +175,14 @@ func fitMoves(moves []Move, facts moveFacts) ([]Move, []HeldSlot) {
 		}
 	}
 	ordered := slices.Clone(moves)
-	slices.SortStableFunc(ordered, func(x, y Move) int {
+	slices.SortStableFunc(ordered, func(x, y layout.Move) int {
 		return cmp.Compare(b2i(givers[x.Target]), b2i(givers[y.Target]))
 	})
 	room := map[string]Room{}
 	for _, m := range ordered {
 		room[m.Source], room[m.Target] = facts.Rooms[m.Source], facts.Rooms[m.Target]
 	}
-	admit := func(m Move, s int) bool {
+	admit := func(m layout.Move, s int) bool {
 		size := facts.Sizes[s]
 		r := room[m.Target]
 		if !r.fits(size.Bytes) {
@@ -220,11 +221,11 @@ func fitMoves(moves []Move, facts moveFacts) ([]Move, []HeldSlot) {
 		r, size := room[m.Target], facts.Sizes[w.slot]
 		held = append(held, HeldSlot{Slot: w.slot, Source: m.Source, Target: m.Target, Size: size, Room: r, Giant: size.Bytes > r.Capacity})
 	}
-	var out []Move
+	var out []layout.Move
 	for _, lists := range [][][]int{kept, late} {
 		for i, m := range ordered {
 			if len(lists[i]) > 0 {
-				out = append(out, Move{Source: m.Source, Target: m.Target, Slots: lists[i]})
+				out = append(out, layout.Move{Source: m.Source, Target: m.Target, Slots: lists[i]})
 			}
 		}
 	}

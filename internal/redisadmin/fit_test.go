@@ -3,6 +3,8 @@ package redisadmin
 import (
 	"reflect"
 	"testing"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 )
 
 // TestFitMoves is the slot-move fitting's table: what starts, in which order, and what is
@@ -12,58 +14,58 @@ func TestFitMoves(t *testing.T) {
 	const mib = 1 << 20
 	room := func(b int64) Room { return Room{Bytes: b, Capacity: 45 * mib} }
 	cases := map[string]struct {
-		moves    []Move
+		moves    []layout.Move
 		facts    moveFacts
-		want     []Move
+		want     []layout.Move
 		wantHeld []int
 		// wantGiant lists the held slots too big even for an empty target.
 		wantGiant []int
 	}{
 		"everything fits": {
-			moves: []Move{{Source: "a", Target: "d", Slots: []int{1, 2}}},
+			moves: []layout.Move{{Source: "a", Target: "d", Slots: []int{1, 2}}},
 			facts: moveFacts{Sizes: map[int]SlotSize{1: {10, mib}, 2: {10, mib}}, Rooms: map[string]Room{"a": room(0), "d": room(10 * mib)}},
-			want:  []Move{{Source: "a", Target: "d", Slots: []int{1, 2}}},
+			want:  []layout.Move{{Source: "a", Target: "d", Slots: []int{1, 2}}},
 		},
 		"move does not fit": {
-			moves:    []Move{{Source: "a", Target: "d", Slots: []int{1, 2}}},
+			moves:    []layout.Move{{Source: "a", Target: "d", Slots: []int{1, 2}}},
 			facts:    moveFacts{Sizes: map[int]SlotSize{1: {10, 3 * mib}, 2: {10, 3 * mib}}, Rooms: map[string]Room{"a": room(0), "d": room(4 * mib)}},
-			want:     []Move{{Source: "a", Target: "d", Slots: []int{1}}},
+			want:     []layout.Move{{Source: "a", Target: "d", Slots: []int{1}}},
 			wantHeld: []int{2},
 		},
 		"giant slot: the small slots move, the giant one is held": {
-			moves: []Move{{Source: "a", Target: "d", Slots: []int{0, 1, 2, 3}}},
+			moves: []layout.Move{{Source: "a", Target: "d", Slots: []int{0, 1, 2, 3}}},
 			facts: moveFacts{Sizes: map[int]SlotSize{0: {38000, 47 * mib}, 1: {1, 1000}, 2: {1, 1000}, 3: {0, 0}},
 				Rooms: map[string]Room{"a": room(0), "d": room(40 * mib)}},
-			want:     []Move{{Source: "a", Target: "d", Slots: []int{1, 2, 3}}},
+			want:     []layout.Move{{Source: "a", Target: "d", Slots: []int{1, 2, 3}}},
 			wantHeld: []int{0}, wantGiant: []int{0},
 		},
 		"target filled by a concurrent move": {
-			moves: []Move{{Source: "a", Target: "d", Slots: []int{1}}, {Source: "b", Target: "d", Slots: []int{2}}},
+			moves: []layout.Move{{Source: "a", Target: "d", Slots: []int{1}}, {Source: "b", Target: "d", Slots: []int{2}}},
 			facts: moveFacts{Sizes: map[int]SlotSize{1: {5, 6 * mib}, 2: {5, 6 * mib}},
 				Rooms: map[string]Room{"a": room(0), "b": room(0), "d": room(10 * mib)}},
-			want:     []Move{{Source: "a", Target: "d", Slots: []int{1}}},
+			want:     []layout.Move{{Source: "a", Target: "d", Slots: []int{1}}},
 			wantHeld: []int{2},
 		},
 		"a source's freed room is used before its target fills": {
 			// b gives slot 2 to c, then receives slot 1 from a: only the room slot 2
 			// frees lets slot 1 fit. In plan order b would receive first.
-			moves: []Move{{Source: "a", Target: "b", Slots: []int{1}}, {Source: "b", Target: "c", Slots: []int{2}}},
+			moves: []layout.Move{{Source: "a", Target: "b", Slots: []int{1}}, {Source: "b", Target: "c", Slots: []int{2}}},
 			facts: moveFacts{Sizes: map[int]SlotSize{1: {5, 6 * mib}, 2: {5, 5 * mib}},
 				Rooms: map[string]Room{"a": room(0), "b": room(2 * mib), "c": room(10 * mib)}},
-			want: []Move{{Source: "b", Target: "c", Slots: []int{2}}, {Source: "a", Target: "b", Slots: []int{1}}},
+			want: []layout.Move{{Source: "b", Target: "c", Slots: []int{2}}, {Source: "a", Target: "b", Slots: []int{1}}},
 		},
 		"a slot held at first fits once others freed room": {
 			// Slot 1 (a→b) comes first but fits only after b gave slot 3 away (the giver
 			// order cannot help as a and b give to each other): it moves last.
-			moves: []Move{{Source: "a", Target: "b", Slots: []int{1}}, {Source: "b", Target: "a", Slots: []int{3}}},
+			moves: []layout.Move{{Source: "a", Target: "b", Slots: []int{1}}, {Source: "b", Target: "a", Slots: []int{3}}},
 			facts: moveFacts{Sizes: map[int]SlotSize{1: {5, 6 * mib}, 3: {5, 5 * mib}},
 				Rooms: map[string]Room{"a": room(5 * mib), "b": room(2 * mib)}},
-			want: []Move{{Source: "b", Target: "a", Slots: []int{3}}, {Source: "a", Target: "b", Slots: []int{1}}},
+			want: []layout.Move{{Source: "b", Target: "a", Slots: []int{3}}, {Source: "a", Target: "b", Slots: []int{1}}},
 		},
 		"no maxmemory: unlimited room": {
-			moves: []Move{{Source: "a", Target: "d", Slots: []int{1}}},
+			moves: []layout.Move{{Source: "a", Target: "d", Slots: []int{1}}},
 			facts: moveFacts{Sizes: map[int]SlotSize{1: {38000, 47 * mib}}, Rooms: map[string]Room{"a": {Unlimited: true}, "d": {Unlimited: true}}},
-			want:  []Move{{Source: "a", Target: "d", Slots: []int{1}}},
+			want:  []layout.Move{{Source: "a", Target: "d", Slots: []int{1}}},
 		},
 	}
 	for name, tc := range cases {
@@ -166,15 +168,15 @@ func TestInQuestion(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		moves []Move
+		moves []layout.Move
 		want  map[string]bool
 	}{
-		{"room for both sources", []Move{{Source: "src1", Target: "roomy", Slots: []int{1}}, {Source: "src2", Target: "roomy", Slots: []int{2}}}, map[string]bool{}},
-		{"less room than both hold", []Move{{Source: "src1", Target: "tight", Slots: []int{1}}, {Source: "src2", Target: "tight", Slots: []int{2}}}, map[string]bool{"tight": true}},
-		{"one source counted once", []Move{{Source: "src1", Target: "tight", Slots: []int{1}}, {Source: "src1", Target: "tight", Slots: []int{3}}}, map[string]bool{}},
-		{"no limit", []Move{{Source: "src1", Target: "free", Slots: []int{1}}}, map[string]bool{}},
-		{"a byte short", []Move{{Source: "src1", Target: "small", Slots: []int{1}}}, map[string]bool{"small": true}},
-		{"an empty move sends nothing", []Move{{Source: "src1", Target: "small"}}, map[string]bool{}},
+		{"room for both sources", []layout.Move{{Source: "src1", Target: "roomy", Slots: []int{1}}, {Source: "src2", Target: "roomy", Slots: []int{2}}}, map[string]bool{}},
+		{"less room than both hold", []layout.Move{{Source: "src1", Target: "tight", Slots: []int{1}}, {Source: "src2", Target: "tight", Slots: []int{2}}}, map[string]bool{"tight": true}},
+		{"one source counted once", []layout.Move{{Source: "src1", Target: "tight", Slots: []int{1}}, {Source: "src1", Target: "tight", Slots: []int{3}}}, map[string]bool{}},
+		{"no limit", []layout.Move{{Source: "src1", Target: "free", Slots: []int{1}}}, map[string]bool{}},
+		{"a byte short", []layout.Move{{Source: "src1", Target: "small", Slots: []int{1}}}, map[string]bool{"small": true}},
+		{"an empty move sends nothing", []layout.Move{{Source: "src1", Target: "small"}}, map[string]bool{}},
 	} {
 		if got := inQuestion(tc.moves, rooms); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: inQuestion = %v, want %v", tc.name, got, tc.want)
@@ -187,7 +189,7 @@ func TestInQuestion(t *testing.T) {
 func TestSkipFullTargets(t *testing.T) {
 	t.Parallel()
 	snap := six().current().used(50, 97, 30, 50, 97, 30).snap
-	moves := []Move{{Source: "aaaaaaaa", Target: "bbbbbbbb", Slots: []int{1}}, {Source: "aaaaaaaa", Target: "cccccccc", Slots: []int{2}}}
+	moves := []layout.Move{{Source: "aaaaaaaa", Target: "bbbbbbbb", Slots: []int{1}}, {Source: "aaaaaaaa", Target: "cccccccc", Slots: []int{2}}}
 	got := skipFullTargets(moves, snap)
 	if want := moves[1:]; !reflect.DeepEqual(got, want) {
 		t.Errorf("moves = %v, want %v (rc-1 is 97%% full)", got, want)

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 )
 
 // halfMoveUntilOOM opens slot from src to dst and MIGRATEs its keys, 10 at a time, until
@@ -84,7 +86,7 @@ func TestMoveSlotsMovesExactlyThePlan(t *testing.T) {
 			}
 		}
 	}
-	stats, err := c.admin.MoveSlots(ctx, addrsOf(c.servers), []Move{{Source: src.ID, Target: third.ID, Slots: plan}}, MoveOptions{})
+	stats, err := c.admin.MoveSlots(ctx, addrsOf(c.servers), []layout.Move{{Source: src.ID, Target: third.ID, Slots: plan}}, MoveOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +133,7 @@ func TestMoveSlotsHoldsARolledBackSlot(t *testing.T) {
 		c.do(src.Addr, "SET", "{sampled}:tiny:"+strconv.Itoa(i), "x")
 	}
 	c.squeeze(dst, 1<<20)
-	stats, err := c.admin.MoveSlots(ctx, addrsOf(c.servers), []Move{{Source: src.ID, Target: dst.ID, Slots: []int{slot}}}, MoveOptions{})
+	stats, err := c.admin.MoveSlots(ctx, addrsOf(c.servers), []layout.Move{{Source: src.ID, Target: dst.ID, Slots: []int{slot}}}, MoveOptions{})
 	if err == nil || !isOOM(err) {
 		t.Fatalf("the move returned %v (held %+v), want the target's OOM: the estimate was not fooled", err, stats.Held)
 	}

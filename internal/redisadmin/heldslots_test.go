@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 )
 
 // TestStillHeld is the table of when a held slot is tried again: its owner gave it away,
@@ -83,7 +85,7 @@ func TestCapHeld(t *testing.T) {
 // plan, is not.
 func TestRolledBackHeld(t *testing.T) {
 	t.Parallel()
-	moves := []Move{{Source: "a", Target: "d", Slots: []int{5, 6, 8}}}
+	moves := []layout.Move{{Source: "a", Target: "d", Slots: []int{5, 6, 8}}}
 	facts := moveFacts{Sizes: map[int]SlotSize{5: {10, 1000}, 8: {3, 100}}, Rooms: map[string]Room{"d": {Bytes: 2000}}}
 	fixes := []SlotFix{
 		{Slot: 5, Action: FixRolledBack, Owner: "a", Size: SlotSize{12, 900}},
@@ -163,7 +165,7 @@ func TestHeldSlotSteps(t *testing.T) {
 		"AssignReceive around a held slot: the source gives its next slots": {
 			spec: withHeld(assigning(Strategy{Slots: 100, From: []string{"aaaaaaaa"}}), giant(0, "aaaaaaaa")), snap: assigned(0), want: StepAssign,
 			check: func(t *testing.T, s Step) {
-				want := []Move{{Source: "aaaaaaaa", Target: "gggggggg", Slots: slotRange(1, 100)}}
+				want := []layout.Move{{Source: "aaaaaaaa", Target: "gggggggg", Slots: slotRange(1, 100)}}
 				expect(t, reflect.DeepEqual(s.Moves, want), "moves %v, want slots 1-100 from aaaaaaaa", s.Moves)
 			},
 		},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
@@ -133,7 +134,7 @@ type Step struct {
 	// Members is StepRecordMembers' record.
 	Members map[string]string
 	// Create is StepForm's plan.
-	Create Plan
+	Create layout.Plan
 	// Action is StepRecover's recovery.
 	Action Action
 	// Pod, Addr, Seed, MasterID and NodeID: the node a join, removal, failover or
@@ -151,7 +152,7 @@ type Step struct {
 	// Moves are StepRebalance's and StepAssign's slot moves as planned from the snapshot
 	// (held slots pinned, full targets skipped): the controller executes exactly these
 	// (Admin.MoveSlots), a budget's worth a step.
-	Moves []Move
+	Moves []layout.Move
 	// DrainHeld, on a Wait of a scale in, are the held slots that keep a leaving master
 	// from emptying (drainBlocked): the scale in stays where it is until they fit somewhere.
 	DrainHeld []HeldSlot
@@ -485,11 +486,11 @@ func planForm(spec Spec, s Snapshot, _ Health) (Step, bool) {
 		return Step{Kind: StepWait, After: LookSoon,
 			Reason: fmt.Sprintf("waiting for %d Redis nodes to run before forming the cluster (%d answer)", spec.StatefulSetReplicas, len(answering))}, true
 	}
-	endpoints := make([]Endpoint, len(answering))
+	endpoints := make([]layout.Endpoint, len(answering))
 	for i, o := range answering {
-		endpoints[i] = Endpoint{Addr: o.Addr, Host: o.Host}
+		endpoints[i] = layout.Endpoint{Addr: o.Addr, Host: o.Host}
 	}
-	plan, err := planCreate(endpoints, s.ReplicasPerMaster)
+	plan, err := layout.Create(endpoints, s.ReplicasPerMaster)
 	if err != nil {
 		return Step{Kind: StepWait, After: LookIdle, Reason: "cannot plan the cluster: " + err.Error()}, true
 	}
@@ -759,17 +760,17 @@ func planMoveSlots(spec Spec, s Snapshot, _ Health) (Step, bool) {
 	}
 	addSlotWeights(weights, masters, spec.SlotWeights)
 	pinned := HeldSlotNumbers(spec.HeldSlots)
-	planned, err := planRebalance(masters, weights, DefaultRebalanceThreshold, !assign, pinned)
+	planned, err := layout.Rebalance(masters, weights, layout.DefaultRebalanceThreshold, !assign, pinned)
 	moves := skipFullTargets(planned, s)
 	if draining && err == nil && len(planned) > 0 && len(moves) == 0 {
 		return Step{Kind: StepWait, Operation: OpScaling, After: LookIdle,
 			Reason: fmt.Sprintf("the scale in is held: the %d slots left on the leaving masters would go only to masters with under %d%% of their maxmemory left; "+
-				"raise the memory limit (or maxMemoryPercent), delete keys, or keep the masters", countMovedSlots(planned), fullPercent)}, true
+				"raise the memory limit (or maxMemoryPercent), delete keys, or keep the masters", layout.CountMoved(planned), fullPercent)}, true
 	}
 	if err != nil || len(moves) == 0 {
 		return Step{}, false //nolint:nilerr // nothing to plan (no slots yet, say): the status reports it
 	}
-	left := countMovedSlots(moves)
+	left := layout.CountMoved(moves)
 	return Step{Kind: StepRebalance, Operation: OpScaling, Weights: weights, UseEmptyMasters: !assign, Pinned: pinned, SlotsLeft: left, Moves: moves,
 		After: LookSoon, Reason: fmt.Sprintf("moving slots: %d left to move", left)}, true
 }
@@ -888,10 +889,10 @@ func planAssign(spec Spec, s Snapshot, weights map[string]float64) (Step, bool) 
 }
 
 // assignMoves plans an AssignReceive batch: n slots from the masters from to the master
-// to, as planReshard, except that held slots are never asked for: their masters give
+// to, as layout.Reshard, except that held slots are never asked for: their masters give
 // their other slots instead, and fewer than n when only held ones are left (none: nil
 // moves and no error).
-func assignMoves(s Snapshot, held []HeldSlot, n int, from []string, to string) ([]Move, error) {
+func assignMoves(s Snapshot, held []HeldSlot, n int, from []string, to string) ([]layout.Move, error) {
 	pinned := HeldSlotNumbers(held)
 	var masters []Node
 	sourced := len(from) == 0 || slices.Contains(from, "all")
@@ -915,7 +916,7 @@ func assignMoves(s Snapshot, held []HeldSlot, n int, from []string, to string) (
 			return nil, nil
 		}
 	}
-	return planReshard(masters, n, from, to)
+	return layout.Reshard(masters, n, from, to)
 }
 
 // nextAssignment is the first strategy that still misses slots, how many, and its target.

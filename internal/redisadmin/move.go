@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -71,7 +72,7 @@ func (o MoveOptions) withDefaults() MoveOptions {
 // MoveStats says what a move did.
 type MoveStats struct {
 	// Moves is the plan that was executed.
-	Moves []Move
+	Moves []layout.Move
 	// Slots is the number of slots whose ownership changed.
 	Slots int
 	// Keys is the number of keys MIGRATE moved.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -107,7 +108,7 @@ func TestMoveRollsBackWhenTargetOOM(t *testing.T) {
 	ctx := c.ctx
 	w := startWriter(t, addrsOf(c.servers), "", 200)
 	time.Sleep(300 * time.Millisecond)
-	stats, err := c.admin.runMoves(ctx, addrsOf(c.servers), []Move{{Source: src.ID, Target: dst.ID, Slots: []int{slot}}}, MoveOptions{})
+	stats, err := c.admin.runMoves(ctx, addrsOf(c.servers), []layout.Move{{Source: src.ID, Target: dst.ID, Slots: []int{slot}}}, MoveOptions{})
 	if err == nil || !isOOM(err) {
 		t.Fatalf("the move returned %v, want the target's OOM: the fault was not injected", err)
 	}
@@ -174,7 +175,7 @@ func TestRebalanceHoldsGiantSlot(t *testing.T) {
 	if !nodes.OwnsSlot(src, small) {
 		small = slot - 1
 	}
-	stats, err := c.admin.executeFitted(ctx, topo, []Move{{Source: src.ID, Target: dst.ID, Slots: []int{slot, small}}}, MoveOptions{})
+	stats, err := c.admin.executeFitted(ctx, topo, []layout.Move{{Source: src.ID, Target: dst.ID, Slots: []int{slot, small}}}, MoveOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func TestRebalanceHoldsGiantSlotWithoutMemoryUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stats, err := admin.executeFitted(ctx, topo, []Move{{Source: src.ID, Target: dst.ID, Slots: []int{slot}}}, MoveOptions{})
+	stats, err := admin.executeFitted(ctx, topo, []layout.Move{{Source: src.ID, Target: dst.ID, Slots: []int{slot}}}, MoveOptions{})
 	if err != nil {
 		t.Fatalf("the move as a user without MEMORY USAGE: %v", err)
 	}

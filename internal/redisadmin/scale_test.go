@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 )
 
 // nodeIDs maps the address of every node of the cluster reached at addr to its ID.
@@ -69,7 +71,7 @@ func redisCliRebalancePlan(ctx context.Context, t *testing.T, addr string, useEm
 	return plan
 }
 
-// ourRebalancePlan is planRebalance on the cluster as Rebalance loads it, rendered like
+// ourRebalancePlan is layout.Rebalance on the cluster as Rebalance loads it, rendered like
 // redisCliRebalancePlan.
 func ourRebalancePlan(ctx context.Context, t *testing.T, admin *Admin, addr string, weights map[string]float64, useEmpty bool) []string {
 	t.Helper()
@@ -77,7 +79,7 @@ func ourRebalancePlan(ctx context.Context, t *testing.T, admin *Admin, addr stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	moves, err := planRebalance(topo.masters(), weights, DefaultRebalanceThreshold, useEmpty, nil)
+	moves, err := layout.Rebalance(topo.masters(), weights, layout.DefaultRebalanceThreshold, useEmpty, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

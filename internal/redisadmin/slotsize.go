@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -127,7 +128,7 @@ func meanSizesOf(sizes map[int]SlotSize, used, keys int64) map[int]SlotSize {
 // measureMoves gathers the facts fitMoves needs for moves: the room of every master of the
 // plan and, for the moves whose target's room is in question (inQuestion), the size of each
 // slot on its source. A plan between masters with room for everything costs one INFO each.
-func (m *mover) measureMoves(ctx context.Context, topo *topology, moves []Move) (moveFacts, error) {
+func (m *mover) measureMoves(ctx context.Context, topo *topology, moves []layout.Move) (moveFacts, error) {
 	facts := moveFacts{Sizes: map[int]SlotSize{}, Rooms: map[string]Room{}}
 	for _, mv := range moves {
 		for _, id := range []string{mv.Source, mv.Target} {

@@ -1,10 +1,12 @@
-package redisadmin
+package layout
 
 import (
 	"errors"
 	"fmt"
 	"math"
 	"net"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
 // MinMasters is the smallest number of masters of a Redis Cluster, as redis-cli enforces.
@@ -24,7 +26,7 @@ type Endpoint struct {
 type MasterPlan struct {
 	Endpoint
 	// Slots are the hash slots the master serves.
-	Slots []SlotRange
+	Slots []nodes.SlotRange
 	// Replicas replicate the master.
 	Replicas []Endpoint
 }
@@ -33,7 +35,7 @@ type MasterPlan struct {
 type Plan struct {
 	// Masters are the masters, in slot order.
 	Masters []MasterPlan
-	// NoReadyWait ends Create once the replicas are told to replicate, without waiting for
+	// NoReadyWait ends Admin.Create once the replicas are told to replicate, without waiting for
 	// every node to report cluster_state:ok: the caller judges readiness itself (the
 	// operator's next look, through Assess), so a Form step holds no worker for it.
 	NoReadyWait bool
@@ -67,13 +69,13 @@ func (p *Plan) Validate() error {
 		}
 		seen[e.Addr] = true
 	}
-	var owner [SlotCount]int
+	var owner [nodes.SlotCount]int
 	for i, m := range p.Masters {
 		if len(m.Slots) == 0 {
 			return fmt.Errorf("invalid plan: master %s has no slots", m.Addr)
 		}
 		for _, r := range m.Slots {
-			if r.Start < 0 || r.End >= SlotCount || r.End < r.Start {
+			if r.Start < 0 || r.End >= nodes.SlotCount || r.End < r.Start {
 				return fmt.Errorf("invalid plan: master %s has bad slot range %s", m.Addr, r)
 			}
 			for s := r.Start; s <= r.End; s++ {
@@ -92,8 +94,8 @@ func (p *Plan) Validate() error {
 	return nil
 }
 
-// planCreate lays out a new cluster the way `redis-cli --cluster create --cluster-replicas
-// replicasPerMaster` does: len(nodes)/(1+replicasPerMaster) masters, the slots split among
+// Create lays out a new cluster the way `redis-cli --cluster create --cluster-replicas
+// replicasPerMaster` does: len(endpoints)/(1+replicasPerMaster) masters, the slots split among
 // them with redis-cli's rounding, replicasPerMaster replicas for each master and the
 // leftover nodes handed out as extra replicas round-robin from the first master.
 //
@@ -101,20 +103,20 @@ func (p *Plan) Validate() error {
 // local search swaps nodes until no single swap lowers, in this order, the number of
 // replicas on their master's host, the number of pairs of masters sharing a host, and the
 // number of pairs of replicas of one master sharing a host.
-func planCreate(nodes []Endpoint, replicasPerMaster int) (Plan, error) {
+func Create(endpoints []Endpoint, replicasPerMaster int) (Plan, error) {
 	if replicasPerMaster < 0 {
 		return Plan{}, fmt.Errorf("while planning the cluster: replicas per master must not be negative, got %d", replicasPerMaster)
 	}
-	masters := len(nodes) / (1 + replicasPerMaster)
+	masters := len(endpoints) / (1 + replicasPerMaster)
 	if masters < MinMasters {
 		return Plan{}, fmt.Errorf("while planning the cluster: %d nodes with %d replicas per master make %d masters, "+
 			"Redis Cluster needs at least %d masters, so at least %d nodes",
-			len(nodes), replicasPerMaster, masters, MinMasters, MinMasters*(1+replicasPerMaster))
+			len(endpoints), replicasPerMaster, masters, MinMasters, MinMasters*(1+replicasPerMaster))
 	}
-	if masters > SlotCount {
-		return Plan{}, fmt.Errorf("while planning the cluster: %d masters is more than the %d slots", masters, SlotCount)
+	if masters > nodes.SlotCount {
+		return Plan{}, fmt.Errorf("while planning the cluster: %d masters is more than the %d slots", masters, nodes.SlotCount)
 	}
-	hosts, err := hostKeys(nodes)
+	hosts, err := hostKeys(endpoints)
 	if err != nil {
 		return Plan{}, fmt.Errorf("while planning the cluster: %w", err)
 	}
@@ -125,9 +127,9 @@ func planCreate(nodes []Endpoint, replicasPerMaster int) (Plan, error) {
 	slots := splitSlots(masters)
 	plan := Plan{Masters: make([]MasterPlan, masters)}
 	for i, shard := range l.shards {
-		plan.Masters[i] = MasterPlan{Endpoint: nodes[shard[0]], Slots: []SlotRange{slots[i]}}
+		plan.Masters[i] = MasterPlan{Endpoint: endpoints[shard[0]], Slots: []nodes.SlotRange{slots[i]}}
 		for _, r := range shard[1:] {
-			plan.Masters[i].Replicas = append(plan.Masters[i].Replicas, nodes[r])
+			plan.Masters[i].Replicas = append(plan.Masters[i].Replicas, endpoints[r])
 		}
 	}
 	return plan, nil
@@ -135,11 +137,11 @@ func planCreate(nodes []Endpoint, replicasPerMaster int) (Plan, error) {
 
 // hostKeys maps each node to a small integer naming its host, checking addresses are
 // present and unique.
-func hostKeys(nodes []Endpoint) ([]int, error) {
+func hostKeys(endpoints []Endpoint) ([]int, error) {
 	ids := map[string]int{}
 	addrs := map[string]bool{}
-	keys := make([]int, len(nodes))
-	for i, n := range nodes {
+	keys := make([]int, len(endpoints))
+	for i, n := range endpoints {
 		if n.Addr == "" {
 			return nil, fmt.Errorf("node %d has no address", i)
 		}
@@ -167,20 +169,20 @@ func hostKeys(nodes []Endpoint) ([]int, error) {
 // splitSlots splits the slots over masters exactly as redis-cli does, float32 cursor and
 // lround included, so a plan gives the same ranges as `redis-cli --cluster create`
 // (3 masters: 0-5460, 5461-10922, 10923-16383).
-func splitSlots(masters int) []SlotRange {
-	perNode := float32(SlotCount) / float32(masters)
+func splitSlots(masters int) []nodes.SlotRange {
+	perNode := float32(nodes.SlotCount) / float32(masters)
 	var cursor float32
 	first := 0
-	out := make([]SlotRange, 0, masters)
+	out := make([]nodes.SlotRange, 0, masters)
 	for i := range masters {
 		last := int(math.Round(float64(cursor + perNode - 1)))
-		if last > SlotCount || i == masters-1 {
-			last = SlotCount - 1
+		if last > nodes.SlotCount || i == masters-1 {
+			last = nodes.SlotCount - 1
 		}
 		if last < first {
 			last = first
 		}
-		out = append(out, SlotRange{Start: first, End: last})
+		out = append(out, nodes.SlotRange{Start: first, End: last})
 		first = last + 1
 		cursor += perNode
 	}

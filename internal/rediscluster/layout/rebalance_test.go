@@ -1,4 +1,4 @@
-package redisadmin
+package layout
 
 import (
 	"fmt"
@@ -12,27 +12,27 @@ import (
 )
 
 // master returns a master with id and ranges.
-func master(id string, ranges ...SlotRange) Node {
-	return Node{ID: id, Addr: id + ":6379", Host: id, Port: 6379, Role: RoleMaster, Slots: ranges}
+func master(id string, ranges ...nodes.SlotRange) nodes.Node {
+	return nodes.Node{ID: id, Addr: id + ":6379", Host: id, Port: 6379, Role: nodes.RoleMaster, Slots: ranges}
 }
 
 // describeMoves renders moves as "source>target:ranges".
 func describeMoves(moves []Move) []string {
 	out := make([]string, len(moves))
 	for i, m := range moves {
-		out[i] = m.Source + ">" + m.Target + ":" + FormatSlotRanges(nodes.RangesOf(m.Slots))
+		out[i] = m.Source + ">" + m.Target + ":" + nodes.FormatSlotRanges(nodes.RangesOf(m.Slots))
 	}
 	return out
 }
 
 // threeMasters is the cluster `redis-cli --cluster create` makes of three masters.
-func threeMasters() []Node {
-	return []Node{master("A", SlotRange{Start: 0, End: 5460}), master("B", SlotRange{Start: 5461, End: 10922}), master("C", SlotRange{Start: 10923, End: 16383})}
+func threeMasters() []nodes.Node {
+	return []nodes.Node{master("A", nodes.SlotRange{Start: 0, End: 5460}), master("B", nodes.SlotRange{Start: 5461, End: 10922}), master("C", nodes.SlotRange{Start: 10923, End: 16383})}
 }
 
 func TestPlanRebalance(t *testing.T) {
 	tests := map[string]struct {
-		masters   []Node
+		masters   []nodes.Node
 		weights   map[string]float64
 		threshold float64
 		useEmpty  bool
@@ -57,7 +57,7 @@ func TestPlanRebalance(t *testing.T) {
 			want: []string{"B>D:5462-6827", "C>D:10924-12288", "A>D:1-1365"},
 		},
 		"a master with only pinned slots left gives what it can": {
-			masters:   []Node{master("A", SlotRange{Start: 0, End: 3}), master("B", SlotRange{Start: 4, End: 16383})},
+			masters:   []nodes.Node{master("A", nodes.SlotRange{Start: 0, End: 3}), master("B", nodes.SlotRange{Start: 4, End: 16383})},
 			threshold: 2, pinned: []int{0, 1, 2, 3, 4, 5},
 			want: []string{"B>A:6-8193"},
 		},
@@ -74,11 +74,11 @@ func TestPlanRebalance(t *testing.T) {
 			threshold: 0, useEmpty: true,
 		},
 		"within the threshold": {
-			masters:   []Node{master("A", SlotRange{Start: 0, End: 8250}), master("B", SlotRange{Start: 8251, End: 16383})},
+			masters:   []nodes.Node{master("A", nodes.SlotRange{Start: 0, End: 8250}), master("B", nodes.SlotRange{Start: 8251, End: 16383})},
 			threshold: 2,
 		},
 		"over the threshold": {
-			masters:   []Node{master("A", SlotRange{Start: 0, End: 8400}), master("B", SlotRange{Start: 8401, End: 16383})},
+			masters:   []nodes.Node{master("A", nodes.SlotRange{Start: 0, End: 8400}), master("B", nodes.SlotRange{Start: 8401, End: 16383})},
 			threshold: 2,
 			want:      []string{"A>B:0-208"},
 		},
@@ -95,12 +95,12 @@ func TestPlanRebalance(t *testing.T) {
 			want:      []string{"B>A:5461-6826", "C>A:10923-12287"},
 		},
 		"replicas are skipped": {
-			masters:   append(threeMasters(), Node{ID: "R", Role: RoleSlave, MasterID: "A"}, master("D")),
+			masters:   append(threeMasters(), nodes.Node{ID: "R", Role: nodes.RoleSlave, MasterID: "A"}, master("D")),
 			threshold: 2, useEmpty: true,
 			want: []string{"B>D:5461-6826", "C>D:10923-12287", "A>D:0-1364"},
 		},
 		"uncovered slots": {
-			masters:   []Node{master("A", SlotRange{Start: 0, End: 100})},
+			masters:   []nodes.Node{master("A", nodes.SlotRange{Start: 0, End: 100})},
 			threshold: 2,
 			wantErr:   "served by none",
 		},
@@ -123,14 +123,14 @@ func TestPlanRebalance(t *testing.T) {
 			wantErr:   "add up to 0",
 		},
 		"slot served twice": {
-			masters:   append(threeMasters(), master("D", SlotRange{Start: 5, End: 5})),
+			masters:   append(threeMasters(), master("D", nodes.SlotRange{Start: 5, End: 5})),
 			threshold: 2,
 			wantErr:   "slot 5 is served by two masters",
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			moves, err := planRebalance(tc.masters, tc.weights, tc.threshold, tc.useEmpty, tc.pinned)
+			moves, err := Rebalance(tc.masters, tc.weights, tc.threshold, tc.useEmpty, tc.pinned)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
@@ -148,17 +148,17 @@ func TestPlanRebalance(t *testing.T) {
 }
 
 // randomMasters splits the slots among n masters at random cut points; some get none.
-func randomMasters(rng *rand.Rand, n int) []Node {
-	cuts := []int{0, SlotCount}
+func randomMasters(rng *rand.Rand, n int) []nodes.Node {
+	cuts := []int{0, nodes.SlotCount}
 	for range n - 1 {
-		cuts = append(cuts, rng.IntN(SlotCount+1))
+		cuts = append(cuts, rng.IntN(nodes.SlotCount+1))
 	}
 	slices.Sort(cuts)
-	masters := make([]Node, n)
+	masters := make([]nodes.Node, n)
 	for i := range masters {
 		masters[i] = master(fmt.Sprintf("m%d", i))
 		if cuts[i+1] > cuts[i] {
-			masters[i].Slots = []SlotRange{{Start: cuts[i], End: cuts[i+1] - 1}}
+			masters[i].Slots = []nodes.SlotRange{{Start: cuts[i], End: cuts[i+1] - 1}}
 		}
 	}
 	rng.Shuffle(len(masters), func(i, j int) { masters[i], masters[j] = masters[j], masters[i] })
@@ -178,7 +178,7 @@ func randomMasters(rng *rand.Rand, n int) []Node {
 
 // applyMoves checks that each move takes slots its source serves and returns the slot
 // counts afterwards.
-func applyMoves(t *testing.T, masters []Node, moves []Move) map[string][]int {
+func applyMoves(t *testing.T, masters []nodes.Node, moves []Move) map[string][]int {
 	t.Helper()
 	owner := map[int]string{}
 	for _, m := range masters {
@@ -203,7 +203,7 @@ func applyMoves(t *testing.T, masters []Node, moves []Move) map[string][]int {
 		}
 	}
 	out := map[string][]int{}
-	for s := range SlotCount {
+	for s := range nodes.SlotCount {
 		out[owner[s]] = append(out[owner[s]], s)
 	}
 	return out
@@ -230,7 +230,7 @@ func TestPlanRebalanceProperties(t *testing.T) {
 		}
 		useEmpty := rng.IntN(2) == 0
 		name := fmt.Sprintf("iteration %d (seed %d)", iter, seed)
-		moves, err := planRebalance(masters, weights, 2, useEmpty, nil)
+		moves, err := Rebalance(masters, weights, 2, useEmpty, nil)
 		if err != nil {
 			if strings.Contains(err.Error(), "add up to 0") {
 				continue
@@ -248,7 +248,7 @@ func TestPlanRebalanceProperties(t *testing.T) {
 			}
 		}
 		var total float64
-		var involved []Node
+		var involved []nodes.Node
 		for _, m := range masters {
 			if useEmpty || len(m.Slots) > 0 {
 				w, ok := weights[m.ID]
@@ -269,14 +269,14 @@ func TestPlanRebalanceProperties(t *testing.T) {
 			if !ok {
 				w = 1
 			}
-			expected := int(float32(float32(SlotCount)/float32(total)) * float32(w))
+			expected := int(float32(float32(nodes.SlotCount)/float32(total)) * float32(w))
 			got := len(after[m.ID])
 			if got < expected || got > expected+len(involved) {
 				t.Fatalf("%s: %s ends with %d slots, expected %d (+ at most %d for rounding)", name, m.ID, got, expected, len(involved))
 			}
 		}
 		// Planning again on the result moves nothing when shares are large enough for 2%.
-		var again []Node
+		var again []nodes.Node
 		for _, m := range masters {
 			again = append(again, master(m.ID, nodes.RangesOf(after[m.ID])...))
 		}
@@ -287,7 +287,7 @@ func TestPlanRebalanceProperties(t *testing.T) {
 			}
 		}
 		if minShare > 100*float64(len(involved)) {
-			second, err := planRebalance(again, weights, 2, useEmpty, nil)
+			second, err := Rebalance(again, weights, 2, useEmpty, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -301,7 +301,7 @@ func TestPlanRebalanceProperties(t *testing.T) {
 func TestPlanReshard(t *testing.T) {
 	four := append(threeMasters(), master("D"))
 	tests := map[string]struct {
-		masters []Node
+		masters []nodes.Node
 		n       int
 		from    []string
 		to      string
@@ -318,12 +318,12 @@ func TestPlanReshard(t *testing.T) {
 			want: []string{"C>D:10923-10932"},
 		},
 		"exact shares": {
-			masters: []Node{master("A", SlotRange{Start: 0, End: 9}), master("B", SlotRange{Start: 10, End: 19}), master("C", SlotRange{Start: 20, End: 16383}), master("D")},
+			masters: []nodes.Node{master("A", nodes.SlotRange{Start: 0, End: 9}), master("B", nodes.SlotRange{Start: 10, End: 19}), master("C", nodes.SlotRange{Start: 20, End: 16383}), master("D")},
 			n:       2, from: []string{"A", "B"}, to: "D",
 			want: []string{"A>D:0", "B>D:10"},
 		},
 		"top-up after floor": {
-			masters: []Node{master("A", SlotRange{Start: 0, End: 9}), master("B", SlotRange{Start: 10, End: 19}), master("C", SlotRange{Start: 20, End: 29}), master("D", SlotRange{Start: 30, End: 16383})},
+			masters: []nodes.Node{master("A", nodes.SlotRange{Start: 0, End: 9}), master("B", nodes.SlotRange{Start: 10, End: 19}), master("C", nodes.SlotRange{Start: 20, End: 29}), master("D", nodes.SlotRange{Start: 30, End: 16383})},
 			n:       2, from: []string{"A", "B", "C"}, to: "D",
 			// redis-cli moves only A's slot 0 (ceil 0.67 = 1, floor 0.67 = 0, 0): topped up from A.
 			want: []string{"A>D:0-1"},
@@ -343,7 +343,7 @@ func TestPlanReshard(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			moves, err := planReshard(tc.masters, tc.n, tc.from, tc.to)
+			moves, err := Reshard(tc.masters, tc.n, tc.from, tc.to)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
@@ -372,26 +372,26 @@ func TestPlanReshardProperties(t *testing.T) {
 		for _, m := range masters {
 			if m.ID != to && rng.IntN(2) == 0 {
 				from = append(from, m.ID)
-				total += CountSlots(m.Slots)
+				total += nodes.CountSlots(m.Slots)
 			}
 		}
 		if total == 0 {
 			continue
 		}
 		n := 1 + rng.IntN(total)
-		moves, err := planReshard(masters, n, from, to)
+		moves, err := Reshard(masters, n, from, to)
 		if err != nil {
 			t.Fatalf("iteration %d: %v", iter, err)
 		}
 		applyMoves(t, masters, moves)
-		if got := countMovedSlots(moves); got != n {
+		if got := CountMoved(moves); got != n {
 			t.Fatalf("iteration %d: moves %d slots, want %d", iter, got, n)
 		}
 		for _, mv := range moves {
 			if mv.Target != to || !slices.Contains(from, mv.Source) {
 				t.Fatalf("iteration %d: move %v not from %v to %s", iter, mv, from, to)
 			}
-			var src Node
+			var src nodes.Node
 			for _, m := range masters {
 				if m.ID == mv.Source {
 					src = m
@@ -405,11 +405,11 @@ func TestPlanReshardProperties(t *testing.T) {
 }
 
 func TestSlotRangesAndMoves(t *testing.T) {
-	got := FormatSlotRanges(nodes.RangesOf([]int{5, 1, 2, 3, 9, 10, 2}))
+	got := nodes.FormatSlotRanges(nodes.RangesOf([]int{5, 1, 2, 3, 9, 10, 2}))
 	if got != "1-3,5,9-10" {
 		t.Errorf("slotRanges = %s", got)
 	}
-	if got := nodes.SlotList([]SlotRange{{Start: 5, End: 6}, {Start: 1, End: 2}}); !slices.Equal(got, []int{1, 2, 5, 6}) {
+	if got := nodes.SlotList([]nodes.SlotRange{{Start: 5, End: 6}, {Start: 1, End: 2}}); !slices.Equal(got, []int{1, 2, 5, 6}) {
 		t.Errorf("slotList = %v", got)
 	}
 	if s := (Move{Source: "a", Target: "b", Slots: []int{1, 2}}).String(); s != "2 slots (1-2) from a to b" {

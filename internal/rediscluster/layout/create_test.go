@@ -1,10 +1,12 @@
-package redisadmin
+package layout
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
 func endpoints(hosts ...string) []Endpoint {
@@ -59,8 +61,8 @@ func TestSplitSlotsMatchesRedisCli(t *testing.T) {
 				next = r.End + 1
 				h = h*31 + uint64(r.End)
 			}
-			if next != SlotCount {
-				t.Errorf("ranges end at %d, want %d", next-1, SlotCount-1)
+			if next != nodes.SlotCount {
+				t.Errorf("ranges end at %d, want %d", next-1, nodes.SlotCount-1)
 			}
 			if h != tc.hash {
 				t.Errorf("hash of range ends = %d, want %d (redis-cli)", h, tc.hash)
@@ -132,7 +134,7 @@ func TestPlanCreate(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			plan, err := planCreate(tc.nodes, tc.replicas)
+			plan, err := Create(tc.nodes, tc.replicas)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
@@ -147,7 +149,7 @@ func TestPlanCreate(t *testing.T) {
 			}
 			var got []string
 			for _, m := range plan.Masters {
-				line := m.Addr + " " + FormatSlotRanges(m.Slots)
+				line := m.Addr + " " + nodes.FormatSlotRanges(m.Slots)
 				for _, r := range m.Replicas {
 					line += " " + r.Addr
 				}
@@ -161,7 +163,7 @@ func TestPlanCreate(t *testing.T) {
 }
 
 func TestPlanValidate(t *testing.T) {
-	good, err := planCreate(endpoints("a", "b", "c"), 0)
+	good, err := Create(endpoints("a", "b", "c"), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,11 +175,11 @@ func TestPlanValidate(t *testing.T) {
 		"two masters":            {mutate: func(p *Plan) { p.Masters = p.Masters[:2] }, wantErr: "2 masters"},
 		"slot missing":           {mutate: func(p *Plan) { p.Masters[2].Slots[0].End-- }, wantErr: "slot 16383 is given to no master"},
 		"slot twice":             {mutate: func(p *Plan) { p.Masters[1].Slots[0].Start-- }, wantErr: "slot 5460 is given to both"},
-		"out of range":           {mutate: func(p *Plan) { p.Masters[2].Slots[0].End = SlotCount }, wantErr: "bad slot range"},
+		"out of range":           {mutate: func(p *Plan) { p.Masters[2].Slots[0].End = nodes.SlotCount }, wantErr: "bad slot range"},
 		"duplicate node":         {mutate: func(p *Plan) { p.Masters[0].Replicas = []Endpoint{p.Masters[1].Endpoint} }, wantErr: "appears twice"},
 		"master no slots":        {mutate: func(p *Plan) { p.Masters[0].Slots = nil }, wantErr: "has no slots"},
 		"empty address":          {mutate: func(p *Plan) { p.Masters[0].Addr = "" }, wantErr: "no address"},
-		"reversed range":         {mutate: func(p *Plan) { p.Masters[0].Slots[0] = SlotRange{Start: 5460, End: 0} }, wantErr: "bad slot range"},
+		"reversed range":         {mutate: func(p *Plan) { p.Masters[0].Slots[0] = nodes.SlotRange{Start: 5460, End: 0} }, wantErr: "bad slot range"},
 		"extra replica is valid": {mutate: func(p *Plan) { p.Masters[0].Replicas = []Endpoint{{Addr: "r:1"}} }},
 	}
 	for name, tc := range tests {
@@ -203,14 +205,14 @@ func clonePlan(p Plan) Plan {
 	for i, m := range p.Masters {
 		out.Masters[i] = MasterPlan{
 			Endpoint: m.Endpoint,
-			Slots:    append([]SlotRange(nil), m.Slots...),
+			Slots:    append([]nodes.SlotRange(nil), m.Slots...),
 			Replicas: append([]Endpoint(nil), m.Replicas...),
 		}
 	}
 	return out
 }
 
-// hostOf returns the failure domain of e as planCreate sees it.
+// hostOf returns the failure domain of e as Create sees it.
 func hostOf(e Endpoint) string {
 	if e.Host != "" {
 		return e.Host
@@ -252,12 +254,12 @@ func TestPlanCreateProperties(t *testing.T) {
 		if rng.IntN(3) == 0 {
 			hostCount = 1 + rng.IntN(4) // few hosts: co-location often forced
 		}
-		nodes := make([]Endpoint, n)
-		for i := range nodes {
-			nodes[i] = Endpoint{Addr: fmt.Sprintf("10.1.%d.%d:6379", i/250, i%250), Host: fmt.Sprintf("h%d", rng.IntN(hostCount))}
+		eps := make([]Endpoint, n)
+		for i := range eps {
+			eps[i] = Endpoint{Addr: fmt.Sprintf("10.1.%d.%d:6379", i/250, i%250), Host: fmt.Sprintf("h%d", rng.IntN(hostCount))}
 		}
 		name := fmt.Sprintf("iter %d: %d nodes, %d replicas, %d hosts", iter, n, replicas, hostCount)
-		plan, err := planCreate(nodes, replicas)
+		plan, err := Create(eps, replicas)
 		masters := n / (1 + replicas)
 		if masters < MinMasters {
 			if err == nil {
@@ -271,7 +273,7 @@ func TestPlanCreateProperties(t *testing.T) {
 		if len(plan.Masters) != masters {
 			t.Fatalf("%s: %d masters, want %d", name, len(plan.Masters), masters)
 		}
-		var covered [SlotCount]int
+		var covered [nodes.SlotCount]int
 		for _, m := range plan.Masters {
 			for _, r := range m.Slots {
 				for s := r.Start; s <= r.End; s++ {
@@ -288,7 +290,7 @@ func TestPlanCreateProperties(t *testing.T) {
 		for _, e := range plan.Endpoints() {
 			used[e.Addr]++
 		}
-		for _, e := range nodes {
+		for _, e := range eps {
 			if used[e.Addr] != 1 {
 				t.Fatalf("%s: node %s used %d times", name, e.Addr, used[e.Addr])
 			}
@@ -313,7 +315,7 @@ func TestPlanCreateProperties(t *testing.T) {
 			assertNoBetterSwap(t, name, shards, base)
 		}
 		hosts := map[string]int{}
-		for _, e := range nodes {
+		for _, e := range eps {
 			hosts[e.Host]++
 		}
 		if base > 0 && len(hosts) == n {
@@ -344,7 +346,7 @@ func assertNoBetterSwap(t *testing.T, name string, shards [][]Endpoint, base int
 	}
 }
 
-// TestPlanCreateOptimalSmall compares planCreate with every possible layout of small
+// TestPlanCreateOptimalSmall compares Create with every possible layout of small
 // clusters: no layout puts fewer replicas on their master's host.
 func TestPlanCreateOptimalSmall(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
@@ -359,7 +361,7 @@ func TestPlanCreateOptimalSmall(t *testing.T) {
 		for i := range nodes {
 			nodes[i] = Endpoint{Addr: fmt.Sprintf("10.2.0.%d:6379", i), Host: fmt.Sprintf("h%d", rng.IntN(hostCount))}
 		}
-		plan, err := planCreate(nodes, replicas)
+		plan, err := Create(nodes, replicas)
 		if err != nil {
 			t.Fatal(err)
 		}
