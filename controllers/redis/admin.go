@@ -14,6 +14,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // Admin is what the reconciler asks of Redis. Every topology command goes through one of
@@ -22,7 +23,7 @@ type Admin interface {
 	ClusterNodes(ctx context.Context, addr string) ([]redisadmin.Node, error)
 	ClusterInfo(ctx context.Context, addr string) (map[string]string, error)
 	Create(ctx context.Context, plan layout.Plan) error
-	Observe(ctx context.Context, obs []redisadmin.Observation)
+	Observe(ctx context.Context, obs []observe.Observation)
 	Run(ctx context.Context, action redisadmin.Action) error
 	Fix(ctx context.Context, addrs []string, opts redisadmin.MoveOptions) ([]redisadmin.SlotFix, error)
 	AddNode(ctx context.Context, newAddr, existingAddr, asReplicaOf string) error

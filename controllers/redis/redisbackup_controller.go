@@ -28,6 +28,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
@@ -182,7 +183,7 @@ func (r *RedisBackupReconciler) sources(ctx context.Context, rc *redisv1alpha1.R
 	}
 	sorted := pods.Items
 	sortByOrdinal(sorted)
-	snap := redisadmin.Snapshot{Nodes: podObservations(sorted, resources.RedisNodes(rc), nil), Masters: resources.RedisMasters(rc),
+	snap := observe.Snapshot{Nodes: podObservations(sorted, resources.RedisNodes(rc), nil), Masters: resources.RedisMasters(rc),
 		ReplicasPerMaster: resources.RedisReplicasPerMaster(rc), NodeTimeout: nodeTimeout, Now: time.Now()}
 	conn.admin.Observe(ctx, snap.Nodes)
 	slots, err := redisadmin.StableSlotMap(snap, redisadmin.Assess(snap))

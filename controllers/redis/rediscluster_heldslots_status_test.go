@@ -11,13 +11,14 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // heldMaster is an answering, joined master id serving slots, with used of 1000 bytes of
 // maxmemory.
-func heldMaster(id, used string, slots ...redisadmin.SlotRange) redisadmin.Observation {
+func heldMaster(id, used string, slots ...redisadmin.SlotRange) observe.Observation {
 	self := redisadmin.Node{ID: id, Myself: true, Role: redisadmin.RoleMaster, Slots: slots}
-	return redisadmin.Observation{Pod: id, Addr: "127.1.0.1:6379", View: []redisadmin.Node{self, {ID: "other"}},
+	return observe.Observation{Pod: id, Addr: "127.1.0.1:6379", View: []redisadmin.Node{self, {ID: "other"}},
 		Replication: map[string]string{"role": "master", "used_memory": used, "maxmemory": "1000", "maxmemory_policy": "noeviction"}}
 }
 
@@ -33,8 +34,8 @@ func TestHeldSlotsStatus(t *testing.T) {
 		{Slot: 5, Master: "a", Target: "b", RolledBack: true, Keys: 10, Bytes: 300, Room: 100, Generation: gen},
 		{Slot: 6, Master: "a", Target: "b", Keys: 10, Bytes: 300, Room: 100, Generation: gen - 1},
 	}
-	snap := func(bUsed string) redisadmin.Snapshot {
-		return redisadmin.Snapshot{Now: time.Now(), Nodes: []redisadmin.Observation{
+	snap := func(bUsed string) observe.Snapshot {
+		return observe.Snapshot{Now: time.Now(), Nodes: []observe.Observation{
 			heldMaster("a", "600", redisadmin.SlotRange{Start: 0, End: 12287}, redisadmin.SlotRange{Start: 12289, End: 16383}),
 			heldMaster("b", bUsed), heldMaster("g", "990", redisadmin.SlotRange{Start: 12288, End: 12288}),
 		}}

@@ -18,6 +18,7 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -95,14 +96,14 @@ func (r *RedisClusterReconciler) configureNodes(ctx context.Context, s *state, s
 // nodeMemories is the memory of every answering node, by pod, and the master serving slots
 // whose used memory is the largest share of its maxmemory ("" when none has maxmemory),
 // with that share (0 to 1).
-func nodeMemories(s *state) (byPod map[string]redisadmin.NodeMemory, fullest string, share float64) {
-	byPod = map[string]redisadmin.NodeMemory{}
+func nodeMemories(s *state) (byPod map[string]observe.NodeMemory, fullest string, share float64) {
+	byPod = map[string]observe.NodeMemory{}
 	for i := range s.snap.Nodes {
 		o := &s.snap.Nodes[i]
 		if !o.Answered() {
 			continue
 		}
-		nm := redisadmin.MemoryOf(o)
+		nm := observe.MemoryOf(o)
 		byPod[o.Pod] = nm
 		if self, _ := o.Self(); self.IsMaster() && len(self.Slots) > 0 && nm.MaxMemory > 0 {
 			if r := float64(nm.Used) / float64(nm.MaxMemory); fullest == "" || r > share {

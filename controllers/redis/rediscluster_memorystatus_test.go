@@ -11,17 +11,18 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
 // memoryNode is an answering node of pod: a master serving slots or a replica, with used
 // and maxmemory bytes.
-func memoryNode(pod string, master bool, used, maxMemory string) redisadmin.Observation {
+func memoryNode(pod string, master bool, used, maxMemory string) observe.Observation {
 	self := redisadmin.Node{ID: pod + "-id", Myself: true, Role: redisadmin.RoleSlave}
 	if master {
 		self.Role, self.Slots = redisadmin.RoleMaster, []redisadmin.SlotRange{{Start: 0, End: 10}}
 	}
-	return redisadmin.Observation{Pod: pod, Addr: "127.1.0.1:6379", View: []redisadmin.Node{self, {ID: "other"}},
+	return observe.Observation{Pod: pod, Addr: "127.1.0.1:6379", View: []redisadmin.Node{self, {ID: "other"}},
 		Replication: map[string]string{"used_memory": used, "maxmemory": maxMemory, "maxmemory_policy": "noeviction"}}
 }
 
@@ -30,7 +31,7 @@ func memoryNode(pod string, master bool, used, maxMemory string) redisadmin.Obse
 func TestMemoryStatus(t *testing.T) {
 	rc := &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns"}}
 	s := &state{rc: rc, next: rc.DeepCopy()}
-	s.snap = redisadmin.Snapshot{Now: time.Now(), Nodes: []redisadmin.Observation{
+	s.snap = observe.Snapshot{Now: time.Now(), Nodes: []observe.Observation{
 		memoryNode("cache-0", true, "500", "1000"), memoryNode("cache-1", true, "870", "1000"),
 		memoryNode("cache-2", false, "990", "1000"), {Pod: "cache-3", Err: errors.New("connection refused")},
 	}}

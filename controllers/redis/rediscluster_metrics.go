@@ -5,6 +5,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // recordMetrics sets the cluster's gauges from the reconcile's snapshot and health: what
@@ -59,7 +60,7 @@ func recordMetrics(s *state) {
 }
 
 // infoInt is a CLUSTER INFO field of o as a number, 0 when absent.
-func infoInt(o *redisadmin.Observation, field string) int {
+func infoInt(o *observe.Observation, field string) int {
 	n, _ := strconv.Atoi(o.Info[field])
 	return n
 }

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // nodeValues remembers, per cluster, which node processes are known to run with a value
@@ -25,7 +25,7 @@ type seenValue struct {
 
 // has reports whether o's process is known to run with value (a start within 1.5 s of the
 // one recorded: the start is read as now minus the uptime).
-func (c *nodeValues) has(cluster types.NamespacedName, value string, o *redisadmin.Observation) bool {
+func (c *nodeValues) has(cluster types.NamespacedName, value string, o *observe.Observation) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	seen, ok := c.seen[cluster]
@@ -37,7 +37,7 @@ func (c *nodeValues) has(cluster types.NamespacedName, value string, o *redisadm
 }
 
 // mark records that o's process runs with value; marking another value forgets the others.
-func (c *nodeValues) mark(cluster types.NamespacedName, value string, o *redisadmin.Observation) {
+func (c *nodeValues) mark(cluster types.NamespacedName, value string, o *observe.Observation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.seen == nil {

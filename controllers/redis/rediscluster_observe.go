@@ -19,6 +19,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -65,7 +66,7 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 			obs[i].Err = fmt.Errorf("the password is not known")
 		}
 	}
-	s.snap = redisadmin.Snapshot{
+	s.snap = observe.Snapshot{
 		Nodes: obs, Members: s.recorded, Masters: resources.RedisMasters(s.rc),
 		ReplicasPerMaster: resources.RedisReplicasPerMaster(s.rc), NodeTimeout: nodeTimeout, Now: time.Now(),
 	}
@@ -80,13 +81,13 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 // podObservations are the pods as the snapshot starts from them, before their nodes are
 // read: pods at ordinals from replicas up are leaving; a pod deleted reports a pod this
 // process deleted whose deletion the cache does not show yet (terminating, too).
-func podObservations(pods []corev1.Pod, replicas int32, deleted func(*corev1.Pod) bool) []redisadmin.Observation {
-	obs := make([]redisadmin.Observation, len(pods))
+func podObservations(pods []corev1.Pod, replicas int32, deleted func(*corev1.Pod) bool) []observe.Observation {
+	obs := make([]observe.Observation, len(pods))
 	for i := range pods {
 		p := &pods[i]
 		// Kubernetes 1.35+ copies the node's zone onto the pod when it is scheduled (the
 		// PodTopologyLabels admission plugin), so no Node has to be read.
-		obs[i] = redisadmin.Observation{Pod: p.Name, Host: p.Spec.NodeName, Zone: p.Labels[corev1.LabelTopologyZone],
+		obs[i] = observe.Observation{Pod: p.Name, Host: p.Spec.NodeName, Zone: p.Labels[corev1.LabelTopologyZone],
 			Leaving: ordinal(p.Name) >= int(replicas), Running: p.Status.Phase == corev1.PodRunning,
 			Unready:     p.Status.Phase == corev1.PodRunning && !podReady(p),
 			Terminating: (deleted != nil && deleted(p)) || !p.DeletionTimestamp.IsZero(), Revision: p.Labels[appsv1.ControllerRevisionHashLabelKey], PodStarted: p.CreationTimestamp.Time}

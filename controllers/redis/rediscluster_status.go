@@ -15,6 +15,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
@@ -352,7 +353,7 @@ func nodeStatuses(s *state) []redisv1alpha1.RedisNode {
 		if p.Status.PodIP != "" {
 			entry.Instance = podAddr(p)
 		}
-		var o *redisadmin.Observation
+		var o *observe.Observation
 		if i < len(s.snap.Nodes) && s.snap.Nodes[i].Pod == p.Name {
 			o = &s.snap.Nodes[i]
 		}
@@ -401,7 +402,7 @@ func nodeStatuses(s *state) []redisv1alpha1.RedisNode {
 }
 
 // replicationProblem says why a replica is not in sync with its master.
-func replicationProblem(o *redisadmin.Observation) string {
+func replicationProblem(o *observe.Observation) string {
 	if link := o.Replication["master_link_status"]; link != "up" {
 		return "its link to its master is " + link
 	}

@@ -1,10 +1,12 @@
 package redisadmin
 
 import (
+	"context"
 	"crypto/tls"
 	"time"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // DefaultWaitTimeout bounds Create when its context has no deadline.
@@ -37,4 +39,10 @@ func (a *Admin) WithUser(user string) *Admin {
 func (a *Admin) WithTLS(cfg *tls.Config) *Admin {
 	a.Pool.WithTLS(cfg)
 	return a
+}
+
+// Observe reads one snapshot of the nodes at obs[i].Addr over the Admin's pooled
+// connections (see observe.Observe).
+func (a *Admin) Observe(ctx context.Context, obs []observe.Observation) {
+	observe.Observe(ctx, a.Pool, obs)
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // StepAnnounce sets, with one CONFIG SET on the node of Pod at Addr, the hostname it
@@ -49,12 +50,12 @@ func (a Announce) EndpointType() string {
 // not announce what it should is set, one node per look. A node with no external host yet
 // is left as it is (an old host beats none); but while external access is on, a new node
 // does not join before it has one: outside clients could not reach what it would serve.
-func planAnnounce(spec Spec, s Snapshot, next Step) Step {
+func planAnnounce(spec Spec, s observe.Snapshot, next Step) Step {
 	a := spec.Announce
 	if a == nil || next.Behind != nil || next.Kind == StepLost {
 		return next
 	}
-	for _, o := range s.answering() {
+	for _, o := range s.Answering() {
 		self, ok := o.Self()
 		if !ok {
 			continue

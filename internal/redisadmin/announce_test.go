@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // announcing is c with node index i's own line announcing hostname.
@@ -37,7 +39,7 @@ func announced(c *cluster, set ...int) (Spec, *cluster) {
 func TestPlanAnnounce(t *testing.T) {
 	all := []int{0, 1, 2, 3, 4, 5}
 	cases := map[string]struct {
-		spec func() (Spec, Snapshot)
+		spec func() (Spec, observe.Snapshot)
 		want StepKind
 		pod  string // the node StepAnnounce sets
 		host string // what it announces
@@ -45,15 +47,15 @@ func TestPlanAnnounce(t *testing.T) {
 		behind StepKind
 	}{
 		"every node announces its host: idle": {
-			spec: func() (Spec, Snapshot) { s, c := announced(six().current(), all...); return s, c.snap },
+			spec: func() (Spec, observe.Snapshot) { s, c := announced(six().current(), all...); return s, c.snap },
 			want: StepIdle,
 		},
 		"external access just on: the first node first, one at a time": {
-			spec: func() (Spec, Snapshot) { s, c := announced(six().current()); return s, c.snap },
+			spec: func() (Spec, observe.Snapshot) { s, c := announced(six().current()); return s, c.snap },
 			want: StepAnnounce, pod: "rc-0", host: externalHost(0), behind: StepIdle,
 		},
 		"a restarted process announces the host from nodes.conf, but its endpoint type is redis.conf's: set again": {
-			spec: func() (Spec, Snapshot) {
+			spec: func() (Spec, observe.Snapshot) {
 				s, c := announced(six().current(), 0, 1, 2, 3, 5)
 				c.announcing(4, externalHost(4))
 				return s, c.snap
@@ -61,7 +63,7 @@ func TestPlanAnnounce(t *testing.T) {
 			want: StepAnnounce, pod: "rc-4", host: externalHost(4), behind: StepIdle,
 		},
 		"a new load-balancer address: announced": {
-			spec: func() (Spec, Snapshot) {
+			spec: func() (Spec, observe.Snapshot) {
 				s, c := announced(six().current(), all...)
 				s.Announce.Hostnames["rc-2"] = "198.51.100.9"
 				return s, c.snap
@@ -69,7 +71,7 @@ func TestPlanAnnounce(t *testing.T) {
 			want: StepAnnounce, pod: "rc-2", host: "198.51.100.9", behind: StepIdle,
 		},
 		"a node without an address yet is left as it is": {
-			spec: func() (Spec, Snapshot) {
+			spec: func() (Spec, observe.Snapshot) {
 				s, c := announced(six().current(), 0, 1, 2, 3, 4)
 				delete(s.Announce.Hostnames, "rc-5")
 				return s, c.snap
@@ -77,14 +79,14 @@ func TestPlanAnnounce(t *testing.T) {
 			want: StepIdle,
 		},
 		"a silent node is left for when it answers": {
-			spec: func() (Spec, Snapshot) {
+			spec: func() (Spec, observe.Snapshot) {
 				s, c := announced(six().current(), 0, 1, 2, 3, 5)
 				return s, c.silence(4, errDown).snap
 			},
 			want: StepWait,
 		},
 		"a recovery under way stays what the status shows": {
-			spec: func() (Spec, Snapshot) {
+			spec: func() (Spec, observe.Snapshot) {
 				c := six().current().withNewMaster()
 				s, c := announced(c, 0, 1, 2, 3, 4, 5)
 				return s, c.snap
@@ -92,14 +94,14 @@ func TestPlanAnnounce(t *testing.T) {
 			want: StepAnnounce, pod: "rc-6", host: externalHost(6), behind: StepRecover,
 		},
 		"a new node announces before it joins": {
-			spec: func() (Spec, Snapshot) {
+			spec: func() (Spec, observe.Snapshot) {
 				s, c := announced(six().current().fresh("rc-6", "gggggggg", "n1"), all...)
 				return s, c.snap
 			},
 			want: StepAnnounce, pod: "rc-6", host: externalHost(6), behind: StepJoin,
 		},
 		"a new node without an address does not join": {
-			spec: func() (Spec, Snapshot) {
+			spec: func() (Spec, observe.Snapshot) {
 				s, c := announced(six().current().fresh("rc-6", "gggggggg", "n1"), all...)
 				delete(s.Announce.Hostnames, "rc-6")
 				return s, c.snap
@@ -107,14 +109,14 @@ func TestPlanAnnounce(t *testing.T) {
 			want: StepWait,
 		},
 		"a new node with its address announced joins": {
-			spec: func() (Spec, Snapshot) {
+			spec: func() (Spec, observe.Snapshot) {
 				s, c := announced(six().current().fresh("rc-6", "gggggggg", "n1"), 0, 1, 2, 3, 4, 5, 6)
 				return s, c.snap
 			},
 			want: StepJoin,
 		},
 		"external access removed: each node announces nothing again": {
-			spec: func() (Spec, Snapshot) {
+			spec: func() (Spec, observe.Snapshot) {
 				s, c := announced(six().current(), all...)
 				s.Announce = &Announce{Set: map[string]bool{"rc-0": true}}
 				return s, c.snap
@@ -122,7 +124,7 @@ func TestPlanAnnounce(t *testing.T) {
 			want: StepAnnounce, pod: "rc-0", host: "", behind: StepIdle,
 		},
 		"external access removed, a node set back but announcing a host still: set": {
-			spec: func() (Spec, Snapshot) {
+			spec: func() (Spec, observe.Snapshot) {
 				s, c := announced(six().current(), all...)
 				s.Announce = &Announce{Set: map[string]bool{"rc-0": true, "rc-1": true, "rc-2": true}}
 				c.announcing(0, "").announcing(1, "")
@@ -131,11 +133,11 @@ func TestPlanAnnounce(t *testing.T) {
 			want: StepAnnounce, pod: "rc-2", host: "", behind: StepIdle,
 		},
 		"the operator leaves announcements alone: idle": {
-			spec: func() (Spec, Snapshot) { _, c := announced(six().current(), 1); return specFor(6), c.snap },
+			spec: func() (Spec, observe.Snapshot) { _, c := announced(six().current(), 1); return specFor(6), c.snap },
 			want: StepIdle,
 		},
 		"a lost shard is reported, not hidden behind an announcement": {
-			spec: func() (Spec, Snapshot) { s, c := announced(lostShard(time.Minute)); return s, c.snap },
+			spec: func() (Spec, observe.Snapshot) { s, c := announced(lostShard(time.Minute)); return s, c.snap },
 			want: StepLost,
 		},
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // Health is what clients would see of a cluster, derived from one Snapshot.
@@ -62,9 +63,9 @@ func (h Health) Ready() bool { return len(h.Problems) == 0 }
 
 // Assess derives the Health of s. A slot counts as served only when its owner answers and
 // every answering node routes it there, never from one node's opinion.
-func Assess(s Snapshot) Health {
+func Assess(s observe.Snapshot) Health {
 	var h Health
-	joined := s.joined()
+	joined := s.Joined()
 	for i := range s.Nodes {
 		o := &s.Nodes[i]
 		switch {
@@ -77,10 +78,10 @@ func Assess(s Snapshot) Health {
 			h.Fresh = append(h.Fresh, o.Pod)
 		}
 	}
-	ids := s.byID()
+	ids := s.ByID()
 	masters := map[string]bool{}
 	disagree, unowned := 0, 0
-	if routed, agreed := agreedRoutes(joined); agreed {
+	if routed, agreed := observe.AgreedRoutes(joined); agreed {
 		// Every view routes alike: a master serves its slots when it answers as a master.
 		for _, n := range routed {
 			count := CountSlots(n.Slots)
@@ -143,8 +144,8 @@ func Assess(s Snapshot) Health {
 			open++
 		}
 	}
-	for _, k := range s.cluster() {
-		if k.failed || k.answers == nil {
+	for _, k := range s.Cluster() {
+		if k.Failed || k.Answers == nil {
 			failed++
 		}
 	}
@@ -204,13 +205,13 @@ func Assess(s Snapshot) Health {
 // extraMasters names the pods of staying masters that serve no slot beyond the masters the
 // spec asks for: a Form or a Join cut short before its CLUSTER REPLICATE leaves one, and
 // planDemote makes it a replica. The shard it should copy has one copy fewer until then.
-func extraMasters(s Snapshot) []string {
+func extraMasters(s observe.Snapshot) []string {
 	if s.Masters == 0 || !layoutStable(&s) {
 		return nil
 	}
 	l := newReplicaLayout(&s)
 	var pods []string
-	for _, o := range s.joined() {
+	for _, o := range s.Joined() {
 		if self, _ := o.Self(); !o.Leaving && self.IsMaster() && !self.Failed && len(self.Slots) == 0 && !l.isMaster(self.ID) {
 			pods = append(pods, o.Pod)
 		}
@@ -221,7 +222,7 @@ func extraMasters(s Snapshot) []string {
 // Lost reports whether the cluster s records was formed and none of its nodes answers with
 // cluster state: every member is silent or back empty. Forming a new cluster then would
 // silently replace the lost one.
-func Lost(s Snapshot) bool { return len(s.Members) > 0 && len(s.joined()) == 0 }
+func Lost(s observe.Snapshot) bool { return len(s.Members) > 0 && len(s.Joined()) == 0 }
 
 func without(all, drop []string) []string {
 	return slices.DeleteFunc(slices.Clone(all), func(a string) bool { return slices.Contains(drop, a) })
@@ -229,14 +230,14 @@ func without(all, drop []string) []string {
 
 // servedSlotBySlot counts, slot by slot, the slots assigned and served (into h) when views
 // route differently, and returns how many slots views disagree on and how many none routes.
-func servedSlotBySlot(h *Health, joined []*Observation, ids map[string]*Observation, masters map[string]bool) (disagree, unowned int) {
+func servedSlotBySlot(h *Health, joined []*observe.Observation, ids map[string]*observe.Observation, masters map[string]bool) (disagree, unowned int) {
 	var owner [SlotCount]string
 	var agreed [SlotCount]bool
 	for i := range agreed {
 		agreed[i] = true
 	}
 	for vi, o := range joined {
-		mine := routes(o)
+		mine := o.Routes()
 		for slot := range mine {
 			if vi == 0 {
 				owner[slot] = mine[slot]

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // Autoscale is an opt-in memory autoscaler in the planner's terms: keep the fullest
@@ -109,7 +110,7 @@ type masterMemory struct {
 	id     string
 	pod    string
 	slots  int
-	memory NodeMemory
+	memory observe.NodeMemory
 }
 
 // PlanAutoscale decides whether to add or remove a shard, or rebalance, from the memory of
@@ -123,7 +124,7 @@ type masterMemory struct {
 // the data would stay below scaleInPercent of the target with one master fewer for
 // Sustain, one is removed, never below MinMasters. Nothing changes while the cluster is
 // busy or not healthy, or while the masters are not what the spec asks (a scale under way).
-func PlanAutoscale(a Autoscale, st AutoscaleState, s Snapshot, h Health, busy string) AutoscaleDecision {
+func PlanAutoscale(a Autoscale, st AutoscaleState, s observe.Snapshot, h Health, busy string) AutoscaleDecision {
 	masters := mastersMemory(s)
 	d := AutoscaleDecision{Kind: AutoscaleNone, Masters: s.Masters, State: st}
 	switch {
@@ -215,7 +216,7 @@ func PlanAutoscale(a Autoscale, st AutoscaleState, s Snapshot, h Health, busy st
 }
 
 // share is used memory as a share of maxmemory.
-func share(m NodeMemory) float64 {
+func share(m observe.NodeMemory) float64 {
 	if m.MaxMemory <= 0 {
 		return 0
 	}
@@ -223,14 +224,14 @@ func share(m NodeMemory) float64 {
 }
 
 // mastersMemory are the answering masters that serve slots, with their memory.
-func mastersMemory(s Snapshot) []masterMemory {
+func mastersMemory(s observe.Snapshot) []masterMemory {
 	var out []masterMemory
-	for _, o := range s.joined() {
+	for _, o := range s.Joined() {
 		self, ok := o.Self()
 		if !ok || !self.IsMaster() || len(self.Slots) == 0 {
 			continue
 		}
-		out = append(out, masterMemory{id: self.ID, pod: o.Pod, slots: CountSlots(self.Slots), memory: MemoryOf(o)})
+		out = append(out, masterMemory{id: self.ID, pod: o.Pod, slots: CountSlots(self.Slots), memory: observe.MemoryOf(o)})
 	}
 	return out
 }
@@ -250,8 +251,8 @@ func memoryWeights(masters []masterMemory) map[string]float64 {
 // stuckOn says why no slot move can bring master m below target (a share of its
 // maxmemory) when the giant held slots it serves alone hold at least that much; ""
 // otherwise.
-func stuckOn(s Snapshot, m masterMemory, target float64, held []HeldSlot) string {
-	o := s.byID()[m.id]
+func stuckOn(s observe.Snapshot, m masterMemory, target float64, held []HeldSlot) string {
+	o := s.ByID()[m.id]
 	if o == nil || len(held) == 0 {
 		return ""
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // used sets the used memory of each of c's nodes to the share of 1000 bytes of maxmemory
@@ -20,7 +22,7 @@ func (c *cluster) used(percents ...int64) *cluster {
 type autoscaleCase struct {
 	a     Autoscale
 	st    AutoscaleState
-	snap  Snapshot
+	snap  observe.Snapshot
 	busy  string
 	want  AutoscaleKind
 	says  string
@@ -34,7 +36,7 @@ func TestPlanAutoscale(t *testing.T) {
 	atMax := a
 	atMax.MaxMasters = 3
 	ago := func(d time.Duration) time.Time { return now.Add(-d) }
-	full := func() Snapshot { return six().current().used(80, 75, 72, 80, 75, 72).snap }
+	full := func() observe.Snapshot { return six().current().used(80, 75, 72, 80, 75, 72).snap }
 	cases := map[string]autoscaleCase{
 		"below the target: nothing, and no clock runs": {
 			a: a, st: AutoscaleState{AboveSince: ago(time.Minute)}, snap: six().current().used(50, 40, 30, 50, 40, 30).snap, want: AutoscaleNone,
@@ -111,7 +113,7 @@ func TestPlanAutoscale(t *testing.T) {
 		},
 		"a scale under way (a master without slots yet): wait": {
 			a: a, st: AutoscaleState{AboveSince: ago(time.Hour)},
-			snap: func() Snapshot { s := full(); s.Masters = 4; return s }(), want: AutoscaleWait, says: "3 masters serve slots and the spec asks for 4",
+			snap: func() observe.Snapshot { s := full(); s.Masters = 4; return s }(), want: AutoscaleWait, says: "3 masters serve slots and the spec asks for 4",
 		},
 		"no maxmemory: nothing to scale on": {
 			a: a, snap: six().current().snap, want: AutoscaleNone, says: "no maxmemory",
@@ -126,7 +128,7 @@ func TestPlanAutoscale(t *testing.T) {
 		},
 	}
 	// Above the minimum: four masters whose data fits in three.
-	four := func(percent int64) Snapshot {
+	four := func(percent int64) observe.Snapshot {
 		c := eight()
 		c.snap.Masters = 4
 		for i := range c.snap.Nodes {
@@ -171,10 +173,10 @@ func TestNextStepAutoscale(t *testing.T) {
 		s.Autoscale, s.AutoscaleState = a, AutoscaleState{AboveSince: now.Add(-time.Hour)}
 		return s
 	}
-	full := func(c *cluster) Snapshot { return c.used(80, 75, 72, 80, 75, 72).snap }
+	full := func(c *cluster) observe.Snapshot { return c.used(80, 75, 72, 80, 75, 72).snap }
 	cases := map[string]struct {
 		spec  Spec
-		snap  Snapshot
+		snap  observe.Snapshot
 		want  StepKind
 		phase AutoscalePhase
 		check func(t *testing.T, s Step)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // ShardSource is the node one shard's snapshot is taken from.
@@ -64,11 +65,11 @@ func (m SlotMap) masters() []string {
 // routing every slot alike, and every master answering and flagged by none. Otherwise it
 // says why not. It checks the views itself rather than trusting h alone: an open slot or a
 // split view must never reach a manifest.
-func StableSlotMap(s Snapshot, h Health) (SlotMap, error) {
+func StableSlotMap(s observe.Snapshot, h Health) (SlotMap, error) {
 	if !h.Ready() {
 		return nil, fmt.Errorf("the cluster is not Ready: %s", strings.Join(h.Problems, "; "))
 	}
-	joined := s.joined()
+	joined := s.Joined()
 	if len(joined) == 0 {
 		return nil, errors.New("no node of the cluster answers")
 	}
@@ -89,7 +90,7 @@ func StableSlotMap(s Snapshot, h Health) (SlotMap, error) {
 			return nil, fmt.Errorf("nodes disagree on the slot map (%s sees %s, %s sees %s)", joined[0].Pod, first, o.Pod, m)
 		}
 	}
-	ids := s.byID()
+	ids := s.ByID()
 	for _, o := range joined {
 		for _, n := range o.View {
 			if _, master := first[n.ID]; master && (n.Failed || n.PossiblyFailed || ids[n.ID] == nil) {
@@ -104,8 +105,8 @@ func StableSlotMap(s Snapshot, h Health) (SlotMap, error) {
 // is taken from: the replica of it that is connected and in sync (link up, no sync under way)
 // with the highest replication offset, so the master's fork does not add to its load; the
 // master itself when it has none.
-func BackupSources(s Snapshot, m SlotMap) []ShardSource {
-	ids := s.byID()
+func BackupSources(s observe.Snapshot, m SlotMap) []ShardSource {
+	ids := s.ByID()
 	var out []ShardSource
 	for _, master := range m.masters() {
 		src := ShardSource{MasterID: master, Slots: m[master], NodeID: master}
@@ -113,7 +114,7 @@ func BackupSources(s Snapshot, m SlotMap) []ShardSource {
 			src.Pod, src.Addr, src.MasterAddr = o.Pod, o.Addr, o.Addr
 		}
 		best := int64(-1)
-		for _, o := range s.answering() {
+		for _, o := range s.Answering() {
 			self, _ := o.Self()
 			if self.IsMaster() || self.MasterID != master || self.Failed || !o.InSync() {
 				continue

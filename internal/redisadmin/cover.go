@@ -1,7 +1,6 @@
 package redisadmin
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -9,7 +8,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
-	goredis "github.com/redis/go-redis/v9"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // LostShard is a master whose slots have no copy left: it is flagged failed, no pod answers
@@ -24,24 +23,24 @@ type LostShard struct {
 }
 
 // lostShards lists the lost shards of s (see LostShard), in ID order.
-func lostShards(s Snapshot) []LostShard {
+func lostShards(s observe.Snapshot) []LostShard {
 	var out []LostShard
-	for _, k := range s.cluster() {
-		if !k.node.IsMaster() || len(k.slots) == 0 || !k.failed || k.answers != nil ||
-			s.silentFor(k) < forceFailoverAfter*s.NodeTimeout || promotable(s, k.node.ID) != nil {
+	for _, k := range s.Cluster() {
+		if !k.Node.IsMaster() || len(k.Slots) == 0 || !k.Failed || k.Answers != nil ||
+			s.SilentFor(k) < forceFailoverAfter*s.NodeTimeout || promotable(s, k.Node.ID) != nil {
 			continue
 		}
-		out = append(out, LostShard{ID: k.node.ID, Addr: k.node.Addr, Slots: k.slots})
+		out = append(out, LostShard{ID: k.Node.ID, Addr: k.Node.Addr, Slots: k.Slots})
 	}
 	return out
 }
 
 // promotable is the most caught-up answering replica of the master with ID master that
 // ever synced from it, or nil: one that never synced (offset 0) would serve the slots empty.
-func promotable(s Snapshot, master string) *Observation {
-	var best *Observation
+func promotable(s observe.Snapshot, master string) *observe.Observation {
+	var best *observe.Observation
 	var bestOffset int64
-	for _, o := range s.joined() {
+	for _, o := range s.Joined() {
 		self, _ := o.Self()
 		if self.Role != RoleSlave || self.MasterID != master {
 			continue
@@ -59,7 +58,7 @@ func promotable(s Snapshot, master string) *Observation {
 // data, so the operator runs it only when the user has accepted the loss. It returns false
 // when there is no lost shard, or a member still replicates one (it cannot forget its own
 // master).
-func planAbandon(s Snapshot) (Action, bool) {
+func planAbandon(s observe.Snapshot) (Action, bool) {
 	shards := lostShards(s)
 	if len(shards) == 0 {
 		return Action{}, false
@@ -67,7 +66,7 @@ func planAbandon(s Snapshot) (Action, bool) {
 	var cmds []conn.Command
 	var names []string
 	for _, sh := range shards {
-		for _, o := range s.joined() {
+		for _, o := range s.Joined() {
 			self, _ := o.Self()
 			if self.MasterID == sh.ID {
 				return Action{}, false
@@ -90,9 +89,9 @@ func planAbandon(s Snapshot) (Action, bool) {
 // redis-cli --cluster fix does: only while every joined master answers, no slot is open
 // and no master holds a key in them (a slot with keys somewhere is left for a person; the
 // status names it). One CLUSTER ADDSLOTSRANGE.
-func planCover(s Snapshot) (Action, bool) {
-	joined := s.joined()
-	if masters, agreed := agreedRoutes(joined); agreed {
+func planCover(s observe.Snapshot) (Action, bool) {
+	joined := s.Joined()
+	if masters, agreed := observe.AgreedRoutes(joined); agreed {
 		routed := 0
 		for _, n := range masters {
 			routed += CountSlots(n.Slots)
@@ -102,14 +101,14 @@ func planCover(s Snapshot) (Action, bool) {
 		}
 	}
 	var covered [SlotCount]bool
-	var target *Observation
+	var target *observe.Observation
 	targetSlots := 0
 	for _, o := range joined {
 		self, _ := o.Self()
 		if self.HasOpenSlots() {
 			return Action{}, false
 		}
-		for slot, owner := range routes(o) {
+		for slot, owner := range o.Routes() {
 			covered[slot] = covered[slot] || owner != ""
 		}
 		if self.IsMaster() && (target == nil || CountSlots(self.Slots) < targetSlots) {
@@ -144,50 +143,4 @@ func planCover(s Snapshot) (Action, bool) {
 	}
 	return Action{ActionCover, []conn.Command{{Addr: target.Addr, Args: args}}, fmt.Sprintf("%d slots (%s) had no owner and no keys on any master: given to %s",
 		CountSlots(uncovered), FormatSlotRanges(uncovered), target.Pod)}, true
-}
-
-// uncoveredIn lists the slots o's view routes to no master.
-func uncoveredIn(o *Observation) []int {
-	routed := 0
-	for _, n := range routedMasters(o) {
-		routed += CountSlots(n.Slots)
-	}
-	if routed == SlotCount {
-		return nil // every slot routed (a slot is listed once per view): no slot-by-slot pass
-	}
-	var out []int
-	for slot, owner := range routes(o) {
-		if owner == "" {
-			out = append(out, slot)
-		}
-	}
-	return out
-}
-
-// countKeys runs CLUSTER COUNTKEYSINSLOT for each of slots on the node at addr, in one
-// pipeline; nil when slots is empty.
-func (a *Admin) countKeys(ctx context.Context, addr string, slots []int) (map[int]int64, error) {
-	if len(slots) == 0 {
-		return nil, nil
-	}
-	cmds, err := a.Client(addr).Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for _, slot := range slots {
-			p.Do(ctx, "CLUSTER", "COUNTKEYSINSLOT", slot)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("while counting the keys of unassigned slots on %s: %w", addr, err)
-	}
-	out := map[int]int64{}
-	for i, c := range cmds {
-		n, err := c.(*goredis.Cmd).Int64()
-		if err != nil {
-			return nil, fmt.Errorf("while running CLUSTER COUNTKEYSINSLOT %d on %s: %w", slots[i], addr, err)
-		}
-		if n > 0 {
-			out[slots[i]] = n
-		}
-	}
-	return out, nil
 }

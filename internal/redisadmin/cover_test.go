@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // lostShard is six() with master aaaaaaaa and its replica dddddddd both back empty and held
@@ -25,7 +27,7 @@ func forgotten() *cluster {
 
 func TestLostShards(t *testing.T) {
 	cases := map[string]struct {
-		snap Snapshot
+		snap observe.Snapshot
 		want []string // lost master IDs
 	}{
 		"a healthy cluster has none":                                          {snap: six().snap},
@@ -33,7 +35,7 @@ func TestLostShards(t *testing.T) {
 		"master and replica silent for 20 s: lost":                            {snap: lostShard(20 * time.Second).snap, want: []string{"aaaaaaaa"}},
 		"master dead, its replica answers and synced: a failover, not a loss": {snap: six().silence(0, errDown).fail("aaaaaaaa", time.Minute).snap},
 		"master dead, its only replica answers but never synced: lost": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six().silence(0, errDown).fail("aaaaaaaa", time.Minute)
 				c.snap.Nodes[3].Replication["slave_repl_offset"] = "0"
 				return c.snap
@@ -89,7 +91,7 @@ func TestPlanAbandon(t *testing.T) {
 
 func TestPlanCover(t *testing.T) {
 	cases := map[string]struct {
-		snap     Snapshot
+		snap     observe.Snapshot
 		want     ActionKind
 		commands []string
 	}{
@@ -100,14 +102,14 @@ func TestPlanCover(t *testing.T) {
 			commands: []string{addrOf(2) + ": CLUSTER ADDSLOTSRANGE 0 5460"}, // rc-2 has 5461 slots, rc-1 5462
 		},
 		"a master holds keys in an unassigned slot: left for a person": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := forgotten()
 				c.snap.Nodes[2].KeysInUncovered = map[int]int64{17: 3}
 				return c.snap
 			}(),
 		},
 		"a slot is open somewhere: Fix goes first": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := forgotten()
 				c.snap.Nodes[1].View[0].Migrating = map[int]string{6000: "cccccccc"}
 				return c.snap

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // StepSetCoverage sets cluster-require-full-coverage (Step.Coverage) on the nodes at Addrs
@@ -17,11 +18,11 @@ const StepSetCoverage StepKind = "SetCoverage"
 // (Observation.StaleCoverage). NextStep takes it before every other step, as a side step
 // (Step.Behind keeps what is under way for the status): while a shard is lost, the other
 // shards serve only once their nodes run with "no".
-func planCoverage(spec Spec, s Snapshot, _ Health) (Step, bool) {
+func planCoverage(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
 	if spec.Coverage == "" {
 		return Step{}, false
 	}
-	addrs, pods := s.answeringWhere(func(o *Observation) bool { return o.StaleCoverage })
+	addrs, pods := s.AnsweringWhere(func(o *observe.Observation) bool { return o.StaleCoverage })
 	if len(addrs) == 0 {
 		return Step{}, false
 	}

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // stale marks the nodes at indexes i as not yet set to Spec.Coverage.
@@ -23,7 +25,7 @@ func TestPlanCoverage(t *testing.T) {
 	all := []string{addrOf(0), addrOf(1), addrOf(2), addrOf(3), addrOf(4), addrOf(5)}
 	cases := map[string]struct {
 		spec  Spec
-		snap  Snapshot
+		snap  observe.Snapshot
 		want  StepKind
 		addrs []string // the nodes StepSetCoverage sets
 		// behind is the step a StepSetCoverage leaves for the status (Step.Behind).
@@ -66,7 +68,7 @@ func TestPlanCoverage(t *testing.T) {
 
 // nextStepIs fails the test unless NextStep chooses the step kind want, and reports whether
 // that is the kind a table checks further (check).
-func nextStepIs(t *testing.T, spec Spec, snap Snapshot, want, check StepKind) (Step, bool) {
+func nextStepIs(t *testing.T, spec Spec, snap observe.Snapshot, want, check StepKind) (Step, bool) {
 	t.Helper()
 	got := NextStep(spec, snap, Assess(snap))
 	if got.Kind != want {
@@ -76,7 +78,7 @@ func nextStepIs(t *testing.T, spec Spec, snap Snapshot, want, check StepKind) (S
 }
 
 // clearStale is snap once every node is set.
-func clearStale(snap Snapshot) Snapshot {
+func clearStale(snap observe.Snapshot) observe.Snapshot {
 	snap.Nodes = slices.Clone(snap.Nodes)
 	for i := range snap.Nodes {
 		snap.Nodes[i].StaleCoverage = false

@@ -4,9 +4,10 @@
 //
 // It has three layers:
 //
-//   - observe: Admin.Observe fills a Snapshot with one pipelined round trip per node on a
-//     pooled connection (CLUSTER NODES, CLUSTER INFO, INFO; the pool is a conn.Pool, which
-//     Admin embeds), and Assess judges it (Health: what a client would see, slot by slot);
+//   - observe: Admin.Observe (package observe's Observe on the conn.Pool Admin embeds)
+//     fills a Snapshot with one pipelined round trip per node on a pooled connection
+//     (CLUSTER NODES, CLUSTER INFO, INFO), and Assess judges it (Health: what a client
+//     would see, slot by slot);
 //   - plan, pure: NextStep(Spec, Snapshot, Health) returns the one Step to take next (form,
 //     join, rebalance a batch, assign a batch, remove, fail over, repair slots, recover,
 //     rotate a password, reload a certificate, replace a pod, or wait with a reason), with

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // failoverRetry is how long Failover waits for a manual failover before asking again
@@ -77,7 +79,7 @@ func (a *Admin) Failover(ctx context.Context, replicaAddr string) error {
 		if err != nil {
 			return false, err.Error()
 		}
-		if !replicationInSync(info) {
+		if !observe.ReplicationInSync(info) {
 			return false, "master_link_status:" + info["master_link_status"] + " master_sync_in_progress:" + info["master_sync_in_progress"]
 		}
 		offset, err := strconv.ParseInt(info["slave_repl_offset"], 10, 64)

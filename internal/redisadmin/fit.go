@@ -7,6 +7,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // Room is how many bytes a master may still receive: maxmemory minus used_memory, with a
@@ -36,11 +37,11 @@ func full(used, maxMemory int64) bool {
 
 // skipFullTargets drops from moves those whose target is full (Room.full, from its INFO
 // memory in s): a count balance would only fill it.
-func skipFullTargets(moves []layout.Move, s Snapshot) []layout.Move {
+func skipFullTargets(moves []layout.Move, s observe.Snapshot) []layout.Move {
 	isFull := map[string]bool{}
-	for _, o := range s.answering() {
+	for _, o := range s.Answering() {
 		self, _ := o.Self()
-		if m := MemoryOf(o); m.Known && full(m.Used, m.MaxMemory) {
+		if m := observe.MemoryOf(o); m.Known && full(m.Used, m.MaxMemory) {
 			isFull[self.ID] = true
 		}
 	}
@@ -290,13 +291,13 @@ func formatBytes(n int64) string {
 // the room a rolled-back move left again does not). A master without maxmemory always
 // has room. A change of spec is the caller's to judge (status.heldSlots keeps the
 // generation). It is pure.
-func StillHeld(held []HeldSlot, s Snapshot) []HeldSlot {
+func StillHeld(held []HeldSlot, s observe.Snapshot) []HeldSlot {
 	if len(held) == 0 {
 		return nil
 	}
 	owner := map[int]string{}
 	rooms := map[string]Room{}
-	for _, o := range s.answering() {
+	for _, o := range s.Answering() {
 		self, _ := o.Self()
 		if !self.IsMaster() {
 			continue
@@ -304,7 +305,7 @@ func StillHeld(held []HeldSlot, s Snapshot) []HeldSlot {
 		for _, slot := range nodes.SlotList(self.Slots) {
 			owner[slot] = self.ID
 		}
-		if m := MemoryOf(o); m.Known && o.Joined() && !o.Leaving {
+		if m := observe.MemoryOf(o); m.Known && o.Joined() && !o.Leaving {
 			rooms[self.ID] = roomOf(m.Used, m.MaxMemory, 0)
 		}
 	}

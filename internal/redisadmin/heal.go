@@ -11,6 +11,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // ActionKind names what a recovery does; it is also the reason of the event that reports it.
@@ -67,8 +68,8 @@ const (
 // none. It is pure: it reads only s. The order matters: members must know each other
 // before anything else can be judged; a dead master's slots come before tidiness; layout
 // changes (demotions, replica moves) only while every slot owner is alive.
-func planRecovery(s Snapshot) (Action, bool) {
-	for _, plan := range []func(Snapshot) (Action, bool){
+func planRecovery(s observe.Snapshot) (Action, bool) {
+	for _, plan := range []func(observe.Snapshot) (Action, bool){
 		planMeet, planRepoint, planStaleMasterAddress, planFailover, planRoute, planCover, planForget, planDemote, planBalanceReplicas, planSeparate,
 	} {
 		if a, ok := plan(s); ok {
@@ -81,8 +82,8 @@ func planRecovery(s Snapshot) (Action, bool) {
 // planMeet: every joined member must list every other joined member at its current
 // address, without noaddr or handshake, from its own view (not only the lowest address's:
 // gossip alone leaves noaddr entries after every pod moved).
-func planMeet(s Snapshot) (Action, bool) {
-	joined := s.joined()
+func planMeet(s observe.Snapshot) (Action, bool) {
+	joined := s.Joined()
 	var cmds []conn.Command
 	first := ""
 	for _, a := range joined {
@@ -130,15 +131,15 @@ func knowsAt(view []Node, id, addr string) bool {
 
 // replicaLayout is the replication layout of the answering, staying members.
 type replicaLayout struct {
-	masters  []*Observation            // the masters that serve or are about to serve slots
-	replicas map[string][]*Observation // by master ID
+	masters  []*observe.Observation            // the masters that serve or are about to serve slots
+	replicas map[string][]*observe.Observation // by master ID
 }
 
-func newReplicaLayout(s *Snapshot) replicaLayout {
-	l := replicaLayout{replicas: map[string][]*Observation{}}
+func newReplicaLayout(s *observe.Snapshot) replicaLayout {
+	l := replicaLayout{replicas: map[string][]*observe.Observation{}}
 	serving := 0
-	var empty []*Observation
-	for _, o := range s.joined() {
+	var empty []*observe.Observation
+	for _, o := range s.Joined() {
 		self, _ := o.Self()
 		if o.Leaving || !self.IsMaster() || self.Failed {
 			continue
@@ -157,7 +158,7 @@ func newReplicaLayout(s *Snapshot) replicaLayout {
 			serving++
 		}
 	}
-	for _, o := range s.joined() {
+	for _, o := range s.Joined() {
 		self, _ := o.Self()
 		if !o.Leaving && self.Role == RoleSlave {
 			l.replicas[self.MasterID] = append(l.replicas[self.MasterID], o)
@@ -167,15 +168,15 @@ func newReplicaLayout(s *Snapshot) replicaLayout {
 }
 
 func (l replicaLayout) isMaster(id string) bool {
-	return slices.ContainsFunc(l.masters, func(o *Observation) bool { self, _ := o.Self(); return self.ID == id })
+	return slices.ContainsFunc(l.masters, func(o *observe.Observation) bool { self, _ := o.Self(); return self.ID == id })
 }
 
 // fewest is the master with the fewest replicas, preferring one in another failure domain
 // than o, then the lowest ordinal; nil when there is none.
-func (l replicaLayout) fewest(o *Observation, except string) *Observation {
-	var best *Observation
+func (l replicaLayout) fewest(o *observe.Observation, except string) *observe.Observation {
+	var best *observe.Observation
 	for _, m := range l.masters {
-		id := selfID(m)
+		id := observe.SelfID(m)
 		if id == except {
 			continue
 		}
@@ -183,7 +184,7 @@ func (l replicaLayout) fewest(o *Observation, except string) *Observation {
 			best = m
 			continue
 		}
-		a, b := len(l.replicas[id]), len(l.replicas[selfID(best)])
+		a, b := len(l.replicas[id]), len(l.replicas[observe.SelfID(best)])
 		if a != b {
 			if a < b {
 				best = m
@@ -197,14 +198,12 @@ func (l replicaLayout) fewest(o *Observation, except string) *Observation {
 	return best
 }
 
-func selfID(o *Observation) string { self, _ := o.Self(); return self.ID }
-
 // sameDomain reports whether two pods share a Kubernetes node, or a zone when both know it.
-func sameDomain(a, b *Observation) bool {
+func sameDomain(a, b *observe.Observation) bool {
 	return (a.Host != "" && a.Host == b.Host) || (a.Zone != "" && a.Zone == b.Zone)
 }
 
-func replicate(replica *Observation, master string) conn.Command {
+func replicate(replica *observe.Observation, master string) conn.Command {
 	return conn.Command{Addr: replica.Addr, Args: []string{"CLUSTER", "REPLICATE", master}}
 }
 
@@ -212,28 +211,28 @@ func replicate(replica *Observation, master string) conn.Command {
 // count, or failed without slots (its replicas were not taken over) replicates the live
 // master with the fewest replicas instead. A replica of a failed master that still owns
 // slots is left alone: it is the master's successor.
-func planRepoint(s Snapshot) (Action, bool) {
+func planRepoint(s observe.Snapshot) (Action, bool) {
 	l := newReplicaLayout(&s)
-	cluster := map[string]*known{}
-	for _, k := range s.cluster() {
-		cluster[k.node.ID] = k
+	cluster := map[string]*observe.Known{}
+	for _, k := range s.Cluster() {
+		cluster[k.Node.ID] = k
 	}
-	for _, o := range s.joined() {
+	for _, o := range s.Joined() {
 		self, _ := o.Self()
 		if o.Leaving || self.Role != RoleSlave || l.isMaster(self.MasterID) {
 			continue
 		}
-		if k := cluster[self.MasterID]; k != nil && k.node.IsMaster() && len(k.slots) > 0 {
+		if k := cluster[self.MasterID]; k != nil && k.Node.IsMaster() && len(k.Slots) > 0 {
 			continue // a dead master with slots: failed over, not abandoned
 		}
-		if k := cluster[self.MasterID]; k != nil && k.answers != nil && k.answers.Leaving {
+		if k := cluster[self.MasterID]; k != nil && k.Answers != nil && k.Answers.Leaving {
 			continue // removed with its master by scale in
 		}
 		m := l.fewest(o, "")
 		if m == nil {
 			return Action{}, false
 		}
-		return Action{ActionRepoint, []conn.Command{replicate(o, selfID(m))},
+		return Action{ActionRepoint, []conn.Command{replicate(o, observe.SelfID(m))},
 			fmt.Sprintf("%s replicated %s, which is gone or no longer a master: it now replicates %s", o.Pod, nodes.ShortID(self.MasterID), m.Pod)}, true
 	}
 	return Action{}, false
@@ -246,9 +245,9 @@ func planRepoint(s Snapshot) (Action, bool) {
 // hears from the master itself at the new address, not when gossip brings it (seen after
 // every pod came back at new IPs: a replica dialing a gone IP for good, its master with no
 // replica). planMeet ran first, so the replica's view has the current address.
-func planStaleMasterAddress(s Snapshot) (Action, bool) {
-	answering := s.byID()
-	for _, o := range s.joined() {
+func planStaleMasterAddress(s observe.Snapshot) (Action, bool) {
+	answering := s.ByID()
+	for _, o := range s.Joined() {
 		self, _ := o.Self()
 		host, port := o.Replication["master_host"], o.Replication["master_port"]
 		if o.Leaving || self.Role != RoleSlave || host == "" || port == "" {
@@ -274,23 +273,23 @@ func planStaleMasterAddress(s Snapshot) (Action, bool) {
 // cluster-replica-no-failover, or lost the election): its most caught-up answering replica
 // that ever synced (a replication offset above 0) takes over with CLUSTER FAILOVER FORCE, or TAKEOVER when a majority of the slot-owning
 // masters is dead and no election can win.
-func planFailover(s Snapshot) (Action, bool) {
-	cluster := s.cluster()
+func planFailover(s observe.Snapshot) (Action, bool) {
+	cluster := s.Cluster()
 	owners, dead := 0, 0
 	for _, k := range cluster {
-		if k.node.IsMaster() && len(k.slots) > 0 {
+		if k.Node.IsMaster() && len(k.Slots) > 0 {
 			owners++
-			if k.failed && k.answers == nil {
+			if k.Failed && k.Answers == nil {
 				dead++
 			}
 		}
 	}
 	for _, k := range cluster {
-		if !k.node.IsMaster() || len(k.slots) == 0 || !k.failed || k.answers != nil ||
-			s.silentFor(k) < forceFailoverAfter*s.NodeTimeout {
+		if !k.Node.IsMaster() || len(k.Slots) == 0 || !k.Failed || k.Answers != nil ||
+			s.SilentFor(k) < forceFailoverAfter*s.NodeTimeout {
 			continue
 		}
-		best := promotable(s, k.node.ID)
+		best := promotable(s, k.Node.ID)
 		if best == nil {
 			continue // nothing to promote: the status reports the slots as not served (lostShards)
 		}
@@ -299,7 +298,7 @@ func planFailover(s Snapshot) (Action, bool) {
 			kind, mode = ActionTakeover, "TAKEOVER"
 		}
 		msg := fmt.Sprintf("master %s (%s) has been down for %s and no replica took over: %s promoted with CLUSTER FAILOVER %s",
-			nodes.ShortID(k.node.ID), k.node.Addr, s.silentFor(k).Round(time.Second), best.Pod, mode)
+			nodes.ShortID(k.Node.ID), k.Node.Addr, s.SilentFor(k).Round(time.Second), best.Pod, mode)
 		if kind == ActionTakeover {
 			msg += fmt.Sprintf(" (%d of %d masters are down, so no election can win)", dead, owners)
 		}
@@ -315,48 +314,48 @@ func planFailover(s Snapshot) (Action, bool) {
 // back from its nodes.conf, and a single node can never flag it fail). That is a pod that
 // came back with an empty volume, a pod removed behind the operator's back. Its replicas
 // were re-pointed first (a replica refuses to forget its master).
-func planForget(s Snapshot) (Action, bool) {
-	joined := len(s.joined())
-	for _, k := range s.cluster() {
-		if k.answers != nil || len(k.slots) > 0 || s.silentFor(k) < forgetAfter*s.NodeTimeout {
+func planForget(s observe.Snapshot) (Action, bool) {
+	joined := len(s.Joined())
+	for _, k := range s.Cluster() {
+		if k.Answers != nil || len(k.Slots) > 0 || s.SilentFor(k) < forgetAfter*s.NodeTimeout {
 			continue
 		}
-		if !k.failed && !k.node.HasFlag("noaddr") && k.listedBy*2 > joined {
+		if !k.Failed && !k.Node.HasFlag("noaddr") && k.ListedBy*2 > joined {
 			continue
 		}
 		var cmds []conn.Command
-		for _, o := range s.joined() {
+		for _, o := range s.Joined() {
 			self, _ := o.Self()
-			if self.MasterID == k.node.ID {
+			if self.MasterID == k.Node.ID {
 				cmds = nil // wait until planRepoint moved it
 				break
 			}
-			if slices.ContainsFunc(o.View, func(n Node) bool { return n.ID == k.node.ID }) {
-				cmds = append(cmds, conn.Command{Addr: o.Addr, Args: []string{"CLUSTER", "FORGET", k.node.ID}})
+			if slices.ContainsFunc(o.View, func(n Node) bool { return n.ID == k.Node.ID }) {
+				cmds = append(cmds, conn.Command{Addr: o.Addr, Args: []string{"CLUSTER", "FORGET", k.Node.ID}})
 			}
 		}
 		if len(cmds) == 0 {
 			continue
 		}
 		return Action{ActionForget, cmds, fmt.Sprintf("forgot node %s (last at %s): no pod has answered with its ID for %s",
-			nodes.ShortID(k.node.ID), k.node.Addr, s.silentFor(k).Round(time.Second))}, true
+			nodes.ShortID(k.Node.ID), k.Node.Addr, s.SilentFor(k).Round(time.Second))}, true
 	}
 	return Action{}, false
 }
 
 // layoutStable reports whether layout changes are safe: every slot-owning master answers.
-func layoutStable(s *Snapshot) bool {
-	for _, k := range s.cluster() {
-		if k.node.IsMaster() && len(k.slots) > 0 && (k.answers == nil || k.failed) {
+func layoutStable(s *observe.Snapshot) bool {
+	for _, k := range s.Cluster() {
+		if k.Node.IsMaster() && len(k.Slots) > 0 && (k.Answers == nil || k.Failed) {
 			return false
 		}
 	}
-	return len(s.joined()) > 0
+	return len(s.Joined()) > 0
 }
 
 // planDemote: a staying master without slots, beyond the masters the spec needs (for
 // example one emptied by a scale in), becomes a replica of the master with the fewest.
-func planDemote(s Snapshot) (Action, bool) {
+func planDemote(s observe.Snapshot) (Action, bool) {
 	if !layoutStable(&s) {
 		return Action{}, false
 	}
@@ -371,7 +370,7 @@ func planDemote(s Snapshot) (Action, bool) {
 		if m == nil {
 			return Action{}, false
 		}
-		return Action{ActionDemote, []conn.Command{replicate(o, selfID(m))},
+		return Action{ActionDemote, []conn.Command{replicate(o, observe.SelfID(m))},
 			fmt.Sprintf("%s has no slots and the spec needs %d masters: it now replicates %s", o.Pod, s.Masters, m.Pod)}, true
 	}
 	return Action{}, false
@@ -380,7 +379,7 @@ func planDemote(s Snapshot) (Action, bool) {
 // planBalanceReplicas: while the master with the most replicas has two more than the one
 // with the fewest (or the fewest has fewer than replicasPerMaster and another has more),
 // one replica moves, preferably one outside the new master's failure domain.
-func planBalanceReplicas(s Snapshot) (Action, bool) {
+func planBalanceReplicas(s observe.Snapshot) (Action, bool) {
 	if !layoutStable(&s) {
 		return Action{}, false
 	}
@@ -390,36 +389,36 @@ func planBalanceReplicas(s Snapshot) (Action, bool) {
 	}
 	most, least := l.masters[0], l.masters[0]
 	for _, m := range l.masters {
-		n := len(l.replicas[selfID(m)])
-		if n > len(l.replicas[selfID(most)]) {
+		n := len(l.replicas[observe.SelfID(m)])
+		if n > len(l.replicas[observe.SelfID(most)]) {
 			most = m
 		}
-		if n < len(l.replicas[selfID(least)]) {
+		if n < len(l.replicas[observe.SelfID(least)]) {
 			least = m
 		}
 	}
-	hi, lo := len(l.replicas[selfID(most)]), len(l.replicas[selfID(least)])
+	hi, lo := len(l.replicas[observe.SelfID(most)]), len(l.replicas[observe.SelfID(least)])
 	if hi-lo < 2 && (lo >= s.ReplicasPerMaster || hi <= s.ReplicasPerMaster) {
 		return Action{}, false
 	}
-	donors := slices.Clone(l.replicas[selfID(most)])
-	slices.SortStableFunc(donors, func(a, b *Observation) int {
+	donors := slices.Clone(l.replicas[observe.SelfID(most)])
+	slices.SortStableFunc(donors, func(a, b *observe.Observation) int {
 		return cmp.Compare(nodes.BoolRank(sameDomain(a, least)), nodes.BoolRank(sameDomain(b, least)))
 	})
 	r := donors[0]
-	return Action{ActionBalanceReplicas, []conn.Command{replicate(r, selfID(least))},
+	return Action{ActionBalanceReplicas, []conn.Command{replicate(r, observe.SelfID(least))},
 		fmt.Sprintf("%s moved from %s (%d replicas) to %s (%d)", r.Pod, most.Pod, hi, least.Pod, lo)}, true
 }
 
 // planSeparate: a replica in its master's failure domain swaps masters with a replica of
 // another master, when that puts both outside their new master's domain. The counts stay.
-func planSeparate(s Snapshot) (Action, bool) {
+func planSeparate(s observe.Snapshot) (Action, bool) {
 	if !layoutStable(&s) {
 		return Action{}, false
 	}
 	l := newReplicaLayout(&s)
 	for _, m := range l.masters {
-		for _, r := range l.replicas[selfID(m)] {
+		for _, r := range l.replicas[observe.SelfID(m)] {
 			if !sameDomain(r, m) {
 				continue
 			}
@@ -427,11 +426,11 @@ func planSeparate(s Snapshot) (Action, bool) {
 				if m2 == m || sameDomain(r, m2) {
 					continue
 				}
-				for _, r2 := range l.replicas[selfID(m2)] {
+				for _, r2 := range l.replicas[observe.SelfID(m2)] {
 					if sameDomain(r2, m) {
 						continue
 					}
-					return Action{ActionSeparate, []conn.Command{replicate(r, selfID(m2)), replicate(r2, selfID(m))},
+					return Action{ActionSeparate, []conn.Command{replicate(r, observe.SelfID(m2)), replicate(r2, observe.SelfID(m))},
 						fmt.Sprintf("%s shared a Kubernetes node with its master %s: it now replicates %s, and %s replicates %s",
 							r.Pod, m.Pod, m2.Pod, r2.Pod, m.Pod)}, true
 				}
@@ -445,7 +444,7 @@ func planSeparate(s Snapshot) (Action, bool) {
 // Kubernetes node, or a zone when both pods know theirs) with their master, once the layout
 // is stable and planSeparate has no swap left that would separate them: the cluster cannot
 // keep a shard's copies apart with the nodes it has. Empty when every replica is apart.
-func Unseparated(s Snapshot) []string {
+func Unseparated(s observe.Snapshot) []string {
 	if !layoutStable(&s) {
 		return nil
 	}
@@ -455,7 +454,7 @@ func Unseparated(s Snapshot) []string {
 	l := newReplicaLayout(&s)
 	var out []string
 	for _, m := range l.masters {
-		for _, r := range l.replicas[selfID(m)] {
+		for _, r := range l.replicas[observe.SelfID(m)] {
 			if !sameDomain(r, m) {
 				continue
 			}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // fakeNode describes one pod's Redis node for a table test.
@@ -22,17 +24,17 @@ type fakeNode struct {
 // address: the healthy starting point each case then breaks.
 type cluster struct {
 	nodes []fakeNode
-	snap  Snapshot
+	snap  observe.Snapshot
 }
 
 var now = time.Unix(1_800_000_000, 0)
 
 func newFake(masters, replicasPerMaster int, nodes ...fakeNode) *cluster {
 	c := &cluster{nodes: nodes}
-	c.snap = Snapshot{Masters: masters, ReplicasPerMaster: replicasPerMaster, NodeTimeout: 5 * time.Second, Now: now,
+	c.snap = observe.Snapshot{Masters: masters, ReplicasPerMaster: replicasPerMaster, NodeTimeout: 5 * time.Second, Now: now,
 		Members: map[string]string{}}
 	for i, n := range nodes {
-		o := Observation{Pod: n.pod, Addr: addrOf(i), Host: n.host, Info: map[string]string{"cluster_state": "ok"},
+		o := observe.Observation{Pod: n.pod, Addr: addrOf(i), Host: n.host, Info: map[string]string{"cluster_state": "ok"},
 			Replication: map[string]string{"role": "master"}}
 		if n.master != "" {
 			o.Replication = map[string]string{"role": "slave", "master_link_status": "up", "master_sync_in_progress": "0", "slave_repl_offset": "1000"}
@@ -133,7 +135,7 @@ func six() *cluster {
 
 func TestPlanRecovery(t *testing.T) {
 	cases := map[string]struct {
-		snap     Snapshot
+		snap     observe.Snapshot
 		want     ActionKind // "" for no action
 		commands []string   // "addr: args", in order; nil to skip the check
 		ready    bool
@@ -146,7 +148,7 @@ func TestPlanRecovery(t *testing.T) {
 			snap: six().snap, ready: true, served: SlotCount,
 		},
 		"a master restarted 3 s ago reports ok: every slot served, not Ready until it settles": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
 				for i := range c.snap.Nodes {
 					c.snap.Nodes[i].Started = now.Add(-time.Hour)
@@ -157,7 +159,7 @@ func TestPlanRecovery(t *testing.T) {
 			served: SlotCount,
 		},
 		"every node started more than cluster-node-timeout + 2 s ago: Ready": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
 				for i := range c.snap.Nodes {
 					c.snap.Nodes[i].Started = now.Add(-SettleTime(5*time.Second) - time.Second)
@@ -167,7 +169,7 @@ func TestPlanRecovery(t *testing.T) {
 			ready: true, served: SlotCount,
 		},
 		"a replica still in its first full sync: every slot served, not Ready": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
 				c.snap.Nodes[3].Replication["master_link_status"] = "down"
 				c.snap.Nodes[3].Replication["master_sync_in_progress"] = "1"
@@ -176,7 +178,7 @@ func TestPlanRecovery(t *testing.T) {
 			served: SlotCount,
 		},
 		"a replica dialing its master's old address (every pod back at a new IP): pointed at its master again": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
 				c.snap.Nodes[3].Replication["master_host"], c.snap.Nodes[3].Replication["master_port"] = "127.1.0.99", "6379"
 				c.snap.Nodes[3].Replication["master_link_status"] = "down"
@@ -186,7 +188,7 @@ func TestPlanRecovery(t *testing.T) {
 			message: "rc-3 replicates aaaaaaaa (rc-0) at 127.1.0.99:6379, an address it left: it answers at 127.1.0.1:6379 now",
 		},
 		"a replica whose link is down at its master's current address: Redis reconnects it, nothing to do": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
 				c.snap.Nodes[3].Replication["master_host"], c.snap.Nodes[3].Replication["master_port"] = "127.1.0.1", "6379"
 				c.snap.Nodes[3].Replication["master_link_status"] = "down"
@@ -195,7 +197,7 @@ func TestPlanRecovery(t *testing.T) {
 			served: SlotCount,
 		},
 		"a replica whose link is up but a full sync is under way: every slot served, not Ready": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
 				c.snap.Nodes[4].Replication["master_sync_in_progress"] = "1"
 				return c.snap
@@ -203,7 +205,7 @@ func TestPlanRecovery(t *testing.T) {
 			served: SlotCount,
 		},
 		"every pod back at a new IP: every member meets every other, not only the lowest": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
 				for i := range c.snap.Nodes {
 					for j := range c.snap.Nodes[i].View {
@@ -218,7 +220,7 @@ func TestPlanRecovery(t *testing.T) {
 			want: ActionMeet, served: SlotCount,
 		},
 		"one node knows one peer at an old address: only that introduction": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
 				v := &c.snap.Nodes[4].View[1]
 				v.Addr, v.Flags = "10.9.9.9:6379", append(v.Flags, "noaddr")
@@ -232,7 +234,7 @@ func TestPlanRecovery(t *testing.T) {
 			served: SlotCount - 5461,
 		},
 		"master dead for three node timeouts and no replica took over: forced failover on its most caught-up replica": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := threeShards(3, 2,
 					fakeNode{"rc-3", "dddddddd", "n2", "aaaaaaaa", nil},
 					fakeNode{"rc-4", "eeeeeeee", "n3", "aaaaaaaa", nil},
@@ -244,7 +246,7 @@ func TestPlanRecovery(t *testing.T) {
 			want: ActionForceFailover, commands: []string{addrOf(4) + ": CLUSTER FAILOVER FORCE"}, served: SlotCount - 5461,
 		},
 		"one master's view routes two slots to a removed node with a higher epoch: the owner bumps its epoch, the master is told": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
 				v := &c.snap.Nodes[1].View[0] // rc-1's line for aaaaaaaa
 				v.Slots = []SlotRange{{Start: 0, End: 99}, {Start: 102, End: 5460}}
@@ -257,7 +259,7 @@ func TestPlanRecovery(t *testing.T) {
 			served: SlotCount - 2,
 		},
 		"a replica's view has a slot unassigned: only the owner's epoch is bumped (a replica refuses SETSLOT)": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
 				c.snap.Nodes[4].View[2].Slots = []SlotRange{{Start: 10923, End: 16382}}
 				return c.snap
@@ -265,7 +267,7 @@ func TestPlanRecovery(t *testing.T) {
 			want: ActionRoute, commands: []string{addrOf(2) + ": CLUSTER BUMPEPOCH"}, served: SlotCount - 1,
 		},
 		"a replica's view gives a shard to a forgotten master of the owner's own epoch, the highest the owner knows: another master's epoch is raised first": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
 				for id, epoch := range map[string]int64{"aaaaaaaa": 1, "bbbbbbbb": 2, "cccccccc": 7} {
 					c.each(id, func(n *Node) { n.ConfigEpoch = epoch })
@@ -280,7 +282,7 @@ func TestPlanRecovery(t *testing.T) {
 			served: SlotCount - 5461,
 		},
 		"the same a look later, the cluster's epoch raised: only the owner's epoch is bumped, and it outranks the stale entry": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
 				for id, epoch := range map[string]int64{"aaaaaaaa": 8, "bbbbbbbb": 2, "cccccccc": 7} {
 					c.each(id, func(n *Node) { n.ConfigEpoch = epoch })
@@ -307,7 +309,7 @@ func TestPlanRecovery(t *testing.T) {
 			served: SlotCount,
 		},
 		"a dead master's only replica never synced: it is not promoted over the data": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
 				c.snap.Nodes[3].Replication["slave_repl_offset"] = "0"
 				return c.silence(0, errDown).fail("aaaaaaaa", time.Minute).snap
@@ -319,7 +321,7 @@ func TestPlanRecovery(t *testing.T) {
 			want: ActionTakeover, commands: []string{addrOf(3) + ": CLUSTER FAILOVER TAKEOVER"}, served: 16384 - 10923,
 		},
 		"one pod Pending for good while another master crashed: the failover still happens": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
 				c.snap.Nodes[5].Addr = ""
 				return c.silence(5, errors.New("the pod has no IP")).silence(1, errDown).fail("bbbbbbbb", time.Minute).snap
@@ -336,7 +338,7 @@ func TestPlanRecovery(t *testing.T) {
 			served: SlotCount,
 		},
 		"a member that was away brought a forgotten ID back from its nodes.conf: forgotten again": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
 				ghost := line(fakeNode{id: "99999999", master: ""}, ":0", false)
 				ghost.Host, ghost.Flags, ghost.PongRecv = "", []string{"master", "noaddr"}, now.Add(-4*time.Minute).UnixMilli()
@@ -354,7 +356,7 @@ func TestPlanRecovery(t *testing.T) {
 			want: ActionForget, served: SlotCount,
 		},
 		"a ghost's ID is forgotten and its pod released from the record once no node lists it": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six().silence(0, errDown).promote("dddddddd", "aaaaaaaa")
 				for i := 1; i < 6; i++ {
 					o := &c.snap.Nodes[i]
@@ -366,7 +368,7 @@ func TestPlanRecovery(t *testing.T) {
 			want: "", served: SlotCount, released: []string{"rc-0"},
 		},
 		"a replica whose master was forgotten is re-pointed to the master with the fewest": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := threeShards(3, 1,
 					fakeNode{"rc-3", "dddddddd", "n2", "aaaaaaaa", nil},
 					fakeNode{"rc-4", "eeeeeeee", "n3", "bbbbbbbb", nil},
@@ -392,7 +394,7 @@ func TestPlanRecovery(t *testing.T) {
 			served: SlotCount, ready: true,
 		},
 		"scale in left a staying master without slots beyond the spec's count: it becomes a replica": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := threeShards(3, 1,
 					fakeNode{"rc-3", "dddddddd", "n2", "aaaaaaaa", nil},
 					fakeNode{"rc-4", "eeeeeeee", "n3", "bbbbbbbb", nil},
@@ -404,7 +406,7 @@ func TestPlanRecovery(t *testing.T) {
 
 		},
 		"an empty master the spec still needs (scale out in progress) is kept": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := threeShards(4, 1,
 					fakeNode{"rc-3", "dddddddd", "n2", "aaaaaaaa", nil},
 					fakeNode{"rc-4", "eeeeeeee", "n3", "bbbbbbbb", nil},
@@ -416,7 +418,7 @@ func TestPlanRecovery(t *testing.T) {
 			served: SlotCount, ready: true,
 		},
 		"one master with two replicas, another with none: one moves, from outside its new master's node": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := threeShards(3, 1,
 					fakeNode{"rc-3", "dddddddd", "n3", "aaaaaaaa", nil},
 					fakeNode{"rc-4", "eeeeeeee", "n2", "aaaaaaaa", nil},
@@ -427,7 +429,7 @@ func TestPlanRecovery(t *testing.T) {
 			want: ActionBalanceReplicas, commands: []string{addrOf(3) + ": CLUSTER REPLICATE bbbbbbbb"}, served: SlotCount, ready: true,
 		},
 		"a replica on another node but in its master's zone: swapped with another master's replica": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
 				for i, zone := range []string{"z1", "z2", "z3", "z1", "z3", "z2"} { // rc-3 shares z1 with its master rc-0
 					c.snap.Nodes[i].Zone = zone
@@ -438,7 +440,7 @@ func TestPlanRecovery(t *testing.T) {
 			want: ActionSeparate, served: SlotCount, ready: true,
 		},
 		"a replica on its master's Kubernetes node after a failover: swapped with another master's replica": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := threeShards(3, 1,
 					fakeNode{"rc-3", "dddddddd", "n1", "aaaaaaaa", nil},
 					fakeNode{"rc-4", "eeeeeeee", "n3", "bbbbbbbb", nil},
@@ -451,16 +453,16 @@ func TestPlanRecovery(t *testing.T) {
 			served:   SlotCount, ready: true,
 		},
 		"a new empty node is not pulled in by introductions": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
-				c.snap.Nodes = append(c.snap.Nodes, Observation{Pod: "rc-6", Addr: addrOf(6), Info: map[string]string{"cluster_state": "fail"},
+				c.snap.Nodes = append(c.snap.Nodes, observe.Observation{Pod: "rc-6", Addr: addrOf(6), Info: map[string]string{"cluster_state": "fail"},
 					View: []Node{line(fakeNode{id: "gggggggg"}, ":6379", true)}})
 				return c.snap
 			}(),
 			served: SlotCount,
 		},
 		"every node back empty: the cluster is lost, nothing is released": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
 				for i := range c.snap.Nodes {
 					c.snap.Nodes[i].View = []Node{line(fakeNode{id: fmt.Sprintf("new%d", i)}, ":6379", true)}
@@ -470,7 +472,7 @@ func TestPlanRecovery(t *testing.T) {
 			lost: true,
 		},
 		"every node silent: the cluster is lost to the operator, nothing is released": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
 				for i := range c.snap.Nodes {
 					c.silence(i, errDown)
@@ -480,7 +482,7 @@ func TestPlanRecovery(t *testing.T) {
 			lost: true,
 		},
 		"wrong password on every node: nothing to do, nothing released": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
 				for i := range c.snap.Nodes {
 					c.silence(i, errors.New("WRONGPASS invalid username-password pair or user is disabled."))
@@ -521,7 +523,7 @@ func TestPlanRecovery(t *testing.T) {
 			if Lost(tc.snap) != tc.lost {
 				t.Errorf("Lost = %v, want %v", Lost(tc.snap), tc.lost)
 			}
-			rec := memberRecord(tc.snap)
+			rec := observe.MemberRecord(tc.snap)
 			var released []string
 			for pod := range maps.Keys(tc.snap.Members) {
 				if _, ok := rec[pod]; !ok {
@@ -598,7 +600,7 @@ func TestSettledInIsTheLongestWait(t *testing.T) {
 
 func TestUnseparated(t *testing.T) {
 	cases := map[string]struct {
-		snap Snapshot
+		snap observe.Snapshot
 		want []string
 	}{
 		"every replica on another node": {snap: six().snap},
@@ -636,7 +638,7 @@ func TestUnseparated(t *testing.T) {
 			},
 		},
 		"other nodes but one zone for a master and its replica, no swap left": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six()
 				for i, zone := range []string{"z1", "z1", "z1", "z1", "z1", "z1"} {
 					c.snap.Nodes[i].Zone = zone
@@ -650,7 +652,7 @@ func TestUnseparated(t *testing.T) {
 			},
 		},
 		"a master not answering: the layout is not judged": {
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := newFake(3, 1,
 					fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{Start: 0, End: 5460}}},
 					fakeNode{"rc-1", "bbbbbbbb", "n1", "", []SlotRange{{Start: 5461, End: 10922}}},

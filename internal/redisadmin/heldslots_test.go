@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // TestStillHeld is the table of when a held slot is tried again: its owner gave it away,
@@ -18,29 +19,29 @@ func TestStillHeld(t *testing.T) {
 	held := HeldSlot{Slot: 0, Source: "aaaaaaaa", Target: "bbbbbbbb", Size: SlotSize{Keys: 10, Bytes: 300}, Room: Room{Bytes: 100}}
 	for _, tc := range []struct {
 		name string
-		snap Snapshot
+		snap observe.Snapshot
 		kept bool
 	}{
 		{"no master has room for it besides its old room (300 of 400)", six().current().used(90, 60, 60, 0, 0, 0).snap, true},
 		{"the target's room is back to what it had before a rolled-back move", six().current().used(90, 80, 60, 0, 0, 0).snap, true},
 		{"a master has room for it besides its old room (400 of 400)", six().current().used(90, 50, 60, 0, 0, 0).snap, false},
-		{"a new empty master", func() Snapshot {
+		{"a new empty master", func() observe.Snapshot {
 			c := six().withNewMaster().used(90, 60, 60, 0, 0, 0, 1)
 			return c.snap
 		}(), false},
-		{"a leaving empty master does not count", func() Snapshot {
+		{"a leaving empty master does not count", func() observe.Snapshot {
 			c := six().withNewMaster().used(90, 60, 60, 0, 0, 0, 1)
 			c.snap.Nodes[6].Leaving = true
 			return c.snap
 		}(), true},
 		{"the owner's own room does not count", six().current().used(1, 60, 60, 0, 0, 0).snap, true},
-		{"a master without maxmemory", func() Snapshot {
+		{"a master without maxmemory", func() observe.Snapshot {
 			c := six().current().used(90, 60, 60, 0, 0, 0)
 			delete(c.snap.Nodes[2].Replication, "maxmemory")
 			c.snap.Nodes[2].Replication["maxmemory"] = "0"
 			return c.snap
 		}(), false},
-		{"the slot is served by another master now", func() Snapshot {
+		{"the slot is served by another master now", func() observe.Snapshot {
 			c := six().current().used(90, 60, 60, 0, 0, 0)
 			c.each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{Start: 1, End: 5460}} })
 			c.each("bbbbbbbb", func(n *Node) { n.Slots = []SlotRange{{Start: 0, End: 0}, {Start: 5461, End: 10922}} })
@@ -116,7 +117,7 @@ func TestHeldSlotSteps(t *testing.T) {
 	}
 	withHeld := func(s Spec, held ...HeldSlot) Spec { s.HeldSlots = held; return s }
 	// Two empty new masters, one of them full (a key written there, say).
-	twoNew := func() Snapshot {
+	twoNew := func() observe.Snapshot {
 		c := newFake(5, 0,
 			fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{Start: 0, End: 5460}}},
 			fakeNode{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{Start: 5461, End: 10922}}},
@@ -133,7 +134,7 @@ func TestHeldSlotSteps(t *testing.T) {
 		return c
 	}
 	// A scale in whose leaving master gggggggg keeps slot 12288 and, with more, 12289-12290.
-	leavingWith := func(more bool) Snapshot {
+	leavingWith := func(more bool) observe.Snapshot {
 		c := scalingIn()
 		c.each("cccccccc", func(n *Node) { n.Slots = []SlotRange{{Start: 8192, End: 12287}, {Start: 12289, End: 16383}} })
 		c.each("gggggggg", func(n *Node) { n.Slots = []SlotRange{{Start: 12288, End: 12288}} })
@@ -146,7 +147,7 @@ func TestHeldSlotSteps(t *testing.T) {
 	scaleIn := func() Spec { s := specFor(6); s.StatefulSetReplicas = 8; return s }
 	cases := map[string]struct {
 		spec  Spec
-		snap  Snapshot
+		snap  observe.Snapshot
 		want  StepKind
 		check func(t *testing.T, s Step)
 	}{

@@ -10,6 +10,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // How soon the controller looks again after a step, by what it waits for.
@@ -330,7 +331,7 @@ type Strategy struct {
 // is reported before anything could paper over it; a new cluster is formed only from
 // nothing; then certificate reloads, recoveries, open slots, and, only while every member
 // answers, joins, slot moves, removals and pod replacements.
-func NextStep(spec Spec, s Snapshot, h Health) Step {
+func NextStep(spec Spec, s observe.Snapshot, h Health) Step {
 	if spec.Paused {
 		return Step{Kind: StepWait, After: LookIdle, Reason: "paused"}
 	}
@@ -341,9 +342,9 @@ func NextStep(spec Spec, s Snapshot, h Health) Step {
 		return Step{Kind: StepWait, After: LookIdle, Reason: fmt.Sprintf("%d nodes refuse the password", len(h.AuthFailed))}
 	}
 	rotate, note, rotates := planRotation(spec, s)
-	planRotate := func(Spec, Snapshot, Health) (Step, bool) { return rotate, rotates }
+	planRotate := func(Spec, observe.Snapshot, Health) (Step, bool) { return rotate, rotates }
 	step := Step{Kind: StepIdle, After: IdleLook(s.NodeTimeout)}
-	for _, plan := range []func(Spec, Snapshot, Health) (Step, bool){
+	for _, plan := range []func(Spec, observe.Snapshot, Health) (Step, bool){
 		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planRotateCA, planMemory, planWriteSafety, planRecover, planFixSlots,
 		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planVolumes, planUpgrade, planReload,
 	} {
@@ -370,7 +371,7 @@ func NextStep(spec Spec, s Snapshot, h Health) Step {
 // planAutoscale asks the autoscaler (PlanAutoscale) what to do once NextStep chose step:
 // only when nothing else is to be done (step is Idle, no rotation under way) may it scale;
 // otherwise its decision is a wait for what step is about, which keeps its clocks.
-func planAutoscale(spec Spec, s Snapshot, h Health, step Step) Step {
+func planAutoscale(spec Spec, s observe.Snapshot, h Health, step Step) Step {
 	busy := spec.Busy
 	switch {
 	case step.Kind != StepIdle:
@@ -386,9 +387,9 @@ func planAutoscale(spec Spec, s Snapshot, h Health, step Step) Step {
 	return step
 }
 
-// planRecord keeps the member record current (memberRecord).
-func planRecord(spec Spec, s Snapshot, _ Health) (Step, bool) {
-	want := memberRecord(s)
+// planRecord keeps the member record current (observe.MemberRecord).
+func planRecord(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
+	want := observe.MemberRecord(s)
 	if spec.MembersRecorded && maps.Equal(want, s.Members) {
 		return Step{}, false
 	}
@@ -407,7 +408,7 @@ func whileUncovered(coverage string) string {
 
 // planLostCluster refuses to form a new cluster over a formed one whose every node is
 // silent or back empty; once the user accepts the loss, the record is cleared so one can be.
-func planLostCluster(spec Spec, s Snapshot, _ Health) (Step, bool) {
+func planLostCluster(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
 	if !Lost(s) {
 		return Step{}, false
 	}
@@ -436,7 +437,7 @@ func planLostCluster(spec Spec, s Snapshot, _ Health) (Step, bool) {
 // planLostShards reports masters whose slots have no copy left (lostShards); once the user
 // accepts the loss, every member forgets them (planAbandon) and recoveries serve the slots
 // again, empty.
-func planLostShards(spec Spec, s Snapshot, _ Health) (Step, bool) {
+func planLostShards(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
 	shards := lostShards(s)
 	if len(shards) == 0 {
 		return Step{}, false
@@ -473,15 +474,15 @@ func planLostShards(spec Spec, s Snapshot, _ Health) (Step, bool) {
 // planForm forms the cluster when every pod runs, answers and is new and empty, and no
 // cluster was ever recorded, as `redis-cli --cluster create` would. Once any node belongs to
 // a cluster, or the record names any pod, it never forms again: new nodes join instead.
-func planForm(spec Spec, s Snapshot, _ Health) (Step, bool) {
-	if len(s.joined()) > 0 {
+func planForm(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
+	if len(s.Joined()) > 0 {
 		return Step{}, false
 	}
 	if len(s.Members) > 0 {
 		return Step{Kind: StepWait, After: LookForPods,
 			Reason: fmt.Sprintf("every answering node is empty but the member record names %d members: refusing to form a new cluster over a lost one", len(s.Members))}, true
 	}
-	answering := s.answering()
+	answering := s.Answering()
 	if len(s.Nodes) != spec.StatefulSetReplicas || len(answering) != spec.StatefulSetReplicas {
 		return Step{Kind: StepWait, After: LookSoon,
 			Reason: fmt.Sprintf("waiting for %d Redis nodes to run before forming the cluster (%d answer)", spec.StatefulSetReplicas, len(answering))}, true
@@ -515,7 +516,7 @@ func planForm(spec Spec, s Snapshot, _ Health) (Step, bool) {
 // planRestore loads a restoring cluster's shards, every one not loaded yet at once, each
 // into the master that serves its slots, once the new cluster serves every slot (so a
 // loaded key is where its clients will look for it).
-func planRestore(spec Spec, s Snapshot, h Health) (Step, bool) {
+func planRestore(spec Spec, s observe.Snapshot, h Health) (Step, bool) {
 	r := spec.Restore
 	if r == nil {
 		return Step{}, false
@@ -524,8 +525,8 @@ func planRestore(spec Spec, s Snapshot, h Health) (Step, bool) {
 		return Step{Kind: StepWait, Operation: OpCreating, After: LookSoon,
 			Reason: "waiting for the new cluster to serve every slot before loading the backup: " + strings.Join(h.Problems, "; ")}, true
 	}
-	owners := routes(s.joined()[0])
-	ids := s.byID()
+	owners := s.Joined()[0].Routes()
+	ids := s.ByID()
 	var loads []ShardLoad
 	var pods []string
 	for i, slots := range r.Shards {
@@ -551,7 +552,7 @@ func planRestore(spec Spec, s Snapshot, h Health) (Step, bool) {
 // emptied pods back as members: it comes last), the keys of the lost slots from the
 // backup: one step per backup shard that holds some, into the master that now serves them;
 // then it ends the reload.
-func planReload(spec Spec, s Snapshot, h Health) (Step, bool) {
+func planReload(spec Spec, s observe.Snapshot, h Health) (Step, bool) {
 	r := spec.Reload
 	if r == nil {
 		return Step{}, false
@@ -563,7 +564,7 @@ func planReload(spec Spec, s Snapshot, h Health) (Step, bool) {
 		return Step{Kind: StepWait, Operation: OpHealing, After: LookSoon,
 			Reason: "waiting for the lost slots to be served again before reloading them from the backup: " + strings.Join(h.Problems, "; ")}, true
 	}
-	owners := routes(s.joined()[0])
+	owners := s.Joined()[0].Routes()
 	for i, shard := range r.Shards {
 		slots := intersectSlots(shard, r.Slots)
 		if len(slots) == 0 || slices.Contains(r.Loaded, i) {
@@ -578,7 +579,7 @@ func planReload(spec Spec, s Snapshot, h Health) (Step, bool) {
 				}
 			}
 		}
-		o := s.byID()[owner]
+		o := s.ByID()[owner]
 		if o == nil {
 			return Step{Kind: StepWait, Operation: OpHealing, After: LookSoon, Reason: fmt.Sprintf("waiting for master %s to answer", nodes.ShortID(owner))}, true
 		}
@@ -604,7 +605,7 @@ func intersectSlots(a, b []SlotRange) []SlotRange {
 
 // planDropAcceptance spends the accept-data-loss annotation once a cluster is formed and
 // no shard is lost, so it cannot accept a later loss unseen.
-func planDropAcceptance(spec Spec, _ Snapshot, _ Health) (Step, bool) {
+func planDropAcceptance(spec Spec, _ observe.Snapshot, _ Health) (Step, bool) {
 	if !spec.AcceptDataLoss {
 		return Step{}, false
 	}
@@ -614,8 +615,8 @@ func planDropAcceptance(spec Spec, _ Snapshot, _ Health) (Step, bool) {
 // planReloadCertificates makes the nodes that serve an old certificate read theirs again
 // (without a restart). Until the kubelet has refreshed a pod's Secret volume the node reads
 // the old files again, so this repeats until every node serves the new one.
-func planReloadCertificates(_ Spec, s Snapshot, _ Health) (Step, bool) {
-	addrs, pods := s.answeringWhere(func(o *Observation) bool { return o.StaleCertificate })
+func planReloadCertificates(_ Spec, s observe.Snapshot, _ Health) (Step, bool) {
+	addrs, pods := s.AnsweringWhere(func(o *observe.Observation) bool { return o.StaleCertificate })
 	if len(addrs) == 0 {
 		return Step{}, false
 	}
@@ -624,7 +625,7 @@ func planReloadCertificates(_ Spec, s Snapshot, _ Health) (Step, bool) {
 }
 
 // planRecover runs the next recovery planRecovery finds.
-func planRecover(_ Spec, s Snapshot, _ Health) (Step, bool) {
+func planRecover(_ Spec, s observe.Snapshot, _ Health) (Step, bool) {
 	action, ok := planRecovery(s)
 	if !ok {
 		return Step{}, false
@@ -635,8 +636,8 @@ func planRecover(_ Spec, s Snapshot, _ Health) (Step, bool) {
 // planFixSlots finishes or rolls back slot moves an interruption (an operator restart, a
 // crashed node) left open, and gives back slots no master claims any longer
 // (strayedSlots), before anything else changes the topology.
-func planFixSlots(_ Spec, s Snapshot, _ Health) (Step, bool) {
-	for _, o := range s.answering() {
+func planFixSlots(_ Spec, s observe.Snapshot, _ Health) (Step, bool) {
+	for _, o := range s.Answering() {
 		if self, _ := o.Self(); self.HasOpenSlots() {
 			return Step{Kind: StepFixSlots, Operation: OpScaling, After: LookSoon,
 				Reason: "finishing or rolling back the slot moves an interruption left open (first on " + o.Pod + ")"}, true
@@ -654,7 +655,7 @@ func planFixSlots(_ Spec, s Snapshot, _ Health) (Step, bool) {
 // recorded member does not answer or the cluster still lists a failed node: they need every
 // slot owner and change nothing a recovery depends on. A new pod that never joined (Pending
 // for good, say) does not stop them.
-func planWaitForMembers(_ Spec, s Snapshot, h Health) (Step, bool) {
+func planWaitForMembers(_ Spec, s observe.Snapshot, h Health) (Step, bool) {
 	var silent []string
 	for i := range s.Nodes {
 		o := &s.Nodes[i]
@@ -674,12 +675,12 @@ func planWaitForMembers(_ Spec, s Snapshot, h Health) (Step, bool) {
 // planJoin adds one new, empty, staying node: as a master until there are as many as the
 // spec asks, then as a replica of the master with the fewest replicas, preferring one on
 // another Kubernetes node (then zone).
-func planJoin(_ Spec, s Snapshot, _ Health) (Step, bool) {
-	joined := s.joined()
+func planJoin(_ Spec, s observe.Snapshot, _ Health) (Step, bool) {
+	joined := s.Joined()
 	if len(joined) == 0 {
 		return Step{}, false
 	}
-	for _, o := range s.answering() {
+	for _, o := range s.Answering() {
 		if o.Joined() || o.Leaving {
 			continue
 		}
@@ -695,14 +696,14 @@ func planJoin(_ Spec, s Snapshot, _ Health) (Step, bool) {
 }
 
 // stayingMasters maps every staying joined master's ID to its number of staying replicas.
-func stayingMasters(s Snapshot) map[string]int {
+func stayingMasters(s observe.Snapshot) map[string]int {
 	counts := map[string]int{}
-	for _, o := range s.joined() {
+	for _, o := range s.Joined() {
 		if self, _ := o.Self(); !o.Leaving && self.IsMaster() {
 			counts[self.ID] += 0
 		}
 	}
-	for _, o := range s.joined() {
+	for _, o := range s.Joined() {
 		if self, _ := o.Self(); !o.Leaving && !self.IsMaster() {
 			if _, ok := counts[self.MasterID]; ok {
 				counts[self.MasterID]++
@@ -714,8 +715,8 @@ func stayingMasters(s Snapshot) map[string]int {
 
 // pickMaster is the master with the fewest replicas, preferring one on another Kubernetes
 // node than the joining node, then one in another zone.
-func pickMaster(s Snapshot, counts map[string]int, joining *Observation) string {
-	byID := s.byID()
+func pickMaster(s observe.Snapshot, counts map[string]int, joining *observe.Observation) string {
+	byID := s.ByID()
 	sameHost := func(id string) bool { o := byID[id]; return o != nil && o.Host == joining.Host }
 	sameZone := func(id string) bool { o := byID[id]; return o != nil && o.Zone != "" && o.Zone == joining.Zone }
 	ids := slices.Sorted(maps.Keys(counts))
@@ -738,7 +739,7 @@ func pickMaster(s Snapshot, counts map[string]int, joining *Observation) string 
 // time, so an interruption resumes), except for held slots (Spec.HeldSlots) and into
 // masters with under fullPercent of their maxmemory left (skipFullTargets); with AssignReceive exactly the listed slots from the
 // listed nodes to the empty masters recorded as targets first.
-func planMoveSlots(spec Spec, s Snapshot, _ Health) (Step, bool) {
+func planMoveSlots(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
 	weights := drainWeights(s)
 	draining := drainPending(s, weights)
 	assign := spec.Assign != nil
@@ -749,7 +750,7 @@ func planMoveSlots(spec Spec, s Snapshot, _ Health) (Step, bool) {
 		return Step{}, false
 	}
 	var masters []Node
-	for _, o := range s.joined() {
+	for _, o := range s.Joined() {
 		if self, _ := o.Self(); self.IsMaster() {
 			masters = append(masters, self)
 		}
@@ -779,13 +780,13 @@ func planMoveSlots(spec Spec, s Snapshot, _ Health) (Step, bool) {
 // weights of drainWeights) when they are all those masters still serve: no move can empty
 // them, so the scale in cannot end until a held slot fits somewhere (a larger memory
 // limit) or the master stays. Nil while a draining master has a slot that is not held.
-func drainBlocked(s Snapshot, weights map[string]float64, held []HeldSlot) []HeldSlot {
+func drainBlocked(s observe.Snapshot, weights map[string]float64, held []HeldSlot) []HeldSlot {
 	byNumber := map[int]HeldSlot{}
 	for _, h := range held {
 		byNumber[h.Slot] = h
 	}
 	var out []HeldSlot
-	for _, o := range s.joined() {
+	for _, o := range s.Joined() {
 		self, _ := o.Self()
 		if _, draining := weights[self.ID]; !draining || !self.IsMaster() {
 			continue
@@ -803,7 +804,7 @@ func drainBlocked(s Snapshot, weights map[string]float64, held []HeldSlot) []Hel
 
 // drainHeldStep is the Wait of a scale in that held slots keep from ending: its reason
 // names each slot, its size and the room it would need, and what would help.
-func drainHeldStep(s Snapshot, blocked []HeldSlot) Step {
+func drainHeldStep(s observe.Snapshot, blocked []HeldSlot) Step {
 	leaving := map[string]bool{}
 	var named []string
 	for _, h := range blocked {
@@ -853,7 +854,7 @@ func addSlotWeights(weights map[string]float64, masters []Node, slotWeights map[
 // number of targets. The targets are recorded before any slot moves; how far each strategy
 // got is read from the targets' slots (they started empty, and strategies run in order), so
 // a restart (or a pause, which changes the spec) at any point moves exactly the rest.
-func planAssign(spec Spec, s Snapshot, weights map[string]float64) (Step, bool) {
+func planAssign(spec Spec, s observe.Snapshot, weights map[string]float64) (Step, bool) {
 	a := spec.Assign
 	i, missing, target := 0, 0, ""
 	if len(a.Targets) > 0 && len(a.Strategies) > 0 {
@@ -861,7 +862,7 @@ func planAssign(spec Spec, s Snapshot, weights map[string]float64) (Step, bool) 
 	}
 	if missing == 0 {
 		var empty []string
-		for _, o := range s.joined() {
+		for _, o := range s.Joined() {
 			self, _ := o.Self()
 			if _, draining := weights[self.ID]; !o.Leaving && self.IsMaster() && len(self.Slots) == 0 && !draining {
 				empty = append(empty, self.ID)
@@ -892,12 +893,12 @@ func planAssign(spec Spec, s Snapshot, weights map[string]float64) (Step, bool) 
 // to, as layout.Reshard, except that held slots are never asked for: their masters give
 // their other slots instead, and fewer than n when only held ones are left (none: nil
 // moves and no error).
-func assignMoves(s Snapshot, held []HeldSlot, n int, from []string, to string) ([]layout.Move, error) {
+func assignMoves(s observe.Snapshot, held []HeldSlot, n int, from []string, to string) ([]layout.Move, error) {
 	pinned := HeldSlotNumbers(held)
 	var masters []Node
 	sourced := len(from) == 0 || slices.Contains(from, "all")
 	available, pinnedAtSources := 0, 0
-	for _, o := range s.joined() {
+	for _, o := range s.Joined() {
 		self, _ := o.Self()
 		if !self.IsMaster() {
 			continue
@@ -921,9 +922,9 @@ func assignMoves(s Snapshot, held []HeldSlot, n int, from []string, to string) (
 
 // nextAssignment is the first strategy that still misses slots, how many, and its target.
 // Each target's slots are handed out to its strategies in order.
-func nextAssignment(s Snapshot, strategies []Strategy, targets []string) (index, missing int, target string) {
+func nextAssignment(s observe.Snapshot, strategies []Strategy, targets []string) (index, missing int, target string) {
 	have := map[string]int{}
-	for _, o := range s.answering() {
+	for _, o := range s.Answering() {
 		self, _ := o.Self()
 		have[self.ID] = CountSlots(self.Slots)
 	}
@@ -941,10 +942,10 @@ func nextAssignment(s Snapshot, strategies []Strategy, targets []string) (index,
 // drainWeights gives the weight 0 to every master that must give its slots away: the
 // leaving ones, and the staying ones beyond the spec's count of masters (those with the
 // fewest slots, then the highest ordinals).
-func drainWeights(s Snapshot) map[string]float64 {
+func drainWeights(s observe.Snapshot) map[string]float64 {
 	w := map[string]float64{}
 	var staying []Node
-	for _, o := range s.joined() {
+	for _, o := range s.Joined() {
 		self, _ := o.Self()
 		if !self.IsMaster() {
 			continue
@@ -964,8 +965,8 @@ func drainWeights(s Snapshot) map[string]float64 {
 }
 
 // drainPending reports whether a master weighted 0 still has slots.
-func drainPending(s Snapshot, weights map[string]float64) bool {
-	for _, o := range s.answering() {
+func drainPending(s observe.Snapshot, weights map[string]float64) bool {
+	for _, o := range s.Answering() {
 		self, _ := o.Self()
 		if _, ok := weights[self.ID]; ok && len(self.Slots) > 0 {
 			return true
@@ -977,10 +978,10 @@ func drainPending(s Snapshot, weights map[string]float64) bool {
 // planRemove scales in once every slot is off the leaving masters: it removes one leaving
 // node per step from the cluster (replicas first), and only when none is left in the
 // cluster shrinks the StatefulSet.
-func planRemove(spec Spec, s Snapshot, _ Health) (Step, bool) {
-	var going []*Observation
+func planRemove(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
+	var going []*observe.Observation
 	stay := ""
-	for _, o := range s.joined() {
+	for _, o := range s.Joined() {
 		if o.Leaving {
 			going = append(going, o)
 		} else if stay == "" {
@@ -1014,12 +1015,12 @@ func planRemove(spec Spec, s Snapshot, _ Health) (Step, bool) {
 // planUpgrade replaces pods that run an old template, one at a time, only while the cluster
 // is Ready: replicas first; before a master's pod goes, a connected replica takes over
 // (Failover), so at most one failover happens at a time and no acknowledged write is lost.
-func planUpgrade(spec Spec, s Snapshot, h Health) (Step, bool) {
+func planUpgrade(spec Spec, s observe.Snapshot, h Health) (Step, bool) {
 	if spec.UpdateRevision == "" {
 		return Step{}, false
 	}
-	var outdated []*Observation
-	answering := s.answering()
+	var outdated []*observe.Observation
+	answering := s.Answering()
 	for _, o := range answering {
 		if o.Revision != spec.UpdateRevision {
 			outdated = append(outdated, o)
@@ -1034,7 +1035,7 @@ func planUpgrade(spec Spec, s Snapshot, h Health) (Step, bool) {
 // planReplace replaces one of the pods of outdated, which answer, once the cluster is Ready
 // and every pod is: a replica first; a master only after a connected replica took over.
 // progress starts every reason.
-func planReplace(spec Spec, s Snapshot, h Health, outdated []*Observation, progress string) (Step, bool) {
+func planReplace(spec Spec, s observe.Snapshot, h Health, outdated []*observe.Observation, progress string) (Step, bool) {
 	wait := func(why string) (Step, bool) {
 		return Step{Kind: StepWait, Operation: OpUpgrading, After: LookSoon, Reason: progress + "; " + why}, true
 	}
@@ -1079,8 +1080,8 @@ func planReplace(spec Spec, s Snapshot, h Health, outdated []*Observation, progr
 
 // connectedReplica is a replica of master that is not flagged failed (Failover itself waits
 // for its replication offset to catch up), or nil.
-func connectedReplica(s Snapshot, master string) *Observation {
-	for _, o := range s.answering() {
+func connectedReplica(s observe.Snapshot, master string) *observe.Observation {
+	for _, o := range s.Answering() {
 		if self, _ := o.Self(); !self.IsMaster() && self.MasterID == master && !self.Failed {
 			return o
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // current makes every pod of c Running, on revision "r1", started an hour ago (settled).
@@ -29,7 +31,7 @@ func rotating(stage string, last bool, due time.Time) Spec {
 // fresh appends pod as a new, empty, running node on host.
 func (c *cluster) fresh(pod, id, host string) *cluster {
 	i := len(c.snap.Nodes)
-	c.snap.Nodes = append(c.snap.Nodes, Observation{Pod: pod, Addr: addrOf(i), Host: host, Running: true, Revision: "r1",
+	c.snap.Nodes = append(c.snap.Nodes, observe.Observation{Pod: pod, Addr: addrOf(i), Host: host, Running: true, Revision: "r1",
 		Info: map[string]string{"cluster_state": "fail"}, Replication: map[string]string{"role": "master"},
 		View: []Node{line(fakeNode{id: id}, addrOf(i), true)}})
 	return c
@@ -79,7 +81,7 @@ func reloading(spec Spec, shards [][]SlotRange) Spec {
 }
 
 // uniqueAddrs gives every node of s its own address (its index's).
-func uniqueAddrs(s Snapshot) Snapshot {
+func uniqueAddrs(s observe.Snapshot) observe.Snapshot {
 	for i := range s.Nodes {
 		s.Nodes[i].Addr = addrOf(i)
 		s.Nodes[i].Pod = fmt.Sprintf("rc-%d", i)
@@ -91,7 +93,7 @@ func TestNextStep(t *testing.T) {
 	accept := func(s Spec) Spec { s.AcceptDataLoss = true; return s }
 	cases := map[string]struct {
 		spec Spec
-		snap Snapshot
+		snap observe.Snapshot
 		want StepKind
 		// check, when set, looks at the step beyond its kind.
 		check func(t *testing.T, s Step)
@@ -110,7 +112,7 @@ func TestNextStep(t *testing.T) {
 				s.Refused = "spec.version names Redis 3.2"
 				return s
 			}(),
-			snap: Snapshot{Now: now, Members: map[string]string{}}, want: StepWait,
+			snap: observe.Snapshot{Now: now, Members: map[string]string{}}, want: StepWait,
 			check: func(t *testing.T, s Step) {
 				expect(t, s.Reason == "spec.version names Redis 3.2", "reason %q", s.Reason)
 			},
@@ -132,7 +134,7 @@ func TestNextStep(t *testing.T) {
 		},
 		"a pod joined since the record: record it before anything else": {
 			spec: specFor(6),
-			snap: func() Snapshot { c := six().current(); delete(c.snap.Members, "rc-4"); return c.snap }(), want: StepRecordMembers,
+			snap: func() observe.Snapshot { c := six().current(); delete(c.snap.Members, "rc-4"); return c.snap }(), want: StepRecordMembers,
 			check: func(t *testing.T, s Step) { expect(t, s.Members["rc-4"] == "eeeeeeee", "members %v", s.Members) },
 		},
 
@@ -156,7 +158,7 @@ func TestNextStep(t *testing.T) {
 		},
 		"a restore whose backup does not fit: wait, saying how to make it fit": {
 			spec: func() Spec { s := restoring(specFor(8), nil, ""); s.StatefulSetReplicas = 8; return s }(),
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				s := sixNewPods()
 				s.Nodes = append(s.Nodes, s.Nodes[0], s.Nodes[1])
 				return uniqueAddrs(s)
@@ -227,16 +229,16 @@ func TestNextStep(t *testing.T) {
 		},
 		"five of six pods answer: wait for the sixth before forming": {
 			spec: specFor(6),
-			snap: func() Snapshot { s := sixNewPods(); s.Nodes[5].Err, s.Nodes[5].View = errDown, nil; return s }(), want: StepWait,
+			snap: func() observe.Snapshot { s := sixNewPods(); s.Nodes[5].Err, s.Nodes[5].View = errDown, nil; return s }(), want: StepWait,
 			check: func(t *testing.T, s Step) { expect(t, strings.Contains(s.Reason, "(5 answer)"), "reason %q", s.Reason) },
 		},
 		"the StatefulSet has 6 pods but only 5 exist: wait": {
-			spec: specFor(6), snap: func() Snapshot { s := sixNewPods(); s.Nodes = s.Nodes[:5]; return s }(), want: StepWait,
+			spec: specFor(6), snap: func() observe.Snapshot { s := sixNewPods(); s.Nodes = s.Nodes[:5]; return s }(), want: StepWait,
 		},
 
 		// Lost data.
 		"every member back empty, just restarted: wait before calling it lost": {
-			spec: specFor(6), snap: func() Snapshot {
+			spec: specFor(6), snap: func() observe.Snapshot {
 				c := six().current()
 				for i := range c.snap.Nodes {
 					c.snap.Nodes[i].View = []Node{line(fakeNode{id: fmt.Sprintf("new%d", i)}, addrOf(i), true)}
@@ -246,7 +248,7 @@ func TestNextStep(t *testing.T) {
 			}(), want: StepWait,
 		},
 		"every member silent for over a minute: lost, never formed again without the user": {
-			spec: func() Spec { s := specFor(6); s.NotReadySince = now.Add(-2 * time.Minute); return s }(), snap: func() Snapshot {
+			spec: func() Spec { s := specFor(6); s.NotReadySince = now.Add(-2 * time.Minute); return s }(), snap: func() observe.Snapshot {
 				c := six().current()
 				for i := range c.snap.Nodes {
 					c.silence(i, errDown)
@@ -258,7 +260,7 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"a lost cluster whose loss is accepted: clear the record": {
-			spec: accept(specFor(6)), snap: func() Snapshot {
+			spec: accept(specFor(6)), snap: func() observe.Snapshot {
 				c := six().current()
 				for i := range c.snap.Nodes {
 					c.snap.Nodes[i].View = []Node{line(fakeNode{id: fmt.Sprintf("new%d", i)}, addrOf(i), true)}
@@ -307,7 +309,7 @@ func TestNextStep(t *testing.T) {
 		},
 		"a CA rotation due while a node still serves the previous stage's certificate: reload it first": {
 			spec: rotating("Switch", true, now.Add(-time.Second)),
-			snap: func() Snapshot { c := six().current(); c.snap.Nodes[3].StaleCertificate = true; return c.snap }(),
+			snap: func() observe.Snapshot { c := six().current(); c.snap.Nodes[3].StaleCertificate = true; return c.snap }(),
 			want: StepReloadCertificates,
 		},
 		"a CA rotation due while a member does not answer: it may come back with older files, so the stage goes on": {
@@ -316,11 +318,15 @@ func TestNextStep(t *testing.T) {
 		},
 		"a CA rotation due while a node's certificate could not be checked (a handshake timed out): the stage goes on": {
 			spec: rotating("Switch", true, now.Add(-time.Second)),
-			snap: func() Snapshot { c := six().current(); c.snap.Nodes[4].CertificateUnknown = true; return c.snap }(),
+			snap: func() observe.Snapshot {
+				c := six().current()
+				c.snap.Nodes[4].CertificateUnknown = true
+				return c.snap
+			}(),
 			want: StepIdle,
 		},
 		"a node serves an old certificate: reload it before any recovery": {
-			spec: specFor(6), snap: func() Snapshot {
+			spec: specFor(6), snap: func() observe.Snapshot {
 				c := six().current()
 				c.snap.Nodes[2].StaleCertificate = true
 				v := &c.snap.Nodes[4].View[1]
@@ -334,7 +340,7 @@ func TestNextStep(t *testing.T) {
 
 		// Recoveries and interrupted moves.
 		"a member knows a peer at an old address: recover (introduce) first": {
-			spec: specFor(6), snap: func() Snapshot {
+			spec: specFor(6), snap: func() observe.Snapshot {
 				c := six().current()
 				v := &c.snap.Nodes[4].View[1]
 				v.Addr, v.Flags = "10.9.9.9:6379", append(v.Flags, "noaddr")
@@ -345,14 +351,14 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"a slot left migrating by an interrupted move: fix it before any other move": {
-			spec: specFor(6), snap: func() Snapshot {
+			spec: specFor(6), snap: func() observe.Snapshot {
 				c := six().current()
 				c.snap.Nodes[0].View[0].Migrating = map[int]string{7: "bbbbbbbb"}
 				return c.snap
 			}(), want: StepFixSlots,
 		},
 		"a master's own view gives one of its slots to another master that does not claim it (seen after a cut scale in): FixSlots gives it back": {
-			spec: specFor(6), snap: func() Snapshot {
+			spec: specFor(6), snap: func() observe.Snapshot {
 				c := six().current()
 				self, b := &c.snap.Nodes[0].View[0], &c.snap.Nodes[0].View[1] // rc-0's own line and its line for bbbbbbbb
 				self.Slots, b.Slots = []SlotRange{{Start: 0, End: 99}, {Start: 101, End: 5460}}, []SlotRange{{Start: 100, End: 100}, {Start: 5461, End: 10922}}
@@ -363,7 +369,7 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"the same slot routed by one view to a master that does not answer: a failover's case, not FixSlots (planFixSlots comes before this wait)": {
-			spec: specFor(6), snap: func() Snapshot {
+			spec: specFor(6), snap: func() observe.Snapshot {
 				c := six().current()
 				self := &c.snap.Nodes[0].View[0]
 				self.Slots = []SlotRange{{Start: 0, End: 99}, {Start: 101, End: 5460}}
@@ -378,9 +384,9 @@ func TestNextStep(t *testing.T) {
 		},
 		"a new pod that is Pending for good does not stop the others": {
 			spec: func() Spec { s := specFor(8); return s }(),
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six().current().fresh("rc-6", "gggggggg", "n1")
-				c.snap.Nodes = append(c.snap.Nodes, Observation{Pod: "rc-7", Err: errors.New("the pod has no IP")})
+				c.snap.Nodes = append(c.snap.Nodes, observe.Observation{Pod: "rc-7", Err: errors.New("the pod has no IP")})
 				return c.snap
 			}(), want: StepJoin,
 			check: func(t *testing.T, s Step) { expect(t, s.Pod == "rc-6", "joins %s", s.Pod) },
@@ -395,7 +401,7 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"scale out by a shard: the new pod joins as a master first": {
-			spec: specFor(8), snap: func() Snapshot {
+			spec: specFor(8), snap: func() observe.Snapshot {
 				c := six().current().fresh("rc-6", "gggggggg", "n1").fresh("rc-7", "hhhhhhhh", "n2")
 				c.snap.Masters = 4
 				return c.snap
@@ -405,7 +411,7 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"a replica joins in another zone than its master when hosts cannot tell": {
-			spec: specFor(7), snap: func() Snapshot {
+			spec: specFor(7), snap: func() observe.Snapshot {
 				c := six().current().fresh("rc-6", "gggggggg", "n9")
 				zones := []string{"z1", "z2", "z2", "z1", "z2", "z1", "z2"}
 				for i := range c.snap.Nodes {
@@ -418,7 +424,7 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"an empty new master (AutoReceive): rebalance slots onto it": {
-			spec: specFor(7), snap: func() Snapshot {
+			spec: specFor(7), snap: func() observe.Snapshot {
 				c := six().withNewMaster()
 				c.snap.Masters = 4
 				return c.snap
@@ -434,7 +440,7 @@ func TestNextStep(t *testing.T) {
 				s.HeldSlots = []HeldSlot{{Slot: 0, Source: "aaaaaaaa", Giant: true}, {Slot: 5461, Source: "bbbbbbbb", Giant: true}}
 				return s
 			}(),
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six().withNewMaster()
 				c.snap.Masters = 4
 				return c.snap
@@ -445,7 +451,7 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"the new master is full (a slot filled it): no more slots go to it": {
-			spec: specFor(7), snap: func() Snapshot {
+			spec: specFor(7), snap: func() observe.Snapshot {
 				c := six().withNewMaster().used(97, 97, 97, 50, 50, 50, 96)
 				c.snap.Masters = 4
 				return c.snap
@@ -458,7 +464,7 @@ func TestNextStep(t *testing.T) {
 				s.Assign = &Assignment{Strategies: []Strategy{{Slots: 100, From: []string{"aaaaaaaa"}}}}
 				return s
 			}(),
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six().withNewMaster()
 				c.snap.Masters = 4
 				return c.snap
@@ -474,7 +480,7 @@ func TestNextStep(t *testing.T) {
 				s.Assign = &Assignment{Strategies: []Strategy{{Slots: 100, From: []string{"aaaaaaaa"}}}, Targets: []string{"gggggggg"}, Recorded: true}
 				return s
 			}(),
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six().withNewMaster()
 				c.snap.Masters = 4
 				return c.snap
@@ -498,7 +504,7 @@ func TestNextStep(t *testing.T) {
 		// Scale in.
 		"scale in by a shard: drain the leaving master first": {
 			spec: func() Spec { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
-			snap: func() Snapshot { c := eight(); return c.leaving(6).snap }(), want: StepRebalance,
+			snap: func() observe.Snapshot { c := eight(); return c.leaving(6).snap }(), want: StepRebalance,
 			check: func(t *testing.T, s Step) {
 				w, ok := s.Weights["gggggggg"]
 				expect(t, ok && w == 0 && len(s.Weights) == 1, "weights %v", s.Weights)
@@ -514,7 +520,7 @@ func TestNextStep(t *testing.T) {
 		},
 		"scale in, every leaving node out of the cluster: shrink the StatefulSet": {
 			spec: func() Spec { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				return six().current().fresh("rc-6", "x1", "n1").fresh("rc-7", "x2", "n2").leaving(6).snap
 			}(),
 			want:  StepShrink,
@@ -535,7 +541,7 @@ func TestNextStep(t *testing.T) {
 		},
 		"an upgrade with only masters left: a replica takes over first": {
 			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six().current()
 				for i := 3; i < 6; i++ {
 					c.snap.Nodes[i].Revision = "r2"
@@ -548,12 +554,12 @@ func TestNextStep(t *testing.T) {
 		},
 		"an upgrade while a pod terminates: wait": {
 			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
-			snap: func() Snapshot { c := six().current(); c.snap.Nodes[3].Terminating = true; return c.snap }(), want: StepWait,
+			snap: func() observe.Snapshot { c := six().current(); c.snap.Nodes[3].Terminating = true; return c.snap }(), want: StepWait,
 			check: func(t *testing.T, s Step) { expect(t, s.Operation == OpUpgrading, "operation %s", s.Operation) },
 		},
 		"an upgrade while the pod replaced last runs, serves, but is not Ready to Kubernetes yet: wait": {
 			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six().current()
 				c.snap.Nodes[3].Revision = "r2"
 				c.snap.Nodes[3].Unready = true
@@ -565,7 +571,7 @@ func TestNextStep(t *testing.T) {
 		},
 		"an upgrade while the cluster is not Ready: wait": {
 			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := six().current()
 				c.snap.Nodes[4].Replication["master_link_status"] = "down"
 				return c.snap
@@ -573,12 +579,12 @@ func TestNextStep(t *testing.T) {
 		},
 		"an upgrade of masters without replicas: replace the master itself": {
 			spec: func() Spec { s := specFor(3); s.UpdateRevision = "r2"; return s }(),
-			snap: func() Snapshot { c := threeShards(3, 0).current(); return c.snap }(), want: StepReplacePod,
+			snap: func() observe.Snapshot { c := threeShards(3, 0).current(); return c.snap }(), want: StepReplacePod,
 			check: func(t *testing.T, s Step) { expect(t, s.Pod == "rc-0", "replaces %s", s.Pod) },
 		},
 		"an upgrade of a master whose replica is gone: wait for a connected one": {
 			spec: func() Spec { s := specFor(4); s.UpdateRevision = "r2"; return s }(),
-			snap: func() Snapshot {
+			snap: func() observe.Snapshot {
 				c := threeShards(3, 1, fakeNode{"rc-3", "dddddddd", "n2", "aaaaaaaa", nil}).current()
 				c.snap.Nodes[3].Revision = "r2"
 				c.each("dddddddd", func(n *Node) { n.Failed = true })
@@ -622,8 +628,8 @@ func expect(t *testing.T, ok bool, format string, args ...any) {
 }
 
 // sixNewPods is six new, empty, running pods on hosts n1..n3 and nothing recorded.
-func sixNewPods() Snapshot {
-	c := &cluster{snap: Snapshot{Masters: 3, ReplicasPerMaster: 1, NodeTimeout: 5 * time.Second, Now: now, Members: map[string]string{}}}
+func sixNewPods() observe.Snapshot {
+	c := &cluster{snap: observe.Snapshot{Masters: 3, ReplicasPerMaster: 1, NodeTimeout: 5 * time.Second, Now: now, Members: map[string]string{}}}
 	for i := range 6 {
 		c.fresh(fmt.Sprintf("rc-%d", i), fmt.Sprintf("%08d", i), fmt.Sprintf("n%d", i%3+1))
 	}
@@ -664,7 +670,7 @@ func assigning(strategies ...Strategy) Spec {
 }
 
 // assigned is six() with the new master gggggggg joined, holding aaaaaaaa's first moved slots.
-func assigned(moved int) Snapshot {
+func assigned(moved int) observe.Snapshot {
 	c := six().withNewMaster()
 	c.snap.Masters = 4
 	if moved > 0 {
@@ -677,10 +683,10 @@ func assigned(moved int) Snapshot {
 // TestAgreedRoutesCountLikeSlotBySlot: where every view routes alike, Assess counts slots
 // from the masters' ranges; that must give what the slot-by-slot pass gives.
 func TestAgreedRoutesCountLikeSlotBySlot(t *testing.T) {
-	snaps := map[string]Snapshot{
+	snaps := map[string]observe.Snapshot{
 		"six":                 six().current().snap,
 		"a new master joined": six().withNewMaster().snap,
-		"a slot moved in every view": func() Snapshot {
+		"a slot moved in every view": func() observe.Snapshot {
 			c := six()
 			c.each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{Start: 0, End: 99}, {Start: 101, End: 5460}} })
 			c.each("bbbbbbbb", func(n *Node) { n.Slots = []SlotRange{{Start: 100, End: 100}, {Start: 5461, End: 10922}} })
@@ -691,14 +697,14 @@ func TestAgreedRoutesCountLikeSlotBySlot(t *testing.T) {
 		"a master failed":      six().silence(1, errDown).fail("bbbbbbbb", time.Minute).snap,
 	}
 	for name, snap := range snaps {
-		joined := snap.joined()
-		if _, agreed := agreedRoutes(joined); !agreed {
+		joined := snap.Joined()
+		if _, agreed := observe.AgreedRoutes(joined); !agreed {
 			t.Errorf("%s: the views were expected to agree", name)
 			continue
 		}
 		fast := Assess(snap)
 		var slow Health
-		_, unowned := servedSlotBySlot(&slow, joined, snap.byID(), map[string]bool{})
+		_, unowned := servedSlotBySlot(&slow, joined, snap.ByID(), map[string]bool{})
 		if fast.SlotsAssigned != slow.SlotsAssigned || fast.SlotsServed != slow.SlotsServed || SlotCount-fast.SlotsAssigned != unowned {
 			t.Errorf("%s: from ranges %d assigned, %d served; slot by slot %d and %d (%d unowned)",
 				name, fast.SlotsAssigned, fast.SlotsServed, slow.SlotsAssigned, slow.SlotsServed, unowned)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // StepSetMemory sets Step.Memory (maxmemory and maxmemory-policy) on the nodes at Addrs
@@ -25,56 +26,19 @@ type Memory struct {
 	KeepMaxMemory bool
 }
 
-// NodeMemory is what a node's INFO memory, stats and errorstats say of its memory.
-type NodeMemory struct {
-	// Used is used_memory, MaxMemory maxmemory (0: none), in bytes.
-	Used, MaxMemory int64
-	// Policy is maxmemory_policy.
-	Policy string
-	// Fragmentation is mem_fragmentation_ratio.
-	Fragmentation float64
-	// Evicted is evicted_keys, Rejected the writes refused with OOM (errorstat_OOM), since
-	// the node started.
-	Evicted, Rejected int64
-	// Known: the node reported its maxmemory.
-	Known bool
-}
-
-// MemoryOf reads o's memory fields (zero when it did not answer).
-func MemoryOf(o *Observation) NodeMemory {
-	r := o.Replication
-	num := func(field string) int64 { n, _ := strconv.ParseInt(r[field], 10, 64); return n }
-	m := NodeMemory{Used: num("used_memory"), MaxMemory: num("maxmemory"), Policy: r["maxmemory_policy"], Evicted: num("evicted_keys")}
-	_, m.Known = r["maxmemory"]
-	m.Fragmentation, _ = strconv.ParseFloat(r["mem_fragmentation_ratio"], 64)
-	// errorstat_OOM:count=3
-	if stat, ok := r["errorstat_OOM"]; ok {
-		m.Rejected, _ = strconv.ParseInt(strings.TrimPrefix(stat, "count="), 10, 64)
-	}
-	return m
-}
-
-// Percent is used memory as a share of maxmemory in whole percent, false without maxmemory.
-func (m NodeMemory) Percent() (int32, bool) {
-	if m.MaxMemory <= 0 {
-		return 0, false
-	}
-	return int32(m.Used * 100 / m.MaxMemory), true
-}
-
 // planMemory sets maxmemory and maxmemory-policy on the answering nodes that run with other
 // values than Spec.Memory (a change of spec.memory, of the user's redis.conf or of the
 // memory limit's share), so no node restarts for it. A pod on an old template is left
 // alone: its memory limit may be another one, and the upgrade replaces it with the new
 // configuration.
-func planMemory(spec Spec, s Snapshot, _ Health) (Step, bool) {
+func planMemory(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
 	want := spec.Memory
 	if want.Policy == "" {
 		return Step{}, false
 	}
 	var addrs, pods []string
-	for _, o := range s.answering() {
-		have := MemoryOf(o)
+	for _, o := range s.Answering() {
+		have := observe.MemoryOf(o)
 		if !have.Known || (spec.UpdateRevision != "" && o.Revision != spec.UpdateRevision) {
 			continue
 		}

@@ -3,6 +3,8 @@ package redisadmin
 import (
 	"strconv"
 	"testing"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // memory gives every answering node of c the INFO memory fields of maxmemory maxMemory and
@@ -27,7 +29,7 @@ func TestPlanMemory(t *testing.T) {
 	}
 	cases := map[string]struct {
 		spec Spec
-		snap Snapshot
+		snap observe.Snapshot
 		want StepKind
 		// addrs are the nodes the step sets, when it is StepSetMemory.
 		addrs []string
@@ -40,14 +42,14 @@ func TestPlanMemory(t *testing.T) {
 			addrs: []string{addrOf(0), addrOf(1), addrOf(2), addrOf(3), addrOf(4), addrOf(5)},
 		},
 		"a new policy on one node restarted from an old redis.conf": {
-			spec: want(450*mi, "allkeys-lru"), snap: func() Snapshot {
+			spec: want(450*mi, "allkeys-lru"), snap: func() observe.Snapshot {
 				c := six().current().memory(450*mi, "allkeys-lru")
 				c.snap.Nodes[4].Replication["maxmemory_policy"] = "noeviction"
 				return c.snap
 			}(), want: StepSetMemory, addrs: []string{addrOf(4)},
 		},
 		"a pod on an old template is left to the upgrade": {
-			spec: want(450*mi, "noeviction"), snap: func() Snapshot {
+			spec: want(450*mi, "noeviction"), snap: func() observe.Snapshot {
 				c := six().current().memory(450*mi, "noeviction")
 				c.snap.Nodes[2].Revision = "r0"
 				c.snap.Nodes[2].Replication["maxmemory"] = "100"
@@ -90,14 +92,14 @@ func TestPlanMemory(t *testing.T) {
 }
 
 func TestMemoryOf(t *testing.T) {
-	o := &Observation{Replication: map[string]string{"used_memory": "900", "maxmemory": "1000", "maxmemory_policy": "allkeys-lru",
+	o := &observe.Observation{Replication: map[string]string{"used_memory": "900", "maxmemory": "1000", "maxmemory_policy": "allkeys-lru",
 		"mem_fragmentation_ratio": "1.25", "evicted_keys": "7", "errorstat_OOM": "count=3"}}
-	m := MemoryOf(o)
-	want := NodeMemory{Used: 900, MaxMemory: 1000, Policy: "allkeys-lru", Fragmentation: 1.25, Evicted: 7, Rejected: 3, Known: true}
+	m := observe.MemoryOf(o)
+	want := observe.NodeMemory{Used: 900, MaxMemory: 1000, Policy: "allkeys-lru", Fragmentation: 1.25, Evicted: 7, Rejected: 3, Known: true}
 	expect(t, m == want, "MemoryOf = %+v, want %+v", m, want)
 	p, ok := m.Percent()
 	expect(t, ok && p == 90, "Percent = %d, %v", p, ok)
-	if _, ok := MemoryOf(&Observation{}).Percent(); ok {
+	if _, ok := observe.MemoryOf(&observe.Observation{}).Percent(); ok {
 		t.Error("a node without maxmemory has a percentage")
 	}
 }

@@ -2,15 +2,12 @@ package redisadmin
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -28,9 +25,9 @@ func TestObserveReusesItsConnections(t *testing.T) {
 	createCluster(ctx, t, admin, servers, 1)
 
 	look := func() {
-		obs := make([]Observation, len(servers))
+		obs := make([]observe.Observation, len(servers))
 		for i, s := range servers {
-			obs[i] = Observation{Pod: fmt.Sprintf("rc-%d", i), Addr: s.addr}
+			obs[i] = observe.Observation{Pod: fmt.Sprintf("rc-%d", i), Addr: s.addr}
 		}
 		admin.Observe(ctx, obs)
 		for _, o := range obs {
@@ -38,7 +35,7 @@ func TestObserveReusesItsConnections(t *testing.T) {
 				t.Fatalf("%s: answered %t, joined %t, info %d fields, replication %d fields, err %v", o.Pod, o.Answered(), o.Joined(), len(o.Info), len(o.Replication), o.Err)
 			}
 			// Only the fields something reads are kept: the memory ones, not the version.
-			if m := MemoryOf(&o); !m.Known || m.Policy == "" || m.Used == 0 || m.Fragmentation == 0 {
+			if m := observe.MemoryOf(&o); !m.Known || m.Policy == "" || m.Used == 0 || m.Fragmentation == 0 {
 				t.Fatalf("%s: memory %+v from INFO fields %v", o.Pod, m, o.Replication)
 			}
 			if _, kept := o.Replication["redis_version"]; kept || len(o.Info) > 4 {
@@ -103,33 +100,3 @@ func commandCalls(info, cmd string) int {
 	_, _ = fmt.Sscanf(line, "calls=%d", &calls)
 	return calls
 }
-
-func TestRetryable(t *testing.T) {
-	live, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cases := map[string]struct {
-		err  error
-		want bool
-	}{
-		"no error":                       {nil, false},
-		"the node closed the connection": {fmt.Errorf("while reading: %w", io.EOF), true},
-		"reset":                          {&net.OpError{Op: "read", Err: syscall.ECONNRESET}, true},
-		"refused while dialing":          {&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, false},
-		"a read timed out (frozen node)": {&net.OpError{Op: "read", Err: timeoutErr{}}, false},
-		"wrong password":                 {errors.New("WRONGPASS invalid username-password pair"), false},
-		"out of time":                    {context.DeadlineExceeded, false},
-		"a Redis error":                  {errors.New("ERR unknown command"), false},
-	}
-	for name, tc := range cases {
-		if got := retryable(live, tc.err); got != tc.want {
-			t.Errorf("%s: retryable %t, want %t", name, got, tc.want)
-		}
-	}
-}
-
-// timeoutErr is a network error that says it timed out.
-type timeoutErr struct{}
-
-func (timeoutErr) Error() string   { return "i/o timeout" }
-func (timeoutErr) Timeout() bool   { return true }
-func (timeoutErr) Temporary() bool { return true }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // Partition is what one look shows of a master cut off from its peers while it still
@@ -38,8 +40,8 @@ func (p Partition) String() string {
 // one already listed is not listed again (the majority's masters flag the cut-off one; they
 // are not cut off themselves). A master that does not answer is a crashed node, not a
 // partition, and is not listed.
-func Partitions(s Snapshot) []Partition {
-	joined := s.joined()
+func Partitions(s observe.Snapshot) []Partition {
+	joined := s.Joined()
 	podOf := map[string]string{}
 	for _, o := range joined {
 		if self, ok := o.Self(); ok {
@@ -111,7 +113,7 @@ func failFlag(n Node) string {
 // own (each in its own view), which slots and which two: after a failover on the majority
 // side, the cut-off master still serves its old slots to the clients that reach it, and
 // writes it takes there are lost when it rejoins.
-func DualClaims(s Snapshot) []string {
+func DualClaims(s observe.Snapshot) []string {
 	// owner holds, per slot, 1 + the index in joined of the first master claiming it: an
 	// array of small integers, not of strings, so a look does not put 256 KiB the garbage
 	// collector must scan on the heap (issue 53: every idle look runs this).
@@ -119,7 +121,7 @@ func DualClaims(s Snapshot) []string {
 	type pair struct{ a, b string }
 	shared := map[pair][]SlotRange{}
 	var order []pair
-	joined := s.joined()
+	joined := s.Joined()
 	for i, o := range joined {
 		self, _ := o.Self()
 		if !self.IsMaster() {

@@ -3,6 +3,8 @@ package redisadmin
 import (
 	"strings"
 	"testing"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // flag makes view (the observation of pod index viewer) flag node id with flag ("fail?"
@@ -102,8 +104,8 @@ func TestPartitionHealth(t *testing.T) {
 		"a master refusing writes for want of a replica": {
 			c: func() *cluster {
 				c := six()
-				c.snap.Nodes[1].Replication[GoodReplicasField] = "0"
-				c.snap.Nodes[0].Replication[GoodReplicasField] = "1"
+				c.snap.Nodes[1].Replication[observe.GoodReplicasField] = "0"
+				c.snap.Nodes[0].Replication[observe.GoodReplicasField] = "1"
 				return c
 			}(),
 			wantRefusing: "rc-1",
@@ -145,16 +147,16 @@ func TestPartitionHealth(t *testing.T) {
 func TestPlanWriteSafety(t *testing.T) {
 	strict := WriteSafety{MinReplicas: 1, MaxLag: 2, Managed: true}
 	off := WriteSafety{MaxLag: 10, Managed: true}
-	withGood := func(pods ...int) Snapshot {
+	withGood := func(pods ...int) observe.Snapshot {
 		c := six()
 		for _, i := range pods {
-			c.snap.Nodes[i].Replication[GoodReplicasField] = "1"
+			c.snap.Nodes[i].Replication[observe.GoodReplicasField] = "1"
 		}
 		return c.snap
 	}
 	for name, tc := range map[string]struct {
 		want  WriteSafety
-		snap  Snapshot
+		snap  observe.Snapshot
 		addrs int
 	}{
 		"strict, every master on":       {want: strict, snap: withGood(0, 1, 2)},

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 func TestPlanRotation(t *testing.T) {
@@ -22,10 +24,10 @@ func TestPlanRotation(t *testing.T) {
 		s.Rotation = Rotation{Credentials: creds, Grace: 2 * time.Minute}
 		return s
 	}
-	noPod5 := func() Snapshot { c := six().current(); c.snap.Nodes = c.snap.Nodes[:5]; return c.snap }
+	noPod5 := func() observe.Snapshot { c := six().current(); c.snap.Nodes = c.snap.Nodes[:5]; return c.snap }
 	cases := map[string]struct {
 		spec Spec
-		snap Snapshot
+		snap observe.Snapshot
 		want StepKind // "" for no rotation step
 		cred int
 		note string // a part of the note
@@ -110,7 +112,7 @@ func TestNextStepRotation(t *testing.T) {
 	fresh.Rotation = Rotation{Credentials: []Credential{{User: "default", Desired: "a"}}}
 	waiting := sixNewPods()
 	for i := range waiting.Nodes {
-		waiting.Nodes[i] = Observation{Pod: waiting.Nodes[i].Pod, Err: errors.New("the pod has no IP")}
+		waiting.Nodes[i] = observe.Observation{Pod: waiting.Nodes[i].Pod, Err: errors.New("the pod has no IP")}
 	}
 	if got := NextStep(fresh, waiting, Assess(waiting)); got.Kind != StepWriteRecord {
 		t.Errorf("a new cluster whose pods do not run yet: %s (%s), want WriteRecord first", got.Kind, got.Reason)

@@ -2,73 +2,11 @@ package redisadmin
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
-
-// routes is where a node's view sends each slot: the ID of the master it lists for it, or
-// "" (handshake entries and replicas route nothing). It is worked out once per observation:
-// the assessment and several planners ask for it.
-func routes(o *Observation) *[SlotCount]string {
-	if o.routes != nil {
-		return o.routes
-	}
-	var out [SlotCount]string
-	for _, n := range o.View {
-		if !n.IsMaster() || n.HasFlag("handshake") {
-			continue
-		}
-		for _, r := range n.Slots {
-			for slot := r.Start; slot <= r.End; slot++ {
-				out[slot] = n.ID
-			}
-		}
-	}
-	o.routes = &out
-	return o.routes
-}
-
-// routedMasters are the masters o's view routes slots to, with their slots.
-func routedMasters(o *Observation) []Node {
-	var out []Node
-	for _, n := range o.View {
-		if n.IsMaster() && !n.HasFlag("handshake") && len(n.Slots) > 0 {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// routing is o's view's routing in short: each master it routes slots to, with the ranges,
-// in ID order. Two views with the same routing route every slot alike.
-func routing(o *Observation) string {
-	masters := routedMasters(o)
-	parts := make([]string, len(masters))
-	for i, n := range masters {
-		parts[i] = n.ID + "=" + FormatSlotRanges(n.Slots)
-	}
-	slices.Sort(parts)
-	return strings.Join(parts, ";")
-}
-
-// agreedRoutes returns, when every view of joined routes every slot alike (the common case,
-// checked in a few string comparisons rather than slot by slot), the masters they route
-// slots to; ok is false otherwise.
-func agreedRoutes(joined []*Observation) (masters []Node, ok bool) {
-	if len(joined) == 0 {
-		return nil, false
-	}
-	first := routing(joined[0])
-	for _, o := range joined[1:] {
-		if routing(o) != first {
-			return nil, false
-		}
-	}
-	return routedMasters(joined[0]), true
-}
 
 // planRoute: a slot exactly one answering master claims as its own and most views route to
 // it, which a few nodes' views route elsewhere or nowhere (an entry gossip does not correct: a failed or removed owner
@@ -77,14 +15,14 @@ func agreedRoutes(joined []*Observation) (masters []Node, ok bool) {
 // master whose view is wrong is told the owner (CLUSTER SETSLOT <slot> NODE <owner>, as
 // redis-cli does after a move). Nothing happens while any slot is open (fixOpenSlots settles
 // those) or when two masters claim the slot (that needs the keys looked at).
-func planRoute(s Snapshot) (Action, bool) {
-	joined := s.joined()
-	if _, agreed := agreedRoutes(joined); agreed {
+func planRoute(s observe.Snapshot) (Action, bool) {
+	joined := s.Joined()
+	if _, agreed := observe.AgreedRoutes(joined); agreed {
 		// Every view routes every slot alike, each owner's own view among them: nothing
 		// routes a slot away from the master that claims it.
 		return Action{}, false
 	}
-	var claimer [SlotCount]*Observation
+	var claimer [SlotCount]*observe.Observation
 	var contested [SlotCount]bool
 	for _, o := range joined {
 		self, _ := o.Self()
@@ -104,13 +42,13 @@ func planRoute(s Snapshot) (Action, bool) {
 	var claimerID [SlotCount]string
 	for slot, owner := range claimer {
 		if owner != nil {
-			claimerID[slot] = selfID(owner)
+			claimerID[slot] = observe.SelfID(owner)
 		}
 	}
 	all := make([]*[SlotCount]string, len(joined))
 	var agree [SlotCount]int
 	for i, o := range joined {
-		all[i] = routes(o)
+		all[i] = o.Routes()
 		for slot, owner := range claimer {
 			if owner != nil && all[i][slot] == claimerID[slot] {
 				agree[slot]++
@@ -118,7 +56,7 @@ func planRoute(s Snapshot) (Action, bool) {
 		}
 	}
 	var bump, setslot []conn.Command
-	bumped := map[*Observation]bool{}
+	bumped := map[*observe.Observation]bool{}
 	wrongViews, wrongSlots := 0, map[int]bool{}
 	for i, o := range joined {
 		self, _ := o.Self()
@@ -163,7 +101,7 @@ func planRoute(s Snapshot) (Action, bool) {
 // bumpStill reports whether o, a master, would answer CLUSTER BUMPEPOCH with STILL: its
 // config epoch is set and no node of its view has a higher one (Redis bumps an epoch only
 // when it is 0 or not already the greatest).
-func bumpStill(o *Observation) bool {
+func bumpStill(o *observe.Observation) bool {
 	self, _ := o.Self()
 	if self.ConfigEpoch == 0 {
 		return false
@@ -178,8 +116,8 @@ func bumpStill(o *Observation) bool {
 
 // epochRaiser is the answering master other than owner with the lowest config epoch, whose
 // BUMPEPOCH raises the cluster's current epoch above the owner's; nil when none would.
-func epochRaiser(joined []*Observation, owner *Observation) *Observation {
-	var best *Observation
+func epochRaiser(joined []*observe.Observation, owner *observe.Observation) *observe.Observation {
+	var best *observe.Observation
 	var bestEpoch int64
 	for _, o := range joined {
 		self, _ := o.Self()
@@ -199,9 +137,9 @@ func epochRaiser(joined []*Observation, owner *Observation) *Observation {
 // it. Nobody serves such a slot, and gossip never mends it (Redis hands a slot over only on
 // a claim), so Fix gives it to the master holding its keys. A slot that some view routes to
 // a node that does not answer is a failover's or the lost-shard guards' case, not this.
-func strayedSlots(s Snapshot) []int {
-	joined := s.joined()
-	if _, agreed := agreedRoutes(joined); agreed {
+func strayedSlots(s observe.Snapshot) []int {
+	joined := s.Joined()
+	if _, agreed := observe.AgreedRoutes(joined); agreed {
 		// Every view routes every slot alike, each owner's own among them: every routed
 		// slot is claimed by the master it is routed to (the common case, every look).
 		return nil
@@ -222,7 +160,7 @@ func strayedSlots(s Snapshot) []int {
 	}
 	var toAnswering, toSilent [SlotCount]bool
 	for _, o := range joined {
-		for slot, owner := range routes(o) {
+		for slot, owner := range o.Routes() {
 			switch {
 			case owner == "" || claimed[slot]:
 			case answering[owner]:

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // The steps that grow the pods' claims (planVolumes).
@@ -151,7 +153,7 @@ func VolumesResizing(v Volumes) string {
 // a pod whose filesystem waits for a restart is restarted as an upgrade does (its master
 // failed over first), one at a time. A scale in under way finishes first: recreating the
 // StatefulSet would drop the leaving pods.
-func planVolumes(spec Spec, s Snapshot, h Health) (Step, bool) {
+func planVolumes(spec Spec, s observe.Snapshot, h Health) (Step, bool) {
 	v := spec.Volumes
 	if v.Want == 0 || RefuseVolumes(v) != nil {
 		return Step{}, false
@@ -186,8 +188,8 @@ func planVolumes(spec Spec, s Snapshot, h Health) (Step, bool) {
 	if len(pending) == 0 {
 		return Step{}, false
 	}
-	var restart []*Observation
-	for _, o := range s.answering() {
+	var restart []*observe.Observation
+	for _, o := range s.Answering() {
 		if pending[o.Pod] {
 			restart = append(restart, o)
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 const gi = int64(1) << 30
@@ -29,7 +31,7 @@ func growing(want, template int64, claims []Claim) Spec {
 func TestPlanVolumes(t *testing.T) {
 	cases := map[string]struct {
 		spec    Spec
-		snap    Snapshot
+		snap    observe.Snapshot
 		want    StepKind
 		refusal string // the refusal's reason, "" for none
 		check   func(t *testing.T, s Step)
@@ -88,7 +90,7 @@ func TestPlanVolumes(t *testing.T) {
 				s.Volumes.Claims[4].FileSystemResizePending = true
 				return s
 			}(),
-			snap: func() Snapshot { c := six().current(); c.snap.Nodes[3].Terminating = true; return c.snap }(), want: StepWait,
+			snap: func() observe.Snapshot { c := six().current(); c.snap.Nodes[3].Terminating = true; return c.snap }(), want: StepWait,
 		},
 		"a smaller size: refused, nothing changes": {
 			spec: growing(gi, 2*gi, sixClaims(2*gi, "kwok-volume")), want: StepIdle, refusal: RefusedShrink,

@@ -8,16 +8,12 @@ import (
 	"strings"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // StepSetWriteSafety sets Step.WriteSafety (min-replicas-to-write and min-replicas-max-lag)
 // on the nodes at Addrs with CONFIG SET, without a restart.
 const StepSetWriteSafety StepKind = "SetWriteSafety"
-
-// GoodReplicasField is the INFO replication field in which a master counts the replicas
-// that acknowledged its stream within min-replicas-max-lag; Redis prints it only while
-// min-replicas-to-write is on.
-const GoodReplicasField = "min_slaves_good_slaves"
 
 // WriteSafety is a node's min-replicas-to-write and min-replicas-max-lag.
 type WriteSafety struct {
@@ -38,23 +34,25 @@ func (w WriteSafety) String() string {
 // are set in the same step, as a replica becomes a master by a failover; nothing can read
 // a replica's setting back, so it is set whenever a master's is. A pod on an old template
 // is left alone: the upgrade replaces it with the new configuration.
-func planWriteSafety(spec Spec, s Snapshot, _ Health) (Step, bool) {
+func planWriteSafety(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
 	want := spec.WriteSafety
 	if !want.Managed {
 		return Step{}, false
 	}
-	current := func(o *Observation) bool { return spec.UpdateRevision == "" || o.Revision == spec.UpdateRevision }
+	current := func(o *observe.Observation) bool {
+		return spec.UpdateRevision == "" || o.Revision == spec.UpdateRevision
+	}
 	stale := false
-	for _, o := range s.joined() {
+	for _, o := range s.Joined() {
 		self, _ := o.Self()
-		if _, on := o.Replication[GoodReplicasField]; current(o) && self.IsMaster() && len(self.Slots) > 0 && on != (want.MinReplicas > 0) {
+		if _, on := o.Replication[observe.GoodReplicasField]; current(o) && self.IsMaster() && len(self.Slots) > 0 && on != (want.MinReplicas > 0) {
 			stale = true
 		}
 	}
 	if !stale {
 		return Step{}, false
 	}
-	addrs, pods := s.answeringWhere(current)
+	addrs, pods := s.AnsweringWhere(current)
 	return Step{Kind: StepSetWriteSafety, Addrs: addrs, WriteSafety: want, After: LookSoon,
 		Reason: fmt.Sprintf("setting %s on %s", want, strings.Join(pods, ", "))}, true
 }
@@ -68,11 +66,11 @@ func SetWriteSafety(ctx context.Context, addr string, tlsConfig *tls.Config, log
 // RefusingWrites names the pods of the masters serving slots that refuse writes because
 // min-replicas-to-write is on and too few replicas acknowledged their stream in time
 // (GoodReplicasField below it), and the replicas each has in good standing.
-func RefusingWrites(s Snapshot) []string {
+func RefusingWrites(s observe.Snapshot) []string {
 	var out []string
-	for _, o := range s.joined() {
+	for _, o := range s.Joined() {
 		self, _ := o.Self()
-		good, on := o.Replication[GoodReplicasField]
+		good, on := o.Replication[observe.GoodReplicasField]
 		if !on || !self.IsMaster() || len(self.Slots) == 0 {
 			continue
 		}

@@ -1,4 +1,4 @@
-package redisadmin
+package observe
 
 import (
 	"context"
@@ -44,7 +44,7 @@ type Observation struct {
 	// server, replication, memory, stats and errorstats (one map: their fields do not
 	// overlap); empty when it did not answer. Observe keeps only the fields something
 	// reads (clusterInfoField, nodeInfoField).
-	View        []Node
+	View        []nodes.Node
 	Info        map[string]string
 	Replication map[string]string
 	// Started is when the node's process started (from INFO server's uptime_in_seconds),
@@ -64,8 +64,8 @@ type Observation struct {
 	// master (CLUSTER COUNTKEYSINSLOT, asked only when there are such slots).
 	KeysInUncovered map[int]int64
 
-	// routes memoizes routes(o) (View does not change once observed).
-	routes *[SlotCount]string
+	// routes memoizes Routes (View does not change once observed).
+	routes *[nodes.SlotCount]string
 }
 
 // Answered reports whether the node answered every read.
@@ -74,21 +74,21 @@ func (o *Observation) Answered() bool { return o.Err == nil && len(o.View) > 0 }
 // InSync reports whether the node, a replica, holds a current copy of its master: its link
 // is up and no full sync is under way. It is the one test of a replica's copy: the health
 // judgement, the status, the choice of a backup's source and a failover's catch-up all use it.
-func (o *Observation) InSync() bool { return replicationInSync(o.Replication) }
+func (o *Observation) InSync() bool { return ReplicationInSync(o.Replication) }
 
-// replicationInSync is InSync on a node's INFO replication fields.
-func replicationInSync(info map[string]string) bool {
+// ReplicationInSync is InSync on a node's INFO replication fields.
+func ReplicationInSync(info map[string]string) bool {
 	return info["master_link_status"] == "up" && info["master_sync_in_progress"] != "1"
 }
 
 // Self is the node's own line of its view.
-func (o *Observation) Self() (Node, bool) {
+func (o *Observation) Self() (nodes.Node, bool) {
 	for _, n := range o.View {
 		if n.Myself {
 			return n, true
 		}
 	}
-	return Node{}, false
+	return nodes.Node{}, false
 }
 
 // Joined reports whether the node belongs to a cluster: it knows other nodes or serves
@@ -123,22 +123,23 @@ const observeParallelism = 16
 // pipelined round trip (CLUSTER NODES, CLUSTER INFO, INFO server, replication, memory,
 // stats and errorstats), the nodes in parallel; a second round trip counts keys only on a
 // master whose view leaves slots unrouted. A node that does not answer keeps its error. obs
-// carries the pod facts; Observe fills the rest.
-func (a *Admin) Observe(ctx context.Context, obs []Observation) {
+// carries the pod facts; Observe fills the rest. pool's connections are kept for the next
+// look.
+func Observe(ctx context.Context, pool *conn.Pool, obs []Observation) {
 	var wg sync.WaitGroup
 	limit := make(chan struct{}, observeParallelism)
 	for i := range obs {
 		wg.Go(func() {
 			limit <- struct{}{}
 			defer func() { <-limit }()
-			a.observe(ctx, &obs[i])
+			observeOne(ctx, pool, &obs[i])
 		})
 	}
 	wg.Wait()
 }
 
-// observe reads one node (see Observe).
-func (a *Admin) observe(ctx context.Context, o *Observation) {
+// observeOne reads one node (see Observe).
+func observeOne(ctx context.Context, pool *conn.Pool, o *Observation) {
 	if o.Addr == "" {
 		o.Err = errors.New("the pod has no IP")
 		return
@@ -148,11 +149,11 @@ func (a *Admin) observe(ctx context.Context, o *Observation) {
 		view, info, server = p.ClusterNodes(ctx), p.ClusterInfo(ctx), p.Info(ctx, "server", "replication", "memory", "stats", "errorstats")
 		return nil
 	}
-	_, o.Err = a.Client(o.Addr).Pipelined(ctx, read)
+	_, o.Err = pool.Client(o.Addr).Pipelined(ctx, read)
 	if retryable(ctx, o.Err) {
 		// A kept connection the node closed (it restarted): these reads are safe to repeat
 		// on a new one.
-		_, o.Err = a.Client(o.Addr).Pipelined(ctx, read)
+		_, o.Err = pool.Client(o.Addr).Pipelined(ctx, read)
 	}
 	if o.Err == nil {
 		o.View, o.Err = nodes.ParseClusterNodes(view.Val())
@@ -167,7 +168,7 @@ func (a *Admin) observe(ctx context.Context, o *Observation) {
 		o.Started = time.Now().Add(-time.Duration(up) * time.Second)
 	}
 	if self, ok := o.Self(); ok && self.IsMaster() && len(o.View) > 1 {
-		if o.KeysInUncovered, o.Err = a.countKeys(ctx, o.Addr, uncoveredIn(o)); o.Err != nil {
+		if o.KeysInUncovered, o.Err = countKeys(ctx, pool, o.Addr, uncoveredIn(o)); o.Err != nil {
 			// A node answers every read or counts as silent.
 			o.View, o.Info, o.Replication, o.KeysInUncovered, o.Started, o.routes = nil, nil, nil, nil, time.Time{}, nil
 		}
@@ -231,8 +232,8 @@ func (s *Snapshot) CheckIdentity() {
 	}
 }
 
-// answering are the observations of nodes that answered.
-func (s *Snapshot) answering() []*Observation {
+// Answering are the observations of nodes that answered.
+func (s *Snapshot) Answering() []*Observation {
 	var out []*Observation
 	for i := range s.Nodes {
 		if s.Nodes[i].Answered() {
@@ -242,9 +243,9 @@ func (s *Snapshot) answering() []*Observation {
 	return out
 }
 
-// answeringWhere are the addresses and pods of the answering nodes for which match holds.
-func (s *Snapshot) answeringWhere(match func(o *Observation) bool) (addrs, pods []string) {
-	for _, o := range s.answering() {
+// AnsweringWhere are the addresses and pods of the answering nodes for which match holds.
+func (s *Snapshot) AnsweringWhere(match func(o *Observation) bool) (addrs, pods []string) {
+	for _, o := range s.Answering() {
 		if match(o) {
 			addrs, pods = append(addrs, o.Addr), append(pods, o.Pod)
 		}
@@ -252,8 +253,8 @@ func (s *Snapshot) answeringWhere(match func(o *Observation) bool) (addrs, pods 
 	return addrs, pods
 }
 
-// joined are the observations of nodes that answered and belong to the cluster.
-func (s *Snapshot) joined() []*Observation {
+// Joined are the observations of nodes that answered and belong to the cluster.
+func (s *Snapshot) Joined() []*Observation {
 	var out []*Observation
 	for i := range s.Nodes {
 		if s.Nodes[i].Joined() {
@@ -263,10 +264,10 @@ func (s *Snapshot) joined() []*Observation {
 	return out
 }
 
-// byID maps the ID of every answering node to its observation.
-func (s *Snapshot) byID() map[string]*Observation {
+// ByID maps the ID of every answering node to its observation.
+func (s *Snapshot) ByID() map[string]*Observation {
 	out := map[string]*Observation{}
-	for _, o := range s.answering() {
+	for _, o := range s.Answering() {
 		if self, ok := o.Self(); ok {
 			out[self.ID] = o
 		}
@@ -274,65 +275,65 @@ func (s *Snapshot) byID() map[string]*Observation {
 	return out
 }
 
-// known is every node some joined node lists, merged: a node that answers as itself, the
+// Known is one node some joined node lists, merged: a node that answers as itself, the
 // others as the joined views see them (flags, slots and pong times merged).
-type known struct {
-	node     Node
-	answers  *Observation // nil when no pod answers with this ID
-	failed   bool         // flagged fail by some view
-	slots    []SlotRange  // the slots some view routes to it
-	lastPong int64        // the newest pong time any view recorded, in ms
-	listedBy int
+type Known struct {
+	Node     nodes.Node
+	Answers  *Observation      // nil when no pod answers with this ID
+	Failed   bool              // flagged fail by some view
+	Slots    []nodes.SlotRange // the slots some view routes to it
+	ListedBy int               // how many joined views list it
+	lastPong int64             // the newest pong time any view recorded, in ms
 }
 
-// cluster merges the joined views into one entry per node ID, in ID order.
-func (s *Snapshot) cluster() []*known {
-	ids := s.byID()
-	byID := map[string]*known{}
-	for _, o := range s.joined() {
+// Cluster merges the joined views into one entry per node ID, in ID order.
+func (s *Snapshot) Cluster() []*Known {
+	ids := s.ByID()
+	byID := map[string]*Known{}
+	for _, o := range s.Joined() {
 		for _, n := range o.View {
 			if n.HasFlag("handshake") {
 				continue
 			}
 			k := byID[n.ID]
 			if k == nil {
-				k = &known{node: n, answers: ids[n.ID]}
+				k = &Known{Node: n, Answers: ids[n.ID]}
 				byID[n.ID] = k
 			}
-			k.listedBy++
-			k.failed = k.failed || n.Failed
+			k.ListedBy++
+			k.Failed = k.Failed || n.Failed
 			if n.IsMaster() && len(n.Slots) > 0 {
-				k.slots = nodes.MergeSlots(append(k.slots, n.Slots...))
+				k.Slots = nodes.MergeSlots(append(k.Slots, n.Slots...))
 			}
 			k.lastPong = max(k.lastPong, n.PongRecv)
 			if n.Myself {
-				k.node = n
+				k.Node = n
 			}
 		}
 	}
-	out := make([]*known, 0, len(byID))
+	out := make([]*Known, 0, len(byID))
 	for _, k := range byID {
 		out = append(out, k)
 	}
-	slices.SortFunc(out, func(a, b *known) int { return strings.Compare(a.node.ID, b.node.ID) })
+	slices.SortFunc(out, func(a, b *Known) int { return strings.Compare(a.Node.ID, b.Node.ID) })
 	return out
 }
 
-// silentFor is how long a node has not been heard of by any joined view.
-func (s *Snapshot) silentFor(k *known) time.Duration {
+// SilentFor is how long a node has not been heard of by any joined view.
+func (s *Snapshot) SilentFor(k *Known) time.Duration {
 	if k.lastPong == 0 {
 		return time.Duration(1<<62 - 1)
 	}
 	return s.Now.Sub(time.UnixMilli(k.lastPong))
 }
 
-// memberRecord is the member record after s: every joined pod with its node ID, and every other
+// MemberRecord is the member record after s: every joined pod with its node ID, and every other
 // recorded pod (silent, back empty, or gone) whose ID some joined node still lists, so its
 // start guard keeps an empty volume from serving at its address until the old role is
 // settled (its slots taken over, its ID forgotten). With no joined node at all nothing is
 // released: a total outage is not a reason to start empty nodes.
-func memberRecord(s Snapshot) map[string]string {
-	joined := s.joined()
+func MemberRecord(s Snapshot) map[string]string {
+	joined := s.Joined()
 	if len(joined) == 0 {
 		return s.Members
 	}
@@ -349,7 +350,43 @@ func memberRecord(s Snapshot) map[string]string {
 		}
 	}
 	for _, o := range joined {
-		out[o.Pod] = selfID(o)
+		out[o.Pod] = SelfID(o)
 	}
 	return out
 }
+
+// countKeys runs CLUSTER COUNTKEYSINSLOT for each of slots on the node at addr, in one
+// pipeline; nil when slots is empty.
+func countKeys(ctx context.Context, pool *conn.Pool, addr string, slots []int) (map[int]int64, error) {
+	if len(slots) == 0 {
+		return nil, nil
+	}
+	cmds, err := pool.Client(addr).Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for _, slot := range slots {
+			p.Do(ctx, "CLUSTER", "COUNTKEYSINSLOT", slot)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("while counting the keys of unassigned slots on %s: %w", addr, err)
+	}
+	out := map[int]int64{}
+	for i, c := range cmds {
+		n, err := c.(*goredis.Cmd).Int64()
+		if err != nil {
+			return nil, fmt.Errorf("while running CLUSTER COUNTKEYSINSLOT %d on %s: %w", slots[i], addr, err)
+		}
+		if n > 0 {
+			out[slots[i]] = n
+		}
+	}
+	return out, nil
+}
+
+// SelfID is the node ID of o's own line of its view, "" when it has none.
+func SelfID(o *Observation) string { self, _ := o.Self(); return self.ID }
+
+// GoodReplicasField is the INFO replication field in which a master counts the replicas
+// that acknowledged its stream within min-replicas-max-lag; Redis prints it only while
+// min-replicas-to-write is on.
+const GoodReplicasField = "min_slaves_good_slaves"
