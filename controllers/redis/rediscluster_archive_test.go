@@ -515,8 +515,8 @@ func TestRedisClusterArchiveTakesNewBasesAndKeepsItsWindow(t *testing.T) {
 	origin.Spec.Finalizers = "foreground"
 	origin.Spec.Archive = &redisv1alpha1.ArchiveSpec{Destination: storeSpec(store.Bucket),
 		BaseEvery: &metav1.Duration{Duration: 10 * time.Second}, Retention: &metav1.Duration{Duration: 20 * time.Second}}
-	key, rc, pw := createRunning(t, origin, "")
-	rc = waitArchivingOn(t, key, 1)
+	key, _, pw := createRunning(t, origin, "")
+	rc := waitArchivingOn(t, key, 1)
 	first := rc.Status.Archive.Shards[0].BaseCapturedAt.Time
 	w := startAckWriter(rc.Status.Nodes[0].Instance, pw)
 	waitTimelinesFrom(t, key, 2)
