@@ -51,6 +51,9 @@ const (
 	// ReasonArchiveTimelineStarted: a shard's base was taken and its timeline starts (an
 	// event).
 	ReasonArchiveTimelineStarted = "ArchiveTimelineStarted"
+	// ReasonArchiveFlush: a shard's archive received a FLUSHALL or FLUSHDB (an event
+	// naming its time, to which a restore just before undoes it).
+	ReasonArchiveFlush = "ArchiveFlush"
 	// ReasonArchivePruned: spec.archive.retention deleted a shard's old timelines (an
 	// event); ReasonArchivePruneFailed: they could not be listed or deleted (a Warning
 	// event; tried again at the shard's next base).
@@ -126,8 +129,13 @@ type shardArchive struct {
 	// baseRetryAt postpones the next scheduled base after one failed.
 	baseRetryAt time.Time
 	// oldest is the capture time of the shard's oldest timeline kept in the archive.
-	oldest   time.Time
-	follower *redisarchive.Follower
+	oldest time.Time
+	// lastFlush is the receive time of the last FLUSHALL or FLUSHDB any of the shard's
+	// followers received, lastFlushOffset the offset after it: a scheduled base's reader
+	// receives again, at its catch-up's time, a flush the current one already had.
+	lastFlush       time.Time
+	lastFlushOffset int64
+	follower        *redisarchive.Follower
 	// last is the progress of the timeline's last follower, shown while the next starts.
 	last     redisarchive.Progress
 	starting bool
@@ -421,6 +429,17 @@ func (sh *shardArchive) report() (redisv1alpha1.ArchiveShardStatus, []archiveEve
 	}
 	if p.LastError != "" && sh.follower != nil {
 		st.LastError = p.LastError
+	}
+	if p.LastFlushOffset > sh.lastFlushOffset {
+		sh.lastFlush, sh.lastFlushOffset = p.LastFlush, p.LastFlushOffset
+		sh.events = append(sh.events, archiveEvent{kind: corev1.EventTypeNormal, reason: ReasonArchiveFlush, message: fmt.Sprintf(
+			"%s (slots %s) received a FLUSHALL or FLUSHDB at %s (offset %d): to undo it, restore this archive (spec.restore.archive) to targetTime %s",
+			sh.name, redisadmin.FormatSlotRanges(sh.slots), p.LastFlush.Format(time.RFC3339Nano), p.LastFlushOffset,
+			p.LastFlush.Add(-time.Millisecond).Format(time.RFC3339Nano))})
+	}
+	if !sh.lastFlush.IsZero() {
+		at := metav1.NewMicroTime(sh.lastFlush)
+		st.LastFlush = &at
 	}
 	events := sh.events
 	sh.events = nil

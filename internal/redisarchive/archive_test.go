@@ -188,6 +188,11 @@ func TestArchiveUndoesFlushAll(t *testing.T) {
 	}); !errors.Is(err, errFound) {
 		t.Fatalf("Scan found no FLUSHALL: %v", err)
 	}
+	// The follower says when it received it, for the operator's status and event.
+	if p := f.Progress(); p.LastFlush.UnixMilli() != flushed.Time || p.LastFlushOffset != flushed.Offset {
+		t.Errorf("Progress says the last flush was received at %s (offset %d), the archive at %d ms (offset %d)",
+			p.LastFlush, p.LastFlushOffset, flushed.Time, flushed.Offset)
+	}
 	dst := testredis.Restore(t, dir)
 	res := replay(t, sink, dst, redisarchive.ReplayOptions{From: b.Offset, Until: time.UnixMilli(flushed.Time - 1)})
 	if res.Offset >= flushed.Offset {

@@ -116,6 +116,11 @@ type Progress struct {
 	// continued the stream, "" when none failed since (a reconnection for KeepAlive or after
 	// a GETACK is no failure).
 	LastError string
+	// LastFlush is the receive time of the last FLUSHALL or FLUSHDB received (zero when
+	// none was), and LastFlushOffset the offset after it: a restore to a time before it
+	// undoes it.
+	LastFlush       time.Time
+	LastFlushOffset int64
 }
 
 // Follower follows one shard's master's write stream over the replication protocol and
@@ -555,6 +560,9 @@ func (f *Follower) stream(ctx context.Context, r *bufio.Reader, addr string, kee
 			}
 			f.mu.Lock()
 			f.seg.End += int64(len(scratch))
+		}
+		if name == "flushall" || name == "flushdb" {
+			f.progress.LastFlush, f.progress.LastFlushOffset = time.UnixMilli(now).UTC(), f.seg.End
 		}
 		if keep {
 			f.dataEnd = f.seg.End

@@ -1050,6 +1050,11 @@ type ArchiveShardStatus struct {
 	// LastError is the last failure of the shard's follower, "" when none.
 	// +optional
 	LastError string `json:"lastError,omitempty"`
+	// LastFlush is when the archive received the shard's last FLUSHALL or FLUSHDB (since
+	// the operator started following it): a restore to a time just before it (one
+	// millisecond) undoes it.
+	// +optional
+	LastFlush *metav1.MicroTime `json:"lastFlush,omitempty"`
 }
 
 // RestoreArchiveShard is how far a restore from an archive replayed one shard.
