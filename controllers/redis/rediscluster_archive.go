@@ -147,6 +147,8 @@ type shardArchive struct {
 // archiveEvent is an event a shard's loop leaves for the next reconcile to send.
 type archiveEvent struct {
 	kind, reason, message string
+	// at is the time of a flush (ReasonArchiveFlush): the shards' flushes make one event.
+	at time.Time
 }
 
 // syncArchive starts, keeps or stops the followers of s's cluster as spec.archive says,
@@ -270,12 +272,17 @@ func (r *RedisClusterReconciler) startArchive(ctx context.Context, s *state, sou
 func (r *RedisClusterReconciler) reportArchive(s *state, ca *clusterArchive) {
 	st := &redisv1alpha1.ArchiveStatus{Location: ca.location}
 	running, failing := 0, ""
+	var flushes []archiveEvent
 	reason := ReasonArchiving
 	ns, name := s.rc.Namespace, s.rc.Name
 	for _, sh := range ca.shards {
 		shardStatus, events, ok, problem := sh.report()
 		st.Shards = append(st.Shards, shardStatus)
 		for _, e := range events {
+			if e.reason == ReasonArchiveFlush {
+				flushes = append(flushes, e)
+				continue
+			}
 			r.event(s, e.kind, e.reason, "Archive", "%s", e.message)
 			if e.reason == ReasonArchiveGap {
 				metrics.RedisArchiveGaps.WithLabelValues(ns, name).Inc()
@@ -290,6 +297,17 @@ func (r *RedisClusterReconciler) reportArchive(s *state, ca *clusterArchive) {
 		case problem != "" && failing == "":
 			failing, reason = fmt.Sprintf("%s: %s", sh.name, problem), ReasonArchiveFailing
 		}
+	}
+	if len(flushes) > 0 {
+		// One event for the shards' flushes (a FLUSHALL through a cluster client reaches every
+		// master): the target that undoes them is before the earliest.
+		earliest, what := flushes[0].at, make([]string, 0, len(flushes))
+		for _, e := range flushes {
+			earliest = minTime(earliest, e.at)
+			what = append(what, e.message)
+		}
+		r.event(s, corev1.EventTypeNormal, ReasonArchiveFlush, "Archive", "FLUSHALL or FLUSHDB received by %s: to undo it, restore this archive (spec.restore.archive) to targetTime %s",
+			strings.Join(what, ", "), earliest.Add(-time.Millisecond).Format(time.RFC3339Nano))
 	}
 	st.RecoverableFrom = recoverableFrom(st.Shards)
 	s.next.Status.Archive = st
@@ -432,10 +450,8 @@ func (sh *shardArchive) report() (redisv1alpha1.ArchiveShardStatus, []archiveEve
 	}
 	if p.LastFlushOffset > sh.lastFlushOffset {
 		sh.lastFlush, sh.lastFlushOffset = p.LastFlush, p.LastFlushOffset
-		sh.events = append(sh.events, archiveEvent{kind: corev1.EventTypeNormal, reason: ReasonArchiveFlush, message: fmt.Sprintf(
-			"%s (slots %s) received a FLUSHALL or FLUSHDB at %s (offset %d): to undo it, restore this archive (spec.restore.archive) to targetTime %s",
-			sh.name, redisadmin.FormatSlotRanges(sh.slots), p.LastFlush.Format(time.RFC3339Nano), p.LastFlushOffset,
-			p.LastFlush.Add(-time.Millisecond).Format(time.RFC3339Nano))})
+		sh.events = append(sh.events, archiveEvent{kind: corev1.EventTypeNormal, reason: ReasonArchiveFlush, at: p.LastFlush,
+			message: fmt.Sprintf("%s at %s (offset %d)", sh.name, p.LastFlush.Format(time.RFC3339Nano), p.LastFlushOffset)})
 	}
 	if !sh.lastFlush.IsZero() {
 		at := metav1.NewMicroTime(sh.lastFlush)
@@ -808,4 +824,12 @@ func (sh *shardArchive) prune(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// minTime is the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
