@@ -687,8 +687,8 @@ func waitTimelinesFrom(t *testing.T, key client.ObjectKey, from int32) *redisv1a
 // none acknowledged after.
 func TestRedisClusterArchiveUndoesAFlushall(t *testing.T) {
 	t.Parallel()
-	ns, key, rc, pw := createArchived(t)
-	rc = waitArchivingOn(t, key, 1)
+	ns, key, _, pw := createArchived(t)
+	rc := waitArchivingOn(t, key, 1)
 	w := startAckWriter(rc.Status.Nodes[0].Instance, pw)
 	for w.count() < 1000 {
 		time.Sleep(50 * time.Millisecond)
