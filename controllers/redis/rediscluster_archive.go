@@ -128,6 +128,9 @@ type shardArchive struct {
 	base                   backup.Shard
 	// baseRetryAt postpones the next scheduled base after one failed.
 	baseRetryAt time.Time
+	// gapNoted is the timeline whose end the ArchiveGap event was sent for (only the loop
+	// reads and writes it).
+	gapNoted int
 	// oldest is the capture time of the shard's oldest timeline kept in the archive.
 	oldest time.Time
 	// lastFlush is the receive time of the last FLUSHALL or FLUSHDB any of the shard's
@@ -538,8 +541,13 @@ func (sh *shardArchive) follow(ctx context.Context) error {
 	sh.askedMaster = false
 	sh.mu.Unlock()
 	if errors.As(err, &gap) {
-		sh.note(corev1.EventTypeWarning, ReasonArchiveGap, "%s (slots %s) timeline %d ends at offset %d: %v; timeline %d starts from a new base",
-			sh.name, redisadmin.FormatSlotRanges(sh.slots), sh.timeline, gap.From.Offset, err, sh.timeline+1)
+		// Once per timeline: a new base that fails (its node lost its master too) meets the
+		// same gap again at the next try.
+		if sh.gapNoted != sh.timeline {
+			sh.gapNoted = sh.timeline
+			sh.note(corev1.EventTypeWarning, ReasonArchiveGap, "%s (slots %s) timeline %d ends at offset %d: %v; timeline %d starts from a new base",
+				sh.name, redisadmin.FormatSlotRanges(sh.slots), sh.timeline, gap.From.Offset, err, sh.timeline+1)
+		}
 		return sh.newBase(ctx, sh.timeline+1)
 	}
 	return err
