@@ -15,6 +15,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/recovery"
 )
 
 // Admin is what the reconciler asks of Redis. Every topology command goes through one of
@@ -24,7 +25,7 @@ type Admin interface {
 	ClusterInfo(ctx context.Context, addr string) (map[string]string, error)
 	Create(ctx context.Context, plan layout.Plan) error
 	Observe(ctx context.Context, obs []observe.Observation)
-	Run(ctx context.Context, action redisadmin.Action) error
+	Run(ctx context.Context, action recovery.Action) error
 	Fix(ctx context.Context, addrs []string, opts redisadmin.MoveOptions) ([]redisadmin.SlotFix, error)
 	AddNode(ctx context.Context, newAddr, existingAddr, asReplicaOf string) error
 	DelNode(ctx context.Context, clusterAddr, node string) error
@@ -60,7 +61,7 @@ func (f fencedAdmin) Create(ctx context.Context, plan layout.Plan) error {
 	return f.Admin.Create(ctx, plan)
 }
 
-func (f fencedAdmin) Run(ctx context.Context, action redisadmin.Action) error {
+func (f fencedAdmin) Run(ctx context.Context, action recovery.Action) error {
 	if err := f.fence(ctx); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/recovery"
 )
 
 // stepBudget bounds one step, its Redis commands and its waits, so that no reconcile holds
@@ -172,20 +173,20 @@ func (r *RedisClusterReconciler) fenced(ctx context.Context, act func() error) e
 }
 
 // recover runs one recovery; PlanAbandon's also spends the accept-data-loss annotation.
-func (r *RedisClusterReconciler) recover(ctx context.Context, s *state, action redisadmin.Action) error {
+func (r *RedisClusterReconciler) recover(ctx context.Context, s *state, action recovery.Action) error {
 	if err := r.adminFor(s).Run(ctx, action); err != nil {
 		return fmt.Errorf("while healing the cluster (%s): %w", action.Kind, err)
 	}
 	metrics.RedisRecoveries.WithLabelValues(s.rc.Namespace, s.rc.Name, string(action.Kind)).Inc()
 	kind := corev1.EventTypeNormal
 	switch action.Kind {
-	case redisadmin.ActionForceFailover:
+	case recovery.ActionForceFailover:
 		kind = corev1.EventTypeWarning
 		metrics.RedisFailovers.WithLabelValues(s.rc.Namespace, s.rc.Name, "forced").Inc()
-	case redisadmin.ActionTakeover:
+	case recovery.ActionTakeover:
 		kind = corev1.EventTypeWarning
 		metrics.RedisFailovers.WithLabelValues(s.rc.Namespace, s.rc.Name, "takeover").Inc()
-	case redisadmin.ActionAbandon:
+	case recovery.ActionAbandon:
 		reloading := ""
 		if st := s.next.Status.Reload; st != nil {
 			reloading = st.Backup

@@ -21,6 +21,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/recovery"
 	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -175,7 +176,7 @@ func TestRedisClusterSeparatesAReplicaFromItsMaster(t *testing.T) {
 	redistest.WaitShape(t, env.Client, key, 3, 6)
 	rc = redistest.CheckLayout(t, env.Client, key)
 	testenv.Eventually(t, 10*time.Second, func(ctx context.Context) (bool, string) {
-		return hasEvent(ctx, ns, string(redisadmin.ActionSeparate)), "no event says a replica was moved"
+		return hasEvent(ctx, ns, string(recovery.ActionSeparate)), "no event says a replica was moved"
 	})
 	waitCondition(t, key, rediscontrollers.ConditionReplicasSeparated, metav1.ConditionTrue, rediscontrollers.ReasonSeparated)
 	t.Logf("%s landed on its master's node %s; separated again %s later", replica.Name, masterHost, time.Since(start).Round(time.Second))
@@ -211,7 +212,7 @@ func TestRedisClusterFinishesAnInterruptedJoin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	meet := redisadmin.Action{Commands: []conn.Command{{Addr: rc.Status.Nodes[0].Instance, Args: []string{"CLUSTER", "MEET", host, port}}}}
+	meet := recovery.Action{Commands: []conn.Command{{Addr: rc.Status.Nodes[0].Instance, Args: []string{"CLUSTER", "MEET", host, port}}}}
 	if err := admin.Run(t.Context(), meet); err != nil {
 		t.Fatal(err)
 	}

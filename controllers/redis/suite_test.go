@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"strings"
 
-	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-
 	"fmt"
 	"math"
 	"os"
@@ -23,9 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/recovery"
 	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/redispods"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -53,7 +52,7 @@ func (c countingAdmin) Create(ctx context.Context, plan layout.Plan) error {
 	return c.Admin.Create(ctx, plan)
 }
 
-func (c countingAdmin) Run(ctx context.Context, action redisadmin.Action) error {
+func (c countingAdmin) Run(ctx context.Context, action recovery.Action) error {
 	c.topology.Add(int64(len(action.Commands)))
 	return c.Admin.Run(ctx, action)
 }

@@ -6,32 +6,23 @@ import (
 	"time"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
 )
-
-// announcing is c with node index i's own line announcing hostname.
-func (c *cluster) announcing(i int, hostname string) *cluster {
-	for j := range c.snap.Nodes[i].View {
-		if c.snap.Nodes[i].View[j].Myself {
-			c.snap.Nodes[i].View[j].Hostname = hostname
-		}
-	}
-	return c
-}
 
 // externalHost is the external host test clusters give pod rc-i.
 func externalHost(i int) string { return fmt.Sprintf("203.0.113.%d", i+1) }
 
 // announced is six nodes with external access on: every pod has its external host, the
 // pods at indexes set are set on this process and announce it.
-func announced(c *cluster, set ...int) (Spec, *cluster) {
-	spec := specFor(len(c.snap.Nodes))
+func announced(c *fakesnapshot.Cluster, set ...int) (Spec, *fakesnapshot.Cluster) {
+	spec := specFor(len(c.Snap.Nodes))
 	spec.Announce = &Announce{On: true, Hostnames: map[string]string{}, Set: map[string]bool{}}
-	for i := range c.snap.Nodes {
-		spec.Announce.Hostnames[c.snap.Nodes[i].Pod] = externalHost(i)
+	for i := range c.Snap.Nodes {
+		spec.Announce.Hostnames[c.Snap.Nodes[i].Pod] = externalHost(i)
 	}
 	for _, i := range set {
-		spec.Announce.Set[c.snap.Nodes[i].Pod] = true
-		c.announcing(i, externalHost(i))
+		spec.Announce.Set[c.Snap.Nodes[i].Pod] = true
+		c.Announcing(i, externalHost(i))
 	}
 	return spec, c
 }
@@ -47,97 +38,106 @@ func TestPlanAnnounce(t *testing.T) {
 		behind StepKind
 	}{
 		"every node announces its host: idle": {
-			spec: func() (Spec, observe.Snapshot) { s, c := announced(six().current(), all...); return s, c.snap },
+			spec: func() (Spec, observe.Snapshot) {
+				s, c := announced(fakesnapshot.Six().Current(), all...)
+				return s, c.Snap
+			},
 			want: StepIdle,
 		},
 		"external access just on: the first node first, one at a time": {
-			spec: func() (Spec, observe.Snapshot) { s, c := announced(six().current()); return s, c.snap },
+			spec: func() (Spec, observe.Snapshot) { s, c := announced(fakesnapshot.Six().Current()); return s, c.Snap },
 			want: StepAnnounce, pod: "rc-0", host: externalHost(0), behind: StepIdle,
 		},
 		"a restarted process announces the host from nodes.conf, but its endpoint type is redis.conf's: set again": {
 			spec: func() (Spec, observe.Snapshot) {
-				s, c := announced(six().current(), 0, 1, 2, 3, 5)
-				c.announcing(4, externalHost(4))
-				return s, c.snap
+				s, c := announced(fakesnapshot.Six().Current(), 0, 1, 2, 3, 5)
+				c.Announcing(4, externalHost(4))
+				return s, c.Snap
 			},
 			want: StepAnnounce, pod: "rc-4", host: externalHost(4), behind: StepIdle,
 		},
 		"a new load-balancer address: announced": {
 			spec: func() (Spec, observe.Snapshot) {
-				s, c := announced(six().current(), all...)
+				s, c := announced(fakesnapshot.Six().Current(), all...)
 				s.Announce.Hostnames["rc-2"] = "198.51.100.9"
-				return s, c.snap
+				return s, c.Snap
 			},
 			want: StepAnnounce, pod: "rc-2", host: "198.51.100.9", behind: StepIdle,
 		},
 		"a node without an address yet is left as it is": {
 			spec: func() (Spec, observe.Snapshot) {
-				s, c := announced(six().current(), 0, 1, 2, 3, 4)
+				s, c := announced(fakesnapshot.Six().Current(), 0, 1, 2, 3, 4)
 				delete(s.Announce.Hostnames, "rc-5")
-				return s, c.snap
+				return s, c.Snap
 			},
 			want: StepIdle,
 		},
 		"a silent node is left for when it answers": {
 			spec: func() (Spec, observe.Snapshot) {
-				s, c := announced(six().current(), 0, 1, 2, 3, 5)
-				return s, c.silence(4, errDown).snap
+				s, c := announced(fakesnapshot.Six().Current(), 0, 1, 2, 3, 5)
+				return s, c.Silence(4, fakesnapshot.ErrDown).Snap
 			},
 			want: StepWait,
 		},
 		"a recovery under way stays what the status shows": {
 			spec: func() (Spec, observe.Snapshot) {
-				c := six().current().withNewMaster()
+				c := fakesnapshot.Six().Current().WithNewMaster()
 				s, c := announced(c, 0, 1, 2, 3, 4, 5)
-				return s, c.snap
+				return s, c.Snap
 			},
 			want: StepAnnounce, pod: "rc-6", host: externalHost(6), behind: StepRecover,
 		},
 		"a new node announces before it joins": {
 			spec: func() (Spec, observe.Snapshot) {
-				s, c := announced(six().current().fresh("rc-6", "gggggggg", "n1"), all...)
-				return s, c.snap
+				s, c := announced(fakesnapshot.Six().Current().Fresh("rc-6", "gggggggg", "n1"), all...)
+				return s, c.Snap
 			},
 			want: StepAnnounce, pod: "rc-6", host: externalHost(6), behind: StepJoin,
 		},
 		"a new node without an address does not join": {
 			spec: func() (Spec, observe.Snapshot) {
-				s, c := announced(six().current().fresh("rc-6", "gggggggg", "n1"), all...)
+				s, c := announced(fakesnapshot.Six().Current().Fresh("rc-6", "gggggggg", "n1"), all...)
 				delete(s.Announce.Hostnames, "rc-6")
-				return s, c.snap
+				return s, c.Snap
 			},
 			want: StepWait,
 		},
 		"a new node with its address announced joins": {
 			spec: func() (Spec, observe.Snapshot) {
-				s, c := announced(six().current().fresh("rc-6", "gggggggg", "n1"), 0, 1, 2, 3, 4, 5, 6)
-				return s, c.snap
+				s, c := announced(fakesnapshot.Six().Current().Fresh("rc-6", "gggggggg", "n1"), 0, 1, 2, 3, 4, 5, 6)
+				return s, c.Snap
 			},
 			want: StepJoin,
 		},
 		"external access removed: each node announces nothing again": {
 			spec: func() (Spec, observe.Snapshot) {
-				s, c := announced(six().current(), all...)
+				s, c := announced(fakesnapshot.Six().Current(), all...)
 				s.Announce = &Announce{Set: map[string]bool{"rc-0": true}}
-				return s, c.snap
+				return s, c.Snap
 			},
 			want: StepAnnounce, pod: "rc-0", host: "", behind: StepIdle,
 		},
 		"external access removed, a node set back but announcing a host still: set": {
 			spec: func() (Spec, observe.Snapshot) {
-				s, c := announced(six().current(), all...)
+				s, c := announced(fakesnapshot.Six().Current(), all...)
 				s.Announce = &Announce{Set: map[string]bool{"rc-0": true, "rc-1": true, "rc-2": true}}
-				c.announcing(0, "").announcing(1, "")
-				return s, c.snap
+				c.Announcing(0, "").Announcing(1, "")
+				return s, c.Snap
 			},
 			want: StepAnnounce, pod: "rc-2", host: "", behind: StepIdle,
 		},
 		"the operator leaves announcements alone: idle": {
-			spec: func() (Spec, observe.Snapshot) { _, c := announced(six().current(), 1); return specFor(6), c.snap },
+			spec: func() (Spec, observe.Snapshot) {
+				_, c := announced(fakesnapshot.Six().Current(), 1)
+				return specFor(6), c.Snap
+			},
 			want: StepIdle,
 		},
 		"a lost shard is reported, not hidden behind an announcement": {
-			spec: func() (Spec, observe.Snapshot) { s, c := announced(lostShard(time.Minute)); return s, c.snap },
+			spec: func() (Spec, observe.Snapshot) {
+				s, c := announced(fakesnapshot.LostShard(time.Minute))
+				return s, c.Snap
+			},
 			want: StepLost,
 		},
 	}

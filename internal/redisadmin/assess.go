@@ -9,6 +9,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/recovery"
 )
 
 // Health is what clients would see of a cluster, derived from one Snapshot.
@@ -111,7 +112,7 @@ func Assess(s observe.Snapshot) Health {
 		disagree, unowned = servedSlotBySlot(&h, joined, ids, masters)
 	}
 	h.Masters = len(masters)
-	h.Unseparated = Unseparated(s)
+	h.Unseparated = recovery.Unseparated(s)
 	if len(h.AuthFailed) > 0 {
 		h.Problems = append(h.Problems, fmt.Sprintf("%d nodes refuse the password (%s)", len(h.AuthFailed), strings.Join(h.AuthFailed, ", ")))
 	}
@@ -125,11 +126,11 @@ func Assess(s observe.Snapshot) Health {
 		h.Problems = append(h.Problems, fmt.Sprintf("%d of %d slots are not served (%d unassigned, %d routed differently by different nodes)",
 			SlotCount-h.SlotsServed, SlotCount, unowned, disagree))
 	}
-	if extra := extraMasters(s); len(extra) > 0 {
+	if extra := recovery.ExtraMasters(s); len(extra) > 0 {
 		h.Problems = append(h.Problems, fmt.Sprintf("%d masters serve no slot beyond the %d the spec asks for and are not replicas yet (%s)",
 			len(extra), s.Masters, strings.Join(extra, ", ")))
 	}
-	if a, ok := planMeet(s); ok {
+	if a, ok := recovery.Meet(s); ok {
 		h.Problems = append(h.Problems, fmt.Sprintf("members do not all know each other at their current addresses (%d introductions missing)", len(a.Commands)))
 	}
 	failed, open, stateNotOK, syncing := 0, 0, 0, 0
@@ -200,23 +201,6 @@ func Assess(s observe.Snapshot) Health {
 		h.Problems = append(h.Problems, "no node belongs to a cluster")
 	}
 	return h
-}
-
-// extraMasters names the pods of staying masters that serve no slot beyond the masters the
-// spec asks for: a Form or a Join cut short before its CLUSTER REPLICATE leaves one, and
-// planDemote makes it a replica. The shard it should copy has one copy fewer until then.
-func extraMasters(s observe.Snapshot) []string {
-	if s.Masters == 0 || !layoutStable(&s) {
-		return nil
-	}
-	l := newReplicaLayout(&s)
-	var pods []string
-	for _, o := range s.Joined() {
-		if self, _ := o.Self(); !o.Leaving && self.IsMaster() && !self.Failed && len(self.Slots) == 0 && !l.isMaster(self.ID) {
-			pods = append(pods, o.Pod)
-		}
-	}
-	return pods
 }
 
 // Lost reports whether the cluster s records was formed and none of its nodes answers with

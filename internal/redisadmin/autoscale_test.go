@@ -6,17 +6,8 @@ import (
 	"time"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
 )
-
-// used sets the used memory of each of c's nodes to the share of 1000 bytes of maxmemory
-// given by percents, in ordinal order (masters first in six()).
-func (c *cluster) used(percents ...int64) *cluster {
-	for i, p := range percents {
-		r := c.snap.Nodes[i].Replication
-		r["maxmemory"], r["used_memory"], r["maxmemory_policy"] = "1000", itoa(p*10), "noeviction"
-	}
-	return c
-}
 
 // autoscaleCase is a row of TestPlanAutoscale: the decision want, whose reason says says.
 type autoscaleCase struct {
@@ -35,11 +26,11 @@ func TestPlanAutoscale(t *testing.T) {
 	scaleIn.ScaleIn = true
 	atMax := a
 	atMax.MaxMasters = 3
-	ago := func(d time.Duration) time.Time { return now.Add(-d) }
-	full := func() observe.Snapshot { return six().current().used(80, 75, 72, 80, 75, 72).snap }
+	ago := func(d time.Duration) time.Time { return fakesnapshot.Now.Add(-d) }
+	full := func() observe.Snapshot { return fakesnapshot.Six().Current().Used(80, 75, 72, 80, 75, 72).Snap }
 	cases := map[string]autoscaleCase{
 		"below the target: nothing, and no clock runs": {
-			a: a, st: AutoscaleState{AboveSince: ago(time.Minute)}, snap: six().current().used(50, 40, 30, 50, 40, 30).snap, want: AutoscaleNone,
+			a: a, st: AutoscaleState{AboveSince: ago(time.Minute)}, snap: fakesnapshot.Six().Current().Used(50, 40, 30, 50, 40, 30).Snap, want: AutoscaleNone,
 			says: "below the target 70%",
 			check: func(t *testing.T, d AutoscaleDecision) {
 				expect(t, d.State.AboveSince.IsZero() && d.State.BelowSince.IsZero(), "state %+v", d.State)
@@ -48,14 +39,14 @@ func TestPlanAutoscale(t *testing.T) {
 		"just crossed the target: the clock starts, nothing yet": {
 			a: a, snap: full(), want: AutoscaleNone, says: "acting after 5m0s",
 			check: func(t *testing.T, d AutoscaleDecision) {
-				expect(t, d.State.AboveSince.Equal(now), "above since %s", d.State.AboveSince)
+				expect(t, d.State.AboveSince.Equal(fakesnapshot.Now), "above since %s", d.State.AboveSince)
 			},
 		},
 		"past the target for the sustain period: add a shard": {
 			a: a, st: AutoscaleState{AboveSince: ago(6 * time.Minute)}, snap: full(), want: AutoscaleOut, says: "master rc-0 uses 80%",
 			check: func(t *testing.T, d AutoscaleDecision) {
 				expect(t, d.Masters == 4, "masters %d", d.Masters)
-				expect(t, d.State.LastChange.Equal(now) && d.State.AboveSince.IsZero(), "state %+v", d.State)
+				expect(t, d.State.LastChange.Equal(fakesnapshot.Now) && d.State.AboveSince.IsZero(), "state %+v", d.State)
 			},
 		},
 		"past the target but cooling down after the last change": {
@@ -92,12 +83,12 @@ func TestPlanAutoscale(t *testing.T) {
 			a: atMax, st: AutoscaleState{AboveSince: ago(time.Hour)}, snap: full(), want: AutoscaleNone, says: "maximum of 3 masters",
 		},
 		"one hot master while the others have room: rebalance by memory, no new shard": {
-			a: a, st: AutoscaleState{AboveSince: ago(6 * time.Minute)}, snap: six().current().used(90, 20, 20, 90, 20, 20).snap, want: AutoscaleRebalance,
+			a: a, st: AutoscaleState{AboveSince: ago(6 * time.Minute)}, snap: fakesnapshot.Six().Current().Used(90, 20, 20, 90, 20, 20).Snap, want: AutoscaleRebalance,
 			check: func(t *testing.T, d AutoscaleDecision) {
 				expect(t, d.Masters == 3, "masters %d", d.Masters)
 				hot, cold := d.Weights["aaaaaaaa"], d.Weights["bbbbbbbb"]
 				expect(t, len(d.Weights) == 3 && hot > 0 && cold > 4*hot, "weights %v: the hot master should weigh far less", d.Weights)
-				expect(t, d.State.LastChange.Equal(now), "state %+v", d.State)
+				expect(t, d.State.LastChange.Equal(fakesnapshot.Now), "state %+v", d.State)
 			},
 		},
 		"busy with a backup: wait, the clocks are kept": {
@@ -108,7 +99,7 @@ func TestPlanAutoscale(t *testing.T) {
 			},
 		},
 		"a node down: wait": {
-			a: a, st: AutoscaleState{AboveSince: ago(time.Hour)}, snap: six().current().used(80, 75, 72, 80, 75, 72).silence(4, errDown).snap,
+			a: a, st: AutoscaleState{AboveSince: ago(time.Hour)}, snap: fakesnapshot.Six().Current().Used(80, 75, 72, 80, 75, 72).Silence(4, fakesnapshot.ErrDown).Snap,
 			want: AutoscaleWait, says: "not healthy",
 		},
 		"a scale under way (a master without slots yet): wait": {
@@ -116,26 +107,26 @@ func TestPlanAutoscale(t *testing.T) {
 			snap: func() observe.Snapshot { s := full(); s.Masters = 4; return s }(), want: AutoscaleWait, says: "3 masters serve slots and the spec asks for 4",
 		},
 		"no maxmemory: nothing to scale on": {
-			a: a, snap: six().current().snap, want: AutoscaleNone, says: "no maxmemory",
+			a: a, snap: fakesnapshot.Six().Current().Snap, want: AutoscaleNone, says: "no maxmemory",
 		},
 		"nearly empty, scale in not opted in: nothing": {
-			a: a, snap: six().current().used(10, 10, 10, 10, 10, 10).snap, want: AutoscaleNone,
+			a: a, snap: fakesnapshot.Six().Current().Used(10, 10, 10, 10, 10, 10).Snap, want: AutoscaleNone,
 			check: func(t *testing.T, d AutoscaleDecision) { expect(t, d.State.BelowSince.IsZero(), "state %+v", d.State) },
 		},
 		"nearly empty at the minimum: nothing": {
-			a: scaleIn, st: AutoscaleState{BelowSince: ago(time.Hour)}, snap: six().current().used(10, 10, 10, 10, 10, 10).snap, want: AutoscaleNone,
+			a: scaleIn, st: AutoscaleState{BelowSince: ago(time.Hour)}, snap: fakesnapshot.Six().Current().Used(10, 10, 10, 10, 10, 10).Snap, want: AutoscaleNone,
 			says: "minimum of 3 masters",
 		},
 	}
 	// Above the minimum: four masters whose data fits in three.
 	four := func(percent int64) observe.Snapshot {
 		c := eight()
-		c.snap.Masters = 4
-		for i := range c.snap.Nodes {
-			r := c.snap.Nodes[i].Replication
+		c.Snap.Masters = 4
+		for i := range c.Snap.Nodes {
+			r := c.Snap.Nodes[i].Replication
 			r["maxmemory"], r["used_memory"] = "1000", itoa(percent*10)
 		}
-		return c.snap
+		return c.Snap
 	}
 	cases["fits in one master fewer for long: remove a shard"] = autoscaleCase{a: scaleIn, st: AutoscaleState{BelowSince: ago(6 * time.Minute)}, snap: four(30), want: AutoscaleIn, says: "removing a shard (3 masters)",
 		check: func(t *testing.T, d AutoscaleDecision) { expect(t, d.Masters == 3, "masters %d", d.Masters) }}
@@ -170,10 +161,10 @@ func TestPlanAutoscale(t *testing.T) {
 func TestNextStepAutoscale(t *testing.T) {
 	a := &Autoscale{TargetPercent: 70, MinMasters: 3, MaxMasters: 5, Sustain: 5 * time.Minute, CoolDown: 10 * time.Minute}
 	above := func(s Spec) Spec {
-		s.Autoscale, s.AutoscaleState = a, AutoscaleState{AboveSince: now.Add(-time.Hour)}
+		s.Autoscale, s.AutoscaleState = a, AutoscaleState{AboveSince: fakesnapshot.Now.Add(-time.Hour)}
 		return s
 	}
-	full := func(c *cluster) observe.Snapshot { return c.used(80, 75, 72, 80, 75, 72).snap }
+	full := func(c *fakesnapshot.Cluster) observe.Snapshot { return c.Used(80, 75, 72, 80, 75, 72).Snap }
 	cases := map[string]struct {
 		spec  Spec
 		snap  observe.Snapshot
@@ -182,27 +173,27 @@ func TestNextStepAutoscale(t *testing.T) {
 		check func(t *testing.T, s Step)
 	}{
 		"full for long and nothing else to do: the autoscale step adds a shard": {
-			spec: above(specFor(6)), snap: full(six().current()), want: StepAutoscale, phase: PhaseScalingOut,
+			spec: above(specFor(6)), snap: full(fakesnapshot.Six().Current()), want: StepAutoscale, phase: PhaseScalingOut,
 			check: func(t *testing.T, s Step) {
 				expect(t, s.Autoscale.Masters == 4 && s.Operation == OpScaling && s.After == LookSoon, "masters %d, operation %s, after %s", s.Autoscale.Masters, s.Operation, s.After)
 			},
 		},
 		"no autoscale: idle however full": {
-			spec: specFor(6), snap: full(six().current()), want: StepIdle,
+			spec: specFor(6), snap: full(fakesnapshot.Six().Current()), want: StepIdle,
 			check: func(t *testing.T, s Step) { expect(t, s.Autoscale == nil, "decision %+v", s.Autoscale) },
 		},
 		"full, but a pod to join first: the join, and the autoscaler waits with its clock": {
-			spec: above(specFor(7)), snap: full(six().current().fresh("rc-6", "gggggggg", "n1")), want: StepJoin, phase: PhaseWaiting,
+			spec: above(specFor(7)), snap: full(fakesnapshot.Six().Current().Fresh("rc-6", "gggggggg", "n1")), want: StepJoin, phase: PhaseWaiting,
 			check: func(t *testing.T, s Step) {
-				expect(t, s.Autoscale.State.AboveSince.Equal(now.Add(-time.Hour)), "the clock was reset: %+v", s.Autoscale.State)
+				expect(t, s.Autoscale.State.AboveSince.Equal(fakesnapshot.Now.Add(-time.Hour)), "the clock was reset: %+v", s.Autoscale.State)
 				expect(t, strings.Contains(s.Autoscale.Reason, "Join"), "reason %q", s.Autoscale.Reason)
 			},
 		},
 		"full, but a backup under way: idle, the autoscaler waits": {
-			spec: func() Spec { s := above(specFor(6)); s.Busy = "backup nightly is under way"; return s }(), snap: full(six().current()), want: StepIdle, phase: PhaseWaiting,
+			spec: func() Spec { s := above(specFor(6)); s.Busy = "backup nightly is under way"; return s }(), snap: full(fakesnapshot.Six().Current()), want: StepIdle, phase: PhaseWaiting,
 		},
 		"below the target: idle": {
-			spec: above(specFor(6)), snap: six().current().used(30, 30, 30, 30, 30, 30).snap, want: StepIdle, phase: PhaseBelowTarget,
+			spec: above(specFor(6)), snap: fakesnapshot.Six().Current().Used(30, 30, 30, 30, 30, 30).Snap, want: StepIdle, phase: PhaseBelowTarget,
 		},
 		"weights naming every master steer the slot moves": {
 			spec: func() Spec {
@@ -210,7 +201,7 @@ func TestNextStepAutoscale(t *testing.T) {
 				s.SlotWeights = map[string]float64{"aaaaaaaa": 1, "bbbbbbbb": 2, "cccccccc": 2}
 				return s
 			}(),
-			snap: six().current().snap, want: StepRebalance,
+			snap: fakesnapshot.Six().Current().Snap, want: StepRebalance,
 			check: func(t *testing.T, s Step) {
 				expect(t, s.Weights["aaaaaaaa"] == 1 && s.Weights["bbbbbbbb"] == 2, "weights %v", s.Weights)
 			},
@@ -221,7 +212,7 @@ func TestNextStepAutoscale(t *testing.T) {
 				s.SlotWeights = map[string]float64{"aaaaaaaa": 1, "bbbbbbbb": 2}
 				return s
 			}(),
-			snap: six().current().snap, want: StepIdle,
+			snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
 		},
 	}
 	for name, tc := range cases {

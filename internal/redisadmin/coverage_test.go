@@ -6,15 +6,8 @@ import (
 	"time"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
 )
-
-// stale marks the nodes at indexes i as not yet set to Spec.Coverage.
-func (c *cluster) stale(i ...int) *cluster {
-	for _, n := range i {
-		c.snap.Nodes[n].StaleCoverage = true
-	}
-	return c
-}
 
 func TestPlanCoverage(t *testing.T) {
 	covering := func(value string) Spec {
@@ -22,7 +15,7 @@ func TestPlanCoverage(t *testing.T) {
 		s.Coverage = value
 		return s
 	}
-	all := []string{addrOf(0), addrOf(1), addrOf(2), addrOf(3), addrOf(4), addrOf(5)}
+	all := []string{fakesnapshot.Addr(0), fakesnapshot.Addr(1), fakesnapshot.Addr(2), fakesnapshot.Addr(3), fakesnapshot.Addr(4), fakesnapshot.Addr(5)}
 	cases := map[string]struct {
 		spec  Spec
 		snap  observe.Snapshot
@@ -31,22 +24,22 @@ func TestPlanCoverage(t *testing.T) {
 		// behind is the step a StepSetCoverage leaves for the status (Step.Behind).
 		behind StepKind
 	}{
-		"every node set: idle":                          {spec: covering("no"), snap: six().current().snap, want: StepIdle},
-		"an operator that just started sets every node": {spec: covering("no"), snap: six().current().stale(0, 1, 2, 3, 4, 5).snap, want: StepSetCoverage, addrs: all, behind: StepIdle},
-		"a restarted node is set again":                 {spec: covering("no"), snap: six().current().stale(4).snap, want: StepSetCoverage, addrs: []string{addrOf(4)}, behind: StepIdle},
+		"every node set: idle":                          {spec: covering("no"), snap: fakesnapshot.Six().Current().Snap, want: StepIdle},
+		"an operator that just started sets every node": {spec: covering("no"), snap: fakesnapshot.Six().Current().Stale(0, 1, 2, 3, 4, 5).Snap, want: StepSetCoverage, addrs: all, behind: StepIdle},
+		"a restarted node is set again":                 {spec: covering("no"), snap: fakesnapshot.Six().Current().Stale(4).Snap, want: StepSetCoverage, addrs: []string{fakesnapshot.Addr(4)}, behind: StepIdle},
 		"a recovery under way stays what the status shows": {
-			spec: covering("no"), snap: six().current().withNewMaster().stale(0).snap, want: StepSetCoverage, addrs: []string{addrOf(0)}, behind: StepRecover,
+			spec: covering("no"), snap: fakesnapshot.Six().Current().WithNewMaster().Stale(0).Snap, want: StepSetCoverage, addrs: []string{fakesnapshot.Addr(0)}, behind: StepRecover,
 		},
 		"a silent node is left for when it answers": {
-			spec: covering("yes"), snap: six().current().stale(0, 1, 2, 3, 4, 5).silence(1, errDown).snap, want: StepSetCoverage,
-			addrs: []string{addrOf(0), addrOf(2), addrOf(3), addrOf(4), addrOf(5)}, behind: StepWait,
+			spec: covering("yes"), snap: fakesnapshot.Six().Current().Stale(0, 1, 2, 3, 4, 5).Silence(1, fakesnapshot.ErrDown).Snap, want: StepSetCoverage,
+			addrs: []string{fakesnapshot.Addr(0), fakesnapshot.Addr(2), fakesnapshot.Addr(3), fakesnapshot.Addr(4), fakesnapshot.Addr(5)}, behind: StepWait,
 		},
 		"a lost shard: the other shards are set first, the loss still shown": {
-			spec: covering("no"), snap: lostShard(time.Minute).stale(1, 2, 4, 5).snap, want: StepSetCoverage,
-			addrs: []string{addrOf(1), addrOf(2), addrOf(4), addrOf(5)}, behind: StepLost,
+			spec: covering("no"), snap: fakesnapshot.LostShard(time.Minute).Stale(1, 2, 4, 5).Snap, want: StepSetCoverage,
+			addrs: []string{fakesnapshot.Addr(1), fakesnapshot.Addr(2), fakesnapshot.Addr(4), fakesnapshot.Addr(5)}, behind: StepLost,
 		},
-		"a lost shard, the others set: the loss is reported": {spec: covering("no"), snap: lostShard(time.Minute).snap, want: StepLost},
-		"the configuration not known: nothing is set":        {spec: specFor(6), snap: six().current().stale(0, 1).snap, want: StepIdle},
+		"a lost shard, the others set: the loss is reported": {spec: covering("no"), snap: fakesnapshot.LostShard(time.Minute).Snap, want: StepLost},
+		"the configuration not known: nothing is set":        {spec: specFor(6), snap: fakesnapshot.Six().Current().Stale(0, 1).Snap, want: StepIdle},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

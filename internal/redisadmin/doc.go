@@ -12,7 +12,7 @@
 //     join, rebalance a batch, assign a batch, remove, fail over, repair slots, recover,
 //     rotate a password, reload a certificate, replace a pod, or wait with a reason), with
 //     redis-cli's own arithmetic underneath (package layout: Create, Rebalance, Reshard,
-//     AddNode, DelNode) and the recovery planner (planRecovery) as one of its parts;
+//     AddNode, DelNode) and the recovery planner (package recovery: Recover) as one of its parts;
 //   - act: Admin's methods that carry one step out (Create, AddNode, DelNode, Rebalance,
 //     Reshard, Fix, Failover, Run), each bounded by a move budget and the caller's context.
 //

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
+	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
 )
 
 // TestFitMoves is the slot-move fitting's table: what starts, in which order, and what is
@@ -188,7 +189,7 @@ func TestInQuestion(t *testing.T) {
 // maxmemory left, and the rest as before.
 func TestSkipFullTargets(t *testing.T) {
 	t.Parallel()
-	snap := six().current().used(50, 97, 30, 50, 97, 30).snap
+	snap := fakesnapshot.Six().Current().Used(50, 97, 30, 50, 97, 30).Snap
 	moves := []layout.Move{{Source: "aaaaaaaa", Target: "bbbbbbbb", Slots: []int{1}}, {Source: "aaaaaaaa", Target: "cccccccc", Slots: []int{2}}}
 	got := skipFullTargets(moves, snap)
 	if want := moves[1:]; !reflect.DeepEqual(got, want) {

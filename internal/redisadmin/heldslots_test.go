@@ -8,6 +8,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
 )
 
 // TestStillHeld is the table of when a held slot is tried again: its owner gave it away,
@@ -22,30 +23,30 @@ func TestStillHeld(t *testing.T) {
 		snap observe.Snapshot
 		kept bool
 	}{
-		{"no master has room for it besides its old room (300 of 400)", six().current().used(90, 60, 60, 0, 0, 0).snap, true},
-		{"the target's room is back to what it had before a rolled-back move", six().current().used(90, 80, 60, 0, 0, 0).snap, true},
-		{"a master has room for it besides its old room (400 of 400)", six().current().used(90, 50, 60, 0, 0, 0).snap, false},
+		{"no master has room for it besides its old room (300 of 400)", fakesnapshot.Six().Current().Used(90, 60, 60, 0, 0, 0).Snap, true},
+		{"the target's room is back to what it had before a rolled-back move", fakesnapshot.Six().Current().Used(90, 80, 60, 0, 0, 0).Snap, true},
+		{"a master has room for it besides its old room (400 of 400)", fakesnapshot.Six().Current().Used(90, 50, 60, 0, 0, 0).Snap, false},
 		{"a new empty master", func() observe.Snapshot {
-			c := six().withNewMaster().used(90, 60, 60, 0, 0, 0, 1)
-			return c.snap
+			c := fakesnapshot.Six().WithNewMaster().Used(90, 60, 60, 0, 0, 0, 1)
+			return c.Snap
 		}(), false},
 		{"a leaving empty master does not count", func() observe.Snapshot {
-			c := six().withNewMaster().used(90, 60, 60, 0, 0, 0, 1)
-			c.snap.Nodes[6].Leaving = true
-			return c.snap
+			c := fakesnapshot.Six().WithNewMaster().Used(90, 60, 60, 0, 0, 0, 1)
+			c.Snap.Nodes[6].Leaving = true
+			return c.Snap
 		}(), true},
-		{"the owner's own room does not count", six().current().used(1, 60, 60, 0, 0, 0).snap, true},
+		{"the owner's own room does not count", fakesnapshot.Six().Current().Used(1, 60, 60, 0, 0, 0).Snap, true},
 		{"a master without maxmemory", func() observe.Snapshot {
-			c := six().current().used(90, 60, 60, 0, 0, 0)
-			delete(c.snap.Nodes[2].Replication, "maxmemory")
-			c.snap.Nodes[2].Replication["maxmemory"] = "0"
-			return c.snap
+			c := fakesnapshot.Six().Current().Used(90, 60, 60, 0, 0, 0)
+			delete(c.Snap.Nodes[2].Replication, "maxmemory")
+			c.Snap.Nodes[2].Replication["maxmemory"] = "0"
+			return c.Snap
 		}(), false},
 		{"the slot is served by another master now", func() observe.Snapshot {
-			c := six().current().used(90, 60, 60, 0, 0, 0)
-			c.each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{Start: 1, End: 5460}} })
-			c.each("bbbbbbbb", func(n *Node) { n.Slots = []SlotRange{{Start: 0, End: 0}, {Start: 5461, End: 10922}} })
-			return c.snap
+			c := fakesnapshot.Six().Current().Used(90, 60, 60, 0, 0, 0)
+			c.Each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{Start: 1, End: 5460}} })
+			c.Each("bbbbbbbb", func(n *Node) { n.Slots = []SlotRange{{Start: 0, End: 0}, {Start: 5461, End: 10922}} })
+			return c.Snap
 		}(), false},
 	} {
 		got := StillHeld([]HeldSlot{held}, tc.snap)
@@ -118,31 +119,31 @@ func TestHeldSlotSteps(t *testing.T) {
 	withHeld := func(s Spec, held ...HeldSlot) Spec { s.HeldSlots = held; return s }
 	// Two empty new masters, one of them full (a key written there, say).
 	twoNew := func() observe.Snapshot {
-		c := newFake(5, 0,
-			fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{Start: 0, End: 5460}}},
-			fakeNode{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{Start: 5461, End: 10922}}},
-			fakeNode{"rc-2", "cccccccc", "n3", "", []SlotRange{{Start: 10923, End: 16383}}},
-			fakeNode{"rc-3", "gggggggg", "n1", "", nil},
-			fakeNode{"rc-4", "hhhhhhhh", "n2", "", nil},
-		).current().used(50, 50, 50, 97, 1)
-		return c.snap
+		c := fakesnapshot.New(5, 0,
+			fakesnapshot.Node{Pod: "rc-0", ID: "aaaaaaaa", Host: "n1", Slots: []SlotRange{{Start: 0, End: 5460}}},
+			fakesnapshot.Node{Pod: "rc-1", ID: "bbbbbbbb", Host: "n2", Slots: []SlotRange{{Start: 5461, End: 10922}}},
+			fakesnapshot.Node{Pod: "rc-2", ID: "cccccccc", Host: "n3", Slots: []SlotRange{{Start: 10923, End: 16383}}},
+			fakesnapshot.Node{Pod: "rc-3", ID: "gggggggg", Host: "n1"},
+			fakesnapshot.Node{Pod: "rc-4", ID: "hhhhhhhh", Host: "n2"},
+		).Current().Used(50, 50, 50, 97, 1)
+		return c.Snap
 	}
 	// eight() scaling in to six pods: rc-6 (gggggggg) and rc-7 leave.
-	scalingIn := func() *cluster {
+	scalingIn := func() *fakesnapshot.Cluster {
 		c := eight()
-		c.snap.Nodes[6].Leaving, c.snap.Nodes[7].Leaving = true, true
+		c.Snap.Nodes[6].Leaving, c.Snap.Nodes[7].Leaving = true, true
 		return c
 	}
 	// A scale in whose leaving master gggggggg keeps slot 12288 and, with more, 12289-12290.
 	leavingWith := func(more bool) observe.Snapshot {
 		c := scalingIn()
-		c.each("cccccccc", func(n *Node) { n.Slots = []SlotRange{{Start: 8192, End: 12287}, {Start: 12289, End: 16383}} })
-		c.each("gggggggg", func(n *Node) { n.Slots = []SlotRange{{Start: 12288, End: 12288}} })
+		c.Each("cccccccc", func(n *Node) { n.Slots = []SlotRange{{Start: 8192, End: 12287}, {Start: 12289, End: 16383}} })
+		c.Each("gggggggg", func(n *Node) { n.Slots = []SlotRange{{Start: 12288, End: 12288}} })
 		if more {
-			c.each("cccccccc", func(n *Node) { n.Slots = []SlotRange{{Start: 8192, End: 12287}, {Start: 12291, End: 16383}} })
-			c.each("gggggggg", func(n *Node) { n.Slots = []SlotRange{{Start: 12288, End: 12290}} })
+			c.Each("cccccccc", func(n *Node) { n.Slots = []SlotRange{{Start: 8192, End: 12287}, {Start: 12291, End: 16383}} })
+			c.Each("gggggggg", func(n *Node) { n.Slots = []SlotRange{{Start: 12288, End: 12290}} })
 		}
-		return c.snap
+		return c.Snap
 	}
 	scaleIn := func() Spec { s := specFor(6); s.StatefulSetReplicas = 8; return s }
 	cases := map[string]struct {
@@ -215,7 +216,7 @@ func TestHeldSlotSteps(t *testing.T) {
 			},
 		},
 		"a scale in into full masters: held, and says why": {
-			spec: scaleIn(), snap: scalingIn().used(97, 97, 97, 0, 0, 0, 50, 0).snap, want: StepWait,
+			spec: scaleIn(), snap: scalingIn().Used(97, 97, 97, 0, 0, 0, 50, 0).Snap, want: StepWait,
 			check: func(t *testing.T, s Step) {
 				expect(t, s.Operation == OpScaling && strings.Contains(s.Reason, "scale in is held") && strings.Contains(s.Reason, "4096 slots"), "reason %q", s.Reason)
 			},

@@ -11,6 +11,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/recovery"
 )
 
 // How soon the controller looks again after a step, by what it waits for.
@@ -76,7 +77,7 @@ const (
 	StepDropAcceptance StepKind = "DropAcceptance"
 	// StepForm forms the cluster with Create.
 	StepForm StepKind = "Form"
-	// StepRecover runs Action (a recovery of planRecovery, or planAbandon's once accepted,
+	// StepRecover runs Action (a recovery of recovery.Recover, or recovery.Abandon's once accepted,
 	// which also spends the annotation).
 	StepRecover StepKind = "Recover"
 	// StepFixSlots finishes or rolls back slot moves an interruption left open.
@@ -137,7 +138,7 @@ type Step struct {
 	// Create is StepForm's plan.
 	Create layout.Plan
 	// Action is StepRecover's recovery.
-	Action Action
+	Action recovery.Action
 	// Pod, Addr, Seed, MasterID and NodeID: the node a join, removal, failover or
 	// replacement is about (see each kind).
 	Pod, Addr, Seed, MasterID, NodeID string
@@ -434,11 +435,11 @@ func planLostCluster(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
 		"run: kubectl annotate rediscluster %s %s=true", len(s.Members), LostAfter, spec.Name, spec.AcceptAnnotation)}, true
 }
 
-// planLostShards reports masters whose slots have no copy left (lostShards); once the user
-// accepts the loss, every member forgets them (planAbandon) and recoveries serve the slots
+// planLostShards reports masters whose slots have no copy left (recovery.LostShards); once the user
+// accepts the loss, every member forgets them (recovery.Abandon) and recoveries serve the slots
 // again, empty.
 func planLostShards(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
-	shards := lostShards(s)
+	shards := recovery.LostShards(s)
 	if len(shards) == 0 {
 		return Step{}, false
 	}
@@ -464,7 +465,7 @@ func planLostShards(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
 			"to accept the loss of the keys in those slots and serve them again, empty, run: kubectl annotate rediscluster %s %s=true",
 			slots, strings.Join(names, ", "), whileUncovered(spec.Coverage), spec.Name, spec.ReloadAnnotation, spec.Name, spec.AcceptAnnotation)}, true
 	}
-	action, ok := planAbandon(s)
+	action, ok := recovery.Abandon(s)
 	if !ok {
 		return Step{Kind: StepWait, After: LookForPods, Reason: "waiting for the members of the lost shards to settle before forgetting them"}, true
 	}
@@ -624,9 +625,9 @@ func planReloadCertificates(_ Spec, s observe.Snapshot, _ Health) (Step, bool) {
 		Reason: "reloading the certificate on " + strings.Join(pods, ", ")}, true
 }
 
-// planRecover runs the next recovery planRecovery finds.
+// planRecover runs the next recovery recovery.Recover finds.
 func planRecover(_ Spec, s observe.Snapshot, _ Health) (Step, bool) {
-	action, ok := planRecovery(s)
+	action, ok := recovery.Recover(s)
 	if !ok {
 		return Step{}, false
 	}

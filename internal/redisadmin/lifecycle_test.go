@@ -9,16 +9,9 @@ import (
 	"time"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/recovery"
+	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
 )
-
-// current makes every pod of c Running, on revision "r1", started an hour ago (settled).
-func (c *cluster) current() *cluster {
-	for i := range c.snap.Nodes {
-		o := &c.snap.Nodes[i]
-		o.Running, o.Revision, o.Started, o.PodStarted = true, "r1", now.Add(-time.Hour), now.Add(-time.Hour)
-	}
-	return c
-}
 
 // rotating is the spec of six nodes with a CA rotation in stage, last or not, that may end
 // from due.
@@ -26,30 +19,6 @@ func rotating(stage string, last bool, due time.Time) Spec {
 	s := specFor(6)
 	s.CARotation = &CARotation{Stage: stage, Last: last, Due: due, Checked: true}
 	return s
-}
-
-// fresh appends pod as a new, empty, running node on host.
-func (c *cluster) fresh(pod, id, host string) *cluster {
-	i := len(c.snap.Nodes)
-	c.snap.Nodes = append(c.snap.Nodes, observe.Observation{Pod: pod, Addr: addrOf(i), Host: host, Running: true, Revision: "r1",
-		Info: map[string]string{"cluster_state": "fail"}, Replication: map[string]string{"role": "master"},
-		View: []Node{line(fakeNode{id: id}, addrOf(i), true)}})
-	return c
-}
-
-// leaving marks the pods from ordinal n on as leaving (spec.replicas = n).
-func (c *cluster) leaving(n int) *cluster {
-	for i := n; i < len(c.snap.Nodes); i++ {
-		c.snap.Nodes[i].Leaving = true
-	}
-	return c
-}
-
-// withNewMaster is c with one more master, gggggggg on n1, without slots, that every node
-// knows (a scale out's new master once it joined).
-func (c *cluster) withNewMaster() *cluster {
-	nodes := append(append([]fakeNode{}, c.nodes...), fakeNode{fmt.Sprintf("rc-%d", len(c.nodes)), "gggggggg", "n1", "", nil})
-	return newFake(c.snap.Masters, c.snap.ReplicasPerMaster, nodes...).current()
 }
 
 // specFor is the spec of a cluster of n pods whose StatefulSet has n, all recorded.
@@ -83,7 +52,7 @@ func reloading(spec Spec, shards [][]SlotRange) Spec {
 // uniqueAddrs gives every node of s its own address (its index's).
 func uniqueAddrs(s observe.Snapshot) observe.Snapshot {
 	for i := range s.Nodes {
-		s.Nodes[i].Addr = addrOf(i)
+		s.Nodes[i].Addr = fakesnapshot.Addr(i)
 		s.Nodes[i].Pod = fmt.Sprintf("rc-%d", i)
 	}
 	return s
@@ -99,11 +68,11 @@ func TestNextStep(t *testing.T) {
 		check func(t *testing.T, s Step)
 	}{
 		"a healthy, current cluster: idle, look again in half a node timeout": {
-			spec: specFor(6), snap: six().current().snap, want: StepIdle,
+			spec: specFor(6), snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
 			check: func(t *testing.T, s Step) { expect(t, s.After == 2500*time.Millisecond, "after %s", s.After) },
 		},
 		"paused: wait, whatever the cluster needs": {
-			spec: func() Spec { s := specFor(6); s.Paused = true; return s }(), snap: six().current().silence(0, errDown).snap, want: StepWait,
+			spec: func() Spec { s := specFor(6); s.Paused = true; return s }(), snap: fakesnapshot.Six().Current().Silence(0, fakesnapshot.ErrDown).Snap, want: StepWait,
 		},
 		"an unsupported version and no pod yet: nothing is created, the reason says why": {
 			spec: func() Spec {
@@ -112,29 +81,33 @@ func TestNextStep(t *testing.T) {
 				s.Refused = "spec.version names Redis 3.2"
 				return s
 			}(),
-			snap: observe.Snapshot{Now: now, Members: map[string]string{}}, want: StepWait,
+			snap: observe.Snapshot{Now: fakesnapshot.Now, Members: map[string]string{}}, want: StepWait,
 			check: func(t *testing.T, s Step) {
 				expect(t, s.Reason == "spec.version names Redis 3.2", "reason %q", s.Reason)
 			},
 		},
 		"an unsupported version with pods running: they are still looked after": {
 			spec: func() Spec { s := specFor(6); s.Refused = "spec.version names Redis 6.2"; return s }(),
-			snap: six().current().snap, want: StepIdle,
+			snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
 		},
 		"nodes refuse the password: nothing is judged, not even the record": {
 			spec: func() Spec { s := specFor(6); s.MembersRecorded = false; return s }(),
-			snap: six().current().silence(2, errors.New("WRONGPASS invalid username-password pair")).snap, want: StepWait,
+			snap: fakesnapshot.Six().Current().Silence(2, errors.New("WRONGPASS invalid username-password pair")).Snap, want: StepWait,
 			check: func(t *testing.T, s Step) {
 				expect(t, strings.Contains(s.Reason, "refuse the password"), "reason %q", s.Reason)
 			},
 		},
 		"no member record yet: write it first": {
-			spec: func() Spec { s := specFor(6); s.MembersRecorded = false; return s }(), snap: six().current().snap, want: StepRecordMembers,
+			spec: func() Spec { s := specFor(6); s.MembersRecorded = false; return s }(), snap: fakesnapshot.Six().Current().Snap, want: StepRecordMembers,
 			check: func(t *testing.T, s Step) { expect(t, len(s.Members) == 6, "members %v", s.Members) },
 		},
 		"a pod joined since the record: record it before anything else": {
 			spec: specFor(6),
-			snap: func() observe.Snapshot { c := six().current(); delete(c.snap.Members, "rc-4"); return c.snap }(), want: StepRecordMembers,
+			snap: func() observe.Snapshot {
+				c := fakesnapshot.Six().Current()
+				delete(c.Snap.Members, "rc-4")
+				return c.Snap
+			}(), want: StepRecordMembers,
 			check: func(t *testing.T, s Step) { expect(t, s.Members["rc-4"] == "eeeeeeee", "members %v", s.Members) },
 		},
 
@@ -174,34 +147,36 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"a restored cluster formed: load every shard into its master at once": {
-			spec: restoringSix(specFor(6)), snap: six().current().snap, want: StepRestoreShard,
+			spec: restoringSix(specFor(6)), snap: fakesnapshot.Six().Current().Snap, want: StepRestoreShard,
 			check: func(t *testing.T, s Step) {
 				expect(t, len(s.Loads) == 3 && s.Loads[0].Shard == 0 && s.Loads[0].NodeID == "aaaaaaaa" && s.Loads[2].Pod == "rc-2" &&
 					FormatSlotRanges(s.Loads[1].Slots) == "5461-10922" && s.Operation == OpCreating, "loads %+v", s.Loads)
 			},
 		},
 		"a restore with two shards loaded: the third": {
-			spec: restoringSix(specFor(6), "aaaaaaaa", "bbbbbbbb"), snap: six().current().snap, want: StepRestoreShard,
+			spec: restoringSix(specFor(6), "aaaaaaaa", "bbbbbbbb"), snap: fakesnapshot.Six().Current().Snap, want: StepRestoreShard,
 			check: func(t *testing.T, s Step) {
 				expect(t, len(s.Loads) == 1 && s.Loads[0].Shard == 2 && s.Loads[0].Pod == "rc-2", "loads %+v", s.Loads)
 			},
 		},
 		"a restore while a master is down: recover first": {
-			spec: restoringSix(specFor(6)), snap: six().current().silence(0, errDown).fail("aaaaaaaa", time.Minute).snap, want: StepRecover,
+			spec: restoringSix(specFor(6)), snap: fakesnapshot.Six().Current().Silence(0, fakesnapshot.ErrDown).Fail("aaaaaaaa", time.Minute).Snap, want: StepRecover,
 		},
 		// Reloading lost slots from a backup.
 		"a lost shard and the reload annotation: record the lost slots first": {
-			spec: func() Spec { s := specFor(6); s.ReloadFrom = "nightly"; return s }(), snap: lostShard(20 * time.Second).snap, want: StepRecordReload,
+			spec: func() Spec { s := specFor(6); s.ReloadFrom = "nightly"; return s }(), snap: fakesnapshot.LostShard(20 * time.Second).Snap, want: StepRecordReload,
 			check: func(t *testing.T, s Step) {
 				expect(t, FormatSlotRanges(s.Slots) == "0-5460" && s.Operation == OpHealing, "slots %s", FormatSlotRanges(s.Slots))
 			},
 		},
 		"a lost shard with its reload recorded: give it up, as an accepted loss": {
-			spec: reloading(specFor(6), [][]SlotRange{{{Start: 0, End: 5460}}, {{Start: 5461, End: 16383}}}), snap: lostShard(20 * time.Second).snap, want: StepRecover,
-			check: func(t *testing.T, s Step) { expect(t, s.Action.Kind == ActionAbandon, "action %s", s.Action.Kind) },
+			spec: reloading(specFor(6), [][]SlotRange{{{Start: 0, End: 5460}}, {{Start: 5461, End: 16383}}}), snap: fakesnapshot.LostShard(20 * time.Second).Snap, want: StepRecover,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Action.Kind == recovery.ActionAbandon, "action %s", s.Action.Kind)
+			},
 		},
 		"the lost slots served again: load the backup's shard that holds them": {
-			spec: reloading(specFor(6), [][]SlotRange{{{Start: 0, End: 3000}}, {{Start: 3001, End: 16383}}}), snap: six().current().snap, want: StepReloadShard,
+			spec: reloading(specFor(6), [][]SlotRange{{{Start: 0, End: 3000}}, {{Start: 3001, End: 16383}}}), snap: fakesnapshot.Six().Current().Snap, want: StepReloadShard,
 			check: func(t *testing.T, s Step) {
 				expect(t, s.Shard == 0 && FormatSlotRanges(s.Slots) == "0-3000" && s.NodeID == "aaaaaaaa", "shard %d slots %s into %s", s.Shard, FormatSlotRanges(s.Slots), s.NodeID)
 			},
@@ -212,7 +187,7 @@ func TestNextStep(t *testing.T) {
 				s.Reload.Loaded = []int{0}
 				return s
 			}(),
-			snap: six().current().snap, want: StepReloadShard,
+			snap: fakesnapshot.Six().Current().Snap, want: StepReloadShard,
 			check: func(t *testing.T, s Step) {
 				expect(t, s.Shard == 1 && FormatSlotRanges(s.Slots) == "3001-5460", "shard %d slots %s", s.Shard, FormatSlotRanges(s.Slots))
 				// Loaded says [0] as status.reload.loadedShards does: the next one is "shard 1" there and here.
@@ -225,11 +200,15 @@ func TestNextStep(t *testing.T) {
 				s.Reload.Loaded = []int{0, 1}
 				return s
 			}(),
-			snap: six().current().snap, want: StepFinishReload,
+			snap: fakesnapshot.Six().Current().Snap, want: StepFinishReload,
 		},
 		"five of six pods answer: wait for the sixth before forming": {
 			spec: specFor(6),
-			snap: func() observe.Snapshot { s := sixNewPods(); s.Nodes[5].Err, s.Nodes[5].View = errDown, nil; return s }(), want: StepWait,
+			snap: func() observe.Snapshot {
+				s := sixNewPods()
+				s.Nodes[5].Err, s.Nodes[5].View = fakesnapshot.ErrDown, nil
+				return s
+			}(), want: StepWait,
 			check: func(t *testing.T, s Step) { expect(t, strings.Contains(s.Reason, "(5 answer)"), "reason %q", s.Reason) },
 		},
 		"the StatefulSet has 6 pods but only 5 exist: wait": {
@@ -239,21 +218,21 @@ func TestNextStep(t *testing.T) {
 		// Lost data.
 		"every member back empty, just restarted: wait before calling it lost": {
 			spec: specFor(6), snap: func() observe.Snapshot {
-				c := six().current()
-				for i := range c.snap.Nodes {
-					c.snap.Nodes[i].View = []Node{line(fakeNode{id: fmt.Sprintf("new%d", i)}, addrOf(i), true)}
-					c.snap.Nodes[i].PodStarted = now.Add(-10 * time.Second)
+				c := fakesnapshot.Six().Current()
+				for i := range c.Snap.Nodes {
+					c.Snap.Nodes[i].View = []Node{fakesnapshot.Line(fakesnapshot.Node{ID: fmt.Sprintf("new%d", i)}, fakesnapshot.Addr(i), true)}
+					c.Snap.Nodes[i].PodStarted = fakesnapshot.Now.Add(-10 * time.Second)
 				}
-				return c.snap
+				return c.Snap
 			}(), want: StepWait,
 		},
 		"every member silent for over a minute: lost, never formed again without the user": {
-			spec: func() Spec { s := specFor(6); s.NotReadySince = now.Add(-2 * time.Minute); return s }(), snap: func() observe.Snapshot {
-				c := six().current()
-				for i := range c.snap.Nodes {
-					c.silence(i, errDown)
+			spec: func() Spec { s := specFor(6); s.NotReadySince = fakesnapshot.Now.Add(-2 * time.Minute); return s }(), snap: func() observe.Snapshot {
+				c := fakesnapshot.Six().Current()
+				for i := range c.Snap.Nodes {
+					c.Silence(i, fakesnapshot.ErrDown)
 				}
-				return c.snap
+				return c.Snap
 			}(), want: StepLost,
 			check: func(t *testing.T, s Step) {
 				expect(t, strings.Contains(s.Reason, "kubectl annotate rediscluster rc redis.middleware-operator.io/accept-data-loss=true"), "reason %q", s.Reason)
@@ -261,15 +240,15 @@ func TestNextStep(t *testing.T) {
 		},
 		"a lost cluster whose loss is accepted: clear the record": {
 			spec: accept(specFor(6)), snap: func() observe.Snapshot {
-				c := six().current()
-				for i := range c.snap.Nodes {
-					c.snap.Nodes[i].View = []Node{line(fakeNode{id: fmt.Sprintf("new%d", i)}, addrOf(i), true)}
+				c := fakesnapshot.Six().Current()
+				for i := range c.Snap.Nodes {
+					c.Snap.Nodes[i].View = []Node{fakesnapshot.Line(fakesnapshot.Node{ID: fmt.Sprintf("new%d", i)}, fakesnapshot.Addr(i), true)}
 				}
-				return c.snap
+				return c.Snap
 			}(), want: StepAcceptLostCluster,
 		},
 		"a whole shard lost: report it, give no slot up": {
-			spec: func() Spec { s := specFor(6); s.Coverage = "no"; return s }(), snap: lostShard(time.Minute).current().snap, want: StepLost,
+			spec: func() Spec { s := specFor(6); s.Coverage = "no"; return s }(), snap: fakesnapshot.LostShard(time.Minute).Current().Snap, want: StepLost,
 			check: func(t *testing.T, s Step) {
 				expect(t, strings.Contains(s.Reason, "5461 slots have no copy left"), "reason %q", s.Reason)
 				expect(t, strings.Contains(s.Reason, "the other shards keep serving their slots") && !strings.Contains(s.Reason, "serves nothing"),
@@ -277,92 +256,98 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"a whole shard lost under cluster-require-full-coverage yes: nothing is served": {
-			spec: func() Spec { s := specFor(6); s.Coverage = "yes"; return s }(), snap: lostShard(time.Minute).current().snap, want: StepLost,
+			spec: func() Spec { s := specFor(6); s.Coverage = "yes"; return s }(), snap: fakesnapshot.LostShard(time.Minute).Current().Snap, want: StepLost,
 			check: func(t *testing.T, s Step) {
 				expect(t, strings.Contains(s.Reason, "refuses every command"), "reason %q", s.Reason)
 			},
 		},
 		"a whole shard lost and accepted: forget its master": {
-			spec: accept(specFor(6)), snap: lostShard(time.Minute).current().snap, want: StepRecover,
-			check: func(t *testing.T, s Step) { expect(t, s.Action.Kind == ActionAbandon, "action %s", s.Action.Kind) },
+			spec: accept(specFor(6)), snap: fakesnapshot.LostShard(time.Minute).Current().Snap, want: StepRecover,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Action.Kind == recovery.ActionAbandon, "action %s", s.Action.Kind)
+			},
 		},
 		"a formed cluster with the acceptance still set: spend it": {
-			spec: accept(specFor(6)), snap: six().current().snap, want: StepDropAcceptance,
+			spec: accept(specFor(6)), snap: fakesnapshot.Six().Current().Snap, want: StepDropAcceptance,
 		},
 
 		"a CA rotation's stage has lasted its overlap and every node serves its certificate: end the stage": {
-			spec: rotating("Trust", false, now.Add(-time.Second)),
-			snap: six().current().snap, want: StepRotateCA,
+			spec: rotating("Trust", false, fakesnapshot.Now.Add(-time.Second)),
+			snap: fakesnapshot.Six().Current().Snap, want: StepRotateCA,
 			check: func(t *testing.T, s Step) { expect(t, s.CAStage == "Trust", "ends stage %q", s.CAStage) },
 		},
 		"a CA rotation due, but no node's certificate was checked (no TLS Secret read): the stage goes on": {
 			spec: func() Spec {
-				s := rotating("Switch", true, now.Add(-time.Second))
+				s := rotating("Switch", true, fakesnapshot.Now.Add(-time.Second))
 				s.CARotation.Checked = false
 				return s
 			}(),
-			snap: six().current().snap, want: StepIdle,
+			snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
 		},
 		"a CA rotation's stage before its overlap has passed: nothing to do yet": {
-			spec: rotating("Switch", true, now.Add(time.Second)),
-			snap: six().current().snap, want: StepIdle,
+			spec: rotating("Switch", true, fakesnapshot.Now.Add(time.Second)),
+			snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
 		},
 		"a CA rotation due while a node still serves the previous stage's certificate: reload it first": {
-			spec: rotating("Switch", true, now.Add(-time.Second)),
-			snap: func() observe.Snapshot { c := six().current(); c.snap.Nodes[3].StaleCertificate = true; return c.snap }(),
+			spec: rotating("Switch", true, fakesnapshot.Now.Add(-time.Second)),
+			snap: func() observe.Snapshot {
+				c := fakesnapshot.Six().Current()
+				c.Snap.Nodes[3].StaleCertificate = true
+				return c.Snap
+			}(),
 			want: StepReloadCertificates,
 		},
 		"a CA rotation due while a member does not answer: it may come back with older files, so the stage goes on": {
-			spec: rotating("Trust", false, now.Add(-time.Second)),
-			snap: six().current().silence(4, errDown).snap, want: StepWait,
+			spec: rotating("Trust", false, fakesnapshot.Now.Add(-time.Second)),
+			snap: fakesnapshot.Six().Current().Silence(4, fakesnapshot.ErrDown).Snap, want: StepWait,
 		},
 		"a CA rotation due while a node's certificate could not be checked (a handshake timed out): the stage goes on": {
-			spec: rotating("Switch", true, now.Add(-time.Second)),
+			spec: rotating("Switch", true, fakesnapshot.Now.Add(-time.Second)),
 			snap: func() observe.Snapshot {
-				c := six().current()
-				c.snap.Nodes[4].CertificateUnknown = true
-				return c.snap
+				c := fakesnapshot.Six().Current()
+				c.Snap.Nodes[4].CertificateUnknown = true
+				return c.Snap
 			}(),
 			want: StepIdle,
 		},
 		"a node serves an old certificate: reload it before any recovery": {
 			spec: specFor(6), snap: func() observe.Snapshot {
-				c := six().current()
-				c.snap.Nodes[2].StaleCertificate = true
-				v := &c.snap.Nodes[4].View[1]
+				c := fakesnapshot.Six().Current()
+				c.Snap.Nodes[2].StaleCertificate = true
+				v := &c.Snap.Nodes[4].View[1]
 				v.Addr, v.Flags = "10.9.9.9:6379", append(v.Flags, "noaddr")
-				return c.snap
+				return c.Snap
 			}(), want: StepReloadCertificates,
 			check: func(t *testing.T, s Step) {
-				expect(t, len(s.Addrs) == 1 && s.Addrs[0] == addrOf(2), "reloads %v", s.Addrs)
+				expect(t, len(s.Addrs) == 1 && s.Addrs[0] == fakesnapshot.Addr(2), "reloads %v", s.Addrs)
 			},
 		},
 
 		// Recoveries and interrupted moves.
 		"a member knows a peer at an old address: recover (introduce) first": {
 			spec: specFor(6), snap: func() observe.Snapshot {
-				c := six().current()
-				v := &c.snap.Nodes[4].View[1]
+				c := fakesnapshot.Six().Current()
+				v := &c.Snap.Nodes[4].View[1]
 				v.Addr, v.Flags = "10.9.9.9:6379", append(v.Flags, "noaddr")
-				return c.snap
+				return c.Snap
 			}(), want: StepRecover,
 			check: func(t *testing.T, s Step) {
-				expect(t, s.Action.Kind == ActionMeet && s.Operation == OpHealing, "%s %s", s.Action.Kind, s.Operation)
+				expect(t, s.Action.Kind == recovery.ActionMeet && s.Operation == OpHealing, "%s %s", s.Action.Kind, s.Operation)
 			},
 		},
 		"a slot left migrating by an interrupted move: fix it before any other move": {
 			spec: specFor(6), snap: func() observe.Snapshot {
-				c := six().current()
-				c.snap.Nodes[0].View[0].Migrating = map[int]string{7: "bbbbbbbb"}
-				return c.snap
+				c := fakesnapshot.Six().Current()
+				c.Snap.Nodes[0].View[0].Migrating = map[int]string{7: "bbbbbbbb"}
+				return c.Snap
 			}(), want: StepFixSlots,
 		},
 		"a master's own view gives one of its slots to another master that does not claim it (seen after a cut scale in): FixSlots gives it back": {
 			spec: specFor(6), snap: func() observe.Snapshot {
-				c := six().current()
-				self, b := &c.snap.Nodes[0].View[0], &c.snap.Nodes[0].View[1] // rc-0's own line and its line for bbbbbbbb
+				c := fakesnapshot.Six().Current()
+				self, b := &c.Snap.Nodes[0].View[0], &c.Snap.Nodes[0].View[1] // rc-0's own line and its line for bbbbbbbb
 				self.Slots, b.Slots = []SlotRange{{Start: 0, End: 99}, {Start: 101, End: 5460}}, []SlotRange{{Start: 100, End: 100}, {Start: 5461, End: 10922}}
-				return c.snap
+				return c.Snap
 			}(), want: StepFixSlots,
 			check: func(t *testing.T, s Step) {
 				expect(t, s.Operation == OpHealing && strings.Contains(s.Reason, "1 slots (100)"), "%s: %s", s.Operation, s.Reason)
@@ -370,41 +355,41 @@ func TestNextStep(t *testing.T) {
 		},
 		"the same slot routed by one view to a master that does not answer: a failover's case, not FixSlots (planFixSlots comes before this wait)": {
 			spec: specFor(6), snap: func() observe.Snapshot {
-				c := six().current()
-				self := &c.snap.Nodes[0].View[0]
+				c := fakesnapshot.Six().Current()
+				self := &c.Snap.Nodes[0].View[0]
 				self.Slots = []SlotRange{{Start: 0, End: 99}, {Start: 101, End: 5460}}
-				c.snap.Nodes[0].View = append(c.snap.Nodes[0].View, Node{ID: "gggggggg", Addr: "127.1.9.9:6379", Role: RoleMaster,
+				c.Snap.Nodes[0].View = append(c.Snap.Nodes[0].View, Node{ID: "gggggggg", Addr: "127.1.9.9:6379", Role: RoleMaster,
 					Flags: []string{"master"}, Slots: []SlotRange{{Start: 100, End: 100}}})
-				return c.snap
+				return c.Snap
 			}(), want: StepWait,
 		},
 		"a recorded replica does not answer: wait for it before joining anyone": {
-			spec: specFor(7), snap: six().current().silence(4, errDown).fresh("rc-6", "gggggggg", "n1").snap, want: StepWait,
+			spec: specFor(7), snap: fakesnapshot.Six().Current().Silence(4, fakesnapshot.ErrDown).Fresh("rc-6", "gggggggg", "n1").Snap, want: StepWait,
 			check: func(t *testing.T, s Step) { expect(t, strings.Contains(s.Reason, "rc-4"), "reason %q", s.Reason) },
 		},
 		"a new pod that is Pending for good does not stop the others": {
 			spec: func() Spec { s := specFor(8); return s }(),
 			snap: func() observe.Snapshot {
-				c := six().current().fresh("rc-6", "gggggggg", "n1")
-				c.snap.Nodes = append(c.snap.Nodes, observe.Observation{Pod: "rc-7", Err: errors.New("the pod has no IP")})
-				return c.snap
+				c := fakesnapshot.Six().Current().Fresh("rc-6", "gggggggg", "n1")
+				c.Snap.Nodes = append(c.Snap.Nodes, observe.Observation{Pod: "rc-7", Err: errors.New("the pod has no IP")})
+				return c.Snap
 			}(), want: StepJoin,
 			check: func(t *testing.T, s Step) { expect(t, s.Pod == "rc-6", "joins %s", s.Pod) },
 		},
 
 		// Scale out.
 		"scale out by a replica: it joins the master with the fewest replicas, not on its host": {
-			spec: specFor(7), snap: six().current().fresh("rc-6", "gggggggg", "n1").snap, want: StepJoin,
+			spec: specFor(7), snap: fakesnapshot.Six().Current().Fresh("rc-6", "gggggggg", "n1").Snap, want: StepJoin,
 			check: func(t *testing.T, s Step) {
 				// Every master has one replica; cccccccc is on n3 and aaaaaaaa on n1.
-				expect(t, s.MasterID == "bbbbbbbb" && s.Seed == addrOf(0) && s.Addr == addrOf(6), "replica of %s through %s at %s", s.MasterID, s.Seed, s.Addr)
+				expect(t, s.MasterID == "bbbbbbbb" && s.Seed == fakesnapshot.Addr(0) && s.Addr == fakesnapshot.Addr(6), "replica of %s through %s at %s", s.MasterID, s.Seed, s.Addr)
 			},
 		},
 		"scale out by a shard: the new pod joins as a master first": {
 			spec: specFor(8), snap: func() observe.Snapshot {
-				c := six().current().fresh("rc-6", "gggggggg", "n1").fresh("rc-7", "hhhhhhhh", "n2")
-				c.snap.Masters = 4
-				return c.snap
+				c := fakesnapshot.Six().Current().Fresh("rc-6", "gggggggg", "n1").Fresh("rc-7", "hhhhhhhh", "n2")
+				c.Snap.Masters = 4
+				return c.Snap
 			}(), want: StepJoin,
 			check: func(t *testing.T, s Step) {
 				expect(t, s.MasterID == "" && s.Pod == "rc-6", "%s replica of %q", s.Pod, s.MasterID)
@@ -412,12 +397,12 @@ func TestNextStep(t *testing.T) {
 		},
 		"a replica joins in another zone than its master when hosts cannot tell": {
 			spec: specFor(7), snap: func() observe.Snapshot {
-				c := six().current().fresh("rc-6", "gggggggg", "n9")
+				c := fakesnapshot.Six().Current().Fresh("rc-6", "gggggggg", "n9")
 				zones := []string{"z1", "z2", "z2", "z1", "z2", "z1", "z2"}
-				for i := range c.snap.Nodes {
-					c.snap.Nodes[i].Zone = zones[i]
+				for i := range c.Snap.Nodes {
+					c.Snap.Nodes[i].Zone = zones[i]
 				}
-				return c.snap
+				return c.Snap
 			}(), want: StepJoin,
 			check: func(t *testing.T, s Step) {
 				expect(t, s.MasterID == "aaaaaaaa", "replica of %s, want the master in z1", s.MasterID)
@@ -425,9 +410,9 @@ func TestNextStep(t *testing.T) {
 		},
 		"an empty new master (AutoReceive): rebalance slots onto it": {
 			spec: specFor(7), snap: func() observe.Snapshot {
-				c := six().withNewMaster()
-				c.snap.Masters = 4
-				return c.snap
+				c := fakesnapshot.Six().WithNewMaster()
+				c.Snap.Masters = 4
+				return c.Snap
 			}(),
 			want: StepRebalance,
 			check: func(t *testing.T, s Step) {
@@ -441,9 +426,9 @@ func TestNextStep(t *testing.T) {
 				return s
 			}(),
 			snap: func() observe.Snapshot {
-				c := six().withNewMaster()
-				c.snap.Masters = 4
-				return c.snap
+				c := fakesnapshot.Six().WithNewMaster()
+				c.Snap.Masters = 4
+				return c.Snap
 			}(),
 			want: StepRebalance,
 			check: func(t *testing.T, s Step) {
@@ -452,9 +437,9 @@ func TestNextStep(t *testing.T) {
 		},
 		"the new master is full (a slot filled it): no more slots go to it": {
 			spec: specFor(7), snap: func() observe.Snapshot {
-				c := six().withNewMaster().used(97, 97, 97, 50, 50, 50, 96)
-				c.snap.Masters = 4
-				return c.snap
+				c := fakesnapshot.Six().WithNewMaster().Used(97, 97, 97, 50, 50, 50, 96)
+				c.Snap.Masters = 4
+				return c.Snap
 			}(),
 			want: StepIdle,
 		},
@@ -465,9 +450,9 @@ func TestNextStep(t *testing.T) {
 				return s
 			}(),
 			snap: func() observe.Snapshot {
-				c := six().withNewMaster()
-				c.snap.Masters = 4
-				return c.snap
+				c := fakesnapshot.Six().WithNewMaster()
+				c.Snap.Masters = 4
+				return c.Snap
 			}(),
 			want: StepRecordTargets,
 			check: func(t *testing.T, s Step) {
@@ -481,9 +466,9 @@ func TestNextStep(t *testing.T) {
 				return s
 			}(),
 			snap: func() observe.Snapshot {
-				c := six().withNewMaster()
-				c.snap.Masters = 4
-				return c.snap
+				c := fakesnapshot.Six().WithNewMaster()
+				c.Snap.Masters = 4
+				return c.Snap
 			}(),
 			want: StepAssign,
 			check: func(t *testing.T, s Step) {
@@ -504,7 +489,7 @@ func TestNextStep(t *testing.T) {
 		// Scale in.
 		"scale in by a shard: drain the leaving master first": {
 			spec: func() Spec { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
-			snap: func() observe.Snapshot { c := eight(); return c.leaving(6).snap }(), want: StepRebalance,
+			snap: func() observe.Snapshot { c := eight(); return c.Leaving(6).Snap }(), want: StepRebalance,
 			check: func(t *testing.T, s Step) {
 				w, ok := s.Weights["gggggggg"]
 				expect(t, ok && w == 0 && len(s.Weights) == 1, "weights %v", s.Weights)
@@ -512,29 +497,29 @@ func TestNextStep(t *testing.T) {
 		},
 		"scale in, leaving master drained: remove its replica first": {
 			spec: func() Spec { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
-			snap: drained().snap,
+			snap: drained().Snap,
 			want: StepRemoveNode,
 			check: func(t *testing.T, s Step) {
-				expect(t, s.Pod == "rc-7" && s.NodeID == "hhhhhhhh" && s.Seed == addrOf(0), "removes %s (%s) through %s", s.Pod, s.NodeID, s.Seed)
+				expect(t, s.Pod == "rc-7" && s.NodeID == "hhhhhhhh" && s.Seed == fakesnapshot.Addr(0), "removes %s (%s) through %s", s.Pod, s.NodeID, s.Seed)
 			},
 		},
 		"scale in, every leaving node out of the cluster: shrink the StatefulSet": {
 			spec: func() Spec { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
 			snap: func() observe.Snapshot {
-				return six().current().fresh("rc-6", "x1", "n1").fresh("rc-7", "x2", "n2").leaving(6).snap
+				return fakesnapshot.Six().Current().Fresh("rc-6", "x1", "n1").Fresh("rc-7", "x2", "n2").Leaving(6).Snap
 			}(),
 			want:  StepShrink,
 			check: func(t *testing.T, s Step) { expect(t, s.Replicas == 6, "replicas %d", s.Replicas) },
 		},
 		"scale in, a leaving member silent: wait for it before removing anyone": {
 			spec: func() Spec { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
-			snap: drained().silence(7, errDown).snap, want: StepWait,
+			snap: drained().Silence(7, fakesnapshot.ErrDown).Snap, want: StepWait,
 			check: func(t *testing.T, s Step) { expect(t, strings.Contains(s.Reason, "rc-7"), "reason %q", s.Reason) },
 		},
 
 		// Upgrade.
 		"an upgrade replaces a replica first": {
-			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(), snap: six().current().snap, want: StepReplacePod,
+			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(), snap: fakesnapshot.Six().Current().Snap, want: StepReplacePod,
 			check: func(t *testing.T, s Step) {
 				expect(t, s.Pod == "rc-3" && s.Operation == OpUpgrading, "replaces %s (%s)", s.Pod, s.Operation)
 			},
@@ -542,28 +527,32 @@ func TestNextStep(t *testing.T) {
 		"an upgrade with only masters left: a replica takes over first": {
 			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
 			snap: func() observe.Snapshot {
-				c := six().current()
+				c := fakesnapshot.Six().Current()
 				for i := 3; i < 6; i++ {
-					c.snap.Nodes[i].Revision = "r2"
+					c.Snap.Nodes[i].Revision = "r2"
 				}
-				return c.snap
+				return c.Snap
 			}(), want: StepFailover,
 			check: func(t *testing.T, s Step) {
-				expect(t, s.Pod == "rc-0" && s.Addr == addrOf(3), "%s taken over by %s", s.Pod, s.Addr)
+				expect(t, s.Pod == "rc-0" && s.Addr == fakesnapshot.Addr(3), "%s taken over by %s", s.Pod, s.Addr)
 			},
 		},
 		"an upgrade while a pod terminates: wait": {
 			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
-			snap: func() observe.Snapshot { c := six().current(); c.snap.Nodes[3].Terminating = true; return c.snap }(), want: StepWait,
+			snap: func() observe.Snapshot {
+				c := fakesnapshot.Six().Current()
+				c.Snap.Nodes[3].Terminating = true
+				return c.Snap
+			}(), want: StepWait,
 			check: func(t *testing.T, s Step) { expect(t, s.Operation == OpUpgrading, "operation %s", s.Operation) },
 		},
 		"an upgrade while the pod replaced last runs, serves, but is not Ready to Kubernetes yet: wait": {
 			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
 			snap: func() observe.Snapshot {
-				c := six().current()
-				c.snap.Nodes[3].Revision = "r2"
-				c.snap.Nodes[3].Unready = true
-				return c.snap
+				c := fakesnapshot.Six().Current()
+				c.Snap.Nodes[3].Revision = "r2"
+				c.Snap.Nodes[3].Unready = true
+				return c.Snap
 			}(), want: StepWait,
 			check: func(t *testing.T, s Step) {
 				expect(t, s.Operation == OpUpgrading && strings.Contains(s.Reason, "rc-3 to be Ready"), "operation %s, reason %q", s.Operation, s.Reason)
@@ -572,23 +561,23 @@ func TestNextStep(t *testing.T) {
 		"an upgrade while the cluster is not Ready: wait": {
 			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
 			snap: func() observe.Snapshot {
-				c := six().current()
-				c.snap.Nodes[4].Replication["master_link_status"] = "down"
-				return c.snap
+				c := fakesnapshot.Six().Current()
+				c.Snap.Nodes[4].Replication["master_link_status"] = "down"
+				return c.Snap
 			}(), want: StepWait,
 		},
 		"an upgrade of masters without replicas: replace the master itself": {
 			spec: func() Spec { s := specFor(3); s.UpdateRevision = "r2"; return s }(),
-			snap: func() observe.Snapshot { c := threeShards(3, 0).current(); return c.snap }(), want: StepReplacePod,
+			snap: func() observe.Snapshot { c := fakesnapshot.ThreeShards(3, 0).Current(); return c.Snap }(), want: StepReplacePod,
 			check: func(t *testing.T, s Step) { expect(t, s.Pod == "rc-0", "replaces %s", s.Pod) },
 		},
 		"an upgrade of a master whose replica is gone: wait for a connected one": {
 			spec: func() Spec { s := specFor(4); s.UpdateRevision = "r2"; return s }(),
 			snap: func() observe.Snapshot {
-				c := threeShards(3, 1, fakeNode{"rc-3", "dddddddd", "n2", "aaaaaaaa", nil}).current()
-				c.snap.Nodes[3].Revision = "r2"
-				c.each("dddddddd", func(n *Node) { n.Failed = true })
-				return c.snap
+				c := fakesnapshot.ThreeShards(3, 1, fakesnapshot.Node{Pod: "rc-3", ID: "dddddddd", Host: "n2", Master: "aaaaaaaa"}).Current()
+				c.Snap.Nodes[3].Revision = "r2"
+				c.Each("dddddddd", func(n *Node) { n.Failed = true })
+				return c.Snap
 			}(), want: StepWait,
 		},
 	}
@@ -629,35 +618,35 @@ func expect(t *testing.T, ok bool, format string, args ...any) {
 
 // sixNewPods is six new, empty, running pods on hosts n1..n3 and nothing recorded.
 func sixNewPods() observe.Snapshot {
-	c := &cluster{snap: observe.Snapshot{Masters: 3, ReplicasPerMaster: 1, NodeTimeout: 5 * time.Second, Now: now, Members: map[string]string{}}}
+	c := &fakesnapshot.Cluster{Snap: observe.Snapshot{Masters: 3, ReplicasPerMaster: 1, NodeTimeout: 5 * time.Second, Now: fakesnapshot.Now, Members: map[string]string{}}}
 	for i := range 6 {
-		c.fresh(fmt.Sprintf("rc-%d", i), fmt.Sprintf("%08d", i), fmt.Sprintf("n%d", i%3+1))
+		c.Fresh(fmt.Sprintf("rc-%d", i), fmt.Sprintf("%08d", i), fmt.Sprintf("n%d", i%3+1))
 	}
-	return c.snap
+	return c.Snap
 }
 
 // eight is four shards (a, b, c, g) with a replica each; g and h on rc-6 and rc-7.
-func eight() *cluster {
-	return newFake(3, 1,
-		fakeNode{"rc-0", "aaaaaaaa", "n1", "", []SlotRange{{Start: 0, End: 4095}}},
-		fakeNode{"rc-1", "bbbbbbbb", "n2", "", []SlotRange{{Start: 4096, End: 8191}}},
-		fakeNode{"rc-2", "cccccccc", "n3", "", []SlotRange{{Start: 8192, End: 12287}}},
-		fakeNode{"rc-3", "dddddddd", "n2", "aaaaaaaa", nil},
-		fakeNode{"rc-4", "eeeeeeee", "n3", "bbbbbbbb", nil},
-		fakeNode{"rc-5", "ffffffff", "n1", "cccccccc", nil},
-		fakeNode{"rc-6", "gggggggg", "n1", "", []SlotRange{{Start: 12288, End: 16383}}},
-		fakeNode{"rc-7", "hhhhhhhh", "n2", "gggggggg", nil},
-	).current()
+func eight() *fakesnapshot.Cluster {
+	return fakesnapshot.New(3, 1,
+		fakesnapshot.Node{Pod: "rc-0", ID: "aaaaaaaa", Host: "n1", Slots: []SlotRange{{Start: 0, End: 4095}}},
+		fakesnapshot.Node{Pod: "rc-1", ID: "bbbbbbbb", Host: "n2", Slots: []SlotRange{{Start: 4096, End: 8191}}},
+		fakesnapshot.Node{Pod: "rc-2", ID: "cccccccc", Host: "n3", Slots: []SlotRange{{Start: 8192, End: 12287}}},
+		fakesnapshot.Node{Pod: "rc-3", ID: "dddddddd", Host: "n2", Master: "aaaaaaaa"},
+		fakesnapshot.Node{Pod: "rc-4", ID: "eeeeeeee", Host: "n3", Master: "bbbbbbbb"},
+		fakesnapshot.Node{Pod: "rc-5", ID: "ffffffff", Host: "n1", Master: "cccccccc"},
+		fakesnapshot.Node{Pod: "rc-6", ID: "gggggggg", Host: "n1", Slots: []SlotRange{{Start: 12288, End: 16383}}},
+		fakesnapshot.Node{Pod: "rc-7", ID: "hhhhhhhh", Host: "n2", Master: "gggggggg"},
+	).Current()
 }
 
 // drained is eight() scaling in to six pods, with the leaving master gggggggg's slots spread
 // over the three staying masters.
-func drained() *cluster {
-	c := eight().leaving(6)
-	c.each("gggggggg", func(n *Node) { n.Slots = nil })
-	c.each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{Start: 0, End: 5460}} })
-	c.each("bbbbbbbb", func(n *Node) { n.Slots = []SlotRange{{Start: 5461, End: 10922}} })
-	c.each("cccccccc", func(n *Node) { n.Slots = []SlotRange{{Start: 10923, End: 16383}} })
+func drained() *fakesnapshot.Cluster {
+	c := eight().Leaving(6)
+	c.Each("gggggggg", func(n *Node) { n.Slots = nil })
+	c.Each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{Start: 0, End: 5460}} })
+	c.Each("bbbbbbbb", func(n *Node) { n.Slots = []SlotRange{{Start: 5461, End: 10922}} })
+	c.Each("cccccccc", func(n *Node) { n.Slots = []SlotRange{{Start: 10923, End: 16383}} })
 	return c
 }
 
@@ -671,30 +660,30 @@ func assigning(strategies ...Strategy) Spec {
 
 // assigned is six() with the new master gggggggg joined, holding aaaaaaaa's first moved slots.
 func assigned(moved int) observe.Snapshot {
-	c := six().withNewMaster()
-	c.snap.Masters = 4
+	c := fakesnapshot.Six().WithNewMaster()
+	c.Snap.Masters = 4
 	if moved > 0 {
-		c.each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{Start: moved, End: 5460}} })
-		c.each("gggggggg", func(n *Node) { n.Slots = []SlotRange{{Start: 0, End: moved - 1}} })
+		c.Each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{Start: moved, End: 5460}} })
+		c.Each("gggggggg", func(n *Node) { n.Slots = []SlotRange{{Start: 0, End: moved - 1}} })
 	}
-	return c.snap
+	return c.Snap
 }
 
 // TestAgreedRoutesCountLikeSlotBySlot: where every view routes alike, Assess counts slots
 // from the masters' ranges; that must give what the slot-by-slot pass gives.
 func TestAgreedRoutesCountLikeSlotBySlot(t *testing.T) {
 	snaps := map[string]observe.Snapshot{
-		"six":                 six().current().snap,
-		"a new master joined": six().withNewMaster().snap,
+		"six":                 fakesnapshot.Six().Current().Snap,
+		"a new master joined": fakesnapshot.Six().WithNewMaster().Snap,
 		"a slot moved in every view": func() observe.Snapshot {
-			c := six()
-			c.each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{Start: 0, End: 99}, {Start: 101, End: 5460}} })
-			c.each("bbbbbbbb", func(n *Node) { n.Slots = []SlotRange{{Start: 100, End: 100}, {Start: 5461, End: 10922}} })
-			return c.snap
+			c := fakesnapshot.Six()
+			c.Each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{Start: 0, End: 99}, {Start: 101, End: 5460}} })
+			c.Each("bbbbbbbb", func(n *Node) { n.Slots = []SlotRange{{Start: 100, End: 100}, {Start: 5461, End: 10922}} })
+			return c.Snap
 		}(),
-		"a master silent":      six().silence(0, errDown).snap,
-		"slots routed nowhere": forgotten().snap,
-		"a master failed":      six().silence(1, errDown).fail("bbbbbbbb", time.Minute).snap,
+		"a master silent":      fakesnapshot.Six().Silence(0, fakesnapshot.ErrDown).Snap,
+		"slots routed nowhere": fakesnapshot.Forgotten().Snap,
+		"a master failed":      fakesnapshot.Six().Silence(1, fakesnapshot.ErrDown).Fail("bbbbbbbb", time.Minute).Snap,
 	}
 	for name, snap := range snaps {
 		joined := snap.Joined()

@@ -5,18 +5,8 @@ import (
 	"testing"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
 )
-
-// memory gives every answering node of c the INFO memory fields of maxmemory maxMemory and
-// policy, with 1 MiB used.
-func (c *cluster) memory(maxMemory int64, policy string) *cluster {
-	for i := range c.snap.Nodes {
-		if r := c.snap.Nodes[i].Replication; r != nil {
-			r["maxmemory"], r["maxmemory_policy"], r["used_memory"] = itoa(maxMemory), policy, "1048576"
-		}
-	}
-	return c
-}
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
@@ -35,44 +25,44 @@ func TestPlanMemory(t *testing.T) {
 		addrs []string
 	}{
 		"every node runs the configuration: idle": {
-			spec: want(450*mi, "noeviction"), snap: six().current().memory(450*mi, "noeviction").snap, want: StepIdle,
+			spec: want(450*mi, "noeviction"), snap: fakesnapshot.Six().Current().Memory(450*mi, "noeviction").Snap, want: StepIdle,
 		},
 		"a new share: every node is set, no restart": {
-			spec: want(600*mi, "noeviction"), snap: six().current().memory(450*mi, "noeviction").snap, want: StepSetMemory,
-			addrs: []string{addrOf(0), addrOf(1), addrOf(2), addrOf(3), addrOf(4), addrOf(5)},
+			spec: want(600*mi, "noeviction"), snap: fakesnapshot.Six().Current().Memory(450*mi, "noeviction").Snap, want: StepSetMemory,
+			addrs: []string{fakesnapshot.Addr(0), fakesnapshot.Addr(1), fakesnapshot.Addr(2), fakesnapshot.Addr(3), fakesnapshot.Addr(4), fakesnapshot.Addr(5)},
 		},
 		"a new policy on one node restarted from an old redis.conf": {
 			spec: want(450*mi, "allkeys-lru"), snap: func() observe.Snapshot {
-				c := six().current().memory(450*mi, "allkeys-lru")
-				c.snap.Nodes[4].Replication["maxmemory_policy"] = "noeviction"
-				return c.snap
-			}(), want: StepSetMemory, addrs: []string{addrOf(4)},
+				c := fakesnapshot.Six().Current().Memory(450*mi, "allkeys-lru")
+				c.Snap.Nodes[4].Replication["maxmemory_policy"] = "noeviction"
+				return c.Snap
+			}(), want: StepSetMemory, addrs: []string{fakesnapshot.Addr(4)},
 		},
 		"a pod on an old template is left to the upgrade": {
 			spec: want(450*mi, "noeviction"), snap: func() observe.Snapshot {
-				c := six().current().memory(450*mi, "noeviction")
-				c.snap.Nodes[2].Revision = "r0"
-				c.snap.Nodes[2].Replication["maxmemory"] = "100"
-				return c.snap
+				c := fakesnapshot.Six().Current().Memory(450*mi, "noeviction")
+				c.Snap.Nodes[2].Revision = "r0"
+				c.Snap.Nodes[2].Replication["maxmemory"] = "100"
+				return c.Snap
 			}(), want: StepFailover,
 		},
 		"a silent node is not set, the others are": {
-			spec: want(450*mi, "noeviction"), snap: six().current().memory(0, "noeviction").silence(1, errDown).snap, want: StepSetMemory,
-			addrs: []string{addrOf(0), addrOf(2), addrOf(3), addrOf(4), addrOf(5)},
+			spec: want(450*mi, "noeviction"), snap: fakesnapshot.Six().Current().Memory(0, "noeviction").Silence(1, fakesnapshot.ErrDown).Snap, want: StepSetMemory,
+			addrs: []string{fakesnapshot.Addr(0), fakesnapshot.Addr(2), fakesnapshot.Addr(3), fakesnapshot.Addr(4), fakesnapshot.Addr(5)},
 		},
 		"the user's unreadable maxmemory is kept, the policy is set": {
 			spec: func() Spec {
 				s := want(0, "allkeys-lfu")
 				s.Memory.KeepMaxMemory = true
 				return s
-			}(), snap: six().current().memory(123, "noeviction").snap, want: StepSetMemory,
-			addrs: []string{addrOf(0), addrOf(1), addrOf(2), addrOf(3), addrOf(4), addrOf(5)},
+			}(), snap: fakesnapshot.Six().Current().Memory(123, "noeviction").Snap, want: StepSetMemory,
+			addrs: []string{fakesnapshot.Addr(0), fakesnapshot.Addr(1), fakesnapshot.Addr(2), fakesnapshot.Addr(3), fakesnapshot.Addr(4), fakesnapshot.Addr(5)},
 		},
 		"no configuration known: nothing is set": {
-			spec: specFor(6), snap: six().current().memory(123, "noeviction").snap, want: StepIdle,
+			spec: specFor(6), snap: fakesnapshot.Six().Current().Memory(123, "noeviction").Snap, want: StepIdle,
 		},
 		"a node that reports no maxmemory is not set": {
-			spec: want(450*mi, "noeviction"), snap: six().current().snap, want: StepIdle,
+			spec: want(450*mi, "noeviction"), snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
 		},
 	}
 	for name, tc := range cases {

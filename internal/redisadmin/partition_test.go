@@ -5,47 +5,36 @@ import (
 	"testing"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
 )
-
-// flag makes view (the observation of pod index viewer) flag node id with flag ("fail?"
-// or "fail").
-func (c *cluster) flag(viewer int, id, flag string) *cluster {
-	for j := range c.snap.Nodes[viewer].View {
-		if n := &c.snap.Nodes[viewer].View[j]; n.ID == id {
-			n.Flags = append(n.Flags, flag)
-			n.PossiblyFailed, n.Failed = flag == "fail?", flag == "fail"
-		}
-	}
-	return c
-}
 
 // cutOff flags master aaaaaaaa (rc-0) possibly failing in the views of every other node,
 // and every other node possibly failing in rc-0's view: rc-0 is alone on its side.
-func cutOff() *cluster {
-	c := six()
+func cutOff() *fakesnapshot.Cluster {
+	c := fakesnapshot.Six()
 	for i, id := range []string{"aaaaaaaa", "bbbbbbbb", "cccccccc", "dddddddd", "eeeeeeee", "ffffffff"} {
 		if i == 0 {
 			continue
 		}
-		c.flag(i, "aaaaaaaa", "fail?").flag(0, id, "fail?")
+		c.Flag(i, "aaaaaaaa", "fail?").Flag(0, id, "fail?")
 	}
 	return c
 }
 
 // promotedAcross is cutOff after the majority failed rc-0 over to its replica rc-3: every
 // other view flags rc-0 fail and routes its slots to rc-3, while rc-0 still claims them.
-func promotedAcross() *cluster {
-	c := six()
+func promotedAcross() *fakesnapshot.Cluster {
+	c := fakesnapshot.Six()
 	for i := 1; i < 6; i++ {
-		c.flag(i, "aaaaaaaa", "fail")
+		c.Flag(i, "aaaaaaaa", "fail")
 	}
 	for _, id := range []string{"bbbbbbbb", "cccccccc", "dddddddd", "eeeeeeee", "ffffffff"} {
-		c.flag(0, id, "fail?")
+		c.Flag(0, id, "fail?")
 	}
 	// rc-3 becomes master of 0-5460 in every view but rc-0's.
 	for i := 1; i < 6; i++ {
-		for j := range c.snap.Nodes[i].View {
-			switch n := &c.snap.Nodes[i].View[j]; n.ID {
+		for j := range c.Snap.Nodes[i].View {
+			switch n := &c.Snap.Nodes[i].View[j]; n.ID {
 			case "dddddddd":
 				n.Role, n.MasterID, n.Slots, n.Flags = RoleMaster, "", []SlotRange{{Start: 0, End: 5460}}, append(n.Flags[:len(n.Flags)-1:len(n.Flags)-1], RoleMaster)
 			case "aaaaaaaa":
@@ -53,7 +42,7 @@ func promotedAcross() *cluster {
 			}
 		}
 	}
-	c.snap.Nodes[3].Replication = map[string]string{"role": "master"}
+	c.Snap.Nodes[3].Replication = map[string]string{"role": "master"}
 	return c
 }
 
@@ -62,29 +51,29 @@ func promotedAcross() *cluster {
 // is named with what each side sees; two masters claiming the same slots are never Ready.
 func TestPartitionHealth(t *testing.T) {
 	for name, tc := range map[string]struct {
-		c              *cluster
+		c              *fakesnapshot.Cluster
 		wantPartitions []string // substrings of the Partition strings, in order
 		wantDual       string   // substring of the only dual claim, "" for none
 		wantRefusing   string
 	}{
-		"healthy": {c: six()},
+		"healthy": {c: fakesnapshot.Six()},
 		"two masters cut off, each alone": {
-			c: six().flag(1, "aaaaaaaa", "fail?").flag(2, "aaaaaaaa", "fail?").flag(4, "aaaaaaaa", "fail?").
-				flag(0, "cccccccc", "fail?").flag(1, "cccccccc", "fail?").flag(3, "cccccccc", "fail?"),
+			c: fakesnapshot.Six().Flag(1, "aaaaaaaa", "fail?").Flag(2, "aaaaaaaa", "fail?").Flag(4, "aaaaaaaa", "fail?").
+				Flag(0, "cccccccc", "fail?").Flag(1, "cccccccc", "fail?").Flag(3, "cccccccc", "fail?"),
 			wantPartitions: []string{
 				"master rc-0 answers but is cut off from its peers: flagged failing by rc-1 (fail?), rc-2 (fail?); itself flags rc-2 (fail?) failing",
 				"master rc-2 answers but is cut off from its peers: flagged failing by rc-0 (fail?), rc-1 (fail?); itself flags rc-0 (fail?) failing",
 			},
 		},
 		"only the cut-off master sees its peers failing": {
-			c: func() *cluster {
-				c := six()
-				return c.flag(0, "bbbbbbbb", "fail?").flag(0, "dddddddd", "fail?")
+			c: func() *fakesnapshot.Cluster {
+				c := fakesnapshot.Six()
+				return c.Flag(0, "bbbbbbbb", "fail?").Flag(0, "dddddddd", "fail?")
 			}(),
 			wantPartitions: []string{"master rc-0 answers but is cut off from its peers: itself flags rc-1 (fail?), rc-3 (fail?) failing"},
 		},
 		"only the majority flags it": {
-			c:              six().flag(1, "aaaaaaaa", "fail?").flag(2, "aaaaaaaa", "fail?"),
+			c:              fakesnapshot.Six().Flag(1, "aaaaaaaa", "fail?").Flag(2, "aaaaaaaa", "fail?"),
 			wantPartitions: []string{"master rc-0 answers but is cut off from its peers: flagged failing by rc-1 (fail?), rc-2 (fail?)"},
 		},
 		"both sides": {
@@ -99,20 +88,20 @@ func TestPartitionHealth(t *testing.T) {
 			wantDual:       "slots 0-5460 are claimed as master by both rc-0 and rc-3",
 		},
 		"a crashed master is no partition": {
-			c: six().silence(0, errDown).fail("aaaaaaaa", 0),
+			c: fakesnapshot.Six().Silence(0, fakesnapshot.ErrDown).Fail("aaaaaaaa", 0),
 		},
 		"a master refusing writes for want of a replica": {
-			c: func() *cluster {
-				c := six()
-				c.snap.Nodes[1].Replication[observe.GoodReplicasField] = "0"
-				c.snap.Nodes[0].Replication[observe.GoodReplicasField] = "1"
+			c: func() *fakesnapshot.Cluster {
+				c := fakesnapshot.Six()
+				c.Snap.Nodes[1].Replication[observe.GoodReplicasField] = "0"
+				c.Snap.Nodes[0].Replication[observe.GoodReplicasField] = "1"
 				return c
 			}(),
 			wantRefusing: "rc-1",
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := Assess(tc.c.snap)
+			h := Assess(tc.c.Snap)
 			if len(h.Partitions) != len(tc.wantPartitions) {
 				t.Fatalf("partitions %v, want %d: %v", h.Partitions, len(tc.wantPartitions), tc.wantPartitions)
 			}
@@ -148,11 +137,11 @@ func TestPlanWriteSafety(t *testing.T) {
 	strict := WriteSafety{MinReplicas: 1, MaxLag: 2, Managed: true}
 	off := WriteSafety{MaxLag: 10, Managed: true}
 	withGood := func(pods ...int) observe.Snapshot {
-		c := six()
+		c := fakesnapshot.Six()
 		for _, i := range pods {
-			c.snap.Nodes[i].Replication[observe.GoodReplicasField] = "1"
+			c.Snap.Nodes[i].Replication[observe.GoodReplicasField] = "1"
 		}
-		return c.snap
+		return c.Snap
 	}
 	for name, tc := range map[string]struct {
 		want  WriteSafety

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
 )
 
 func TestPlanRotation(t *testing.T) {
@@ -15,7 +16,7 @@ func TestPlanRotation(t *testing.T) {
 	}
 	changed := func(c Credential, pw string) Credential { c.Desired = pw; return c }
 	switched := func(c Credential, ago time.Duration) Credential {
-		c.Previous, c.Current, c.SwitchedAt = c.Current, c.Desired, now.Add(-ago)
+		c.Previous, c.Current, c.SwitchedAt = c.Current, c.Desired, fakesnapshot.Now.Add(-ago)
 		return c
 	}
 	with := func(creds ...Credential) Spec {
@@ -24,7 +25,11 @@ func TestPlanRotation(t *testing.T) {
 		s.Rotation = Rotation{Credentials: creds, Grace: 2 * time.Minute}
 		return s
 	}
-	noPod5 := func() observe.Snapshot { c := six().current(); c.snap.Nodes = c.snap.Nodes[:5]; return c.snap }
+	noPod5 := func() observe.Snapshot {
+		c := fakesnapshot.Six().Current()
+		c.Snap.Nodes = c.Snap.Nodes[:5]
+		return c.Snap
+	}
 	cases := map[string]struct {
 		spec Spec
 		snap observe.Snapshot
@@ -71,7 +76,7 @@ func TestPlanRotation(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			snap := tc.snap
 			if snap.Nodes == nil {
-				snap = six().current().snap
+				snap = fakesnapshot.Six().Current().Snap
 			}
 			step, note, acts := planRotation(tc.spec, snap)
 			if acts != (tc.want != "") || step.Kind != tc.want {
@@ -95,14 +100,14 @@ func TestPlanRotation(t *testing.T) {
 func TestNextStepRotation(t *testing.T) {
 	spec := specFor(6)
 	spec.Rotation = Rotation{Credentials: []Credential{{User: "default", Desired: "b", Recorded: true, UpToDate: true, Current: "a"}}, Grace: time.Minute}
-	c := six().current()
-	v := &c.snap.Nodes[4].View[1]
+	c := fakesnapshot.Six().Current()
+	v := &c.Snap.Nodes[4].View[1]
 	v.Addr, v.Flags = "10.9.9.9:6379", append(v.Flags, "noaddr")
-	if got := NextStep(spec, c.snap, Assess(c.snap)); got.Kind != StepAddPassword {
+	if got := NextStep(spec, c.Snap, Assess(c.Snap)); got.Kind != StepAddPassword {
 		t.Errorf("a rotation and an introduction due: %s, want the rotation first", got.Kind)
 	}
 	spec.Rotation.Credentials[0].Desired = "a"
-	if got := NextStep(spec, c.snap, Assess(c.snap)); got.Kind != StepRecover || got.Rotation != RotationCurrent {
+	if got := NextStep(spec, c.Snap, Assess(c.Snap)); got.Kind != StepRecover || got.Rotation != RotationCurrent {
 		t.Errorf("rotation current, introduction due: %s with rotation %q, want Recover with %q", got.Kind, got.Rotation, RotationCurrent)
 	}
 	// A new cluster's pods wait for the record (the exporter sidecar mounts it): it is
@@ -118,7 +123,7 @@ func TestNextStepRotation(t *testing.T) {
 		t.Errorf("a new cluster whose pods do not run yet: %s (%s), want WriteRecord first", got.Kind, got.Reason)
 	}
 	spec.Paused = true
-	if got := NextStep(spec, c.snap, Assess(c.snap)); got.Rotation != "" {
+	if got := NextStep(spec, c.Snap, Assess(c.Snap)); got.Rotation != "" {
 		t.Errorf("paused: rotation %q, want it not looked at", got.Rotation)
 	}
 }

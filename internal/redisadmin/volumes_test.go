@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
 )
 
 const gi = int64(1) << 30
@@ -81,7 +82,7 @@ func TestPlanVolumes(t *testing.T) {
 				return s
 			}(), want: StepFailover,
 			check: func(t *testing.T, s Step) {
-				expect(t, s.Pod == "rc-0" && s.Addr == addrOf(3), "%s by %s", s.Pod, s.Addr)
+				expect(t, s.Pod == "rc-0" && s.Addr == fakesnapshot.Addr(3), "%s by %s", s.Pod, s.Addr)
 			},
 		},
 		"a filesystem resize pending while a pod terminates: one at a time, wait": {
@@ -90,7 +91,11 @@ func TestPlanVolumes(t *testing.T) {
 				s.Volumes.Claims[4].FileSystemResizePending = true
 				return s
 			}(),
-			snap: func() observe.Snapshot { c := six().current(); c.snap.Nodes[3].Terminating = true; return c.snap }(), want: StepWait,
+			snap: func() observe.Snapshot {
+				c := fakesnapshot.Six().Current()
+				c.Snap.Nodes[3].Terminating = true
+				return c.Snap
+			}(), want: StepWait,
 		},
 		"a smaller size: refused, nothing changes": {
 			spec: growing(gi, 2*gi, sixClaims(2*gi, "kwok-volume")), want: StepIdle, refusal: RefusedShrink,
@@ -120,7 +125,7 @@ func TestPlanVolumes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			snap := tc.snap
 			if snap.Nodes == nil {
-				snap = six().current().snap
+				snap = fakesnapshot.Six().Current().Snap
 			}
 			got := NextStep(tc.spec, snap, Assess(snap))
 			if got.Kind != tc.want {

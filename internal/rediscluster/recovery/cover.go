@@ -1,4 +1,4 @@
-package redisadmin
+package recovery
 
 import (
 	"fmt"
@@ -19,11 +19,11 @@ type LostShard struct {
 	// ID and Addr are the lost master's node ID and last address.
 	ID, Addr string
 	// Slots are the slots it owned.
-	Slots []SlotRange
+	Slots []nodes.SlotRange
 }
 
-// lostShards lists the lost shards of s (see LostShard), in ID order.
-func lostShards(s observe.Snapshot) []LostShard {
+// LostShards lists the lost shards of s (see LostShard), in ID order.
+func LostShards(s observe.Snapshot) []LostShard {
 	var out []LostShard
 	for _, k := range s.Cluster() {
 		if !k.Node.IsMaster() || len(k.Slots) == 0 || !k.Failed || k.Answers != nil ||
@@ -42,7 +42,7 @@ func promotable(s observe.Snapshot, master string) *observe.Observation {
 	var bestOffset int64
 	for _, o := range s.Joined() {
 		self, _ := o.Self()
-		if self.Role != RoleSlave || self.MasterID != master {
+		if self.Role != nodes.RoleSlave || self.MasterID != master {
 			continue
 		}
 		if offset, _ := strconv.ParseInt(o.Replication["slave_repl_offset"], 10, 64); offset > bestOffset {
@@ -52,14 +52,14 @@ func promotable(s observe.Snapshot, master string) *observe.Observation {
 	return best
 }
 
-// planAbandon forgets the masters of lost shards on every member that lists them, so that
-// their slots become unassigned everywhere and planRecovery covers them (planCover) with a
+// Abandon forgets the masters of lost shards on every member that lists them, so that
+// their slots become unassigned everywhere and Recover covers them (planCover) with a
 // live master: those slots are served again, empty. It is the one recovery that gives up
 // data, so the operator runs it only when the user has accepted the loss. It returns false
 // when there is no lost shard, or a member still replicates one (it cannot forget its own
 // master).
-func planAbandon(s observe.Snapshot) (Action, bool) {
-	shards := lostShards(s)
+func Abandon(s observe.Snapshot) (Action, bool) {
+	shards := LostShards(s)
 	if len(shards) == 0 {
 		return Action{}, false
 	}
@@ -71,11 +71,11 @@ func planAbandon(s observe.Snapshot) (Action, bool) {
 			if self.MasterID == sh.ID {
 				return Action{}, false
 			}
-			if slices.ContainsFunc(o.View, func(n Node) bool { return n.ID == sh.ID }) {
+			if slices.ContainsFunc(o.View, func(n nodes.Node) bool { return n.ID == sh.ID }) {
 				cmds = append(cmds, conn.Command{Addr: o.Addr, Args: []string{"CLUSTER", "FORGET", sh.ID}})
 			}
 		}
-		names = append(names, fmt.Sprintf("%s (last at %s, %d slots)", nodes.ShortID(sh.ID), sh.Addr, CountSlots(sh.Slots)))
+		names = append(names, fmt.Sprintf("%s (last at %s, %d slots)", nodes.ShortID(sh.ID), sh.Addr, nodes.CountSlots(sh.Slots)))
 	}
 	if len(cmds) == 0 {
 		return Action{}, false
@@ -94,13 +94,13 @@ func planCover(s observe.Snapshot) (Action, bool) {
 	if masters, agreed := observe.AgreedRoutes(joined); agreed {
 		routed := 0
 		for _, n := range masters {
-			routed += CountSlots(n.Slots)
+			routed += nodes.CountSlots(n.Slots)
 		}
-		if routed == SlotCount {
+		if routed == nodes.SlotCount {
 			return Action{}, false // every view routes every slot
 		}
 	}
-	var covered [SlotCount]bool
+	var covered [nodes.SlotCount]bool
 	var target *observe.Observation
 	targetSlots := 0
 	for _, o := range joined {
@@ -111,15 +111,15 @@ func planCover(s observe.Snapshot) (Action, bool) {
 		for slot, owner := range o.Routes() {
 			covered[slot] = covered[slot] || owner != ""
 		}
-		if self.IsMaster() && (target == nil || CountSlots(self.Slots) < targetSlots) {
-			target, targetSlots = o, CountSlots(self.Slots)
+		if self.IsMaster() && (target == nil || nodes.CountSlots(self.Slots) < targetSlots) {
+			target, targetSlots = o, nodes.CountSlots(self.Slots)
 		}
 	}
 	if target == nil || !layoutStable(&s) {
 		return Action{}, false
 	}
-	var uncovered []SlotRange
-	for slot := range SlotCount {
+	var uncovered []nodes.SlotRange
+	for slot := range nodes.SlotCount {
 		if covered[slot] {
 			continue
 		}
@@ -131,7 +131,7 @@ func planCover(s observe.Snapshot) (Action, bool) {
 		if n := len(uncovered); n > 0 && uncovered[n-1].End == slot-1 {
 			uncovered[n-1].End = slot
 		} else {
-			uncovered = append(uncovered, SlotRange{Start: slot, End: slot})
+			uncovered = append(uncovered, nodes.SlotRange{Start: slot, End: slot})
 		}
 	}
 	if len(uncovered) == 0 {
@@ -142,5 +142,5 @@ func planCover(s observe.Snapshot) (Action, bool) {
 		args = append(args, strconv.Itoa(r.Start), strconv.Itoa(r.End))
 	}
 	return Action{ActionCover, []conn.Command{{Addr: target.Addr, Args: args}}, fmt.Sprintf("%d slots (%s) had no owner and no keys on any master: given to %s",
-		CountSlots(uncovered), FormatSlotRanges(uncovered), target.Pod)}, true
+		nodes.CountSlots(uncovered), nodes.FormatSlotRanges(uncovered), target.Pod)}, true
 }

@@ -1,8 +1,7 @@
-package redisadmin
+package recovery
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"net"
 	"slices"
@@ -17,7 +16,7 @@ import (
 // ActionKind names what a recovery does; it is also the reason of the event that reports it.
 type ActionKind string
 
-// The recoveries planRecovery chooses from, in the order it considers them.
+// The recoveries Recover chooses from, in the order it considers them.
 const (
 	// ActionMeet introduces members to each other at their current addresses.
 	ActionMeet ActionKind = "NodesReintroduced"
@@ -44,7 +43,7 @@ const (
 	// ActionCover gives slots no master serves, and no master holds keys in, to a master.
 	ActionCover ActionKind = "SlotsCovered"
 	// ActionAbandon forgets the masters of lost shards once the user accepted the loss
-	// (planAbandon; never chosen by planRecovery).
+	// (Abandon; never chosen by Recover).
 	ActionAbandon ActionKind = "LostShardForgotten"
 )
 
@@ -64,13 +63,13 @@ const (
 	forgetAfter        = 2
 )
 
-// planRecovery decides the next recovery of s, or returns false when the topology needs
+// Recover decides the next recovery of s, or returns false when the topology needs
 // none. It is pure: it reads only s. The order matters: members must know each other
 // before anything else can be judged; a dead master's slots come before tidiness; layout
 // changes (demotions, replica moves) only while every slot owner is alive.
-func planRecovery(s observe.Snapshot) (Action, bool) {
+func Recover(s observe.Snapshot) (Action, bool) {
 	for _, plan := range []func(observe.Snapshot) (Action, bool){
-		planMeet, planRepoint, planStaleMasterAddress, planFailover, planRoute, planCover, planForget, planDemote, planBalanceReplicas, planSeparate,
+		Meet, planRepoint, planStaleMasterAddress, planFailover, planRoute, planCover, planForget, planDemote, planBalanceReplicas, planSeparate,
 	} {
 		if a, ok := plan(s); ok {
 			return a, true
@@ -79,10 +78,11 @@ func planRecovery(s observe.Snapshot) (Action, bool) {
 	return Action{}, false
 }
 
-// planMeet: every joined member must list every other joined member at its current
-// address, without noaddr or handshake, from its own view (not only the lowest address's:
-// gossip alone leaves noaddr entries after every pod moved).
-func planMeet(s observe.Snapshot) (Action, bool) {
+// Meet introduces members to each other (ActionMeet): every joined member must list every
+// other joined member at its current address, without noaddr or handshake, from its own
+// view (not only the lowest address's: gossip alone leaves noaddr entries after every pod
+// moved).
+func Meet(s observe.Snapshot) (Action, bool) {
 	joined := s.Joined()
 	var cmds []conn.Command
 	first := ""
@@ -110,7 +110,7 @@ func planMeet(s observe.Snapshot) (Action, bool) {
 
 // viewEntry says how view lists node id: its address and flags, or that it is missing (for
 // the reason of a MEET: a MEET that does not stick shows why in the status).
-func viewEntry(view []Node, id string) string {
+func viewEntry(view []nodes.Node, id string) string {
 	for _, n := range view {
 		if n.ID == id {
 			return fmt.Sprintf("%s [%s]", cmp.Or(n.Addr, "no address"), strings.Join(n.Flags, ","))
@@ -120,7 +120,7 @@ func viewEntry(view []Node, id string) string {
 }
 
 // knowsAt reports whether view lists node id at addr, with a live address.
-func knowsAt(view []Node, id, addr string) bool {
+func knowsAt(view []nodes.Node, id, addr string) bool {
 	for _, n := range view {
 		if n.ID == id {
 			return n.Addr == addr && !n.HasFlag("noaddr") && !n.HasFlag("handshake")
@@ -160,7 +160,7 @@ func newReplicaLayout(s *observe.Snapshot) replicaLayout {
 	}
 	for _, o := range s.Joined() {
 		self, _ := o.Self()
-		if !o.Leaving && self.Role == RoleSlave {
+		if !o.Leaving && self.Role == nodes.RoleSlave {
 			l.replicas[self.MasterID] = append(l.replicas[self.MasterID], o)
 		}
 	}
@@ -219,7 +219,7 @@ func planRepoint(s observe.Snapshot) (Action, bool) {
 	}
 	for _, o := range s.Joined() {
 		self, _ := o.Self()
-		if o.Leaving || self.Role != RoleSlave || l.isMaster(self.MasterID) {
+		if o.Leaving || self.Role != nodes.RoleSlave || l.isMaster(self.MasterID) {
 			continue
 		}
 		if k := cluster[self.MasterID]; k != nil && k.Node.IsMaster() && len(k.Slots) > 0 {
@@ -244,13 +244,13 @@ func planRepoint(s observe.Snapshot) (Action, bool) {
 // its view now has). Redis 7.0 updates the address a replica replicates from only when it
 // hears from the master itself at the new address, not when gossip brings it (seen after
 // every pod came back at new IPs: a replica dialing a gone IP for good, its master with no
-// replica). planMeet ran first, so the replica's view has the current address.
+// replica). Meet ran first, so the replica's view has the current address.
 func planStaleMasterAddress(s observe.Snapshot) (Action, bool) {
 	answering := s.ByID()
 	for _, o := range s.Joined() {
 		self, _ := o.Self()
 		host, port := o.Replication["master_host"], o.Replication["master_port"]
-		if o.Leaving || self.Role != RoleSlave || host == "" || port == "" {
+		if o.Leaving || self.Role != nodes.RoleSlave || host == "" || port == "" {
 			continue
 		}
 		m := answering[self.MasterID]
@@ -291,7 +291,7 @@ func planFailover(s observe.Snapshot) (Action, bool) {
 		}
 		best := promotable(s, k.Node.ID)
 		if best == nil {
-			continue // nothing to promote: the status reports the slots as not served (lostShards)
+			continue // nothing to promote: the status reports the slots as not served (LostShards)
 		}
 		kind, mode := ActionForceFailover, "FORCE"
 		if dead*2 >= owners {
@@ -330,7 +330,7 @@ func planForget(s observe.Snapshot) (Action, bool) {
 				cmds = nil // wait until planRepoint moved it
 				break
 			}
-			if slices.ContainsFunc(o.View, func(n Node) bool { return n.ID == k.Node.ID }) {
+			if slices.ContainsFunc(o.View, func(n nodes.Node) bool { return n.ID == k.Node.ID }) {
 				cmds = append(cmds, conn.Command{Addr: o.Addr, Args: []string{"CLUSTER", "FORGET", k.Node.ID}})
 			}
 		}
@@ -468,16 +468,19 @@ func Unseparated(s observe.Snapshot) []string {
 	return out
 }
 
-// Run sends the commands of a recovery, in order, stopping at the first error.
-func (a *Admin) Run(ctx context.Context, action Action) error {
-	for _, c := range action.Commands {
-		args := make([]any, len(c.Args))
-		for i, arg := range c.Args {
-			args[i] = arg
-		}
-		if err := a.Client(c.Addr).Do(ctx, args...).Err(); err != nil {
-			return fmt.Errorf("while running %s: %w", c, err)
+// ExtraMasters names the pods of staying masters that serve no slot beyond the masters the
+// spec asks for: a Form or a Join cut short before its CLUSTER REPLICATE leaves one, and
+// planDemote makes it a replica. The shard it should copy has one copy fewer until then.
+func ExtraMasters(s observe.Snapshot) []string {
+	if s.Masters == 0 || !layoutStable(&s) {
+		return nil
+	}
+	l := newReplicaLayout(&s)
+	var pods []string
+	for _, o := range s.Joined() {
+		if self, _ := o.Self(); !o.Leaving && self.IsMaster() && !self.Failed && len(self.Slots) == 0 && !l.isMaster(self.ID) {
+			pods = append(pods, o.Pod)
 		}
 	}
-	return nil
+	return pods
 }
