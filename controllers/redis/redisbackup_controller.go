@@ -27,7 +27,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
@@ -115,8 +115,8 @@ type backupRun struct {
 	rc     *redisv1alpha1.RedisCluster
 	conn   pooledAdmin
 	store  *objectstore.Client
-	slots  redisadmin.SlotMap
-	source []redisadmin.ShardSource
+	slots  health.SlotMap
+	source []health.ShardSource
 }
 
 // look reads the cluster, checks the store with one request and takes a snapshot of the
@@ -175,7 +175,7 @@ func (r *RedisBackupReconciler) look(ctx context.Context, b *redisv1alpha1.Redis
 }
 
 // sources takes a snapshot of the cluster's nodes and picks the node of each shard to copy.
-func (r *RedisBackupReconciler) sources(ctx context.Context, rc *redisv1alpha1.RedisCluster, conn pooledAdmin) (redisadmin.SlotMap, []redisadmin.ShardSource, error) {
+func (r *RedisBackupReconciler) sources(ctx context.Context, rc *redisv1alpha1.RedisCluster, conn pooledAdmin) (health.SlotMap, []health.ShardSource, error) {
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(rc.Namespace), client.UnsafeDisableDeepCopy,
 		client.MatchingLabels(objectlabels.SelectorLabels(objectlabels.RedisClusterKind, rc.Name))); err != nil {
@@ -186,11 +186,11 @@ func (r *RedisBackupReconciler) sources(ctx context.Context, rc *redisv1alpha1.R
 	snap := observe.Snapshot{Nodes: podObservations(sorted, resources.RedisNodes(rc), nil), Masters: resources.RedisMasters(rc),
 		ReplicasPerMaster: resources.RedisReplicasPerMaster(rc), NodeTimeout: nodeTimeout, Now: time.Now()}
 	conn.admin.Observe(ctx, snap.Nodes)
-	slots, err := redisadmin.StableSlotMap(snap, redisadmin.Assess(snap))
+	slots, err := health.StableSlotMap(snap, health.Assess(snap))
 	if err != nil {
 		return nil, nil, err
 	}
-	return slots, redisadmin.BackupSources(snap, slots), nil
+	return slots, health.BackupSources(snap, slots), nil
 }
 
 // copyAndRecord records the attempt (phase Running), copies every shard and the manifest,

@@ -14,6 +14,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/backup"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 )
 
 // backupCopyTimeout bounds one attempt's copy of every shard.
@@ -120,7 +121,7 @@ func copyShards(ctx context.Context, run backupRun) ([]rdbstream.Result, error) 
 
 // manifestShard is a shard's entry of the manifest. StreamShard checked that the store
 // holds what the node sent (size and SHA-256).
-func manifestShard(src redisadmin.ShardSource, res rdbstream.Result, file string) backup.Shard {
+func manifestShard(src health.ShardSource, res rdbstream.Result, file string) backup.Shard {
 	sh := backup.Shard{
 		MasterNodeID: src.MasterID, SourceNodeID: src.NodeID, SourceRole: backup.RoleMaster,
 		ReplicationID: res.ReplID, ReplicationOffset: res.Offset, CapturedAt: res.Created.UTC(),

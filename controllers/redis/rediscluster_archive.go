@@ -28,6 +28,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
 
@@ -116,7 +117,7 @@ type shardArchive struct {
 	sink    redisarchive.StoreSink
 
 	mu     sync.Mutex
-	source redisadmin.ShardSource
+	source health.ShardSource
 	// A replica's backlog begins where it last synced with its master, so a replica
 	// restarted since the archive's end cannot continue the history while its master
 	// (source.MasterAddr) still can: askMaster sends the next connection there, and
@@ -206,15 +207,15 @@ func (r *RedisClusterReconciler) syncArchive(ctx context.Context, s *state) {
 
 // archiveSources are the shards of s's snapshot with the node each is followed at (an
 // in-sync replica where there is one), in slot order; problem says why there are none.
-func archiveSources(s *state) ([]redisadmin.ShardSource, string) {
+func archiveSources(s *state) ([]health.ShardSource, string) {
 	if len(s.snap.Nodes) == 0 {
 		return nil, "the nodes were not observed"
 	}
-	slots, err := redisadmin.StableSlotMap(s.snap, redisadmin.Assess(s.snap))
+	slots, err := health.StableSlotMap(s.snap, health.Assess(s.snap))
 	if err != nil {
 		return nil, "waiting for a stable slot map: " + err.Error()
 	}
-	sources := redisadmin.BackupSources(s.snap, slots)
+	sources := health.BackupSources(s.snap, slots)
 	for _, src := range sources {
 		if src.Addr == "" {
 			return nil, fmt.Sprintf("the node serving slots %s does not answer", redisadmin.FormatSlotRanges(src.Slots))
@@ -224,7 +225,7 @@ func archiveSources(s *state) ([]redisadmin.ShardSource, string) {
 }
 
 // sameShards reports whether the running shards serve the slots of sources, in order.
-func sameShards(shards []*shardArchive, sources []redisadmin.ShardSource) bool {
+func sameShards(shards []*shardArchive, sources []health.ShardSource) bool {
 	if len(shards) != len(sources) {
 		return false
 	}
@@ -247,7 +248,7 @@ func archiveFolder(namespace string, dest redisv1alpha1.ObjectStore) string {
 }
 
 // startArchive opens the archive's store and starts a follower loop per shard.
-func (r *RedisClusterReconciler) startArchive(ctx context.Context, s *state, sources []redisadmin.ShardSource) (*clusterArchive, error) {
+func (r *RedisClusterReconciler) startArchive(ctx context.Context, s *state, sources []health.ShardSource) (*clusterArchive, error) {
 	dest := s.rc.Spec.Archive.Destination
 	dir := archiveFolder(s.rc.Namespace, dest)
 	store, err := (storeOpener{reader: r.APIReader, policy: r.StorePolicy}).open(ctx, "spec.archive.destination.endpoint", s.rc.Namespace, dest, dir)
@@ -406,14 +407,14 @@ func (sh *shardArchive) isStopped() bool {
 
 // update tells the shard's loop where its shard is followed now, how to log in, and its
 // schedule.
-func (sh *shardArchive) update(src redisadmin.ShardSource, conn archiveConn, schedule archiveSchedule) {
+func (sh *shardArchive) update(src health.ShardSource, conn archiveConn, schedule archiveSchedule) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.source, sh.conn, sh.schedule = src, conn, schedule
 }
 
 // current is where the shard is followed now.
-func (sh *shardArchive) current() (redisadmin.ShardSource, rdbstream.Options) {
+func (sh *shardArchive) current() (health.ShardSource, rdbstream.Options) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	return sh.source, rdbstream.Options{Addr: sh.source.Addr, Username: sh.conn.login.User, Password: sh.conn.login.Password, TLS: sh.conn.tls}
@@ -620,7 +621,7 @@ func (sh *shardArchive) newBase(ctx context.Context, timeline int) error {
 
 // takeBase takes a snapshot of the shard into the archive as the base of timeline. The
 // timeline is not visible to restores until describeBase.
-func (sh *shardArchive) takeBase(ctx context.Context, timeline int) (backup.Shard, redisadmin.ShardSource, error) {
+func (sh *shardArchive) takeBase(ctx context.Context, timeline int) (backup.Shard, health.ShardSource, error) {
 	src, opts := sh.current()
 	opts.ViaDisk = true
 	file := redisarchive.BaseRDBName(sh.cluster, sh.name, timeline)
@@ -646,7 +647,7 @@ func (sh *shardArchive) describeBase(ctx context.Context, timeline int, base bac
 
 // useBase makes timeline, from base, the shard's, and says so in an event (why: "" after a
 // gap or at the start, else what scheduled it).
-func (sh *shardArchive) useBase(timeline int, base backup.Shard, src redisadmin.ShardSource, why string) {
+func (sh *shardArchive) useBase(timeline int, base backup.Shard, src health.ShardSource, why string) {
 	sh.mu.Lock()
 	sh.timeline, sh.base, sh.last, sh.baseRetryAt = timeline, base, redisarchive.Progress{}, time.Time{}
 	if sh.oldest.IsZero() {

@@ -32,6 +32,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
@@ -189,7 +190,7 @@ type state struct {
 	// snap is the reconcile's one look at the nodes (nil Nodes until taken), health what
 	// clients would see of it.
 	snap   observe.Snapshot
-	health redisadmin.Health
+	health health.Health
 	// memory is the memory configuration the nodes should run with, coverage their
 	// cluster-require-full-coverage ("" when not known), both from the generated redis.conf
 	// (readConf).

@@ -15,10 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
@@ -47,7 +47,7 @@ func (r *RedisClusterReconciler) readMembers(ctx context.Context, s *state) erro
 }
 
 // takeSnapshot takes the reconcile's one look: the pods (Pending, silent and missing ones
-// included) with every pod's node read once, judged by redisadmin.Assess. The plan and the
+// included) with every pod's node read once, judged by health.Assess. The plan and the
 // status are derived from it alone.
 func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 	if s.recorded == nil {
@@ -75,7 +75,7 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 	r.readConf(ctx, s)
 	r.checkCoverage(s)
 	r.readBackupsUnderWay(ctx, s)
-	s.health = redisadmin.Assess(s.snap)
+	s.health = health.Assess(s.snap)
 }
 
 // podObservations are the pods as the snapshot starts from them, before their nodes are

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 )
 
 // The reasons of a network partition: the Degraded condition's while a look sees one, and
@@ -19,7 +19,7 @@ const (
 
 // partitioned names the partition h shows (masters cut off from their peers while they
 // answer, slots two masters claim), or "" for none.
-func partitioned(h redisadmin.Health) (reason, message string) {
+func partitioned(h health.Health) (reason, message string) {
 	var parts []string
 	for _, p := range h.Partitions {
 		parts = append(parts, p.String())

@@ -15,6 +15,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
@@ -382,10 +383,10 @@ func nodeStatuses(s *state) []redisv1alpha1.RedisNode {
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "Failing", "another node flags it as failing"
 			case o.Info["cluster_state"] != "ok":
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "ClusterStateFail", "it reports cluster_state "+o.Info["cluster_state"]
-			case !o.Started.IsZero() && s.snap.Now.Sub(o.Started) < redisadmin.SettleTime(nodeTimeout):
+			case !o.Started.IsZero() && s.snap.Now.Sub(o.Started) < health.SettleTime(nodeTimeout):
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "Settling",
 					fmt.Sprintf("it started %s ago; it is trusted after cluster-node-timeout + 2 s (%s), when it has heard from every peer",
-						s.snap.Now.Sub(o.Started).Round(time.Second), redisadmin.SettleTime(nodeTimeout))
+						s.snap.Now.Sub(o.Started).Round(time.Second), health.SettleTime(nodeTimeout))
 			case n.Role == redisadmin.RoleSlave && !o.InSync():
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "ReplicationDown", replicationProblem(o)
 			default:

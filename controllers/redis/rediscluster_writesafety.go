@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
 
@@ -45,7 +46,7 @@ func (r *RedisClusterReconciler) setWritesAccepted(s *state, gen int64) {
 		return
 	}
 	was := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionWritesAccepted)
-	refusing := redisadmin.RefusingWrites(s.snap)
+	refusing := health.RefusingWrites(s.snap)
 	if len(refusing) == 0 {
 		if was != nil && was.Status == metav1.ConditionFalse {
 			r.event(s, corev1.EventTypeNormal, ReasonWritesResumed, "Observe", "every master accepts writes again (was: %s)", clip(was.Message, eventNoteLimit-60))

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
@@ -124,7 +125,7 @@ type masterMemory struct {
 // the data would stay below scaleInPercent of the target with one master fewer for
 // Sustain, one is removed, never below MinMasters. Nothing changes while the cluster is
 // busy or not healthy, or while the masters are not what the spec asks (a scale under way).
-func PlanAutoscale(a Autoscale, st AutoscaleState, s observe.Snapshot, h Health, busy string) AutoscaleDecision {
+func PlanAutoscale(a Autoscale, st AutoscaleState, s observe.Snapshot, h health.Health, busy string) AutoscaleDecision {
 	masters := mastersMemory(s)
 	d := AutoscaleDecision{Kind: AutoscaleNone, Masters: s.Masters, State: st}
 	switch {

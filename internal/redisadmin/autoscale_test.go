@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
 )
@@ -135,7 +136,7 @@ func TestPlanAutoscale(t *testing.T) {
 
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := PlanAutoscale(tc.a, tc.st, tc.snap, Assess(tc.snap), tc.busy)
+			d := PlanAutoscale(tc.a, tc.st, tc.snap, health.Assess(tc.snap), tc.busy)
 			if d.Kind != tc.want {
 				t.Fatalf("decision %s (%s), want %s", d.Kind, d.Reason, tc.want)
 			}
@@ -217,7 +218,7 @@ func TestNextStepAutoscale(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			step := NextStep(tc.spec, tc.snap, Assess(tc.snap))
+			step := NextStep(tc.spec, tc.snap, health.Assess(tc.snap))
 			if step.Kind != tc.want {
 				t.Fatalf("step %s (%s), want %s", step.Kind, step.Reason, tc.want)
 			}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
@@ -18,7 +19,7 @@ const StepSetCoverage StepKind = "SetCoverage"
 // (Observation.StaleCoverage). NextStep takes it before every other step, as a side step
 // (Step.Behind keeps what is under way for the status): while a shard is lost, the other
 // shards serve only once their nodes run with "no".
-func planCoverage(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
+func planCoverage(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
 	if spec.Coverage == "" {
 		return Step{}, false
 	}

@@ -6,8 +6,8 @@
 //
 //   - observe: Admin.Observe (package observe's Observe on the conn.Pool Admin embeds)
 //     fills a Snapshot with one pipelined round trip per node on a pooled connection
-//     (CLUSTER NODES, CLUSTER INFO, INFO), and Assess judges it (Health: what a client
-//     would see, slot by slot);
+//     (CLUSTER NODES, CLUSTER INFO, INFO), and package health's Assess judges it (Health:
+//     what a client would see, slot by slot);
 //   - plan, pure: NextStep(Spec, Snapshot, Health) returns the one Step to take next (form,
 //     join, rebalance a batch, assign a batch, remove, fail over, repair slots, recover,
 //     rotate a password, reload a certificate, replace a pod, or wait with a reason), with

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
@@ -225,7 +226,7 @@ func TestHeldSlotSteps(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s := NextStep(tc.spec, tc.snap, Assess(tc.snap))
+			s := NextStep(tc.spec, tc.snap, health.Assess(tc.snap))
 			if s.Kind != tc.want {
 				t.Fatalf("step %s (%s), want %s", s.Kind, s.Reason, tc.want)
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
@@ -332,7 +333,7 @@ type Strategy struct {
 // is reported before anything could paper over it; a new cluster is formed only from
 // nothing; then certificate reloads, recoveries, open slots, and, only while every member
 // answers, joins, slot moves, removals and pod replacements.
-func NextStep(spec Spec, s observe.Snapshot, h Health) Step {
+func NextStep(spec Spec, s observe.Snapshot, h health.Health) Step {
 	if spec.Paused {
 		return Step{Kind: StepWait, After: LookIdle, Reason: "paused"}
 	}
@@ -343,9 +344,9 @@ func NextStep(spec Spec, s observe.Snapshot, h Health) Step {
 		return Step{Kind: StepWait, After: LookIdle, Reason: fmt.Sprintf("%d nodes refuse the password", len(h.AuthFailed))}
 	}
 	rotate, note, rotates := planRotation(spec, s)
-	planRotate := func(Spec, observe.Snapshot, Health) (Step, bool) { return rotate, rotates }
+	planRotate := func(Spec, observe.Snapshot, health.Health) (Step, bool) { return rotate, rotates }
 	step := Step{Kind: StepIdle, After: IdleLook(s.NodeTimeout)}
-	for _, plan := range []func(Spec, observe.Snapshot, Health) (Step, bool){
+	for _, plan := range []func(Spec, observe.Snapshot, health.Health) (Step, bool){
 		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planRotateCA, planMemory, planWriteSafety, planRecover, planFixSlots,
 		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planVolumes, planUpgrade, planReload,
 	} {
@@ -372,7 +373,7 @@ func NextStep(spec Spec, s observe.Snapshot, h Health) Step {
 // planAutoscale asks the autoscaler (PlanAutoscale) what to do once NextStep chose step:
 // only when nothing else is to be done (step is Idle, no rotation under way) may it scale;
 // otherwise its decision is a wait for what step is about, which keeps its clocks.
-func planAutoscale(spec Spec, s observe.Snapshot, h Health, step Step) Step {
+func planAutoscale(spec Spec, s observe.Snapshot, h health.Health, step Step) Step {
 	busy := spec.Busy
 	switch {
 	case step.Kind != StepIdle:
@@ -389,7 +390,7 @@ func planAutoscale(spec Spec, s observe.Snapshot, h Health, step Step) Step {
 }
 
 // planRecord keeps the member record current (observe.MemberRecord).
-func planRecord(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
+func planRecord(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
 	want := observe.MemberRecord(s)
 	if spec.MembersRecorded && maps.Equal(want, s.Members) {
 		return Step{}, false
@@ -409,8 +410,8 @@ func whileUncovered(coverage string) string {
 
 // planLostCluster refuses to form a new cluster over a formed one whose every node is
 // silent or back empty; once the user accepts the loss, the record is cleared so one can be.
-func planLostCluster(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
-	if !Lost(s) {
+func planLostCluster(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
+	if !health.Lost(s) {
 		return Step{}, false
 	}
 	if spec.AcceptDataLoss {
@@ -438,7 +439,7 @@ func planLostCluster(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
 // planLostShards reports masters whose slots have no copy left (recovery.LostShards); once the user
 // accepts the loss, every member forgets them (recovery.Abandon) and recoveries serve the slots
 // again, empty.
-func planLostShards(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
+func planLostShards(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
 	shards := recovery.LostShards(s)
 	if len(shards) == 0 {
 		return Step{}, false
@@ -475,7 +476,7 @@ func planLostShards(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
 // planForm forms the cluster when every pod runs, answers and is new and empty, and no
 // cluster was ever recorded, as `redis-cli --cluster create` would. Once any node belongs to
 // a cluster, or the record names any pod, it never forms again: new nodes join instead.
-func planForm(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
+func planForm(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
 	if len(s.Joined()) > 0 {
 		return Step{}, false
 	}
@@ -517,7 +518,7 @@ func planForm(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
 // planRestore loads a restoring cluster's shards, every one not loaded yet at once, each
 // into the master that serves its slots, once the new cluster serves every slot (so a
 // loaded key is where its clients will look for it).
-func planRestore(spec Spec, s observe.Snapshot, h Health) (Step, bool) {
+func planRestore(spec Spec, s observe.Snapshot, h health.Health) (Step, bool) {
 	r := spec.Restore
 	if r == nil {
 		return Step{}, false
@@ -553,7 +554,7 @@ func planRestore(spec Spec, s observe.Snapshot, h Health) (Step, bool) {
 // emptied pods back as members: it comes last), the keys of the lost slots from the
 // backup: one step per backup shard that holds some, into the master that now serves them;
 // then it ends the reload.
-func planReload(spec Spec, s observe.Snapshot, h Health) (Step, bool) {
+func planReload(spec Spec, s observe.Snapshot, h health.Health) (Step, bool) {
 	r := spec.Reload
 	if r == nil {
 		return Step{}, false
@@ -606,7 +607,7 @@ func intersectSlots(a, b []SlotRange) []SlotRange {
 
 // planDropAcceptance spends the accept-data-loss annotation once a cluster is formed and
 // no shard is lost, so it cannot accept a later loss unseen.
-func planDropAcceptance(spec Spec, _ observe.Snapshot, _ Health) (Step, bool) {
+func planDropAcceptance(spec Spec, _ observe.Snapshot, _ health.Health) (Step, bool) {
 	if !spec.AcceptDataLoss {
 		return Step{}, false
 	}
@@ -616,7 +617,7 @@ func planDropAcceptance(spec Spec, _ observe.Snapshot, _ Health) (Step, bool) {
 // planReloadCertificates makes the nodes that serve an old certificate read theirs again
 // (without a restart). Until the kubelet has refreshed a pod's Secret volume the node reads
 // the old files again, so this repeats until every node serves the new one.
-func planReloadCertificates(_ Spec, s observe.Snapshot, _ Health) (Step, bool) {
+func planReloadCertificates(_ Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
 	addrs, pods := s.AnsweringWhere(func(o *observe.Observation) bool { return o.StaleCertificate })
 	if len(addrs) == 0 {
 		return Step{}, false
@@ -626,7 +627,7 @@ func planReloadCertificates(_ Spec, s observe.Snapshot, _ Health) (Step, bool) {
 }
 
 // planRecover runs the next recovery recovery.Recover finds.
-func planRecover(_ Spec, s observe.Snapshot, _ Health) (Step, bool) {
+func planRecover(_ Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
 	action, ok := recovery.Recover(s)
 	if !ok {
 		return Step{}, false
@@ -637,7 +638,7 @@ func planRecover(_ Spec, s observe.Snapshot, _ Health) (Step, bool) {
 // planFixSlots finishes or rolls back slot moves an interruption (an operator restart, a
 // crashed node) left open, and gives back slots no master claims any longer
 // (strayedSlots), before anything else changes the topology.
-func planFixSlots(_ Spec, s observe.Snapshot, _ Health) (Step, bool) {
+func planFixSlots(_ Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
 	for _, o := range s.Answering() {
 		if self, _ := o.Self(); self.HasOpenSlots() {
 			return Step{Kind: StepFixSlots, Operation: OpScaling, After: LookSoon,
@@ -656,7 +657,7 @@ func planFixSlots(_ Spec, s observe.Snapshot, _ Health) (Step, bool) {
 // recorded member does not answer or the cluster still lists a failed node: they need every
 // slot owner and change nothing a recovery depends on. A new pod that never joined (Pending
 // for good, say) does not stop them.
-func planWaitForMembers(_ Spec, s observe.Snapshot, h Health) (Step, bool) {
+func planWaitForMembers(_ Spec, s observe.Snapshot, h health.Health) (Step, bool) {
 	var silent []string
 	for i := range s.Nodes {
 		o := &s.Nodes[i]
@@ -667,7 +668,7 @@ func planWaitForMembers(_ Spec, s observe.Snapshot, h Health) (Step, bool) {
 	switch {
 	case len(silent) > 0:
 		return Step{Kind: StepWait, After: LookForPods, Reason: fmt.Sprintf("waiting for %s to answer", strings.Join(silent, ", "))}, true
-	case h.hasFailedNodes():
+	case h.HasFailedNodes():
 		return Step{Kind: StepWait, After: LookForPods, Reason: "waiting for the cluster to settle a failed node"}, true
 	}
 	return Step{}, false
@@ -676,7 +677,7 @@ func planWaitForMembers(_ Spec, s observe.Snapshot, h Health) (Step, bool) {
 // planJoin adds one new, empty, staying node: as a master until there are as many as the
 // spec asks, then as a replica of the master with the fewest replicas, preferring one on
 // another Kubernetes node (then zone).
-func planJoin(_ Spec, s observe.Snapshot, _ Health) (Step, bool) {
+func planJoin(_ Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
 	joined := s.Joined()
 	if len(joined) == 0 {
 		return Step{}, false
@@ -740,7 +741,7 @@ func pickMaster(s observe.Snapshot, counts map[string]int, joining *observe.Obse
 // time, so an interruption resumes), except for held slots (Spec.HeldSlots) and into
 // masters with under fullPercent of their maxmemory left (skipFullTargets); with AssignReceive exactly the listed slots from the
 // listed nodes to the empty masters recorded as targets first.
-func planMoveSlots(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
+func planMoveSlots(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
 	weights := drainWeights(s)
 	draining := drainPending(s, weights)
 	assign := spec.Assign != nil
@@ -979,7 +980,7 @@ func drainPending(s observe.Snapshot, weights map[string]float64) bool {
 // planRemove scales in once every slot is off the leaving masters: it removes one leaving
 // node per step from the cluster (replicas first), and only when none is left in the
 // cluster shrinks the StatefulSet.
-func planRemove(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
+func planRemove(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
 	var going []*observe.Observation
 	stay := ""
 	for _, o := range s.Joined() {
@@ -1016,7 +1017,7 @@ func planRemove(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
 // planUpgrade replaces pods that run an old template, one at a time, only while the cluster
 // is Ready: replicas first; before a master's pod goes, a connected replica takes over
 // (Failover), so at most one failover happens at a time and no acknowledged write is lost.
-func planUpgrade(spec Spec, s observe.Snapshot, h Health) (Step, bool) {
+func planUpgrade(spec Spec, s observe.Snapshot, h health.Health) (Step, bool) {
 	if spec.UpdateRevision == "" {
 		return Step{}, false
 	}
@@ -1036,7 +1037,7 @@ func planUpgrade(spec Spec, s observe.Snapshot, h Health) (Step, bool) {
 // planReplace replaces one of the pods of outdated, which answer, once the cluster is Ready
 // and every pod is: a replica first; a master only after a connected replica took over.
 // progress starts every reason.
-func planReplace(spec Spec, s observe.Snapshot, h Health, outdated []*observe.Observation, progress string) (Step, bool) {
+func planReplace(spec Spec, s observe.Snapshot, h health.Health, outdated []*observe.Observation, progress string) (Step, bool) {
 	wait := func(why string) (Step, bool) {
 		return Step{Kind: StepWait, Operation: OpUpgrading, After: LookSoon, Reason: progress + "; " + why}, true
 	}

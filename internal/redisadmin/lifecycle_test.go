@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/recovery"
 	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
@@ -584,7 +585,7 @@ func TestNextStep(t *testing.T) {
 	kinds := map[StepKind]bool{}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := NextStep(tc.spec, tc.snap, Assess(tc.snap))
+			got := NextStep(tc.spec, tc.snap, health.Assess(tc.snap))
 			if got.Kind != tc.want {
 				t.Fatalf("step %s (%s), want %s", got.Kind, got.Reason, tc.want)
 			}
@@ -667,36 +668,4 @@ func assigned(moved int) observe.Snapshot {
 		c.Each("gggggggg", func(n *Node) { n.Slots = []SlotRange{{Start: 0, End: moved - 1}} })
 	}
 	return c.Snap
-}
-
-// TestAgreedRoutesCountLikeSlotBySlot: where every view routes alike, Assess counts slots
-// from the masters' ranges; that must give what the slot-by-slot pass gives.
-func TestAgreedRoutesCountLikeSlotBySlot(t *testing.T) {
-	snaps := map[string]observe.Snapshot{
-		"six":                 fakesnapshot.Six().Current().Snap,
-		"a new master joined": fakesnapshot.Six().WithNewMaster().Snap,
-		"a slot moved in every view": func() observe.Snapshot {
-			c := fakesnapshot.Six()
-			c.Each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{Start: 0, End: 99}, {Start: 101, End: 5460}} })
-			c.Each("bbbbbbbb", func(n *Node) { n.Slots = []SlotRange{{Start: 100, End: 100}, {Start: 5461, End: 10922}} })
-			return c.Snap
-		}(),
-		"a master silent":      fakesnapshot.Six().Silence(0, fakesnapshot.ErrDown).Snap,
-		"slots routed nowhere": fakesnapshot.Forgotten().Snap,
-		"a master failed":      fakesnapshot.Six().Silence(1, fakesnapshot.ErrDown).Fail("bbbbbbbb", time.Minute).Snap,
-	}
-	for name, snap := range snaps {
-		joined := snap.Joined()
-		if _, agreed := observe.AgreedRoutes(joined); !agreed {
-			t.Errorf("%s: the views were expected to agree", name)
-			continue
-		}
-		fast := Assess(snap)
-		var slow Health
-		_, unowned := servedSlotBySlot(&slow, joined, snap.ByID(), map[string]bool{})
-		if fast.SlotsAssigned != slow.SlotsAssigned || fast.SlotsServed != slow.SlotsServed || SlotCount-fast.SlotsAssigned != unowned {
-			t.Errorf("%s: from ranges %d assigned, %d served; slot by slot %d and %d (%d unowned)",
-				name, fast.SlotsAssigned, fast.SlotsServed, slow.SlotsAssigned, slow.SlotsServed, unowned)
-		}
-	}
 }

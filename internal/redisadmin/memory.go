@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
@@ -31,7 +32,7 @@ type Memory struct {
 // memory limit's share), so no node restarts for it. A pod on an old template is left
 // alone: its memory limit may be another one, and the upgrade replaces it with the new
 // configuration.
-func planMemory(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
+func planMemory(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
 	want := spec.Memory
 	if want.Policy == "" {
 		return Step{}, false

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
 )
@@ -103,11 +104,11 @@ func TestNextStepRotation(t *testing.T) {
 	c := fakesnapshot.Six().Current()
 	v := &c.Snap.Nodes[4].View[1]
 	v.Addr, v.Flags = "10.9.9.9:6379", append(v.Flags, "noaddr")
-	if got := NextStep(spec, c.Snap, Assess(c.Snap)); got.Kind != StepAddPassword {
+	if got := NextStep(spec, c.Snap, health.Assess(c.Snap)); got.Kind != StepAddPassword {
 		t.Errorf("a rotation and an introduction due: %s, want the rotation first", got.Kind)
 	}
 	spec.Rotation.Credentials[0].Desired = "a"
-	if got := NextStep(spec, c.Snap, Assess(c.Snap)); got.Kind != StepRecover || got.Rotation != RotationCurrent {
+	if got := NextStep(spec, c.Snap, health.Assess(c.Snap)); got.Kind != StepRecover || got.Rotation != RotationCurrent {
 		t.Errorf("rotation current, introduction due: %s with rotation %q, want Recover with %q", got.Kind, got.Rotation, RotationCurrent)
 	}
 	// A new cluster's pods wait for the record (the exporter sidecar mounts it): it is
@@ -119,11 +120,11 @@ func TestNextStepRotation(t *testing.T) {
 	for i := range waiting.Nodes {
 		waiting.Nodes[i] = observe.Observation{Pod: waiting.Nodes[i].Pod, Err: errors.New("the pod has no IP")}
 	}
-	if got := NextStep(fresh, waiting, Assess(waiting)); got.Kind != StepWriteRecord {
+	if got := NextStep(fresh, waiting, health.Assess(waiting)); got.Kind != StepWriteRecord {
 		t.Errorf("a new cluster whose pods do not run yet: %s (%s), want WriteRecord first", got.Kind, got.Reason)
 	}
 	spec.Paused = true
-	if got := NextStep(spec, c.Snap, Assess(c.Snap)); got.Rotation != "" {
+	if got := NextStep(spec, c.Snap, health.Assess(c.Snap)); got.Rotation != "" {
 		t.Errorf("paused: rotation %q, want it not looked at", got.Rotation)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
 )
@@ -127,7 +128,7 @@ func TestPlanVolumes(t *testing.T) {
 			if snap.Nodes == nil {
 				snap = fakesnapshot.Six().Current().Snap
 			}
-			got := NextStep(tc.spec, snap, Assess(snap))
+			got := NextStep(tc.spec, snap, health.Assess(snap))
 			if got.Kind != tc.want {
 				t.Fatalf("step %s (%s), want %s", got.Kind, got.Reason, tc.want)
 			}

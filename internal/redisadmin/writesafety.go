@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
@@ -34,7 +35,7 @@ func (w WriteSafety) String() string {
 // are set in the same step, as a replica becomes a master by a failover; nothing can read
 // a replica's setting back, so it is set whenever a master's is. A pod on an old template
 // is left alone: the upgrade replaces it with the new configuration.
-func planWriteSafety(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
+func planWriteSafety(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
 	want := spec.WriteSafety
 	if !want.Managed {
 		return Step{}, false
@@ -61,22 +62,4 @@ func planWriteSafety(spec Spec, s observe.Snapshot, _ Health) (Step, bool) {
 func SetWriteSafety(ctx context.Context, addr string, tlsConfig *tls.Config, login conn.Login, w WriteSafety) error {
 	return conn.ConfigSet(ctx, addr, tlsConfig, login, "min-replicas-to-write",
 		"min-replicas-max-lag", strconv.Itoa(w.MaxLag), "min-replicas-to-write", strconv.Itoa(w.MinReplicas))
-}
-
-// RefusingWrites names the pods of the masters serving slots that refuse writes because
-// min-replicas-to-write is on and too few replicas acknowledged their stream in time
-// (GoodReplicasField below it), and the replicas each has in good standing.
-func RefusingWrites(s observe.Snapshot) []string {
-	var out []string
-	for _, o := range s.Joined() {
-		self, _ := o.Self()
-		good, on := o.Replication[observe.GoodReplicasField]
-		if !on || !self.IsMaster() || len(self.Slots) == 0 {
-			continue
-		}
-		if n, err := strconv.Atoi(good); err == nil && n < 1 {
-			out = append(out, o.Pod)
-		}
-	}
-	return out
 }

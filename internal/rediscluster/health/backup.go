@@ -1,4 +1,4 @@
-package redisadmin
+package health
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ type ShardSource struct {
 	// MasterID is the shard's master and Slots the slots it serves; MasterAddr is the
 	// master's address, "" when it does not answer.
 	MasterID, MasterAddr string
-	Slots                []SlotRange
+	Slots                []nodes.SlotRange
 	// Pod, Addr and NodeID are the node to ask; Replica is true when it is a replica of the
 	// master (in sync with it), false when it is the master itself.
 	Pod, Addr, NodeID string
@@ -25,14 +25,14 @@ type ShardSource struct {
 
 // SlotMap is a cluster's masters by node ID with the slots each serves, as every joined node
 // routes them.
-type SlotMap map[string][]SlotRange
+type SlotMap map[string][]nodes.SlotRange
 
 // String lists the masters in slot order, "id:0-5460 id:5461-10922 ...".
 func (m SlotMap) String() string {
 	ids := m.masters()
 	parts := make([]string, len(ids))
 	for i, id := range ids {
-		parts[i] = nodes.ShortID(id) + ":" + FormatSlotRanges(m[id])
+		parts[i] = nodes.ShortID(id) + ":" + nodes.FormatSlotRanges(m[id])
 	}
 	return strings.Join(parts, " ")
 }

@@ -1,4 +1,4 @@
-package redisadmin
+package health
 
 import (
 	"fmt"
@@ -55,8 +55,8 @@ const writableDelay = 2 * time.Second
 // it answers may still meet CLUSTERDOWN.
 func SettleTime(nodeTimeout time.Duration) time.Duration { return nodeTimeout + writableDelay }
 
-// hasFailedNodes reports whether a node ID in the cluster's tables is failed or answers nowhere.
-func (h Health) hasFailedNodes() bool { return h.FailedIDs > 0 }
+// HasFailedNodes reports whether a node ID in the cluster's tables is failed or answers nowhere.
+func (h Health) HasFailedNodes() bool { return h.FailedIDs > 0 }
 
 // Ready reports whether every client can reach every slot through any node, and every
 // node knows every member at its current address.
@@ -85,7 +85,7 @@ func Assess(s observe.Snapshot) Health {
 	if routed, agreed := observe.AgreedRoutes(joined); agreed {
 		// Every view routes alike: a master serves its slots when it answers as a master.
 		for _, n := range routed {
-			count := CountSlots(n.Slots)
+			count := nodes.CountSlots(n.Slots)
 			h.SlotsAssigned += count
 			o := ids[n.ID]
 			if o == nil {
@@ -93,7 +93,7 @@ func Assess(s observe.Snapshot) Health {
 			}
 			self, _ := o.Self()
 			served := 0
-			if self.IsMaster() && FormatSlotRanges(self.Slots) == FormatSlotRanges(n.Slots) {
+			if self.IsMaster() && nodes.FormatSlotRanges(self.Slots) == nodes.FormatSlotRanges(n.Slots) {
 				served = count
 			} else if self.IsMaster() {
 				for _, slot := range nodes.SlotList(n.Slots) {
@@ -107,7 +107,7 @@ func Assess(s observe.Snapshot) Health {
 				masters[self.ID] = true
 			}
 		}
-		unowned = SlotCount - h.SlotsAssigned
+		unowned = nodes.SlotCount - h.SlotsAssigned
 	} else {
 		disagree, unowned = servedSlotBySlot(&h, joined, ids, masters)
 	}
@@ -122,9 +122,9 @@ func Assess(s observe.Snapshot) Health {
 	if len(h.Fresh) > 0 {
 		h.Problems = append(h.Problems, fmt.Sprintf("%d nodes are not in the cluster yet (%s)", len(h.Fresh), strings.Join(h.Fresh, ", ")))
 	}
-	if h.SlotsServed < SlotCount {
+	if h.SlotsServed < nodes.SlotCount {
 		h.Problems = append(h.Problems, fmt.Sprintf("%d of %d slots are not served (%d unassigned, %d routed differently by different nodes)",
-			SlotCount-h.SlotsServed, SlotCount, unowned, disagree))
+			nodes.SlotCount-h.SlotsServed, nodes.SlotCount, unowned, disagree))
 	}
 	if extra := recovery.ExtraMasters(s); len(extra) > 0 {
 		h.Problems = append(h.Problems, fmt.Sprintf("%d masters serve no slot beyond the %d the spec asks for and are not replicas yet (%s)",
@@ -135,7 +135,7 @@ func Assess(s observe.Snapshot) Health {
 	}
 	failed, open, stateNotOK, syncing := 0, 0, 0, 0
 	for _, o := range joined {
-		if self, _ := o.Self(); self.Role == RoleSlave && !o.InSync() {
+		if self, _ := o.Self(); self.Role == nodes.RoleSlave && !o.InSync() {
 			syncing++
 		}
 		if o.Info["cluster_state"] != "ok" {
@@ -215,8 +215,8 @@ func without(all, drop []string) []string {
 // servedSlotBySlot counts, slot by slot, the slots assigned and served (into h) when views
 // route differently, and returns how many slots views disagree on and how many none routes.
 func servedSlotBySlot(h *Health, joined []*observe.Observation, ids map[string]*observe.Observation, masters map[string]bool) (disagree, unowned int) {
-	var owner [SlotCount]string
-	var agreed [SlotCount]bool
+	var owner [nodes.SlotCount]string
+	var agreed [nodes.SlotCount]bool
 	for i := range agreed {
 		agreed[i] = true
 	}

@@ -1,10 +1,11 @@
-package redisadmin
+package health
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
@@ -102,7 +103,7 @@ func Partitions(s observe.Snapshot) []Partition {
 }
 
 // failFlag is the failure flag of n as CLUSTER NODES prints it.
-func failFlag(n Node) string {
+func failFlag(n nodes.Node) string {
 	if n.Failed {
 		return "fail"
 	}
@@ -117,9 +118,9 @@ func DualClaims(s observe.Snapshot) []string {
 	// owner holds, per slot, 1 + the index in joined of the first master claiming it: an
 	// array of small integers, not of strings, so a look does not put 256 KiB the garbage
 	// collector must scan on the heap (issue 53: every idle look runs this).
-	var owner [SlotCount]uint16
+	var owner [nodes.SlotCount]uint16
 	type pair struct{ a, b string }
-	shared := map[pair][]SlotRange{}
+	shared := map[pair][]nodes.SlotRange{}
 	var order []pair
 	joined := s.Joined()
 	for i, o := range joined {
@@ -143,16 +144,16 @@ func DualClaims(s observe.Snapshot) []string {
 	}
 	out := make([]string, 0, len(order))
 	for _, k := range order {
-		out = append(out, fmt.Sprintf("slots %s are claimed as master by both %s and %s", FormatSlotRanges(shared[k]), k.a, k.b))
+		out = append(out, fmt.Sprintf("slots %s are claimed as master by both %s and %s", nodes.FormatSlotRanges(shared[k]), k.a, k.b))
 	}
 	return out
 }
 
 // appendSlot adds slot to ranges, extending the last range when it follows it.
-func appendSlot(ranges []SlotRange, slot int) []SlotRange {
+func appendSlot(ranges []nodes.SlotRange, slot int) []nodes.SlotRange {
 	if n := len(ranges); n > 0 && ranges[n-1].End == slot-1 {
 		ranges[n-1].End = slot
 		return ranges
 	}
-	return append(ranges, SlotRange{Start: slot, End: slot})
+	return append(ranges, nodes.SlotRange{Start: slot, End: slot})
 }

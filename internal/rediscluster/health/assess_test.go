@@ -1,4 +1,4 @@
-package redisadmin
+package health
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/recovery"
 	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
@@ -26,7 +27,7 @@ func TestPlanRecovery(t *testing.T) {
 		message  string   // a part of the action's message; "" to skip the check
 	}{
 		"a healthy cluster needs nothing and is Ready": {
-			snap: fakesnapshot.Six().Snap, ready: true, served: SlotCount,
+			snap: fakesnapshot.Six().Snap, ready: true, served: nodes.SlotCount,
 		},
 		"a master restarted 3 s ago reports ok: every slot served, not Ready until it settles": {
 			snap: func() observe.Snapshot {
@@ -37,7 +38,7 @@ func TestPlanRecovery(t *testing.T) {
 				c.Snap.Nodes[1].Started = fakesnapshot.Now.Add(-3 * time.Second)
 				return c.Snap
 			}(),
-			served: SlotCount,
+			served: nodes.SlotCount,
 		},
 		"every node started more than cluster-node-timeout + 2 s ago: Ready": {
 			snap: func() observe.Snapshot {
@@ -47,7 +48,7 @@ func TestPlanRecovery(t *testing.T) {
 				}
 				return c.Snap
 			}(),
-			ready: true, served: SlotCount,
+			ready: true, served: nodes.SlotCount,
 		},
 		"a replica still in its first full sync: every slot served, not Ready": {
 			snap: func() observe.Snapshot {
@@ -56,7 +57,7 @@ func TestPlanRecovery(t *testing.T) {
 				c.Snap.Nodes[3].Replication["master_sync_in_progress"] = "1"
 				return c.Snap
 			}(),
-			served: SlotCount,
+			served: nodes.SlotCount,
 		},
 		"a replica dialing its master's old address (every pod back at a new IP): pointed at its master again": {
 			snap: func() observe.Snapshot {
@@ -65,7 +66,7 @@ func TestPlanRecovery(t *testing.T) {
 				c.Snap.Nodes[3].Replication["master_link_status"] = "down"
 				return c.Snap
 			}(),
-			want: recovery.ActionRepoint, commands: []string{fakesnapshot.Addr(3) + ": CLUSTER REPLICATE aaaaaaaa"}, served: SlotCount,
+			want: recovery.ActionRepoint, commands: []string{fakesnapshot.Addr(3) + ": CLUSTER REPLICATE aaaaaaaa"}, served: nodes.SlotCount,
 			message: "rc-3 replicates aaaaaaaa (rc-0) at 127.1.0.99:6379, an address it left: it answers at 127.1.0.1:6379 now",
 		},
 		"a replica whose link is down at its master's current address: Redis reconnects it, nothing to do": {
@@ -75,7 +76,7 @@ func TestPlanRecovery(t *testing.T) {
 				c.Snap.Nodes[3].Replication["master_link_status"] = "down"
 				return c.Snap
 			}(),
-			served: SlotCount,
+			served: nodes.SlotCount,
 		},
 		"a replica whose link is up but a full sync is under way: every slot served, not Ready": {
 			snap: func() observe.Snapshot {
@@ -83,7 +84,7 @@ func TestPlanRecovery(t *testing.T) {
 				c.Snap.Nodes[4].Replication["master_sync_in_progress"] = "1"
 				return c.Snap
 			}(),
-			served: SlotCount,
+			served: nodes.SlotCount,
 		},
 		"every pod back at a new IP: every member meets every other, not only the lowest": {
 			snap: func() observe.Snapshot {
@@ -98,7 +99,7 @@ func TestPlanRecovery(t *testing.T) {
 				}
 				return c.Snap
 			}(),
-			want: recovery.ActionMeet, served: SlotCount,
+			want: recovery.ActionMeet, served: nodes.SlotCount,
 		},
 		"one node knows one peer at an old address: only that introduction": {
 			snap: func() observe.Snapshot {
@@ -107,12 +108,12 @@ func TestPlanRecovery(t *testing.T) {
 				v.Addr, v.Flags = "10.9.9.9:6379", append(v.Flags, "noaddr")
 				return c.Snap
 			}(),
-			want: recovery.ActionMeet, commands: []string{fakesnapshot.Addr(4) + ": CLUSTER MEET 127.1.0.2 6379"}, served: SlotCount,
+			want: recovery.ActionMeet, commands: []string{fakesnapshot.Addr(4) + ": CLUSTER MEET 127.1.0.2 6379"}, served: nodes.SlotCount,
 			message: "first: rc-4 lists rc-1 (127.1.0.2:6379) as 10.9.9.9:6379 [",
 		},
 		"master back with an empty volume, held by its start guard, replica not promoted yet: wait for Redis": {
 			snap:   fakesnapshot.Six().Silence(0, fakesnapshot.ErrDown).Fail("aaaaaaaa", 8*time.Second).Snap,
-			served: SlotCount - 5461,
+			served: nodes.SlotCount - 5461,
 		},
 		"master dead for three node timeouts and no replica took over: forced failover on its most caught-up replica": {
 			snap: func() observe.Snapshot {
@@ -124,70 +125,70 @@ func TestPlanRecovery(t *testing.T) {
 				c.Snap.Nodes[4].Replication["slave_repl_offset"] = "250"
 				return c.Silence(0, fakesnapshot.ErrDown).Fail("aaaaaaaa", 20*time.Second).Snap
 			}(),
-			want: recovery.ActionForceFailover, commands: []string{fakesnapshot.Addr(4) + ": CLUSTER FAILOVER FORCE"}, served: SlotCount - 5461,
+			want: recovery.ActionForceFailover, commands: []string{fakesnapshot.Addr(4) + ": CLUSTER FAILOVER FORCE"}, served: nodes.SlotCount - 5461,
 		},
 		"one master's view routes two slots to a removed node with a higher epoch: the owner bumps its epoch, the master is told": {
 			snap: func() observe.Snapshot {
 				c := fakesnapshot.Six()
 				v := &c.Snap.Nodes[1].View[0] // rc-1's line for aaaaaaaa
-				v.Slots = []SlotRange{{Start: 0, End: 99}, {Start: 102, End: 5460}}
-				c.Snap.Nodes[1].View = append(c.Snap.Nodes[1].View, Node{ID: "gggggggg", Addr: "127.1.9.9:6379", Role: RoleMaster,
-					Flags: []string{"master", "fail"}, Failed: true, ConfigEpoch: 99, Slots: []SlotRange{{Start: 100, End: 101}}})
+				v.Slots = []nodes.SlotRange{{Start: 0, End: 99}, {Start: 102, End: 5460}}
+				c.Snap.Nodes[1].View = append(c.Snap.Nodes[1].View, nodes.Node{ID: "gggggggg", Addr: "127.1.9.9:6379", Role: nodes.RoleMaster,
+					Flags: []string{"master", "fail"}, Failed: true, ConfigEpoch: 99, Slots: []nodes.SlotRange{{Start: 100, End: 101}}})
 				return c.Snap
 			}(),
 			want: recovery.ActionRoute, commands: []string{fakesnapshot.Addr(0) + ": CLUSTER BUMPEPOCH",
 				fakesnapshot.Addr(1) + ": CLUSTER SETSLOT 100 NODE aaaaaaaa", fakesnapshot.Addr(1) + ": CLUSTER SETSLOT 101 NODE aaaaaaaa"},
-			served: SlotCount - 2,
+			served: nodes.SlotCount - 2,
 		},
 		"a replica's view has a slot unassigned: only the owner's epoch is bumped (a replica refuses SETSLOT)": {
 			snap: func() observe.Snapshot {
 				c := fakesnapshot.Six()
-				c.Snap.Nodes[4].View[2].Slots = []SlotRange{{Start: 10923, End: 16382}}
+				c.Snap.Nodes[4].View[2].Slots = []nodes.SlotRange{{Start: 10923, End: 16382}}
 				return c.Snap
 			}(),
-			want: recovery.ActionRoute, commands: []string{fakesnapshot.Addr(2) + ": CLUSTER BUMPEPOCH"}, served: SlotCount - 1,
+			want: recovery.ActionRoute, commands: []string{fakesnapshot.Addr(2) + ": CLUSTER BUMPEPOCH"}, served: nodes.SlotCount - 1,
 		},
 		"a replica's view gives a shard to a forgotten master of the owner's own epoch, the highest the owner knows: another master's epoch is raised first": {
 			snap: func() observe.Snapshot {
 				c := fakesnapshot.Six()
 				for id, epoch := range map[string]int64{"aaaaaaaa": 1, "bbbbbbbb": 2, "cccccccc": 7} {
-					c.Each(id, func(n *Node) { n.ConfigEpoch = epoch })
+					c.Each(id, func(n *nodes.Node) { n.ConfigEpoch = epoch })
 				}
 				v := &c.Snap.Nodes[4].View[2] // rc-4's line for cccccccc
 				v.Slots = nil
-				c.Snap.Nodes[4].View = append(c.Snap.Nodes[4].View, Node{ID: "gggggggg", Role: RoleMaster,
-					Flags: []string{"master", "noaddr"}, ConfigEpoch: 7, Slots: []SlotRange{{Start: 10923, End: 16383}}})
+				c.Snap.Nodes[4].View = append(c.Snap.Nodes[4].View, nodes.Node{ID: "gggggggg", Role: nodes.RoleMaster,
+					Flags: []string{"master", "noaddr"}, ConfigEpoch: 7, Slots: []nodes.SlotRange{{Start: 10923, End: 16383}}})
 				return c.Snap
 			}(),
 			want: recovery.ActionRoute, commands: []string{fakesnapshot.Addr(0) + ": CLUSTER BUMPEPOCH", fakesnapshot.Addr(2) + ": CLUSTER BUMPEPOCH"},
-			served: SlotCount - 5461,
+			served: nodes.SlotCount - 5461,
 		},
 		"the same a look later, the cluster's epoch raised: only the owner's epoch is bumped, and it outranks the stale entry": {
 			snap: func() observe.Snapshot {
 				c := fakesnapshot.Six()
 				for id, epoch := range map[string]int64{"aaaaaaaa": 8, "bbbbbbbb": 2, "cccccccc": 7} {
-					c.Each(id, func(n *Node) { n.ConfigEpoch = epoch })
+					c.Each(id, func(n *nodes.Node) { n.ConfigEpoch = epoch })
 				}
 				v := &c.Snap.Nodes[4].View[2]
 				v.Slots = nil
-				c.Snap.Nodes[4].View = append(c.Snap.Nodes[4].View, Node{ID: "gggggggg", Role: RoleMaster,
-					Flags: []string{"master", "noaddr"}, ConfigEpoch: 7, Slots: []SlotRange{{Start: 10923, End: 16383}}})
+				c.Snap.Nodes[4].View = append(c.Snap.Nodes[4].View, nodes.Node{ID: "gggggggg", Role: nodes.RoleMaster,
+					Flags: []string{"master", "noaddr"}, ConfigEpoch: 7, Slots: []nodes.SlotRange{{Start: 10923, End: 16383}}})
 				return c.Snap
 			}(),
 			want: recovery.ActionRoute, commands: []string{fakesnapshot.Addr(2) + ": CLUSTER BUMPEPOCH"},
-			served: SlotCount - 5461,
+			served: nodes.SlotCount - 5461,
 		},
 		"an old master back with its data claims slots most views give its silent promoted replica: its claim is not pushed": {
 			snap: fakesnapshot.Six().Promote("eeeeeeee", "bbbbbbbb").Silence(4, fakesnapshot.ErrDown).Snap,
-			want: "", served: SlotCount - 5462,
+			want: "", served: nodes.SlotCount - 5462,
 		},
 		"a node suspects a peer (fail?): every slot served, not Ready": {
-			snap: fakesnapshot.Six().Each("bbbbbbbb", func(n *Node) {
+			snap: fakesnapshot.Six().Each("bbbbbbbb", func(n *nodes.Node) {
 				if !n.Myself {
 					n.Flags, n.PossiblyFailed = append(n.Flags, "fail?"), true
 				}
 			}).Snap,
-			served: SlotCount,
+			served: nodes.SlotCount,
 		},
 		"a dead master's only replica never synced: it is not promoted over the data": {
 			snap: func() observe.Snapshot {
@@ -195,7 +196,7 @@ func TestPlanRecovery(t *testing.T) {
 				c.Snap.Nodes[3].Replication["slave_repl_offset"] = "0"
 				return c.Silence(0, fakesnapshot.ErrDown).Fail("aaaaaaaa", time.Minute).Snap
 			}(),
-			served: SlotCount - 5461,
+			served: nodes.SlotCount - 5461,
 		},
 		"two of three masters dead: TAKEOVER, since no election can win": {
 			snap: fakesnapshot.Six().Silence(0, fakesnapshot.ErrDown).Silence(1, fakesnapshot.ErrDown).Fail("aaaaaaaa", time.Minute).Fail("bbbbbbbb", time.Minute).Snap,
@@ -207,7 +208,7 @@ func TestPlanRecovery(t *testing.T) {
 				c.Snap.Nodes[5].Addr = ""
 				return c.Silence(5, errors.New("the pod has no IP")).Silence(1, fakesnapshot.ErrDown).Fail("bbbbbbbb", time.Minute).Snap
 			}(),
-			want: recovery.ActionForceFailover, commands: []string{fakesnapshot.Addr(4) + ": CLUSTER FAILOVER FORCE"}, served: SlotCount - 5462,
+			want: recovery.ActionForceFailover, commands: []string{fakesnapshot.Addr(4) + ": CLUSTER FAILOVER FORCE"}, served: nodes.SlotCount - 5462,
 		},
 		"master's volume lost, replica promoted, old ID failed long enough: forgotten on every node": {
 			snap: fakesnapshot.Six().Silence(0, fakesnapshot.ErrDown).Promote("dddddddd", "aaaaaaaa").Fail("aaaaaaaa", 15*time.Second).Snap,
@@ -216,7 +217,7 @@ func TestPlanRecovery(t *testing.T) {
 				fakesnapshot.Addr(1) + ": CLUSTER FORGET aaaaaaaa", fakesnapshot.Addr(2) + ": CLUSTER FORGET aaaaaaaa", fakesnapshot.Addr(3) + ": CLUSTER FORGET aaaaaaaa",
 				fakesnapshot.Addr(4) + ": CLUSTER FORGET aaaaaaaa", fakesnapshot.Addr(5) + ": CLUSTER FORGET aaaaaaaa",
 			},
-			served: SlotCount,
+			served: nodes.SlotCount,
 		},
 		"a member that was away brought a forgotten ID back from its nodes.conf: forgotten again": {
 			snap: func() observe.Snapshot {
@@ -226,27 +227,27 @@ func TestPlanRecovery(t *testing.T) {
 				c.Snap.Nodes[4].View = append(c.Snap.Nodes[4].View, ghost)
 				return c.Snap
 			}(),
-			want: recovery.ActionForget, commands: []string{fakesnapshot.Addr(4) + ": CLUSTER FORGET 99999999"}, served: SlotCount,
+			want: recovery.ActionForget, commands: []string{fakesnapshot.Addr(4) + ": CLUSTER FORGET 99999999"}, served: nodes.SlotCount,
 		},
 		"a failed ID is not forgotten before the grace period": {
 			snap:   fakesnapshot.Six().Silence(0, fakesnapshot.ErrDown).Promote("dddddddd", "aaaaaaaa").Fail("aaaaaaaa", 6*time.Second).Snap,
-			served: SlotCount,
+			served: nodes.SlotCount,
 		},
 		"replica's volume lost: its old ID is forgotten": {
 			snap: fakesnapshot.Six().Silence(4, fakesnapshot.ErrDown).Fail("eeeeeeee", time.Minute).Snap,
-			want: recovery.ActionForget, served: SlotCount,
+			want: recovery.ActionForget, served: nodes.SlotCount,
 		},
 		"a ghost's ID is forgotten and its pod released from the record once no node lists it": {
 			snap: func() observe.Snapshot {
 				c := fakesnapshot.Six().Silence(0, fakesnapshot.ErrDown).Promote("dddddddd", "aaaaaaaa")
 				for i := 1; i < 6; i++ {
 					o := &c.Snap.Nodes[i]
-					o.View = slices.DeleteFunc(o.View, func(n Node) bool { return n.ID == "aaaaaaaa" })
+					o.View = slices.DeleteFunc(o.View, func(n nodes.Node) bool { return n.ID == "aaaaaaaa" })
 				}
 				return c.Snap
 			}(),
 			// d is now a master without a replica; f and e stay; d takes one by balance.
-			want: "", served: SlotCount, released: []string{"rc-0"},
+			want: "", served: nodes.SlotCount, released: []string{"rc-0"},
 		},
 		"a replica whose master was forgotten is re-pointed to the master with the fewest": {
 			snap: func() observe.Snapshot {
@@ -257,7 +258,7 @@ func TestPlanRecovery(t *testing.T) {
 				)
 				return c.Snap
 			}(),
-			want: recovery.ActionRepoint, commands: []string{fakesnapshot.Addr(5) + ": CLUSTER REPLICATE cccccccc"}, served: SlotCount, ready: true,
+			want: recovery.ActionRepoint, commands: []string{fakesnapshot.Addr(5) + ": CLUSTER REPLICATE cccccccc"}, served: nodes.SlotCount, ready: true,
 		},
 		"a Form cut before its CLUSTER REPLICATE: the three planned replicas are empty masters, not Ready until they replicate": {
 			snap: fakesnapshot.ThreeShards(3, 1,
@@ -265,14 +266,14 @@ func TestPlanRecovery(t *testing.T) {
 				fakesnapshot.Node{Pod: "rc-4", ID: "eeeeeeee", Host: "n3"},
 				fakesnapshot.Node{Pod: "rc-5", ID: "ffffffff", Host: "n1"},
 			).Snap,
-			want: recovery.ActionDemote, served: SlotCount,
+			want: recovery.ActionDemote, served: nodes.SlotCount,
 		},
 		"a scale out's new masters wait empty for slots: the spec asks for them, so the cluster is Ready": {
 			snap: fakesnapshot.ThreeShards(5, 0,
 				fakesnapshot.Node{Pod: "rc-3", ID: "dddddddd", Host: "n2"},
 				fakesnapshot.Node{Pod: "rc-4", ID: "eeeeeeee", Host: "n3"},
 			).Snap,
-			served: SlotCount, ready: true,
+			served: nodes.SlotCount, ready: true,
 		},
 		"scale in left a staying master without slots beyond the spec's count: it becomes a replica": {
 			snap: func() observe.Snapshot {
@@ -283,7 +284,7 @@ func TestPlanRecovery(t *testing.T) {
 				)
 				return c.Snap
 			}(),
-			want: recovery.ActionDemote, commands: []string{fakesnapshot.Addr(5) + ": CLUSTER REPLICATE cccccccc"}, served: SlotCount, // its shard is a copy short
+			want: recovery.ActionDemote, commands: []string{fakesnapshot.Addr(5) + ": CLUSTER REPLICATE cccccccc"}, served: nodes.SlotCount, // its shard is a copy short
 
 		},
 		"an empty master the spec still needs (scale out in progress) is kept": {
@@ -296,7 +297,7 @@ func TestPlanRecovery(t *testing.T) {
 				)
 				return c.Snap
 			}(),
-			served: SlotCount, ready: true,
+			served: nodes.SlotCount, ready: true,
 		},
 		"one master with two replicas, another with none: one moves, from outside its new master's node": {
 			snap: func() observe.Snapshot {
@@ -307,7 +308,7 @@ func TestPlanRecovery(t *testing.T) {
 				)
 				return c.Snap
 			}(),
-			want: recovery.ActionBalanceReplicas, commands: []string{fakesnapshot.Addr(3) + ": CLUSTER REPLICATE bbbbbbbb"}, served: SlotCount, ready: true,
+			want: recovery.ActionBalanceReplicas, commands: []string{fakesnapshot.Addr(3) + ": CLUSTER REPLICATE bbbbbbbb"}, served: nodes.SlotCount, ready: true,
 		},
 		"a replica on another node but in its master's zone: swapped with another master's replica": {
 			snap: func() observe.Snapshot {
@@ -318,7 +319,7 @@ func TestPlanRecovery(t *testing.T) {
 				c.Snap.Nodes[3].Host = "n4"
 				return c.Snap
 			}(),
-			want: recovery.ActionSeparate, served: SlotCount, ready: true,
+			want: recovery.ActionSeparate, served: nodes.SlotCount, ready: true,
 		},
 		"a replica on its master's Kubernetes node after a failover: swapped with another master's replica": {
 			snap: func() observe.Snapshot {
@@ -331,22 +332,22 @@ func TestPlanRecovery(t *testing.T) {
 			}(),
 			want:     recovery.ActionSeparate,
 			commands: []string{fakesnapshot.Addr(3) + ": CLUSTER REPLICATE bbbbbbbb", fakesnapshot.Addr(4) + ": CLUSTER REPLICATE aaaaaaaa"},
-			served:   SlotCount, ready: true,
+			served:   nodes.SlotCount, ready: true,
 		},
 		"a new empty node is not pulled in by introductions": {
 			snap: func() observe.Snapshot {
 				c := fakesnapshot.Six()
 				c.Snap.Nodes = append(c.Snap.Nodes, observe.Observation{Pod: "rc-6", Addr: fakesnapshot.Addr(6), Info: map[string]string{"cluster_state": "fail"},
-					View: []Node{fakesnapshot.Line(fakesnapshot.Node{ID: "gggggggg"}, ":6379", true)}})
+					View: []nodes.Node{fakesnapshot.Line(fakesnapshot.Node{ID: "gggggggg"}, ":6379", true)}})
 				return c.Snap
 			}(),
-			served: SlotCount,
+			served: nodes.SlotCount,
 		},
 		"every node back empty: the cluster is lost, nothing is released": {
 			snap: func() observe.Snapshot {
 				c := fakesnapshot.Six()
 				for i := range c.Snap.Nodes {
-					c.Snap.Nodes[i].View = []Node{fakesnapshot.Line(fakesnapshot.Node{ID: fmt.Sprintf("new%d", i)}, ":6379", true)}
+					c.Snap.Nodes[i].View = []nodes.Node{fakesnapshot.Line(fakesnapshot.Node{ID: fmt.Sprintf("new%d", i)}, ":6379", true)}
 				}
 				return c.Snap
 			}(),
@@ -468,9 +469,9 @@ func TestUnseparated(t *testing.T) {
 		},
 		"two Kubernetes nodes for three shards of two: one replica cannot be separated": {
 			snap: fakesnapshot.New(3, 1,
-				fakesnapshot.Node{Pod: "rc-0", ID: "aaaaaaaa", Host: "n1", Slots: []SlotRange{{Start: 0, End: 5460}}},
-				fakesnapshot.Node{Pod: "rc-1", ID: "bbbbbbbb", Host: "n2", Slots: []SlotRange{{Start: 5461, End: 10922}}},
-				fakesnapshot.Node{Pod: "rc-2", ID: "cccccccc", Host: "n1", Slots: []SlotRange{{Start: 10923, End: 16383}}},
+				fakesnapshot.Node{Pod: "rc-0", ID: "aaaaaaaa", Host: "n1", Slots: []nodes.SlotRange{{Start: 0, End: 5460}}},
+				fakesnapshot.Node{Pod: "rc-1", ID: "bbbbbbbb", Host: "n2", Slots: []nodes.SlotRange{{Start: 5461, End: 10922}}},
+				fakesnapshot.Node{Pod: "rc-2", ID: "cccccccc", Host: "n1", Slots: []nodes.SlotRange{{Start: 10923, End: 16383}}},
 				fakesnapshot.Node{Pod: "rc-3", ID: "dddddddd", Host: "n2", Master: "aaaaaaaa"},
 				fakesnapshot.Node{Pod: "rc-4", ID: "eeeeeeee", Host: "n1", Master: "bbbbbbbb"},
 				fakesnapshot.Node{Pod: "rc-5", ID: "ffffffff", Host: "n1", Master: "cccccccc"},
@@ -479,9 +480,9 @@ func TestUnseparated(t *testing.T) {
 		},
 		"one Kubernetes node: every replica shares it": {
 			snap: fakesnapshot.New(3, 1,
-				fakesnapshot.Node{Pod: "rc-0", ID: "aaaaaaaa", Host: "n1", Slots: []SlotRange{{Start: 0, End: 5460}}},
-				fakesnapshot.Node{Pod: "rc-1", ID: "bbbbbbbb", Host: "n1", Slots: []SlotRange{{Start: 5461, End: 10922}}},
-				fakesnapshot.Node{Pod: "rc-2", ID: "cccccccc", Host: "n1", Slots: []SlotRange{{Start: 10923, End: 16383}}},
+				fakesnapshot.Node{Pod: "rc-0", ID: "aaaaaaaa", Host: "n1", Slots: []nodes.SlotRange{{Start: 0, End: 5460}}},
+				fakesnapshot.Node{Pod: "rc-1", ID: "bbbbbbbb", Host: "n1", Slots: []nodes.SlotRange{{Start: 5461, End: 10922}}},
+				fakesnapshot.Node{Pod: "rc-2", ID: "cccccccc", Host: "n1", Slots: []nodes.SlotRange{{Start: 10923, End: 16383}}},
 				fakesnapshot.Node{Pod: "rc-3", ID: "dddddddd", Host: "n1", Master: "aaaaaaaa"},
 				fakesnapshot.Node{Pod: "rc-4", ID: "eeeeeeee", Host: "n1", Master: "bbbbbbbb"},
 				fakesnapshot.Node{Pod: "rc-5", ID: "ffffffff", Host: "n1", Master: "cccccccc"},
@@ -509,9 +510,9 @@ func TestUnseparated(t *testing.T) {
 		"a master not answering: the layout is not judged": {
 			snap: func() observe.Snapshot {
 				c := fakesnapshot.New(3, 1,
-					fakesnapshot.Node{Pod: "rc-0", ID: "aaaaaaaa", Host: "n1", Slots: []SlotRange{{Start: 0, End: 5460}}},
-					fakesnapshot.Node{Pod: "rc-1", ID: "bbbbbbbb", Host: "n1", Slots: []SlotRange{{Start: 5461, End: 10922}}},
-					fakesnapshot.Node{Pod: "rc-2", ID: "cccccccc", Host: "n1", Slots: []SlotRange{{Start: 10923, End: 16383}}},
+					fakesnapshot.Node{Pod: "rc-0", ID: "aaaaaaaa", Host: "n1", Slots: []nodes.SlotRange{{Start: 0, End: 5460}}},
+					fakesnapshot.Node{Pod: "rc-1", ID: "bbbbbbbb", Host: "n1", Slots: []nodes.SlotRange{{Start: 5461, End: 10922}}},
+					fakesnapshot.Node{Pod: "rc-2", ID: "cccccccc", Host: "n1", Slots: []nodes.SlotRange{{Start: 10923, End: 16383}}},
 					fakesnapshot.Node{Pod: "rc-3", ID: "dddddddd", Host: "n1", Master: "aaaaaaaa"},
 				)
 				c.Snap.Nodes[1].Err = errors.New("i/o timeout")
@@ -530,5 +531,37 @@ func TestUnseparated(t *testing.T) {
 				t.Fatalf("Assess().Unseparated = %q, want %q", h.Unseparated, tc.want)
 			}
 		})
+	}
+}
+
+// TestAgreedRoutesCountLikeSlotBySlot: where every view routes alike, Assess counts slots
+// from the masters' ranges; that must give what the slot-by-slot pass gives.
+func TestAgreedRoutesCountLikeSlotBySlot(t *testing.T) {
+	snaps := map[string]observe.Snapshot{
+		"six":                 fakesnapshot.Six().Current().Snap,
+		"a new master joined": fakesnapshot.Six().WithNewMaster().Snap,
+		"a slot moved in every view": func() observe.Snapshot {
+			c := fakesnapshot.Six()
+			c.Each("aaaaaaaa", func(n *nodes.Node) { n.Slots = []nodes.SlotRange{{Start: 0, End: 99}, {Start: 101, End: 5460}} })
+			c.Each("bbbbbbbb", func(n *nodes.Node) { n.Slots = []nodes.SlotRange{{Start: 100, End: 100}, {Start: 5461, End: 10922}} })
+			return c.Snap
+		}(),
+		"a master silent":      fakesnapshot.Six().Silence(0, fakesnapshot.ErrDown).Snap,
+		"slots routed nowhere": fakesnapshot.Forgotten().Snap,
+		"a master failed":      fakesnapshot.Six().Silence(1, fakesnapshot.ErrDown).Fail("bbbbbbbb", time.Minute).Snap,
+	}
+	for name, snap := range snaps {
+		joined := snap.Joined()
+		if _, agreed := observe.AgreedRoutes(joined); !agreed {
+			t.Errorf("%s: the views were expected to agree", name)
+			continue
+		}
+		fast := Assess(snap)
+		var slow Health
+		_, unowned := servedSlotBySlot(&slow, joined, snap.ByID(), map[string]bool{})
+		if fast.SlotsAssigned != slow.SlotsAssigned || fast.SlotsServed != slow.SlotsServed || nodes.SlotCount-fast.SlotsAssigned != unowned {
+			t.Errorf("%s: from ranges %d assigned, %d served; slot by slot %d and %d (%d unowned)",
+				name, fast.SlotsAssigned, fast.SlotsServed, slow.SlotsAssigned, slow.SlotsServed, unowned)
+		}
 	}
 }

@@ -1,10 +1,11 @@
-package redisadmin
+package health
 
 import (
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
 )
 
@@ -14,7 +15,7 @@ func TestStableSlotMap(t *testing.T) {
 		wantErr string // "" for a stable map
 	}{
 		"a healthy cluster": {c: fakesnapshot.Six()},
-		"a slot being migrated": {c: fakesnapshot.Six().Each("aaaaaaaa", func(n *Node) {
+		"a slot being migrated": {c: fakesnapshot.Six().Each("aaaaaaaa", func(n *nodes.Node) {
 			n.Migrating = map[int]string{7: "bbbbbbbb"}
 		}), wantErr: "migrating"},
 		"a master silent and failed": {c: fakesnapshot.Six().Silence(0, fakesnapshot.ErrDown).Fail("aaaaaaaa", time.Minute), wantErr: "not Ready"},
@@ -23,7 +24,7 @@ func TestStableSlotMap(t *testing.T) {
 			// rc-1's own view gives slot 0 to bbbbbbbb as well.
 			for j := range c.Snap.Nodes[1].View {
 				if c.Snap.Nodes[1].View[j].ID == "bbbbbbbb" {
-					c.Snap.Nodes[1].View[j].Slots = []SlotRange{{Start: 0, End: 0}, {Start: 5461, End: 10922}}
+					c.Snap.Nodes[1].View[j].Slots = []nodes.SlotRange{{Start: 0, End: 0}, {Start: 5461, End: 10922}}
 				}
 			}
 			return c
@@ -45,7 +46,7 @@ func checkStable(t *testing.T, m SlotMap, err error, wantErr string) {
 		if err != nil {
 			t.Fatalf("unexpected error: %v", err)
 		}
-		if len(m) != 3 || CountSlots(m["aaaaaaaa"]) != 5461 || m.String() != "aaaaaaaa:0-5460 bbbbbbbb:5461-10922 cccccccc:10923-16383" {
+		if len(m) != 3 || nodes.CountSlots(m["aaaaaaaa"]) != 5461 || m.String() != "aaaaaaaa:0-5460 bbbbbbbb:5461-10922 cccccccc:10923-16383" {
 			t.Fatalf("slot map %s", m)
 		}
 		return
@@ -74,9 +75,9 @@ func TestBackupSources(t *testing.T) {
 		"a silent replica: from the master": {c: fakesnapshot.Six().Silence(5, fakesnapshot.ErrDown), want: []string{"rc-3", "rc-4", "rc-2"}},
 		"two replicas: the most advanced": {c: func() *fakesnapshot.Cluster {
 			c := fakesnapshot.New(3, 2,
-				fakesnapshot.Node{Pod: "rc-0", ID: "aaaaaaaa", Host: "n1", Slots: []SlotRange{{Start: 0, End: 5460}}},
-				fakesnapshot.Node{Pod: "rc-1", ID: "bbbbbbbb", Host: "n2", Slots: []SlotRange{{Start: 5461, End: 10922}}},
-				fakesnapshot.Node{Pod: "rc-2", ID: "cccccccc", Host: "n3", Slots: []SlotRange{{Start: 10923, End: 16383}}},
+				fakesnapshot.Node{Pod: "rc-0", ID: "aaaaaaaa", Host: "n1", Slots: []nodes.SlotRange{{Start: 0, End: 5460}}},
+				fakesnapshot.Node{Pod: "rc-1", ID: "bbbbbbbb", Host: "n2", Slots: []nodes.SlotRange{{Start: 5461, End: 10922}}},
+				fakesnapshot.Node{Pod: "rc-2", ID: "cccccccc", Host: "n3", Slots: []nodes.SlotRange{{Start: 10923, End: 16383}}},
 				fakesnapshot.Node{Pod: "rc-3", ID: "dddddddd", Host: "n2", Master: "aaaaaaaa"},
 				fakesnapshot.Node{Pod: "rc-4", ID: "eeeeeeee", Host: "n3", Master: "aaaaaaaa"},
 				fakesnapshot.Node{Pod: "rc-5", ID: "ffffffff", Host: "n1", Master: "bbbbbbbb"},
