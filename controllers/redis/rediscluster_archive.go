@@ -197,9 +197,12 @@ func (r *RedisClusterReconciler) syncArchive(ctx context.Context, s *state) {
 		}
 	}
 	conn := archiveConn{login: s.login(), tls: s.tls}
-	if problem == "" {
-		for i, sh := range ca.shards {
-			sh.update(sources[i], conn, scheduleOf(spec))
+	for i, sh := range ca.shards {
+		// The schedule is the spec's whatever the cluster's state: a retention raised while a
+		// node is unsettled must hold from the next prune on.
+		sh.setSchedule(scheduleOf(spec))
+		if problem == "" {
+			sh.update(sources[i], conn)
 		}
 	}
 	r.reportArchive(s, ca)
@@ -405,12 +408,18 @@ func (sh *shardArchive) isStopped() bool {
 	return sh.stopped
 }
 
-// update tells the shard's loop where its shard is followed now, how to log in, and its
-// schedule.
-func (sh *shardArchive) update(src health.ShardSource, conn archiveConn, schedule archiveSchedule) {
+// update tells the shard's loop where its shard is followed now and how to log in.
+func (sh *shardArchive) update(src health.ShardSource, conn archiveConn) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	sh.source, sh.conn, sh.schedule = src, conn, schedule
+	sh.source, sh.conn = src, conn
+}
+
+// setSchedule tells the shard's loop when to take bases and how long to keep them.
+func (sh *shardArchive) setSchedule(schedule archiveSchedule) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.schedule = schedule
 }
 
 // current is where the shard is followed now.
