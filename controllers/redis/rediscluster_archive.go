@@ -197,10 +197,11 @@ func (r *RedisClusterReconciler) syncArchive(ctx context.Context, s *state) {
 		}
 	}
 	conn := archiveConn{login: s.login(), tls: s.tls}
+	schedule := scheduleOf(spec)
 	for i, sh := range ca.shards {
 		// The schedule is the spec's whatever the cluster's state: a retention raised while a
 		// node is unsettled must hold from the next prune on.
-		sh.setSchedule(scheduleOf(spec))
+		sh.setSchedule(schedule)
 		if problem == "" {
 			sh.update(sources[i], conn)
 		}

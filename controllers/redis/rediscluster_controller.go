@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"sync"
@@ -166,6 +167,8 @@ type state struct {
 	// tlsCert the certificate (DER) of the TLS Secret, which every node should serve.
 	tls     *tls.Config
 	tlsCert []byte
+	// tlsX509 is tlsCert parsed (the names it carries), nil when there is none.
+	tlsX509 *x509.Certificate
 	// tlsSecret is the TLS Secret as read this reconcile (nil: none), once tlsSecretRead.
 	tlsSecret     *corev1.Secret
 	tlsSecretRead bool

@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
 	"slices"
 	"strings"
@@ -216,8 +215,7 @@ func certificateProblems(s *state) (unnamed, stale []string) {
 	if len(hosts) == 0 {
 		return nil, nil
 	}
-	cert, _ := x509.ParseCertificate(s.tlsCert) // nil while the Secret is missing or wrong
-	unnamed = unnamedHosts(cert, hosts)
+	unnamed = unnamedHosts(s.tlsX509, hosts) // all of them while the Secret is missing or wrong
 	for i := range s.snap.Nodes {
 		if o := &s.snap.Nodes[i]; !o.Leaving && o.Answered() && o.StaleCertificate {
 			stale = append(stale, o.Pod)

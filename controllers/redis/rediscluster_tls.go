@@ -77,7 +77,7 @@ func (r *RedisClusterReconciler) readTLS(ctx context.Context, s *state) error {
 // rotation's stage must not end on a snapshot that checked no node.
 func (r *RedisClusterReconciler) expectCertificate(s *state, secret *corev1.Secret) *x509.Certificate {
 	cert, _ := certs.ParseCert(secret.Data[resources.RedisTLSCertKey])
-	s.tlsCert = cert.Raw
+	s.tlsCert, s.tlsX509 = cert.Raw, cert
 	r.issued.add(client.ObjectKeyFromObject(s.rc), cert.Raw)
 	return cert
 }
