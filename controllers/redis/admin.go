@@ -25,6 +25,8 @@ type Admin interface {
 	ClusterInfo(ctx context.Context, addr string) (map[string]string, error)
 	Create(ctx context.Context, plan layout.Plan) error
 	Observe(ctx context.Context, obs []observe.Observation)
+	// InfoHeads is a quiet look's read: each node's observe.InfoHead, in the order of addrs.
+	InfoHeads(ctx context.Context, addrs []string) ([]string, error)
 	Run(ctx context.Context, action recovery.Action) error
 	Fix(ctx context.Context, addrs []string, opts redisadmin.MoveOptions) ([]redisadmin.SlotFix, error)
 	AddNode(ctx context.Context, newAddr, existingAddr, asReplicaOf string) error
@@ -147,6 +149,7 @@ type pooledAdmin struct {
 	admin Admin
 	login conn.Login
 	tls   *tls.Config
+	quiet *quietMark // left by the last full look of a converged cluster (rediscluster_quiet.go)
 }
 
 // get returns the cluster's Admin for login and tlsConfig, opening it with open when there

@@ -250,6 +250,9 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if rc == nil {
 		return result, err
 	}
+	if after, quiet := r.quietLook(ctx, rc); quiet {
+		return ctrl.Result{RequeueAfter: after}, nil
+	}
 	s := &state{rc: rc, next: rc.DeepCopy()}
 	s.err = r.prepare(ctx, s)
 	r.takeSnapshot(ctx, s)
@@ -285,6 +288,7 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	case s.err != nil:
 		return ctrl.Result{}, s.err
 	}
+	r.noteLook(s)
 	return ctrl.Result{RequeueAfter: s.lookAgain()}, nil
 }
 

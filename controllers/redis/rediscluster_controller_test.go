@@ -203,8 +203,9 @@ func TestRedisClusterSevenNodesGiveThreeMastersFourReplicas(t *testing.T) {
 // TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites reconciles a Running cluster
 // (its password in a Secret of the user's) with a reconciler whose client, API reader and
 // Redis admin count every write, every read that bypasses a cache and every topology
-// command: three reconciles make none, open no new connection to any node (the admin is
-// kept from one reconcile to the next) and send each node one CLUSTER NODES each.
+// command: four reconciles make none, open no new connection to any node (the admin is
+// kept from one reconcile to the next) and are quiet looks: each sends each node one
+// CLUSTER INFO, and at most one of them (the first past LookIdle) a CLUSTER NODES.
 func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
@@ -274,7 +275,11 @@ func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 	if api, cached := reads.Get(policy), cacheReads.Get(policy); api != 0 || cached == 0 {
 		t.Errorf("ensuring the children read the NetworkPolicy %d times from the API server and %d from the cache, want 0 and some", api, cached)
 	}
-	// Then three looks, once, with no retry: nothing may change.
+	// Then four looks, once, with no retry: nothing may change. The last full look found the
+	// cluster converged, so looks within LookIdle of it are quiet (rediscluster_quiet.go):
+	// one CLUSTER INFO a node and nothing else; at most one of the four, the first after
+	// LookIdle, reads the nodes whole.
+	const looks = 4
 	writes.Store(0)
 	topology.Store(0)
 	reads.Reset()
@@ -282,7 +287,7 @@ func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 	before := nodeCounters(ctx, t, rc, password)
 	adminsBefore, connsBefore := connections()
 	start := time.Now()
-	for range 3 {
+	for range looks {
 		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
 			t.Fatal(err)
 		}
@@ -292,26 +297,30 @@ func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 	adminsAfter, connsAfter := connections()
 	got := reads.Reset()
 	if adminsAfter != adminsBefore || connsAfter != connsBefore {
-		t.Errorf("3 looks made %d new admins that opened %d new connections, want 0 and 0 (the admin and its connections are kept from one look to the next)", adminsAfter-adminsBefore, connsAfter-connsBefore)
+		t.Errorf("%d looks made %d new admins that opened %d new connections, want 0 and 0 (the admin and its connections are kept from one look to the next)", looks, adminsAfter-adminsBefore, connsAfter-connsBefore)
 	}
-	// The suite's own operator looks at this idle cluster too, every IdleLook: its looks in
-	// the window are allowed for, one more CLUSTER NODES a node each. A second round trip in
-	// each of this reconciler's looks makes 6, over the bound while the window is under 5 s
-	// (three looks take about a second).
-	others := int(window/redisadmin.IdleLook(5*time.Second)) + 1
+	// The suite's own operator looks at this idle cluster too: one CLUSTER INFO a node every
+	// IdleLook, and one CLUSTER NODES every LookIdle (its full looks); its looks in the window
+	// are allowed for.
+	otherLooks := int(window/redisadmin.IdleLook(5*time.Second)) + 1
+	otherFull := int(window/redisadmin.LookIdle) + 1
 	for i := range before {
-		if nodes := after[i] - before[i]; nodes < 3 || nodes > 3+others {
-			t.Errorf("%s: %d CLUSTER NODES in 3 looks within %s, want 3 (one pipelined round trip each) and up to %d of the suite's operator",
-				rc.Status.Nodes[i].Name, nodes, window.Round(time.Millisecond), others)
+		if nodes := after[i].nodes - before[i].nodes; nodes > 1+otherFull {
+			t.Errorf("%s: %d CLUSTER NODES in %d looks within %s, want at most 1 (the looks after a converged one are quiet) and up to %d of the suite's operator",
+				rc.Status.Nodes[i].Name, nodes, looks, window.Round(time.Millisecond), otherFull)
+		}
+		if infos := after[i].info - before[i].info; infos < looks || infos > looks+otherLooks {
+			t.Errorf("%s: %d CLUSTER INFO in %d looks within %s, want %d (one round trip a look, quiet or full) and up to %d of the suite's operator",
+				rc.Status.Nodes[i].Name, infos, looks, window.Round(time.Millisecond), looks, otherLooks)
 		}
 	}
 	if writes.Load() != 0 || topology.Load() != 0 || len(recorder.Events) != 0 {
-		t.Errorf("3 looks at a converged cluster made %d API writes, %d topology commands, %d events; want none", writes.Load(), topology.Load(), len(recorder.Events))
+		t.Errorf("%d looks at a converged cluster made %d API writes, %d topology commands, %d events; want none", looks, writes.Load(), topology.Load(), len(recorder.Events))
 	}
 	// The children were ensured by the first look; no look within the minute after reads
 	// any from the API server (the NetworkPolicy included), nor a Secret or ConfigMap.
 	if len(got) != 0 {
-		t.Errorf("3 looks at a converged cluster read %v from the API server, want nothing", got)
+		t.Errorf("%d looks at a converged cluster read %v from the API server, want nothing", looks, got)
 	}
 }
 
@@ -337,10 +346,14 @@ func (c countingGets) Get(ctx context.Context, key client.ObjectKey, obj client.
 	return c.reads.Get(ctx, key, obj, opts...)
 }
 
-// nodeCounters reads, from each node of rc's status, how often it ran CLUSTER NODES so far.
-func nodeCounters(ctx context.Context, t *testing.T, rc *redisv1alpha1.RedisCluster, password string) []int {
+// commandCalls are how often a node ran CLUSTER NODES and CLUSTER INFO so far.
+type commandCalls struct{ nodes, info int }
+
+// nodeCounters reads, from each node of rc's status, how often it ran CLUSTER NODES and
+// CLUSTER INFO so far.
+func nodeCounters(ctx context.Context, t *testing.T, rc *redisv1alpha1.RedisCluster, password string) []commandCalls {
 	t.Helper()
-	out := make([]int, len(rc.Status.Nodes))
+	out := make([]commandCalls, len(rc.Status.Nodes))
 	for i, n := range rc.Status.Nodes {
 		c := goredis.NewClient(&goredis.Options{Addr: n.Instance, Password: password, Protocol: 2, DisableIdentity: true, PoolSize: 1})
 		stats, err := c.Info(ctx, "stats", "commandstats").Result()
@@ -349,7 +362,8 @@ func nodeCounters(ctx context.Context, t *testing.T, rc *redisv1alpha1.RedisClus
 			t.Fatalf("INFO of %s: %v", n.Name, err)
 		}
 		fields := redisadmin.ParseClusterInfo(stats)
-		_, _ = fmt.Sscanf(fields["cmdstat_cluster|nodes"], "calls=%d", &out[i])
+		_, _ = fmt.Sscanf(fields["cmdstat_cluster|nodes"], "calls=%d", &out[i].nodes)
+		_, _ = fmt.Sscanf(fields["cmdstat_cluster|info"], "calls=%d", &out[i].info)
 	}
 	return out
 }

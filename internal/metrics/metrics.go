@@ -81,6 +81,13 @@ var (
 	// computed from a stale object (the reconcile looks again instead of failing).
 	RedisStatusConflicts = counter("rediscluster_status_conflicts_total",
 		"RedisCluster status writes refused on a conflict (computed from a stale object; the operator looks again).")
+	// RedisLooks counts the RedisCluster reconciles by how they read Redis: full (every
+	// node's CLUSTER NODES, CLUSTER INFO and INFO, the planner and the status) or quiet
+	// (every node's CLUSTER INFO only, found unchanged since a full look of a converged
+	// cluster, so nothing else ran).
+	RedisLooks = counter("rediscluster_looks_total",
+		"RedisCluster reconciles by look: full (every node read whole, the planner and the status) or quiet (a converged cluster's CLUSTER INFO found unchanged on every node; nothing else ran). A full look comes at least every 10 s.",
+		"look")
 	// StatusWrites counts the status writes of AppServices by what changed, so every write
 	// can be accounted for (make bench prints them per wave).
 	StatusWrites = counter("status_writes_total",
@@ -188,4 +195,4 @@ var AdmissionGuard = gauge("admission_guard",
 	"1 when the API server refuses this operator's token a service-account-token Secret (the admission guard of config/guard is in place), 0 when it does not, -1 when the check could not tell. Checked at start and every 5 minutes.")
 
 // operatorCounters are the series not per RedisCluster.
-var operatorCounters = []prometheus.Collector{RedisStatusConflicts, StatusWrites, RedisStepSeconds, AdmissionGuard}
+var operatorCounters = []prometheus.Collector{RedisStatusConflicts, RedisLooks, StatusWrites, RedisStepSeconds, AdmissionGuard}

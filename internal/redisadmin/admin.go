@@ -46,3 +46,9 @@ func (a *Admin) WithTLS(cfg *tls.Config) *Admin {
 func (a *Admin) Observe(ctx context.Context, obs []observe.Observation) {
 	observe.Observe(ctx, a.Pool, obs)
 }
+
+// InfoHeads reads the head of every node's CLUSTER INFO for a quiet look (see
+// observe.InfoHeads).
+func (a *Admin) InfoHeads(ctx context.Context, addrs []string) ([]string, error) {
+	return observe.InfoHeads(ctx, a.Pool, addrs)
+}

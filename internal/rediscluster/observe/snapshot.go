@@ -60,6 +60,9 @@ type Observation struct {
 	// StaleCoverage: the node may run another cluster-require-full-coverage than
 	// Spec.Coverage (the operator has not set it on this process).
 	StaleCoverage bool
+	// InfoHead is InfoHead of the node's CLUSTER INFO: a quiet look compares it with the
+	// node's answer then ("" when it did not answer).
+	InfoHead string
 	// KeysInUncovered counts, on a master, its keys in each slot its view routes to no
 	// master (CLUSTER COUNTKEYSINSLOT, asked only when there are such slots).
 	KeysInUncovered map[int]int64
@@ -164,13 +167,14 @@ func observeOne(ctx context.Context, pool *conn.Pool, o *Observation) {
 		return
 	}
 	o.Info, o.Replication = nodes.ParseInfoFields(info.Val(), clusterInfoField), nodes.ParseInfoFields(server.Val(), nodeInfoField)
+	o.InfoHead = InfoHead(info.Val())
 	if up, err := strconv.ParseInt(o.Replication["uptime_in_seconds"], 10, 64); err == nil {
 		o.Started = time.Now().Add(-time.Duration(up) * time.Second)
 	}
 	if self, ok := o.Self(); ok && self.IsMaster() && len(o.View) > 1 {
 		if o.KeysInUncovered, o.Err = countKeys(ctx, pool, o.Addr, uncoveredIn(o)); o.Err != nil {
 			// A node answers every read or counts as silent.
-			o.View, o.Info, o.Replication, o.KeysInUncovered, o.Started, o.routes = nil, nil, nil, nil, time.Time{}, nil
+			o.View, o.Info, o.Replication, o.KeysInUncovered, o.Started, o.routes, o.InfoHead = nil, nil, nil, nil, time.Time{}, nil, ""
 		}
 	}
 }

@@ -1,0 +1,131 @@
+package redis
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/metrics"
+	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+)
+
+// A converged cluster is looked at every IdleLook (2.5 s) so that a cut-off master shows
+// before a second master claims its slots, but reading every node whole, planning and
+// deriving the status that often cost about 6 ms of CPU a look, mostly garbage. So after
+// a full look that found the cluster Ready with nothing to do, the looks until LookIdle
+// has passed are quiet: when the RedisCluster and its pods are as that look saw them, each
+// node is asked only CLUSTER INFO, and when every node answers with the same head
+// (observe.InfoHead: state, slot counts, failing slots, known nodes, epochs), the look ends
+// there. Anything else (a node that does not answer, another head, a changed object) makes
+// it a full look at once. What a quiet look cannot see (memory, replication offsets and
+// links, key counts, children drifting) waits for the next full look, at most LookIdle
+// after the last.
+
+// quietMark is what a full look of a converged cluster leaves for the quiet looks after it.
+type quietMark struct {
+	resourceVersion string        // the RedisCluster's, after the look's status write
+	pods            string        // podsFingerprint of the pods the look saw
+	addrs, heads    []string      // every node's address and observe.InfoHead
+	until           time.Time     // when a full look is due
+	after           time.Duration // how soon a quiet look looks again
+}
+
+// quietMarkOf is the mark s's full look leaves: ok only when it ended without error on the
+// idle step with the cluster Ready and every pod's node answering.
+func quietMarkOf(s *state, now time.Time) (quietMark, bool) {
+	if s.err != nil || s.step.Kind != redisadmin.StepIdle || len(s.snap.Nodes) == 0 ||
+		!meta.IsStatusConditionTrue(s.next.Status.Conditions, ConditionReady) {
+		return quietMark{}, false
+	}
+	m := quietMark{resourceVersion: s.next.ResourceVersion, pods: podsFingerprint(s.pods),
+		until: now.Add(redisadmin.LookIdle), after: s.lookAgain()}
+	for i := range s.snap.Nodes {
+		o := &s.snap.Nodes[i]
+		if !o.Answered() || o.InfoHead == "" || o.Terminating || o.Leaving {
+			return quietMark{}, false
+		}
+		m.addrs, m.heads = append(m.addrs, o.Addr), append(m.heads, o.InfoHead)
+	}
+	return m, true
+}
+
+// podsFingerprint names each pod with its resource version: any change Kubernetes makes to
+// a pod (a restart, a new IP, readiness, deletion) changes it.
+func podsFingerprint(pods []corev1.Pod) string {
+	var b strings.Builder
+	for i := range pods {
+		b.WriteString(pods[i].Name)
+		b.WriteByte('@')
+		b.WriteString(pods[i].ResourceVersion)
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+// noteLook records the end of a full look that ended without error: its quiet mark, or
+// none.
+func (r *RedisClusterReconciler) noteLook(s *state) {
+	m, ok := quietMarkOf(s, time.Now())
+	r.admins.setQuiet(client.ObjectKeyFromObject(s.rc), m, ok)
+}
+
+// quietLook is a look at rc that ends after one CLUSTER INFO a node, when a full look
+// left a quiet mark less than LookIdle ago and nothing it can see differs from that look:
+// it returns how soon to look again and true. Otherwise it drops the mark and the reconcile
+// goes on to a full look (which leaves a new mark if it ends as quietly).
+func (r *RedisClusterReconciler) quietLook(ctx context.Context, rc *redisv1alpha1.RedisCluster) (time.Duration, bool) {
+	key := client.ObjectKeyFromObject(rc)
+	if after, ok := r.stillQuiet(ctx, rc, key); ok {
+		metrics.RedisLooks.WithLabelValues("quiet").Inc()
+		return after, true
+	}
+	r.admins.setQuiet(key, quietMark{}, false)
+	metrics.RedisLooks.WithLabelValues("full").Inc()
+	return 0, false
+}
+
+// stillQuiet reports whether rc, its pods and every node's CLUSTER INFO head are as the
+// quiet mark's full look saw them, before the mark is due.
+func (r *RedisClusterReconciler) stillQuiet(ctx context.Context, rc *redisv1alpha1.RedisCluster, key types.NamespacedName) (time.Duration, bool) {
+	m, admin, ok := r.admins.quiet(key)
+	if !ok || !time.Now().Before(m.until) || rc.ResourceVersion != m.resourceVersion || !rc.DeletionTimestamp.IsZero() {
+		return 0, false
+	}
+	s := &state{rc: rc}
+	if err := r.listPods(ctx, s); err != nil || podsFingerprint(s.pods) != m.pods {
+		return 0, false
+	}
+	heads, err := admin.InfoHeads(ctx, m.addrs)
+	return m.after, err == nil && slices.Equal(heads, m.heads)
+}
+
+// setQuiet keeps m as cluster's quiet mark beside its Admin (ok), or drops the mark.
+func (p *adminPool) setQuiet(cluster types.NamespacedName, m quietMark, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if prev, found := p.byCluster[cluster]; found {
+		prev.quiet = nil
+		if ok {
+			prev.quiet = &m
+		}
+		p.byCluster[cluster] = prev
+	}
+}
+
+// quiet returns cluster's quiet mark with the Admin whose connections read it.
+func (p *adminPool) quiet(cluster types.NamespacedName) (quietMark, Admin, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	prev, ok := p.byCluster[cluster]
+	if !ok || prev.quiet == nil {
+		return quietMark{}, nil, false
+	}
+	return *prev.quiet, prev.admin, true
+}

@@ -1,0 +1,51 @@
+package observe
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+)
+
+// InfoHead is the part of a CLUSTER INFO reply that changes only when the cluster's state
+// does, as the node wrote it: from cluster_state to cluster_my_epoch (the state, the slots
+// assigned, ok, possibly failing and failing, the nodes known, the size and both epochs).
+// The message counters after it change every second and are left out. A failover, a slot
+// handed over, a node flagged failing or forgotten, a node that lost its cluster: each
+// changes the head of some node's reply.
+func InfoHead(clusterInfo string) string {
+	if i := strings.Index(clusterInfo, "cluster_stats_messages"); i >= 0 {
+		clusterInfo = clusterInfo[:i]
+	}
+	return strings.Clone(clusterInfo)
+}
+
+// InfoHeads reads CLUSTER INFO from every node at addrs at once, over pool's kept
+// connections, and returns each reply's InfoHead in the order of addrs. It is a quiet
+// look's whole conversation with Redis: one short read-only command a node. Any node that
+// does not answer ends it with an error (a frozen node waits out the pool's read
+// timeout, as a full look would).
+func InfoHeads(ctx context.Context, pool *conn.Pool, addrs []string) ([]string, error) {
+	heads := make([]string, len(addrs))
+	errs := make([]error, len(addrs))
+	var wg sync.WaitGroup
+	for i, addr := range addrs {
+		wg.Go(func() {
+			text, err := pool.Client(addr).ClusterInfo(ctx).Result()
+			if err != nil {
+				errs[i] = fmt.Errorf("while reading the cluster state of %s: %w", addr, err)
+				return
+			}
+			heads[i] = InfoHead(text)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return heads, nil
+}
