@@ -151,6 +151,9 @@ func (r *RedisClusterReconciler) backgroundLoads() *shardLoads {
 type state struct {
 	rc   *redisv1alpha1.RedisCluster // as read, never modified
 	next *redisv1alpha1.RedisCluster // the status being built
+	// silent are the nodes (by address) a quiet look just before found answering nothing
+	// (its read timed out): the snapshot does not wait on them again.
+	silent map[string]error
 	// external are the hosts of the pods' external Services (spec.externalAccess).
 	external externalHosts
 	password string
@@ -250,10 +253,11 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if rc == nil {
 		return result, err
 	}
-	if after, quiet := r.quietLook(ctx, rc); quiet {
+	after, quiet, silent := r.quietLook(ctx, rc)
+	if quiet {
 		return ctrl.Result{RequeueAfter: after}, nil
 	}
-	s := &state{rc: rc, next: rc.DeepCopy()}
+	s := &state{rc: rc, next: rc.DeepCopy(), silent: silent}
 	s.err = r.prepare(ctx, s)
 	r.takeSnapshot(ctx, s)
 	if s.err == nil {

@@ -59,6 +59,9 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 		s.err = err
 	}
 	obs := podObservations(s.pods, resources.RedisNodes(s.rc), func(p *corev1.Pod) bool { return r.deletedPods.pending(p, time.Now()) })
+	for i := range obs {
+		obs[i].Err = s.silent[obs[i].Addr] // not read again (observe.Observe)
+	}
 	if s.login().Password != "" {
 		r.adminFor(s).Observe(ctx, obs)
 	} else {

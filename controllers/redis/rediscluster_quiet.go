@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // A converged cluster is looked at every IdleLook (2.5 s) so that a cut-off master shows
@@ -79,31 +81,43 @@ func (r *RedisClusterReconciler) noteLook(s *state) {
 // quietLook is a look at rc that ends after one CLUSTER INFO a node, when a full look
 // left a quiet mark less than LookIdle ago and nothing it can see differs from that look:
 // it returns how soon to look again and true. Otherwise it drops the mark and the reconcile
-// goes on to a full look (which leaves a new mark if it ends as quietly).
-func (r *RedisClusterReconciler) quietLook(ctx context.Context, rc *redisv1alpha1.RedisCluster) (time.Duration, bool) {
+// goes on to a full look (which leaves a new mark if it ends as quietly); silent holds the
+// nodes whose CLUSTER INFO timed out, so that look does not wait on them a second time.
+func (r *RedisClusterReconciler) quietLook(ctx context.Context, rc *redisv1alpha1.RedisCluster) (after time.Duration, quiet bool, silent map[string]error) {
 	key := client.ObjectKeyFromObject(rc)
-	if after, ok := r.stillQuiet(ctx, rc, key); ok {
+	after, quiet, silent = r.stillQuiet(ctx, rc, key)
+	if quiet {
 		metrics.RedisLooks.WithLabelValues("quiet").Inc()
-		return after, true
+		return after, true, nil
 	}
 	r.admins.setQuiet(key, quietMark{}, false)
 	metrics.RedisLooks.WithLabelValues("full").Inc()
-	return 0, false
+	return 0, false, silent
 }
 
 // stillQuiet reports whether rc, its pods and every node's CLUSTER INFO head are as the
-// quiet mark's full look saw them, before the mark is due.
-func (r *RedisClusterReconciler) stillQuiet(ctx context.Context, rc *redisv1alpha1.RedisCluster, key types.NamespacedName) (time.Duration, bool) {
+// quiet mark's full look saw them, before the mark is due; silent are the nodes whose read
+// timed out.
+func (r *RedisClusterReconciler) stillQuiet(ctx context.Context, rc *redisv1alpha1.RedisCluster, key types.NamespacedName) (time.Duration, bool, map[string]error) {
 	m, admin, ok := r.admins.quiet(key)
 	if !ok || !time.Now().Before(m.until) || rc.ResourceVersion != m.resourceVersion || !rc.DeletionTimestamp.IsZero() {
-		return 0, false
+		return 0, false, nil
 	}
 	s := &state{rc: rc}
 	if err := r.listPods(ctx, s); err != nil || podsFingerprint(s.pods) != m.pods {
-		return 0, false
+		return 0, false, nil
 	}
-	heads, err := admin.InfoHeads(ctx, m.addrs)
-	return m.after, err == nil && slices.Equal(heads, m.heads)
+	heads, errs := admin.InfoHeads(ctx, m.addrs)
+	var silent map[string]error
+	for i, err := range errs {
+		if observe.TimedOut(err) {
+			if silent == nil {
+				silent = map[string]error{}
+			}
+			silent[m.addrs[i]] = err
+		}
+	}
+	return m.after, errors.Join(errs...) == nil && slices.Equal(heads, m.heads), silent
 }
 
 // setQuiet keeps m as cluster's quiet mark beside its Admin (ok), or drops the mark.

@@ -49,6 +49,6 @@ func (a *Admin) Observe(ctx context.Context, obs []observe.Observation) {
 
 // InfoHeads reads the head of every node's CLUSTER INFO for a quiet look (see
 // observe.InfoHeads).
-func (a *Admin) InfoHeads(ctx context.Context, addrs []string) ([]string, error) {
+func (a *Admin) InfoHeads(ctx context.Context, addrs []string) ([]string, []error) {
 	return observe.InfoHeads(ctx, a.Pool, addrs)
 }

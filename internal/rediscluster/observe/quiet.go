@@ -2,7 +2,9 @@ package observe
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 
@@ -23,13 +25,11 @@ func InfoHead(clusterInfo string) string {
 }
 
 // InfoHeads reads CLUSTER INFO from every node at addrs at once, over pool's kept
-// connections, and returns each reply's InfoHead in the order of addrs. It is a quiet
-// look's whole conversation with Redis: one short read-only command a node. Any node that
-// does not answer ends it with an error (a frozen node waits out the pool's read
-// timeout, as a full look would).
-func InfoHeads(ctx context.Context, pool *conn.Pool, addrs []string) ([]string, error) {
-	heads := make([]string, len(addrs))
-	errs := make([]error, len(addrs))
+// connections, and returns each reply's InfoHead in the order of addrs, or, for a node
+// that did not answer, why (errs[i], nil for the others). It is a quiet look's whole
+// conversation with Redis: one short read-only command a node.
+func InfoHeads(ctx context.Context, pool *conn.Pool, addrs []string) (heads []string, errs []error) {
+	heads, errs = make([]string, len(addrs)), make([]error, len(addrs))
 	var wg sync.WaitGroup
 	for i, addr := range addrs {
 		wg.Go(func() {
@@ -42,10 +42,13 @@ func InfoHeads(ctx context.Context, pool *conn.Pool, addrs []string) ([]string, 
 		})
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return heads, nil
+	return heads, errs
+}
+
+// TimedOut reports whether err is a read that waited out its timeout: the node is there
+// but answers nothing (frozen, or cut off), so reading it again at once would only wait as
+// long again.
+func TimedOut(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &op) && op.Timeout())
 }

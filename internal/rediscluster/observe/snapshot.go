@@ -125,8 +125,9 @@ const observeParallelism = 16
 // Observe reads one snapshot of the nodes at obs[i].Addr: each node is asked once, in one
 // pipelined round trip (CLUSTER NODES, CLUSTER INFO, INFO server, replication, memory,
 // stats and errorstats), the nodes in parallel; a second round trip counts keys only on a
-// master whose view leaves slots unrouted. A node that does not answer keeps its error. obs
-// carries the pod facts; Observe fills the rest. pool's connections are kept for the next
+// master whose view leaves slots unrouted. A node that does not answer keeps its error, and
+// an observation that comes with one is not read (its node is known silent). obs carries
+// the pod facts; Observe fills the rest. pool's connections are kept for the next
 // look.
 func Observe(ctx context.Context, pool *conn.Pool, obs []Observation) {
 	var wg sync.WaitGroup
@@ -145,6 +146,10 @@ func Observe(ctx context.Context, pool *conn.Pool, obs []Observation) {
 func observeOne(ctx context.Context, pool *conn.Pool, o *Observation) {
 	if o.Addr == "" {
 		o.Err = errors.New("the pod has no IP")
+		return
+	}
+	if o.Err != nil {
+		// Known silent already (a quiet look's read of it timed out a moment ago).
 		return
 	}
 	var view, info, server *goredis.StringCmd
