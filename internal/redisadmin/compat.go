@@ -1,6 +1,10 @@
 package redisadmin
 
-import "github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+import (
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/autoscale"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+)
 
 // The names below moved out of redisadmin in the package split of issue 49. They stay here
 // as aliases so redisadmin's own code and its importers keep compiling while the split
@@ -36,3 +40,39 @@ func ShardName(i int) string { return nodes.ShardName(i) }
 
 // ParseSlotRanges is nodes.ParseSlotRanges; slice 9c removes this alias.
 func ParseSlotRanges(text string) ([]SlotRange, error) { return nodes.ParseSlotRanges(text) }
+
+// Room is layout.Room; slice 9c removes this alias.
+type Room = layout.Room
+
+// SlotSize is layout.SlotSize; slice 9c removes this alias.
+type SlotSize = layout.SlotSize
+
+// HeldSlot is layout.HeldSlot; slice 9c removes this alias.
+type HeldSlot = layout.HeldSlot
+
+// MaxHeldSlots is layout.MaxHeldSlots; slice 9c removes this alias.
+const MaxHeldSlots = layout.MaxHeldSlots
+
+// HeldSlotNumbers is layout.HeldSlotNumbers; slice 9c removes this alias.
+func HeldSlotNumbers(held []HeldSlot) []int { return layout.HeldSlotNumbers(held) }
+
+// CapHeld is layout.CapHeld; slice 9c removes this alias.
+func CapHeld(held []HeldSlot) []HeldSlot { return layout.CapHeld(held) }
+
+// Autoscale is autoscale.Settings; slice 9c removes this alias.
+type Autoscale = autoscale.Settings
+
+// AutoscaleState is autoscale.State; slice 9c removes this alias.
+type AutoscaleState = autoscale.State
+
+// AutoscaleKind is autoscale.Kind; slice 9c removes this alias.
+type AutoscaleKind = autoscale.Kind
+
+// AutoscaleOut is autoscale.Out; slice 9c removes this alias.
+const AutoscaleOut = autoscale.Out
+
+// AutoscaleIn is autoscale.In; slice 9c removes this alias.
+const AutoscaleIn = autoscale.In
+
+// AutoscaleRebalance is autoscale.Rebalance; slice 9c removes this alias.
+const AutoscaleRebalance = autoscale.Rebalance

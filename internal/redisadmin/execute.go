@@ -96,10 +96,10 @@ func (a *Admin) closeOpenSlots(ctx context.Context, entry string, opts MoveOptio
 }
 
 // fitPlan measures what moves would move (measureMoves) and keeps only what fits
-// (fitMoves); the rest is returned as held, with the facts measured.
-func (a *Admin) fitPlan(ctx context.Context, topo *topology, moves []layout.Move, opts MoveOptions) ([]layout.Move, []HeldSlot, moveFacts, error) {
+// (layout.Fit); the rest is returned as held, with the facts measured.
+func (a *Admin) fitPlan(ctx context.Context, topo *topology, moves []layout.Move, opts MoveOptions) ([]layout.Move, []layout.HeldSlot, layout.MoveFacts, error) {
 	if len(moves) == 0 {
-		return nil, nil, moveFacts{}, nil
+		return nil, nil, layout.MoveFacts{}, nil
 	}
 	m := a.newMover(opts, 1)
 	defer m.close()
@@ -107,7 +107,7 @@ func (a *Admin) fitPlan(ctx context.Context, topo *topology, moves []layout.Move
 	if err != nil {
 		return nil, nil, facts, fmt.Errorf("while measuring the slots to move, nothing was changed: %w", err)
 	}
-	fitted, held := fitMoves(moves, facts)
+	fitted, held := layout.Fit(moves, facts)
 	return fitted, held, facts, nil
 }
 

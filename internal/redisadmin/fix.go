@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -39,7 +40,7 @@ type SlotFix struct {
 	// Target is the node the slot was moving to, and Size the keys of the slot (on both
 	// sides) as measured before it was closed, when a half-moved slot was (closeHalfMoved).
 	Target string
-	Size   SlotSize
+	Size   layout.SlotSize
 }
 
 // Fix closes every open slot (a slot in migrating or importing state on some master) of
@@ -453,7 +454,7 @@ func (m *mover) closeHalfMoved(ctx context.Context, s int, owner, target Node, f
 		return SlotFix{}, err
 	}
 	what := fmt.Sprintf("%s migrating it to %s, which holds %d keys of it (about %s) and has %s of room for the %d left (about %s)",
-		owner.Addr, target.Addr, facts.Moved.Keys, formatBytes(facts.Moved.Bytes), formatRoom(facts.TargetRoom), facts.Left.Keys, formatBytes(facts.Left.Bytes))
+		owner.Addr, target.Addr, facts.Moved.Keys, layout.FormatBytes(facts.Moved.Bytes), formatRoom(facts.TargetRoom), facts.Left.Keys, layout.FormatBytes(facts.Left.Bytes))
 	way := closeWay(facts)
 	if way == FixFinished {
 		f, err := finish(what)
@@ -473,13 +474,13 @@ func (m *mover) closeHalfMoved(ctx context.Context, s int, owner, target Node, f
 	if way == FixKeptOpen {
 		return SlotFix{}, fmt.Errorf("%s, and %s has %s of spare memory for the %d keys on the target: closing it either way would meet OOM, "+
 			"so it stays open (both nodes serve it) until one has room; a larger memory limit or fewer keys would let it close",
-			what, owner.Addr, formatBytes(facts.OwnerRoom.Spare), facts.Moved.Keys)
+			what, owner.Addr, layout.FormatBytes(facts.OwnerRoom.Spare), facts.Moved.Keys)
 	}
 	f, err := m.rollBack(ctx, s, owner, target, what)
 	if err != nil {
 		return f, err
 	}
-	f.Target, f.Size = target.ID, SlotSize{Keys: facts.Left.Keys + facts.Moved.Keys, Bytes: facts.Left.Bytes + facts.Moved.Bytes}
+	f.Target, f.Size = target.ID, layout.SlotSize{Keys: facts.Left.Keys + facts.Moved.Keys, Bytes: facts.Left.Bytes + facts.Moved.Bytes}
 	return f, nil
 }
 
@@ -529,9 +530,9 @@ func (m *mover) rollBack(ctx context.Context, s int, owner, target Node, detail 
 }
 
 // formatRoom writes a room for messages.
-func formatRoom(r Room) string {
+func formatRoom(r layout.Room) string {
 	if r.Unlimited {
 		return "no maxmemory, so unlimited room"
 	}
-	return formatBytes(r.Bytes)
+	return layout.FormatBytes(r.Bytes)
 }

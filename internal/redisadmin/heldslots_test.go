@@ -18,7 +18,7 @@ import (
 func TestStillHeld(t *testing.T) {
 	t.Parallel()
 	// six().used: maxmemory 1000, used p*10, so a master's room is 900 - 10p.
-	held := HeldSlot{Slot: 0, Source: "aaaaaaaa", Target: "bbbbbbbb", Size: SlotSize{Keys: 10, Bytes: 300}, Room: Room{Bytes: 100}}
+	held := layout.HeldSlot{Slot: 0, Source: "aaaaaaaa", Target: "bbbbbbbb", Size: layout.SlotSize{Keys: 10, Bytes: 300}, Room: layout.Room{Bytes: 100}}
 	for _, tc := range []struct {
 		name string
 		snap observe.Snapshot
@@ -50,36 +50,22 @@ func TestStillHeld(t *testing.T) {
 			return c.Snap
 		}(), false},
 	} {
-		got := StillHeld([]HeldSlot{held}, tc.snap)
+		got := StillHeld([]layout.HeldSlot{held}, tc.snap)
 		if kept := len(got) == 1; kept != tc.kept {
 			t.Errorf("%s: kept %t, want %t", tc.name, kept, tc.kept)
 		}
 	}
 }
 
-// TestCapHeld: at most MaxHeldSlots are kept, giant ones first, then rolled back, then the
-// largest; in slot order.
-func TestCapHeld(t *testing.T) {
+// TestSkipFullTargets: a slot move plans nothing into a master with under fullPercent of its
+// maxmemory left, and the rest as before.
+func TestSkipFullTargets(t *testing.T) {
 	t.Parallel()
-	var held []HeldSlot
-	for i := range MaxHeldSlots + 6 {
-		held = append(held, HeldSlot{Slot: 100 + i, Size: SlotSize{Bytes: int64(1000 + i)}})
-	}
-	held = append(held, HeldSlot{Slot: 1, Giant: true, Size: SlotSize{Bytes: 1}}, HeldSlot{Slot: 2, RolledBack: true, Size: SlotSize{Bytes: 2}})
-	got := CapHeld(held)
-	if len(got) != MaxHeldSlots {
-		t.Fatalf("kept %d, want %d", len(got), MaxHeldSlots)
-	}
-	nums := HeldSlotNumbers(got)
-	if !slices.IsSorted(nums) || nums[0] != 1 || nums[1] != 2 {
-		t.Errorf("kept %v, want the giant slot 1 and the rolled-back slot 2 first, in slot order", nums)
-	}
-	// The 8 smallest of the others (slots 100..107) make room for the two.
-	if slices.Contains(nums, 107) || !slices.Contains(nums, 108) {
-		t.Errorf("kept %v, want slots 100-107 (the smallest) left out", nums)
-	}
-	if got := CapHeld(held[:3]); len(got) != 3 {
-		t.Errorf("under the cap: kept %d of 3", len(got))
+	snap := fakesnapshot.Six().Current().Used(50, 97, 30, 50, 97, 30).Snap
+	moves := []layout.Move{{Source: "aaaaaaaa", Target: "bbbbbbbb", Slots: []int{1}}, {Source: "aaaaaaaa", Target: "cccccccc", Slots: []int{2}}}
+	got := skipFullTargets(moves, snap)
+	if want := moves[1:]; !reflect.DeepEqual(got, want) {
+		t.Errorf("moves = %v, want %v (rc-1 is 97%% full)", got, want)
 	}
 }
 
@@ -89,17 +75,17 @@ func TestCapHeld(t *testing.T) {
 func TestRolledBackHeld(t *testing.T) {
 	t.Parallel()
 	moves := []layout.Move{{Source: "a", Target: "d", Slots: []int{5, 6, 8}}}
-	facts := moveFacts{Sizes: map[int]SlotSize{5: {10, 1000}, 8: {3, 100}}, Rooms: map[string]Room{"d": {Bytes: 2000}}}
+	facts := layout.MoveFacts{Sizes: map[int]layout.SlotSize{5: {Keys: 10, Bytes: 1000}, 8: {Keys: 3, Bytes: 100}}, Rooms: map[string]layout.Room{"d": {Bytes: 2000}}}
 	fixes := []SlotFix{
-		{Slot: 5, Action: FixRolledBack, Owner: "a", Size: SlotSize{12, 900}},
+		{Slot: 5, Action: FixRolledBack, Owner: "a", Size: layout.SlotSize{Keys: 12, Bytes: 900}},
 		{Slot: 6, Action: FixFinished, Owner: "d"},
 		{Slot: 7, Action: FixRolledBack, Owner: "b"},
-		{Slot: 8, Action: FixRolledBack, Owner: "a", Size: SlotSize{5, 4000}},
+		{Slot: 8, Action: FixRolledBack, Owner: "a", Size: layout.SlotSize{Keys: 5, Bytes: 4000}},
 	}
 	got := rolledBackHeld(fixes, moves, facts)
-	want := []HeldSlot{
-		{Slot: 5, Source: "a", Target: "d", Size: SlotSize{10, 1000}, Room: Room{Bytes: 2000}, RolledBack: true},
-		{Slot: 8, Source: "a", Target: "d", Size: SlotSize{5, 4000}, Room: Room{Bytes: 2000}, RolledBack: true},
+	want := []layout.HeldSlot{
+		{Slot: 5, Source: "a", Target: "d", Size: layout.SlotSize{Keys: 10, Bytes: 1000}, Room: layout.Room{Bytes: 2000}, RolledBack: true},
+		{Slot: 8, Source: "a", Target: "d", Size: layout.SlotSize{Keys: 5, Bytes: 4000}, Room: layout.Room{Bytes: 2000}, RolledBack: true},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("held = %+v\nwant %+v", got, want)
@@ -114,10 +100,10 @@ func TestRolledBackHeld(t *testing.T) {
 func TestHeldSlotSteps(t *testing.T) {
 	t.Parallel()
 	const mib = 1 << 20
-	giant := func(slot int, source string) HeldSlot {
-		return HeldSlot{Slot: slot, Source: source, Target: "aaaaaaaa", Giant: true, Size: SlotSize{Keys: 38000, Bytes: 47 * mib}, Room: Room{Bytes: 2 * mib}}
+	giant := func(slot int, source string) layout.HeldSlot {
+		return layout.HeldSlot{Slot: slot, Source: source, Target: "aaaaaaaa", Giant: true, Size: layout.SlotSize{Keys: 38000, Bytes: 47 * mib}, Room: layout.Room{Bytes: 2 * mib}}
 	}
-	withHeld := func(s Spec, held ...HeldSlot) Spec { s.HeldSlots = held; return s }
+	withHeld := func(s Spec, held ...layout.HeldSlot) Spec { s.HeldSlots = held; return s }
 	// Two empty new masters, one of them full (a key written there, say).
 	twoNew := func() observe.Snapshot {
 		c := fakesnapshot.New(5, 0,
@@ -129,9 +115,9 @@ func TestHeldSlotSteps(t *testing.T) {
 		).Current().Used(50, 50, 50, 97, 1)
 		return c.Snap
 	}
-	// eight() scaling in to six pods: rc-6 (gggggggg) and rc-7 leave.
+	// fakesnapshot.Eight() scaling in to six pods: rc-6 (gggggggg) and rc-7 leave.
 	scalingIn := func() *fakesnapshot.Cluster {
-		c := eight()
+		c := fakesnapshot.Eight()
 		c.Snap.Nodes[6].Leaving, c.Snap.Nodes[7].Leaving = true, true
 		return c
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/autoscale"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
@@ -158,7 +159,7 @@ type Step struct {
 	Moves []layout.Move
 	// DrainHeld, on a Wait of a scale in, are the held slots that keep a leaving master
 	// from emptying (drainBlocked): the scale in stays where it is until they fit somewhere.
-	DrainHeld []HeldSlot
+	DrainHeld []layout.HeldSlot
 	// Replicas is StepShrink's StatefulSet size.
 	Replicas int
 	// Credential indexes Spec.Rotation.Credentials for a rotation step; Record is what
@@ -193,7 +194,7 @@ type Step struct {
 	// Autoscale is the autoscaler's decision whatever the step (nil without
 	// Spec.Autoscale): StepAutoscale carries out a scale or a rebalance; with any other
 	// step it is a wait, keeping its clocks.
-	Autoscale *AutoscaleDecision
+	Autoscale *autoscale.Decision
 }
 
 // Shown is the step the status reports: Behind for a side step, else the step itself.
@@ -259,15 +260,15 @@ type Spec struct {
 	// Autoscale is the memory autoscaler's configuration (nil when off) and AutoscaleState
 	// what it remembers; Busy says why the cluster must not be scaled now besides what
 	// NextStep itself sees (a backup under way), "" when nothing.
-	Autoscale      *Autoscale
-	AutoscaleState AutoscaleState
+	Autoscale      *autoscale.Settings
+	AutoscaleState autoscale.State
 	Busy           string
 	// SlotWeights are the slot weights by master ID a rebalance by memory set (nil: every
 	// master weighs the same); they count only while they name every staying master.
 	SlotWeights map[string]float64
 	// HeldSlots are slots a rebalance found too big for any target (MoveStats.Held, kept in
 	// status.heldSlots): the rebalance plans around them.
-	HeldSlots []HeldSlot
+	HeldSlots []layout.HeldSlot
 	// CARotation is the rotation of the generated CA under way, nil when none is.
 	CARotation *CARotation
 	// Volumes are the pods' claims and the size the spec asks of them (planVolumes).
@@ -370,7 +371,7 @@ func NextStep(spec Spec, s observe.Snapshot, h health.Health) Step {
 	return step
 }
 
-// planAutoscale asks the autoscaler (PlanAutoscale) what to do once NextStep chose step:
+// planAutoscale asks the autoscaler (autoscale.Decide) what to do once NextStep chose step:
 // only when nothing else is to be done (step is Idle, no rotation under way) may it scale;
 // otherwise its decision is a wait for what step is about, which keeps its clocks.
 func planAutoscale(spec Spec, s observe.Snapshot, h health.Health, step Step) Step {
@@ -381,9 +382,9 @@ func planAutoscale(spec Spec, s observe.Snapshot, h health.Health, step Step) St
 	case step.Rotation != RotationCurrent && step.Rotation != "":
 		busy = "a password rotation is under way (" + step.Rotation + ")"
 	}
-	d := PlanAutoscale(*spec.Autoscale, spec.AutoscaleState, s, h, busy)
+	d := autoscale.Decide(*spec.Autoscale, spec.AutoscaleState, s, h, busy)
 	step.Autoscale = &d
-	if step.Kind == StepIdle && (d.Kind == AutoscaleOut || d.Kind == AutoscaleIn || d.Kind == AutoscaleRebalance) {
+	if step.Kind == StepIdle && (d.Kind == autoscale.Out || d.Kind == autoscale.In || d.Kind == autoscale.Rebalance) {
 		step.Kind, step.Operation, step.Reason, step.After = StepAutoscale, OpScaling, d.Reason, LookSoon
 	}
 	return step
@@ -762,7 +763,7 @@ func planMoveSlots(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) 
 		return drainHeldStep(s, blocked), true
 	}
 	addSlotWeights(weights, masters, spec.SlotWeights)
-	pinned := HeldSlotNumbers(spec.HeldSlots)
+	pinned := layout.HeldSlotNumbers(spec.HeldSlots)
 	planned, err := layout.Rebalance(masters, weights, layout.DefaultRebalanceThreshold, !assign, pinned)
 	moves := skipFullTargets(planned, s)
 	if draining && err == nil && len(planned) > 0 && len(moves) == 0 {
@@ -782,12 +783,12 @@ func planMoveSlots(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) 
 // weights of drainWeights) when they are all those masters still serve: no move can empty
 // them, so the scale in cannot end until a held slot fits somewhere (a larger memory
 // limit) or the master stays. Nil while a draining master has a slot that is not held.
-func drainBlocked(s observe.Snapshot, weights map[string]float64, held []HeldSlot) []HeldSlot {
-	byNumber := map[int]HeldSlot{}
+func drainBlocked(s observe.Snapshot, weights map[string]float64, held []layout.HeldSlot) []layout.HeldSlot {
+	byNumber := map[int]layout.HeldSlot{}
 	for _, h := range held {
 		byNumber[h.Slot] = h
 	}
-	var out []HeldSlot
+	var out []layout.HeldSlot
 	for _, o := range s.Joined() {
 		self, _ := o.Self()
 		if _, draining := weights[self.ID]; !draining || !self.IsMaster() {
@@ -806,13 +807,13 @@ func drainBlocked(s observe.Snapshot, weights map[string]float64, held []HeldSlo
 
 // drainHeldStep is the Wait of a scale in that held slots keep from ending: its reason
 // names each slot, its size and the room it would need, and what would help.
-func drainHeldStep(s observe.Snapshot, blocked []HeldSlot) Step {
+func drainHeldStep(s observe.Snapshot, blocked []layout.HeldSlot) Step {
 	leaving := map[string]bool{}
 	var named []string
 	for _, h := range blocked {
 		leaving[h.Source] = true
-		named = append(named, fmt.Sprintf("slot %d (%d keys, about %s; %s has %s of room)", h.Slot, h.Size.Keys, formatBytes(h.Size.Bytes),
-			nodes.ShortID(h.Target), formatBytes(h.Room.Bytes)))
+		named = append(named, fmt.Sprintf("slot %d (%d keys, about %s; %s has %s of room)", h.Slot, h.Size.Keys, layout.FormatBytes(h.Size.Bytes),
+			nodes.ShortID(h.Target), layout.FormatBytes(h.Room.Bytes)))
 	}
 	if len(named) > maxNamedHeld {
 		named = append(named[:maxNamedHeld], fmt.Sprintf("and %d more", len(named)-maxNamedHeld))
@@ -895,8 +896,8 @@ func planAssign(spec Spec, s observe.Snapshot, weights map[string]float64) (Step
 // to, as layout.Reshard, except that held slots are never asked for: their masters give
 // their other slots instead, and fewer than n when only held ones are left (none: nil
 // moves and no error).
-func assignMoves(s observe.Snapshot, held []HeldSlot, n int, from []string, to string) ([]layout.Move, error) {
-	pinned := HeldSlotNumbers(held)
+func assignMoves(s observe.Snapshot, held []layout.HeldSlot, n int, from []string, to string) ([]layout.Move, error) {
+	pinned := layout.HeldSlotNumbers(held)
 	var masters []Node
 	sourced := len(from) == 0 || slices.Contains(from, "all")
 	available, pinnedAtSources := 0, 0

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/autoscale"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/recovery"
 	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
@@ -423,7 +425,7 @@ func TestNextStep(t *testing.T) {
 		"giant slots held: the rebalance onto a new master plans around them": {
 			spec: func() Spec {
 				s := specFor(7)
-				s.HeldSlots = []HeldSlot{{Slot: 0, Source: "aaaaaaaa", Giant: true}, {Slot: 5461, Source: "bbbbbbbb", Giant: true}}
+				s.HeldSlots = []layout.HeldSlot{{Slot: 0, Source: "aaaaaaaa", Giant: true}, {Slot: 5461, Source: "bbbbbbbb", Giant: true}}
 				return s
 			}(),
 			snap: func() observe.Snapshot {
@@ -490,7 +492,7 @@ func TestNextStep(t *testing.T) {
 		// Scale in.
 		"scale in by a shard: drain the leaving master first": {
 			spec: func() Spec { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
-			snap: func() observe.Snapshot { c := eight(); return c.Leaving(6).Snap }(), want: StepRebalance,
+			snap: func() observe.Snapshot { c := fakesnapshot.Eight(); return c.Leaving(6).Snap }(), want: StepRebalance,
 			check: func(t *testing.T, s Step) {
 				w, ok := s.Weights["gggggggg"]
 				expect(t, ok && w == 0 && len(s.Weights) == 1, "weights %v", s.Weights)
@@ -610,6 +612,82 @@ func TestNextStep(t *testing.T) {
 	}
 }
 
+// TestNextStepAutoscale checks where the autoscaler sits in NextStep: it acts only when
+// nothing else is to be done, its decision rides on every step (keeping its clocks), and a
+// memory rebalance's weights steer the slot moves only while they name every master.
+func TestNextStepAutoscale(t *testing.T) {
+	a := &autoscale.Settings{TargetPercent: 70, MinMasters: 3, MaxMasters: 5, Sustain: 5 * time.Minute, CoolDown: 10 * time.Minute}
+	above := func(s Spec) Spec {
+		s.Autoscale, s.AutoscaleState = a, autoscale.State{AboveSince: fakesnapshot.Now.Add(-time.Hour)}
+		return s
+	}
+	full := func(c *fakesnapshot.Cluster) observe.Snapshot { return c.Used(80, 75, 72, 80, 75, 72).Snap }
+	cases := map[string]struct {
+		spec  Spec
+		snap  observe.Snapshot
+		want  StepKind
+		phase autoscale.Phase
+		check func(t *testing.T, s Step)
+	}{
+		"full for long and nothing else to do: the autoscale step adds a shard": {
+			spec: above(specFor(6)), snap: full(fakesnapshot.Six().Current()), want: StepAutoscale, phase: autoscale.PhaseScalingOut,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Autoscale.Masters == 4 && s.Operation == OpScaling && s.After == LookSoon, "masters %d, operation %s, after %s", s.Autoscale.Masters, s.Operation, s.After)
+			},
+		},
+		"no autoscale: idle however full": {
+			spec: specFor(6), snap: full(fakesnapshot.Six().Current()), want: StepIdle,
+			check: func(t *testing.T, s Step) { expect(t, s.Autoscale == nil, "decision %+v", s.Autoscale) },
+		},
+		"full, but a pod to join first: the join, and the autoscaler waits with its clock": {
+			spec: above(specFor(7)), snap: full(fakesnapshot.Six().Current().Fresh("rc-6", "gggggggg", "n1")), want: StepJoin, phase: autoscale.PhaseWaiting,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Autoscale.State.AboveSince.Equal(fakesnapshot.Now.Add(-time.Hour)), "the clock was reset: %+v", s.Autoscale.State)
+				expect(t, strings.Contains(s.Autoscale.Reason, "Join"), "reason %q", s.Autoscale.Reason)
+			},
+		},
+		"full, but a backup under way: idle, the autoscaler waits": {
+			spec: func() Spec { s := above(specFor(6)); s.Busy = "backup nightly is under way"; return s }(), snap: full(fakesnapshot.Six().Current()), want: StepIdle, phase: autoscale.PhaseWaiting,
+		},
+		"below the target: idle": {
+			spec: above(specFor(6)), snap: fakesnapshot.Six().Current().Used(30, 30, 30, 30, 30, 30).Snap, want: StepIdle, phase: autoscale.PhaseBelowTarget,
+		},
+		"weights naming every master steer the slot moves": {
+			spec: func() Spec {
+				s := specFor(6)
+				s.SlotWeights = map[string]float64{"aaaaaaaa": 1, "bbbbbbbb": 2, "cccccccc": 2}
+				return s
+			}(),
+			snap: fakesnapshot.Six().Current().Snap, want: StepRebalance,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Weights["aaaaaaaa"] == 1 && s.Weights["bbbbbbbb"] == 2, "weights %v", s.Weights)
+			},
+		},
+		"weights that miss a master are stale: even slots, nothing to move": {
+			spec: func() Spec {
+				s := specFor(6)
+				s.SlotWeights = map[string]float64{"aaaaaaaa": 1, "bbbbbbbb": 2}
+				return s
+			}(),
+			snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			step := NextStep(tc.spec, tc.snap, health.Assess(tc.snap))
+			if step.Kind != tc.want {
+				t.Fatalf("step %s (%s), want %s", step.Kind, step.Reason, tc.want)
+			}
+			if tc.phase != "" && (step.Autoscale == nil || step.Autoscale.Phase != tc.phase) {
+				t.Errorf("autoscale decision %+v, want phase %s", step.Autoscale, tc.phase)
+			}
+			if tc.check != nil {
+				tc.check(t, step)
+			}
+		})
+	}
+}
+
 func expect(t *testing.T, ok bool, format string, args ...any) {
 	t.Helper()
 	if !ok {
@@ -626,24 +704,10 @@ func sixNewPods() observe.Snapshot {
 	return c.Snap
 }
 
-// eight is four shards (a, b, c, g) with a replica each; g and h on rc-6 and rc-7.
-func eight() *fakesnapshot.Cluster {
-	return fakesnapshot.New(3, 1,
-		fakesnapshot.Node{Pod: "rc-0", ID: "aaaaaaaa", Host: "n1", Slots: []SlotRange{{Start: 0, End: 4095}}},
-		fakesnapshot.Node{Pod: "rc-1", ID: "bbbbbbbb", Host: "n2", Slots: []SlotRange{{Start: 4096, End: 8191}}},
-		fakesnapshot.Node{Pod: "rc-2", ID: "cccccccc", Host: "n3", Slots: []SlotRange{{Start: 8192, End: 12287}}},
-		fakesnapshot.Node{Pod: "rc-3", ID: "dddddddd", Host: "n2", Master: "aaaaaaaa"},
-		fakesnapshot.Node{Pod: "rc-4", ID: "eeeeeeee", Host: "n3", Master: "bbbbbbbb"},
-		fakesnapshot.Node{Pod: "rc-5", ID: "ffffffff", Host: "n1", Master: "cccccccc"},
-		fakesnapshot.Node{Pod: "rc-6", ID: "gggggggg", Host: "n1", Slots: []SlotRange{{Start: 12288, End: 16383}}},
-		fakesnapshot.Node{Pod: "rc-7", ID: "hhhhhhhh", Host: "n2", Master: "gggggggg"},
-	).Current()
-}
-
-// drained is eight() scaling in to six pods, with the leaving master gggggggg's slots spread
-// over the three staying masters.
+// drained is fakesnapshot.Eight() scaling in to six pods, with the leaving master
+// gggggggg's slots spread over the three staying masters.
 func drained() *fakesnapshot.Cluster {
-	c := eight().Leaving(6)
+	c := fakesnapshot.Eight().Leaving(6)
 	c.Each("gggggggg", func(n *Node) { n.Slots = nil })
 	c.Each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{Start: 0, End: 5460}} })
 	c.Each("bbbbbbbb", func(n *Node) { n.Slots = []SlotRange{{Start: 5461, End: 10922}} })

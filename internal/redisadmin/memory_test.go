@@ -1,14 +1,11 @@
 package redisadmin
 
 import (
-	"strconv"
 	"testing"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
 )
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func TestPlanMemory(t *testing.T) {
 	const mi = 1 << 20

@@ -82,8 +82,8 @@ type MoveStats struct {
 	// Partial is true when MoveOptions.Budget ran out before every slot moved.
 	Partial bool
 	// Held are the slots of the plan that were not moved because they would not fit in
-	// their target (fitMoves); Moves no longer lists them.
-	Held []HeldSlot
+	// their target (layout.Fit); Moves no longer lists them.
+	Held []layout.HeldSlot
 	// Fixes are the slots a failed move left open that were closed at once (a target that
 	// refused keys with OOM: closeHalfMoved).
 	Fixes []SlotFix

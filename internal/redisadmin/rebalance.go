@@ -154,14 +154,14 @@ func (a *Admin) executeFitted(ctx context.Context, topo *topology, moves []layou
 // answered OOM mid-move), as held slots: their size as the fitting measured it (or as the
 // fix did, when larger), the target's room before the move. The next plans go around them
 // until the room changes (StillHeld). It is pure.
-func rolledBackHeld(fixes []SlotFix, moves []layout.Move, facts moveFacts) []HeldSlot {
+func rolledBackHeld(fixes []SlotFix, moves []layout.Move, facts layout.MoveFacts) []layout.HeldSlot {
 	target := map[int]string{}
 	for _, m := range moves {
 		for _, s := range m.Slots {
 			target[s] = m.Target
 		}
 	}
-	var out []HeldSlot
+	var out []layout.HeldSlot
 	for _, f := range fixes {
 		t, planned := target[f.Slot]
 		if f.Action != FixRolledBack || !planned {
@@ -171,7 +171,7 @@ func rolledBackHeld(fixes []SlotFix, moves []layout.Move, facts moveFacts) []Hel
 		if f.Size.Bytes > size.Bytes {
 			size = f.Size
 		}
-		out = append(out, HeldSlot{Slot: f.Slot, Source: f.Owner, Target: t, Size: size, Room: facts.Rooms[t], RolledBack: true})
+		out = append(out, layout.HeldSlot{Slot: f.Slot, Source: f.Owner, Target: t, Size: size, Room: facts.Rooms[t], RolledBack: true})
 	}
 	return out
 }

@@ -17,31 +17,31 @@ import (
 // sampledKeys is how many keys of a slot MEMORY USAGE measures for its byte estimate.
 const sampledKeys = 8
 
-// room reads n's INFO memory and returns its room (roomOf).
-func (m *mover) room(ctx context.Context, n Node) (Room, error) {
+// room reads n's INFO memory and returns its room (layout.RoomOf).
+func (m *mover) room(ctx context.Context, n Node) (layout.Room, error) {
 	text, err := m.client(n.Addr).Info(ctx, "memory").Result()
 	if err != nil {
-		return Room{}, fmt.Errorf("while reading INFO memory of %s: %w", n.Addr, err)
+		return layout.Room{}, fmt.Errorf("while reading INFO memory of %s: %w", n.Addr, err)
 	}
 	info := nodes.ParseInfoFields(text, func(f string) bool {
 		return f == "used_memory" || f == "maxmemory" || f == "used_memory_overhead"
 	})
 	num := func(f string) int64 { n, _ := strconv.ParseInt(info[f], 10, 64); return n }
-	return roomOf(num("used_memory"), num("maxmemory"), num("used_memory_overhead")), nil
+	return layout.RoomOf(num("used_memory"), num("maxmemory"), num("used_memory_overhead")), nil
 }
 
 // slotSizes measures slots on n: CLUSTER COUNTKEYSINSLOT for each, and MEMORY USAGE of up
 // to sampledKeys of its keys (CLUSTER GETKEYSINSLOT), whose mean times the count is the
 // slot's byte estimate. Two pipelined round trips whatever the number of slots. With
 // asking, each MEMORY USAGE is preceded by ASKING (n only imports the slots).
-func (m *mover) slotSizes(ctx context.Context, n Node, slots []int, asking bool) (map[int]SlotSize, error) {
+func (m *mover) slotSizes(ctx context.Context, n Node, slots []int, asking bool) (map[int]layout.SlotSize, error) {
 	cmds := m.pipelined(ctx, n.Addr, func(pl goredis.Pipeliner) {
 		for _, s := range slots {
 			pl.Do(ctx, "CLUSTER", "COUNTKEYSINSLOT", s)
 			pl.Do(ctx, "CLUSTER", "GETKEYSINSLOT", s, sampledKeys)
 		}
 	})
-	sizes := map[int]SlotSize{}
+	sizes := map[int]layout.SlotSize{}
 	samples := map[int][]string{}
 	for i, s := range slots {
 		count, err := cmds[2*i].(*goredis.Cmd).Int64()
@@ -52,7 +52,7 @@ func (m *mover) slotSizes(ctx context.Context, n Node, slots []int, asking bool)
 		if err != nil {
 			return nil, fmt.Errorf("while running CLUSTER GETKEYSINSLOT %d on %s: %w", s, n.Addr, err)
 		}
-		sizes[s] = SlotSize{Keys: count}
+		sizes[s] = layout.SlotSize{Keys: count}
 		if len(keys) > 0 {
 			samples[s] = keys
 		}
@@ -101,7 +101,7 @@ func (m *mover) slotSizes(ctx context.Context, n Node, slots []int, asking bool)
 
 // meanSizes estimates each slot of sizes by its keys times n's mean bytes a key (its whole
 // used memory over DBSIZE: an over-estimate, as the room check wants).
-func (m *mover) meanSizes(ctx context.Context, n Node, sizes map[int]SlotSize) (map[int]SlotSize, error) {
+func (m *mover) meanSizes(ctx context.Context, n Node, sizes map[int]layout.SlotSize) (map[int]layout.SlotSize, error) {
 	r, err := m.room(ctx, n)
 	if err != nil {
 		return nil, err
@@ -114,8 +114,8 @@ func (m *mover) meanSizes(ctx context.Context, n Node, sizes map[int]SlotSize) (
 }
 
 // meanSizesOf gives each slot of sizes its keys times used/keys bytes. It is pure.
-func meanSizesOf(sizes map[int]SlotSize, used, keys int64) map[int]SlotSize {
-	out := make(map[int]SlotSize, len(sizes))
+func meanSizesOf(sizes map[int]layout.SlotSize, used, keys int64) map[int]layout.SlotSize {
+	out := make(map[int]layout.SlotSize, len(sizes))
 	for s, size := range sizes {
 		if keys > 0 {
 			size.Bytes = size.Keys * (used / keys)
@@ -125,11 +125,12 @@ func meanSizesOf(sizes map[int]SlotSize, used, keys int64) map[int]SlotSize {
 	return out
 }
 
-// measureMoves gathers the facts fitMoves needs for moves: the room of every master of the
-// plan and, for the moves whose target's room is in question (inQuestion), the size of each
-// slot on its source. A plan between masters with room for everything costs one INFO each.
-func (m *mover) measureMoves(ctx context.Context, topo *topology, moves []layout.Move) (moveFacts, error) {
-	facts := moveFacts{Sizes: map[int]SlotSize{}, Rooms: map[string]Room{}}
+// measureMoves gathers the facts layout.Fit needs for moves: the room of every master of
+// the plan and, for the moves whose target's room is in question (layout.InQuestion), the
+// size of each slot on its source. A plan between masters with room for everything costs
+// one INFO each.
+func (m *mover) measureMoves(ctx context.Context, topo *topology, moves []layout.Move) (layout.MoveFacts, error) {
+	facts := layout.MoveFacts{Sizes: map[int]layout.SlotSize{}, Rooms: map[string]layout.Room{}}
 	for _, mv := range moves {
 		for _, id := range []string{mv.Source, mv.Target} {
 			if _, ok := facts.Rooms[id]; ok {
@@ -146,7 +147,7 @@ func (m *mover) measureMoves(ctx context.Context, topo *topology, moves []layout
 			facts.Rooms[id] = r
 		}
 	}
-	question := inQuestion(moves, facts.Rooms)
+	question := layout.InQuestion(moves, facts.Rooms)
 	bySource := map[string][]int{}
 	var order []string
 	for _, mv := range moves {

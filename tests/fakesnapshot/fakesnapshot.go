@@ -144,6 +144,20 @@ func Six() *Cluster {
 	)
 }
 
+// Eight is four shards (a, b, c, g) with a replica each; g and h on rc-6 and rc-7.
+func Eight() *Cluster {
+	return New(3, 1,
+		Node{Pod: "rc-0", ID: "aaaaaaaa", Host: "n1", Slots: []nodes.SlotRange{{Start: 0, End: 4095}}},
+		Node{Pod: "rc-1", ID: "bbbbbbbb", Host: "n2", Slots: []nodes.SlotRange{{Start: 4096, End: 8191}}},
+		Node{Pod: "rc-2", ID: "cccccccc", Host: "n3", Slots: []nodes.SlotRange{{Start: 8192, End: 12287}}},
+		Node{Pod: "rc-3", ID: "dddddddd", Host: "n2", Master: "aaaaaaaa"},
+		Node{Pod: "rc-4", ID: "eeeeeeee", Host: "n3", Master: "bbbbbbbb"},
+		Node{Pod: "rc-5", ID: "ffffffff", Host: "n1", Master: "cccccccc"},
+		Node{Pod: "rc-6", ID: "gggggggg", Host: "n1", Slots: []nodes.SlotRange{{Start: 12288, End: 16383}}},
+		Node{Pod: "rc-7", ID: "hhhhhhhh", Host: "n2", Master: "gggggggg"},
+	).Current()
+}
+
 // LostShard is Six() with master aaaaaaaa and its replica dddddddd both back empty and held
 // by their start guards (silent), aaaaaaaa flagged fail for ago.
 func LostShard(ago time.Duration) *Cluster {

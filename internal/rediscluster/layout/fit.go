@@ -1,21 +1,19 @@
-package redisadmin
+package layout
 
 import (
 	"cmp"
 	"fmt"
 	"slices"
 
-	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
-	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
 // Room is how many bytes a master may still receive: maxmemory minus used_memory, with a
-// margin (see roomOf). Unlimited is true for a master without maxmemory.
+// margin (see RoomOf). Unlimited is true for a master without maxmemory.
 type Room struct {
 	Bytes     int64
 	Unlimited bool
-	// Capacity is the room the master would have empty (fillPercent of its maxmemory): a
+	// Capacity is the room the master would have empty (FillPercent of its maxmemory): a
 	// slot bigger than that fits in no master of its size, however the data is spread.
 	Capacity int64
 	// Holds bounds what the master's keys take: all its used memory, overhead included (the
@@ -24,42 +22,12 @@ type Room struct {
 	Holds int64
 	// Spare is maxmemory minus used, never below 0: what the master takes before it answers
 	// OOM (a rollback gives a master keys it held a moment ago, so it may fill it past
-	// fillPercent; a move may not).
+	// FillPercent; a move may not).
 	Spare int64
 }
 
-// full reports whether a master with used and maxMemory bytes has less than fullPercent of
-// its maxmemory left below fillPercent: it should get no more slots until the data is
-// spread otherwise.
-func full(used, maxMemory int64) bool {
-	return maxMemory > 0 && maxMemory/100*fillPercent-used < maxMemory/100*fullPercent
-}
-
-// skipFullTargets drops from moves those whose target is full (Room.full, from its INFO
-// memory in s): a count balance would only fill it.
-func skipFullTargets(moves []layout.Move, s observe.Snapshot) []layout.Move {
-	isFull := map[string]bool{}
-	for _, o := range s.Answering() {
-		self, _ := o.Self()
-		if m := observe.MemoryOf(o); m.Known && full(m.Used, m.MaxMemory) {
-			isFull[self.ID] = true
-		}
-	}
-	var out []layout.Move
-	for _, m := range moves {
-		if !isFull[m.Target] {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// fullPercent: a master with less room than this share of its maxmemory gets no slots
-// (planMoveSlots): a slot of any size would rather fill it than balance anything.
-const fullPercent = 5
-
-// fits reports whether bytes fit in r.
-func (r Room) fits(bytes int64) bool { return r.Unlimited || bytes <= r.Bytes }
+// Fits reports whether bytes fit in r.
+func (r Room) Fits(bytes int64) bool { return r.Unlimited || bytes <= r.Bytes }
 
 // SlotSize is what a slot holds on its master: its keys and an estimate of their bytes.
 type SlotSize struct {
@@ -67,28 +35,28 @@ type SlotSize struct {
 	Bytes int64
 }
 
-// fillPercent is how full of its maxmemory a slot move may leave a target: the rest is
+// FillPercent is how full of its maxmemory a slot move may leave a target: the rest is
 // kept for the writes that go on during the move and for what an estimate misses (the
 // per-key overhead of the keyspace, the replication buffers).
-const fillPercent = 90
+const FillPercent = 90
 
-// roomOf is the room of a master with used and maxMemory bytes (INFO memory): up to
-// fillPercent of maxmemory, never below 0; unlimited without maxmemory. Its capacity is
+// RoomOf is the room of a master with used and maxMemory bytes (INFO memory): up to
+// FillPercent of maxmemory, never below 0; unlimited without maxmemory. Its capacity is
 // the room it would have without its keys, overhead bytes of used being what it uses
 // besides them (used_memory_overhead; 0 when not known).
-func roomOf(used, maxMemory, overhead int64) Room {
+func RoomOf(used, maxMemory, overhead int64) Room {
 	holds := max(used, 0)
 	if maxMemory <= 0 {
 		return Room{Unlimited: true, Holds: holds}
 	}
-	limit := maxMemory / 100 * fillPercent
+	limit := maxMemory / 100 * FillPercent
 	return Room{Bytes: max(limit-used, 0), Capacity: max(limit-min(overhead, used), 0), Holds: holds, Spare: max(maxMemory-used, 0)}
 }
 
-// inQuestion returns the targets of moves whose room might not take what the moves send:
+// InQuestion returns the targets of moves whose room might not take what the moves send:
 // those with a limit and less room than everything their sources hold. Slots moving to any
 // other target fit whatever their size, and need no measuring. It is pure.
-func inQuestion(moves []layout.Move, rooms map[string]Room) map[string]bool {
+func InQuestion(moves []Move, rooms map[string]Room) map[string]bool {
 	bound := map[string]int64{}
 	counted := map[[2]string]bool{}
 	for _, m := range moves {
@@ -107,9 +75,9 @@ func inQuestion(moves []layout.Move, rooms map[string]Room) map[string]bool {
 	return out
 }
 
-// moveFacts are the facts the fitting of a plan needs, gathered by measureMoves: the size
+// MoveFacts are the facts the fitting of a plan needs, gathered by measureMoves: the size
 // of every slot the plan moves (on its source) and the room of every master of the plan.
-type moveFacts struct {
+type MoveFacts struct {
 	Sizes map[int]SlotSize
 	Rooms map[string]Room
 }
@@ -135,14 +103,14 @@ type HeldSlot struct {
 func (h HeldSlot) String() string {
 	if h.RolledBack && !h.Giant {
 		return fmt.Sprintf("slot %d (%d keys, about %s) was rolled back: %s answered OOM with %s of room; it is tried again once a master has "+
-			"room for it besides that, or the spec changes", h.Slot, h.Size.Keys, formatBytes(h.Size.Bytes), nodes.ShortID(h.Target), formatBytes(h.Room.Bytes))
+			"room for it besides that, or the spec changes", h.Slot, h.Size.Keys, FormatBytes(h.Size.Bytes), nodes.ShortID(h.Target), FormatBytes(h.Room.Bytes))
 	}
 	if !h.Giant {
-		return fmt.Sprintf("slot %d (%d keys, about %s) waits: %s has %s of room left", h.Slot, h.Size.Keys, formatBytes(h.Size.Bytes), nodes.ShortID(h.Target), formatBytes(h.Room.Bytes))
+		return fmt.Sprintf("slot %d (%d keys, about %s) waits: %s has %s of room left", h.Slot, h.Size.Keys, FormatBytes(h.Size.Bytes), nodes.ShortID(h.Target), FormatBytes(h.Room.Bytes))
 	}
 	return fmt.Sprintf("slot %d (%d keys, about %s) does not fit in %s (%s of room); a larger memory limit, "+
 		"a higher maxMemoryPercent or fewer keys under one hash tag would let it move",
-		h.Slot, h.Size.Keys, formatBytes(h.Size.Bytes), nodes.ShortID(h.Target), formatBytes(h.Room.Bytes))
+		h.Slot, h.Size.Keys, FormatBytes(h.Size.Bytes), nodes.ShortID(h.Target), FormatBytes(h.Room.Bytes))
 }
 
 // HeldSlotNumbers are the slot numbers of held.
@@ -154,7 +122,7 @@ func HeldSlotNumbers(held []HeldSlot) []int {
 	return out
 }
 
-// fitMoves keeps of moves only the slots that fit in their targets, in an order that uses
+// Fit keeps of moves only the slots that fit in their targets, in an order that uses
 // the room a source frees before its own target fills, and holds back the rest. It is pure.
 //
 // The moves are ordered so that a master gives before it receives (a move whose target is
@@ -168,7 +136,7 @@ func HeldSlotNumbers(held []HeldSlot) []int {
 // it counts on is freed; the target then refuses it with OOM and the slot is rolled back.)
 // A slot of unknown size (not in
 // facts) is admitted as empty; a master of unknown room has none.
-func fitMoves(moves []layout.Move, facts moveFacts) ([]layout.Move, []HeldSlot) {
+func Fit(moves []Move, facts MoveFacts) ([]Move, []HeldSlot) {
 	givers := map[string]bool{}
 	for _, m := range moves {
 		if len(m.Slots) > 0 {
@@ -176,17 +144,17 @@ func fitMoves(moves []layout.Move, facts moveFacts) ([]layout.Move, []HeldSlot) 
 		}
 	}
 	ordered := slices.Clone(moves)
-	slices.SortStableFunc(ordered, func(x, y layout.Move) int {
+	slices.SortStableFunc(ordered, func(x, y Move) int {
 		return cmp.Compare(b2i(givers[x.Target]), b2i(givers[y.Target]))
 	})
 	room := map[string]Room{}
 	for _, m := range ordered {
 		room[m.Source], room[m.Target] = facts.Rooms[m.Source], facts.Rooms[m.Target]
 	}
-	admit := func(m layout.Move, s int) bool {
+	admit := func(m Move, s int) bool {
 		size := facts.Sizes[s]
 		r := room[m.Target]
-		if !r.fits(size.Bytes) {
+		if !r.Fits(size.Bytes) {
 			return false
 		}
 		if !r.Unlimited {
@@ -222,44 +190,15 @@ func fitMoves(moves []layout.Move, facts moveFacts) ([]layout.Move, []HeldSlot) 
 		r, size := room[m.Target], facts.Sizes[w.slot]
 		held = append(held, HeldSlot{Slot: w.slot, Source: m.Source, Target: m.Target, Size: size, Room: r, Giant: size.Bytes > r.Capacity})
 	}
-	var out []layout.Move
+	var out []Move
 	for _, lists := range [][][]int{kept, late} {
 		for i, m := range ordered {
 			if len(lists[i]) > 0 {
-				out = append(out, layout.Move{Source: m.Source, Target: m.Target, Slots: lists[i]})
+				out = append(out, Move{Source: m.Source, Target: m.Target, Slots: lists[i]})
 			}
 		}
 	}
 	return out, held
-}
-
-// OpenSlotFacts are the facts closing a half-moved slot needs: the keys (and their bytes)
-// still on the owner and already on the target, and the room of each.
-type OpenSlotFacts struct {
-	Left, Moved           SlotSize
-	OwnerRoom, TargetRoom Room
-}
-
-// closeWay decides how a half-moved slot (its owner migrating it to a target that holds
-// some of its keys) is closed: FixFinished when the keys left on the owner fit in the
-// target's room; else FixRolledBack when the keys that moved fit in the owner's spare
-// memory (it held them a moment ago, but writes may have filled it since); else
-// FixKeptOpen: closing either way would meet OOM half-way, so the slot stays open (both
-// serve it, through ASK) until one side has room. It is pure.
-func closeWay(f OpenSlotFacts) string {
-	switch {
-	case f.TargetRoom.fits(f.Left.Bytes):
-		return FixFinished
-	case rollBackFits(f):
-		return FixRolledBack
-	}
-	return FixKeptOpen
-}
-
-// rollBackFits reports whether the keys of a half-moved slot that are on its target fit
-// in its owner's spare memory (maxmemory minus used: what it takes before OOM).
-func rollBackFits(f OpenSlotFacts) bool {
-	return f.OwnerRoom.Unlimited || f.Moved.Bytes <= f.OwnerRoom.Spare
 }
 
 func b2i(b bool) int {
@@ -269,8 +208,8 @@ func b2i(b bool) int {
 	return 0
 }
 
-// formatBytes writes n bytes in the largest binary unit that keeps it above 1.
-func formatBytes(n int64) string {
+// FormatBytes writes n bytes in the largest binary unit that keeps it above 1.
+func FormatBytes(n int64) string {
 	const unit = 1024
 	if n < unit {
 		return fmt.Sprintf("%d B", n)
@@ -281,53 +220,6 @@ func formatBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// StillHeld keeps of held the slots that stay held in the cluster of s. A held slot is
-// dropped, so that the next plan tries it again, once its owner no longer serves it (it
-// moved), or once the room changed: some staying master other than its owner has room
-// for the slot besides the room the slot was held with (its room now is at least that
-// room plus the slot's bytes: a new master, a larger maxmemory or deleted keys give that;
-// the room a rolled-back move left again does not). A master without maxmemory always
-// has room. A change of spec is the caller's to judge (status.heldSlots keeps the
-// generation). It is pure.
-func StillHeld(held []HeldSlot, s observe.Snapshot) []HeldSlot {
-	if len(held) == 0 {
-		return nil
-	}
-	owner := map[int]string{}
-	rooms := map[string]Room{}
-	for _, o := range s.Answering() {
-		self, _ := o.Self()
-		if !self.IsMaster() {
-			continue
-		}
-		for _, slot := range nodes.SlotList(self.Slots) {
-			owner[slot] = self.ID
-		}
-		if m := observe.MemoryOf(o); m.Known && o.Joined() && !o.Leaving {
-			rooms[self.ID] = roomOf(m.Used, m.MaxMemory, 0)
-		}
-	}
-	var out []HeldSlot
-	for _, h := range held {
-		if owner[h.Slot] != h.Source || roomGrew(h, rooms) {
-			continue
-		}
-		out = append(out, h)
-	}
-	return out
-}
-
-// roomGrew reports whether a master other than h's owner has room for h besides the room
-// h was held with.
-func roomGrew(h HeldSlot, rooms map[string]Room) bool {
-	for id, r := range rooms {
-		if id != h.Source && (r.Unlimited || r.Bytes >= h.Room.Bytes+h.Size.Bytes) {
-			return true
-		}
-	}
-	return false
 }
 
 // MaxHeldSlots bounds how many held slots are remembered (status.heldSlots): CapHeld.

@@ -1,4 +1,4 @@
-package redisadmin
+package autoscale
 
 import (
 	"fmt"
@@ -6,14 +6,15 @@ import (
 	"time"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
-// Autoscale is an opt-in memory autoscaler in the planner's terms: keep the fullest
+// Settings is an opt-in memory autoscaler in the planner's terms: keep the fullest
 // master's used memory below TargetPercent of its maxmemory by adding a shard (a master with
 // its replicas), between MinMasters and MaxMasters masters.
-type Autoscale struct {
+type Settings struct {
 	// TargetPercent is the share of maxmemory the fullest master should stay below.
 	TargetPercent int
 	// MinMasters and MaxMasters bound the number of masters.
@@ -39,8 +40,8 @@ const scaleInPercent = 80
 // relieves it without a new shard.
 const unevenPercent = 75
 
-// AutoscaleState is what the autoscaler remembers between looks (the status holds it).
-type AutoscaleState struct {
+// State is what the autoscaler remembers between looks (the status holds it).
+type State struct {
 	// AboveSince is since when the fullest master has been past the target (zero: it is not).
 	AboveSince time.Time
 	// BelowSince is since when the masters would fit in one fewer (zero: they would not).
@@ -48,62 +49,62 @@ type AutoscaleState struct {
 	// LastChange is when the autoscaler last changed the cluster.
 	LastChange time.Time
 	// Held are the slots slot moves held as too big to move (MoveStats.Held), as recorded
-	// in the status; PlanAutoscale reads them and does not write them back.
-	Held []HeldSlot
+	// in the status; Decide reads them and does not write them back.
+	Held []layout.HeldSlot
 }
 
-// AutoscaleKind is what the autoscaler decides.
-type AutoscaleKind string
+// Kind is what the autoscaler decides.
+type Kind string
 
 // The autoscaler's decisions.
 const (
-	// AutoscaleNone: nothing to do (Reason says why, for the status).
-	AutoscaleNone AutoscaleKind = "None"
-	// AutoscaleWait: the cluster is busy (Reason says with what); the clocks keep running.
-	AutoscaleWait AutoscaleKind = "Wait"
-	// AutoscaleOut: ask for Masters masters, one shard more.
-	AutoscaleOut AutoscaleKind = "ScaleOut"
-	// AutoscaleIn: ask for Masters masters, one shard fewer.
-	AutoscaleIn AutoscaleKind = "ScaleIn"
-	// AutoscaleRebalance: move slots by Weights (by master ID), so each master's share of
+	// None: nothing to do (Reason says why, for the status).
+	None Kind = "None"
+	// Wait: the cluster is busy (Reason says with what); the clocks keep running.
+	Wait Kind = "Wait"
+	// Out: ask for Masters masters, one shard more.
+	Out Kind = "ScaleOut"
+	// In: ask for Masters masters, one shard fewer.
+	In Kind = "ScaleIn"
+	// Rebalance: move slots by Weights (by master ID), so each master's share of
 	// the data follows its weight.
-	AutoscaleRebalance AutoscaleKind = "Rebalance"
+	Rebalance Kind = "Rebalance"
 )
 
-// AutoscalePhase is where the autoscaler stands after a look, for the status; its values
+// Phase is where the autoscaler stands after a look, for the status; its values
 // are the RedisCluster's status.autoscale.phase values.
-type AutoscalePhase string
+type Phase string
 
 // The autoscaler's phases.
 const (
-	PhaseBelowTarget AutoscalePhase = "BelowTarget"
-	PhaseAboveTarget AutoscalePhase = "AboveTarget"
-	PhaseCoolingDown AutoscalePhase = "CoolingDown"
-	PhaseAtMaximum   AutoscalePhase = "AtMaximum"
-	PhaseAtMinimum   AutoscalePhase = "AtMinimum"
-	PhaseWaiting     AutoscalePhase = "Waiting"
-	PhaseNoMaxMemory AutoscalePhase = "NoMaxMemory"
-	PhaseScalingOut  AutoscalePhase = "ScalingOut"
-	PhaseScalingIn   AutoscalePhase = "ScalingIn"
-	PhaseRebalancing AutoscalePhase = "Rebalancing"
+	PhaseBelowTarget Phase = "BelowTarget"
+	PhaseAboveTarget Phase = "AboveTarget"
+	PhaseCoolingDown Phase = "CoolingDown"
+	PhaseAtMaximum   Phase = "AtMaximum"
+	PhaseAtMinimum   Phase = "AtMinimum"
+	PhaseWaiting     Phase = "Waiting"
+	PhaseNoMaxMemory Phase = "NoMaxMemory"
+	PhaseScalingOut  Phase = "ScalingOut"
+	PhaseScalingIn   Phase = "ScalingIn"
+	PhaseRebalancing Phase = "Rebalancing"
 	// PhaseSlotTooBig: the fullest master is past the target with held slots that alone
 	// keep it there: neither a new shard nor a rebalance can relieve it.
-	PhaseSlotTooBig AutoscalePhase = "SlotTooBig"
+	PhaseSlotTooBig Phase = "SlotTooBig"
 )
 
-// AutoscaleDecision is one look's decision and the state to remember after it.
-type AutoscaleDecision struct {
-	Kind AutoscaleKind
+// Decision is one look's decision and the state to remember after it.
+type Decision struct {
+	Kind Kind
 	// Phase is where the autoscaler stands, for the status.
-	Phase AutoscalePhase
+	Phase Phase
 	// Masters is the number of masters to ask for (the current number unless scaling).
 	Masters int
-	// Weights are AutoscaleRebalance's slot weights by master ID.
+	// Weights are Rebalance's slot weights by master ID.
 	Weights map[string]float64
 	// Reason says why, for the event and the status.
 	Reason string
 	// State is what to remember after this look.
-	State AutoscaleState
+	State State
 }
 
 // masterMemory is one master serving slots, with its memory.
@@ -114,7 +115,7 @@ type masterMemory struct {
 	memory observe.NodeMemory
 }
 
-// PlanAutoscale decides whether to add or remove a shard, or rebalance, from the memory of
+// Decide decides whether to add or remove a shard, or rebalance, from the memory of
 // the masters in s (INFO memory as observed), what was remembered (st) and busy (why the
 // cluster must not change now: a backup, an upgrade, a rotation, a recovery; "" when
 // nothing is under way). It is pure: its only clock is s.Now.
@@ -125,25 +126,25 @@ type masterMemory struct {
 // the data would stay below scaleInPercent of the target with one master fewer for
 // Sustain, one is removed, never below MinMasters. Nothing changes while the cluster is
 // busy or not healthy, or while the masters are not what the spec asks (a scale under way).
-func PlanAutoscale(a Autoscale, st AutoscaleState, s observe.Snapshot, h health.Health, busy string) AutoscaleDecision {
+func Decide(a Settings, st State, s observe.Snapshot, h health.Health, busy string) Decision {
 	masters := mastersMemory(s)
-	d := AutoscaleDecision{Kind: AutoscaleNone, Masters: s.Masters, State: st}
+	d := Decision{Kind: None, Masters: s.Masters, State: st}
 	switch {
 	case busy != "":
-		d.Kind, d.Phase, d.Reason = AutoscaleWait, PhaseWaiting, "not scaling while "+busy
+		d.Kind, d.Phase, d.Reason = Wait, PhaseWaiting, "not scaling while "+busy
 		return d
 	case !h.Ready() || len(h.Silent) > 0:
-		d.Kind, d.Phase, d.Reason = AutoscaleWait, PhaseWaiting, "not scaling while the cluster is not healthy"
+		d.Kind, d.Phase, d.Reason = Wait, PhaseWaiting, "not scaling while the cluster is not healthy"
 		return d
 	case len(masters) != s.Masters:
-		d.Kind, d.Phase, d.Reason = AutoscaleWait, PhaseWaiting, fmt.Sprintf("not scaling while %d masters serve slots and the spec asks for %d", len(masters), s.Masters)
+		d.Kind, d.Phase, d.Reason = Wait, PhaseWaiting, fmt.Sprintf("not scaling while %d masters serve slots and the spec asks for %d", len(masters), s.Masters)
 		return d
 	}
 	var used, capacity int64
 	fullest := masters[0]
 	for _, m := range masters {
 		if m.memory.MaxMemory <= 0 {
-			d.State, d.Phase, d.Reason = AutoscaleState{LastChange: st.LastChange}, PhaseNoMaxMemory, "master "+m.pod+" has no maxmemory: nothing to scale on"
+			d.State, d.Phase, d.Reason = State{LastChange: st.LastChange}, PhaseNoMaxMemory, "master "+m.pod+" has no maxmemory: nothing to scale on"
 			return d
 		}
 		used, capacity = used+m.memory.Used, capacity+m.memory.MaxMemory
@@ -185,15 +186,15 @@ func PlanAutoscale(a Autoscale, st AutoscaleState, s observe.Snapshot, h health.
 		case stuck != "":
 			d.Phase, d.Reason = PhaseSlotTooBig, what+", but "+stuck
 		case average < target*unevenPercent/100:
-			d.Kind, d.Phase, d.Weights = AutoscaleRebalance, PhaseRebalancing, memoryWeights(masters)
+			d.Kind, d.Phase, d.Weights = Rebalance, PhaseRebalancing, memoryWeights(masters)
 			d.Reason = fmt.Sprintf("%s while the masters average %.0f%%: moving slots away from it by memory", what, average*100)
-			d.State = AutoscaleState{LastChange: s.Now}
+			d.State = State{LastChange: s.Now}
 		case len(masters) >= a.MaxMasters:
 			d.Phase, d.Reason = PhaseAtMaximum, fmt.Sprintf("%s, but the cluster has the maximum of %d masters", what, a.MaxMasters)
 		default:
-			d.Kind, d.Phase, d.Masters = AutoscaleOut, PhaseScalingOut, len(masters)+1
+			d.Kind, d.Phase, d.Masters = Out, PhaseScalingOut, len(masters)+1
 			d.Reason = fmt.Sprintf("%s for %s: adding a shard (%d masters)", what, over.Round(time.Second), d.Masters)
-			d.State = AutoscaleState{LastChange: s.Now}
+			d.State = State{LastChange: s.Now}
 		}
 	case !d.State.BelowSince.IsZero():
 		under := s.Now.Sub(d.State.BelowSince)
@@ -206,9 +207,9 @@ func PlanAutoscale(a Autoscale, st AutoscaleState, s observe.Snapshot, h health.
 		case cooling:
 			d.Phase, d.Reason = PhaseCoolingDown, fmt.Sprintf("%s; cooling down until %s after the last change", what, st.LastChange.Add(a.CoolDown).UTC().Format(time.RFC3339))
 		default:
-			d.Kind, d.Phase, d.Masters = AutoscaleIn, PhaseScalingIn, len(masters)-1
+			d.Kind, d.Phase, d.Masters = In, PhaseScalingIn, len(masters)-1
 			d.Reason = fmt.Sprintf("%s for %s: removing a shard (%d masters)", what, under.Round(time.Second), d.Masters)
-			d.State = AutoscaleState{LastChange: s.Now}
+			d.State = State{LastChange: s.Now}
 		}
 	default:
 		d.Phase, d.Reason = PhaseBelowTarget, fmt.Sprintf("the fullest master (%s) uses %.0f%% of its maxmemory, below the target %d%%", fullest.pod, top*100, a.TargetPercent)
@@ -232,7 +233,7 @@ func mastersMemory(s observe.Snapshot) []masterMemory {
 		if !ok || !self.IsMaster() || len(self.Slots) == 0 {
 			continue
 		}
-		out = append(out, masterMemory{id: self.ID, pod: o.Pod, slots: CountSlots(self.Slots), memory: observe.MemoryOf(o)})
+		out = append(out, masterMemory{id: self.ID, pod: o.Pod, slots: nodes.CountSlots(self.Slots), memory: observe.MemoryOf(o)})
 	}
 	return out
 }
@@ -252,7 +253,7 @@ func memoryWeights(masters []masterMemory) map[string]float64 {
 // stuckOn says why no slot move can bring master m below target (a share of its
 // maxmemory) when the giant held slots it serves alone hold at least that much; ""
 // otherwise.
-func stuckOn(s observe.Snapshot, m masterMemory, target float64, held []HeldSlot) string {
+func stuckOn(s observe.Snapshot, m masterMemory, target float64, held []layout.HeldSlot) string {
 	o := s.ByID()[m.id]
 	if o == nil || len(held) == 0 {
 		return ""
@@ -263,7 +264,7 @@ func stuckOn(s observe.Snapshot, m masterMemory, target float64, held []HeldSlot
 	for _, h := range held {
 		if h.Giant && nodes.OwnsSlot(self, h.Slot) {
 			bytes += h.Size.Bytes
-			names = append(names, fmt.Sprintf("%d (%d keys, about %s)", h.Slot, h.Size.Keys, formatBytes(h.Size.Bytes)))
+			names = append(names, fmt.Sprintf("%d (%d keys, about %s)", h.Slot, h.Size.Keys, layout.FormatBytes(h.Size.Bytes)))
 		}
 	}
 	if len(names) == 0 || float64(bytes) < target*float64(m.memory.MaxMemory) {
