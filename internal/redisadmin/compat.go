@@ -1,9 +1,14 @@
 package redisadmin
 
 import (
+	"time"
+
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/autoscale"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 )
 
 // The names below moved out of redisadmin in the package split of issue 49. They stay here
@@ -76,3 +81,197 @@ const AutoscaleIn = autoscale.In
 
 // AutoscaleRebalance is autoscale.Rebalance; slice 9c removes this alias.
 const AutoscaleRebalance = autoscale.Rebalance
+
+// Spec is plan.Spec; slice 9c removes this alias.
+type Spec = plan.Spec
+
+// Step is plan.Step; slice 9c removes this alias.
+type Step = plan.Step
+
+// Memory is plan.Memory; slice 9c removes this alias.
+type Memory = plan.Memory
+
+// WriteSafety is plan.WriteSafety; slice 9c removes this alias.
+type WriteSafety = plan.WriteSafety
+
+// CARotation is plan.CARotation; slice 9c removes this alias.
+type CARotation = plan.CARotation
+
+// Rotation is plan.Rotation; slice 9c removes this alias.
+type Rotation = plan.Rotation
+
+// Credential is plan.Credential; slice 9c removes this alias.
+type Credential = plan.Credential
+
+// Reload is plan.Reload; slice 9c removes this alias.
+type Reload = plan.Reload
+
+// Restore is plan.Restore; slice 9c removes this alias.
+type Restore = plan.Restore
+
+// ShardLoad is plan.ShardLoad; slice 9c removes this alias.
+type ShardLoad = plan.ShardLoad
+
+// Assignment is plan.Assignment; slice 9c removes this alias.
+type Assignment = plan.Assignment
+
+// Strategy is plan.Strategy; slice 9c removes this alias.
+type Strategy = plan.Strategy
+
+// Volumes is plan.Volumes; slice 9c removes this alias.
+type Volumes = plan.Volumes
+
+// Claim is plan.Claim; slice 9c removes this alias.
+type Claim = plan.Claim
+
+// VolumeRefusal is plan.VolumeRefusal; slice 9c removes this alias.
+type VolumeRefusal = plan.VolumeRefusal
+
+// Announce is plan.Announce; slice 9c removes this alias.
+type Announce = plan.Announce
+
+// NextStep is plan.NextStep; slice 9c removes this alias.
+func NextStep(spec Spec, s observe.Snapshot, h health.Health) Step { return plan.NextStep(spec, s, h) }
+
+// IdleLook is plan.IdleLook; slice 9c removes this alias.
+func IdleLook(nodeTimeout time.Duration) time.Duration { return plan.IdleLook(nodeTimeout) }
+
+// StillHeld is plan.StillHeld; slice 9c removes this alias.
+func StillHeld(held []HeldSlot, s observe.Snapshot) []HeldSlot { return plan.StillHeld(held, s) }
+
+// RefuseVolumes is plan.RefuseVolumes; slice 9c removes this alias.
+func RefuseVolumes(v Volumes) *VolumeRefusal { return plan.RefuseVolumes(v) }
+
+// ExpansionRefused is plan.ExpansionRefused; slice 9c removes this alias.
+func ExpansionRefused(v Volumes, c Claim, refused string) *VolumeRefusal {
+	return plan.ExpansionRefused(v, c, refused)
+}
+
+// VolumesResizing is plan.VolumesResizing; slice 9c removes this alias.
+func VolumesResizing(v Volumes) string { return plan.VolumesResizing(v) }
+
+// LookSoon is plan.LookSoon; slice 9c removes this alias.
+const LookSoon = plan.LookSoon
+
+// LookIdle is plan.LookIdle; slice 9c removes this alias.
+const LookIdle = plan.LookIdle
+
+// OpScaling is plan.OpScaling; slice 9c removes this alias.
+const OpScaling = plan.OpScaling
+
+// RotationCurrent is plan.RotationCurrent; slice 9c removes this alias.
+const RotationCurrent = plan.RotationCurrent
+
+// RefusedShrink is plan.RefusedShrink; slice 9c removes this alias.
+const RefusedShrink = plan.RefusedShrink
+
+// RefusedNotExpandable is plan.RefusedNotExpandable; slice 9c removes this alias.
+const RefusedNotExpandable = plan.RefusedNotExpandable
+
+// RefusedExpansionRetry is plan.RefusedExpansionRetry; slice 9c removes this alias.
+const RefusedExpansionRetry = plan.RefusedExpansionRetry
+
+// EndpointHostname is plan.EndpointHostname; slice 9c removes this alias.
+const EndpointHostname = plan.EndpointHostname
+
+// EndpointIP is plan.EndpointIP; slice 9c removes this alias.
+const EndpointIP = plan.EndpointIP
+
+// StepIdle is plan.StepIdle; slice 9c removes this alias.
+const StepIdle = plan.StepIdle
+
+// StepWait is plan.StepWait; slice 9c removes this alias.
+const StepWait = plan.StepWait
+
+// StepLost is plan.StepLost; slice 9c removes this alias.
+const StepLost = plan.StepLost
+
+// StepRecordMembers is plan.StepRecordMembers; slice 9c removes this alias.
+const StepRecordMembers = plan.StepRecordMembers
+
+// StepAcceptLostCluster is plan.StepAcceptLostCluster; slice 9c removes this alias.
+const StepAcceptLostCluster = plan.StepAcceptLostCluster
+
+// StepDropAcceptance is plan.StepDropAcceptance; slice 9c removes this alias.
+const StepDropAcceptance = plan.StepDropAcceptance
+
+// StepForm is plan.StepForm; slice 9c removes this alias.
+const StepForm = plan.StepForm
+
+// StepRecover is plan.StepRecover; slice 9c removes this alias.
+const StepRecover = plan.StepRecover
+
+// StepFixSlots is plan.StepFixSlots; slice 9c removes this alias.
+const StepFixSlots = plan.StepFixSlots
+
+// StepJoin is plan.StepJoin; slice 9c removes this alias.
+const StepJoin = plan.StepJoin
+
+// StepRecordTargets is plan.StepRecordTargets; slice 9c removes this alias.
+const StepRecordTargets = plan.StepRecordTargets
+
+// StepAssign is plan.StepAssign; slice 9c removes this alias.
+const StepAssign = plan.StepAssign
+
+// StepRebalance is plan.StepRebalance; slice 9c removes this alias.
+const StepRebalance = plan.StepRebalance
+
+// StepRemoveNode is plan.StepRemoveNode; slice 9c removes this alias.
+const StepRemoveNode = plan.StepRemoveNode
+
+// StepShrink is plan.StepShrink; slice 9c removes this alias.
+const StepShrink = plan.StepShrink
+
+// StepFailover is plan.StepFailover; slice 9c removes this alias.
+const StepFailover = plan.StepFailover
+
+// StepReplacePod is plan.StepReplacePod; slice 9c removes this alias.
+const StepReplacePod = plan.StepReplacePod
+
+// StepRestoreShard is plan.StepRestoreShard; slice 9c removes this alias.
+const StepRestoreShard = plan.StepRestoreShard
+
+// StepRecordReload is plan.StepRecordReload; slice 9c removes this alias.
+const StepRecordReload = plan.StepRecordReload
+
+// StepReloadShard is plan.StepReloadShard; slice 9c removes this alias.
+const StepReloadShard = plan.StepReloadShard
+
+// StepFinishReload is plan.StepFinishReload; slice 9c removes this alias.
+const StepFinishReload = plan.StepFinishReload
+
+// StepReloadCertificates is plan.StepReloadCertificates; slice 9c removes this alias.
+const StepReloadCertificates = plan.StepReloadCertificates
+
+// StepAutoscale is plan.StepAutoscale; slice 9c removes this alias.
+const StepAutoscale = plan.StepAutoscale
+
+// StepWriteRecord is plan.StepWriteRecord; slice 9c removes this alias.
+const StepWriteRecord = plan.StepWriteRecord
+
+// StepAddPassword is plan.StepAddPassword; slice 9c removes this alias.
+const StepAddPassword = plan.StepAddPassword
+
+// StepKeepOnlyPassword is plan.StepKeepOnlyPassword; slice 9c removes this alias.
+const StepKeepOnlyPassword = plan.StepKeepOnlyPassword
+
+// StepSetMemory is plan.StepSetMemory; slice 9c removes this alias.
+const StepSetMemory = plan.StepSetMemory
+
+// StepSetCoverage is plan.StepSetCoverage; slice 9c removes this alias.
+const StepSetCoverage = plan.StepSetCoverage
+
+// StepSetWriteSafety is plan.StepSetWriteSafety; slice 9c removes this alias.
+const StepSetWriteSafety = plan.StepSetWriteSafety
+
+// StepAnnounce is plan.StepAnnounce; slice 9c removes this alias.
+const StepAnnounce = plan.StepAnnounce
+
+// StepRotateCA is plan.StepRotateCA; slice 9c removes this alias.
+const StepRotateCA = plan.StepRotateCA
+
+// StepGrowClaims is plan.StepGrowClaims; slice 9c removes this alias.
+const StepGrowClaims = plan.StepGrowClaims
+
+// StepRecreateStatefulSet is plan.StepRecreateStatefulSet; slice 9c removes this alias.
+const StepRecreateStatefulSet = plan.StepRecreateStatefulSet

@@ -8,11 +8,12 @@
 //     fills a Snapshot with one pipelined round trip per node on a pooled connection
 //     (CLUSTER NODES, CLUSTER INFO, INFO), and package health's Assess judges it (Health:
 //     what a client would see, slot by slot);
-//   - plan, pure: NextStep(Spec, Snapshot, Health) returns the one Step to take next (form,
-//     join, rebalance a batch, assign a batch, remove, fail over, repair slots, recover,
-//     rotate a password, reload a certificate, replace a pod, or wait with a reason), with
-//     redis-cli's own arithmetic underneath (package layout: Create, Rebalance, Reshard,
-//     AddNode, DelNode) and the recovery planner (package recovery: Recover) as one of its parts;
+//   - plan, pure: package plan's NextStep(Spec, Snapshot, Health) returns the one Step to
+//     take next (form, join, rebalance a batch, assign a batch, remove, fail over, repair
+//     slots, recover, rotate a password, reload a certificate, replace a pod, or wait with a
+//     reason), with redis-cli's own arithmetic underneath (package layout: Create,
+//     Rebalance, Reshard, AddNode, DelNode), the recovery planner (package recovery:
+//     Recover) and the memory autoscaler (package autoscale: Decide) as parts of it;
 //   - act: Admin's methods that carry one step out (Create, AddNode, DelNode, Rebalance,
 //     Reshard, Fix, Failover, Run), each bounded by a move budget and the caller's context.
 //

@@ -2,6 +2,7 @@ package redisadmin
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
@@ -57,5 +58,31 @@ func TestMeanSizesOf(t *testing.T) {
 	}
 	if got := meanSizesOf(map[int]layout.SlotSize{1: {Keys: 10}}, 1000, 0); got[1].Bytes != 0 {
 		t.Errorf("with no keys, slot 1 = %+v, want 0 bytes", got[1])
+	}
+}
+
+// TestRolledBackHeld: a slot of the plan that a fix rolled back after OOM is held, with
+// its target and the target's room before the move; a finished slot, or one not of the
+// plan, is not.
+func TestRolledBackHeld(t *testing.T) {
+	t.Parallel()
+	moves := []layout.Move{{Source: "a", Target: "d", Slots: []int{5, 6, 8}}}
+	facts := layout.MoveFacts{Sizes: map[int]layout.SlotSize{5: {Keys: 10, Bytes: 1000}, 8: {Keys: 3, Bytes: 100}}, Rooms: map[string]layout.Room{"d": {Bytes: 2000}}}
+	fixes := []SlotFix{
+		{Slot: 5, Action: FixRolledBack, Owner: "a", Size: layout.SlotSize{Keys: 12, Bytes: 900}},
+		{Slot: 6, Action: FixFinished, Owner: "d"},
+		{Slot: 7, Action: FixRolledBack, Owner: "b"},
+		{Slot: 8, Action: FixRolledBack, Owner: "a", Size: layout.SlotSize{Keys: 5, Bytes: 4000}},
+	}
+	got := rolledBackHeld(fixes, moves, facts)
+	want := []layout.HeldSlot{
+		{Slot: 5, Source: "a", Target: "d", Size: layout.SlotSize{Keys: 10, Bytes: 1000}, Room: layout.Room{Bytes: 2000}, RolledBack: true},
+		{Slot: 8, Source: "a", Target: "d", Size: layout.SlotSize{Keys: 5, Bytes: 4000}, Room: layout.Room{Bytes: 2000}, RolledBack: true},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("held = %+v\nwant %+v", got, want)
+	}
+	if s := got[0].String(); !strings.Contains(s, "rolled back") || !strings.Contains(s, "OOM") {
+		t.Errorf("message %q does not say it was rolled back after OOM", s)
 	}
 }

@@ -1,13 +1,9 @@
-package redisadmin
+package plan
 
 import (
-	"context"
-	"crypto/tls"
 	"fmt"
-	"strconv"
 	"strings"
 
-	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
@@ -56,10 +52,4 @@ func planWriteSafety(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool
 	addrs, pods := s.AnsweringWhere(current)
 	return Step{Kind: StepSetWriteSafety, Addrs: addrs, WriteSafety: want, After: LookSoon,
 		Reason: fmt.Sprintf("setting %s on %s", want, strings.Join(pods, ", "))}, true
-}
-
-// SetWriteSafety sets w on the node at addr with one CONFIG SET.
-func SetWriteSafety(ctx context.Context, addr string, tlsConfig *tls.Config, login conn.Login, w WriteSafety) error {
-	return conn.ConfigSet(ctx, addr, tlsConfig, login, "min-replicas-to-write",
-		"min-replicas-max-lag", strconv.Itoa(w.MaxLag), "min-replicas-to-write", strconv.Itoa(w.MinReplicas))
 }

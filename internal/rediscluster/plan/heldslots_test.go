@@ -1,4 +1,4 @@
-package redisadmin
+package plan
 
 import (
 	"reflect"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
 )
@@ -45,8 +46,8 @@ func TestStillHeld(t *testing.T) {
 		}(), false},
 		{"the slot is served by another master now", func() observe.Snapshot {
 			c := fakesnapshot.Six().Current().Used(90, 60, 60, 0, 0, 0)
-			c.Each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{Start: 1, End: 5460}} })
-			c.Each("bbbbbbbb", func(n *Node) { n.Slots = []SlotRange{{Start: 0, End: 0}, {Start: 5461, End: 10922}} })
+			c.Each("aaaaaaaa", func(n *nodes.Node) { n.Slots = []nodes.SlotRange{{Start: 1, End: 5460}} })
+			c.Each("bbbbbbbb", func(n *nodes.Node) { n.Slots = []nodes.SlotRange{{Start: 0, End: 0}, {Start: 5461, End: 10922}} })
 			return c.Snap
 		}(), false},
 	} {
@@ -69,32 +70,6 @@ func TestSkipFullTargets(t *testing.T) {
 	}
 }
 
-// TestRolledBackHeld: a slot of the plan that a fix rolled back after OOM is held, with
-// its target and the target's room before the move; a finished slot, or one not of the
-// plan, is not.
-func TestRolledBackHeld(t *testing.T) {
-	t.Parallel()
-	moves := []layout.Move{{Source: "a", Target: "d", Slots: []int{5, 6, 8}}}
-	facts := layout.MoveFacts{Sizes: map[int]layout.SlotSize{5: {Keys: 10, Bytes: 1000}, 8: {Keys: 3, Bytes: 100}}, Rooms: map[string]layout.Room{"d": {Bytes: 2000}}}
-	fixes := []SlotFix{
-		{Slot: 5, Action: FixRolledBack, Owner: "a", Size: layout.SlotSize{Keys: 12, Bytes: 900}},
-		{Slot: 6, Action: FixFinished, Owner: "d"},
-		{Slot: 7, Action: FixRolledBack, Owner: "b"},
-		{Slot: 8, Action: FixRolledBack, Owner: "a", Size: layout.SlotSize{Keys: 5, Bytes: 4000}},
-	}
-	got := rolledBackHeld(fixes, moves, facts)
-	want := []layout.HeldSlot{
-		{Slot: 5, Source: "a", Target: "d", Size: layout.SlotSize{Keys: 10, Bytes: 1000}, Room: layout.Room{Bytes: 2000}, RolledBack: true},
-		{Slot: 8, Source: "a", Target: "d", Size: layout.SlotSize{Keys: 5, Bytes: 4000}, Room: layout.Room{Bytes: 2000}, RolledBack: true},
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("held = %+v\nwant %+v", got, want)
-	}
-	if s := got[0].String(); !strings.Contains(s, "rolled back") || !strings.Contains(s, "OOM") {
-		t.Errorf("message %q does not say it was rolled back after OOM", s)
-	}
-}
-
 // TestHeldSlotSteps: the slot moves a step carries, and what held slots do to a scale out
 // (AssignReceive too) and a scale in.
 func TestHeldSlotSteps(t *testing.T) {
@@ -107,9 +82,9 @@ func TestHeldSlotSteps(t *testing.T) {
 	// Two empty new masters, one of them full (a key written there, say).
 	twoNew := func() observe.Snapshot {
 		c := fakesnapshot.New(5, 0,
-			fakesnapshot.Node{Pod: "rc-0", ID: "aaaaaaaa", Host: "n1", Slots: []SlotRange{{Start: 0, End: 5460}}},
-			fakesnapshot.Node{Pod: "rc-1", ID: "bbbbbbbb", Host: "n2", Slots: []SlotRange{{Start: 5461, End: 10922}}},
-			fakesnapshot.Node{Pod: "rc-2", ID: "cccccccc", Host: "n3", Slots: []SlotRange{{Start: 10923, End: 16383}}},
+			fakesnapshot.Node{Pod: "rc-0", ID: "aaaaaaaa", Host: "n1", Slots: []nodes.SlotRange{{Start: 0, End: 5460}}},
+			fakesnapshot.Node{Pod: "rc-1", ID: "bbbbbbbb", Host: "n2", Slots: []nodes.SlotRange{{Start: 5461, End: 10922}}},
+			fakesnapshot.Node{Pod: "rc-2", ID: "cccccccc", Host: "n3", Slots: []nodes.SlotRange{{Start: 10923, End: 16383}}},
 			fakesnapshot.Node{Pod: "rc-3", ID: "gggggggg", Host: "n1"},
 			fakesnapshot.Node{Pod: "rc-4", ID: "hhhhhhhh", Host: "n2"},
 		).Current().Used(50, 50, 50, 97, 1)
@@ -124,11 +99,15 @@ func TestHeldSlotSteps(t *testing.T) {
 	// A scale in whose leaving master gggggggg keeps slot 12288 and, with more, 12289-12290.
 	leavingWith := func(more bool) observe.Snapshot {
 		c := scalingIn()
-		c.Each("cccccccc", func(n *Node) { n.Slots = []SlotRange{{Start: 8192, End: 12287}, {Start: 12289, End: 16383}} })
-		c.Each("gggggggg", func(n *Node) { n.Slots = []SlotRange{{Start: 12288, End: 12288}} })
+		c.Each("cccccccc", func(n *nodes.Node) {
+			n.Slots = []nodes.SlotRange{{Start: 8192, End: 12287}, {Start: 12289, End: 16383}}
+		})
+		c.Each("gggggggg", func(n *nodes.Node) { n.Slots = []nodes.SlotRange{{Start: 12288, End: 12288}} })
 		if more {
-			c.Each("cccccccc", func(n *Node) { n.Slots = []SlotRange{{Start: 8192, End: 12287}, {Start: 12291, End: 16383}} })
-			c.Each("gggggggg", func(n *Node) { n.Slots = []SlotRange{{Start: 12288, End: 12290}} })
+			c.Each("cccccccc", func(n *nodes.Node) {
+				n.Slots = []nodes.SlotRange{{Start: 8192, End: 12287}, {Start: 12291, End: 16383}}
+			})
+			c.Each("gggggggg", func(n *nodes.Node) { n.Slots = []nodes.SlotRange{{Start: 12288, End: 12290}} })
 		}
 		return c.Snap
 	}

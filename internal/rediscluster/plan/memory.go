@@ -1,13 +1,9 @@
-package redisadmin
+package plan
 
 import (
-	"context"
-	"crypto/tls"
 	"fmt"
-	"strconv"
 	"strings"
 
-	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
@@ -60,14 +56,4 @@ func (m Memory) String() string {
 		return "maxmemory-policy " + m.Policy
 	}
 	return fmt.Sprintf("maxmemory %d and maxmemory-policy %s", m.MaxMemory, m.Policy)
-}
-
-// SetMemory sets m on the node at addr with one CONFIG SET (maxmemory and
-// maxmemory-policy together).
-func SetMemory(ctx context.Context, addr string, tlsConfig *tls.Config, login conn.Login, m Memory) error {
-	args := []string{"maxmemory-policy", m.Policy}
-	if !m.KeepMaxMemory {
-		args = append(args, "maxmemory", strconv.FormatInt(m.MaxMemory, 10))
-	}
-	return conn.ConfigSet(ctx, addr, tlsConfig, login, "the memory configuration", args...)
 }

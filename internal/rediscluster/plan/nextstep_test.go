@@ -1,4 +1,4 @@
-package redisadmin
+package plan
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/autoscale"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/recovery"
 	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
@@ -34,7 +35,7 @@ func specFor(n int) Spec {
 // the masters loaded and the problem given.
 func restoring(spec Spec, loaded []string, problem string) Spec {
 	spec.UpdateRevision = ""
-	spec.Restore = &Restore{Loaded: loaded, Problem: problem, Shards: [][]SlotRange{
+	spec.Restore = &Restore{Loaded: loaded, Problem: problem, Shards: [][]nodes.SlotRange{
 		{{Start: 0, End: 99}}, {{Start: 100, End: 8000}, {Start: 9000, End: 9100}}, {{Start: 8001, End: 8999}, {Start: 9101, End: 16383}}}}
 	return spec
 }
@@ -42,13 +43,13 @@ func restoring(spec Spec, loaded []string, problem string) Spec {
 // restoringSix is spec restoring a backup of six()'s slot map, with the masters loaded.
 func restoringSix(spec Spec, loaded ...string) Spec {
 	spec = restoring(spec, loaded, "")
-	spec.Restore.Shards = [][]SlotRange{{{Start: 0, End: 5460}}, {{Start: 5461, End: 10922}}, {{Start: 10923, End: 16383}}}
+	spec.Restore.Shards = [][]nodes.SlotRange{{{Start: 0, End: 5460}}, {{Start: 5461, End: 10922}}, {{Start: 10923, End: 16383}}}
 	return spec
 }
 
 // reloading is spec reloading slots 0-5460 from a backup of the shards given.
-func reloading(spec Spec, shards [][]SlotRange) Spec {
-	spec.Reload = &Reload{Slots: []SlotRange{{Start: 0, End: 5460}}, Shards: shards}
+func reloading(spec Spec, shards [][]nodes.SlotRange) Spec {
+	spec.Reload = &Reload{Slots: []nodes.SlotRange{{Start: 0, End: 5460}}, Shards: shards}
 	return spec
 }
 
@@ -127,7 +128,7 @@ func TestNextStep(t *testing.T) {
 			check: func(t *testing.T, s Step) {
 				got := []string{}
 				for _, m := range s.Create.Masters {
-					got = append(got, FormatSlotRanges(m.Slots))
+					got = append(got, nodes.FormatSlotRanges(m.Slots))
 				}
 				expect(t, strings.Join(got, " ") == "0-99 100-8000,9000-9100 8001-8999,9101-16383", "slots %v", got)
 			},
@@ -153,7 +154,7 @@ func TestNextStep(t *testing.T) {
 			spec: restoringSix(specFor(6)), snap: fakesnapshot.Six().Current().Snap, want: StepRestoreShard,
 			check: func(t *testing.T, s Step) {
 				expect(t, len(s.Loads) == 3 && s.Loads[0].Shard == 0 && s.Loads[0].NodeID == "aaaaaaaa" && s.Loads[2].Pod == "rc-2" &&
-					FormatSlotRanges(s.Loads[1].Slots) == "5461-10922" && s.Operation == OpCreating, "loads %+v", s.Loads)
+					nodes.FormatSlotRanges(s.Loads[1].Slots) == "5461-10922" && s.Operation == OpCreating, "loads %+v", s.Loads)
 			},
 		},
 		"a restore with two shards loaded: the third": {
@@ -169,37 +170,37 @@ func TestNextStep(t *testing.T) {
 		"a lost shard and the reload annotation: record the lost slots first": {
 			spec: func() Spec { s := specFor(6); s.ReloadFrom = "nightly"; return s }(), snap: fakesnapshot.LostShard(20 * time.Second).Snap, want: StepRecordReload,
 			check: func(t *testing.T, s Step) {
-				expect(t, FormatSlotRanges(s.Slots) == "0-5460" && s.Operation == OpHealing, "slots %s", FormatSlotRanges(s.Slots))
+				expect(t, nodes.FormatSlotRanges(s.Slots) == "0-5460" && s.Operation == OpHealing, "slots %s", nodes.FormatSlotRanges(s.Slots))
 			},
 		},
 		"a lost shard with its reload recorded: give it up, as an accepted loss": {
-			spec: reloading(specFor(6), [][]SlotRange{{{Start: 0, End: 5460}}, {{Start: 5461, End: 16383}}}), snap: fakesnapshot.LostShard(20 * time.Second).Snap, want: StepRecover,
+			spec: reloading(specFor(6), [][]nodes.SlotRange{{{Start: 0, End: 5460}}, {{Start: 5461, End: 16383}}}), snap: fakesnapshot.LostShard(20 * time.Second).Snap, want: StepRecover,
 			check: func(t *testing.T, s Step) {
 				expect(t, s.Action.Kind == recovery.ActionAbandon, "action %s", s.Action.Kind)
 			},
 		},
 		"the lost slots served again: load the backup's shard that holds them": {
-			spec: reloading(specFor(6), [][]SlotRange{{{Start: 0, End: 3000}}, {{Start: 3001, End: 16383}}}), snap: fakesnapshot.Six().Current().Snap, want: StepReloadShard,
+			spec: reloading(specFor(6), [][]nodes.SlotRange{{{Start: 0, End: 3000}}, {{Start: 3001, End: 16383}}}), snap: fakesnapshot.Six().Current().Snap, want: StepReloadShard,
 			check: func(t *testing.T, s Step) {
-				expect(t, s.Shard == 0 && FormatSlotRanges(s.Slots) == "0-3000" && s.NodeID == "aaaaaaaa", "shard %d slots %s into %s", s.Shard, FormatSlotRanges(s.Slots), s.NodeID)
+				expect(t, s.Shard == 0 && nodes.FormatSlotRanges(s.Slots) == "0-3000" && s.NodeID == "aaaaaaaa", "shard %d slots %s into %s", s.Shard, nodes.FormatSlotRanges(s.Slots), s.NodeID)
 			},
 		},
 		"the first shard loaded: the rest of the lost slots from the second": {
 			spec: func() Spec {
-				s := reloading(specFor(6), [][]SlotRange{{{Start: 0, End: 3000}}, {{Start: 3001, End: 16383}}})
+				s := reloading(specFor(6), [][]nodes.SlotRange{{{Start: 0, End: 3000}}, {{Start: 3001, End: 16383}}})
 				s.Reload.Loaded = []int{0}
 				return s
 			}(),
 			snap: fakesnapshot.Six().Current().Snap, want: StepReloadShard,
 			check: func(t *testing.T, s Step) {
-				expect(t, s.Shard == 1 && FormatSlotRanges(s.Slots) == "3001-5460", "shard %d slots %s", s.Shard, FormatSlotRanges(s.Slots))
+				expect(t, s.Shard == 1 && nodes.FormatSlotRanges(s.Slots) == "3001-5460", "shard %d slots %s", s.Shard, nodes.FormatSlotRanges(s.Slots))
 				// Loaded says [0] as status.reload.loadedShards does: the next one is "shard 1" there and here.
 				expect(t, strings.Contains(s.Reason, "the backup's shard 1 into"), "reason %q", s.Reason)
 			},
 		},
 		"every shard holding lost slots loaded: finish": {
 			spec: func() Spec {
-				s := reloading(specFor(6), [][]SlotRange{{{Start: 0, End: 3000}}, {{Start: 3001, End: 16383}}})
+				s := reloading(specFor(6), [][]nodes.SlotRange{{{Start: 0, End: 3000}}, {{Start: 3001, End: 16383}}})
 				s.Reload.Loaded = []int{0, 1}
 				return s
 			}(),
@@ -223,7 +224,7 @@ func TestNextStep(t *testing.T) {
 			spec: specFor(6), snap: func() observe.Snapshot {
 				c := fakesnapshot.Six().Current()
 				for i := range c.Snap.Nodes {
-					c.Snap.Nodes[i].View = []Node{fakesnapshot.Line(fakesnapshot.Node{ID: fmt.Sprintf("new%d", i)}, fakesnapshot.Addr(i), true)}
+					c.Snap.Nodes[i].View = []nodes.Node{fakesnapshot.Line(fakesnapshot.Node{ID: fmt.Sprintf("new%d", i)}, fakesnapshot.Addr(i), true)}
 					c.Snap.Nodes[i].PodStarted = fakesnapshot.Now.Add(-10 * time.Second)
 				}
 				return c.Snap
@@ -245,7 +246,7 @@ func TestNextStep(t *testing.T) {
 			spec: accept(specFor(6)), snap: func() observe.Snapshot {
 				c := fakesnapshot.Six().Current()
 				for i := range c.Snap.Nodes {
-					c.Snap.Nodes[i].View = []Node{fakesnapshot.Line(fakesnapshot.Node{ID: fmt.Sprintf("new%d", i)}, fakesnapshot.Addr(i), true)}
+					c.Snap.Nodes[i].View = []nodes.Node{fakesnapshot.Line(fakesnapshot.Node{ID: fmt.Sprintf("new%d", i)}, fakesnapshot.Addr(i), true)}
 				}
 				return c.Snap
 			}(), want: StepAcceptLostCluster,
@@ -349,7 +350,7 @@ func TestNextStep(t *testing.T) {
 			spec: specFor(6), snap: func() observe.Snapshot {
 				c := fakesnapshot.Six().Current()
 				self, b := &c.Snap.Nodes[0].View[0], &c.Snap.Nodes[0].View[1] // rc-0's own line and its line for bbbbbbbb
-				self.Slots, b.Slots = []SlotRange{{Start: 0, End: 99}, {Start: 101, End: 5460}}, []SlotRange{{Start: 100, End: 100}, {Start: 5461, End: 10922}}
+				self.Slots, b.Slots = []nodes.SlotRange{{Start: 0, End: 99}, {Start: 101, End: 5460}}, []nodes.SlotRange{{Start: 100, End: 100}, {Start: 5461, End: 10922}}
 				return c.Snap
 			}(), want: StepFixSlots,
 			check: func(t *testing.T, s Step) {
@@ -360,9 +361,9 @@ func TestNextStep(t *testing.T) {
 			spec: specFor(6), snap: func() observe.Snapshot {
 				c := fakesnapshot.Six().Current()
 				self := &c.Snap.Nodes[0].View[0]
-				self.Slots = []SlotRange{{Start: 0, End: 99}, {Start: 101, End: 5460}}
-				c.Snap.Nodes[0].View = append(c.Snap.Nodes[0].View, Node{ID: "gggggggg", Addr: "127.1.9.9:6379", Role: RoleMaster,
-					Flags: []string{"master"}, Slots: []SlotRange{{Start: 100, End: 100}}})
+				self.Slots = []nodes.SlotRange{{Start: 0, End: 99}, {Start: 101, End: 5460}}
+				c.Snap.Nodes[0].View = append(c.Snap.Nodes[0].View, nodes.Node{ID: "gggggggg", Addr: "127.1.9.9:6379", Role: nodes.RoleMaster,
+					Flags: []string{"master"}, Slots: []nodes.SlotRange{{Start: 100, End: 100}}})
 				return c.Snap
 			}(), want: StepWait,
 		},
@@ -579,7 +580,7 @@ func TestNextStep(t *testing.T) {
 			snap: func() observe.Snapshot {
 				c := fakesnapshot.ThreeShards(3, 1, fakesnapshot.Node{Pod: "rc-3", ID: "dddddddd", Host: "n2", Master: "aaaaaaaa"}).Current()
 				c.Snap.Nodes[3].Revision = "r2"
-				c.Each("dddddddd", func(n *Node) { n.Failed = true })
+				c.Each("dddddddd", func(n *nodes.Node) { n.Failed = true })
 				return c.Snap
 			}(), want: StepWait,
 		},
@@ -708,10 +709,10 @@ func sixNewPods() observe.Snapshot {
 // gggggggg's slots spread over the three staying masters.
 func drained() *fakesnapshot.Cluster {
 	c := fakesnapshot.Eight().Leaving(6)
-	c.Each("gggggggg", func(n *Node) { n.Slots = nil })
-	c.Each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{Start: 0, End: 5460}} })
-	c.Each("bbbbbbbb", func(n *Node) { n.Slots = []SlotRange{{Start: 5461, End: 10922}} })
-	c.Each("cccccccc", func(n *Node) { n.Slots = []SlotRange{{Start: 10923, End: 16383}} })
+	c.Each("gggggggg", func(n *nodes.Node) { n.Slots = nil })
+	c.Each("aaaaaaaa", func(n *nodes.Node) { n.Slots = []nodes.SlotRange{{Start: 0, End: 5460}} })
+	c.Each("bbbbbbbb", func(n *nodes.Node) { n.Slots = []nodes.SlotRange{{Start: 5461, End: 10922}} })
+	c.Each("cccccccc", func(n *nodes.Node) { n.Slots = []nodes.SlotRange{{Start: 10923, End: 16383}} })
 	return c
 }
 
@@ -728,8 +729,8 @@ func assigned(moved int) observe.Snapshot {
 	c := fakesnapshot.Six().WithNewMaster()
 	c.Snap.Masters = 4
 	if moved > 0 {
-		c.Each("aaaaaaaa", func(n *Node) { n.Slots = []SlotRange{{Start: moved, End: 5460}} })
-		c.Each("gggggggg", func(n *Node) { n.Slots = []SlotRange{{Start: 0, End: moved - 1}} })
+		c.Each("aaaaaaaa", func(n *nodes.Node) { n.Slots = []nodes.SlotRange{{Start: moved, End: 5460}} })
+		c.Each("gggggggg", func(n *nodes.Node) { n.Slots = []nodes.SlotRange{{Start: 0, End: moved - 1}} })
 	}
 	return c.Snap
 }

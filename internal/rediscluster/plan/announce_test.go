@@ -1,4 +1,4 @@
-package redisadmin
+package plan
 
 import (
 	"fmt"

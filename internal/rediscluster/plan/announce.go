@@ -1,10 +1,6 @@
-package redisadmin
+package plan
 
 import (
-	"context"
-	"crypto/tls"
-
-	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
@@ -83,12 +79,4 @@ func planAnnounce(spec Spec, s observe.Snapshot, next Step) Step {
 				"clients outside could not reach what it would serve"}
 	}
 	return next
-}
-
-// SetAnnounce makes the node at addr announce hostname to clients, with
-// cluster-preferred-endpoint-type endpoint (EndpointHostname or EndpointIP), in one
-// CONFIG SET.
-func SetAnnounce(ctx context.Context, addr string, tlsConfig *tls.Config, login conn.Login, hostname, endpoint string) error {
-	return conn.ConfigSet(ctx, addr, tlsConfig, login, "the announced hostname",
-		"cluster-announce-hostname", hostname, "cluster-preferred-endpoint-type", endpoint)
 }

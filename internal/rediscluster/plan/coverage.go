@@ -1,11 +1,8 @@
-package redisadmin
+package plan
 
 import (
-	"context"
-	"crypto/tls"
 	"strings"
 
-	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
@@ -29,9 +26,4 @@ func planCoverage(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
 	}
 	return Step{Kind: StepSetCoverage, Addrs: addrs, Coverage: spec.Coverage, After: LookSoon,
 		Reason: "setting cluster-require-full-coverage " + spec.Coverage + " on " + strings.Join(pods, ", ")}, true
-}
-
-// SetCoverage sets cluster-require-full-coverage to value (yes or no) on the node at addr.
-func SetCoverage(ctx context.Context, addr string, tlsConfig *tls.Config, login conn.Login, value string) error {
-	return conn.ConfigSet(ctx, addr, tlsConfig, login, "cluster-require-full-coverage", "cluster-require-full-coverage", value)
 }

@@ -1,4 +1,4 @@
-package redisadmin
+package plan
 
 import (
 	"fmt"
@@ -171,7 +171,7 @@ type Step struct {
 	// Shard and Slots are StepReloadShard's shard index and its slots; Loads
 	// StepRestoreShard's shards.
 	Shard int
-	Slots []SlotRange
+	Slots []nodes.SlotRange
 	Loads []ShardLoad
 	// Rotation is the state of password rotations whatever the step: RotationCurrent, what
 	// a rotation under way waits for, or "" when they were not looked at.
@@ -281,10 +281,10 @@ type Spec struct {
 // Reload is a reload of lost slots from a backup, under way.
 type Reload struct {
 	// Slots are the lost slots.
-	Slots []SlotRange
+	Slots []nodes.SlotRange
 	// Shards are the slot ranges of each of the backup's shards, and Loaded the indexes of
 	// those whose keys in Slots are loaded.
-	Shards [][]SlotRange
+	Shards [][]nodes.SlotRange
 	Loaded []int
 	// Problem says why the reload cannot go on ("" when it can).
 	Problem string
@@ -294,7 +294,7 @@ type Reload struct {
 // of Pod at Addr, which serves them.
 type ShardLoad struct {
 	Shard        int
-	Slots        []SlotRange
+	Slots        []nodes.SlotRange
 	Addr, NodeID string
 	Pod          string
 }
@@ -302,7 +302,7 @@ type ShardLoad struct {
 // Restore is a new cluster's restore from a backup, in the planner's terms.
 type Restore struct {
 	// Shards are the slot ranges of each of the backup's shards, in slot order.
-	Shards [][]SlotRange
+	Shards [][]nodes.SlotRange
 	// Loaded are the node IDs of the masters whose shard is loaded.
 	Loaded []string
 	// Problem says why the restore cannot go on ("" when it can): the backup is not
@@ -448,11 +448,11 @@ func planLostShards(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool)
 	var names []string
 	slots := 0
 	for _, sh := range shards {
-		names = append(names, fmt.Sprintf("%s (last at %s, slots %s)", nodes.ShortID(sh.ID), sh.Addr, FormatSlotRanges(sh.Slots)))
-		slots += CountSlots(sh.Slots)
+		names = append(names, fmt.Sprintf("%s (last at %s, slots %s)", nodes.ShortID(sh.ID), sh.Addr, nodes.FormatSlotRanges(sh.Slots)))
+		slots += nodes.CountSlots(sh.Slots)
 	}
 	if spec.ReloadFrom != "" && spec.Reload == nil {
-		var lost []SlotRange
+		var lost []nodes.SlotRange
 		for _, sh := range shards {
 			lost = append(lost, sh.Slots...)
 		}
@@ -539,7 +539,7 @@ func planRestore(spec Spec, s observe.Snapshot, h health.Health) (Step, bool) {
 		}
 		o := ids[owner]
 		if o == nil {
-			return Step{Kind: StepWait, Operation: OpCreating, After: LookSoon, Reason: fmt.Sprintf("waiting for master %s of %s to answer", nodes.ShortID(owner), ShardName(i))}, true
+			return Step{Kind: StepWait, Operation: OpCreating, After: LookSoon, Reason: fmt.Sprintf("waiting for master %s of %s to answer", nodes.ShortID(owner), nodes.ShardName(i))}, true
 		}
 		loads = append(loads, ShardLoad{Shard: i, Slots: slots, Addr: o.Addr, NodeID: owner, Pod: o.Pod})
 		pods = append(pods, o.Pod)
@@ -578,7 +578,7 @@ func planReload(spec Spec, s observe.Snapshot, h health.Health) (Step, bool) {
 			for slot := rg.Start; slot <= rg.End; slot++ {
 				if owners[slot] != owner {
 					return Step{Kind: StepWait, Operation: OpHealing, After: LookIdle,
-						Reason: fmt.Sprintf("the lost slots %s are served by more than one master: cannot reload them in one load", FormatSlotRanges(slots))}, true
+						Reason: fmt.Sprintf("the lost slots %s are served by more than one master: cannot reload them in one load", nodes.FormatSlotRanges(slots))}, true
 				}
 			}
 		}
@@ -587,19 +587,19 @@ func planReload(spec Spec, s observe.Snapshot, h health.Health) (Step, bool) {
 			return Step{Kind: StepWait, Operation: OpHealing, After: LookSoon, Reason: fmt.Sprintf("waiting for master %s to answer", nodes.ShortID(owner))}, true
 		}
 		return Step{Kind: StepReloadShard, Operation: OpHealing, Shard: i, Slots: slots, Addr: o.Addr, NodeID: owner, Pod: o.Pod, After: LookSoon,
-			Reason: fmt.Sprintf("reloading the lost slots %s from the backup's %s into %s", FormatSlotRanges(slots), ShardName(i), o.Pod)}, true
+			Reason: fmt.Sprintf("reloading the lost slots %s from the backup's %s into %s", nodes.FormatSlotRanges(slots), nodes.ShardName(i), o.Pod)}, true
 	}
 	return Step{Kind: StepFinishReload, Operation: OpHealing, After: LookSoon,
-		Reason: fmt.Sprintf("the lost slots %s are reloaded from the backup", FormatSlotRanges(r.Slots))}, true
+		Reason: fmt.Sprintf("the lost slots %s are reloaded from the backup", nodes.FormatSlotRanges(r.Slots))}, true
 }
 
 // intersectSlots returns the slots both a and b hold (each sorted, without overlaps).
-func intersectSlots(a, b []SlotRange) []SlotRange {
-	var out []SlotRange
+func intersectSlots(a, b []nodes.SlotRange) []nodes.SlotRange {
+	var out []nodes.SlotRange
 	for _, x := range a {
 		for _, y := range b {
 			if lo, hi := max(x.Start, y.Start), min(x.End, y.End); lo <= hi {
-				out = append(out, SlotRange{Start: lo, End: hi})
+				out = append(out, nodes.SlotRange{Start: lo, End: hi})
 			}
 		}
 	}
@@ -649,7 +649,7 @@ func planFixSlots(_ Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
 	if strayed := strayedSlots(s); len(strayed) > 0 {
 		return Step{Kind: StepFixSlots, Operation: OpHealing, After: LookSoon,
 			Reason: fmt.Sprintf("%d slots (%s) are claimed by no master while the cluster routes them to one: giving each to the master that holds its keys",
-				len(strayed), FormatSlotRanges(nodes.RangesOf(strayed)))}, true
+				len(strayed), nodes.FormatSlotRanges(nodes.RangesOf(strayed)))}, true
 	}
 	return Step{}, false
 }
@@ -752,7 +752,7 @@ func planMoveSlots(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) 
 		}
 		return Step{}, false
 	}
-	var masters []Node
+	var masters []nodes.Node
 	for _, o := range s.Joined() {
 		if self, _ := o.Self(); self.IsMaster() {
 			masters = append(masters, self)
@@ -834,7 +834,7 @@ const maxNamedHeld = 8
 // addSlotWeights adds the memory rebalance's slot weights to the drain weights of masters,
 // when they name every master that stays (a master added or gone since makes them stale:
 // every master then weighs the same).
-func addSlotWeights(weights map[string]float64, masters []Node, slotWeights map[string]float64) {
+func addSlotWeights(weights map[string]float64, masters []nodes.Node, slotWeights map[string]float64) {
 	if len(slotWeights) == 0 {
 		return
 	}
@@ -898,7 +898,7 @@ func planAssign(spec Spec, s observe.Snapshot, weights map[string]float64) (Step
 // moves and no error).
 func assignMoves(s observe.Snapshot, held []layout.HeldSlot, n int, from []string, to string) ([]layout.Move, error) {
 	pinned := layout.HeldSlotNumbers(held)
-	var masters []Node
+	var masters []nodes.Node
 	sourced := len(from) == 0 || slices.Contains(from, "all")
 	available, pinnedAtSources := 0, 0
 	for _, o := range s.Joined() {
@@ -929,7 +929,7 @@ func nextAssignment(s observe.Snapshot, strategies []Strategy, targets []string)
 	have := map[string]int{}
 	for _, o := range s.Answering() {
 		self, _ := o.Self()
-		have[self.ID] = CountSlots(self.Slots)
+		have[self.ID] = nodes.CountSlots(self.Slots)
 	}
 	for i, a := range strategies {
 		t := targets[i%len(targets)]
@@ -947,7 +947,7 @@ func nextAssignment(s observe.Snapshot, strategies []Strategy, targets []string)
 // fewest slots, then the highest ordinals).
 func drainWeights(s observe.Snapshot) map[string]float64 {
 	w := map[string]float64{}
-	var staying []Node
+	var staying []nodes.Node
 	for _, o := range s.Joined() {
 		self, _ := o.Self()
 		if !self.IsMaster() {
@@ -960,7 +960,7 @@ func drainWeights(s observe.Snapshot) map[string]float64 {
 		}
 	}
 	// s.Nodes is in ordinal order, so a stable sort keeps the lower ordinals first on ties.
-	sort.SliceStable(staying, func(i, j int) bool { return CountSlots(staying[i].Slots) > CountSlots(staying[j].Slots) })
+	sort.SliceStable(staying, func(i, j int) bool { return nodes.CountSlots(staying[i].Slots) > nodes.CountSlots(staying[j].Slots) })
 	for _, n := range staying[min(len(staying), s.Masters):] {
 		w[n.ID] = 0
 	}

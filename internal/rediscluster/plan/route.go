@@ -1,4 +1,4 @@
-package redisadmin
+package plan
 
 import (
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
