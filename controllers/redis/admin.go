@@ -11,9 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/recovery"
 )
@@ -21,7 +22,7 @@ import (
 // Admin is what the reconciler asks of Redis. Every topology command goes through one of
 // the methods after Observe, so a test can count them.
 type Admin interface {
-	ClusterNodes(ctx context.Context, addr string) ([]redisadmin.Node, error)
+	ClusterNodes(ctx context.Context, addr string) ([]nodes.Node, error)
 	ClusterInfo(ctx context.Context, addr string) (map[string]string, error)
 	Create(ctx context.Context, plan layout.Plan) error
 	Observe(ctx context.Context, obs []observe.Observation)
@@ -29,12 +30,12 @@ type Admin interface {
 	// or why it did not answer.
 	InfoHeads(ctx context.Context, addrs []string) ([]string, []error)
 	Run(ctx context.Context, action recovery.Action) error
-	Fix(ctx context.Context, addrs []string, opts redisadmin.MoveOptions) ([]redisadmin.SlotFix, error)
+	Fix(ctx context.Context, addrs []string, opts execute.MoveOptions) ([]execute.SlotFix, error)
 	AddNode(ctx context.Context, newAddr, existingAddr, asReplicaOf string) error
 	DelNode(ctx context.Context, clusterAddr, node string) error
-	Rebalance(ctx context.Context, addrs []string, opts redisadmin.RebalanceOptions) (redisadmin.MoveStats, error)
-	Reshard(ctx context.Context, addrs []string, n int, from []string, to string, opts redisadmin.MoveOptions) (redisadmin.MoveStats, error)
-	MoveSlots(ctx context.Context, addrs []string, moves []layout.Move, opts redisadmin.MoveOptions) (redisadmin.MoveStats, error)
+	Rebalance(ctx context.Context, addrs []string, opts execute.RebalanceOptions) (execute.MoveStats, error)
+	Reshard(ctx context.Context, addrs []string, n int, from []string, to string, opts execute.MoveOptions) (execute.MoveStats, error)
+	MoveSlots(ctx context.Context, addrs []string, moves []layout.Move, opts execute.MoveOptions) (execute.MoveStats, error)
 	Failover(ctx context.Context, replicaAddr string) error
 	CheckACLRules(ctx context.Context, addr string, sets []string) ([]error, error)
 	Close() error
@@ -46,7 +47,7 @@ type AdminFactory func(login conn.Login, tlsConfig *tls.Config) Admin
 
 // DefaultAdminFactory speaks the Redis protocol with go-redis.
 func DefaultAdminFactory(login conn.Login, tlsConfig *tls.Config) Admin {
-	return redisadmin.NewAdmin(login.Password, 2*time.Second).WithUser(login.User).WithTLS(tlsConfig)
+	return execute.NewAdmin(login.Password, 2*time.Second).WithUser(login.User).WithTLS(tlsConfig)
 }
 
 // fencedAdmin checks the fence before every command that changes the cluster and hands it
@@ -71,7 +72,7 @@ func (f fencedAdmin) Run(ctx context.Context, action recovery.Action) error {
 	return f.Admin.Run(ctx, action)
 }
 
-func (f fencedAdmin) Fix(ctx context.Context, addrs []string, opts redisadmin.MoveOptions) ([]redisadmin.SlotFix, error) {
+func (f fencedAdmin) Fix(ctx context.Context, addrs []string, opts execute.MoveOptions) ([]execute.SlotFix, error) {
 	opts.Fence = f.fence
 	return f.Admin.Fix(ctx, addrs, opts)
 }
@@ -90,17 +91,17 @@ func (f fencedAdmin) DelNode(ctx context.Context, clusterAddr, node string) erro
 	return f.Admin.DelNode(ctx, clusterAddr, node)
 }
 
-func (f fencedAdmin) Rebalance(ctx context.Context, addrs []string, opts redisadmin.RebalanceOptions) (redisadmin.MoveStats, error) {
+func (f fencedAdmin) Rebalance(ctx context.Context, addrs []string, opts execute.RebalanceOptions) (execute.MoveStats, error) {
 	opts.Move.Fence = f.fence
 	return f.Admin.Rebalance(ctx, addrs, opts)
 }
 
-func (f fencedAdmin) Reshard(ctx context.Context, addrs []string, n int, from []string, to string, opts redisadmin.MoveOptions) (redisadmin.MoveStats, error) {
+func (f fencedAdmin) Reshard(ctx context.Context, addrs []string, n int, from []string, to string, opts execute.MoveOptions) (execute.MoveStats, error) {
 	opts.Fence = f.fence
 	return f.Admin.Reshard(ctx, addrs, n, from, to, opts)
 }
 
-func (f fencedAdmin) MoveSlots(ctx context.Context, addrs []string, moves []layout.Move, opts redisadmin.MoveOptions) (redisadmin.MoveStats, error) {
+func (f fencedAdmin) MoveSlots(ctx context.Context, addrs []string, moves []layout.Move, opts execute.MoveOptions) (execute.MoveStats, error) {
 	opts.Fence = f.fence
 	return f.Admin.MoveSlots(ctx, addrs, moves, opts)
 }

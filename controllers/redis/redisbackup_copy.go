@@ -13,8 +13,8 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/backup"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
 // backupCopyTimeout bounds one attempt's copy of every shard.
@@ -40,7 +40,7 @@ func (d backupDone) apply(st *redisv1alpha1.RedisBackupStatus) {
 	for i, sh := range m.Shards {
 		captured := metav1.NewTime(sh.CapturedAt)
 		st.Shards[i] = redisv1alpha1.BackupShard{
-			Slots: redisadmin.FormatSlotRanges(adminRanges(sh.Slots)), MasterNodeID: sh.MasterNodeID, Source: d.pods[i], SourceRole: string(sh.SourceRole),
+			Slots: nodes.FormatSlotRanges(adminRanges(sh.Slots)), MasterNodeID: sh.MasterNodeID, Source: d.pods[i], SourceRole: string(sh.SourceRole),
 			ReplicationOffset: sh.ReplicationOffset, File: sh.File, Keys: sh.Keys, Bytes: sh.Bytes, SHA256: sh.SHA256,
 		}
 		if !sh.CapturedAt.IsZero() {
@@ -103,7 +103,7 @@ func copyShards(ctx context.Context, run backupRun) ([]rdbstream.Result, error) 
 			opts := rdbstream.Options{Addr: src.Addr, Username: run.conn.login.User, Password: run.conn.login.Password, TLS: run.conn.tls, ViaDisk: true}
 			res, _, err := backup.StreamShard(ctx, opts, run.store, backup.ShardFile(i))
 			if err != nil {
-				errs[i] = fmt.Errorf("%s (slots %s, from %s): %w", redisadmin.ShardName(i), redisadmin.FormatSlotRanges(src.Slots), src.Pod, err)
+				errs[i] = fmt.Errorf("%s (slots %s, from %s): %w", nodes.ShardName(i), nodes.FormatSlotRanges(src.Slots), src.Pod, err)
 				cancel()
 			}
 			results[i] = res
@@ -136,11 +136,11 @@ func manifestShard(src health.ShardSource, res rdbstream.Result, file string) ba
 	return sh
 }
 
-// adminRanges are a manifest's slot ranges as redisadmin's.
-func adminRanges(ranges []backup.SlotRange) []redisadmin.SlotRange {
-	out := make([]redisadmin.SlotRange, len(ranges))
+// adminRanges are a manifest's slot ranges as package nodes'.
+func adminRanges(ranges []backup.SlotRange) []nodes.SlotRange {
+	out := make([]nodes.SlotRange, len(ranges))
 	for i, rg := range ranges {
-		out[i] = redisadmin.SlotRange{Start: rg.Start, End: rg.End}
+		out[i] = nodes.SlotRange{Start: rg.Start, End: rg.End}
 	}
 	return out
 }

@@ -27,7 +27,7 @@ import (
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/backup"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -152,8 +152,8 @@ func assertBackupOf(t *testing.T, b *redisv1alpha1.RedisBackup, rc *redisv1alpha
 		slots += len(redistest.Slots(sh.Slots))
 		want = append(want, sh.File)
 	}
-	if len(b.Status.Shards) != int(rc.Status.Masters) || slots != redisadmin.SlotCount {
-		t.Errorf("%d shards with %d slots, want %d shards with %d", len(b.Status.Shards), slots, rc.Status.Masters, redisadmin.SlotCount)
+	if len(b.Status.Shards) != int(rc.Status.Masters) || slots != nodes.SlotCount {
+		t.Errorf("%d shards with %d slots, want %d shards with %d", len(b.Status.Shards), slots, rc.Status.Masters, nodes.SlotCount)
 	}
 	if b.Status.Keys < int64(minKeys) {
 		t.Errorf("the backup has %d keys, want at least the %d acknowledged before it started", b.Status.Keys, minKeys)

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -34,7 +34,7 @@ func (e *aclRulesInvalidError) Error() string { return e.msg }
 // replaced with such rules would never run again. The API server checks the form of each rule
 // (the CRD's CEL rules); only Redis knows its command and category names, so when the spec's
 // rules differ from the StatefulSet's template they are given to a scratch user on a running
-// node (redisadmin.CheckACLRules) first. A refusal is kept in s.aclRejected, and the
+// node (execute.CheckACLRules) first. A refusal is kept in s.aclRejected, and the
 // StatefulSet is then not written (writeStatefulSet): the pods keep the rules they run. Each
 // verdict is remembered for the cluster's rules, so a node is asked once per change.
 func (r *RedisClusterReconciler) checkACLRules(ctx context.Context, s *state) error {
@@ -104,7 +104,7 @@ func aclRefusal(sets []resources.RedisACLRuleSet, verdicts []error, pod string) 
 		if v == nil {
 			continue
 		}
-		var rule *redisadmin.ACLRulesError
+		var rule *execute.ACLRulesError
 		if errors.As(v, &rule) && rule.Rule != "" {
 			refused = append(refused, fmt.Sprintf("%s (user %s): Redis refuses the rule %q: %s", sets[i].Field, sets[i].User, rule.Rule, rule.Reason))
 		} else {

@@ -12,7 +12,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/recovery"
 )
 
@@ -55,17 +56,17 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		}
 	}(time.Now())
 	switch step.Kind {
-	case redisadmin.StepRecordMembers:
+	case plan.StepRecordMembers:
 		return r.writeMembers(ctx, s, step.Members)
-	case redisadmin.StepAcceptLostCluster:
+	case plan.StepAcceptLostCluster:
 		if err := r.writeMembers(ctx, s, map[string]string{}); err != nil {
 			return err
 		}
 		r.event(s, corev1.EventTypeWarning, "DataLossAccepted", "Create",
 			"%s is set: the record of the lost cluster's %d members is cleared and a new, empty cluster will be formed", AcceptDataLossAnnotation, len(s.snap.Members))
-	case redisadmin.StepDropAcceptance:
+	case plan.StepDropAcceptance:
 		return r.dropAcceptance(ctx, s)
-	case redisadmin.StepForm:
+	case plan.StepForm:
 		done, err := bounded(ctx, func(ctx context.Context) error { return r.adminFor(s).Create(ctx, step.Create) })
 		if err != nil {
 			return fmt.Errorf("while forming the cluster: %w", err)
@@ -74,12 +75,12 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 			r.event(s, corev1.EventTypeNormal, "ClusterCreated", "Create", "formed a Redis Cluster of %d masters and %d replicas over 16384 slots",
 				len(step.Create.Masters), len(s.pods)-len(step.Create.Masters))
 		}
-	case redisadmin.StepRecover:
+	case plan.StepRecover:
 		return r.recover(ctx, s, step.Action)
-	case redisadmin.StepRotateCA:
+	case plan.StepRotateCA:
 		return r.advanceCA(ctx, s)
-	case redisadmin.StepFixSlots:
-		var fixes []redisadmin.SlotFix
+	case plan.StepFixSlots:
+		var fixes []execute.SlotFix
 		_, err := bounded(ctx, func(ctx context.Context) (err error) {
 			fixes, err = r.adminFor(s).Fix(ctx, answeringAddrs(s), moveOptions(s))
 			return err
@@ -90,7 +91,7 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		if len(fixes) > 0 {
 			r.event(s, corev1.EventTypeNormal, "OpenSlotsFixed", "Fix", "fixed %d open slots left by an interrupted move", len(fixes))
 		}
-	case redisadmin.StepJoin:
+	case plan.StepJoin:
 		done, err := bounded(ctx, func(ctx context.Context) error {
 			return r.adminFor(s).AddNode(ctx, step.Addr, step.Seed, step.MasterID)
 		})
@@ -102,22 +103,22 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		} else if done {
 			r.event(s, corev1.EventTypeNormal, "NodesAdded", "Scale", "added %s as a replica of %s", step.Pod, step.MasterID)
 		}
-	case redisadmin.StepRecordTargets:
+	case plan.StepRecordTargets:
 		s.next.Status.AssignTargets, s.next.Status.AssignGeneration = step.Targets, s.rc.Generation
-	case redisadmin.StepAssign, redisadmin.StepRebalance:
+	case plan.StepAssign, plan.StepRebalance:
 		_, err := bounded(ctx, func(ctx context.Context) error { return r.moveSlots(ctx, s) })
 		return err
-	case redisadmin.StepRemoveNode:
+	case plan.StepRemoveNode:
 		if _, err := bounded(ctx, func(ctx context.Context) error { return r.adminFor(s).DelNode(ctx, step.Seed, step.NodeID) }); err != nil {
 			return fmt.Errorf("while removing %s from the cluster: %w", step.Pod, err)
 		}
 		r.event(s, corev1.EventTypeNormal, "NodeRemoved", "Scale", "removed %s from the cluster", step.Pod)
-	case redisadmin.StepShrink:
+	case plan.StepShrink:
 		if err := r.writeStatefulSet(ctx, s, int32(step.Replicas)); err != nil { //nolint:gosec // spec.replicas is an int32
 			return err
 		}
 		r.event(s, corev1.EventTypeNormal, "NodesRemoved", "Scale", "scaled the StatefulSet to %d once the leaving nodes were out of the cluster", step.Replicas)
-	case redisadmin.StepFailover:
+	case plan.StepFailover:
 		done, err := bounded(ctx, func(ctx context.Context) error { return r.adminFor(s).Failover(ctx, step.Addr) })
 		if err != nil {
 			return fmt.Errorf("while failing %s over before its upgrade: %w", step.Pod, err)
@@ -126,37 +127,37 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 			metrics.RedisFailovers.WithLabelValues(s.rc.Namespace, s.rc.Name, "coordinated").Inc()
 			r.event(s, corev1.EventTypeNormal, "FailedOver", "Upgrade", "a replica took over from %s before its pod restarts", step.Pod)
 		}
-	case redisadmin.StepGrowClaims:
+	case plan.StepGrowClaims:
 		return r.growClaims(ctx, s)
-	case redisadmin.StepRecreateStatefulSet:
+	case plan.StepRecreateStatefulSet:
 		return r.recreateStatefulSet(ctx, s)
-	case redisadmin.StepReplacePod:
+	case plan.StepReplacePod:
 		return r.replacePod(ctx, s, step.Pod)
-	case redisadmin.StepReloadCertificates:
+	case plan.StepReloadCertificates:
 		return r.reloadCertificates(ctx, s)
-	case redisadmin.StepAutoscale:
+	case plan.StepAutoscale:
 		r.actAutoscale(s)
-	case redisadmin.StepRestoreShard:
+	case plan.StepRestoreShard:
 		return r.fenced(ctx, func() error { return r.restoreShard(s) })
-	case redisadmin.StepRecordReload:
+	case plan.StepRecordReload:
 		r.recordReload(s)
-	case redisadmin.StepReloadShard:
+	case plan.StepReloadShard:
 		return r.fenced(ctx, func() error { return r.reloadShard(s) })
-	case redisadmin.StepFinishReload:
+	case plan.StepFinishReload:
 		return r.finishReload(ctx, s)
-	case redisadmin.StepSetMemory:
+	case plan.StepSetMemory:
 		return r.setMemory(ctx, s)
-	case redisadmin.StepSetCoverage:
+	case plan.StepSetCoverage:
 		return r.setCoverage(ctx, s)
-	case redisadmin.StepAnnounce:
+	case plan.StepAnnounce:
 		return r.announce(ctx, s)
-	case redisadmin.StepSetWriteSafety:
+	case plan.StepSetWriteSafety:
 		return r.setWriteSafety(ctx, s)
-	case redisadmin.StepWriteRecord:
+	case plan.StepWriteRecord:
 		return r.writeRecord(ctx, s)
-	case redisadmin.StepAddPassword:
+	case plan.StepAddPassword:
 		return r.fenced(ctx, func() error { return r.addPassword(ctx, s) })
-	case redisadmin.StepKeepOnlyPassword:
+	case plan.StepKeepOnlyPassword:
 		return r.fenced(ctx, func() error { return r.keepOnlyPassword(ctx, s) })
 	default:
 		return fmt.Errorf("the planner chose step %q, which this operator does not know", step.Kind)
@@ -206,7 +207,7 @@ func (r *RedisClusterReconciler) moveSlots(ctx context.Context, s *state) error 
 	opts.Budget = moveBudget
 	stats, err := r.adminFor(s).MoveSlots(ctx, answeringAddrs(s), step.Moves, opts)
 	r.recordMoveOutcome(s, stats)
-	if step.Kind == redisadmin.StepAssign {
+	if step.Kind == plan.StepAssign {
 		a := step.Reshard
 		if err != nil {
 			return fmt.Errorf("while moving the slots of assignStrategies[%d]: %w", a.Index, err)
@@ -264,8 +265,8 @@ func answeringAddrs(s *state) []string {
 }
 
 // moveOptions are the slot-move settings from spec.updateStrategy.
-func moveOptions(s *state) redisadmin.MoveOptions {
-	opts := redisadmin.MoveOptions{}
+func moveOptions(s *state) execute.MoveOptions {
+	opts := execute.MoveOptions{}
 	if p := s.rc.Spec.UpdateStrategy.Pipeline; p != nil {
 		opts.Pipeline = p.IntValue()
 	}

@@ -25,10 +25,10 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
 
@@ -113,7 +113,7 @@ type archiveConn struct {
 type shardArchive struct {
 	cluster string
 	name    string
-	slots   []redisadmin.SlotRange
+	slots   []nodes.SlotRange
 	sink    redisarchive.StoreSink
 
 	mu     sync.Mutex
@@ -222,7 +222,7 @@ func archiveSources(s *state) ([]health.ShardSource, string) {
 	sources := health.BackupSources(s.snap, slots)
 	for _, src := range sources {
 		if src.Addr == "" {
-			return nil, fmt.Sprintf("the node serving slots %s does not answer", redisadmin.FormatSlotRanges(src.Slots))
+			return nil, fmt.Sprintf("the node serving slots %s does not answer", nodes.FormatSlotRanges(src.Slots))
 		}
 	}
 	return sources, ""
@@ -435,7 +435,7 @@ func (sh *shardArchive) current() (health.ShardSource, rdbstream.Options) {
 func (sh *shardArchive) report() (redisv1alpha1.ArchiveShardStatus, []archiveEvent, bool, string) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	st := redisv1alpha1.ArchiveShardStatus{Shard: sh.name, Slots: redisadmin.FormatSlotRanges(sh.slots), Timeline: int32(sh.timeline), //nolint:gosec // timelines are few
+	st := redisv1alpha1.ArchiveShardStatus{Shard: sh.name, Slots: nodes.FormatSlotRanges(sh.slots), Timeline: int32(sh.timeline), //nolint:gosec // timelines are few
 		Source: sh.source.Pod, LastError: sh.lastErr}
 	if sh.timeline > 0 {
 		st.BaseOffset = sh.base.ReplicationOffset
@@ -557,7 +557,7 @@ func (sh *shardArchive) follow(ctx context.Context) error {
 		if sh.gapNoted != sh.timeline {
 			sh.gapNoted = sh.timeline
 			sh.note(corev1.EventTypeWarning, ReasonArchiveGap, "%s (slots %s) timeline %d ends at offset %d: %v; timeline %d starts from a new base",
-				sh.name, redisadmin.FormatSlotRanges(sh.slots), sh.timeline, gap.From.Offset, err, sh.timeline+1)
+				sh.name, nodes.FormatSlotRanges(sh.slots), sh.timeline, gap.From.Offset, err, sh.timeline+1)
 		}
 		return sh.newBase(ctx, sh.timeline+1)
 	}
@@ -665,7 +665,7 @@ func (sh *shardArchive) useBase(timeline int, base backup.Shard, src health.Shar
 	}
 	sh.mu.Unlock()
 	sh.note(corev1.EventTypeNormal, ReasonArchiveTimelineStarted, "%s (slots %s) timeline %d starts from a base of %d keys at offset %d taken from %s%s",
-		sh.name, redisadmin.FormatSlotRanges(sh.slots), timeline, base.Keys, base.ReplicationOffset, src.Pod, why)
+		sh.name, nodes.FormatSlotRanges(sh.slots), timeline, base.Keys, base.ReplicationOffset, src.Pod, why)
 }
 
 // nextBaseAt is when the shard's next scheduled base is due: its timeline's base plus

@@ -20,8 +20,9 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/backup"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -107,7 +108,7 @@ func maxTime(a, b time.Time) time.Time {
 
 // replayShard replays the archive of the step's shard onto node, which holds its base,
 // up to the restore's target, and keeps what it reached for the status.
-func (r *RedisClusterReconciler) replayShard(ctx context.Context, rc *redisv1alpha1.RedisCluster, node rdbstream.Options, src *restoreSource, step redisadmin.ShardLoad) error {
+func (r *RedisClusterReconciler) replayShard(ctx context.Context, rc *redisv1alpha1.RedisCluster, node rdbstream.Options, src *restoreSource, step plan.ShardLoad) error {
 	tl := src.archive.timelines[step.Shard]
 	res, err := redisarchive.Replay(ctx, redisarchive.StoreSink{Client: src.store}, redisarchive.ReplayOptions{Target: node, Cluster: src.archive.cluster,
 		Shard: tl.Shard, Timeline: tl.Timeline, From: tl.Base.ReplicationOffset, Until: src.archive.target})
@@ -120,7 +121,7 @@ func (r *RedisClusterReconciler) replayShard(ctx context.Context, rc *redisv1alp
 
 // recordReplay records in the restore's status how far the loaded shard was replayed, with
 // an event.
-func (r *RedisClusterReconciler) recordReplay(s *state, src *restoreSource, load redisadmin.ShardLoad) {
+func (r *RedisClusterReconciler) recordReplay(s *state, src *restoreSource, load plan.ShardLoad) {
 	tl := src.archive.timelines[load.Shard]
 	res, _ := r.replays.take(loadKey{cluster: client.ObjectKeyFromObject(s.rc), node: load.NodeID, shard: load.Shard})
 	shard := redisv1alpha1.RestoreArchiveShard{Shard: tl.Shard, Timeline: int32(tl.Timeline), Offset: max(res.Offset, tl.Base.ReplicationOffset), //nolint:gosec // timelines are few
@@ -134,7 +135,7 @@ func (r *RedisClusterReconciler) recordReplay(s *state, src *restoreSource, load
 	st := s.next.Status.Restore
 	st.ArchiveShards = append(st.ArchiveShards, shard)
 	r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Restore", "loaded %s (slots %s) from its base of timeline %d and %d archived commands, up to %s, into %s",
-		tl.Shard, redisadmin.FormatSlotRanges(load.Slots), tl.Timeline, res.Commands, reached, load.Pod)
+		tl.Shard, nodes.FormatSlotRanges(load.Slots), tl.Timeline, res.Commands, reached, load.Pod)
 }
 
 // archiveReached says how far each shard of a restore from an archive got.

@@ -12,7 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/autoscale"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -56,12 +57,12 @@ func (r *RedisClusterReconciler) readBackupsUnderWay(ctx context.Context, s *sta
 
 // plannerAutoscale sets spec.autoscale and what status.autoscale remembers in the
 // planner's terms.
-func plannerAutoscale(s *state, spec *redisadmin.Spec) {
+func plannerAutoscale(s *state, spec *plan.Spec) {
 	a := s.rc.Spec.Autoscale
 	if a == nil {
 		return
 	}
-	spec.Autoscale = &redisadmin.Autoscale{
+	spec.Autoscale = &autoscale.Settings{
 		TargetPercent: int(ptr.Deref(a.TargetPercent, defaultAutoscaleTarget)),
 		MinMasters:    int(a.MinMasters), MaxMasters: int(a.MaxMasters),
 		Sustain:  durationOr(a.Sustain, defaultAutoscaleSustain),
@@ -74,7 +75,7 @@ func plannerAutoscale(s *state, spec *redisadmin.Spec) {
 	if st == nil {
 		return
 	}
-	spec.AutoscaleState = redisadmin.AutoscaleState{AboveSince: timeOf(st.AboveSince), BelowSince: timeOf(st.BelowSince), LastChange: timeOf(st.LastChange),
+	spec.AutoscaleState = autoscale.State{AboveSince: timeOf(st.AboveSince), BelowSince: timeOf(st.BelowSince), LastChange: timeOf(st.LastChange),
 		Held: spec.HeldSlots}
 	if len(st.SlotWeights) > 0 {
 		spec.SlotWeights = map[string]float64{}
@@ -88,8 +89,8 @@ func plannerAutoscale(s *state, spec *redisadmin.Spec) {
 // carries the new number of masters or the slot weights, and the next look scales.
 func (r *RedisClusterReconciler) actAutoscale(s *state) {
 	d := s.step.Autoscale
-	reason := map[redisadmin.AutoscaleKind]string{redisadmin.AutoscaleOut: ReasonAutoscaledOut, redisadmin.AutoscaleIn: ReasonAutoscaledIn,
-		redisadmin.AutoscaleRebalance: ReasonAutoscaleRebalanced}[d.Kind]
+	reason := map[autoscale.Kind]string{autoscale.Out: ReasonAutoscaledOut, autoscale.In: ReasonAutoscaledIn,
+		autoscale.Rebalance: ReasonAutoscaleRebalanced}[d.Kind]
 	r.event(s, corev1.EventTypeNormal, reason, "Scale", "%s", d.Reason)
 }
 
@@ -116,15 +117,15 @@ func autoscaleStatus(s *state) {
 		st.Phase, st.Message = phase, d.Reason
 	}
 	st.AboveSince, st.BelowSince = metaTime(d.State.AboveSince), metaTime(d.State.BelowSince)
-	if s.step.Kind != redisadmin.StepAutoscale || s.err != nil {
+	if s.step.Kind != plan.StepAutoscale || s.err != nil {
 		st.LastChange = metaTime(d.State.LastChange)
 		return
 	}
 	st.LastChange, st.LastChangeReason = metaTime(d.State.LastChange), d.Reason
 	switch d.Kind {
-	case redisadmin.AutoscaleOut, redisadmin.AutoscaleIn:
+	case autoscale.Out, autoscale.In:
 		st.Masters, st.SlotWeights = int32(d.Masters), nil //nolint:gosec // within minMasters and maxMasters
-	case redisadmin.AutoscaleRebalance:
+	case autoscale.Rebalance:
 		st.SlotWeights = slotWeights(d.Weights)
 	}
 }

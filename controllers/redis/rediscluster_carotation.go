@@ -12,7 +12,7 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/certs"
 	"github.com/middleware-operator/middleware-operator/internal/child"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -105,11 +105,11 @@ func (r *RedisClusterReconciler) writeCA(ctx context.Context, rc *redisv1alpha1.
 }
 
 // plannerCARotation is the rotation under way for the planner, nil when none is.
-func plannerCARotation(s *state) *redisadmin.CARotation {
+func plannerCARotation(s *state) *plan.CARotation {
 	if s.ca == nil || s.ca.Stage() == "" {
 		return nil
 	}
-	return &redisadmin.CARotation{Stage: s.ca.Stage(), Last: s.ca.Stage() == resources.CAStageSwitch, Due: resources.RedisCAStageDue(s.rc, *s.ca),
+	return &plan.CARotation{Stage: s.ca.Stage(), Last: s.ca.Stage() == resources.CAStageSwitch, Due: resources.RedisCAStageDue(s.rc, *s.ca),
 		Checked: s.tls != nil && s.tlsCert != nil}
 }
 

@@ -32,9 +32,10 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/caching"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
@@ -181,7 +182,7 @@ type state struct {
 	ca       *resources.RedisCA
 	sts      *appsv1.StatefulSet
 	// volumes are the pods' claims and the size the spec asks of them (readClaims).
-	volumes redisadmin.Volumes
+	volumes plan.Volumes
 	// volumesRefusedNow: the API server refused a claim's growth in this reconcile
 	// (growClaims), so the VolumeSize condition's time is now.
 	volumesRefusedNow bool
@@ -205,7 +206,7 @@ type state struct {
 	// writeSafety is the min-replicas setting the nodes should run with (readConf).
 	writeSafety resources.RedisWriteSafety
 	// step is the one step planned from the snapshot (zero when observing failed).
-	step redisadmin.Step
+	step plan.Step
 	// restore is the backup a restoring cluster loads (nil when it restores none, or is done);
 	// reload the backup lost slots are reloaded from (nil when none is under way).
 	restore, reload *restoreSource
@@ -221,7 +222,7 @@ type state struct {
 	// ("" when none): the autoscaler waits for it.
 	backupUnderWay string
 	// held are the slots this reconcile's slot move held as too big to move.
-	held  []redisadmin.HeldSlot
+	held  []layout.HeldSlot
 	admin Admin
 	err   error // the first error, reported in Degraded
 }
@@ -245,7 +246,7 @@ type state struct {
 // Reconcile observes once, plans one step, acts once and writes the status once. Observing
 // reads the user's Secrets and the member record, keeps the children as the spec says (the
 // StatefulSet never below the nodes still in the cluster), then takes one snapshot of the
-// pods and every node. The plan (redisadmin.NextStep) is a pure function of the spec and
+// pods and every node. The plan (plan.NextStep) is a pure function of the spec and
 // that snapshot; the step it returns is bounded in time, and the next reconcile starts from
 // a fresh look. The status is derived from the same snapshot and step.
 func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -261,7 +262,7 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	s.err = r.prepare(ctx, s)
 	r.takeSnapshot(ctx, s)
 	if s.err == nil {
-		s.step = redisadmin.NextStep(r.plannerSpec(s), s.snap, s.health)
+		s.step = plan.NextStep(r.plannerSpec(s), s.snap, s.health)
 		s.err = r.act(ctx, s)
 	}
 	if errors.Is(s.err, ErrFenced) {
@@ -280,12 +281,12 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	case apierrors.IsConflict(err):
 		// The status was computed from a stale object; the next look recomputes it.
 		metrics.RedisStatusConflicts.WithLabelValues().Inc()
-		return ctrl.Result{RequeueAfter: redisadmin.LookSoon}, nil
+		return ctrl.Result{RequeueAfter: plan.LookSoon}, nil
 	case err != nil:
 		return ctrl.Result{}, err
 	case userObjectMissing(s.err):
 		// Waiting for the user's object: the condition says which; look again.
-		return ctrl.Result{RequeueAfter: redisadmin.LookIdle}, nil
+		return ctrl.Result{RequeueAfter: plan.LookIdle}, nil
 	case backingOff:
 		// A load failed on the store or the backup's data: look again after its back-off.
 		return ctrl.Result{RequeueAfter: retryAfter}, nil
@@ -315,7 +316,7 @@ func (r *RedisClusterReconciler) load(ctx context.Context, req ctrl.Request) (*r
 	}
 	if done, err := r.ensureFinalizer(ctx, rc); done || err != nil {
 		// A finalizer change passes no event filter: look again from the written object.
-		return nil, ctrl.Result{RequeueAfter: redisadmin.LookSoon}, err
+		return nil, ctrl.Result{RequeueAfter: plan.LookSoon}, err
 	}
 	return rc, ctrl.Result{}, nil
 }
@@ -368,7 +369,7 @@ func (s *state) lookAgain() time.Duration {
 	after := s.step.After
 	if after == 0 || s.loadsPending {
 		// With a load pending, its end wakes the cluster (shardLoads).
-		after = redisadmin.LookIdle
+		after = plan.LookIdle
 	}
 	if settled := s.health.SettledIn; settled > 0 && settled < after {
 		after = settled + 100*time.Millisecond

@@ -31,8 +31,10 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/caching"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -75,7 +77,7 @@ func TestRedisClusterFormsOnRealRedis(t *testing.T) {
 		t.Fatalf("status lists %d nodes, want 6", len(rc.Status.Nodes))
 	}
 	// The status matches what Redis itself says.
-	admin := redisadmin.NewAdmin(pw, 2*time.Second)
+	admin := execute.NewAdmin(pw, 2*time.Second)
 	defer func() { _ = admin.Close() }()
 	masters, replicasOf := 0, map[string]int{}
 	for _, n := range rc.Status.Nodes {
@@ -84,7 +86,7 @@ func TestRedisClusterFormsOnRealRedis(t *testing.T) {
 			t.Errorf("node %s: status id %s, CLUSTER NODES says %s", n.Name, n.NodeID, l.ID)
 			continue
 		}
-		if n.Instance != l.Addr || n.Type != l.Role || n.Slots != redisadmin.FormatSlotRanges(l.Slots) || n.Status != corev1.ConditionTrue {
+		if n.Instance != l.Addr || n.Type != l.Role || n.Slots != nodes.FormatSlotRanges(l.Slots) || n.Status != corev1.ConditionTrue {
 			t.Errorf("status %+v does not match CLUSTER NODES %+v", n, l)
 		}
 		if n.Type == "master" {
@@ -164,18 +166,18 @@ func TestRedisClusterFormsOnRealRedis(t *testing.T) {
 }
 
 // myself is the node at addr as it describes itself in CLUSTER NODES.
-func myself(t *testing.T, admin *redisadmin.Admin, addr string) (redisadmin.Node, bool) {
+func myself(t *testing.T, admin *execute.Admin, addr string) (nodes.Node, bool) {
 	t.Helper()
-	nodes, err := admin.ClusterNodes(t.Context(), addr)
+	view, err := admin.ClusterNodes(t.Context(), addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range nodes {
+	for _, n := range view {
 		if n.Myself {
 			return n, true
 		}
 	}
-	return redisadmin.Node{}, false
+	return nodes.Node{}, false
 }
 
 func TestRedisClusterSevenNodesGiveThreeMastersFourReplicas(t *testing.T) {
@@ -241,7 +243,7 @@ func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 	var writes, topology atomic.Int64
 	var reads, cacheReads testenv.WriteCounts
 	var adminsMu sync.Mutex
-	var admins []*redisadmin.Admin
+	var admins []*execute.Admin
 	recorder := events.NewFakeRecorder(10)
 	r := &rediscontrollers.RedisClusterReconciler{
 		Client: testenv.CountingClient{Client: countingGets{Client: mgr.GetClient(), reads: countingReader{Reader: mgr.GetClient(), reads: &cacheReads}}, Writes: &writes}, Scheme: env.Scheme, Recorder: recorder,
@@ -250,7 +252,7 @@ func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 		NewAdmin: func(login conn.Login, tlsConfig *tls.Config) rediscontrollers.Admin {
 			a := rediscontrollers.DefaultAdminFactory(login, tlsConfig)
 			adminsMu.Lock()
-			admins = append(admins, a.(*redisadmin.Admin))
+			admins = append(admins, a.(*execute.Admin))
 			adminsMu.Unlock()
 			return countingAdmin{Admin: a, topology: &topology}
 		},
@@ -302,8 +304,8 @@ func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 	// The suite's own operator looks at this idle cluster too: one CLUSTER INFO a node every
 	// IdleLook, and one CLUSTER NODES every LookIdle (its full looks); its looks in the window
 	// are allowed for.
-	otherLooks := int(window/redisadmin.IdleLook(5*time.Second)) + 1
-	otherFull := int(window/redisadmin.LookIdle) + 1
+	otherLooks := int(window/plan.IdleLook(5*time.Second)) + 1
+	otherFull := int(window/plan.LookIdle) + 1
 	for i := range before {
 		if nodes := after[i].nodes - before[i].nodes; nodes > 1+otherFull {
 			t.Errorf("%s: %d CLUSTER NODES in %d looks within %s, want at most 1 (the looks after a converged one are quiet) and up to %d of the suite's operator",
@@ -361,7 +363,7 @@ func nodeCounters(ctx context.Context, t *testing.T, rc *redisv1alpha1.RedisClus
 		if err != nil {
 			t.Fatalf("INFO of %s: %v", n.Name, err)
 		}
-		fields := redisadmin.ParseClusterInfo(stats)
+		fields := nodes.ParseClusterInfo(stats)
 		_, _ = fmt.Sscanf(fields["cmdstat_cluster|nodes"], "calls=%d", &out[i].nodes)
 		_, _ = fmt.Sscanf(fields["cmdstat_cluster|info"], "calls=%d", &out[i].info)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
 )
 
 // checkCoverage marks, in the snapshot, the answering nodes this operator has not set the
@@ -30,7 +30,7 @@ func (r *RedisClusterReconciler) checkCoverage(s *state) {
 // behaves only while a shard is down.
 func (r *RedisClusterReconciler) setCoverage(ctx context.Context, s *state) error {
 	set, err := r.configureNodes(ctx, s, func(addr string) error {
-		return redisadmin.SetCoverage(ctx, addr, s.tls, s.login(), s.step.Coverage)
+		return execute.SetCoverage(ctx, addr, s.tls, s.login(), s.step.Coverage)
 	})
 	cluster := client.ObjectKeyFromObject(s.rc)
 	for i := range s.snap.Nodes {

@@ -14,7 +14,8 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
@@ -116,12 +117,12 @@ func (r *RedisClusterReconciler) readExternalHosts(ctx context.Context, s *state
 // plannerAnnounce is what the planner is to make the nodes announce: nil when the operator
 // leaves it alone (external access off, and no ExternallyReachable condition left from
 // when it was on: then the nodes are set back to announcing nothing first).
-func (r *RedisClusterReconciler) plannerAnnounce(s *state) *redisadmin.Announce {
+func (r *RedisClusterReconciler) plannerAnnounce(s *state) *plan.Announce {
 	on := s.rc.Spec.ExternalAccess != nil
 	if !on && meta.FindStatusCondition(s.rc.Status.Conditions, ConditionExternallyReachable) == nil {
 		return nil
 	}
-	a := &redisadmin.Announce{On: on, Hostnames: map[string]string{}, Set: map[string]bool{}}
+	a := &plan.Announce{On: on, Hostnames: map[string]string{}, Set: map[string]bool{}}
 	if on {
 		a.Hostnames = s.external
 	}
@@ -138,11 +139,11 @@ func (r *RedisClusterReconciler) plannerAnnounce(s *state) *redisadmin.Announce 
 // process (the endpoint type cannot be read back).
 func (r *RedisClusterReconciler) announce(ctx context.Context, s *state) error {
 	step := s.step
-	endpoint := redisadmin.EndpointIP
+	endpoint := plan.EndpointIP
 	if s.rc.Spec.ExternalAccess != nil {
-		endpoint = redisadmin.EndpointHostname
+		endpoint = plan.EndpointHostname
 	}
-	if err := redisadmin.SetAnnounce(ctx, step.Addr, s.tls, s.login(), step.Hostname, endpoint); err != nil {
+	if err := execute.SetAnnounce(ctx, step.Addr, s.tls, s.login(), step.Hostname, endpoint); err != nil {
 		return err
 	}
 	for i := range s.snap.Nodes {
@@ -164,7 +165,7 @@ func (r *RedisClusterReconciler) announce(ctx context.Context, s *state) error {
 // condition stays until every node announces nothing again.
 func (r *RedisClusterReconciler) setExternallyReachable(s *state, gen int64) {
 	a := r.plannerAnnounce(s)
-	if a == nil || (!a.On && s.step.Kind != redisadmin.StepAnnounce) {
+	if a == nil || (!a.On && s.step.Kind != plan.StepAnnounce) {
 		meta.RemoveStatusCondition(&s.next.Status.Conditions, ConditionExternallyReachable)
 		return
 	}
@@ -227,7 +228,7 @@ func certificateProblems(s *state) (unnamed, stale []string) {
 
 // externalProblems are the staying pods whose Service has no host yet, and the pods whose
 // node does not answer or does not announce its host on this process.
-func externalProblems(s *state, a *redisadmin.Announce) (pending, unannounced []string) {
+func externalProblems(s *state, a *plan.Announce) (pending, unannounced []string) {
 	for i := range int(resources.RedisNodes(s.rc)) {
 		if pod := fmt.Sprintf("%s-%d", s.rc.Name, i); a.Hostnames[pod] == "" {
 			pending = append(pending, pod)

@@ -21,7 +21,8 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -115,7 +116,7 @@ func dumpViews(t *testing.T, ns, pw string) {
 	if err := env.Client.List(context.Background(), pods, client.InNamespace(ns)); err != nil {
 		return
 	}
-	admin := redisadmin.NewAdmin(pw, time.Second)
+	admin := execute.NewAdmin(pw, time.Second)
 	defer func() { _ = admin.Close() }()
 	for _, p := range pods.Items {
 		nodes, err := admin.ClusterNodes(context.Background(), p.Status.PodIP+":6379")
@@ -565,29 +566,29 @@ func TestRedisClusterFinishesAnInterruptedRebalance(t *testing.T) {
 		}
 	}
 	pause(t, key) // the operator stands still while the slots move, as a dead operator would
-	admin := redisadmin.NewAdmin(pw, time.Second)
+	admin := execute.NewAdmin(pw, time.Second)
 	defer func() { _ = admin.Close() }()
-	if _, err := admin.Reshard(t.Context(), addrs, 1500, masters[:1], masters[1], redisadmin.MoveOptions{}); err != nil {
+	if _, err := admin.Reshard(t.Context(), addrs, 1500, masters[:1], masters[1], execute.MoveOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// What Redis says, not the status (it still shows the slots from before the pause).
 	slotsPerMaster := func(ctx context.Context) map[string]int {
 		out := map[string]int{}
 		for _, addr := range addrs {
-			nodes, err := admin.ClusterNodes(ctx, addr)
+			view, err := admin.ClusterNodes(ctx, addr)
 			if err != nil {
 				continue
 			}
-			for _, n := range nodes {
+			for _, n := range view {
 				if n.Myself && n.IsMaster() {
-					out[n.ID] = redisadmin.CountSlots(n.Slots)
+					out[n.ID] = nodes.CountSlots(n.Slots)
 				}
 			}
 		}
 		return out
 	}
 	balanced := func(slots map[string]int) bool {
-		even := float64(redisadmin.SlotCount) / 3
+		even := float64(nodes.SlotCount) / 3
 		for _, n := range slots {
 			if d := (float64(n) - even) / even; d > 0.02 || d < -0.02 {
 				return false

@@ -10,7 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
 
@@ -34,17 +36,17 @@ const maxNamedSlots = 16
 
 // plannerHeldSlots are status.heldSlots that stay held, in the planner's terms: those of
 // the current generation (a change of spec, a larger memory limit say, lets every slot be
-// tried again) that redisadmin.StillHeld keeps (a slot is tried again once the room
+// tried again) that plan.StillHeld keeps (a slot is tried again once the room
 // changed: a master has room for it besides the room it was held with).
-func plannerHeldSlots(s *state) []redisadmin.HeldSlot {
-	var out []redisadmin.HeldSlot
+func plannerHeldSlots(s *state) []layout.HeldSlot {
+	var out []layout.HeldSlot
 	for _, h := range s.rc.Status.HeldSlots {
 		if h.Generation == s.rc.Generation {
-			out = append(out, redisadmin.HeldSlot{Slot: int(h.Slot), Source: h.Master, Target: h.Target, Giant: h.Giant, RolledBack: h.RolledBack,
-				Size: redisadmin.SlotSize{Keys: h.Keys, Bytes: h.Bytes}, Room: redisadmin.Room{Bytes: h.Room}})
+			out = append(out, layout.HeldSlot{Slot: int(h.Slot), Source: h.Master, Target: h.Target, Giant: h.Giant, RolledBack: h.RolledBack,
+				Size: layout.SlotSize{Keys: h.Keys, Bytes: h.Bytes}, Room: layout.Room{Bytes: h.Room}})
 		}
 	}
-	return redisadmin.StillHeld(out, s.snap)
+	return plan.StillHeld(out, s.snap)
 }
 
 // recordMoveOutcome notes what a slot move held back or rolled back: the status keeps the
@@ -53,8 +55,8 @@ func plannerHeldSlots(s *state) []redisadmin.HeldSlot {
 // the room changes rather than meet the same OOM), and the others, waiting for a full
 // target, only when the move could move nothing else; a Warning event for each slot
 // rolled back to its owner (an open slot finished on its target is no event).
-func (r *RedisClusterReconciler) recordMoveOutcome(s *state, stats redisadmin.MoveStats) {
-	known := redisadmin.HeldSlotNumbers(plannerHeldSlots(s))
+func (r *RedisClusterReconciler) recordMoveOutcome(s *state, stats execute.MoveStats) {
+	known := layout.HeldSlotNumbers(plannerHeldSlots(s))
 	for _, h := range stats.Held {
 		if !h.Giant && !h.RolledBack && stats.Slots > 0 {
 			continue
@@ -65,7 +67,7 @@ func (r *RedisClusterReconciler) recordMoveOutcome(s *state, stats redisadmin.Mo
 		}
 	}
 	for _, f := range stats.Fixes {
-		if f.Action != redisadmin.FixRolledBack {
+		if f.Action != execute.FixRolledBack {
 			continue // an open slot finished on its target: nothing went back
 		}
 		r.event(s, corev1.EventTypeWarning, ReasonMoveRolledBack, "Scale", "slot %d %s to %s (%d keys moved): %s", f.Slot, f.Action, f.Owner, f.Keys, f.Detail)
@@ -73,19 +75,19 @@ func (r *RedisClusterReconciler) recordMoveOutcome(s *state, stats redisadmin.Mo
 }
 
 // heldSlotsStatus sets status.heldSlots (those that stay held, and those this reconcile's
-// move held, at most redisadmin.MaxHeldSlots: CapHeld) and the SlotsMovable condition:
+// move held, at most layout.MaxHeldSlots: layout.CapHeld) and the SlotsMovable condition:
 // False ScaleInHeld, with a Warning event when it becomes so, while held slots keep a
 // scale in from ending; False SlotTooBig while giant slots are held; absent otherwise.
 func (r *RedisClusterReconciler) heldSlotsStatus(s *state, gen int64) {
-	var out []redisadmin.HeldSlot
+	var out []layout.HeldSlot
 	for _, h := range append(plannerHeldSlots(s), s.held...) {
-		if i := slices.IndexFunc(out, func(o redisadmin.HeldSlot) bool { return o.Slot == h.Slot }); i >= 0 {
+		if i := slices.IndexFunc(out, func(o layout.HeldSlot) bool { return o.Slot == h.Slot }); i >= 0 {
 			out[i] = h
 			continue
 		}
 		out = append(out, h)
 	}
-	out = redisadmin.CapHeld(out)
+	out = layout.CapHeld(out)
 	s.next.Status.HeldSlots = nil
 	var names []string
 	for _, h := range out {

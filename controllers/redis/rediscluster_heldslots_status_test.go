@@ -10,21 +10,23 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 )
 
 // heldMaster is an answering, joined master id serving slots, with used of 1000 bytes of
 // maxmemory.
-func heldMaster(id, used string, slots ...redisadmin.SlotRange) observe.Observation {
-	self := redisadmin.Node{ID: id, Myself: true, Role: redisadmin.RoleMaster, Slots: slots}
-	return observe.Observation{Pod: id, Addr: "127.1.0.1:6379", View: []redisadmin.Node{self, {ID: "other"}},
+func heldMaster(id, used string, slots ...nodes.SlotRange) observe.Observation {
+	self := nodes.Node{ID: id, Myself: true, Role: nodes.RoleMaster, Slots: slots}
+	return observe.Observation{Pod: id, Addr: "127.1.0.1:6379", View: []nodes.Node{self, {ID: "other"}},
 		Replication: map[string]string{"role": "master", "used_memory": used, "maxmemory": "1000", "maxmemory_policy": "noeviction"}}
 }
 
 // TestHeldSlotsStatus: status.heldSlots keeps the held slots of this generation that
 // still do not fit (a rolled-back one until a master has room for it besides its old
-// room), at most redisadmin.MaxHeldSlots; a scale in they keep from ending sets
+// room), at most layout.MaxHeldSlots; a scale in they keep from ending sets
 // SlotsMovable=False ScaleInHeld naming them, with one Warning event, not one a look.
 func TestHeldSlotsStatus(t *testing.T) {
 	const gen = 3
@@ -36,15 +38,15 @@ func TestHeldSlotsStatus(t *testing.T) {
 	}
 	snap := func(bUsed string) observe.Snapshot {
 		return observe.Snapshot{Now: time.Now(), Nodes: []observe.Observation{
-			heldMaster("a", "600", redisadmin.SlotRange{Start: 0, End: 12287}, redisadmin.SlotRange{Start: 12289, End: 16383}),
-			heldMaster("b", bUsed), heldMaster("g", "990", redisadmin.SlotRange{Start: 12288, End: 12288}),
+			heldMaster("a", "600", nodes.SlotRange{Start: 0, End: 12287}, nodes.SlotRange{Start: 12289, End: 16383}),
+			heldMaster("b", bUsed), heldMaster("g", "990", nodes.SlotRange{Start: 12288, End: 12288}),
 		}}
 	}
 	recorder := events.NewFakeRecorder(10)
 	r := &RedisClusterReconciler{Recorder: recorder}
 	s := &state{rc: rc, next: rc.DeepCopy(), snap: snap("700")}
-	giant := redisadmin.HeldSlot{Slot: 12288, Source: "g", Target: "a", Giant: true, Size: redisadmin.SlotSize{Keys: 38000, Bytes: 47 << 20}}
-	s.step = redisadmin.Step{Kind: redisadmin.StepWait, Operation: redisadmin.OpScaling, DrainHeld: []redisadmin.HeldSlot{giant},
+	giant := layout.HeldSlot{Slot: 12288, Source: "g", Target: "a", Giant: true, Size: layout.SlotSize{Keys: 38000, Bytes: 47 << 20}}
+	s.step = plan.Step{Kind: plan.StepWait, Operation: plan.OpScaling, DrainHeld: []layout.HeldSlot{giant},
 		Reason: "the scale in is held: slot 12288 ..."}
 	r.heldSlotsStatus(s, gen)
 	var got []int32
@@ -74,7 +76,7 @@ func TestHeldSlotsStatus(t *testing.T) {
 	// b's room grows to 800, room for slot 5 (300 bytes) besides its old room (100): it is
 	// tried again; the giant slot stays held.
 	s.snap = snap("100")
-	s.step = redisadmin.Step{Kind: redisadmin.StepIdle}
+	s.step = plan.Step{Kind: plan.StepIdle}
 	r.heldSlotsStatus(s, gen)
 	if h := s.next.Status.HeldSlots; len(h) != 1 || h[0].Slot != 12288 {
 		t.Errorf("heldSlots %+v once b has room, want only the giant slot 12288", h)
@@ -82,12 +84,12 @@ func TestHeldSlotsStatus(t *testing.T) {
 	if c := meta.FindStatusCondition(s.next.Status.Conditions, ConditionSlotsMovable); c == nil || c.Reason != ReasonSlotTooBig {
 		t.Errorf("SlotsMovable = %+v once the scale in is not held, want %s", c, ReasonSlotTooBig)
 	}
-	// A move that held more than the cap: at most redisadmin.MaxHeldSlots are kept.
-	for i := range redisadmin.MaxHeldSlots + 10 {
-		s.held = append(s.held, redisadmin.HeldSlot{Slot: 100 + i, Source: "a", Target: "b", Size: redisadmin.SlotSize{Bytes: int64(i)}})
+	// A move that held more than the cap: at most layout.MaxHeldSlots are kept.
+	for i := range layout.MaxHeldSlots + 10 {
+		s.held = append(s.held, layout.HeldSlot{Slot: 100 + i, Source: "a", Target: "b", Size: layout.SlotSize{Bytes: int64(i)}})
 	}
 	r.heldSlotsStatus(s, gen)
-	if n := len(s.next.Status.HeldSlots); n != redisadmin.MaxHeldSlots {
-		t.Errorf("%d held slots in the status, want at most %d", n, redisadmin.MaxHeldSlots)
+	if n := len(s.next.Status.HeldSlots); n != layout.MaxHeldSlots {
+		t.Errorf("%d held slots in the status, want at most %d", n, layout.MaxHeldSlots)
 	}
 }

@@ -12,7 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -37,7 +38,7 @@ func TestRedisClusterScalesOutAndInWithoutLosingKeys(t *testing.T) {
 
 	redistest.PatchSpec(t, env.Client, key, `{"spec":{"replicas":10}}`)
 	rc = redistest.WaitShape(t, env.Client, key, 5, 10)
-	even := float64(redisadmin.SlotCount) / 5
+	even := float64(nodes.SlotCount) / 5
 	for id, n := range redistest.MasterSlots(rc) {
 		if d := (float64(n) - even) / even; d > 0.02 || d < -0.02 {
 			t.Errorf("master %s has %d slots, more than 2%% from %0.f", id, n, even)
@@ -157,7 +158,7 @@ func TestRedisClusterSurvivesAMasterCrashDuringSlotMigration(t *testing.T) {
 	}
 	redistest.PatchSpec(t, env.Client, key, `{"spec":{"replicas":8}}`)
 	// Crash the source of a slot being migrated, caught in the act.
-	admin := redisadmin.NewAdmin(pw, time.Second)
+	admin := execute.NewAdmin(pw, time.Second)
 	defer func() { _ = admin.Close() }()
 	crashed := ""
 	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
@@ -185,7 +186,7 @@ func TestRedisClusterSurvivesAMasterCrashDuringSlotMigration(t *testing.T) {
 // the test at the first that does not report cluster_state:ok.
 func assertStateOKFor(t *testing.T, rc *redisv1alpha1.RedisCluster, pw string, span time.Duration) {
 	t.Helper()
-	admin := redisadmin.NewAdmin(pw, time.Second)
+	admin := execute.NewAdmin(pw, time.Second)
 	defer func() { _ = admin.Close() }()
 	start := time.Now()
 	for time.Since(start) < span {

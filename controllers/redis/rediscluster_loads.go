@@ -15,7 +15,8 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/rdbload"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 )
 
 // loadKey names one shard load: a backup's shard Shard into the master NodeID of a cluster.
@@ -123,9 +124,9 @@ func (l *shardLoads) forget(cluster types.NamespacedName) {
 // that failed is a loadFailedError, reported in a Warning event (reason, action) only when
 // its message is new, and is not started again before its back-off (backoff) is over,
 // whatever wakes the cluster: meanwhile runLoad returns the last failure again, not ended.
-func (r *RedisClusterReconciler) runLoad(s *state, src *restoreSource, load redisadmin.ShardLoad, reason, action string) (res rdbload.Result, ended bool, err error) {
+func (r *RedisClusterReconciler) runLoad(s *state, src *restoreSource, load plan.ShardLoad, reason, action string) (res rdbload.Result, ended bool, err error) {
 	k := loadKey{cluster: types.NamespacedName{Namespace: s.rc.Namespace, Name: s.rc.Name}, node: load.NodeID, shard: load.Shard}
-	failing := failureKey{object: k.cluster, what: "load of " + redisadmin.ShardName(load.Shard)}
+	failing := failureKey{object: k.cluster, what: "load of " + nodes.ShardName(load.Shard)}
 	now := time.Now()
 	switch st, res, err := r.backgroundLoads().poll(k); st {
 	case loadFinished:

@@ -17,8 +17,9 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -46,17 +47,17 @@ func (r *RedisClusterReconciler) readConf(ctx context.Context, s *state) {
 }
 
 // memoryTarget is s.memory in the planner's terms (zero, so nothing is set, when unknown).
-func memoryTarget(s *state) redisadmin.Memory {
+func memoryTarget(s *state) plan.Memory {
 	if s.memory.Policy == "" {
-		return redisadmin.Memory{}
+		return plan.Memory{}
 	}
-	return redisadmin.Memory{MaxMemory: s.memory.MaxMemory, Policy: s.memory.Policy, KeepMaxMemory: !s.memory.Known}
+	return plan.Memory{MaxMemory: s.memory.MaxMemory, Policy: s.memory.Policy, KeepMaxMemory: !s.memory.Known}
 }
 
 // setMemory carries out StepSetMemory: CONFIG SET on each node of the step.
 func (r *RedisClusterReconciler) setMemory(ctx context.Context, s *state) error {
 	return r.configureReported(ctx, s, ReasonMemoryConfigured, s.step.Memory.String(), func(addr string) error {
-		return redisadmin.SetMemory(ctx, addr, s.tls, s.login(), s.step.Memory)
+		return execute.SetMemory(ctx, addr, s.tls, s.login(), s.step.Memory)
 	})
 }
 

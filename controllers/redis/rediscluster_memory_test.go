@@ -17,7 +17,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -36,7 +36,7 @@ func nodeInfo(ctx context.Context, addr, pw string) (map[string]string, error) {
 	}); err != nil {
 		return nil, err
 	}
-	fields := redisadmin.ParseClusterInfo(info.Val())
+	fields := nodes.ParseClusterInfo(info.Val())
 	fields[resources.FullCoverageDirective] = coverage.Val()[resources.FullCoverageDirective]
 	return fields, nil
 }

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
@@ -18,11 +18,11 @@ import (
 // memoryNode is an answering node of pod: a master serving slots or a replica, with used
 // and maxmemory bytes.
 func memoryNode(pod string, master bool, used, maxMemory string) observe.Observation {
-	self := redisadmin.Node{ID: pod + "-id", Myself: true, Role: redisadmin.RoleSlave}
+	self := nodes.Node{ID: pod + "-id", Myself: true, Role: nodes.RoleSlave}
 	if master {
-		self.Role, self.Slots = redisadmin.RoleMaster, []redisadmin.SlotRange{{Start: 0, End: 10}}
+		self.Role, self.Slots = nodes.RoleMaster, []nodes.SlotRange{{Start: 0, End: 10}}
 	}
-	return observe.Observation{Pod: pod, Addr: "127.1.0.1:6379", View: []redisadmin.Node{self, {ID: "other"}},
+	return observe.Observation{Pod: pod, Addr: "127.1.0.1:6379", View: []nodes.Node{self, {ID: "other"}},
 		Replication: map[string]string{"used_memory": used, "maxmemory": maxMemory, "maxmemory_policy": "noeviction"}}
 }
 

@@ -4,7 +4,8 @@ import (
 	"strconv"
 
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
@@ -28,7 +29,7 @@ func recordMetrics(s *state) {
 			stateOK = 0
 		}
 		pfail, fail, known = max(pfail, infoInt(o, "cluster_slots_pfail")), max(fail, infoInt(o, "cluster_slots_fail")), max(known, infoInt(o, "cluster_known_nodes"))
-		if self, _ := o.Self(); self.Role == redisadmin.RoleSlave {
+		if self, _ := o.Self(); self.Role == nodes.RoleSlave {
 			replicas++
 			replicasOf[self.MasterID]++
 		}
@@ -66,7 +67,7 @@ func infoInt(o *observe.Observation, field string) int {
 }
 
 // countMoves adds a batch of slot moves to the cluster's counters and records what is left.
-func countMoves(s *state, stats redisadmin.MoveStats, left int) {
+func countMoves(s *state, stats execute.MoveStats, left int) {
 	ns, name := s.rc.Namespace, s.rc.Name
 	metrics.RedisSlotsMoved.WithLabelValues(ns, name).Add(float64(stats.Slots))
 	metrics.RedisKeysMoved.WithLabelValues(ns, name).Add(float64(stats.Keys))

@@ -65,7 +65,7 @@ const informerSyncWait = 10 * time.Second
 // deletes it when spec.networkPolicy.enabled is false. When the operator may not manage
 // NetworkPolicies it goes on without one: the NetworkPolicy condition and a Warning event
 // name the missing grant and the fix. A policy deleted or edited by hand is put back at the
-// next reconcile (within redisadmin.LookIdle), not at once: there is no watch.
+// next reconcile (within plan.LookIdle), not at once: there is no watch.
 func (r *RedisClusterReconciler) ensureNetworkPolicy(ctx context.Context, s *state) error {
 	gen, conds := s.rc.Generation, &s.next.Status.Conditions
 	enabled := resources.RedisNetworkPolicyEnabled(s.rc)

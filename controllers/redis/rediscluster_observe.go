@@ -17,9 +17,9 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -106,13 +106,13 @@ func podObservations(pods []corev1.Pod, replicas int32, deleted func(*corev1.Pod
 
 // plannerSpec is the spec, the StatefulSet and what the status recorded, as the planner
 // takes them.
-func (r *RedisClusterReconciler) plannerSpec(s *state) redisadmin.Spec {
+func (r *RedisClusterReconciler) plannerSpec(s *state) plan.Spec {
 	rc := s.rc
-	spec := redisadmin.Spec{
+	spec := plan.Spec{
 		Name: rc.Name, Paused: rc.Spec.Pause, Refused: s.unsupported, Replicas: int(resources.RedisNodes(rc)), MembersRecorded: s.recordExists,
 		AcceptDataLoss: rc.Annotations[AcceptDataLossAnnotation] == "true", AcceptAnnotation: AcceptDataLossAnnotation,
 		Rotation: r.rotation(s), Restore: plannerRestore(s), Memory: memoryTarget(s), Coverage: s.coverage,
-		WriteSafety: redisadmin.WriteSafety(s.writeSafety),
+		WriteSafety: plan.WriteSafety(s.writeSafety),
 		ReloadFrom:  rc.Annotations[RestoreLostShardsAnnotation], ReloadAnnotation: RestoreLostShardsAnnotation, Reload: plannerReload(s),
 	}
 	spec.HeldSlots = plannerHeldSlots(s)
@@ -127,13 +127,13 @@ func (r *RedisClusterReconciler) plannerSpec(s *state) redisadmin.Spec {
 		spec.NotReadySince = c.LastTransitionTime.Time
 	}
 	if rc.Spec.UpdateStrategy.Type == redisv1alpha1.AssignReceive {
-		spec.Assign = &redisadmin.Assignment{Targets: rc.Status.AssignTargets, Recorded: rc.Status.AssignGeneration == rc.Generation}
+		spec.Assign = &plan.Assignment{Targets: rc.Status.AssignTargets, Recorded: rc.Status.AssignGeneration == rc.Generation}
 		for _, a := range rc.Spec.UpdateStrategy.AssignStrategies {
 			from := strings.Split(a.FromReplicas, ",")
 			for j := range from {
 				from[j] = strings.TrimSpace(from[j])
 			}
-			spec.Assign.Strategies = append(spec.Assign.Strategies, redisadmin.Strategy{Slots: int(a.Slots), From: from})
+			spec.Assign.Strategies = append(spec.Assign.Strategies, plan.Strategy{Slots: int(a.Slots), From: from})
 		}
 	}
 	return spec

@@ -173,7 +173,7 @@ func partitionMaster(t *testing.T, name string, mode redisv1alpha1.WriteSafety) 
 }
 
 // lookAndWrite is how stale the status may be: a formed cluster's idle look comes every
-// 2.5 s (redisadmin.IdleLook of the shipped 5 s cluster-node-timeout), and its status write
+// 2.5 s (plan.IdleLook of the shipped 5 s cluster-node-timeout), and its status write
 // within a second. notReadyWithin is how soon after Redis first flags a node failing (about
 // cluster-node-timeout after the cut, later on a loaded machine: measured by the test, not
 // assumed) the status must say not Ready: the next look and its write, and a second more for

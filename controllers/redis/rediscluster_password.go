@@ -13,8 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -88,10 +89,10 @@ func (r *RedisClusterReconciler) readApplied(ctx context.Context, s *state) erro
 }
 
 // rotation is the credentials as the planner takes them.
-func (r *RedisClusterReconciler) rotation(s *state) redisadmin.Rotation {
-	out := redisadmin.Rotation{Grace: r.passwordGrace()}
+func (r *RedisClusterReconciler) rotation(s *state) plan.Rotation {
+	out := plan.Rotation{Grace: r.passwordGrace()}
 	for _, c := range s.credentials() {
-		pc := redisadmin.Credential{User: c.user, Source: c.source, Desired: c.desired}
+		pc := plan.Credential{User: c.user, Source: c.source, Desired: c.desired}
 		if c.applied != nil {
 			current := string(c.applied.Data[resources.RedisPasswordKey])
 			pc.Recorded, pc.Current, pc.Previous = true, current, string(c.applied.Data[resources.RedisPreviousPasswordKey])
@@ -111,7 +112,7 @@ func (r *RedisClusterReconciler) writeRecord(ctx context.Context, s *state) erro
 
 // addPassword makes every running node accept the credential's new password besides the
 // current one, and the user replicas authenticate as use it with their masters
-// (redisadmin.AddPassword); once every one has, the record says so and the grace period
+// (execute.AddPassword); once every one has, the record says so and the grace period
 // starts. A node that does not answer is waited for.
 func (r *RedisClusterReconciler) addPassword(ctx context.Context, s *state) error {
 	c := s.credentials()[s.step.Credential]
@@ -119,7 +120,7 @@ func (r *RedisClusterReconciler) addPassword(ctx context.Context, s *state) erro
 	change := s.passwordChange(c, []string{current, previous, c.desired})
 	var missing []string
 	for _, addr := range s.step.Addrs {
-		if silent, err := rotationStep(redisadmin.AddPassword(ctx, addr, s.tls, change)); err != nil {
+		if silent, err := rotationStep(execute.AddPassword(ctx, addr, s.tls, change)); err != nil {
 			return fmt.Errorf("while adding the new password of Secret %s (user %s): %w", c.source, c.user, err)
 		} else if silent {
 			missing = append(missing, addr)
@@ -141,7 +142,7 @@ func (r *RedisClusterReconciler) addPassword(ctx context.Context, s *state) erro
 }
 
 // keepOnlyPassword makes every running node refuse the credential's previous password
-// (redisadmin.KeepOnlyPassword), checks that none accepts it any more, and records that the
+// (execute.KeepOnlyPassword), checks that none accepts it any more, and records that the
 // rotation is over.
 func (r *RedisClusterReconciler) keepOnlyPassword(ctx context.Context, s *state) error {
 	c := s.credentials()[s.step.Credential]
@@ -149,7 +150,7 @@ func (r *RedisClusterReconciler) keepOnlyPassword(ctx context.Context, s *state)
 	change := s.passwordChange(c, []string{c.desired, previous})
 	var missing []string
 	for _, addr := range s.step.Addrs {
-		if silent, err := rotationStep(redisadmin.KeepOnlyPassword(ctx, addr, s.tls, change)); err != nil {
+		if silent, err := rotationStep(execute.KeepOnlyPassword(ctx, addr, s.tls, change)); err != nil {
 			return fmt.Errorf("while retiring the previous password of user %s: %w", c.user, err)
 		} else if silent {
 			missing = append(missing, addr)
@@ -179,8 +180,8 @@ func (r *RedisClusterReconciler) keepOnlyPassword(ctx context.Context, s *state)
 
 // passwordChange is the step that moves c to its desired password: as c's user itself with
 // the first of own its node accepts, or with ACL users as the operator's user.
-func (s *state) passwordChange(c credential, own []string) redisadmin.PasswordChange {
-	change := redisadmin.PasswordChange{User: c.user, AsPasswords: own, New: c.desired, MasterAuth: c.masterAuth}
+func (s *state) passwordChange(c credential, own []string) execute.PasswordChange {
+	change := execute.PasswordChange{User: c.user, AsPasswords: own, New: c.desired, MasterAuth: c.masterAuth}
 	if resources.RedisACLEnabled(s.rc) {
 		change.As = resources.RedisOperatorUser
 		if c.user != resources.RedisOperatorUser {

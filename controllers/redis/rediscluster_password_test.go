@@ -18,8 +18,9 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/caching"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -100,7 +101,7 @@ func TestRedisClusterRotatesThePassword(t *testing.T) {
 		ok, err := conn.Accepts(ctx, restarted.Instance, nil, conn.Login{Password: newPw})
 		return ok, fmt.Sprintf("%s after its restart: accepts the new password %t (%v)", restarted.Name, ok, err)
 	})
-	admin := redisadmin.NewAdmin(newPw, time.Second)
+	admin := execute.NewAdmin(newPw, time.Second)
 	defer func() { _ = admin.Close() }()
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
 		for _, n := range rc.Status.Nodes {
@@ -216,8 +217,8 @@ func TestRedisClusterWaitsForAMissingPasswordSecret(t *testing.T) {
 		Recorder: events.NewFakeRecorder(100), NewAdmin: rediscontrollers.DefaultAdminFactory, OperatorNamespace: operatorNamespace}
 	testenv.Eventually(t, 10*time.Second, func(ctx context.Context) (bool, string) {
 		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
-		return err == nil && res.RequeueAfter > 0 && res.RequeueAfter <= redisadmin.LookIdle,
-			fmt.Sprintf("a reconcile without the Secret: %+v, %v; want a requeue within %s and no error", res, err, redisadmin.LookIdle)
+		return err == nil && res.RequeueAfter > 0 && res.RequeueAfter <= plan.LookIdle,
+			fmt.Sprintf("a reconcile without the Secret: %+v, %v; want a requeue within %s and no error", res, err, plan.LookIdle)
 	})
 	testenv.Eventually(t, 10*time.Second, func(ctx context.Context) (bool, string) {
 		cur := &redisv1alpha1.RedisCluster{}

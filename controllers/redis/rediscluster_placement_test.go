@@ -19,8 +19,8 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/recovery"
 	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
@@ -196,7 +196,7 @@ func TestRedisClusterFinishesAnInterruptedJoin(t *testing.T) {
 	w.WaitWritten(t, 300)
 	pause(t, key)
 	testenv.Update(t, env.Client, key, &appsv1.StatefulSet{}, func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](7) })
-	admin := redisadmin.NewAdmin(pw, time.Second)
+	admin := execute.NewAdmin(pw, time.Second)
 	defer func() { _ = admin.Close() }()
 	newPod := rc.Name + "-6"
 	var newAddr string

@@ -14,8 +14,8 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 )
 
 // A converged cluster is looked at every IdleLook (2.5 s) so that a cut-off master shows
@@ -42,12 +42,12 @@ type quietMark struct {
 // quietMarkOf is the mark s's full look leaves: ok only when it ended without error on the
 // idle step with the cluster Ready and every pod's node answering.
 func quietMarkOf(s *state, now time.Time) (quietMark, bool) {
-	if s.err != nil || s.step.Kind != redisadmin.StepIdle || len(s.snap.Nodes) == 0 ||
+	if s.err != nil || s.step.Kind != plan.StepIdle || len(s.snap.Nodes) == 0 ||
 		!meta.IsStatusConditionTrue(s.next.Status.Conditions, ConditionReady) {
 		return quietMark{}, false
 	}
 	m := quietMark{resourceVersion: s.next.ResourceVersion, pods: podsFingerprint(s.pods),
-		until: now.Add(redisadmin.LookIdle), after: s.lookAgain()}
+		until: now.Add(plan.LookIdle), after: s.lookAgain()}
 	for i := range s.snap.Nodes {
 		o := &s.snap.Nodes[i]
 		if !o.Answered() || o.InfoHead == "" || o.Terminating || o.Leaving {

@@ -11,7 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 )
 
 // RestoreLostShardsAnnotation, set on a RedisCluster to the name of a Completed RedisBackup
@@ -47,13 +48,13 @@ func (r *RedisClusterReconciler) readReload(ctx context.Context, s *state) error
 }
 
 // plannerReload is the reload under way in the planner's terms, nil when there is none.
-func plannerReload(s *state) *redisadmin.Reload {
+func plannerReload(s *state) *plan.Reload {
 	st := s.rc.Status.Reload
 	if st == nil || s.reload == nil {
 		return nil
 	}
-	slots, err := redisadmin.ParseSlotRanges(st.Slots)
-	out := &redisadmin.Reload{Slots: slots, Shards: s.reload.shardSlots(), Problem: s.reload.problem}
+	slots, err := nodes.ParseSlotRanges(st.Slots)
+	out := &plan.Reload{Slots: slots, Shards: s.reload.shardSlots(), Problem: s.reload.problem}
 	if err != nil {
 		out.Problem = fmt.Sprintf("status.reload.slots %q: %v", st.Slots, err)
 	}
@@ -67,7 +68,7 @@ func plannerReload(s *state) *redisadmin.Reload {
 func (r *RedisClusterReconciler) recordReload(s *state) {
 	now := metav1.Now()
 	backup := s.rc.Annotations[RestoreLostShardsAnnotation]
-	s.next.Status.Reload = &redisv1alpha1.ShardReloadStatus{Backup: backup, Slots: redisadmin.FormatSlotRanges(s.step.Slots), StartedAt: &now}
+	s.next.Status.Reload = &redisv1alpha1.ShardReloadStatus{Backup: backup, Slots: nodes.FormatSlotRanges(s.step.Slots), StartedAt: &now}
 	r.event(s, corev1.EventTypeWarning, ReasonReloadingLostSlots, "Heal", "slots %s have no copy left: they are given up, served again empty, then reloaded from RedisBackup %s",
 		s.next.Status.Reload.Slots, backup)
 }
@@ -75,7 +76,7 @@ func (r *RedisClusterReconciler) recordReload(s *state) {
 // reloadShard loads the backup's keys in the lost slots of the step's shard.
 func (r *RedisClusterReconciler) reloadShard(s *state) error {
 	step := s.step
-	res, ended, err := r.runLoad(s, s.reload, redisadmin.ShardLoad{Shard: step.Shard, Slots: step.Slots, Addr: step.Addr, NodeID: step.NodeID, Pod: step.Pod},
+	res, ended, err := r.runLoad(s, s.reload, plan.ShardLoad{Shard: step.Shard, Slots: step.Slots, Addr: step.Addr, NodeID: step.NodeID, Pod: step.Pod},
 		ReasonRestoreFailed, "Heal")
 	if !ended || err != nil {
 		return err
@@ -86,7 +87,7 @@ func (r *RedisClusterReconciler) reloadShard(s *state) error {
 	}
 	sh := s.reload.manifest.Shards[s.step.Shard]
 	r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Heal", "reloaded %d keys of slots %s from RedisBackup %s (%s, captured at %s) into %s",
-		res.Restored, redisadmin.FormatSlotRanges(s.step.Slots), st.Backup, redisadmin.ShardName(s.step.Shard), sh.CapturedAt.Format(time.RFC3339), s.step.Pod)
+		res.Restored, nodes.FormatSlotRanges(s.step.Slots), st.Backup, nodes.ShardName(s.step.Shard), sh.CapturedAt.Format(time.RFC3339), s.step.Pod)
 	return nil
 }
 

@@ -21,7 +21,8 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/rdbload"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -124,11 +125,11 @@ func (r *RedisClusterReconciler) openFolder(ctx context.Context, rc *redisv1alph
 }
 
 // plannerRestore is the restore in the planner's terms, nil when there is none to do.
-func plannerRestore(s *state) *redisadmin.Restore {
+func plannerRestore(s *state) *plan.Restore {
 	if s.restore == nil {
 		return nil
 	}
-	out := &redisadmin.Restore{Problem: s.restore.problem}
+	out := &plan.Restore{Problem: s.restore.problem}
 	if s.rc.Status.Restore != nil {
 		out.Loaded = s.rc.Status.Restore.LoadedShards
 	}
@@ -137,11 +138,11 @@ func plannerRestore(s *state) *redisadmin.Restore {
 }
 
 // shardSlots are the slot ranges of each shard of the backup, nil when it was not read.
-func (src *restoreSource) shardSlots() [][]redisadmin.SlotRange {
+func (src *restoreSource) shardSlots() [][]nodes.SlotRange {
 	if src.manifest == nil {
 		return nil
 	}
-	out := make([][]redisadmin.SlotRange, len(src.manifest.Shards))
+	out := make([][]nodes.SlotRange, len(src.manifest.Shards))
 	for i, sh := range src.manifest.Shards {
 		out[i] = adminRanges(sh.Slots)
 	}
@@ -173,7 +174,7 @@ func (r *RedisClusterReconciler) restoreShard(s *state) error {
 			continue
 		}
 		r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Restore", "loaded %s of %d (slots %s, %d keys, captured at %s) into %s",
-			redisadmin.ShardName(load.Shard), len(src.manifest.Shards), redisadmin.FormatSlotRanges(load.Slots), res.Restored,
+			nodes.ShardName(load.Shard), len(src.manifest.Shards), nodes.FormatSlotRanges(load.Slots), res.Restored,
 			src.manifest.Shards[load.Shard].CapturedAt.Format(time.RFC3339), load.Pod)
 	}
 	if len(st.LoadedShards) == len(src.manifest.Shards) {
@@ -198,10 +199,10 @@ func (r *RedisClusterReconciler) restoreShard(s *state) error {
 // otherwise replay onto what the failed attempt applied, and count an INCR or an RPUSH of a
 // key the base lacks twice. A restoring cluster admits no client (see ensureNetworkPolicy),
 // so what is emptied is the failed attempt's alone.
-func (r *RedisClusterReconciler) loadShard(ctx context.Context, rc *redisv1alpha1.RedisCluster, node rdbstream.Options, src *restoreSource, step redisadmin.ShardLoad) (rdbload.Result, error) {
+func (r *RedisClusterReconciler) loadShard(ctx context.Context, rc *redisv1alpha1.RedisCluster, node rdbstream.Options, src *restoreSource, step plan.ShardLoad) (rdbload.Result, error) {
 	if src.archive != nil {
 		if _, err := rdbload.ClearSlots(ctx, node, loadSlots(step)); err != nil {
-			return rdbload.Result{}, fmt.Errorf("while emptying the slots of %s on %s before its load: %w", redisadmin.ShardName(step.Shard), step.Pod, err)
+			return rdbload.Result{}, fmt.Errorf("while emptying the slots of %s on %s before its load: %w", nodes.ShardName(step.Shard), step.Pod, err)
 		}
 	}
 	res, err := r.loadShardFile(ctx, rc, node, src, step)
@@ -212,12 +213,12 @@ func (r *RedisClusterReconciler) loadShard(ctx context.Context, rc *redisv1alpha
 }
 
 // loadShardFile loads the keys of the step's slots from the shard's file into node.
-func (r *RedisClusterReconciler) loadShardFile(ctx context.Context, rc *redisv1alpha1.RedisCluster, node rdbstream.Options, src *restoreSource, step redisadmin.ShardLoad) (rdbload.Result, error) {
+func (r *RedisClusterReconciler) loadShardFile(ctx context.Context, rc *redisv1alpha1.RedisCluster, node rdbstream.Options, src *restoreSource, step plan.ShardLoad) (rdbload.Result, error) {
 	sh := src.manifest.Shards[step.Shard]
 	want := &objectstore.Digest{Size: sh.Bytes, SHA256: sh.SHA256}
 	if _, err := src.store.Get(ctx, sh.File, io.Discard, want); err != nil {
 		log.FromContext(ctx).Info("cannot read a shard's file", "cluster", rc.Name, "shard", step.Shard, "error", objectstore.Detail(err))
-		return rdbload.Result{}, fmt.Errorf("%s's file %s at %s: %w", redisadmin.ShardName(step.Shard), sh.File, src.location, err)
+		return rdbload.Result{}, fmt.Errorf("%s's file %s at %s: %w", nodes.ShardName(step.Shard), sh.File, src.location, err)
 	}
 	pr, pw := io.Pipe()
 	got := make(chan error, 1)
@@ -235,13 +236,13 @@ func (r *RedisClusterReconciler) loadShardFile(ctx context.Context, rc *redisv1a
 		err = fmt.Errorf("%w (the operator's --%s raises the limit, within its memory limit)", err, RestoreMaxRecordFlag)
 	}
 	if err != nil {
-		return res, fmt.Errorf("while loading %s into %s: %w", redisadmin.ShardName(step.Shard), step.Pod, err)
+		return res, fmt.Errorf("while loading %s into %s: %w", nodes.ShardName(step.Shard), step.Pod, err)
 	}
 	return res, nil
 }
 
 // loadSlots are the step's slots in rdbload's terms.
-func loadSlots(step redisadmin.ShardLoad) []rdbload.SlotRange {
+func loadSlots(step plan.ShardLoad) []rdbload.SlotRange {
 	slots := make([]rdbload.SlotRange, len(step.Slots))
 	for i, rg := range step.Slots {
 		slots[i] = rdbload.SlotRange{From: rg.Start, To: rg.End}

@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -52,11 +52,11 @@ func TestPasswordAppliedFollowsTheNodes(t *testing.T) {
 		status           metav1.ConditionStatus
 		names            []string
 	}{
-		"current":                   {rotation: redisadmin.RotationCurrent, reason: ReasonPasswordCurrent, status: metav1.ConditionTrue},
-		"current, but nodes refuse": {rotation: redisadmin.RotationCurrent, authFailed: []string{"cache-0", "cache-3"}, reason: ReasonAuthenticationFailed, status: metav1.ConditionFalse, names: []string{"cache-0", "cache-3", "cache-password"}},
+		"current":                   {rotation: plan.RotationCurrent, reason: ReasonPasswordCurrent, status: metav1.ConditionTrue},
+		"current, but nodes refuse": {rotation: plan.RotationCurrent, authFailed: []string{"cache-0", "cache-3"}, reason: ReasonAuthenticationFailed, status: metav1.ConditionFalse, names: []string{"cache-0", "cache-3", "cache-password"}},
 		"no step ran, nodes refuse": {authFailed: []string{"cache-1"}, reason: ReasonAuthenticationFailed, status: metav1.ConditionFalse, names: []string{"cache-1"}},
 		"an invalid password Secret": {
-			rotation: redisadmin.RotationCurrent, err: &passwordInvalidError{secret: "cache-pw", key: "password", err: pe},
+			rotation: plan.RotationCurrent, err: &passwordInvalidError{secret: "cache-pw", key: "password", err: pe},
 			reason: ReasonPasswordInvalid, status: metav1.ConditionFalse, names: []string{`"cache-pw"`, "line feed"},
 		},
 	}

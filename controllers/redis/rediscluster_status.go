@@ -13,10 +13,12 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/child"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
@@ -82,9 +84,9 @@ func (r *RedisClusterReconciler) observe(s *state) {
 	shown := s.step.Shown()
 	opPhase, opReason, waiting, lost := redisv1alpha1.Phase(shown.Operation), shown.Reason, "", ""
 	switch {
-	case shown.Kind == redisadmin.StepLost:
+	case shown.Kind == plan.StepLost:
 		opPhase, lost = "", shown.Reason
-	case opPhase == "" && shown.Kind == redisadmin.StepWait:
+	case opPhase == "" && shown.Kind == plan.StepWait:
 		waiting = shown.Reason
 	}
 	if missing := missingPods(s); missing != "" && waiting == "" {
@@ -128,7 +130,7 @@ func (r *RedisClusterReconciler) observe(s *state) {
 		}
 		setPhase(next, redisv1alpha1.PhaseCreating, reason)
 		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionTrue, ReasonForming, reason)
-	case h.SlotsServed < redisadmin.SlotCount:
+	case h.SlotsServed < nodes.SlotCount:
 		setPhase(next, redisv1alpha1.PhaseFailed, joinNonEmpty(problems, waiting))
 		status.Set(&next.Status.Conditions, gen, ConditionProgressing, metav1.ConditionTrue, ReasonNodesUnhealthy, next.Status.Reason)
 	default:
@@ -189,7 +191,7 @@ func setPasswordApplied(s *state, gen int64) {
 	}
 	switch s.step.Rotation {
 	case "":
-	case redisadmin.RotationCurrent:
+	case plan.RotationCurrent:
 		msg := fmt.Sprintf("every node requires the password of Secret %s", resources.RedisPasswordSecretName(s.rc))
 		if resources.RedisACLEnabled(s.rc) {
 			msg += fmt.Sprintf(", and for the users %s and %s those of Secret %s", resources.RedisOperatorUser, resources.RedisExporterUser, resources.RedisUsersSecretName(s.rc))
@@ -292,7 +294,7 @@ func degradedBecause(s *state) (reason, message string) {
 		return ReasonPasswordInvalid, invalid.Error()
 	case len(s.health.AuthFailed) > 0:
 		return ReasonAuthenticationFailed, authFailed(s)
-	case errors.Is(s.err, redisadmin.ErrKeyConflict):
+	case errors.Is(s.err, execute.ErrKeyConflict):
 		return ReasonKeyConflict, s.err.Error()
 	case errors.As(s.err, &notOurs):
 		return ReasonNotControlled, notOurs.Error()
@@ -373,7 +375,7 @@ func nodeStatuses(s *state) []redisv1alpha1.RedisNode {
 			entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "NotInCluster", "the node is not part of the cluster yet"
 		default:
 			n, _ := o.Self()
-			entry.NodeID, entry.Type, entry.Slots = n.ID, n.Role, redisadmin.FormatSlotRanges(n.Slots)
+			entry.NodeID, entry.Type, entry.Slots = n.ID, n.Role, nodes.FormatSlotRanges(n.Slots)
 			entry.MasterNodeID = n.MasterID
 			if n.IsMaster() {
 				entry.MasterNodeID = n.ID
@@ -387,7 +389,7 @@ func nodeStatuses(s *state) []redisv1alpha1.RedisNode {
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "Settling",
 					fmt.Sprintf("it started %s ago; it is trusted after cluster-node-timeout + 2 s (%s), when it has heard from every peer",
 						s.snap.Now.Sub(o.Started).Round(time.Second), health.SettleTime(nodeTimeout))
-			case n.Role == redisadmin.RoleSlave && !o.InSync():
+			case n.Role == nodes.RoleSlave && !o.InSync():
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "ReplicationDown", replicationProblem(o)
 			default:
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionTrue, "Connected", "serving"

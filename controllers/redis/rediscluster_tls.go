@@ -20,7 +20,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/certs"
 	"github.com/middleware-operator/middleware-operator/internal/child"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
@@ -88,7 +88,7 @@ func (r *RedisClusterReconciler) expectCertificate(s *state, secret *corev1.Secr
 // signs (<name>-tls), made again when missing, invalid or two thirds through its life. A
 // user's Secret that is missing or wrong stops the reconcile: the TLS condition and a
 // Warning event say what to fix; a wrong one resumes on its next change (it is labelled and
-// watched), a missing one is looked for again after redisadmin.LookIdle.
+// watched), a missing one is looked for again after plan.LookIdle.
 func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error {
 	gen, conds := s.rc.Generation, &s.next.Status.Conditions
 	if !resources.RedisTLSEnabled(s.rc) {
@@ -149,7 +149,7 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error 
 }
 
 // checkCertificates marks, in the snapshot, the answering nodes that serve another
-// certificate than the TLS Secret's (redisadmin.ServesCertificate: a TLS handshake each). A
+// certificate than the TLS Secret's (execute.ServesCertificate: a TLS handshake each). A
 // node already seen serving this certificate since its process started is not asked again
 // (certsSeen), so a converged cluster costs no handshake.
 func (r *RedisClusterReconciler) checkCertificates(ctx context.Context, s *state) {
@@ -166,7 +166,7 @@ func (r *RedisClusterReconciler) checkCertificates(ctx context.Context, s *state
 		if trust == nil {
 			trust = r.ownCertsTLS(s)
 		}
-		ok, err := redisadmin.ServesCertificate(ctx, o.Addr, trust, s.tlsCert)
+		ok, err := execute.ServesCertificate(ctx, o.Addr, trust, s.tlsCert)
 		switch {
 		case err != nil: // gone since it answered, or no certificate of the cluster's: no evidence either way
 			o.CertificateUnknown = true
@@ -188,7 +188,7 @@ func (r *RedisClusterReconciler) ownCertsTLS(s *state) *tls.Config {
 }
 
 // reloadCertificates makes each node of the step read its certificate files again
-// (redisadmin.ReloadTLS), without a restart, and reports those that then serve the TLS
+// (execute.ReloadTLS), without a restart, and reports those that then serve the TLS
 // Secret's certificate.
 func (r *RedisClusterReconciler) reloadCertificates(ctx context.Context, s *state) error {
 	var reloaded []string
@@ -197,10 +197,10 @@ func (r *RedisClusterReconciler) reloadCertificates(ctx context.Context, s *stat
 		if err := r.fence(ctx); err != nil {
 			return err
 		}
-		if err := redisadmin.ReloadTLS(ctx, addr, trust, s.login(), resources.RedisTLSCertFile); err != nil {
+		if err := execute.ReloadTLS(ctx, addr, trust, s.login(), resources.RedisTLSCertFile); err != nil {
 			continue // not readable yet (the files are being replaced) or the node went away
 		}
-		if ok, err := redisadmin.ServesCertificate(ctx, addr, s.tls, s.tlsCert); err == nil && ok {
+		if ok, err := execute.ServesCertificate(ctx, addr, s.tls, s.tlsCert); err == nil && ok {
 			reloaded = append(reloaded, addr)
 		}
 	}

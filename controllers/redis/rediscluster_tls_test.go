@@ -28,7 +28,7 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/certs"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -71,7 +71,7 @@ func TestRedisClusterTLS(t *testing.T) {
 	}
 	withCert := tlsConfig.Clone()
 	withCert.Certificates = []tls.Certificate{keyPair}
-	admin := redisadmin.NewAdmin(pw, 2*time.Second).WithTLS(tlsConfig)
+	admin := execute.NewAdmin(pw, 2*time.Second).WithTLS(tlsConfig)
 	defer func() { _ = admin.Close() }()
 	caFile := filepath.Join(t.TempDir(), "ca.crt")
 	if err := os.WriteFile(caFile, secret.Data["ca.crt"], 0o600); err != nil {
@@ -356,7 +356,7 @@ func waitTLSCondition(t *testing.T, key client.ObjectKey, says string) {
 // DER bytes raw and verifies with cfg; what names the certificate in the message.
 func everyNodeServes(ctx context.Context, nodes []redisv1alpha1.RedisNode, cfg *tls.Config, raw []byte, what string) (bool, string) {
 	for _, n := range nodes {
-		if ok, err := redisadmin.ServesCertificate(ctx, n.Instance, cfg, raw); err != nil || !ok {
+		if ok, err := execute.ServesCertificate(ctx, n.Instance, cfg, raw); err != nil || !ok {
 			return false, fmt.Sprintf("%s does not serve %s yet (%v)", n.Name, what, err)
 		}
 	}

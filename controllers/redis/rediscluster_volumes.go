@@ -18,7 +18,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
@@ -31,10 +31,10 @@ const (
 	ReasonVolumesAtSize = "VolumesAtSize"
 	// ReasonVolumesGrowing: claims grow to the spec's size; the message says what is left.
 	ReasonVolumesGrowing = "VolumesGrowing"
-	// ReasonVolumeShrinkRefused: the spec asks less than a claim has (redisadmin.RefusedShrink).
+	// ReasonVolumeShrinkRefused: the spec asks less than a claim has (plan.RefusedShrink).
 	ReasonVolumeShrinkRefused = "VolumeShrinkRefused"
 	// ReasonVolumeExpansionNotAllowed: the API server refused to grow a claim (its
-	// StorageClass does not allow expansion, or it has none; redisadmin.RefusedNotExpandable).
+	// StorageClass does not allow expansion, or it has none; plan.RefusedNotExpandable).
 	ReasonVolumeExpansionNotAllowed = "VolumeExpansionNotAllowed"
 )
 
@@ -43,18 +43,18 @@ const (
 // set allowVolumeExpansion: true.
 const resizeRefused = "only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize"
 
-// readClaims reads the pods' claims for the planner (redisadmin.Volumes): each one's request
+// readClaims reads the pods' claims for the planner (plan.Volumes): each one's request
 // and capacity, and the API server's refusal to grow them to the spec's size, which the
-// VolumeSize condition carries for this generation (redisadmin.RefusedExpansionRetry). Only
+// VolumeSize condition carries for this generation (plan.RefusedExpansionRetry). Only
 // volumes of type pvc have claims of the operator's. No StorageClass is read: whether a
 // class allows expansion is the API server's to judge, on the claim's patch (growClaims).
 func (r *RedisClusterReconciler) readClaims(ctx context.Context, s *state) error {
-	s.volumes = redisadmin.Volumes{}
+	s.volumes = plan.Volumes{}
 	want, ok := resources.RedisVolumeSize(s.rc)
 	if !ok {
 		return nil
 	}
-	v := redisadmin.Volumes{Want: want.Value(), WantText: want.String(), Refused: carriedRefusal(s.rc, time.Now())}
+	v := plan.Volumes{Want: want.Value(), WantText: want.String(), Refused: carriedRefusal(s.rc, time.Now())}
 	nodes := int(resources.RedisNodes(s.rc))
 	if s.sts != nil {
 		v.StatefulSetDeleting = !s.sts.DeletionTimestamp.IsZero()
@@ -77,7 +77,7 @@ func (r *RedisClusterReconciler) readClaims(ctx context.Context, s *state) error
 			continue
 		}
 		request := c.Spec.Resources.Requests.Storage()
-		claim := redisadmin.Claim{Name: c.Name, Pod: strings.TrimPrefix(c.Name, resources.RedisDataVolume+"-"),
+		claim := plan.Claim{Name: c.Name, Pod: strings.TrimPrefix(c.Name, resources.RedisDataVolume+"-"),
 			Request: request.Value(), RequestText: request.String(), Capacity: c.Status.Capacity.Storage().Value(),
 			Class: ptr.Deref(c.Spec.StorageClassName, "")}
 		for _, cond := range c.Status.Conditions {
@@ -89,22 +89,22 @@ func (r *RedisClusterReconciler) readClaims(ctx context.Context, s *state) error
 	}
 	// The cache lists in no set order: by ordinal, status.volumes is the same at every look
 	// and is written only when a claim changes.
-	slices.SortFunc(v.Claims, func(a, b redisadmin.Claim) int { return cmp.Compare(ordinal(a.Name), ordinal(b.Name)) })
+	slices.SortFunc(v.Claims, func(a, b plan.Claim) int { return cmp.Compare(ordinal(a.Name), ordinal(b.Name)) })
 	s.volumes = v
 	return nil
 }
 
 // carriedRefusal is the API server's refusal to grow the claims that the VolumeSize
 // condition reports, while it holds: for the spec's generation, and for
-// redisadmin.RefusedExpansionRetry after it was last refused (the StorageClass may allow
+// plan.RefusedExpansionRetry after it was last refused (the StorageClass may allow
 // expansion since). Nil when none holds.
-func carriedRefusal(rc *redisv1alpha1.RedisCluster, now time.Time) *redisadmin.VolumeRefusal {
+func carriedRefusal(rc *redisv1alpha1.RedisCluster, now time.Time) *plan.VolumeRefusal {
 	c := meta.FindStatusCondition(rc.Status.Conditions, ConditionVolumeSize)
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonVolumeExpansionNotAllowed ||
-		c.ObservedGeneration != rc.Generation || now.Sub(c.LastTransitionTime.Time) >= redisadmin.RefusedExpansionRetry {
+		c.ObservedGeneration != rc.Generation || now.Sub(c.LastTransitionTime.Time) >= plan.RefusedExpansionRetry {
 		return nil
 	}
-	return &redisadmin.VolumeRefusal{Reason: c.Reason, Message: c.Message}
+	return &plan.VolumeRefusal{Reason: c.Reason, Message: c.Message}
 }
 
 // growClaims raises the request of the step's claims to the spec's size; the storage grows
@@ -126,8 +126,8 @@ func (r *RedisClusterReconciler) growClaims(ctx context.Context, s *state) error
 		patched.Spec.Resources.Requests[corev1.ResourceStorage] = *size
 		err := r.Patch(ctx, patched, client.MergeFrom(c))
 		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), resizeRefused) {
-			claim := redisadmin.Claim{Name: name, Class: ptr.Deref(c.Spec.StorageClassName, ""), RequestText: c.Spec.Resources.Requests.Storage().String()}
-			s.volumes.Refused = redisadmin.ExpansionRefused(s.volumes, claim, resizeRefused)
+			claim := plan.Claim{Name: name, Class: ptr.Deref(c.Spec.StorageClassName, ""), RequestText: c.Spec.Resources.Requests.Storage().String()}
+			s.volumes.Refused = plan.ExpansionRefused(s.volumes, claim, resizeRefused)
 			s.volumesRefusedNow = true
 			return nil
 		}
@@ -165,14 +165,14 @@ func (r *RedisClusterReconciler) volumesStatus(s *state) {
 		meta.RemoveStatusCondition(conds, ConditionVolumeSize)
 		return
 	}
-	st := &redisv1alpha1.RedisVolumesStatus{Size: v.WantText, Resizing: redisadmin.VolumesResizing(v)}
+	st := &redisv1alpha1.RedisVolumesStatus{Size: v.WantText, Resizing: plan.VolumesResizing(v)}
 	for _, c := range v.Claims {
 		st.Claims = append(st.Claims, redisv1alpha1.RedisClaimStatus{Name: c.Name, Requested: c.RequestText,
 			Capacity: resource.NewQuantity(c.Capacity, resource.BinarySI).String(), FileSystemResizePending: c.FileSystemResizePending})
 	}
 	s.next.Status.Volumes = st
 	gen := s.rc.Generation
-	if refusal := redisadmin.RefuseVolumes(v); refusal != nil {
+	if refusal := plan.RefuseVolumes(v); refusal != nil {
 		if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionVolumeSize); c == nil || c.Reason != refusal.Reason || c.Message != refusal.Message {
 			r.event(s, corev1.EventTypeWarning, refusal.Reason, "Resize", "%s", refusal.Message)
 		}

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 )
 
 // TestCarriedRefusal: the API server's refusal to grow the claims holds for the spec's
@@ -27,7 +27,7 @@ func TestCarriedRefusal(t *testing.T) {
 	}{
 		"refused a minute ago for this spec: holds":        {rc: refused(3, time.Minute, metav1.ConditionFalse, ReasonVolumeExpansionNotAllowed), hold: true},
 		"refused for an older spec: asked again":           {rc: refused(2, time.Minute, metav1.ConditionFalse, ReasonVolumeExpansionNotAllowed)},
-		"refused RefusedExpansionRetry ago: asked again":   {rc: refused(3, redisadmin.RefusedExpansionRetry, metav1.ConditionFalse, ReasonVolumeExpansionNotAllowed)},
+		"refused RefusedExpansionRetry ago: asked again":   {rc: refused(3, plan.RefusedExpansionRetry, metav1.ConditionFalse, ReasonVolumeExpansionNotAllowed)},
 		"a shrink refused: the planner's own, not carried": {rc: refused(3, time.Minute, metav1.ConditionFalse, ReasonVolumeShrinkRefused)},
 		"growing: nothing carried":                         {rc: refused(3, time.Minute, metav1.ConditionFalse, ReasonVolumesGrowing)},
 		"no condition: nothing carried":                    {rc: &redisv1alpha1.RedisCluster{}},
@@ -38,7 +38,7 @@ func TestCarriedRefusal(t *testing.T) {
 			if (got != nil) != tc.hold {
 				t.Fatalf("carried %+v, want held %v", got, tc.hold)
 			}
-			if got != nil && (got.Reason != redisadmin.RefusedNotExpandable || got.Message != "refused") {
+			if got != nil && (got.Reason != plan.RefusedNotExpandable || got.Message != "refused") {
 				t.Errorf("carried %+v, want the condition's reason and message", got)
 			}
 		})

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
@@ -33,7 +33,7 @@ const (
 // setWriteSafety carries out StepSetWriteSafety: CONFIG SET on each node of the step.
 func (r *RedisClusterReconciler) setWriteSafety(ctx context.Context, s *state) error {
 	return r.configureReported(ctx, s, ReasonWriteSafetyConfigured, s.step.WriteSafety.String(), func(addr string) error {
-		return redisadmin.SetWriteSafety(ctx, addr, s.tls, s.login(), s.step.WriteSafety)
+		return execute.SetWriteSafety(ctx, addr, s.tls, s.login(), s.step.WriteSafety)
 	})
 }
 

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/tests/redispods"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -204,7 +204,7 @@ func detectKilledMaster(ctx context.Context, c client.Client, kubelet *redispods
 	// The operator looks at an idle cluster every 10 s: freezing at a random point of that
 	// cycle, not at whatever phase the previous kill's recovery left, makes the median a
 	// fair one (half a cycle of wait on average, plus the detection itself).
-	time.Sleep(rand.N(redisadmin.LookIdle))
+	time.Sleep(rand.N(plan.LookIdle))
 	start := time.Now()
 	signal(syscall.SIGSTOP)
 	defer signal(syscall.SIGCONT)

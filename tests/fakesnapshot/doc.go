@@ -2,6 +2,6 @@
 // healthy cluster of a few shards (Six, Eight, ThreeShards, New) whose every node answers
 // and knows every other, and the methods that break it (silence a pod, flag a node fail,
 // promote a replica, add a fresh node, set memory figures). The tests of the pure judges
-// and planners under internal/rediscluster and of internal/redisadmin share it. It imports
-// only the snapshot's packages (observe, nodes), never the packages whose tests use it.
+// and planners under internal/rediscluster share it. It imports only the snapshot's
+// packages (observe, nodes), never the packages whose tests use it.
 package fakesnapshot

@@ -16,7 +16,8 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/crashpoint"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/tests/redispods"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -115,8 +116,8 @@ func (p *replica) stop(t *testing.T, sig syscall.Signal) time.Duration {
 
 // selves reads every node's own line of CLUSTER NODES, keyed by address; a node that does
 // not answer is left out.
-func selves(ctx context.Context, admin *redisadmin.Admin, addrs []string) map[string]redisadmin.Node {
-	out := map[string]redisadmin.Node{}
+func selves(ctx context.Context, admin *execute.Admin, addrs []string) map[string]nodes.Node {
+	out := map[string]nodes.Node{}
 	for _, addr := range addrs {
 		nodes, err := admin.ClusterNodes(ctx, addr)
 		if err != nil {
@@ -133,7 +134,7 @@ func selves(ctx context.Context, admin *redisadmin.Admin, addrs []string) map[st
 
 // views is each answering node's id, role, master, config epoch, slots and open slots,
 // keyed by address.
-func views(ctx context.Context, admin *redisadmin.Admin, addrs []string) map[string]string {
+func views(ctx context.Context, admin *execute.Admin, addrs []string) map[string]string {
 	out := map[string]string{}
 	for addr, n := range selves(ctx, admin, addrs) {
 		out[addr] = fmt.Sprintf("%s %s master=%s epoch=%d slots=%v migrating=%v importing=%v",
@@ -143,7 +144,7 @@ func views(ctx context.Context, admin *redisadmin.Admin, addrs []string) map[str
 }
 
 // openSlots lists the slots some answering node has open (MIGRATING or IMPORTING).
-func openSlots(ctx context.Context, admin *redisadmin.Admin, addrs []string) []string {
+func openSlots(ctx context.Context, admin *execute.Admin, addrs []string) []string {
 	var open []string
 	for addr, n := range selves(ctx, admin, addrs) {
 		for s, to := range n.Migrating {

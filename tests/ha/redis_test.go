@@ -22,7 +22,7 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	controllers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/crashpoint"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -165,7 +165,7 @@ type assignRun struct {
 	ids    []string
 	before map[string]int
 	asked  time.Time
-	admin  *redisadmin.Admin
+	admin  *execute.Admin
 	w      *redistest.Writer
 }
 
@@ -175,7 +175,7 @@ func startAssignReceive(t *testing.T, r *rig) *assignRun {
 	loaded := time.Now()
 	redistest.Preload(t, rc.Status.Nodes[0].Instance, pw, 1000000)
 	t.Logf("preloaded 1,000,000 keys in %s", time.Since(loaded).Round(100*time.Millisecond))
-	run := &assignRun{r: r, key: key, pw: pw, before: redistest.MasterSlots(rc), admin: redisadmin.NewAdmin(pw, time.Second),
+	run := &assignRun{r: r, key: key, pw: pw, before: redistest.MasterSlots(rc), admin: execute.NewAdmin(pw, time.Second),
 		w: redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)}
 	t.Cleanup(func() { _ = run.admin.Close() })
 	for _, n := range rc.Status.Nodes {
@@ -308,7 +308,7 @@ func TestAPIServerGoneForAMinute(t *testing.T) {
 
 	key, rc, pw := r.formed(t)
 	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
-	admin := redisadmin.NewAdmin(pw, time.Second)
+	admin := execute.NewAdmin(pw, time.Second)
 	defer func() { _ = admin.Close() }()
 	addrs := addrsOf(rc)
 	time.Sleep(2 * time.Second)
@@ -396,7 +396,7 @@ func TestOperatorDownWhileAMasterLosesItsVolume(t *testing.T) {
 	}
 	lost := time.Now()
 	// Redis fails over by itself within its node timeout (5 s); give it 20 s with no operator.
-	admin := redisadmin.NewAdmin(pw, time.Second)
+	admin := execute.NewAdmin(pw, time.Second)
 	defer func() { _ = admin.Close() }()
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
 		for _, n := range rc.Status.Nodes {
@@ -455,7 +455,7 @@ func TestOperatorKilledBetweenMeetAndReplicate(t *testing.T) {
 	op.waitCrash(t, "between MEET and REPLICATE")
 	joining := rc.Name + "-6"
 	addr := r.kubelet.Addr(key.Namespace, joining)
-	admin := redisadmin.NewAdmin(pw, time.Second)
+	admin := execute.NewAdmin(pw, time.Second)
 	defer func() { _ = admin.Close() }()
 	// What the dead operator left: the node was met (it learns the 6 others by gossip) and
 	// is a master without slots.

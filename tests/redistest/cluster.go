@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	"github.com/middleware-operator/middleware-operator/internal/redisadmin"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
@@ -233,7 +233,7 @@ func WaitAOFWritten(t *testing.T, addr, pw string) {
 		if err != nil {
 			return false, err.Error()
 		}
-		v, ok := redisadmin.ParseClusterInfo(info)["aof_buffer_length"]
+		v, ok := nodes.ParseClusterInfo(info)["aof_buffer_length"]
 		if !ok {
 			return false, fmt.Sprintf("%s reports no aof_buffer_length (append-only file off?)", addr)
 		}

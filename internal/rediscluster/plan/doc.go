@@ -8,6 +8,6 @@
 //
 // It sits on floor 6 of internal/rediscluster and imports autoscale, health, recovery,
 // observe, layout and nodes: no connection and no clock but the Snapshot's, so every
-// planner is a table test over tests/fakesnapshot. The executor (internal/redisadmin)
+// planner is a table test over tests/fakesnapshot. The executor (package execute)
 // carries its steps out; nothing below it imports it.
 package plan

@@ -1,0 +1,301 @@
+package execute
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+)
+
+// emptyNode is what preflight learnt about one empty node of the plan.
+type emptyNode struct {
+	self nodes.Node
+	// meetIP is the IP other nodes reach it at, for CLUSTER MEET.
+	meetIP string
+	// epochZero is true when the node never had a config epoch, so SET-CONFIG-EPOCH works.
+	epochZero bool
+}
+
+// Create builds the cluster of plan the way `redis-cli --cluster create` does: it gives
+// each master its slots (CLUSTER ADDSLOTSRANGE), gives every node its own config epoch,
+// introduces every node to the first master (CLUSTER MEET), waits until all nodes know each
+// other and agree on the slots, makes the replicas replicate their masters (CLUSTER
+// REPLICATE), and waits until every node reports cluster_state:ok with the planned slots
+// and every replica reports itself attached to its master (not with plan.NoReadyWait).
+//
+// Create refuses, changing nothing, when any node already knows other nodes, serves slots,
+// has open slots or holds keys; that error wraps ErrNodeNotEmpty. An existing cluster is
+// never re-created, reset or flushed. A Create that fails half-way leaves nodes that a new
+// Create refuses too.
+//
+// When ctx has no deadline, Create gives up after DefaultWaitTimeout.
+func (a *Admin) Create(ctx context.Context, plan layout.Plan) error {
+	if err := plan.Validate(); err != nil {
+		return fmt.Errorf("while creating the cluster: %w", err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultWaitTimeout)
+		defer cancel()
+	}
+	nodes, err := a.preflight(ctx, plan)
+	if err != nil {
+		return fmt.Errorf("while creating the cluster, nothing was changed: %w", err)
+	}
+	steps := []struct {
+		name string
+		run  func(context.Context, layout.Plan, map[string]emptyNode) error
+	}{
+		{"assigning slots", a.assignSlots},
+		{"setting config epochs", a.setConfigEpochs},
+		{"joining the nodes", a.meet},
+		{"waiting for the nodes to agree", a.waitJoined},
+		{"attaching replicas", a.replicate},
+		{"waiting for the cluster to be ready", a.waitReady},
+	}
+	if plan.NoReadyWait {
+		steps = steps[:len(steps)-1]
+	}
+	for _, s := range steps {
+		if err := s.run(ctx, plan, nodes); err != nil {
+			return fmt.Errorf("while creating the cluster, %s (nodes may be partly configured): %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+// preflight checks every node of the plan is an empty, lone cluster node and collects its
+// ID, bus port and IP. It only reads.
+func (a *Admin) preflight(ctx context.Context, plan layout.Plan) (map[string]emptyNode, error) {
+	out := map[string]emptyNode{}
+	byID := map[string]string{}
+	var problems []string
+	for _, e := range plan.Endpoints() {
+		self, view, err := a.Myself(ctx, e.Addr)
+		if err != nil {
+			return nil, err
+		}
+		info, err := a.ClusterInfo(ctx, e.Addr)
+		if err != nil {
+			return nil, err
+		}
+		keys, err := a.Client(e.Addr).DBSize(ctx).Result()
+		if err != nil {
+			return nil, fmt.Errorf("while running DBSIZE on %s: %w", e.Addr, err)
+		}
+		if other, ok := byID[self.ID]; ok {
+			return nil, fmt.Errorf("%s and %s are the same node %s", other, e.Addr, self.ID)
+		}
+		byID[self.ID] = e.Addr
+		if len(view) > 1 {
+			problems = append(problems, fmt.Sprintf("%s already knows %d other nodes", e.Addr, len(view)-1))
+		}
+		if n := nodes.CountSlots(self.Slots); n > 0 || info["cluster_slots_assigned"] != "0" {
+			problems = append(problems, fmt.Sprintf("%s already has slots assigned (%s)", e.Addr, nodes.FormatSlotRanges(self.Slots)))
+		}
+		if self.HasOpenSlots() {
+			problems = append(problems, fmt.Sprintf("%s has importing or migrating slots", e.Addr))
+		}
+		if self.Role == nodes.RoleSlave {
+			problems = append(problems, fmt.Sprintf("%s is a replica", e.Addr))
+		}
+		if keys > 0 {
+			problems = append(problems, fmt.Sprintf("%s holds %d keys", e.Addr, keys))
+		}
+		host, _, err := net.SplitHostPort(e.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("while reading address %s: %w", e.Addr, err)
+		}
+		ip, err := conn.ResolveIP(ctx, host)
+		if err != nil {
+			return nil, err
+		}
+		out[e.Addr] = emptyNode{
+			self:      self,
+			meetIP:    ip,
+			epochZero: info["cluster_current_epoch"] == "0" && info["cluster_my_epoch"] == "0",
+		}
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("refusing to touch an existing cluster: %s: %w", strings.Join(problems, "; "), layout.ErrNodeNotEmpty)
+	}
+	return out, nil
+}
+
+// assignSlots gives each master its slots with one CLUSTER ADDSLOTSRANGE.
+func (a *Admin) assignSlots(ctx context.Context, plan layout.Plan, _ map[string]emptyNode) error {
+	for _, m := range plan.Masters {
+		args := []any{"CLUSTER", "ADDSLOTSRANGE"}
+		for _, r := range m.Slots {
+			args = append(args, r.Start, r.End)
+		}
+		if err := a.Client(m.Addr).Do(ctx, args...).Err(); err != nil {
+			return fmt.Errorf("while assigning slots %s to %s: %w", nodes.FormatSlotRanges(m.Slots), m.Addr, err)
+		}
+	}
+	return nil
+}
+
+// setConfigEpochs gives every node its own config epoch, 1 for the first master, as
+// redis-cli does, so the nodes need not resolve epoch collisions. A node whose epoch is
+// already set (a node once reset) keeps it; Redis resolves any collision.
+func (a *Admin) setConfigEpochs(ctx context.Context, plan layout.Plan, nodes map[string]emptyNode) error {
+	for i, e := range plan.Endpoints() {
+		if !nodes[e.Addr].epochZero {
+			continue
+		}
+		if err := a.Client(e.Addr).Do(ctx, "CLUSTER", "SET-CONFIG-EPOCH", i+1).Err(); err != nil {
+			return fmt.Errorf("while setting config epoch %d on %s: %w", i+1, e.Addr, err)
+		}
+	}
+	return nil
+}
+
+// meet introduces every node to the first master.
+func (a *Admin) meet(ctx context.Context, plan layout.Plan, nodes map[string]emptyNode) error {
+	first := plan.Masters[0].Addr
+	for _, e := range plan.Endpoints()[1:] {
+		n := nodes[e.Addr]
+		args := []any{"CLUSTER", "MEET", n.meetIP, n.self.Port}
+		if n.self.BusPort != 0 && n.self.BusPort != n.self.Port+10000 {
+			args = append(args, n.self.BusPort)
+		}
+		if err := a.Client(first).Do(ctx, args...).Err(); err != nil {
+			return fmt.Errorf("while introducing %s to %s: %w", e.Addr, first, err)
+		}
+	}
+	return nil
+}
+
+// waitJoined waits until every node knows every other node, none in handshake, and sees
+// the planned slots.
+func (a *Admin) waitJoined(ctx context.Context, plan layout.Plan, nodes map[string]emptyNode) error {
+	want := planSignature(plan, nodes)
+	return a.Poll(ctx, "every node to know every other node", func(ctx context.Context) (bool, string) {
+		for _, e := range plan.Endpoints() {
+			view, err := a.ClusterNodes(ctx, e.Addr)
+			if err != nil {
+				return false, err.Error()
+			}
+			if reason := missingNodes(e.Addr, view, nodes); reason != "" {
+				return false, reason
+			}
+			if got := slotSignature(view); got != want {
+				return false, fmt.Sprintf("%s does not see the planned slots yet", e.Addr)
+			}
+		}
+		return true, ""
+	})
+}
+
+// missingNodes says which expected node the view of addr lacks or still handshakes with.
+func missingNodes(addr string, view []nodes.Node, empty map[string]emptyNode) string {
+	known := map[string]nodes.Node{}
+	for _, n := range view {
+		known[n.ID] = n
+	}
+	for other, f := range empty {
+		n, ok := known[f.self.ID]
+		switch {
+		case !ok:
+			return fmt.Sprintf("%s does not know %s yet", addr, other)
+		case n.HasFlag("handshake") || n.HasFlag("noaddr"):
+			return fmt.Sprintf("%s is still in handshake with %s", addr, other)
+		}
+	}
+	if len(view) != len(empty) {
+		return fmt.Sprintf("%s knows %d nodes, want %d", addr, len(view), len(empty))
+	}
+	return ""
+}
+
+// replicate attaches each replica to its master.
+func (a *Admin) replicate(ctx context.Context, plan layout.Plan, nodes map[string]emptyNode) error {
+	for _, m := range plan.Masters {
+		masterID := nodes[m.Addr].self.ID
+		for _, r := range m.Replicas {
+			if err := a.Client(r.Addr).Do(ctx, "CLUSTER", "REPLICATE", masterID).Err(); err != nil {
+				return fmt.Errorf("while making %s a replica of %s: %w", r.Addr, m.Addr, err)
+			}
+		}
+	}
+	return nil
+}
+
+// waitReady waits until every node reports cluster_state:ok, knows every node and sees the
+// planned slots, and every replica reports itself a replica of its master. The other
+// nodes learn of the replicas later, through gossip (within cluster-node-timeout/2 at
+// worst), as they do after redis-cli.
+func (a *Admin) waitReady(ctx context.Context, plan layout.Plan, empty map[string]emptyNode) error {
+	want := planSignature(plan, empty)
+	views := map[string][]nodes.Node{}
+	return a.Poll(ctx, "the cluster to be ready", func(ctx context.Context) (bool, string) {
+		for _, e := range plan.Endpoints() {
+			info, err := a.ClusterInfo(ctx, e.Addr)
+			if err != nil {
+				return false, err.Error()
+			}
+			if state := info["cluster_state"]; state != "ok" {
+				return false, fmt.Sprintf("%s reports cluster_state:%s", e.Addr, state)
+			}
+			view, err := a.ClusterNodes(ctx, e.Addr)
+			if err != nil {
+				return false, err.Error()
+			}
+			if reason := missingNodes(e.Addr, view, empty); reason != "" {
+				return false, reason
+			}
+			if got := slotSignature(view); got != want {
+				return false, fmt.Sprintf("%s does not see the planned slots", e.Addr)
+			}
+			views[e.Addr] = view
+		}
+		for _, m := range plan.Masters {
+			masterID := empty[m.Addr].self.ID
+			for _, r := range m.Replicas {
+				replicaID := empty[r.Addr].self.ID
+				if !isReplicaOf(views[r.Addr], replicaID, masterID) {
+					return false, fmt.Sprintf("%s does not report itself a replica of %s yet", r.Addr, m.Addr)
+				}
+			}
+		}
+		return true, ""
+	})
+}
+
+// isReplicaOf reports whether view shows node id as a replica of masterID.
+func isReplicaOf(view []nodes.Node, id, masterID string) bool {
+	for _, n := range view {
+		if n.ID == id {
+			return n.Role == nodes.RoleSlave && n.MasterID == masterID
+		}
+	}
+	return false
+}
+
+// planSignature is the slotSignature every node shows once the plan's slots are known.
+func planSignature(plan layout.Plan, empty map[string]emptyNode) string {
+	var view []nodes.Node
+	for _, m := range plan.Masters {
+		view = append(view, nodes.Node{ID: empty[m.Addr].self.ID, Slots: m.Slots})
+	}
+	return slotSignature(view)
+}
+
+// slotSignature describes who serves which slots in a view, as redis-cli's config
+// signature does: "id:ranges" of every node that serves slots, sorted.
+func slotSignature(view []nodes.Node) string {
+	var parts []string
+	for _, n := range view {
+		if len(n.Slots) > 0 {
+			parts = append(parts, n.ID+":"+nodes.FormatSlotRanges(nodes.MergeSlots(n.Slots)))
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "|")
+}

@@ -1,0 +1,125 @@
+package execute
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+)
+
+// failoverRetry is how long Failover waits for a manual failover before asking again
+// (Redis gives one up after 5 s).
+const failoverRetry = 8 * time.Second
+
+// Failover promotes the replica at replicaAddr the way an operator upgrading its master
+// does: it waits until every master knows the node as a replica of its master (the master
+// ignores a manual failover from a node it does not know as its replica, and the others
+// would not vote for it), reads master_repl_offset in the master's INFO replication, waits until the
+// replica's link is up and its slave_repl_offset has reached that offset, sends CLUSTER
+// FAILOVER (the coordinated kind: the master stops its clients until the replica has
+// caught up completely, so no acknowledged write is lost), and waits until the replica
+// reports itself a master, asking again if Redis gave the failover up.
+//
+// On a node that already is a master it does nothing. When ctx has no deadline it gives up
+// after DefaultWaitTimeout.
+func (a *Admin) Failover(ctx context.Context, replicaAddr string) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultWaitTimeout)
+		defer cancel()
+	}
+	self, view, err := a.Myself(ctx, replicaAddr)
+	if err != nil {
+		return fmt.Errorf("while failing over to %s: %w", replicaAddr, err)
+	}
+	if self.IsMaster() {
+		return nil
+	}
+	var master *nodes.Node
+	for i := range view {
+		if view[i].ID == self.MasterID {
+			master = &view[i]
+		}
+	}
+	if master == nil || master.Host == "" {
+		return fmt.Errorf("while failing over to %s: its master %s is not known", replicaAddr, self.MasterID)
+	}
+	// The master only starts a manual failover for a node it knows as its replica, and
+	// the other masters only vote for one they know as a replica of that master.
+	err = a.Poll(ctx, "every master to know "+replicaAddr+" as a replica of "+master.Addr, func(ctx context.Context) (bool, string) {
+		for _, n := range view {
+			if !n.IsMaster() || n.Failed || n.HasFlag("handshake") || n.HasFlag("noaddr") {
+				continue
+			}
+			other, err := a.ClusterNodes(ctx, n.Addr)
+			if err != nil {
+				return false, err.Error()
+			}
+			if !isReplicaOf(other, self.ID, master.ID) {
+				return false, n.Addr + " does not know it as a replica yet"
+			}
+		}
+		return true, ""
+	})
+	if err != nil {
+		return fmt.Errorf("while failing over to %s: %w", replicaAddr, err)
+	}
+	info, err := a.replicationInfo(ctx, master.Addr)
+	if err != nil {
+		return fmt.Errorf("while failing over to %s: %w", replicaAddr, err)
+	}
+	target, err := strconv.ParseInt(info["master_repl_offset"], 10, 64)
+	if err != nil {
+		return fmt.Errorf("while failing over to %s: bad master_repl_offset %q of %s: %w", replicaAddr, info["master_repl_offset"], master.Addr, err)
+	}
+	err = a.Poll(ctx, replicaAddr+" to catch up with its master", func(ctx context.Context) (bool, string) {
+		info, err := a.replicationInfo(ctx, replicaAddr)
+		if err != nil {
+			return false, err.Error()
+		}
+		if !observe.ReplicationInSync(info) {
+			return false, "master_link_status:" + info["master_link_status"] + " master_sync_in_progress:" + info["master_sync_in_progress"]
+		}
+		offset, err := strconv.ParseInt(info["slave_repl_offset"], 10, 64)
+		if err != nil {
+			return false, "bad slave_repl_offset " + info["slave_repl_offset"]
+		}
+		return offset >= target, fmt.Sprintf("slave_repl_offset %d < master_repl_offset %d", offset, target)
+	})
+	if err != nil {
+		return fmt.Errorf("while failing over to %s: %w", replicaAddr, err)
+	}
+	var asked time.Time
+	err = a.Poll(ctx, replicaAddr+" to become a master", func(ctx context.Context) (bool, string) {
+		self, _, err := a.Myself(ctx, replicaAddr)
+		if err != nil {
+			return false, err.Error()
+		}
+		if self.IsMaster() {
+			return true, ""
+		}
+		if time.Since(asked) > failoverRetry {
+			asked = time.Now()
+			if err := a.Client(replicaAddr).Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
+				return false, "CLUSTER FAILOVER: " + err.Error()
+			}
+		}
+		return false, replicaAddr + " is still a replica"
+	})
+	if err != nil {
+		return fmt.Errorf("while failing over to %s: %w", replicaAddr, err)
+	}
+	return nil
+}
+
+// replicationInfo returns the fields of INFO replication of the node at addr.
+func (a *Admin) replicationInfo(ctx context.Context, addr string) (map[string]string, error) {
+	text, err := a.Client(addr).Info(ctx, "replication").Result()
+	if err != nil {
+		return nil, fmt.Errorf("while running INFO replication on %s: %w", addr, err)
+	}
+	return nodes.ParseClusterInfo(text), nil
+}

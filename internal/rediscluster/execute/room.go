@@ -1,0 +1,32 @@
+package execute
+
+import "github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
+
+// OpenSlotFacts are the facts closing a half-moved slot needs: the keys (and their bytes)
+// still on the owner and already on the target, and the room of each.
+type OpenSlotFacts struct {
+	Left, Moved           layout.SlotSize
+	OwnerRoom, TargetRoom layout.Room
+}
+
+// closeWay decides how a half-moved slot (its owner migrating it to a target that holds
+// some of its keys) is closed: FixFinished when the keys left on the owner fit in the
+// target's room; else FixRolledBack when the keys that moved fit in the owner's spare
+// memory (it held them a moment ago, but writes may have filled it since); else
+// FixKeptOpen: closing either way would meet OOM half-way, so the slot stays open (both
+// serve it, through ASK) until one side has room. It is pure.
+func closeWay(f OpenSlotFacts) string {
+	switch {
+	case f.TargetRoom.Fits(f.Left.Bytes):
+		return FixFinished
+	case rollBackFits(f):
+		return FixRolledBack
+	}
+	return FixKeptOpen
+}
+
+// rollBackFits reports whether the keys of a half-moved slot that are on its target fit
+// in its owner's spare memory (maxmemory minus used: what it takes before OOM).
+func rollBackFits(f OpenSlotFacts) bool {
+	return f.OwnerRoom.Unlimited || f.Moved.Bytes <= f.OwnerRoom.Spare
+}

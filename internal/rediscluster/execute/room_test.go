@@ -1,0 +1,88 @@
+package execute
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
+)
+
+// TestCloseWay is the table of how a half-moved slot is closed.
+func TestCloseWay(t *testing.T) {
+	t.Parallel()
+	const mib = 1 << 20
+	cases := map[string]struct {
+		facts OpenSlotFacts
+		want  string
+	}{
+		"the rest fits in the target: finish": {
+			OpenSlotFacts{Left: layout.SlotSize{Keys: 100, Bytes: mib}, Moved: layout.SlotSize{Keys: 100, Bytes: mib}, OwnerRoom: layout.Room{Bytes: 0}, TargetRoom: layout.Room{Bytes: 2 * mib}}, FixFinished,
+		},
+		"roll back a half-moved slot: the target is full": {
+			OpenSlotFacts{Left: layout.SlotSize{Keys: 20000, Bytes: 25 * mib}, Moved: layout.SlotSize{Keys: 18000, Bytes: 22 * mib}, OwnerRoom: layout.Room{Bytes: 20 * mib, Spare: 24 * mib}, TargetRoom: layout.Room{Bytes: 0}}, FixRolledBack,
+		},
+		"roll back: the rest is bigger than the target's room": {
+			OpenSlotFacts{Left: layout.SlotSize{Keys: 100, Bytes: 5 * mib}, Moved: layout.SlotSize{Keys: 1, Bytes: 1000}, OwnerRoom: layout.Room{Spare: 1000}, TargetRoom: layout.Room{Bytes: 4 * mib}}, FixRolledBack,
+		},
+		"keep open: the target is full and writes filled the owner since": {
+			OpenSlotFacts{Left: layout.SlotSize{Keys: 20000, Bytes: 25 * mib}, Moved: layout.SlotSize{Keys: 18000, Bytes: 22 * mib}, OwnerRoom: layout.Room{Bytes: 0, Spare: 3 * mib}, TargetRoom: layout.Room{Bytes: 0}}, FixKeptOpen,
+		},
+		"keep open: a byte short on each side": {
+			OpenSlotFacts{Left: layout.SlotSize{Keys: 1, Bytes: 1001}, Moved: layout.SlotSize{Keys: 1, Bytes: 1001}, OwnerRoom: layout.Room{Bytes: 1000, Spare: 1000}, TargetRoom: layout.Room{Bytes: 1000, Spare: 2000}}, FixKeptOpen,
+		},
+		"roll back into an owner past fillPercent but below maxmemory": {
+			OpenSlotFacts{Left: layout.SlotSize{Keys: 10, Bytes: 5 * mib}, Moved: layout.SlotSize{Keys: 10, Bytes: 2 * mib}, OwnerRoom: layout.Room{Bytes: 0, Spare: 2 * mib}, TargetRoom: layout.Room{Bytes: mib}}, FixRolledBack,
+		},
+		"no maxmemory on the owner: roll back": {
+			OpenSlotFacts{Left: layout.SlotSize{Keys: 10, Bytes: 5 * mib}, Moved: layout.SlotSize{Keys: 10, Bytes: 50 * mib}, OwnerRoom: layout.Room{Unlimited: true}, TargetRoom: layout.Room{Bytes: mib}}, FixRolledBack,
+		},
+		"no maxmemory on the target: finish": {
+			OpenSlotFacts{Left: layout.SlotSize{Keys: 20000, Bytes: 25 * mib}, TargetRoom: layout.Room{Unlimited: true}}, FixFinished,
+		},
+	}
+	for name, tc := range cases {
+		if got := closeWay(tc.facts); got != tc.want {
+			t.Errorf("%s: %s, want %s", name, got, tc.want)
+		}
+	}
+}
+
+// TestMeanSizesOf: a node whose user may not run MEMORY USAGE has its slots estimated by
+// their keys times its mean bytes a key; a node without keys leaves them unknown (0).
+func TestMeanSizesOf(t *testing.T) {
+	t.Parallel()
+	got := meanSizesOf(map[int]layout.SlotSize{1: {Keys: 10}, 2: {Keys: 0}}, 1000, 100)
+	if want := map[int]layout.SlotSize{1: {Keys: 10, Bytes: 100}, 2: {Keys: 0, Bytes: 0}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("meanSizesOf = %v, want %v", got, want)
+	}
+	if got := meanSizesOf(map[int]layout.SlotSize{1: {Keys: 10}}, 1000, 0); got[1].Bytes != 0 {
+		t.Errorf("with no keys, slot 1 = %+v, want 0 bytes", got[1])
+	}
+}
+
+// TestRolledBackHeld: a slot of the plan that a fix rolled back after OOM is held, with
+// its target and the target's room before the move; a finished slot, or one not of the
+// plan, is not.
+func TestRolledBackHeld(t *testing.T) {
+	t.Parallel()
+	moves := []layout.Move{{Source: "a", Target: "d", Slots: []int{5, 6, 8}}}
+	facts := layout.MoveFacts{Sizes: map[int]layout.SlotSize{5: {Keys: 10, Bytes: 1000}, 8: {Keys: 3, Bytes: 100}}, Rooms: map[string]layout.Room{"d": {Bytes: 2000}}}
+	fixes := []SlotFix{
+		{Slot: 5, Action: FixRolledBack, Owner: "a", Size: layout.SlotSize{Keys: 12, Bytes: 900}},
+		{Slot: 6, Action: FixFinished, Owner: "d"},
+		{Slot: 7, Action: FixRolledBack, Owner: "b"},
+		{Slot: 8, Action: FixRolledBack, Owner: "a", Size: layout.SlotSize{Keys: 5, Bytes: 4000}},
+	}
+	got := rolledBackHeld(fixes, moves, facts)
+	want := []layout.HeldSlot{
+		{Slot: 5, Source: "a", Target: "d", Size: layout.SlotSize{Keys: 10, Bytes: 1000}, Room: layout.Room{Bytes: 2000}, RolledBack: true},
+		{Slot: 8, Source: "a", Target: "d", Size: layout.SlotSize{Keys: 5, Bytes: 4000}, Room: layout.Room{Bytes: 2000}, RolledBack: true},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("held = %+v\nwant %+v", got, want)
+	}
+	if s := got[0].String(); !strings.Contains(s, "rolled back") || !strings.Contains(s, "OOM") {
+		t.Errorf("message %q does not say it was rolled back after OOM", s)
+	}
+}
