@@ -112,7 +112,7 @@ fuzz: ## Fuzz the RDB reader (rdbload.FuzzReader) and the replication-stream rea
 	go test ./internal/rdbstream -run '^$$' -fuzz '^FuzzFetch$$' -fuzztime $(FUZZTIME)
 
 .PHONY: bench
-bench: tools setup ## Run the benchmarks: slot migration against redis-cli (MWO_BENCH_KEYS=1000000 for the issue's size), RedisCluster backup and restore against redis-cli --rdb and --pipe (MWO_BENCH_BACKUP_KEYS=1000000), RDB restore (rdbload.Load) alone against redis-cli --pipe (MWO_BENCH_RDB_LOAD_KEYS=100000,1000000) and into 3 shards side by side (MWO_BENCH_RDB_SHARD_KEYS=1000000), AppServices at scale against a client-go floor (MWO_BENCH_N=1000,5000; MWO_BENCH_STEADY=2m), every RedisCluster step kind's longest time under a writer (MWO_BENCH_STEP_KEYS).
+bench: tools setup ## Run the benchmarks: slot migration against redis-cli (MWO_BENCH_KEYS=1000000 for the issue's size), RedisCluster backup and restore against redis-cli --rdb and --pipe (MWO_BENCH_BACKUP_KEYS=1000000), RDB restore (rdbload.Load) alone against redis-cli --pipe (MWO_BENCH_RDB_LOAD_KEYS=100000,1000000) and into 3 shards side by side (MWO_BENCH_RDB_SHARD_KEYS=1000000), AppServices at scale against a client-go floor (MWO_BENCH_N=1000,5000; MWO_BENCH_STEADY=2m), every RedisCluster step kind's longest time under a writer (MWO_BENCH_STEP_KEYS), RedisClusters created at once until Ready against as many plain StatefulSets of the same pods (BenchmarkCreateRedisClusters: MWO_BENCH_CREATE=20, MWO_BENCH_CREATE_NODES=3; the issue's 100, and 6).
 	go test ./internal/... ./tests/bench/ -run '^$$' -bench . -benchtime 1x -benchmem -timeout 120m
 
 ##@ Build

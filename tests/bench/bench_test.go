@@ -316,3 +316,25 @@ func BenchmarkWriteCosts(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCreateRedisClusters times, for each number in MWO_BENCH_CREATE (comma-separated,
+// default 20), that many RedisClusters of MWO_BENCH_CREATE_NODES nodes (default 3: three
+// masters without replicas; 6: three masters with a replica each) created at once until all
+// are Ready, against the floor of as many plain StatefulSets of the same pods measured in
+// the same run, and prints the table.
+func BenchmarkCreateRedisClusters(b *testing.B) {
+	counts := intsFromEnv(b, "MWO_BENCH_CREATE", 20)
+	nodes := intsFromEnv(b, "MWO_BENCH_CREATE_NODES", 3)[0]
+	var all []CreateFigures
+	for range b.N {
+		for _, n := range counts {
+			f, err := RunCreate(b.Context(), n, nodes, func(format string, args ...any) { b.Logf(format, args...) })
+			if err != nil {
+				b.Fatal(err)
+			}
+			all = append(all, f)
+			b.ReportMetric(f.Ratio, fmt.Sprintf("ready/floor@%dx%d", n, nodes))
+		}
+	}
+	fmt.Print("\n" + CreateTable(all))
+}

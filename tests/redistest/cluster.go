@@ -24,9 +24,15 @@ import (
 
 // NewCluster is a RedisCluster of replicas nodes with one replica per master.
 func NewCluster(ns, name string, replicas int32) *redisv1alpha1.RedisCluster {
+	return NewClusterShape(ns, name, replicas, 1)
+}
+
+// NewClusterShape is a RedisCluster of replicas nodes with perMaster replicas per master
+// (0: masters only).
+func NewClusterShape(ns, name string, replicas, perMaster int32) *redisv1alpha1.RedisCluster {
 	return &redisv1alpha1.RedisCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec:       redisv1alpha1.RedisClusterSpec{Replicas: replicas, ReplicasPerMaster: ptr.To[int32](1)},
+		Spec:       redisv1alpha1.RedisClusterSpec{Replicas: replicas, ReplicasPerMaster: ptr.To(perMaster)},
 	}
 }
 

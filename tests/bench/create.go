@@ -1,0 +1,258 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
+	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/tests/redispods"
+	"github.com/middleware-operator/middleware-operator/tests/redistest"
+)
+
+// CreateFigures is what RunCreate measured for one number of RedisClusters created at once.
+type CreateFigures struct {
+	// Clusters is how many were created, Nodes the Redis nodes of each (3: three masters
+	// without replicas; 6: three masters with one replica each).
+	Clusters, Nodes int
+	// FloorReadySeconds is how long after their creation the floor's StatefulSets all had
+	// every replica Ready; FloorSeconds how long until, besides, every pod's redis-server
+	// accepted connections (the floor the ratio uses).
+	FloorReadySeconds, FloorSeconds float64
+	// ClusterSeconds is how long after their creation the RedisClusters were all Running
+	// and Ready; Ratio that over FloorSeconds.
+	ClusterSeconds, Ratio float64
+	// OperatorCPUSeconds is the operator process's CPU over the RedisCluster phase, RSSMiB
+	// its resident memory at its end.
+	OperatorCPUSeconds, RSSMiB float64
+}
+
+// RunCreate starts a fresh local cluster with real redis-server pods and the operator's
+// binary, then times n StatefulSets of nodes Redis pods each, built by the operator's own
+// builders but out of its sight, until all are Ready and their redis-servers listen (the
+// floor), removes them, and times n RedisClusters of the same shape until all are Ready.
+func RunCreate(ctx context.Context, n, nodes int, logf func(string, ...any)) (CreateFigures, error) {
+	f := CreateFigures{Clusters: n, Nodes: nodes}
+	if nodes < 3 || nodes%3 != 0 {
+		return f, fmt.Errorf("%d nodes: want three masters with the same number of replicas each (3, 6, 9...)", nodes)
+	}
+	rb, err := startRedisBench(ctx)
+	if err != nil {
+		return f, err
+	}
+	defer rb.stop()
+	env, op := rb.env, rb.op
+	for _, ns := range []string{floorNamespace, createNamespace} {
+		if err := namespace(ctx, env.Client, ns); err != nil {
+			return f, err
+		}
+	}
+	time.Sleep(5 * time.Second) // the operator's caches have synced
+
+	if err := runCreateFloor(ctx, rb, n, nodes, &f); err != nil {
+		return f, err
+	}
+	logf("floor: %d StatefulSets of %d Redis pods Ready after %.1f s, every redis-server listening after %.1f s",
+		n, nodes, f.FloorReadySeconds, f.FloorSeconds)
+
+	before, err := op.cpuSeconds()
+	if err != nil {
+		return f, err
+	}
+	start := time.Now()
+	for i := range n {
+		if err := env.Client.Create(ctx, createShape(createNamespace, fmt.Sprintf("rc-%d", i), nodes)); err != nil {
+			return f, err
+		}
+	}
+	if err := waitAllReady(ctx, env.Client, createNamespace, n, 20*time.Minute); err != nil {
+		return f, err
+	}
+	f.ClusterSeconds = time.Since(start).Seconds()
+	after, err := op.cpuSeconds()
+	if err != nil {
+		return f, err
+	}
+	f.OperatorCPUSeconds = after - before
+	rss, _, _, err := op.memory()
+	if err != nil {
+		return f, err
+	}
+	f.RSSMiB = float64(rss) / (1 << 20)
+	f.Ratio = f.ClusterSeconds / f.FloorSeconds
+	logf("%d RedisClusters of %d nodes Ready after %.1f s (%.1fx the floor); operator %.1f CPU-s, RSS %.0f MiB",
+		n, nodes, f.ClusterSeconds, f.Ratio, f.OperatorCPUSeconds, f.RSSMiB)
+	return f, nil
+}
+
+// The namespaces of the two phases.
+const (
+	floorNamespace  = "floor"
+	createNamespace = "create"
+)
+
+// createShape is a RedisCluster of nodes nodes: three masters, with nodes/3-1 replicas each.
+func createShape(ns, name string, nodes int) *redisv1alpha1.RedisCluster {
+	return redistest.NewClusterShape(ns, name, int32(nodes), int32(nodes/3-1))
+}
+
+// runCreateFloor creates, for each of n RedisClusters "f-i" that exist in memory only, the
+// objects the operator would create for it (password Secret, redis.conf ConfigMap, headless
+// and client Services, untimed, then the StatefulSets at once, timed) without the operator's
+// managed-by label, so its caches never see them; the pods keep the RedisCluster name label,
+// so the stand-in kubelet runs their redis-servers. It waits until every StatefulSet is
+// Ready and every pod's redis-server accepts connections, then deletes the StatefulSets and
+// waits until their pods and processes are gone.
+func runCreateFloor(ctx context.Context, rb *redisBench, n, nodes int, f *CreateFigures) error {
+	c := rb.env.Client
+	sets := make([]*appsv1.StatefulSet, n)
+	for i := range n {
+		rc := createShape(floorNamespace, fmt.Sprintf("f-%d", i), nodes)
+		// The API server's defaults, which this object never went through.
+		rc.Spec.Repository, rc.Spec.Version = "redis", "7.0.15"
+		children := []client.Object{
+			resources.RedisPasswordSecret(rc, fmt.Sprintf("floor-password-%d", i)),
+			resources.RedisConfigMap(rc, ""),
+			resources.RedisHeadlessService(rc),
+			resources.RedisClientService(rc),
+		}
+		for _, obj := range children {
+			unmanaged(obj.(metav1.Object))
+			if err := c.Create(ctx, obj); err != nil {
+				return err
+			}
+		}
+		sets[i] = resources.RedisStatefulSet(rc, resources.RedisNodes(rc))
+		unmanaged(sets[i])
+		unmanaged(&sets[i].Spec.Template)
+		for j := range sets[i].Spec.VolumeClaimTemplates {
+			unmanaged(&sets[i].Spec.VolumeClaimTemplates[j])
+		}
+	}
+	start := time.Now()
+	for _, sts := range sets {
+		if err := c.Create(ctx, sts); err != nil {
+			return err
+		}
+	}
+	ready, listening := 0.0, 0.0
+	for listening == 0 {
+		if time.Since(start) > 20*time.Minute {
+			return fmt.Errorf("floor: not every StatefulSet Ready and listening after 20 minutes")
+		}
+		time.Sleep(200 * time.Millisecond)
+		if ready == 0 {
+			ok, err := floorReady(ctx, c, n)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			ready = time.Since(start).Seconds()
+		}
+		ok, err := floorListening(ctx, c, n*nodes)
+		if err != nil {
+			return err
+		}
+		if ok {
+			listening = time.Since(start).Seconds()
+		}
+	}
+	f.FloorReadySeconds, f.FloorSeconds = ready, listening
+	if err := c.DeleteAllOf(ctx, &appsv1.StatefulSet{}, client.InNamespace(floorNamespace)); err != nil {
+		return err
+	}
+	return floorGone(ctx, rb, n, nodes)
+}
+
+// unmanaged removes the operator's managed-by label from obj: its caches select on it.
+func unmanaged(obj metav1.Object) {
+	labels := obj.GetLabels()
+	delete(labels, objectlabels.LabelManagedBy)
+	obj.SetLabels(labels)
+}
+
+// floorReady reports whether n StatefulSets in the floor namespace have every replica Ready.
+func floorReady(ctx context.Context, c client.Client, n int) (bool, error) {
+	list := &appsv1.StatefulSetList{}
+	if err := c.List(ctx, list, client.InNamespace(floorNamespace)); err != nil {
+		return false, err
+	}
+	ready := 0
+	for _, sts := range list.Items {
+		if sts.Spec.Replicas != nil && sts.Status.ReadyReplicas == *sts.Spec.Replicas {
+			ready++
+		}
+	}
+	return ready == n, nil
+}
+
+// floorListening reports whether the floor namespace has pods Redis pods and each one's
+// redis-server accepts a connection at the pod's IP.
+func floorListening(ctx context.Context, c client.Client, pods int) (bool, error) {
+	list := &corev1.PodList{}
+	if err := c.List(ctx, list, client.InNamespace(floorNamespace), client.MatchingLabels{redispods.SelectorLabel: objectlabels.RedisClusterKind}); err != nil {
+		return false, err
+	}
+	if len(list.Items) != pods {
+		return false, nil
+	}
+	d := net.Dialer{Timeout: time.Second}
+	for _, pod := range list.Items {
+		if pod.Status.PodIP == "" {
+			return false, nil
+		}
+		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(pod.Status.PodIP, fmt.Sprint(resources.RedisPort)))
+		if err != nil {
+			return false, nil //nolint:nilerr // not listening yet
+		}
+		_ = conn.Close()
+	}
+	return true, nil
+}
+
+// floorGone waits up to 3 minutes until the floor namespace has no pod left and the
+// stand-in kubelet no process for any of the n StatefulSets' pods of nodes replicas.
+func floorGone(ctx context.Context, rb *redisBench, n, nodes int) error {
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		list := &corev1.PodList{}
+		if err := rb.env.Client.List(ctx, list, client.InNamespace(floorNamespace)); err != nil {
+			return err
+		}
+		running := 0
+		for i := range n {
+			for j := range nodes {
+				running += len(rb.kubelet.Processes(floorNamespace, fmt.Sprintf("f-%d-%d", i, j)))
+			}
+		}
+		if len(list.Items) == 0 && running == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("floor: %d pods (%d processes) left 3 minutes after deleting the StatefulSets", len(list.Items), running)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// CreateTable formats the figures as a Markdown table.
+func CreateTable(all []CreateFigures) string {
+	var b strings.Builder
+	b.WriteString("| created at once | floor: StatefulSets Ready, redis-servers listening | RedisClusters Ready | ratio | operator CPU-s | operator RSS (MiB) |\n|---|---|---|---|---|---|\n")
+	for _, f := range all {
+		fmt.Fprintf(&b, "| %d x %d nodes | %.1f s, %.1f s | %.1f s | %.1f | %.1f | %.0f |\n",
+			f.Clusters, f.Nodes, f.FloorReadySeconds, f.FloorSeconds, f.ClusterSeconds, f.Ratio, f.OperatorCPUSeconds, f.RSSMiB)
+	}
+	return b.String()
+}
