@@ -578,8 +578,11 @@ func startOperatorProcess(env *testenv.Env) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := startProcess(bin, env.Cluster.Kubeconfig, filepath.Join(env.Cluster.Dir, "operator.log"), "--metrics-bind-address",
-		"--metrics-secure=false", "--health-probe-bind-address=0", "--monitoring-objects=false", "--pprof-bind-address="+pprof)
+	args := []string{"--metrics-secure=false", "--health-probe-bind-address=0", "--monitoring-objects=false", "--pprof-bind-address=" + pprof}
+	// MWO_BENCH_OPERATOR_ARGS adds flags (space-separated) to try settings other than the
+	// shipped ones, e.g. --rediscluster-max-concurrent-reconciles=16.
+	args = append(args, strings.Fields(os.Getenv("MWO_BENCH_OPERATOR_ARGS"))...)
+	p, err := startProcess(bin, env.Cluster.Kubeconfig, filepath.Join(env.Cluster.Dir, "operator.log"), "--metrics-bind-address", args...)
 	if p != nil {
 		p.pprof = pprof
 	}
