@@ -156,20 +156,26 @@ func podCluster(obj client.Object) []string {
 // listPods reads the cluster's pods, ordered by their StatefulSet ordinal: through
 // podClusterIndex once SetupWithManager registered it, else by their labels.
 func (r *RedisClusterReconciler) listPods(ctx context.Context, s *state) error {
+	pods, err := r.clusterPods(ctx, s.rc)
+	s.pods = pods
+	return err
+}
+
+// clusterPods are rc's pods by ordinal, as the cache holds them.
+func (r *RedisClusterReconciler) clusterPods(ctx context.Context, rc *redisv1alpha1.RedisCluster) ([]corev1.Pod, error) {
 	pods := &corev1.PodList{}
-	// The pods are only read (s.pods is never written to), so the cache's objects are used
-	// as they are, without a deep copy each look.
-	opts := []client.ListOption{client.InNamespace(s.rc.Namespace), client.UnsafeDisableDeepCopy,
-		client.MatchingLabels(objectlabels.SelectorLabels(objectlabels.RedisClusterKind, s.rc.Name))}
+	// The pods are only read (never written to), so the cache's objects are used as they
+	// are, without a deep copy each look.
+	opts := []client.ListOption{client.InNamespace(rc.Namespace), client.UnsafeDisableDeepCopy,
+		client.MatchingLabels(objectlabels.SelectorLabels(objectlabels.RedisClusterKind, rc.Name))}
 	if r.podsIndexed {
-		opts = append(opts, client.MatchingFields{podClusterIndex: s.rc.Name})
+		opts = append(opts, client.MatchingFields{podClusterIndex: rc.Name})
 	}
 	if err := r.List(ctx, pods, opts...); err != nil {
-		return fmt.Errorf("while listing the pods of %s: %w", s.rc.Name, err)
+		return nil, fmt.Errorf("while listing the pods of %s: %w", rc.Name, err)
 	}
-	s.pods = pods.Items
-	sortByOrdinal(s.pods)
-	return nil
+	sortByOrdinal(pods.Items)
+	return pods.Items, nil
 }
 
 // writeMembers writes the member record (pod -> node ID).

@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -103,13 +102,14 @@ func (r *RedisClusterReconciler) stillQuiet(ctx context.Context, rc *redisv1alph
 	if !ok || !time.Now().Before(m.until) || rc.ResourceVersion != m.resourceVersion || !rc.DeletionTimestamp.IsZero() {
 		return 0, false, nil
 	}
-	s := &state{rc: rc}
-	if err := r.listPods(ctx, s); err != nil || podsFingerprint(s.pods) != m.pods {
+	if pods, err := r.clusterPods(ctx, rc); err != nil || podsFingerprint(pods) != m.pods {
 		return 0, false, nil
 	}
 	heads, errs := admin.InfoHeads(ctx, m.addrs)
+	answered := true
 	var silent map[string]error
 	for i, err := range errs {
+		answered = answered && err == nil
 		if observe.TimedOut(err) {
 			if silent == nil {
 				silent = map[string]error{}
@@ -117,7 +117,7 @@ func (r *RedisClusterReconciler) stillQuiet(ctx context.Context, rc *redisv1alph
 			silent[m.addrs[i]] = err
 		}
 	}
-	return m.after, errors.Join(errs...) == nil && slices.Equal(heads, m.heads), silent
+	return m.after, answered && slices.Equal(heads, m.heads), silent
 }
 
 // setQuiet keeps m as cluster's quiet mark beside its Admin (ok), or drops the mark.

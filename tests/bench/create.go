@@ -144,29 +144,13 @@ func runCreateFloor(ctx context.Context, rb *redisBench, n, nodes int, f *Create
 			return err
 		}
 	}
-	ready, listening := 0.0, 0.0
-	for listening == 0 {
-		if time.Since(start) > 20*time.Minute {
-			return fmt.Errorf("floor: not every StatefulSet Ready and listening after 20 minutes")
-		}
-		time.Sleep(200 * time.Millisecond)
-		if ready == 0 {
-			ok, err := floorReady(ctx, c, n)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-			ready = time.Since(start).Seconds()
-		}
-		ok, err := floorListening(ctx, c, n*nodes)
-		if err != nil {
-			return err
-		}
-		if ok {
-			listening = time.Since(start).Seconds()
-		}
+	ready, err := waitFor(ctx, start, "floor: every StatefulSet Ready", func(ctx context.Context) (bool, error) { return floorReady(ctx, c, n) })
+	if err != nil {
+		return err
+	}
+	listening, err := waitFor(ctx, start, "floor: every redis-server listening", func(ctx context.Context) (bool, error) { return floorListening(ctx, c, n*nodes) })
+	if err != nil {
+		return err
 	}
 	f.FloorReadySeconds, f.FloorSeconds = ready, listening
 	if err := c.DeleteAllOf(ctx, &appsv1.StatefulSet{}, client.InNamespace(floorNamespace)); err != nil {
@@ -221,14 +205,13 @@ func floorListening(ctx context.Context, c client.Client, pods int) (bool, error
 	return true, nil
 }
 
-// floorGone waits up to 3 minutes until the floor namespace has no pod left and the
-// stand-in kubelet no process for any of the n StatefulSets' pods of nodes replicas.
+// floorGone waits until the floor namespace has no pod left and the stand-in kubelet no
+// process for any of the n StatefulSets' pods of nodes replicas.
 func floorGone(ctx context.Context, rb *redisBench, n, nodes int) error {
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
+	_, err := waitFor(ctx, time.Now(), "floor: every pod and process gone after deleting the StatefulSets", func(ctx context.Context) (bool, error) {
 		list := &corev1.PodList{}
 		if err := rb.env.Client.List(ctx, list, client.InNamespace(floorNamespace)); err != nil {
-			return err
+			return false, err
 		}
 		running := 0
 		for i := range n {
@@ -236,14 +219,9 @@ func floorGone(ctx context.Context, rb *redisBench, n, nodes int) error {
 				running += len(rb.kubelet.Processes(floorNamespace, fmt.Sprintf("f-%d-%d", i, j)))
 			}
 		}
-		if len(list.Items) == 0 && running == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("floor: %d pods (%d processes) left 3 minutes after deleting the StatefulSets", len(list.Items), running)
-		}
-		time.Sleep(time.Second)
-	}
+		return len(list.Items) == 0 && running == 0, nil
+	})
+	return err
 }
 
 // CreateTable formats the figures as a Markdown table.

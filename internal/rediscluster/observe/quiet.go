@@ -17,17 +17,21 @@ import (
 // The message counters after it change every second and are left out. A failover, a slot
 // handed over, a node flagged failing or forgotten, a node that lost its cluster: each
 // changes the head of some node's reply.
-func InfoHead(clusterInfo string) string {
+func InfoHead(clusterInfo string) string { return strings.Clone(infoHead(clusterInfo)) }
+
+// infoHead is InfoHead sharing the reply's memory: for a head only compared, not kept.
+func infoHead(clusterInfo string) string {
 	if i := strings.Index(clusterInfo, "cluster_stats_messages"); i >= 0 {
-		clusterInfo = clusterInfo[:i]
+		return clusterInfo[:i]
 	}
-	return strings.Clone(clusterInfo)
+	return clusterInfo
 }
 
 // InfoHeads reads CLUSTER INFO from every node at addrs at once, over pool's kept
 // connections, and returns each reply's InfoHead in the order of addrs, or, for a node
 // that did not answer, why (errs[i], nil for the others). It is a quiet look's whole
-// conversation with Redis: one short read-only command a node.
+// conversation with Redis: one short read-only command a node. The heads are compared
+// and dropped, so they share the replies' memory.
 func InfoHeads(ctx context.Context, pool *conn.Pool, addrs []string) (heads []string, errs []error) {
 	heads, errs = make([]string, len(addrs)), make([]error, len(addrs))
 	var wg sync.WaitGroup
@@ -38,7 +42,7 @@ func InfoHeads(ctx context.Context, pool *conn.Pool, addrs []string) (heads []st
 				errs[i] = fmt.Errorf("while reading the cluster state of %s: %w", addr, err)
 				return
 			}
-			heads[i] = InfoHead(text)
+			heads[i] = infoHead(text)
 		})
 	}
 	wg.Wait()

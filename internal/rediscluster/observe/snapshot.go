@@ -212,10 +212,10 @@ func nodeInfoField(field string) bool {
 // connection may succeed.
 func retryable(ctx context.Context, err error) bool {
 	var op *net.OpError
-	if err == nil || ctx.Err() != nil || conn.IsAuthError(err) || errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || ctx.Err() != nil || conn.IsAuthError(err) || TimedOut(err) {
 		return false
 	}
-	if errors.As(err, &op) && (op.Op == "dial" || op.Timeout()) {
+	if errors.As(err, &op) && op.Op == "dial" {
 		// Not reached, or answering nothing (a frozen process): a new connection would only
 		// wait as long again.
 		return false
