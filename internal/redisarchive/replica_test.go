@@ -73,10 +73,12 @@ func TestFollowerIsNotAGoodReplica(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	// A write accepted more than max lag (1 s), a cron period (1 s) and slack for a loaded
-	// machine after the last PSYNC before it is outside. The master counts the follower from
-	// its PSYNC, which the follower's count shows only once it has read +CONTINUE: a PSYNC
-	// seen up to 500 ms after a write may have come before it.
+	// A write accepted more than max lag (1 s), the whole second Redis rounds a lag down to
+	// (it counts lag as unixtime - ack time in whole seconds: a lag of 1 is up to 2 s), a cron
+	// period (1 s) and slack for a loaded machine after the last PSYNC before it is outside
+	// (2.5 s allowed, without the rounding, failed at 2.5-2.7 s in a loaded CI run). The
+	// master counts the follower from its PSYNC, which the follower's count shows only once
+	// it has read +CONTINUE: a PSYNC seen up to 500 ms after a write may have come before it.
 	var outside []time.Duration
 	for _, at := range acceptedAt {
 		last := psyncs[0]
@@ -85,7 +87,7 @@ func TestFollowerIsNotAGoodReplica(t *testing.T) {
 				last = p
 			}
 		}
-		if since := at.Sub(last); since > 2500*time.Millisecond {
+		if since := at.Sub(last); since > 3500*time.Millisecond {
 			outside = append(outside, since)
 		}
 	}
