@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,114 +33,6 @@ const archiveRecoveryPoint = time.Second
 // archiveKeysEachSide is how many keys the writer has acknowledged before the target time,
 // and after it before the deletion.
 const archiveKeysEachSide = 2000
-
-// ackWriter writes keys a:<n> = n one at a time through a cluster client, never
-// overwriting one, and records the time each was acknowledged. It can pause, so that a
-// target time falls where no write is near.
-type ackWriter struct {
-	client *goredis.ClusterClient
-	cancel context.CancelFunc
-	done   chan struct{}
-	mu     sync.Mutex
-	acks   []time.Time // acks[n] is when a:<n> was acknowledged
-	pause  chan time.Duration
-}
-
-func startAckWriter(addr, password string) *ackWriter {
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &ackWriter{client: goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{addr}, Password: password, MaxRedirects: 16,
-		ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: time.Second}),
-		cancel: cancel, done: make(chan struct{}), pause: make(chan time.Duration, 1)}
-	go w.run(ctx)
-	return w
-}
-
-func (w *ackWriter) run(ctx context.Context) {
-	defer close(w.done)
-	for n := 0; ctx.Err() == nil; {
-		select {
-		case d := <-w.pause:
-			time.Sleep(d)
-		default:
-		}
-		if err := w.client.Set(ctx, "a:"+strconv.Itoa(n), n, 0).Err(); err != nil {
-			time.Sleep(20 * time.Millisecond) // retried: the key is never given up
-			continue
-		}
-		acked := time.Now()
-		w.mu.Lock()
-		w.acks = append(w.acks, acked)
-		w.mu.Unlock()
-		n++
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// pauseFor makes the writer write nothing for d, and returns the middle of the pause,
-// once it is over.
-func (w *ackWriter) pauseFor(d time.Duration) time.Time {
-	from := max(w.count()-1, 0)
-	w.pause <- d
-	for {
-		time.Sleep(5 * time.Millisecond)
-		w.mu.Lock()
-		for i := from; i+1 < len(w.acks); i++ {
-			// The writer may ack a key or two between the count and the pause: the pause is
-			// the first gap of at least d.
-			if gap := w.acks[i+1].Sub(w.acks[i]); gap >= d {
-				w.mu.Unlock()
-				return w.acks[i].Add(gap / 2)
-			}
-		}
-		w.mu.Unlock()
-	}
-}
-
-func (w *ackWriter) count() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.acks)
-}
-
-// stop ends the writer and returns the ack times.
-func (w *ackWriter) stop() []time.Time {
-	w.cancel()
-	<-w.done
-	_ = w.client.Close()
-	return w.acks
-}
-
-// presentThroughEach reads every key of keys through each node of rc (a cluster client
-// seeded with that node only) and returns, per key, on how many nodes it read back with
-// its value.
-func presentThroughEach(t *testing.T, rc *redisv1alpha1.RedisCluster, password string, n int) []int {
-	t.Helper()
-	found := make([]int, n)
-	for _, node := range rc.Status.Nodes {
-		c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{node.Instance}, Password: password, MaxRedirects: 16, ReadTimeout: 5 * time.Second})
-		for from := 0; from < n; from += 500 {
-			to := min(from+500, n)
-			cmds := make([]*goredis.StringCmd, 0, to-from)
-			_, _ = c.Pipelined(t.Context(), func(p goredis.Pipeliner) error {
-				for i := from; i < to; i++ {
-					cmds = append(cmds, p.Get(t.Context(), "a:"+strconv.Itoa(i)))
-				}
-				return nil
-			})
-			for i, cmd := range cmds {
-				if v, err := cmd.Result(); err == nil && v == strconv.Itoa(from+i) {
-					found[from+i]++
-				} else if err != nil && !errors.Is(err, goredis.Nil) {
-					t.Errorf("reading a:%d through %s: %v", from+i, node.Instance, err)
-					_ = c.Close()
-					return found
-				}
-			}
-		}
-		_ = c.Close()
-	}
-	return found
-}
 
 func TestRedisClusterArchiveRestoresToLatestAndToATime(t *testing.T) {
 	t.Parallel()
@@ -170,13 +61,13 @@ func TestRedisClusterArchiveRestoresToLatestAndToATime(t *testing.T) {
 	})
 
 	writing := time.Now()
-	w := startAckWriter(rc.Status.Nodes[0].Instance, pw)
-	for w.count() < archiveKeysEachSide {
+	w := redistest.StartAckWriter(rc.Status.Nodes[0].Instance, pw)
+	for w.Count() < archiveKeysEachSide {
 		time.Sleep(50 * time.Millisecond)
 	}
-	target := w.pauseFor(600 * time.Millisecond) // no write within 300 ms of the target on either side
-	before := w.count()
-	for w.count() < before+archiveKeysEachSide {
+	target := w.PauseFor(600 * time.Millisecond) // no write within 300 ms of the target on either side
+	before := w.Count()
+	for w.Count() < before+archiveKeysEachSide {
 		time.Sleep(50 * time.Millisecond)
 	}
 	assertArchiveMetrics(t, ns, "origin", rc.Status.Archive.Shards, writing)
@@ -184,7 +75,7 @@ func TestRedisClusterArchiveRestoresToLatestAndToATime(t *testing.T) {
 	if err := env.Client.Delete(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}
-	acks := w.stop() // what it writes while the pods go is no part of the promise
+	acks := w.Stop() // what it writes while the pods go is no part of the promise
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
 		err := env.Client.Get(ctx, key, &redisv1alpha1.RedisCluster{})
 		return err != nil, "the source cluster is still there"
@@ -223,7 +114,7 @@ func TestRedisClusterArchiveRestoresToLatestAndToATime(t *testing.T) {
 				t.Errorf("%s replayed %s to %v with %d commands, want commands up to the target %s", c.Name, sh.Shard, sh.Reached, sh.Commands, st.Target)
 			}
 		}
-		found := presentThroughEach(t, restored, redistest.Password(t, env.Client, c.Namespace, c.Name), len(acks))
+		found := redistest.PresentThroughEach(t, restored, redistest.Password(t, env.Client, c.Namespace, c.Name), len(acks))
 		missing, extra, last, firstMissing := 0, 0, -1, -1
 		want, upTo := due, len(acks)
 		if c == attime {
@@ -339,13 +230,13 @@ type restoredLatest struct {
 
 // deleteAndRestoreLatest deletes the archived cluster rc while w writes to it, restores its
 // archive to latest into a new cluster named into, and counts the keys due that are missing.
-func deleteAndRestoreLatest(t *testing.T, rc *redisv1alpha1.RedisCluster, w *ackWriter, into string) restoredLatest {
+func deleteAndRestoreLatest(t *testing.T, rc *redisv1alpha1.RedisCluster, w *redistest.AckWriter, into string) restoredLatest {
 	t.Helper()
 	deleted := time.Now()
 	if err := env.Client.Delete(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}
-	out := restoredLatest{acks: w.stop()}
+	out := restoredLatest{acks: w.Stop()}
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(rc), &redisv1alpha1.RedisCluster{})
 		return err != nil, "the source cluster is still there"
@@ -360,7 +251,7 @@ func deleteAndRestoreLatest(t *testing.T, rc *redisv1alpha1.RedisCluster, w *ack
 		t.Fatal(err)
 	}
 	out.cluster = waitRestored(t, client.ObjectKeyFromObject(latest))
-	for _, f := range presentThroughEach(t, out.cluster, redistest.Password(t, env.Client, rc.Namespace, into), out.due) {
+	for _, f := range redistest.PresentThroughEach(t, out.cluster, redistest.Password(t, env.Client, rc.Namespace, into), out.due) {
 		if f != len(out.cluster.Status.Nodes) {
 			out.missing++
 		}
@@ -372,8 +263,8 @@ func TestRedisClusterArchiveStartsANewTimelineAfterAGap(t *testing.T) {
 	t.Parallel()
 	ns, key, rc, pw := createArchived(t)
 	waitArchivingOn(t, key, 1)
-	w := startAckWriter(rc.Status.Nodes[0].Instance, pw)
-	for w.count() < 500 {
+	w := redistest.StartAckWriter(rc.Status.Nodes[0].Instance, pw)
+	for w.Count() < 500 {
 		time.Sleep(50 * time.Millisecond)
 	}
 	breakArchiveHistory(t, rc, pw)
@@ -384,8 +275,8 @@ func TestRedisClusterArchiveStartsANewTimelineAfterAGap(t *testing.T) {
 	})
 	_, notes := eventCount(t, ns, "origin", rediscontrollers.ReasonArchiveGap)
 	t.Logf("gap event: %v", notes)
-	before := w.count()
-	for w.count() < before+500 {
+	before := w.Count()
+	for w.Count() < before+500 {
 		time.Sleep(50 * time.Millisecond)
 	}
 	r := deleteAndRestoreLatest(t, rc, w, "latest")
@@ -411,24 +302,18 @@ func TestRedisClusterArchiveFollowsThroughNodeKills(t *testing.T) {
 	t.Parallel()
 	ns, key, _, pw := createArchived(t)
 	rc := waitArchivingOn(t, key, 1)
-	w := startAckWriter(rc.Status.Nodes[0].Instance, pw)
-	writeMore := func(n int) {
-		t.Helper()
-		for before := w.count(); w.count() < before+n; {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	writeMore(500)
+	w := redistest.StartAckWriter(rc.Status.Nodes[0].Instance, pw)
+	w.WriteMore(500)
 	kill := func(pod, why string) {
 		t.Helper()
 		if err := env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: ns}}, client.GracePeriodSeconds(0)); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("killed %s (%s) with %d keys acknowledged", pod, why, w.count())
+		t.Logf("killed %s (%s) with %d keys acknowledged", pod, why, w.Count())
 	}
 	first := rc.Status.Archive.Shards[0]
 	kill(first.Source, first.Shard+" is read there")
-	writeMore(500)
+	w.WriteMore(500)
 	waitArchivingOn(t, key, 1)
 	rc = waitRunning(t, key)
 	second := rc.Status.Archive.Shards[1]
@@ -443,7 +328,7 @@ func TestRedisClusterArchiveFollowsThroughNodeKills(t *testing.T) {
 	}
 	kill(master, "the master of "+second.Shard+", read at "+second.Source)
 	killed := time.Now()
-	writeMore(500)
+	w.WriteMore(500)
 	rc = waitRunning(t, key)
 	t.Logf("after the master's kill: %s", describeNodes(rc))
 	// Every shard archives writes made after the kill again: the promise of a recovery point
@@ -462,7 +347,7 @@ func TestRedisClusterArchiveFollowsThroughNodeKills(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionTrue && len(behind) == 0,
 			fmt.Sprintf("Archiving %+v; shards not archiving writes made after the kill: %v", c, behind)
 	})
-	writeMore(1000) // past a follower's keep-alive reconnection (45 s) on a loaded machine, often
+	w.WriteMore(1000) // past a follower's keep-alive reconnection (45 s) on a loaded machine, often
 	if err := env.Client.Get(t.Context(), key, rc); err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +408,7 @@ func TestRedisClusterArchiveTakesNewBasesAndKeepsItsWindow(t *testing.T) {
 	key, _, pw := createRunning(t, origin, "")
 	rc := waitArchivingOn(t, key, 1)
 	first := rc.Status.Archive.Shards[0].BaseCapturedAt.Time
-	w := startAckWriter(rc.Status.Nodes[0].Instance, pw)
+	w := redistest.StartAckWriter(rc.Status.Nodes[0].Instance, pw)
 	waitTimelinesFrom(t, key, 2)
 
 	// Timeline 1 of every shard goes once a restore to 30 s ago no longer needs it.
@@ -556,7 +441,7 @@ func TestRedisClusterArchiveTakesNewBasesAndKeepsItsWindow(t *testing.T) {
 	// store's listing above and recoverableFrom are what the deletion is judged by). Logged
 	// at the end.
 	recoverable := rc.Status.Archive.RecoverableFrom.Time
-	target := w.pauseFor(600 * time.Millisecond)
+	target := w.PauseFor(600 * time.Millisecond)
 	t.Logf("timelines %+v; recoverable from %s, target %s", rc.Status.Archive.Shards, recoverable.Format(time.RFC3339Nano), target.Format(time.RFC3339Nano))
 
 	// A target inside a scheduled base's catch-up: after shard-000's latest base was
@@ -636,7 +521,7 @@ func TestRedisClusterArchiveTakesNewBasesAndKeepsItsWindow(t *testing.T) {
 		}
 		t.Logf("%s restored to %s: shards %+v", c.rc.Name, c.target.Format(time.RFC3339Nano), restored.Status.Restore.ArchiveShards)
 		missing, extra, must := 0, 0, 0
-		for i, f := range presentThroughEach(t, restored, redistest.Password(t, env.Client, ns, c.rc.Name), len(r.acks)) {
+		for i, f := range redistest.PresentThroughEach(t, restored, redistest.Password(t, env.Client, ns, c.rc.Name), len(r.acks)) {
 			switch {
 			case r.acks[i].Before(c.target.Add(-c.skew)):
 				must++
@@ -704,15 +589,15 @@ func TestRedisClusterArchiveUndoesAFlushall(t *testing.T) {
 	t.Parallel()
 	ns, key, _, pw := createArchived(t)
 	rc := waitArchivingOn(t, key, 1)
-	w := startAckWriter(rc.Status.Nodes[0].Instance, pw)
-	for w.count() < 1000 {
+	w := redistest.StartAckWriter(rc.Status.Nodes[0].Instance, pw)
+	for w.Count() < 1000 {
 		time.Sleep(50 * time.Millisecond)
 	}
 	// The FLUSHALL comes 200 ms into an 800 ms pause of the writer: the archive's receive
 	// times are by the millisecond of each read, so a write read in the same batch as the
 	// FLUSHALL (a reader behind by that much on a loaded machine) would share its time, and
 	// a restore to 1 ms before the FLUSHALL would leave it out.
-	w.pause <- 800 * time.Millisecond
+	w.Pause(800 * time.Millisecond)
 	time.Sleep(200 * time.Millisecond)
 	flushed := time.Now()
 	for _, n := range rc.Status.Nodes {
@@ -725,8 +610,8 @@ func TestRedisClusterArchiveUndoesAFlushall(t *testing.T) {
 		}
 		_ = c.Close()
 	}
-	before := w.count()
-	for w.count() < before+300 {
+	before := w.Count()
+	for w.Count() < before+300 {
 		time.Sleep(50 * time.Millisecond)
 	}
 	var first time.Time
@@ -756,7 +641,7 @@ func TestRedisClusterArchiveUndoesAFlushall(t *testing.T) {
 		return slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "targetTime "+target.UTC().Format(time.RFC3339Nano)) }),
 			fmt.Sprintf("no %s event names the target %s: %q", rediscontrollers.ReasonArchiveFlush, target.UTC().Format(time.RFC3339Nano), notes)
 	})
-	acks := w.stop()
+	acks := w.Stop()
 
 	undone := redistest.NewCluster(ns, "undone", 6)
 	undone.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: storeSpec(store.Bucket), Cluster: "origin",
@@ -767,7 +652,7 @@ func TestRedisClusterArchiveUndoesAFlushall(t *testing.T) {
 	restored := waitRestored(t, client.ObjectKeyFromObject(undone))
 	const skew = 15 * time.Millisecond // receive times against acknowledgements
 	missing, extra, must := 0, 0, 0
-	for i, f := range presentThroughEach(t, restored, redistest.Password(t, env.Client, ns, "undone"), len(acks)) {
+	for i, f := range redistest.PresentThroughEach(t, restored, redistest.Password(t, env.Client, ns, "undone"), len(acks)) {
 		switch {
 		case acks[i].Before(target.Add(-skew)):
 			must++

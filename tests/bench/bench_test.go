@@ -79,7 +79,8 @@ func BenchmarkAppServices(b *testing.B) {
 // nodes, for each number in MWO_BENCH_IDLE (comma-separated, default 20,50), over
 // MWO_BENCH_IDLE_WINDOW (default 1m), and how long a frozen master takes to show in the
 // status (five, one cluster each), then prints the table. MWO_BENCH_CPUPROFILE=1 writes the
-// operator's CPU profile of the window to bin/bench-idle-cpu-N.pprof.
+// operator's CPU profile of the window to bin/bench-idle-cpu-N.pprof and its heap profile
+// at the window's end to bin/bench-idle-cpu-N-heap.pprof.
 func BenchmarkIdleRedisClusters(b *testing.B) {
 	counts := intsFromEnv(b, "MWO_BENCH_IDLE", 20, 50)
 	window := durationFromEnv(b, "MWO_BENCH_IDLE_WINDOW", time.Minute)

@@ -96,6 +96,11 @@ func RunIdle(ctx context.Context, n int, window time.Duration, kills int, profil
 	if err := <-profiled; err != nil {
 		return f, err
 	}
+	if profile != "" {
+		if err := op.saveHeapProfile(ctx, strings.TrimSuffix(profile, ".pprof")+"-heap.pprof"); err != nil {
+			return f, err
+		}
+	}
 	f.CPUPerMinute = (after - before) / window.Minutes()
 	f.PerCluster = f.CPUPerMinute / float64(n)
 	logf("operator CPU over %s idle: %.2f CPU-s a minute, %.4f per cluster", window, f.CPUPerMinute, f.PerCluster)

@@ -14,6 +14,7 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/crashpoint"
+	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 	"github.com/middleware-operator/middleware-operator/tests/teststore"
@@ -39,19 +40,11 @@ func TestOperatorKilledMidUpload(t *testing.T) {
 	w.WaitWritten(t, 300)
 	slotsBefore := redistest.MasterSlots(rc)
 
-	for _, s := range []*corev1.Secret{
-		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "store"}, Data: map[string][]byte{
-			rediscontrollers.StoreAccessKeyIDKey: []byte(store.AccessKey), rediscontrollers.StoreSecretAccessKeyKey: []byte(store.SecretKey)}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "store-ca"}, Data: map[string][]byte{rediscontrollers.StoreCAKey: store.CA}},
-	} {
-		if err := r.env.Client.Create(t.Context(), s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dest := createStoreSecrets(t, r.env.Client, ns, store)
+	dest.Path = "ha"
 	acknowledged := w.Written()
 	b := &redisv1alpha1.RedisBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "killed"},
-		Spec: redisv1alpha1.RedisBackupSpec{Cluster: key.Name, Destination: redisv1alpha1.ObjectStore{
-			Endpoint: store.Endpoint, Bucket: store.Bucket, Region: store.Region, Path: "ha", CredentialsSecret: "store", CASecret: "store-ca"}}}
+		Spec: redisv1alpha1.RedisBackupSpec{Cluster: key.Name, Destination: dest}}
 	if err := r.env.Client.Create(t.Context(), b); err != nil {
 		t.Fatal(err)
 	}
@@ -106,4 +99,20 @@ func TestOperatorKilledMidUpload(t *testing.T) {
 		t.Errorf("%d of the %d keys acknowledged before the backup are missing from the restored cluster", lost, acknowledged)
 	}
 	w.Verify(t, r.env.Client, rc, pw)
+}
+
+// createStoreSecrets creates the Secrets of the object store's credentials ("store") and CA
+// ("store-ca") in ns, and returns the store as a destination that names them.
+func createStoreSecrets(t *testing.T, c client.Client, ns string, store *localcluster.ObjectStore) redisv1alpha1.ObjectStore {
+	t.Helper()
+	for _, s := range []*corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "store"}, Data: map[string][]byte{
+			rediscontrollers.StoreAccessKeyIDKey: []byte(store.AccessKey), rediscontrollers.StoreSecretAccessKeyKey: []byte(store.SecretKey)}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "store-ca"}, Data: map[string][]byte{rediscontrollers.StoreCAKey: store.CA}},
+	} {
+		if err := c.Create(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return redisv1alpha1.ObjectStore{Endpoint: store.Endpoint, Bucket: store.Bucket, Region: store.Region, CredentialsSecret: "store", CASecret: "store-ca"}
 }
