@@ -55,9 +55,10 @@ func (r *RedisClusterReconciler) readBackupsUnderWay(ctx context.Context, s *sta
 	}
 }
 
-// plannerAutoscale sets spec.autoscale and what status.autoscale remembers in the
+// plannerAutoscale sets, on the desired cluster spec, spec.autoscale and what
+// status.autoscale remembers (with the backup under way and the slot weights), in the
 // planner's terms.
-func plannerAutoscale(s *state, spec *plan.Spec) {
+func plannerAutoscale(s *state, spec *plan.Desired) {
 	a := s.rc.Spec.Autoscale
 	if a == nil {
 		return

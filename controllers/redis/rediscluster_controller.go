@@ -262,7 +262,7 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	s.err = r.prepare(ctx, s)
 	r.takeSnapshot(ctx, s)
 	if s.err == nil {
-		s.step = plan.NextStep(r.plannerSpec(s), s.snap, s.health)
+		s.step = plan.NextStep(r.plannerDesired(s), s.snap, s.health)
 		s.err = r.act(ctx, s)
 	}
 	if errors.Is(s.err, ErrFenced) {

@@ -104,11 +104,11 @@ func podObservations(pods []corev1.Pod, replicas int32, deleted func(*corev1.Pod
 	return obs
 }
 
-// plannerSpec is the spec, the StatefulSet and what the status recorded, as the planner
-// takes them.
-func (r *RedisClusterReconciler) plannerSpec(s *state) plan.Spec {
+// plannerDesired is the desired cluster as the planner takes it (plan.Desired): the spec,
+// the StatefulSet and what the status recorded.
+func (r *RedisClusterReconciler) plannerDesired(s *state) plan.Desired {
 	rc := s.rc
-	spec := plan.Spec{
+	spec := plan.Desired{
 		Name: rc.Name, Paused: rc.Spec.Pause, Refused: s.unsupported, Replicas: int(resources.RedisNodes(rc)), MembersRecorded: s.recordExists,
 		AcceptDataLoss: rc.Annotations[AcceptDataLossAnnotation] == "true", AcceptAnnotation: AcceptDataLossAnnotation,
 		Rotation: r.rotation(s), Restore: plannerRestore(s), Memory: memoryTarget(s), Coverage: s.coverage,

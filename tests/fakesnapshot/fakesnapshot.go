@@ -228,7 +228,7 @@ func (c *Cluster) Used(percents ...int64) *Cluster {
 	return c
 }
 
-// Stale marks the nodes at indexes i as not yet set to Spec.Coverage.
+// Stale marks the nodes at indexes i as not yet set to plan.Desired.Coverage.
 func (c *Cluster) Stale(i ...int) *Cluster {
 	for _, n := range i {
 		c.Snap.Nodes[n].StaleCoverage = true

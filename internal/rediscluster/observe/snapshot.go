@@ -58,7 +58,7 @@ type Observation struct {
 	// TLS Secret's.
 	CertificateUnknown bool
 	// StaleCoverage: the node may run another cluster-require-full-coverage than
-	// Spec.Coverage (the operator has not set it on this process).
+	// plan.Desired.Coverage (the operator has not set it on this process).
 	StaleCoverage bool
 	// InfoHead is InfoHead of the node's CLUSTER INFO: a quiet look compares it with the
 	// node's answer then ("" when it did not answer).

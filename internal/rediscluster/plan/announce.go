@@ -6,7 +6,7 @@ import (
 
 // StepAnnounce sets, with one CONFIG SET on the node of Pod at Addr, the hostname it
 // announces to clients (cluster-announce-hostname: Step.Hostname) and
-// cluster-preferred-endpoint-type (hostname while Spec.Announce is on, ip once it is off).
+// cluster-preferred-endpoint-type (hostname while Desired.Announce is on, ip once it is off).
 // Nothing else changes: the node keeps its pod IP in CLUSTER NODES and on the cluster bus,
 // so the operator still finds each pod's node by its address, the nodes still meet and
 // gossip at pod addresses, and a node back at a new pod IP is healed as before. Only the
@@ -41,12 +41,12 @@ func (a Announce) EndpointType() string {
 	return EndpointIP
 }
 
-// planAnnounce is the side step of Spec.Announce, taken before next (what NextStep chose)
+// planAnnounce is the side step of Desired.Announce, taken before next (what NextStep chose)
 // unless next is already a side step or a lost cluster: the first answering node that does
 // not announce what it should is set, one node per look. A node with no external host yet
 // is left as it is (an old host beats none); but while external access is on, a new node
 // does not join before it has one: outside clients could not reach what it would serve.
-func planAnnounce(spec Spec, s observe.Snapshot, next Step) Step {
+func planAnnounce(spec Desired, s observe.Snapshot, next Step) Step {
 	a := spec.Announce
 	if a == nil || next.Behind != nil || next.Kind == StepLost {
 		return next

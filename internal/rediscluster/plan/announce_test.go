@@ -14,7 +14,7 @@ func externalHost(i int) string { return fmt.Sprintf("203.0.113.%d", i+1) }
 
 // announced is six nodes with external access on: every pod has its external host, the
 // pods at indexes set are set on this process and announce it.
-func announced(c *fakesnapshot.Cluster, set ...int) (Spec, *fakesnapshot.Cluster) {
+func announced(c *fakesnapshot.Cluster, set ...int) (Desired, *fakesnapshot.Cluster) {
 	spec := specFor(len(c.Snap.Nodes))
 	spec.Announce = &Announce{On: true, Hostnames: map[string]string{}, Set: map[string]bool{}}
 	for i := range c.Snap.Nodes {
@@ -30,7 +30,7 @@ func announced(c *fakesnapshot.Cluster, set ...int) (Spec, *fakesnapshot.Cluster
 func TestPlanAnnounce(t *testing.T) {
 	all := []int{0, 1, 2, 3, 4, 5}
 	cases := map[string]struct {
-		spec func() (Spec, observe.Snapshot)
+		spec func() (Desired, observe.Snapshot)
 		want StepKind
 		pod  string // the node StepAnnounce sets
 		host string // what it announces
@@ -38,18 +38,18 @@ func TestPlanAnnounce(t *testing.T) {
 		behind StepKind
 	}{
 		"every node announces its host: idle": {
-			spec: func() (Spec, observe.Snapshot) {
+			spec: func() (Desired, observe.Snapshot) {
 				s, c := announced(fakesnapshot.Six().Current(), all...)
 				return s, c.Snap
 			},
 			want: StepIdle,
 		},
 		"external access just on: the first node first, one at a time": {
-			spec: func() (Spec, observe.Snapshot) { s, c := announced(fakesnapshot.Six().Current()); return s, c.Snap },
+			spec: func() (Desired, observe.Snapshot) { s, c := announced(fakesnapshot.Six().Current()); return s, c.Snap },
 			want: StepAnnounce, pod: "rc-0", host: externalHost(0), behind: StepIdle,
 		},
 		"a restarted process announces the host from nodes.conf, but its endpoint type is redis.conf's: set again": {
-			spec: func() (Spec, observe.Snapshot) {
+			spec: func() (Desired, observe.Snapshot) {
 				s, c := announced(fakesnapshot.Six().Current(), 0, 1, 2, 3, 5)
 				c.Announcing(4, externalHost(4))
 				return s, c.Snap
@@ -57,7 +57,7 @@ func TestPlanAnnounce(t *testing.T) {
 			want: StepAnnounce, pod: "rc-4", host: externalHost(4), behind: StepIdle,
 		},
 		"a new load-balancer address: announced": {
-			spec: func() (Spec, observe.Snapshot) {
+			spec: func() (Desired, observe.Snapshot) {
 				s, c := announced(fakesnapshot.Six().Current(), all...)
 				s.Announce.Hostnames["rc-2"] = "198.51.100.9"
 				return s, c.Snap
@@ -65,7 +65,7 @@ func TestPlanAnnounce(t *testing.T) {
 			want: StepAnnounce, pod: "rc-2", host: "198.51.100.9", behind: StepIdle,
 		},
 		"a node without an address yet is left as it is": {
-			spec: func() (Spec, observe.Snapshot) {
+			spec: func() (Desired, observe.Snapshot) {
 				s, c := announced(fakesnapshot.Six().Current(), 0, 1, 2, 3, 4)
 				delete(s.Announce.Hostnames, "rc-5")
 				return s, c.Snap
@@ -73,14 +73,14 @@ func TestPlanAnnounce(t *testing.T) {
 			want: StepIdle,
 		},
 		"a silent node is left for when it answers": {
-			spec: func() (Spec, observe.Snapshot) {
+			spec: func() (Desired, observe.Snapshot) {
 				s, c := announced(fakesnapshot.Six().Current(), 0, 1, 2, 3, 5)
 				return s, c.Silence(4, fakesnapshot.ErrDown).Snap
 			},
 			want: StepWait,
 		},
 		"a recovery under way stays what the status shows": {
-			spec: func() (Spec, observe.Snapshot) {
+			spec: func() (Desired, observe.Snapshot) {
 				c := fakesnapshot.Six().Current().WithNewMaster()
 				s, c := announced(c, 0, 1, 2, 3, 4, 5)
 				return s, c.Snap
@@ -88,14 +88,14 @@ func TestPlanAnnounce(t *testing.T) {
 			want: StepAnnounce, pod: "rc-6", host: externalHost(6), behind: StepRecover,
 		},
 		"a new node announces before it joins": {
-			spec: func() (Spec, observe.Snapshot) {
+			spec: func() (Desired, observe.Snapshot) {
 				s, c := announced(fakesnapshot.Six().Current().Fresh("rc-6", "gggggggg", "n1"), all...)
 				return s, c.Snap
 			},
 			want: StepAnnounce, pod: "rc-6", host: externalHost(6), behind: StepJoin,
 		},
 		"a new node without an address does not join": {
-			spec: func() (Spec, observe.Snapshot) {
+			spec: func() (Desired, observe.Snapshot) {
 				s, c := announced(fakesnapshot.Six().Current().Fresh("rc-6", "gggggggg", "n1"), all...)
 				delete(s.Announce.Hostnames, "rc-6")
 				return s, c.Snap
@@ -103,14 +103,14 @@ func TestPlanAnnounce(t *testing.T) {
 			want: StepWait,
 		},
 		"a new node with its address announced joins": {
-			spec: func() (Spec, observe.Snapshot) {
+			spec: func() (Desired, observe.Snapshot) {
 				s, c := announced(fakesnapshot.Six().Current().Fresh("rc-6", "gggggggg", "n1"), 0, 1, 2, 3, 4, 5, 6)
 				return s, c.Snap
 			},
 			want: StepJoin,
 		},
 		"external access removed: each node announces nothing again": {
-			spec: func() (Spec, observe.Snapshot) {
+			spec: func() (Desired, observe.Snapshot) {
 				s, c := announced(fakesnapshot.Six().Current(), all...)
 				s.Announce = &Announce{Set: map[string]bool{"rc-0": true}}
 				return s, c.Snap
@@ -118,7 +118,7 @@ func TestPlanAnnounce(t *testing.T) {
 			want: StepAnnounce, pod: "rc-0", host: "", behind: StepIdle,
 		},
 		"external access removed, a node set back but announcing a host still: set": {
-			spec: func() (Spec, observe.Snapshot) {
+			spec: func() (Desired, observe.Snapshot) {
 				s, c := announced(fakesnapshot.Six().Current(), all...)
 				s.Announce = &Announce{Set: map[string]bool{"rc-0": true, "rc-1": true, "rc-2": true}}
 				c.Announcing(0, "").Announcing(1, "")
@@ -127,14 +127,14 @@ func TestPlanAnnounce(t *testing.T) {
 			want: StepAnnounce, pod: "rc-2", host: "", behind: StepIdle,
 		},
 		"the operator leaves announcements alone: idle": {
-			spec: func() (Spec, observe.Snapshot) {
+			spec: func() (Desired, observe.Snapshot) {
 				_, c := announced(fakesnapshot.Six().Current(), 1)
 				return specFor(6), c.Snap
 			},
 			want: StepIdle,
 		},
 		"a lost shard is reported, not hidden behind an announcement": {
-			spec: func() (Spec, observe.Snapshot) {
+			spec: func() (Desired, observe.Snapshot) {
 				s, c := announced(fakesnapshot.LostShard(time.Minute))
 				return s, c.Snap
 			},

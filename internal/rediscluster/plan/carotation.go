@@ -35,7 +35,7 @@ type CARotation struct {
 // files of an earlier stage; so does a node whose certificate could not be checked (a
 // handshake that timed out on a loaded machine is no evidence that it serves the new one),
 // and so does a snapshot that checked no certificate at all.
-func planRotateCA(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
+func planRotateCA(spec Desired, s observe.Snapshot, _ health.Health) (Step, bool) {
 	r := spec.CARotation
 	if r == nil || !r.Checked || s.Now.Before(r.Due) {
 		return Step{}, false

@@ -12,11 +12,11 @@ import (
 // the user's redis.conf), and a running node reads its file only when it starts.
 const StepSetCoverage StepKind = "SetCoverage"
 
-// planCoverage sets Spec.Coverage on the answering nodes the operator has not set it on
+// planCoverage sets Desired.Coverage on the answering nodes the operator has not set it on
 // (Observation.StaleCoverage). NextStep takes it before every other step, as a side step
 // (Step.Behind keeps what is under way for the status): while a shard is lost, the other
 // shards serve only once their nodes run with "no".
-func planCoverage(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
+func planCoverage(spec Desired, s observe.Snapshot, _ health.Health) (Step, bool) {
 	if spec.Coverage == "" {
 		return Step{}, false
 	}

@@ -11,14 +11,14 @@ import (
 )
 
 func TestPlanCoverage(t *testing.T) {
-	covering := func(value string) Spec {
+	covering := func(value string) Desired {
 		s := specFor(6)
 		s.Coverage = value
 		return s
 	}
 	all := []string{fakesnapshot.Addr(0), fakesnapshot.Addr(1), fakesnapshot.Addr(2), fakesnapshot.Addr(3), fakesnapshot.Addr(4), fakesnapshot.Addr(5)}
 	cases := map[string]struct {
-		spec  Spec
+		spec  Desired
 		snap  observe.Snapshot
 		want  StepKind
 		addrs []string // the nodes StepSetCoverage sets
@@ -62,7 +62,7 @@ func TestPlanCoverage(t *testing.T) {
 
 // nextStepIs fails the test unless NextStep chooses the step kind want, and reports whether
 // that is the kind a table checks further (check).
-func nextStepIs(t *testing.T, spec Spec, snap observe.Snapshot, want, check StepKind) (Step, bool) {
+func nextStepIs(t *testing.T, spec Desired, snap observe.Snapshot, want, check StepKind) (Step, bool) {
 	t.Helper()
 	got := NextStep(spec, snap, health.Assess(snap))
 	if got.Kind != want {

@@ -1,4 +1,4 @@
-// Package plan is the planner, pure: NextStep(Spec, Snapshot, Health) returns the one Step
+// Package plan is the planner, pure: NextStep(Desired, Snapshot, Health) returns the one Step
 // to take next (record the members, form, join, move a batch of slots, remove, fail over,
 // replace a pod, repair open or strayed slots, run a recovery, rotate a password or the
 // CA, reload a certificate, set memory, write safety, coverage or the announced hostname,

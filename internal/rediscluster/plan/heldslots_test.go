@@ -78,7 +78,7 @@ func TestHeldSlotSteps(t *testing.T) {
 	giant := func(slot int, source string) layout.HeldSlot {
 		return layout.HeldSlot{Slot: slot, Source: source, Target: "aaaaaaaa", Giant: true, Size: layout.SlotSize{Keys: 38000, Bytes: 47 * mib}, Room: layout.Room{Bytes: 2 * mib}}
 	}
-	withHeld := func(s Spec, held ...layout.HeldSlot) Spec { s.HeldSlots = held; return s }
+	withHeld := func(s Desired, held ...layout.HeldSlot) Desired { s.HeldSlots = held; return s }
 	// Two empty new masters, one of them full (a key written there, say).
 	twoNew := func() observe.Snapshot {
 		c := fakesnapshot.New(5, 0,
@@ -111,9 +111,9 @@ func TestHeldSlotSteps(t *testing.T) {
 		}
 		return c.Snap
 	}
-	scaleIn := func() Spec { s := specFor(6); s.StatefulSetReplicas = 8; return s }
+	scaleIn := func() Desired { s := specFor(6); s.StatefulSetReplicas = 8; return s }
 	cases := map[string]struct {
-		spec  Spec
+		spec  Desired
 		snap  observe.Snapshot
 		want  StepKind
 		check func(t *testing.T, s Step)
@@ -157,7 +157,7 @@ func TestHeldSlotSteps(t *testing.T) {
 			},
 		},
 		"a scale in held by a giant slot while a memory rebalance's weights are set: held all the same": {
-			spec: func() Spec {
+			spec: func() Desired {
 				s := withHeld(scaleIn(), giant(12288, "gggggggg"))
 				s.SlotWeights = map[string]float64{"aaaaaaaa": 1, "bbbbbbbb": 1, "cccccccc": 1}
 				return s

@@ -24,11 +24,11 @@ type Memory struct {
 }
 
 // planMemory sets maxmemory and maxmemory-policy on the answering nodes that run with other
-// values than Spec.Memory (a change of spec.memory, of the user's redis.conf or of the
+// values than Desired.Memory (a change of spec.memory, of the user's redis.conf or of the
 // memory limit's share), so no node restarts for it. A pod on an old template is left
 // alone: its memory limit may be another one, and the upgrade replaces it with the new
 // configuration.
-func planMemory(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
+func planMemory(spec Desired, s observe.Snapshot, _ health.Health) (Step, bool) {
 	want := spec.Memory
 	if want.Policy == "" {
 		return Step{}, false

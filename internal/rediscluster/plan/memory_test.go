@@ -9,13 +9,13 @@ import (
 
 func TestPlanMemory(t *testing.T) {
 	const mi = 1 << 20
-	want := func(maxMemory int64, policy string) Spec {
+	want := func(maxMemory int64, policy string) Desired {
 		s := specFor(6)
 		s.Memory = Memory{MaxMemory: maxMemory, Policy: policy}
 		return s
 	}
 	cases := map[string]struct {
-		spec Spec
+		spec Desired
 		snap observe.Snapshot
 		want StepKind
 		// addrs are the nodes the step sets, when it is StepSetMemory.
@@ -48,7 +48,7 @@ func TestPlanMemory(t *testing.T) {
 			addrs: []string{fakesnapshot.Addr(0), fakesnapshot.Addr(2), fakesnapshot.Addr(3), fakesnapshot.Addr(4), fakesnapshot.Addr(5)},
 		},
 		"the user's unreadable maxmemory is kept, the policy is set": {
-			spec: func() Spec {
+			spec: func() Desired {
 				s := want(0, "allkeys-lfu")
 				s.Memory.KeepMaxMemory = true
 				return s

@@ -108,7 +108,7 @@ const (
 	// NodeID at Addr, which serves them.
 	StepRestoreShard StepKind = "RestoreShard"
 	// StepRecordReload records Slots, the lost slots, as the ones to reload from the backup
-	// Spec.ReloadFrom names, before they are given up.
+	// Desired.ReloadFrom names, before they are given up.
 	StepRecordReload StepKind = "RecordReload"
 	// StepReloadShard loads the keys of the backup's shard Shard that are in Slots (lost
 	// slots) into the master NodeID at Addr, which serves them again.
@@ -162,7 +162,7 @@ type Step struct {
 	DrainHeld []layout.HeldSlot
 	// Replicas is StepShrink's StatefulSet size.
 	Replicas int
-	// Credential indexes Spec.Rotation.Credentials for a rotation step; Record is what
+	// Credential indexes Desired.Rotation.Credentials for a rotation step; Record is what
 	// StepWriteRecord writes; Addrs the nodes StepAddPassword and StepKeepOnlyPassword
 	// change.
 	Credential int
@@ -186,13 +186,13 @@ type Step struct {
 	Hostname string
 	// CAStage is the stage StepRotateCA ends.
 	CAStage string
-	// Claims are the claims StepGrowClaims grows to Spec.Volumes.Want.
+	// Claims are the claims StepGrowClaims grows to Desired.Volumes.Want.
 	Claims []string
 	// Behind is, for a side step that comes first (StepSetCoverage), the step the planners
 	// would take next: what is under way, which the status reports (see Shown).
 	Behind *Step
 	// Autoscale is the autoscaler's decision whatever the step (nil without
-	// Spec.Autoscale): StepAutoscale carries out a scale or a rebalance; with any other
+	// Desired.Autoscale): StepAutoscale carries out a scale or a rebalance; with any other
 	// step it is a wait, keeping its clocks.
 	Autoscale *autoscale.Decision
 }
@@ -216,9 +216,11 @@ type Reshard struct {
 	To           string
 }
 
-// Spec is what the user asks of a cluster, and what the operator recorded of it, in the
-// planner's terms. The Snapshot has the nodes; Spec the rest.
-type Spec struct {
+// Desired is the desired cluster, the planner's input besides the Snapshot and its Health:
+// what the user asks of a cluster (the RedisCluster's spec and annotations) and what the
+// operator recorded of it (its status, the StatefulSet, the claims), in the planner's terms.
+// It is not the RedisCluster's spec. The Snapshot has the nodes; Desired the rest.
+type Desired struct {
 	// Name is the RedisCluster's name, for the messages that tell a user what to run.
 	Name string
 	// Paused: the operator changes nothing.
@@ -326,15 +328,15 @@ type Strategy struct {
 	From  []string
 }
 
-// NextStep decides the one next step for a cluster from the spec, the snapshot and its
-// health (Assess of the snapshot). It is pure. The order matters: nothing is judged while
+// NextStep decides the one next step for a cluster from the desired cluster, the snapshot
+// and its health (Assess of the snapshot). It is pure. The order matters: nothing is judged while
 // the nodes refuse the password; password rotations come first (planRotation: a new
 // cluster's applied-password record must exist before its pods can start, as the exporter
 // sidecar mounts it); then the member record, as the pods' start guards read it; lost data
 // is reported before anything could paper over it; a new cluster is formed only from
 // nothing; then certificate reloads, recoveries, open slots, and, only while every member
 // answers, joins, slot moves, removals and pod replacements.
-func NextStep(spec Spec, s observe.Snapshot, h health.Health) Step {
+func NextStep(spec Desired, s observe.Snapshot, h health.Health) Step {
 	if spec.Paused {
 		return Step{Kind: StepWait, After: LookIdle, Reason: "paused"}
 	}
@@ -345,9 +347,9 @@ func NextStep(spec Spec, s observe.Snapshot, h health.Health) Step {
 		return Step{Kind: StepWait, After: LookIdle, Reason: fmt.Sprintf("%d nodes refuse the password", len(h.AuthFailed))}
 	}
 	rotate, note, rotates := planRotation(spec, s)
-	planRotate := func(Spec, observe.Snapshot, health.Health) (Step, bool) { return rotate, rotates }
+	planRotate := func(Desired, observe.Snapshot, health.Health) (Step, bool) { return rotate, rotates }
 	step := Step{Kind: StepIdle, After: IdleLook(s.NodeTimeout)}
-	for _, plan := range []func(Spec, observe.Snapshot, health.Health) (Step, bool){
+	for _, plan := range []func(Desired, observe.Snapshot, health.Health) (Step, bool){
 		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planRotateCA, planMemory, planWriteSafety, planRecover, planFixSlots,
 		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planVolumes, planUpgrade, planReload,
 	} {
@@ -374,7 +376,7 @@ func NextStep(spec Spec, s observe.Snapshot, h health.Health) Step {
 // planAutoscale asks the autoscaler (autoscale.Decide) what to do once NextStep chose step:
 // only when nothing else is to be done (step is Idle, no rotation under way) may it scale;
 // otherwise its decision is a wait for what step is about, which keeps its clocks.
-func planAutoscale(spec Spec, s observe.Snapshot, h health.Health, step Step) Step {
+func planAutoscale(spec Desired, s observe.Snapshot, h health.Health, step Step) Step {
 	busy := spec.Busy
 	switch {
 	case step.Kind != StepIdle:
@@ -391,7 +393,7 @@ func planAutoscale(spec Spec, s observe.Snapshot, h health.Health, step Step) St
 }
 
 // planRecord keeps the member record current (observe.MemberRecord).
-func planRecord(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
+func planRecord(spec Desired, s observe.Snapshot, _ health.Health) (Step, bool) {
 	want := observe.MemberRecord(s)
 	if spec.MembersRecorded && maps.Equal(want, s.Members) {
 		return Step{}, false
@@ -411,7 +413,7 @@ func whileUncovered(coverage string) string {
 
 // planLostCluster refuses to form a new cluster over a formed one whose every node is
 // silent or back empty; once the user accepts the loss, the record is cleared so one can be.
-func planLostCluster(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
+func planLostCluster(spec Desired, s observe.Snapshot, _ health.Health) (Step, bool) {
 	if !health.Lost(s) {
 		return Step{}, false
 	}
@@ -440,7 +442,7 @@ func planLostCluster(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool
 // planLostShards reports masters whose slots have no copy left (recovery.LostShards); once the user
 // accepts the loss, every member forgets them (recovery.Abandon) and recoveries serve the slots
 // again, empty.
-func planLostShards(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
+func planLostShards(spec Desired, s observe.Snapshot, _ health.Health) (Step, bool) {
 	shards := recovery.LostShards(s)
 	if len(shards) == 0 {
 		return Step{}, false
@@ -477,7 +479,7 @@ func planLostShards(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool)
 // planForm forms the cluster when every pod runs, answers and is new and empty, and no
 // cluster was ever recorded, as `redis-cli --cluster create` would. Once any node belongs to
 // a cluster, or the record names any pod, it never forms again: new nodes join instead.
-func planForm(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
+func planForm(spec Desired, s observe.Snapshot, _ health.Health) (Step, bool) {
 	if len(s.Joined()) > 0 {
 		return Step{}, false
 	}
@@ -519,7 +521,7 @@ func planForm(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
 // planRestore loads a restoring cluster's shards, every one not loaded yet at once, each
 // into the master that serves its slots, once the new cluster serves every slot (so a
 // loaded key is where its clients will look for it).
-func planRestore(spec Spec, s observe.Snapshot, h health.Health) (Step, bool) {
+func planRestore(spec Desired, s observe.Snapshot, h health.Health) (Step, bool) {
 	r := spec.Restore
 	if r == nil {
 		return Step{}, false
@@ -555,7 +557,7 @@ func planRestore(spec Spec, s observe.Snapshot, h health.Health) (Step, bool) {
 // emptied pods back as members: it comes last), the keys of the lost slots from the
 // backup: one step per backup shard that holds some, into the master that now serves them;
 // then it ends the reload.
-func planReload(spec Spec, s observe.Snapshot, h health.Health) (Step, bool) {
+func planReload(spec Desired, s observe.Snapshot, h health.Health) (Step, bool) {
 	r := spec.Reload
 	if r == nil {
 		return Step{}, false
@@ -608,7 +610,7 @@ func intersectSlots(a, b []nodes.SlotRange) []nodes.SlotRange {
 
 // planDropAcceptance spends the accept-data-loss annotation once a cluster is formed and
 // no shard is lost, so it cannot accept a later loss unseen.
-func planDropAcceptance(spec Spec, _ observe.Snapshot, _ health.Health) (Step, bool) {
+func planDropAcceptance(spec Desired, _ observe.Snapshot, _ health.Health) (Step, bool) {
 	if !spec.AcceptDataLoss {
 		return Step{}, false
 	}
@@ -618,7 +620,7 @@ func planDropAcceptance(spec Spec, _ observe.Snapshot, _ health.Health) (Step, b
 // planReloadCertificates makes the nodes that serve an old certificate read theirs again
 // (without a restart). Until the kubelet has refreshed a pod's Secret volume the node reads
 // the old files again, so this repeats until every node serves the new one.
-func planReloadCertificates(_ Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
+func planReloadCertificates(_ Desired, s observe.Snapshot, _ health.Health) (Step, bool) {
 	addrs, pods := s.AnsweringWhere(func(o *observe.Observation) bool { return o.StaleCertificate })
 	if len(addrs) == 0 {
 		return Step{}, false
@@ -628,7 +630,7 @@ func planReloadCertificates(_ Spec, s observe.Snapshot, _ health.Health) (Step, 
 }
 
 // planRecover runs the next recovery recovery.Recover finds.
-func planRecover(_ Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
+func planRecover(_ Desired, s observe.Snapshot, _ health.Health) (Step, bool) {
 	action, ok := recovery.Recover(s)
 	if !ok {
 		return Step{}, false
@@ -639,7 +641,7 @@ func planRecover(_ Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
 // planFixSlots finishes or rolls back slot moves an interruption (an operator restart, a
 // crashed node) left open, and gives back slots no master claims any longer
 // (strayedSlots), before anything else changes the topology.
-func planFixSlots(_ Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
+func planFixSlots(_ Desired, s observe.Snapshot, _ health.Health) (Step, bool) {
 	for _, o := range s.Answering() {
 		if self, _ := o.Self(); self.HasOpenSlots() {
 			return Step{Kind: StepFixSlots, Operation: OpScaling, After: LookSoon,
@@ -658,7 +660,7 @@ func planFixSlots(_ Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
 // recorded member does not answer or the cluster still lists a failed node: they need every
 // slot owner and change nothing a recovery depends on. A new pod that never joined (Pending
 // for good, say) does not stop them.
-func planWaitForMembers(_ Spec, s observe.Snapshot, h health.Health) (Step, bool) {
+func planWaitForMembers(_ Desired, s observe.Snapshot, h health.Health) (Step, bool) {
 	var silent []string
 	for i := range s.Nodes {
 		o := &s.Nodes[i]
@@ -678,7 +680,7 @@ func planWaitForMembers(_ Spec, s observe.Snapshot, h health.Health) (Step, bool
 // planJoin adds one new, empty, staying node: as a master until there are as many as the
 // spec asks, then as a replica of the master with the fewest replicas, preferring one on
 // another Kubernetes node (then zone).
-func planJoin(_ Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
+func planJoin(_ Desired, s observe.Snapshot, _ health.Health) (Step, bool) {
 	joined := s.Joined()
 	if len(joined) == 0 {
 		return Step{}, false
@@ -739,10 +741,10 @@ func pickMaster(s observe.Snapshot, counts map[string]int, joining *observe.Obse
 // planMoveSlots moves slots, a bounded batch per step: off leaving masters and off staying
 // masters beyond the spec's count; with AutoReceive until every master is within the
 // rebalance threshold of its share (the plan is made again from the current slots each
-// time, so an interruption resumes), except for held slots (Spec.HeldSlots) and into
+// time, so an interruption resumes), except for held slots (Desired.HeldSlots) and into
 // masters with under fullPercent of their maxmemory left (skipFullTargets); with AssignReceive exactly the listed slots from the
 // listed nodes to the empty masters recorded as targets first.
-func planMoveSlots(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
+func planMoveSlots(spec Desired, s observe.Snapshot, _ health.Health) (Step, bool) {
 	weights := drainWeights(s)
 	draining := drainPending(s, weights)
 	assign := spec.Assign != nil
@@ -857,7 +859,7 @@ func addSlotWeights(weights map[string]float64, masters []nodes.Node, slotWeight
 // number of targets. The targets are recorded before any slot moves; how far each strategy
 // got is read from the targets' slots (they started empty, and strategies run in order), so
 // a restart (or a pause, which changes the spec) at any point moves exactly the rest.
-func planAssign(spec Spec, s observe.Snapshot, weights map[string]float64) (Step, bool) {
+func planAssign(spec Desired, s observe.Snapshot, weights map[string]float64) (Step, bool) {
 	a := spec.Assign
 	i, missing, target := 0, 0, ""
 	if len(a.Targets) > 0 && len(a.Strategies) > 0 {
@@ -981,7 +983,7 @@ func drainPending(s observe.Snapshot, weights map[string]float64) bool {
 // planRemove scales in once every slot is off the leaving masters: it removes one leaving
 // node per step from the cluster (replicas first), and only when none is left in the
 // cluster shrinks the StatefulSet.
-func planRemove(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
+func planRemove(spec Desired, s observe.Snapshot, _ health.Health) (Step, bool) {
 	var going []*observe.Observation
 	stay := ""
 	for _, o := range s.Joined() {
@@ -1018,7 +1020,7 @@ func planRemove(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
 // planUpgrade replaces pods that run an old template, one at a time, only while the cluster
 // is Ready: replicas first; before a master's pod goes, a connected replica takes over
 // (Failover), so at most one failover happens at a time and no acknowledged write is lost.
-func planUpgrade(spec Spec, s observe.Snapshot, h health.Health) (Step, bool) {
+func planUpgrade(spec Desired, s observe.Snapshot, h health.Health) (Step, bool) {
 	if spec.UpdateRevision == "" {
 		return Step{}, false
 	}
@@ -1038,7 +1040,7 @@ func planUpgrade(spec Spec, s observe.Snapshot, h health.Health) (Step, bool) {
 // planReplace replaces one of the pods of outdated, which answer, once the cluster is Ready
 // and every pod is: a replica first; a master only after a connected replica took over.
 // progress starts every reason.
-func planReplace(spec Spec, s observe.Snapshot, h health.Health, outdated []*observe.Observation, progress string) (Step, bool) {
+func planReplace(spec Desired, s observe.Snapshot, h health.Health, outdated []*observe.Observation, progress string) (Step, bool) {
 	wait := func(why string) (Step, bool) {
 		return Step{Kind: StepWait, Operation: OpUpgrading, After: LookSoon, Reason: progress + "; " + why}, true
 	}

@@ -19,21 +19,21 @@ import (
 
 // rotating is the spec of six nodes with a CA rotation in stage, last or not, that may end
 // from due.
-func rotating(stage string, last bool, due time.Time) Spec {
+func rotating(stage string, last bool, due time.Time) Desired {
 	s := specFor(6)
 	s.CARotation = &CARotation{Stage: stage, Last: last, Due: due, Checked: true}
 	return s
 }
 
 // specFor is the spec of a cluster of n pods whose StatefulSet has n, all recorded.
-func specFor(n int) Spec {
-	return Spec{Name: "rc", Replicas: n, StatefulSetReplicas: n, UpdateRevision: "r1", MembersRecorded: true,
+func specFor(n int) Desired {
+	return Desired{Name: "rc", Replicas: n, StatefulSetReplicas: n, UpdateRevision: "r1", MembersRecorded: true,
 		AcceptAnnotation: "redis.middleware-operator.io/accept-data-loss"}
 }
 
 // restoring is spec restoring a backup of three shards (the second with two ranges), with
 // the masters loaded and the problem given.
-func restoring(spec Spec, loaded []string, problem string) Spec {
+func restoring(spec Desired, loaded []string, problem string) Desired {
 	spec.UpdateRevision = ""
 	spec.Restore = &Restore{Loaded: loaded, Problem: problem, Shards: [][]nodes.SlotRange{
 		{{Start: 0, End: 99}}, {{Start: 100, End: 8000}, {Start: 9000, End: 9100}}, {{Start: 8001, End: 8999}, {Start: 9101, End: 16383}}}}
@@ -41,14 +41,14 @@ func restoring(spec Spec, loaded []string, problem string) Spec {
 }
 
 // restoringSix is spec restoring a backup of six()'s slot map, with the masters loaded.
-func restoringSix(spec Spec, loaded ...string) Spec {
+func restoringSix(spec Desired, loaded ...string) Desired {
 	spec = restoring(spec, loaded, "")
 	spec.Restore.Shards = [][]nodes.SlotRange{{{Start: 0, End: 5460}}, {{Start: 5461, End: 10922}}, {{Start: 10923, End: 16383}}}
 	return spec
 }
 
 // reloading is spec reloading slots 0-5460 from a backup of the shards given.
-func reloading(spec Spec, shards [][]nodes.SlotRange) Spec {
+func reloading(spec Desired, shards [][]nodes.SlotRange) Desired {
 	spec.Reload = &Reload{Slots: []nodes.SlotRange{{Start: 0, End: 5460}}, Shards: shards}
 	return spec
 }
@@ -63,9 +63,9 @@ func uniqueAddrs(s observe.Snapshot) observe.Snapshot {
 }
 
 func TestNextStep(t *testing.T) {
-	accept := func(s Spec) Spec { s.AcceptDataLoss = true; return s }
+	accept := func(s Desired) Desired { s.AcceptDataLoss = true; return s }
 	cases := map[string]struct {
-		spec Spec
+		spec Desired
 		snap observe.Snapshot
 		want StepKind
 		// check, when set, looks at the step beyond its kind.
@@ -76,10 +76,10 @@ func TestNextStep(t *testing.T) {
 			check: func(t *testing.T, s Step) { expect(t, s.After == 2500*time.Millisecond, "after %s", s.After) },
 		},
 		"paused: wait, whatever the cluster needs": {
-			spec: func() Spec { s := specFor(6); s.Paused = true; return s }(), snap: fakesnapshot.Six().Current().Silence(0, fakesnapshot.ErrDown).Snap, want: StepWait,
+			spec: func() Desired { s := specFor(6); s.Paused = true; return s }(), snap: fakesnapshot.Six().Current().Silence(0, fakesnapshot.ErrDown).Snap, want: StepWait,
 		},
 		"an unsupported version and no pod yet: nothing is created, the reason says why": {
-			spec: func() Spec {
+			spec: func() Desired {
 				s := specFor(0)
 				s.MembersRecorded = false
 				s.Refused = "spec.version names Redis 3.2"
@@ -91,18 +91,18 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"an unsupported version with pods running: they are still looked after": {
-			spec: func() Spec { s := specFor(6); s.Refused = "spec.version names Redis 6.2"; return s }(),
+			spec: func() Desired { s := specFor(6); s.Refused = "spec.version names Redis 6.2"; return s }(),
 			snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
 		},
 		"nodes refuse the password: nothing is judged, not even the record": {
-			spec: func() Spec { s := specFor(6); s.MembersRecorded = false; return s }(),
+			spec: func() Desired { s := specFor(6); s.MembersRecorded = false; return s }(),
 			snap: fakesnapshot.Six().Current().Silence(2, errors.New("WRONGPASS invalid username-password pair")).Snap, want: StepWait,
 			check: func(t *testing.T, s Step) {
 				expect(t, strings.Contains(s.Reason, "refuse the password"), "reason %q", s.Reason)
 			},
 		},
 		"no member record yet: write it first": {
-			spec: func() Spec { s := specFor(6); s.MembersRecorded = false; return s }(), snap: fakesnapshot.Six().Current().Snap, want: StepRecordMembers,
+			spec: func() Desired { s := specFor(6); s.MembersRecorded = false; return s }(), snap: fakesnapshot.Six().Current().Snap, want: StepRecordMembers,
 			check: func(t *testing.T, s Step) { expect(t, len(s.Members) == 6, "members %v", s.Members) },
 		},
 		"a pod joined since the record: record it before anything else": {
@@ -117,7 +117,7 @@ func TestNextStep(t *testing.T) {
 
 		// Forming.
 		"six new, empty pods and no record: form 3 masters and 3 replicas": {
-			spec: func() Spec { s := specFor(6); s.UpdateRevision = ""; return s }(), snap: sixNewPods(), want: StepForm,
+			spec: func() Desired { s := specFor(6); s.UpdateRevision = ""; return s }(), snap: sixNewPods(), want: StepForm,
 			check: func(t *testing.T, s Step) {
 				expect(t, len(s.Create.Masters) == 3 && s.Operation == OpCreating, "%d masters, operation %s", len(s.Create.Masters), s.Operation)
 				expect(t, s.Create.NoReadyWait, "the Form step waits for cluster_state:ok, which the next look judges")
@@ -134,7 +134,7 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"a restore whose backup does not fit: wait, saying how to make it fit": {
-			spec: func() Spec { s := restoring(specFor(8), nil, ""); s.StatefulSetReplicas = 8; return s }(),
+			spec: func() Desired { s := restoring(specFor(8), nil, ""); s.StatefulSetReplicas = 8; return s }(),
 			snap: func() observe.Snapshot {
 				s := sixNewPods()
 				s.Nodes = append(s.Nodes, s.Nodes[0], s.Nodes[1])
@@ -168,7 +168,7 @@ func TestNextStep(t *testing.T) {
 		},
 		// Reloading lost slots from a backup.
 		"a lost shard and the reload annotation: record the lost slots first": {
-			spec: func() Spec { s := specFor(6); s.ReloadFrom = "nightly"; return s }(), snap: fakesnapshot.LostShard(20 * time.Second).Snap, want: StepRecordReload,
+			spec: func() Desired { s := specFor(6); s.ReloadFrom = "nightly"; return s }(), snap: fakesnapshot.LostShard(20 * time.Second).Snap, want: StepRecordReload,
 			check: func(t *testing.T, s Step) {
 				expect(t, nodes.FormatSlotRanges(s.Slots) == "0-5460" && s.Operation == OpHealing, "slots %s", nodes.FormatSlotRanges(s.Slots))
 			},
@@ -186,7 +186,7 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"the first shard loaded: the rest of the lost slots from the second": {
-			spec: func() Spec {
+			spec: func() Desired {
 				s := reloading(specFor(6), [][]nodes.SlotRange{{{Start: 0, End: 3000}}, {{Start: 3001, End: 16383}}})
 				s.Reload.Loaded = []int{0}
 				return s
@@ -199,7 +199,7 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"every shard holding lost slots loaded: finish": {
-			spec: func() Spec {
+			spec: func() Desired {
 				s := reloading(specFor(6), [][]nodes.SlotRange{{{Start: 0, End: 3000}}, {{Start: 3001, End: 16383}}})
 				s.Reload.Loaded = []int{0, 1}
 				return s
@@ -231,7 +231,7 @@ func TestNextStep(t *testing.T) {
 			}(), want: StepWait,
 		},
 		"every member silent for over a minute: lost, never formed again without the user": {
-			spec: func() Spec { s := specFor(6); s.NotReadySince = fakesnapshot.Now.Add(-2 * time.Minute); return s }(), snap: func() observe.Snapshot {
+			spec: func() Desired { s := specFor(6); s.NotReadySince = fakesnapshot.Now.Add(-2 * time.Minute); return s }(), snap: func() observe.Snapshot {
 				c := fakesnapshot.Six().Current()
 				for i := range c.Snap.Nodes {
 					c.Silence(i, fakesnapshot.ErrDown)
@@ -252,7 +252,7 @@ func TestNextStep(t *testing.T) {
 			}(), want: StepAcceptLostCluster,
 		},
 		"a whole shard lost: report it, give no slot up": {
-			spec: func() Spec { s := specFor(6); s.Coverage = "no"; return s }(), snap: fakesnapshot.LostShard(time.Minute).Current().Snap, want: StepLost,
+			spec: func() Desired { s := specFor(6); s.Coverage = "no"; return s }(), snap: fakesnapshot.LostShard(time.Minute).Current().Snap, want: StepLost,
 			check: func(t *testing.T, s Step) {
 				expect(t, strings.Contains(s.Reason, "5461 slots have no copy left"), "reason %q", s.Reason)
 				expect(t, strings.Contains(s.Reason, "the other shards keep serving their slots") && !strings.Contains(s.Reason, "serves nothing"),
@@ -260,7 +260,7 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"a whole shard lost under cluster-require-full-coverage yes: nothing is served": {
-			spec: func() Spec { s := specFor(6); s.Coverage = "yes"; return s }(), snap: fakesnapshot.LostShard(time.Minute).Current().Snap, want: StepLost,
+			spec: func() Desired { s := specFor(6); s.Coverage = "yes"; return s }(), snap: fakesnapshot.LostShard(time.Minute).Current().Snap, want: StepLost,
 			check: func(t *testing.T, s Step) {
 				expect(t, strings.Contains(s.Reason, "refuses every command"), "reason %q", s.Reason)
 			},
@@ -281,7 +281,7 @@ func TestNextStep(t *testing.T) {
 			check: func(t *testing.T, s Step) { expect(t, s.CAStage == "Trust", "ends stage %q", s.CAStage) },
 		},
 		"a CA rotation due, but no node's certificate was checked (no TLS Secret read): the stage goes on": {
-			spec: func() Spec {
+			spec: func() Desired {
 				s := rotating("Switch", true, fakesnapshot.Now.Add(-time.Second))
 				s.CARotation.Checked = false
 				return s
@@ -372,7 +372,7 @@ func TestNextStep(t *testing.T) {
 			check: func(t *testing.T, s Step) { expect(t, strings.Contains(s.Reason, "rc-4"), "reason %q", s.Reason) },
 		},
 		"a new pod that is Pending for good does not stop the others": {
-			spec: func() Spec { s := specFor(8); return s }(),
+			spec: func() Desired { s := specFor(8); return s }(),
 			snap: func() observe.Snapshot {
 				c := fakesnapshot.Six().Current().Fresh("rc-6", "gggggggg", "n1")
 				c.Snap.Nodes = append(c.Snap.Nodes, observe.Observation{Pod: "rc-7", Err: errors.New("the pod has no IP")})
@@ -424,7 +424,7 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"giant slots held: the rebalance onto a new master plans around them": {
-			spec: func() Spec {
+			spec: func() Desired {
 				s := specFor(7)
 				s.HeldSlots = []layout.HeldSlot{{Slot: 0, Source: "aaaaaaaa", Giant: true}, {Slot: 5461, Source: "bbbbbbbb", Giant: true}}
 				return s
@@ -448,7 +448,7 @@ func TestNextStep(t *testing.T) {
 			want: StepIdle,
 		},
 		"AssignReceive with a new empty master: record it as the target first": {
-			spec: func() Spec {
+			spec: func() Desired {
 				s := specFor(7)
 				s.Assign = &Assignment{Strategies: []Strategy{{Slots: 100, From: []string{"aaaaaaaa"}}}}
 				return s
@@ -464,7 +464,7 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"AssignReceive with its targets recorded: move exactly the strategy's slots": {
-			spec: func() Spec {
+			spec: func() Desired {
 				s := specFor(7)
 				s.Assign = &Assignment{Strategies: []Strategy{{Slots: 100, From: []string{"aaaaaaaa"}}}, Targets: []string{"gggggggg"}, Recorded: true}
 				return s
@@ -492,7 +492,7 @@ func TestNextStep(t *testing.T) {
 
 		// Scale in.
 		"scale in by a shard: drain the leaving master first": {
-			spec: func() Spec { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
+			spec: func() Desired { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
 			snap: func() observe.Snapshot { c := fakesnapshot.Eight(); return c.Leaving(6).Snap }(), want: StepRebalance,
 			check: func(t *testing.T, s Step) {
 				w, ok := s.Weights["gggggggg"]
@@ -500,7 +500,7 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"scale in, leaving master drained: remove its replica first": {
-			spec: func() Spec { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
+			spec: func() Desired { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
 			snap: drained().Snap,
 			want: StepRemoveNode,
 			check: func(t *testing.T, s Step) {
@@ -508,7 +508,7 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"scale in, every leaving node out of the cluster: shrink the StatefulSet": {
-			spec: func() Spec { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
+			spec: func() Desired { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
 			snap: func() observe.Snapshot {
 				return fakesnapshot.Six().Current().Fresh("rc-6", "x1", "n1").Fresh("rc-7", "x2", "n2").Leaving(6).Snap
 			}(),
@@ -516,20 +516,20 @@ func TestNextStep(t *testing.T) {
 			check: func(t *testing.T, s Step) { expect(t, s.Replicas == 6, "replicas %d", s.Replicas) },
 		},
 		"scale in, a leaving member silent: wait for it before removing anyone": {
-			spec: func() Spec { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
+			spec: func() Desired { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
 			snap: drained().Silence(7, fakesnapshot.ErrDown).Snap, want: StepWait,
 			check: func(t *testing.T, s Step) { expect(t, strings.Contains(s.Reason, "rc-7"), "reason %q", s.Reason) },
 		},
 
 		// Upgrade.
 		"an upgrade replaces a replica first": {
-			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(), snap: fakesnapshot.Six().Current().Snap, want: StepReplacePod,
+			spec: func() Desired { s := specFor(6); s.UpdateRevision = "r2"; return s }(), snap: fakesnapshot.Six().Current().Snap, want: StepReplacePod,
 			check: func(t *testing.T, s Step) {
 				expect(t, s.Pod == "rc-3" && s.Operation == OpUpgrading, "replaces %s (%s)", s.Pod, s.Operation)
 			},
 		},
 		"an upgrade with only masters left: a replica takes over first": {
-			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
+			spec: func() Desired { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
 			snap: func() observe.Snapshot {
 				c := fakesnapshot.Six().Current()
 				for i := 3; i < 6; i++ {
@@ -542,7 +542,7 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"an upgrade while a pod terminates: wait": {
-			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
+			spec: func() Desired { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
 			snap: func() observe.Snapshot {
 				c := fakesnapshot.Six().Current()
 				c.Snap.Nodes[3].Terminating = true
@@ -551,7 +551,7 @@ func TestNextStep(t *testing.T) {
 			check: func(t *testing.T, s Step) { expect(t, s.Operation == OpUpgrading, "operation %s", s.Operation) },
 		},
 		"an upgrade while the pod replaced last runs, serves, but is not Ready to Kubernetes yet: wait": {
-			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
+			spec: func() Desired { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
 			snap: func() observe.Snapshot {
 				c := fakesnapshot.Six().Current()
 				c.Snap.Nodes[3].Revision = "r2"
@@ -563,7 +563,7 @@ func TestNextStep(t *testing.T) {
 			},
 		},
 		"an upgrade while the cluster is not Ready: wait": {
-			spec: func() Spec { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
+			spec: func() Desired { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
 			snap: func() observe.Snapshot {
 				c := fakesnapshot.Six().Current()
 				c.Snap.Nodes[4].Replication["master_link_status"] = "down"
@@ -571,12 +571,12 @@ func TestNextStep(t *testing.T) {
 			}(), want: StepWait,
 		},
 		"an upgrade of masters without replicas: replace the master itself": {
-			spec: func() Spec { s := specFor(3); s.UpdateRevision = "r2"; return s }(),
+			spec: func() Desired { s := specFor(3); s.UpdateRevision = "r2"; return s }(),
 			snap: func() observe.Snapshot { c := fakesnapshot.ThreeShards(3, 0).Current(); return c.Snap }(), want: StepReplacePod,
 			check: func(t *testing.T, s Step) { expect(t, s.Pod == "rc-0", "replaces %s", s.Pod) },
 		},
 		"an upgrade of a master whose replica is gone: wait for a connected one": {
-			spec: func() Spec { s := specFor(4); s.UpdateRevision = "r2"; return s }(),
+			spec: func() Desired { s := specFor(4); s.UpdateRevision = "r2"; return s }(),
 			snap: func() observe.Snapshot {
 				c := fakesnapshot.ThreeShards(3, 1, fakesnapshot.Node{Pod: "rc-3", ID: "dddddddd", Host: "n2", Master: "aaaaaaaa"}).Current()
 				c.Snap.Nodes[3].Revision = "r2"
@@ -618,13 +618,13 @@ func TestNextStep(t *testing.T) {
 // memory rebalance's weights steer the slot moves only while they name every master.
 func TestNextStepAutoscale(t *testing.T) {
 	a := &autoscale.Settings{TargetPercent: 70, MinMasters: 3, MaxMasters: 5, Sustain: 5 * time.Minute, CoolDown: 10 * time.Minute}
-	above := func(s Spec) Spec {
+	above := func(s Desired) Desired {
 		s.Autoscale, s.AutoscaleState = a, autoscale.State{AboveSince: fakesnapshot.Now.Add(-time.Hour)}
 		return s
 	}
 	full := func(c *fakesnapshot.Cluster) observe.Snapshot { return c.Used(80, 75, 72, 80, 75, 72).Snap }
 	cases := map[string]struct {
-		spec  Spec
+		spec  Desired
 		snap  observe.Snapshot
 		want  StepKind
 		phase autoscale.Phase
@@ -648,13 +648,13 @@ func TestNextStepAutoscale(t *testing.T) {
 			},
 		},
 		"full, but a backup under way: idle, the autoscaler waits": {
-			spec: func() Spec { s := above(specFor(6)); s.Busy = "backup nightly is under way"; return s }(), snap: full(fakesnapshot.Six().Current()), want: StepIdle, phase: autoscale.PhaseWaiting,
+			spec: func() Desired { s := above(specFor(6)); s.Busy = "backup nightly is under way"; return s }(), snap: full(fakesnapshot.Six().Current()), want: StepIdle, phase: autoscale.PhaseWaiting,
 		},
 		"below the target: idle": {
 			spec: above(specFor(6)), snap: fakesnapshot.Six().Current().Used(30, 30, 30, 30, 30, 30).Snap, want: StepIdle, phase: autoscale.PhaseBelowTarget,
 		},
 		"weights naming every master steer the slot moves": {
-			spec: func() Spec {
+			spec: func() Desired {
 				s := specFor(6)
 				s.SlotWeights = map[string]float64{"aaaaaaaa": 1, "bbbbbbbb": 2, "cccccccc": 2}
 				return s
@@ -665,7 +665,7 @@ func TestNextStepAutoscale(t *testing.T) {
 			},
 		},
 		"weights that miss a master are stale: even slots, nothing to move": {
-			spec: func() Spec {
+			spec: func() Desired {
 				s := specFor(6)
 				s.SlotWeights = map[string]float64{"aaaaaaaa": 1, "bbbbbbbb": 2}
 				return s
@@ -718,7 +718,7 @@ func drained() *fakesnapshot.Cluster {
 
 // assigning is the spec of an AssignReceive scale out to seven pods with strategies, its
 // target gggggggg recorded.
-func assigning(strategies ...Strategy) Spec {
+func assigning(strategies ...Strategy) Desired {
 	s := specFor(7)
 	s.Assign = &Assignment{Strategies: strategies, Targets: []string{"gggggggg"}, Recorded: true}
 	return s

@@ -59,7 +59,7 @@ type AppliedRecord struct {
 // operator's first; with the status of rotations in note (RotationCurrent when every
 // credential is current). A rotation that waits (for pods to run, for the grace period)
 // does not hold the other steps: it returns no step, only the note.
-func planRotation(spec Spec, s observe.Snapshot) (step Step, note string, acts bool) {
+func planRotation(spec Desired, s observe.Snapshot) (step Step, note string, acts bool) {
 	running, missing := runningPods(spec, s)
 	for i, c := range spec.Rotation.Credentials {
 		if c.Desired == "" {
@@ -94,7 +94,7 @@ func planRotation(spec Spec, s observe.Snapshot) (step Step, note string, acts b
 
 // runningPods are the addresses of the running pods (not being deleted), and the names of
 // the pods the StatefulSet wants that do not run.
-func runningPods(spec Spec, s observe.Snapshot) (addrs, missing []string) {
+func runningPods(spec Desired, s observe.Snapshot) (addrs, missing []string) {
 	running := map[string]bool{}
 	for _, o := range s.Nodes {
 		if o.Running && o.Addr != "" && !o.Terminating {

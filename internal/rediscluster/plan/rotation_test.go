@@ -20,7 +20,7 @@ func TestPlanRotation(t *testing.T) {
 		c.Previous, c.Current, c.SwitchedAt = c.Current, c.Desired, fakesnapshot.Now.Add(-ago)
 		return c
 	}
-	with := func(creds ...Credential) Spec {
+	with := func(creds ...Credential) Desired {
 		s := specFor(6)
 		s.Name = "rc"
 		s.Rotation = Rotation{Credentials: creds, Grace: 2 * time.Minute}
@@ -32,7 +32,7 @@ func TestPlanRotation(t *testing.T) {
 		return c.Snap
 	}
 	cases := map[string]struct {
-		spec Spec
+		spec Desired
 		snap observe.Snapshot
 		want StepKind // "" for no rotation step
 		cred int

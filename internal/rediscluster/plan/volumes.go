@@ -154,7 +154,7 @@ func VolumesResizing(v Volumes) string {
 // a pod whose filesystem waits for a restart is restarted as an upgrade does (its master
 // failed over first), one at a time. A scale in under way finishes first: recreating the
 // StatefulSet would drop the leaving pods.
-func planVolumes(spec Spec, s observe.Snapshot, h health.Health) (Step, bool) {
+func planVolumes(spec Desired, s observe.Snapshot, h health.Health) (Step, bool) {
 	v := spec.Volumes
 	if v.Want == 0 || RefuseVolumes(v) != nil {
 		return Step{}, false

@@ -24,7 +24,7 @@ func sixClaims(size int64, class string) []Claim {
 
 // growing is the spec of six() asking want bytes of claims having claims, with the
 // StatefulSet's template at template bytes.
-func growing(want, template int64, claims []Claim) Spec {
+func growing(want, template int64, claims []Claim) Desired {
 	s := specFor(6)
 	s.Volumes = Volumes{Want: want, WantText: fmt.Sprintf("%dGi", want/gi), Template: template, Claims: claims}
 	return s
@@ -32,7 +32,7 @@ func growing(want, template int64, claims []Claim) Spec {
 
 func TestPlanVolumes(t *testing.T) {
 	cases := map[string]struct {
-		spec    Spec
+		spec    Desired
 		snap    observe.Snapshot
 		want    StepKind
 		refusal string // the refusal's reason, "" for none
@@ -51,7 +51,7 @@ func TestPlanVolumes(t *testing.T) {
 			spec: growing(2*gi, gi, sixClaims(2*gi, "kwok-volume")), want: StepRecreateStatefulSet,
 		},
 		"the StatefulSet being deleted: wait for it": {
-			spec: func() Spec {
+			spec: func() Desired {
 				s := growing(2*gi, gi, sixClaims(2*gi, "kwok-volume"))
 				s.Volumes.StatefulSetDeleting = true
 				return s
@@ -61,14 +61,14 @@ func TestPlanVolumes(t *testing.T) {
 			},
 		},
 		"a scale in under way: it ends first (the StatefulSet is not recreated)": {
-			spec: func() Spec {
+			spec: func() Desired {
 				s := growing(2*gi, gi, sixClaims(2*gi, "kwok-volume"))
 				s.StatefulSetReplicas = 8
 				return s
 			}(), want: StepShrink,
 		},
 		"a filesystem resize pending: a replica's pod restarts first": {
-			spec: func() Spec {
+			spec: func() Desired {
 				s := growing(2*gi, 2*gi, sixClaims(2*gi, "kwok-volume"))
 				s.Volumes.Claims[0].FileSystemResizePending = true
 				s.Volumes.Claims[4].FileSystemResizePending = true
@@ -77,7 +77,7 @@ func TestPlanVolumes(t *testing.T) {
 			check: func(t *testing.T, s Step) { expect(t, s.Pod == "rc-4", "replaces %s", s.Pod) },
 		},
 		"a master's filesystem resize pending: its replica takes over first": {
-			spec: func() Spec {
+			spec: func() Desired {
 				s := growing(2*gi, 2*gi, sixClaims(2*gi, "kwok-volume"))
 				s.Volumes.Claims[0].FileSystemResizePending = true
 				return s
@@ -87,7 +87,7 @@ func TestPlanVolumes(t *testing.T) {
 			},
 		},
 		"a filesystem resize pending while a pod terminates: one at a time, wait": {
-			spec: func() Spec {
+			spec: func() Desired {
 				s := growing(2*gi, 2*gi, sixClaims(2*gi, "kwok-volume"))
 				s.Volumes.Claims[4].FileSystemResizePending = true
 				return s
@@ -105,14 +105,14 @@ func TestPlanVolumes(t *testing.T) {
 			spec: growing(2*gi, gi, sixClaims(gi, "local-path")), want: StepGrowClaims,
 		},
 		"the API server refused the growth: refused, nothing changes": {
-			spec: func() Spec {
+			spec: func() Desired {
 				s := growing(2*gi, gi, sixClaims(gi, "local-path"))
 				s.Volumes.Refused = ExpansionRefused(s.Volumes, s.Volumes.Claims[0], "only dynamically provisioned pvc can be resized")
 				return s
 			}(), want: StepIdle, refusal: RefusedNotExpandable,
 		},
 		"a refusal carried after the claims reached the size (grown another way): no longer holds": {
-			spec: func() Spec {
+			spec: func() Desired {
 				s := growing(2*gi, 2*gi, sixClaims(2*gi, "local-path"))
 				s.Volumes.Refused = ExpansionRefused(s.Volumes, s.Volumes.Claims[0], "refused")
 				return s

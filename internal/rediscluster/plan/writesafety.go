@@ -25,13 +25,13 @@ func (w WriteSafety) String() string {
 	return fmt.Sprintf("min-replicas-to-write %d and min-replicas-max-lag %d", w.MinReplicas, w.MaxLag)
 }
 
-// planWriteSafety sets Spec.WriteSafety on every answering node when a master serving
+// planWriteSafety sets Desired.WriteSafety on every answering node when a master serving
 // slots runs with min-replicas-to-write on while it should be off, or the other way round
 // (a change of spec.writeSafety: a running node reads redis.conf only at start). Replicas
 // are set in the same step, as a replica becomes a master by a failover; nothing can read
 // a replica's setting back, so it is set whenever a master's is. A pod on an old template
 // is left alone: the upgrade replaces it with the new configuration.
-func planWriteSafety(spec Spec, s observe.Snapshot, _ health.Health) (Step, bool) {
+func planWriteSafety(spec Desired, s observe.Snapshot, _ health.Health) (Step, bool) {
 	want := spec.WriteSafety
 	if !want.Managed {
 		return Step{}, false

@@ -34,7 +34,7 @@ func TestPlanWriteSafety(t *testing.T) {
 		"not managed: the user decides": {want: WriteSafety{}, snap: withGood(2)},
 	} {
 		t.Run(name, func(t *testing.T) {
-			step, ok := planWriteSafety(Spec{WriteSafety: tc.want}, tc.snap, health.Health{})
+			step, ok := planWriteSafety(Desired{WriteSafety: tc.want}, tc.snap, health.Health{})
 			if ok != (tc.addrs > 0) || len(step.Addrs) != tc.addrs {
 				t.Fatalf("step %v (%v) to %d nodes, want %d", step.Kind, ok, len(step.Addrs), tc.addrs)
 			}
