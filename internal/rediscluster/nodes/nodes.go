@@ -30,8 +30,8 @@ func (r SlotRange) String() string {
 	return strconv.Itoa(r.Start) + "-" + strconv.Itoa(r.End)
 }
 
-// Len returns the number of slots in the range.
-func (r SlotRange) Len() int { return r.End - r.Start + 1 }
+// count returns the number of slots in the range.
+func (r SlotRange) count() int { return r.End - r.Start + 1 }
 
 // FormatSlotRanges joins ranges with commas, as in "0-5460,5461".
 func FormatSlotRanges(ranges []SlotRange) string {
@@ -70,7 +70,7 @@ func ParseSlotRanges(text string) ([]SlotRange, error) {
 func CountSlots(ranges []SlotRange) int {
 	n := 0
 	for _, r := range ranges {
-		n += r.Len()
+		n += r.count()
 	}
 	return n
 }
