@@ -14,8 +14,8 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
-// DefaultPollInterval is how often a Pool polls nodes while waiting for the cluster to settle.
-const DefaultPollInterval = 100 * time.Millisecond
+// defaultPollInterval is how often a Pool polls nodes while waiting for the cluster to settle.
+const defaultPollInterval = 100 * time.Millisecond
 
 // Pool holds the connections to a cluster's nodes over the Redis protocol. It opens one
 // plain (non-cluster) client per node address and keeps it until Close. It is safe for
@@ -37,7 +37,7 @@ func NewPool(password string, dialTimeout time.Duration) *Pool {
 	return &Pool{
 		login:        Login{Password: password},
 		dialTimeout:  dialTimeout,
-		pollInterval: DefaultPollInterval,
+		pollInterval: defaultPollInterval,
 		clients:      map[string]*goredis.Client{},
 	}
 }
