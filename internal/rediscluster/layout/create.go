@@ -9,8 +9,8 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
-// MinMasters is the smallest number of masters of a Redis Cluster, as redis-cli enforces.
-const MinMasters = 3
+// minMasters is the smallest number of masters of a Redis Cluster, as redis-cli enforces.
+const minMasters = 3
 
 // Endpoint is a Redis server to put in a cluster.
 type Endpoint struct {
@@ -53,11 +53,11 @@ func (p *Plan) Endpoints() []Endpoint {
 	return out
 }
 
-// Validate checks that the plan has at least MinMasters masters, uses every address once,
-// and assigns each of the SlotCount slots to exactly one master.
+// Validate checks that the plan has at least three masters (minMasters), uses every
+// address once, and assigns each of the SlotCount slots to exactly one master.
 func (p *Plan) Validate() error {
-	if len(p.Masters) < MinMasters {
-		return fmt.Errorf("invalid plan: %d masters, Redis Cluster needs at least %d", len(p.Masters), MinMasters)
+	if len(p.Masters) < minMasters {
+		return fmt.Errorf("invalid plan: %d masters, Redis Cluster needs at least %d", len(p.Masters), minMasters)
 	}
 	seen := map[string]bool{}
 	for _, e := range p.Endpoints() {
@@ -108,10 +108,10 @@ func Create(endpoints []Endpoint, replicasPerMaster int) (Plan, error) {
 		return Plan{}, fmt.Errorf("while planning the cluster: replicas per master must not be negative, got %d", replicasPerMaster)
 	}
 	masters := len(endpoints) / (1 + replicasPerMaster)
-	if masters < MinMasters {
+	if masters < minMasters {
 		return Plan{}, fmt.Errorf("while planning the cluster: %d nodes with %d replicas per master make %d masters, "+
 			"Redis Cluster needs at least %d masters, so at least %d nodes",
-			len(endpoints), replicasPerMaster, masters, MinMasters, MinMasters*(1+replicasPerMaster))
+			len(endpoints), replicasPerMaster, masters, minMasters, minMasters*(1+replicasPerMaster))
 	}
 	if masters > nodes.SlotCount {
 		return Plan{}, fmt.Errorf("while planning the cluster: %d masters is more than the %d slots", masters, nodes.SlotCount)

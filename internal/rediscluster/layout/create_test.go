@@ -261,7 +261,7 @@ func TestPlanCreateProperties(t *testing.T) {
 		name := fmt.Sprintf("iter %d: %d nodes, %d replicas, %d hosts", iter, n, replicas, hostCount)
 		plan, err := Create(eps, replicas)
 		masters := n / (1 + replicas)
-		if masters < MinMasters {
+		if masters < minMasters {
 			if err == nil {
 				t.Fatalf("%s: want an error for %d masters", name, masters)
 			}
