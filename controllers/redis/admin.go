@@ -26,8 +26,8 @@ type Admin interface {
 	ClusterInfo(ctx context.Context, addr string) (map[string]string, error)
 	Create(ctx context.Context, plan layout.Plan) error
 	Observe(ctx context.Context, obs []observe.Observation)
-	// InfoHeads is a quiet look's read: each node's observe.InfoHead, in the order of addrs,
-	// or why it did not answer.
+	// InfoHeads is a quiet look's read: each node's CLUSTER INFO head (as
+	// observe.Observation.InfoHead keeps it), in the order of addrs, or why it did not answer.
 	InfoHeads(ctx context.Context, addrs []string) ([]string, []error)
 	Run(ctx context.Context, action recovery.Action) error
 	Fix(ctx context.Context, addrs []string, opts execute.MoveOptions) ([]execute.SlotFix, error)

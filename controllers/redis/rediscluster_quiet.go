@@ -23,17 +23,17 @@ import (
 // a full look that found the cluster Ready with nothing to do, the looks until LookIdle
 // has passed are quiet: when the RedisCluster and its pods are as that look saw them, each
 // node is asked only CLUSTER INFO, and when every node answers with the same head
-// (observe.InfoHead: state, slot counts, failing slots, known nodes, epochs), the look ends
-// there. Anything else (a node that does not answer, another head, a changed object) makes
-// it a full look at once. What a quiet look cannot see (memory, replication offsets and
-// links, key counts, children drifting) waits for the next full look, at most LookIdle
-// after the last.
+// (observe.Observation.InfoHead: state, slot counts, failing slots, known nodes, epochs),
+// the look ends there. Anything else (a node that does not answer, another head, a changed
+// object) makes it a full look at once. What a quiet look cannot see (memory, replication
+// offsets and links, key counts, children drifting) waits for the next full look, at most
+// LookIdle after the last.
 
 // quietMark is what a full look of a converged cluster leaves for the quiet looks after it.
 type quietMark struct {
 	resourceVersion string        // the RedisCluster's, after the look's status write
 	pods            string        // podsFingerprint of the pods the look saw
-	addrs, heads    []string      // every node's address and observe.InfoHead
+	addrs, heads    []string      // every node's address and observe.Observation.InfoHead
 	until           time.Time     // when a full look is due
 	after           time.Duration // how soon a quiet look looks again
 }

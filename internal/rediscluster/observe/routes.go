@@ -29,8 +29,8 @@ func (o *Observation) Routes() *[nodes.SlotCount]string {
 	return o.routes
 }
 
-// RoutedMasters are the masters o's view routes slots to, with their slots.
-func RoutedMasters(o *Observation) []nodes.Node {
+// routedMasters are the masters o's view routes slots to, with their slots.
+func routedMasters(o *Observation) []nodes.Node {
 	var out []nodes.Node
 	for _, n := range o.View {
 		if n.IsMaster() && !n.HasFlag("handshake") && len(n.Slots) > 0 {
@@ -43,7 +43,7 @@ func RoutedMasters(o *Observation) []nodes.Node {
 // routing is o's view's routing in short: each master it routes slots to, with the ranges,
 // in ID order. Two views with the same routing route every slot alike.
 func routing(o *Observation) string {
-	masters := RoutedMasters(o)
+	masters := routedMasters(o)
 	parts := make([]string, len(masters))
 	for i, n := range masters {
 		parts[i] = n.ID + "=" + nodes.FormatSlotRanges(n.Slots)
@@ -65,13 +65,13 @@ func AgreedRoutes(joined []*Observation) (masters []nodes.Node, ok bool) {
 			return nil, false
 		}
 	}
-	return RoutedMasters(joined[0]), true
+	return routedMasters(joined[0]), true
 }
 
 // uncoveredIn lists the slots o's view routes to no master.
 func uncoveredIn(o *Observation) []int {
 	routed := 0
-	for _, n := range RoutedMasters(o) {
+	for _, n := range routedMasters(o) {
 		routed += nodes.CountSlots(n.Slots)
 	}
 	if routed == nodes.SlotCount {

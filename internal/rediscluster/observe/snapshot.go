@@ -60,8 +60,10 @@ type Observation struct {
 	// StaleCoverage: the node may run another cluster-require-full-coverage than
 	// plan.Desired.Coverage (the operator has not set it on this process).
 	StaleCoverage bool
-	// InfoHead is InfoHead of the node's CLUSTER INFO: a quiet look compares it with the
-	// node's answer then ("" when it did not answer).
+	// InfoHead is the head of the node's CLUSTER INFO reply, the part from cluster_state to
+	// cluster_my_epoch that changes only when the cluster's state does (not the message
+	// counters after it): a quiet look compares it with the node's answer then ("" when it
+	// did not answer).
 	InfoHead string
 	// KeysInUncovered counts, on a master, its keys in each slot its view routes to no
 	// master (CLUSTER COUNTKEYSINSLOT, asked only when there are such slots).
@@ -172,7 +174,7 @@ func observeOne(ctx context.Context, pool *conn.Pool, o *Observation) {
 		return
 	}
 	o.Info, o.Replication = nodes.ParseInfoFields(info.Val(), clusterInfoField), nodes.ParseInfoFields(server.Val(), nodeInfoField)
-	o.InfoHead = InfoHead(info.Val())
+	o.InfoHead = keptInfoHead(info.Val())
 	if up, err := strconv.ParseInt(o.Replication["uptime_in_seconds"], 10, 64); err == nil {
 		o.Started = time.Now().Add(-time.Duration(up) * time.Second)
 	}
