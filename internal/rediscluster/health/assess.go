@@ -33,10 +33,12 @@ type Health struct {
 	// when no swap can separate them (see Unseparated); it does not keep the cluster from
 	// being Ready, but one node's loss then loses a shard's every copy.
 	Unseparated []string
-	// Partitions are the masters that answer but are cut off from their peers (see
-	// Partitions); DualClaims the slots two answering masters both claim (see DualClaims);
-	// RefusingWrites the masters that refuse writes for want of a replica in time under
-	// min-replicas-to-write (see RefusingWrites). Each keeps the cluster from being Ready.
+	// Partitions are the masters that answer but are cut off from their peers: an answering
+	// master flags them failing, or they flag an answering peer so (found by partitions);
+	// DualClaims the slots two answering masters both claim, each in its own view (found by
+	// dualClaims); RefusingWrites the masters that refuse writes for want of a replica in
+	// time under min-replicas-to-write (see RefusingWrites). Each keeps the cluster from
+	// being Ready.
 	Partitions     []Partition
 	DualClaims     []string
 	RefusingWrites []string
@@ -150,7 +152,7 @@ func Assess(s observe.Snapshot) Health {
 			failed++
 		}
 	}
-	h.Partitions, h.DualClaims, h.RefusingWrites = Partitions(s), DualClaims(s), RefusingWrites(s)
+	h.Partitions, h.DualClaims, h.RefusingWrites = partitions(s), dualClaims(s), RefusingWrites(s)
 	h.Problems = append(h.Problems, h.DualClaims...)
 	for _, p := range h.Partitions {
 		h.Problems = append(h.Problems, p.String())

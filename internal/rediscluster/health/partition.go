@@ -33,7 +33,7 @@ func (p Partition) String() string {
 	return "master " + p.Pod + " answers but is cut off from its peers: " + strings.Join(sides, "; ")
 }
 
-// Partitions finds, among the masters that answer and serve slots in their own view, those
+// partitions finds, among the masters that answer and serve slots in their own view, those
 // cut off from their peers: another answering master flags them fail? or fail, or they flag
 // an answering peer so themselves (the two sides of a network partition, or a node too busy
 // to answer its peers). A partition is seen from both sides, so the master that disagrees
@@ -41,7 +41,7 @@ func (p Partition) String() string {
 // one already listed is not listed again (the majority's masters flag the cut-off one; they
 // are not cut off themselves). A master that does not answer is a crashed node, not a
 // partition, and is not listed.
-func Partitions(s observe.Snapshot) []Partition {
+func partitions(s observe.Snapshot) []Partition {
 	joined := s.Joined()
 	podOf := map[string]string{}
 	for _, o := range joined {
@@ -110,11 +110,11 @@ func failFlag(n nodes.Node) string {
 	return "fail?"
 }
 
-// DualClaims says, for each pair of answering masters that both claim some slots as their
+// dualClaims says, for each pair of answering masters that both claim some slots as their
 // own (each in its own view), which slots and which two: after a failover on the majority
 // side, the cut-off master still serves its old slots to the clients that reach it, and
 // writes it takes there are lost when it rejoins.
-func DualClaims(s observe.Snapshot) []string {
+func dualClaims(s observe.Snapshot) []string {
 	// owner holds, per slot, 1 + the index in joined of the first master claiming it: an
 	// array of small integers, not of strings, so a look does not put 256 KiB the garbage
 	// collector must scan on the heap (issue 53: every idle look runs this).
