@@ -52,7 +52,7 @@ func TestCheckACLRules(t *testing.T) {
 	var others []string
 	check := ""
 	for _, line := range strings.Split(users(), "\n") {
-		if strings.HasPrefix(line, "user "+ACLCheckUser+" ") {
+		if strings.HasPrefix(line, "user "+aclCheckUser+" ") {
 			check = line
 		} else {
 			others = append(others, line)
@@ -62,9 +62,9 @@ func TestCheckACLRules(t *testing.T) {
 		t.Errorf("the users changed:\n%s\nwas\n%s", strings.Join(others, "\n"), before)
 	}
 	if !strings.Contains(check, " off ") || strings.ContainsAny(check, "#~&+") {
-		t.Errorf("user %s was not left off with nothing: %q", ACLCheckUser, check)
+		t.Errorf("user %s was not left off with nothing: %q", aclCheckUser, check)
 	}
-	if ok, err := conn.Accepts(ctx, s.addr, nil, conn.Login{User: ACLCheckUser, Password: "x"}); err != nil || ok {
-		t.Errorf("user %s logs in (%v)", ACLCheckUser, err)
+	if ok, err := conn.Accepts(ctx, s.addr, nil, conn.Login{User: aclCheckUser, Password: "x"}); err != nil || ok {
+		t.Errorf("user %s logs in (%v)", aclCheckUser, err)
 	}
 }

@@ -9,8 +9,9 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
-// DefaultWaitTimeout bounds Create when its context has no deadline.
-const DefaultWaitTimeout = 2 * time.Minute
+// defaultWaitTimeout bounds Create, AddNode and Failover when their context has no
+// deadline.
+const defaultWaitTimeout = 2 * time.Minute
 
 // Admin administers Redis Cluster nodes over the Redis protocol, on the pooled connections
 // of its conn.Pool (one plain, non-cluster, client per node address, kept until Close). It

@@ -33,14 +33,14 @@ type emptyNode struct {
 // never re-created, reset or flushed. A Create that fails half-way leaves nodes that a new
 // Create refuses too.
 //
-// When ctx has no deadline, Create gives up after DefaultWaitTimeout.
+// When ctx has no deadline, Create gives up after two minutes (defaultWaitTimeout).
 func (a *Admin) Create(ctx context.Context, plan layout.Plan) error {
 	if err := plan.Validate(); err != nil {
 		return fmt.Errorf("while creating the cluster: %w", err)
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultWaitTimeout)
+		ctx, cancel = context.WithTimeout(ctx, defaultWaitTimeout)
 		defer cancel()
 	}
 	nodes, err := a.preflight(ctx, plan)

@@ -24,11 +24,11 @@ const failoverRetry = 8 * time.Second
 // reports itself a master, asking again if Redis gave the failover up.
 //
 // On a node that already is a master it does nothing. When ctx has no deadline it gives up
-// after DefaultWaitTimeout.
+// after two minutes (defaultWaitTimeout).
 func (a *Admin) Failover(ctx context.Context, replicaAddr string) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultWaitTimeout)
+		ctx, cancel = context.WithTimeout(ctx, defaultWaitTimeout)
 		defer cancel()
 	}
 	self, view, err := a.Myself(ctx, replicaAddr)

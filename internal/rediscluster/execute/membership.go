@@ -20,11 +20,12 @@ import (
 // REPLICATE <master-id> and waits until the new node reports itself a replica of it.
 // A new master gets no slot: Rebalance with UseEmptyMasters, or Reshard, gives it some.
 //
-// AddNode is idempotent. When ctx has no deadline it gives up after DefaultWaitTimeout.
+// AddNode is idempotent. When ctx has no deadline it gives up after two minutes
+// (defaultWaitTimeout).
 func (a *Admin) AddNode(ctx context.Context, newAddr, existingAddr, asReplicaOf string) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultWaitTimeout)
+		ctx, cancel = context.WithTimeout(ctx, defaultWaitTimeout)
 		defer cancel()
 	}
 	cluster, err := a.ClusterNodes(ctx, existingAddr)

@@ -15,16 +15,16 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// DefaultPipeline is redis-cli's default --cluster-pipeline: how many keys one
+// defaultPipeline is redis-cli's default --cluster-pipeline: how many keys one
 // CLUSTER GETKEYSINSLOT returns and one MIGRATE moves.
-const DefaultPipeline = 10
+const defaultPipeline = 10
 
-// DefaultMigrateTimeout is the timeout redis-cli gives MIGRATE (60 s).
-const DefaultMigrateTimeout = 60 * time.Second
+// defaultMigrateTimeout is the timeout redis-cli gives MIGRATE (60 s).
+const defaultMigrateTimeout = 60 * time.Second
 
-// DefaultSlotBatch is how many slots runMoves opens at once between one source and one
+// defaultSlotBatch is how many slots runMoves opens at once between one source and one
 // target.
-const DefaultSlotBatch = 128
+const defaultSlotBatch = 128
 
 // ErrKeyConflict is wrapped by the error of a move that stopped because a key exists on
 // both the source and the target with different values (MIGRATE answered BUSYKEY). Nothing
@@ -34,13 +34,14 @@ var ErrKeyConflict = errors.New("key exists on both nodes with different values"
 // MoveOptions tunes how slots are moved. The zero value moves like redis-cli does by default.
 type MoveOptions struct {
 	// Pipeline is how many keys one CLUSTER GETKEYSINSLOT returns and one MIGRATE moves
-	// (redis-cli's --cluster-pipeline, updateStrategy.pipeline); 0 means DefaultPipeline.
+	// (redis-cli's --cluster-pipeline, updateStrategy.pipeline); 0 means 10, redis-cli's
+	// default (defaultPipeline).
 	Pipeline int
-	// Timeout is the MIGRATE timeout; 0 means DefaultMigrateTimeout.
+	// Timeout is the MIGRATE timeout; 0 means 60 s, redis-cli's (defaultMigrateTimeout).
 	Timeout time.Duration
 	// SlotBatch is how many slots runMoves opens at once between one source and one
-	// target, with their commands pipelined; 0 means DefaultSlotBatch. moveOneSlot and Fix
-	// move one slot at a time.
+	// target, with their commands pipelined; 0 means 128 (defaultSlotBatch). moveOneSlot
+	// and Fix move one slot at a time.
 	SlotBatch int
 	// Replace overwrites a key that exists on the target with the source's value
 	// (redis-cli's --cluster-replace). Without it, a key on both nodes is overwritten only
@@ -59,13 +60,13 @@ type MoveOptions struct {
 
 func (o MoveOptions) withDefaults() MoveOptions {
 	if o.Pipeline <= 0 {
-		o.Pipeline = DefaultPipeline
+		o.Pipeline = defaultPipeline
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = DefaultMigrateTimeout
+		o.Timeout = defaultMigrateTimeout
 	}
 	if o.SlotBatch <= 0 {
-		o.SlotBatch = DefaultSlotBatch
+		o.SlotBatch = defaultSlotBatch
 	}
 	return o
 }

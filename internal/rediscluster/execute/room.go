@@ -2,9 +2,9 @@ package execute
 
 import "github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 
-// OpenSlotFacts are the facts closing a half-moved slot needs: the keys (and their bytes)
+// halfMovedSlot is what closing a half-moved slot needs to know: the keys (and their bytes)
 // still on the owner and already on the target, and the room of each.
-type OpenSlotFacts struct {
+type halfMovedSlot struct {
 	Left, Moved           layout.SlotSize
 	OwnerRoom, TargetRoom layout.Room
 }
@@ -15,7 +15,7 @@ type OpenSlotFacts struct {
 // memory (it held them a moment ago, but writes may have filled it since); else
 // FixKeptOpen: closing either way would meet OOM half-way, so the slot stays open (both
 // serve it, through ASK) until one side has room. It is pure.
-func closeWay(f OpenSlotFacts) string {
+func closeWay(f halfMovedSlot) string {
 	switch {
 	case f.TargetRoom.Fits(f.Left.Bytes):
 		return FixFinished
@@ -27,6 +27,6 @@ func closeWay(f OpenSlotFacts) string {
 
 // rollBackFits reports whether the keys of a half-moved slot that are on its target fit
 // in its owner's spare memory (maxmemory minus used: what it takes before OOM).
-func rollBackFits(f OpenSlotFacts) bool {
+func rollBackFits(f halfMovedSlot) bool {
 	return f.OwnerRoom.Unlimited || f.Moved.Bytes <= f.OwnerRoom.Spare
 }

@@ -13,32 +13,32 @@ func TestCloseWay(t *testing.T) {
 	t.Parallel()
 	const mib = 1 << 20
 	cases := map[string]struct {
-		facts OpenSlotFacts
+		facts halfMovedSlot
 		want  string
 	}{
 		"the rest fits in the target: finish": {
-			OpenSlotFacts{Left: layout.SlotSize{Keys: 100, Bytes: mib}, Moved: layout.SlotSize{Keys: 100, Bytes: mib}, OwnerRoom: layout.Room{Bytes: 0}, TargetRoom: layout.Room{Bytes: 2 * mib}}, FixFinished,
+			halfMovedSlot{Left: layout.SlotSize{Keys: 100, Bytes: mib}, Moved: layout.SlotSize{Keys: 100, Bytes: mib}, OwnerRoom: layout.Room{Bytes: 0}, TargetRoom: layout.Room{Bytes: 2 * mib}}, FixFinished,
 		},
 		"roll back a half-moved slot: the target is full": {
-			OpenSlotFacts{Left: layout.SlotSize{Keys: 20000, Bytes: 25 * mib}, Moved: layout.SlotSize{Keys: 18000, Bytes: 22 * mib}, OwnerRoom: layout.Room{Bytes: 20 * mib, Spare: 24 * mib}, TargetRoom: layout.Room{Bytes: 0}}, FixRolledBack,
+			halfMovedSlot{Left: layout.SlotSize{Keys: 20000, Bytes: 25 * mib}, Moved: layout.SlotSize{Keys: 18000, Bytes: 22 * mib}, OwnerRoom: layout.Room{Bytes: 20 * mib, Spare: 24 * mib}, TargetRoom: layout.Room{Bytes: 0}}, FixRolledBack,
 		},
 		"roll back: the rest is bigger than the target's room": {
-			OpenSlotFacts{Left: layout.SlotSize{Keys: 100, Bytes: 5 * mib}, Moved: layout.SlotSize{Keys: 1, Bytes: 1000}, OwnerRoom: layout.Room{Spare: 1000}, TargetRoom: layout.Room{Bytes: 4 * mib}}, FixRolledBack,
+			halfMovedSlot{Left: layout.SlotSize{Keys: 100, Bytes: 5 * mib}, Moved: layout.SlotSize{Keys: 1, Bytes: 1000}, OwnerRoom: layout.Room{Spare: 1000}, TargetRoom: layout.Room{Bytes: 4 * mib}}, FixRolledBack,
 		},
 		"keep open: the target is full and writes filled the owner since": {
-			OpenSlotFacts{Left: layout.SlotSize{Keys: 20000, Bytes: 25 * mib}, Moved: layout.SlotSize{Keys: 18000, Bytes: 22 * mib}, OwnerRoom: layout.Room{Bytes: 0, Spare: 3 * mib}, TargetRoom: layout.Room{Bytes: 0}}, FixKeptOpen,
+			halfMovedSlot{Left: layout.SlotSize{Keys: 20000, Bytes: 25 * mib}, Moved: layout.SlotSize{Keys: 18000, Bytes: 22 * mib}, OwnerRoom: layout.Room{Bytes: 0, Spare: 3 * mib}, TargetRoom: layout.Room{Bytes: 0}}, FixKeptOpen,
 		},
 		"keep open: a byte short on each side": {
-			OpenSlotFacts{Left: layout.SlotSize{Keys: 1, Bytes: 1001}, Moved: layout.SlotSize{Keys: 1, Bytes: 1001}, OwnerRoom: layout.Room{Bytes: 1000, Spare: 1000}, TargetRoom: layout.Room{Bytes: 1000, Spare: 2000}}, FixKeptOpen,
+			halfMovedSlot{Left: layout.SlotSize{Keys: 1, Bytes: 1001}, Moved: layout.SlotSize{Keys: 1, Bytes: 1001}, OwnerRoom: layout.Room{Bytes: 1000, Spare: 1000}, TargetRoom: layout.Room{Bytes: 1000, Spare: 2000}}, FixKeptOpen,
 		},
 		"roll back into an owner past fillPercent but below maxmemory": {
-			OpenSlotFacts{Left: layout.SlotSize{Keys: 10, Bytes: 5 * mib}, Moved: layout.SlotSize{Keys: 10, Bytes: 2 * mib}, OwnerRoom: layout.Room{Bytes: 0, Spare: 2 * mib}, TargetRoom: layout.Room{Bytes: mib}}, FixRolledBack,
+			halfMovedSlot{Left: layout.SlotSize{Keys: 10, Bytes: 5 * mib}, Moved: layout.SlotSize{Keys: 10, Bytes: 2 * mib}, OwnerRoom: layout.Room{Bytes: 0, Spare: 2 * mib}, TargetRoom: layout.Room{Bytes: mib}}, FixRolledBack,
 		},
 		"no maxmemory on the owner: roll back": {
-			OpenSlotFacts{Left: layout.SlotSize{Keys: 10, Bytes: 5 * mib}, Moved: layout.SlotSize{Keys: 10, Bytes: 50 * mib}, OwnerRoom: layout.Room{Unlimited: true}, TargetRoom: layout.Room{Bytes: mib}}, FixRolledBack,
+			halfMovedSlot{Left: layout.SlotSize{Keys: 10, Bytes: 5 * mib}, Moved: layout.SlotSize{Keys: 10, Bytes: 50 * mib}, OwnerRoom: layout.Room{Unlimited: true}, TargetRoom: layout.Room{Bytes: mib}}, FixRolledBack,
 		},
 		"no maxmemory on the target: finish": {
-			OpenSlotFacts{Left: layout.SlotSize{Keys: 20000, Bytes: 25 * mib}, TargetRoom: layout.Room{Unlimited: true}}, FixFinished,
+			halfMovedSlot{Left: layout.SlotSize{Keys: 20000, Bytes: 25 * mib}, TargetRoom: layout.Room{Unlimited: true}}, FixFinished,
 		},
 	}
 	for name, tc := range cases {

@@ -173,8 +173,8 @@ func (m *mover) measureMoves(ctx context.Context, topo *topology, moves []layout
 
 // openSlotFacts measures a half-moved slot: its keys left on owner and already on target,
 // and the room of each.
-func (m *mover) openSlotFacts(ctx context.Context, s int, owner, target nodes.Node) (OpenSlotFacts, error) {
-	var f OpenSlotFacts
+func (m *mover) openSlotFacts(ctx context.Context, s int, owner, target nodes.Node) (halfMovedSlot, error) {
+	var f halfMovedSlot
 	left, err := m.slotSizes(ctx, owner, []int{s}, false)
 	if err != nil {
 		return f, err
