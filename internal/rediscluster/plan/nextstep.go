@@ -21,14 +21,14 @@ const (
 	// LookSoon: a step acted, or Redis servers are starting (a server answering is not a
 	// Kubernetes event).
 	LookSoon = time.Second
-	// LookForPods: pods that do not answer (Pending, starting, held by their start guard).
-	LookForPods = 5 * time.Second
+	// lookForPods: pods that do not answer (Pending, starting, held by their start guard).
+	lookForPods = 5 * time.Second
 	// LookIdle: a formed cluster's nodes are read again this often: a failover or a crashed
 	// node is not a Kubernetes event.
 	LookIdle = 10 * time.Second
-	// LostAfter is how long every recorded member must stay silent or empty after its pod
+	// lostAfter is how long every recorded member must stay silent or empty after its pod
 	// started before the cluster is called lost (pods restarting together are not).
-	LostAfter = time.Minute
+	lostAfter = time.Minute
 )
 
 // IdleLook is how soon a cluster with nothing to do is read again: half cluster-node-timeout
@@ -430,13 +430,13 @@ func planLostCluster(spec Desired, s observe.Snapshot, _ health.Health) (Step, b
 			since = o.PodStarted
 		}
 	}
-	if s.Now.Sub(since) < LostAfter || len(s.Nodes) == 0 {
-		return Step{Kind: StepWait, After: LookForPods,
+	if s.Now.Sub(since) < lostAfter || len(s.Nodes) == 0 {
+		return Step{Kind: StepWait, After: lookForPods,
 			Reason: fmt.Sprintf("none of the %d recorded members answers with its cluster state yet", len(s.Members))}, true
 	}
 	return Step{Kind: StepLost, After: LookIdle, Reason: fmt.Sprintf("none of the %d recorded members of the cluster has answered with its cluster state for over %s: "+
 		"if their volumes were lost, so is the data. The operator forms no new cluster over it; to accept the loss and start an empty one, "+
-		"run: kubectl annotate rediscluster %s %s=true", len(s.Members), LostAfter, spec.Name, spec.AcceptAnnotation)}, true
+		"run: kubectl annotate rediscluster %s %s=true", len(s.Members), lostAfter, spec.Name, spec.AcceptAnnotation)}, true
 }
 
 // planLostShards reports masters whose slots have no copy left (recovery.LostShards); once the user
@@ -471,7 +471,7 @@ func planLostShards(spec Desired, s observe.Snapshot, _ health.Health) (Step, bo
 	}
 	action, ok := recovery.Abandon(s)
 	if !ok {
-		return Step{Kind: StepWait, After: LookForPods, Reason: "waiting for the members of the lost shards to settle before forgetting them"}, true
+		return Step{Kind: StepWait, After: lookForPods, Reason: "waiting for the members of the lost shards to settle before forgetting them"}, true
 	}
 	return Step{Kind: StepRecover, Operation: OpHealing, Action: action, After: LookSoon, Reason: action.Message}, true
 }
@@ -484,7 +484,7 @@ func planForm(spec Desired, s observe.Snapshot, _ health.Health) (Step, bool) {
 		return Step{}, false
 	}
 	if len(s.Members) > 0 {
-		return Step{Kind: StepWait, After: LookForPods,
+		return Step{Kind: StepWait, After: lookForPods,
 			Reason: fmt.Sprintf("every answering node is empty but the member record names %d members: refusing to form a new cluster over a lost one", len(s.Members))}, true
 	}
 	answering := s.Answering()
@@ -670,9 +670,9 @@ func planWaitForMembers(_ Desired, s observe.Snapshot, h health.Health) (Step, b
 	}
 	switch {
 	case len(silent) > 0:
-		return Step{Kind: StepWait, After: LookForPods, Reason: fmt.Sprintf("waiting for %s to answer", strings.Join(silent, ", "))}, true
+		return Step{Kind: StepWait, After: lookForPods, Reason: fmt.Sprintf("waiting for %s to answer", strings.Join(silent, ", "))}, true
 	case h.HasFailedNodes():
-		return Step{Kind: StepWait, After: LookForPods, Reason: "waiting for the cluster to settle a failed node"}, true
+		return Step{Kind: StepWait, After: lookForPods, Reason: "waiting for the cluster to settle a failed node"}, true
 	}
 	return Step{}, false
 }
