@@ -112,6 +112,13 @@ func (r *RedisClusterReconciler) replayShard(ctx context.Context, rc *redisv1alp
 	tl := src.archive.timelines[step.Shard]
 	res, err := redisarchive.Replay(ctx, redisarchive.StoreSink{Client: src.store}, redisarchive.ReplayOptions{Target: node, Cluster: src.archive.cluster,
 		Shard: tl.Shard, Timeline: tl.Timeline, From: tl.Base.ReplicationOffset, Until: src.archive.target})
+	var foreign *redisarchive.ForeignSlotError
+	if errors.As(err, &foreign) {
+		return fmt.Errorf("the archive of %s timeline %d writes slot %d (the command ending at offset %d), outside the slots of its base (%s): "+
+			"slots migrated inside the restore window, which a restore cannot replay; restore to a time before the migration, or to "+
+			"one after the timelines that started with the new slot map serve (the source's status.archive.shards[].baseCapturedAt), or to latest",
+			tl.Shard, tl.Timeline, foreign.Slot, foreign.Offset, nodes.FormatSlotRanges(adminRanges(tl.Base.Slots)))
+	}
 	if err != nil {
 		return fmt.Errorf("while replaying the archive of %s timeline %d onto %s: %w", tl.Shard, tl.Timeline, step.Pod, err)
 	}

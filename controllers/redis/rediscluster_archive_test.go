@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -229,8 +230,8 @@ type restoredLatest struct {
 }
 
 // deleteAndRestoreLatest deletes the archived cluster rc while w writes to it, restores its
-// archive to latest into a new cluster named into, and counts the keys due that are missing.
-func deleteAndRestoreLatest(t *testing.T, rc *redisv1alpha1.RedisCluster, w *redistest.AckWriter, into string) restoredLatest {
+// archive to latest into a new cluster named "latest", and counts the keys due that are missing.
+func deleteAndRestoreLatest(t *testing.T, rc *redisv1alpha1.RedisCluster, w *redistest.AckWriter) restoredLatest {
 	t.Helper()
 	deleted := time.Now()
 	if err := env.Client.Delete(t.Context(), rc); err != nil {
@@ -244,14 +245,14 @@ func deleteAndRestoreLatest(t *testing.T, rc *redisv1alpha1.RedisCluster, w *red
 	for out.due < len(out.acks) && out.acks[out.due].Before(deleted.Add(-archiveRecoveryPoint)) {
 		out.due++
 	}
-	latest := redistest.NewCluster(rc.Namespace, into, 6)
+	latest := redistest.NewCluster(rc.Namespace, "latest", 6)
 	latest.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: storeSpec(store.Bucket), Cluster: rc.Name,
 		TargetTime: rediscontrollers.TargetLatest}}
 	if err := env.Client.Create(t.Context(), latest); err != nil {
 		t.Fatal(err)
 	}
 	out.cluster = waitRestored(t, client.ObjectKeyFromObject(latest))
-	for _, f := range redistest.PresentThroughEach(t, out.cluster, redistest.Password(t, env.Client, rc.Namespace, into), out.due) {
+	for _, f := range redistest.PresentThroughEach(t, out.cluster, redistest.Password(t, env.Client, rc.Namespace, "latest"), out.due) {
 		if f != len(out.cluster.Status.Nodes) {
 			out.missing++
 		}
@@ -279,7 +280,7 @@ func TestRedisClusterArchiveStartsANewTimelineAfterAGap(t *testing.T) {
 	for w.Count() < before+500 {
 		time.Sleep(50 * time.Millisecond)
 	}
-	r := deleteAndRestoreLatest(t, rc, w, "latest")
+	r := deleteAndRestoreLatest(t, rc, w)
 	for _, sh := range r.cluster.Status.Restore.ArchiveShards {
 		if sh.Timeline != 2 {
 			t.Errorf("the restore replayed %s on timeline %d, want the new timeline 2", sh.Shard, sh.Timeline)
@@ -333,20 +334,7 @@ func TestRedisClusterArchiveFollowsThroughNodeKills(t *testing.T) {
 	t.Logf("after the master's kill: %s", describeNodes(rc))
 	// Every shard archives writes made after the kill again: the promise of a recovery point
 	// holds once more (a new timeline's base included).
-	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
-		if err := env.Client.Get(ctx, key, rc); err != nil {
-			return false, err.Error()
-		}
-		c := meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionArchiving)
-		var behind []string
-		for _, sh := range rc.Status.Archive.Shards {
-			if sh.ArchivedUpTo == nil || !sh.ArchivedUpTo.After(killed.Add(time.Second)) {
-				behind = append(behind, fmt.Sprintf("%s up to %v on timeline %d (%s)", sh.Shard, sh.ArchivedUpTo, sh.Timeline, sh.LastError))
-			}
-		}
-		return c != nil && c.Status == metav1.ConditionTrue && len(behind) == 0,
-			fmt.Sprintf("Archiving %+v; shards not archiving writes made after the kill: %v", c, behind)
-	})
+	rc = waitArchivedAfter(t, key, killed.Add(time.Second), 2*time.Minute)
 	w.WriteMore(1000) // past a follower's keep-alive reconnection (45 s) on a loaded machine, often
 	if err := env.Client.Get(t.Context(), key, rc); err != nil {
 		t.Fatal(err)
@@ -364,12 +352,34 @@ func TestRedisClusterArchiveFollowsThroughNodeKills(t *testing.T) {
 		}
 	}
 	t.Logf("gaps: %v", gaps)
-	r := deleteAndRestoreLatest(t, rc, w, "latest")
+	r := deleteAndRestoreLatest(t, rc, w)
 	if r.missing > 0 {
 		t.Errorf("%d of the %d keys acknowledged more than %s before the deletion are missing from the restore", r.missing, r.due, archiveRecoveryPoint)
 	}
 	t.Logf("%d keys acknowledged (%d more than %s before the deletion), %d missing from the restore; shards %+v",
 		len(r.acks), r.due, archiveRecoveryPoint, r.missing, r.cluster.Status.Restore.ArchiveShards)
+}
+
+// waitArchivedAfter waits until the cluster's Archiving condition is True and every shard
+// has archived a write received after since, and returns the cluster.
+func waitArchivedAfter(t *testing.T, key client.ObjectKey, since time.Time, within time.Duration) *redisv1alpha1.RedisCluster {
+	t.Helper()
+	rc := &redisv1alpha1.RedisCluster{}
+	testenv.Eventually(t, within, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, key, rc); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionArchiving)
+		var behind []string
+		for _, sh := range rc.Status.Archive.Shards {
+			if sh.ArchivedUpTo == nil || !sh.ArchivedUpTo.After(since) {
+				behind = append(behind, fmt.Sprintf("%s (%s) up to %v on timeline %d (%s)", sh.Shard, sh.Slots, sh.ArchivedUpTo, sh.Timeline, sh.LastError))
+			}
+		}
+		return c != nil && c.Status == metav1.ConditionTrue && len(behind) == 0,
+			fmt.Sprintf("Archiving %+v; shards not archiving writes received after %s: %v", c, since.Format(time.RFC3339Nano), behind)
+	})
+	return rc
 }
 
 // assertArchiveMetrics waits until the operator's archive metrics of cluster say that every
@@ -482,7 +492,7 @@ func TestRedisClusterArchiveTakesNewBasesAndKeepsItsWindow(t *testing.T) {
 	t.Logf("shard-000 timeline %d: base captured %s (the timeline before received the next write at %s, this one at %s), serves from %s",
 		latest, base3.CapturedAt.Format(time.RFC3339Nano), forked.Format(time.RFC3339Nano), caughtUp.Format(time.RFC3339Nano), from3.Format(time.RFC3339Nano))
 
-	r := deleteAndRestoreLatest(t, rc, w, "latest")
+	r := deleteAndRestoreLatest(t, rc, w)
 	if r.missing > 0 {
 		t.Errorf("%d of the %d keys acknowledged more than %s before the deletion are missing", r.missing, r.due, archiveRecoveryPoint)
 	}
@@ -667,5 +677,119 @@ func TestRedisClusterArchiveUndoesAFlushall(t *testing.T) {
 		len(acks), must, first.Format(time.RFC3339Nano), target.Format(time.RFC3339Nano), missing, extra)
 	if missing > 0 || extra > 0 || must < 900 {
 		t.Errorf("undoing the FLUSHALL: %d of the %d keys acknowledged before it missing, %d acknowledged after it present (want at least 900 before)", missing, must, extra)
+	}
+}
+
+// TestRedisClusterArchiveAcrossASlotMove: a user moves 200 slots from one master to another
+// (redis-cli --cluster reshard; the operator then balances them back) while a writer writes
+// to an archived cluster. The shards whose slots changed start new timelines from new bases.
+// Restores to a time before the move, to a time after the new timelines and to latest each
+// hold every key acknowledged before their target (the recovery point before the deletion
+// for latest) and none acknowledged after it; a restore to a time between the move and the
+// new timelines is refused with a reason that names the migration.
+func TestRedisClusterArchiveAcrossASlotMove(t *testing.T) {
+	t.Parallel()
+	ns, key, _, pw := createArchived(t)
+	rc := waitArchivingOn(t, key, 1)
+	w := redistest.StartAckWriter(rc.Status.Nodes[0].Instance, pw)
+	w.WriteMore(1000)
+	beforeMove := w.PauseFor(600 * time.Millisecond)
+	w.WriteMore(500)
+
+	from, to := rc.Status.Archive.Shards[0], rc.Status.Archive.Shards[1]
+	masterOf := func(slots string) redisv1alpha1.RedisNode {
+		for _, n := range rc.Status.Nodes {
+			if n.Type == "master" && n.Slots == slots {
+				return n
+			}
+		}
+		t.Fatalf("no master serves %s: %s", slots, describeNodes(rc))
+		return redisv1alpha1.RedisNode{}
+	}
+	src, dst := masterOf(from.Slots), masterOf(to.Slots)
+	moving := time.Now()
+	out, err := exec.CommandContext(t.Context(), "redis-cli", "--no-auth-warning", "-a", pw, "--cluster", "reshard", src.Instance,
+		"--cluster-from", src.NodeID, "--cluster-to", dst.NodeID, "--cluster-slots", "200", "--cluster-yes").CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli --cluster reshard: %v\n%s", err, out)
+	}
+	moved := time.Now()
+	duringMove := w.PauseFor(600 * time.Millisecond) // before the archive has seen the move
+	t.Logf("moved 200 slots from %s (%s) to %s (%s) in %.1f s with %d keys acknowledged", src.Name, from.Shard, dst.Name, to.Shard, moved.Sub(moving).Seconds(), w.Count())
+	rc = waitArchivedAfter(t, key, moved.Add(time.Second), 3*time.Minute)
+	newTimelines := 0
+	for _, sh := range rc.Status.Archive.Shards {
+		t.Logf("after the move: %s slots %s timeline %d, base at %v", sh.Shard, sh.Slots, sh.Timeline, sh.BaseCapturedAt)
+		if sh.Timeline > 1 {
+			newTimelines++
+		}
+	}
+	if newTimelines < 2 {
+		t.Errorf("%d shards started a new timeline after the move, want at least the two whose slots moved", newTimelines)
+	}
+	_, gaps := eventCount(t, ns, "origin", rediscontrollers.ReasonArchiveGap)
+	_, started := eventCount(t, ns, "origin", rediscontrollers.ReasonArchiveTimelineStarted)
+	t.Logf("gaps %v; timelines started %v", gaps, started)
+	w.WriteMore(1000)
+	afterMove := w.PauseFor(600 * time.Millisecond)
+	w.WriteMore(500)
+
+	r := deleteAndRestoreLatest(t, rc, w)
+	t.Logf("latest: %d keys acknowledged, %d due, %d missing; shards %+v", len(r.acks), r.due, r.missing, r.cluster.Status.Restore.ArchiveShards)
+	if r.missing > 0 {
+		t.Errorf("latest: %d of the %d keys acknowledged more than %s before the deletion are missing", r.missing, r.due, archiveRecoveryPoint)
+	}
+	source := storeSpec(store.Bucket)
+	// Between the move and the new timelines, the moved keys' writes are in the archive of
+	// the shard they moved to, whose base does not hold their slots: refused, naming the
+	// migration and the times to restore to instead.
+	during := redistest.NewCluster(ns, "during", 6)
+	during.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: source, Cluster: "origin",
+		TargetTime: duringMove.UTC().Format(time.RFC3339Nano)}}
+	if err := env.Client.Create(t.Context(), during); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(during), during); err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(during.Status.Reason, "slots migrated inside the restore window"), fmt.Sprintf("phase %q reason %q", during.Status.Phase, during.Status.Reason)
+	})
+	t.Logf("during the move: %s", during.Status.Reason)
+	if during.Status.Phase == redisv1alpha1.PhaseRunning {
+		t.Errorf("the restore to a time inside the migration is %s", during.Status.Phase)
+	}
+	if err := env.Client.Delete(t.Context(), during); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		target time.Time
+	}{{"before", beforeMove}, {"after", afterMove}} {
+		restore := redistest.NewCluster(ns, c.name, 6)
+		restore.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: source, Cluster: "origin",
+			TargetTime: c.target.UTC().Format(time.RFC3339Nano)}}
+		if err := env.Client.Create(t.Context(), restore); err != nil {
+			t.Fatal(err)
+		}
+		restored := waitRestored(t, client.ObjectKeyFromObject(restore))
+		atTarget := 0
+		for atTarget < len(r.acks) && r.acks[atTarget].Before(c.target) {
+			atTarget++
+		}
+		missing, extra := 0, 0
+		for i, f := range redistest.PresentThroughEach(t, restored, redistest.Password(t, env.Client, ns, c.name), len(r.acks)) {
+			switch {
+			case i < atTarget && f != len(restored.Status.Nodes):
+				missing++
+			case i >= atTarget && f > 0:
+				extra++
+			}
+		}
+		t.Logf("%s the move: restored to %s, shards %+v: %d of %d keys missing, %d after the target present", c.name, c.target.UTC().Format(time.RFC3339Nano),
+			restored.Status.Restore.ArchiveShards, missing, atTarget, extra)
+		if missing > 0 || extra > 0 {
+			t.Errorf("%s the move: %d of the %d keys acknowledged before the target are missing through some node, %d acknowledged after it are there", c.name, missing, atTarget, extra)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
@@ -277,6 +278,9 @@ func readReplies(r *bufio.Reader, inFlight <-chan int64) error {
 		if err != nil {
 			return fmt.Errorf("while reading the answer to the command at offset %d: %w", offset, err)
 		}
+		if slot, ok := movedSlot(msg); ok {
+			return &ForeignSlotError{Offset: offset, Slot: slot}
+		}
 		if msg != "" {
 			return fmt.Errorf("the command ending at offset %d was refused: %s", offset, msg)
 		}
@@ -301,4 +305,31 @@ func commandName(raw []byte) string {
 		name = name[:end]
 	}
 	return lower(name)
+}
+
+// ForeignSlotError is a replayed command the target refused with MOVED: it writes a key of a
+// slot the target does not serve. A shard's archive holds such writes when slots migrated
+// to the shard inside the replayed window (the target master of a migration receives the
+// keys as RESTOREs, then their clients' writes), while the restored cluster's slot map is
+// its bases', taken before the migration.
+type ForeignSlotError struct {
+	// Offset is the replication offset after the refused command, Slot its key's slot.
+	Offset int64
+	Slot   int
+}
+
+// Error says which command was refused and why.
+func (e *ForeignSlotError) Error() string {
+	return fmt.Sprintf("the command ending at offset %d writes slot %d, which the shard did not serve at its base (MOVED)", e.Offset, e.Slot)
+}
+
+// movedSlot reads the slot of a MOVED error reply ("MOVED <slot> <addr>").
+func movedSlot(msg string) (int, bool) {
+	rest, ok := strings.CutPrefix(msg, "MOVED ")
+	if !ok {
+		return 0, false
+	}
+	slot, _, _ := strings.Cut(rest, " ")
+	n, err := strconv.Atoi(slot)
+	return n, err == nil
 }

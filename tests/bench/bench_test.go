@@ -97,6 +97,7 @@ func BenchmarkIdleRedisClusters(b *testing.B) {
 			}
 			all = append(all, f)
 			b.ReportMetric(f.PerCluster, fmt.Sprintf("cpu-s/min/cluster@%d", n))
+			b.ReportMetric(f.MarginalPerCluster, fmt.Sprintf("added-cpu-s/min/cluster@%d", n))
 		}
 	}
 	fmt.Print("\n" + IdleTable(all))

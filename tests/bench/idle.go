@@ -28,8 +28,11 @@ type IdleFigures struct {
 	Clusters      int
 	FormedSeconds float64
 	// CPUPerMinute is the operator process's CPU-seconds per minute over the window, once
-	// every cluster was Ready; PerCluster that divided by Clusters.
-	CPUPerMinute, PerCluster float64
+	// every cluster was Ready; PerCluster that divided by Clusters. BaselinePerMinute is
+	// its CPU-seconds per minute with no cluster (leader election, informers, metrics),
+	// measured before the first was created; MarginalPerCluster is what each cluster adds:
+	// (CPUPerMinute - BaselinePerMinute) / Clusters.
+	CPUPerMinute, PerCluster, BaselinePerMinute, MarginalPerCluster float64
 	// DetectSeconds are, for each master frozen (SIGSTOP, one per cluster in turn), the time
 	// until its cluster's status no longer said Ready.
 	DetectSeconds []float64
@@ -63,6 +66,9 @@ func RunIdle(ctx context.Context, n int, window time.Duration, kills int, profil
 		return f, err
 	}
 	f.RSSBeforeMiB = float64(rss) / (1 << 20)
+	if f.BaselinePerMinute, err = cpuPerMinute(op, idleBaselineWindow); err != nil {
+		return f, err
+	}
 	start := time.Now()
 	for i := range n {
 		if err := env.Client.Create(ctx, redistest.NewCluster(ns, fmt.Sprintf("rc-%d", i), 6)); err != nil {
@@ -103,7 +109,9 @@ func RunIdle(ctx context.Context, n int, window time.Duration, kills int, profil
 	}
 	f.CPUPerMinute = (after - before) / window.Minutes()
 	f.PerCluster = f.CPUPerMinute / float64(n)
-	logf("operator CPU over %s idle: %.2f CPU-s a minute, %.4f per cluster", window, f.CPUPerMinute, f.PerCluster)
+	f.MarginalPerCluster = (f.CPUPerMinute - f.BaselinePerMinute) / float64(n)
+	logf("operator CPU over %s idle: %.2f CPU-s a minute, %.4f per cluster; %.3f with no cluster, so %.4f added by each", window,
+		f.CPUPerMinute, f.PerCluster, f.BaselinePerMinute, f.MarginalPerCluster)
 	if rss, _, _, err = op.memory(); err != nil {
 		return f, err
 	}
@@ -267,10 +275,27 @@ func waitAllReadyOne(ctx context.Context, c client.Client, key client.ObjectKey)
 	}
 }
 
+// idleBaselineWindow is how long RunIdle measures the operator with no cluster.
+const idleBaselineWindow = 30 * time.Second
+
+// cpuPerMinute is the CPU-seconds a minute op uses over the next window.
+func cpuPerMinute(op *process, window time.Duration) (float64, error) {
+	before, err := op.cpuSeconds()
+	if err != nil {
+		return 0, err
+	}
+	time.Sleep(window)
+	after, err := op.cpuSeconds()
+	if err != nil {
+		return 0, err
+	}
+	return (after - before) / window.Minutes(), nil
+}
+
 // IdleTable formats the idle figures as a Markdown table.
 func IdleTable(all []IdleFigures) string {
 	var b strings.Builder
-	b.WriteString("| idle RedisClusters (6 nodes each) | formed in | operator CPU-s/min | per cluster | RSS before, idle (MiB) | RSS per cluster (MiB) | frozen master -> not Ready (median, max) |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| idle RedisClusters (6 nodes each) | formed in | operator CPU-s/min | per cluster | with no cluster | added per cluster | RSS before, idle (MiB) | RSS per cluster (MiB) | frozen master -> not Ready (median, max) |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, f := range all {
 		d := slices.Clone(f.DetectSeconds)
 		sort.Float64s(d)
@@ -278,7 +303,8 @@ func IdleTable(all []IdleFigures) string {
 		if len(d) > 0 {
 			med, worst = d[len(d)/2], d[len(d)-1]
 		}
-		fmt.Fprintf(&b, "| %d | %.0f s | %.2f | %.4f | %.0f, %.0f | %.2f | %.1f s, %.1f s |\n", f.Clusters, f.FormedSeconds, f.CPUPerMinute, f.PerCluster, f.RSSBeforeMiB, f.RSSIdleMiB, f.RSSPerClusterMiB, med, worst)
+		fmt.Fprintf(&b, "| %d | %.0f s | %.2f | %.4f | %.3f | %.4f | %.0f, %.0f | %.2f | %.1f s, %.1f s |\n", f.Clusters, f.FormedSeconds, f.CPUPerMinute, f.PerCluster,
+			f.BaselinePerMinute, f.MarginalPerCluster, f.RSSBeforeMiB, f.RSSIdleMiB, f.RSSPerClusterMiB, med, worst)
 	}
 	return b.String()
 }
