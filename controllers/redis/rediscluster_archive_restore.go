@@ -87,7 +87,11 @@ func (r *RedisClusterReconciler) openArchive(ctx context.Context, rc *redisv1alp
 		m.CompletedAt = maxTime(m.CompletedAt, tl.Base.CapturedAt)
 	}
 	if err := m.Validate(); err != nil {
-		src.problem, src.storeFailed = fmt.Sprintf("the archive's bases at %s do not make a whole cluster: %v", src.location, err), true
+		// Each shard whose slots changed started a timeline of its own from a base of its
+		// own; at a time between a migration and those bases, the timelines that serve it
+		// hold the slots of different moments.
+		src.problem, src.storeFailed = fmt.Sprintf("the archive's bases at %s that serve %s do not make a whole cluster (%s): %s",
+			src.location, spec.TargetTime, strings.ReplaceAll(err.Error(), "\n", "; "), migrationInWindow), true
 		return src
 	}
 	src.manifest = m
@@ -106,6 +110,13 @@ func maxTime(a, b time.Time) time.Time {
 	return a
 }
 
+// migrationInWindow is the cause and the fix a restore from an archive names when slots
+// migrated between shards inside its window: the archive replays a shard's history onto the
+// slots of its base, and a migration's DELs in one shard and RESTOREs in another cannot be
+// ordered against each other.
+const migrationInWindow = "slots migrated inside the restore window, which a restore cannot replay; restore to a time before the migration, " +
+	"or to one after the timelines that started with the new slot map serve (the source's status.archive.shards[].baseCapturedAt), or to latest"
+
 // replayShard replays the archive of the step's shard onto node, which holds its base,
 // up to the restore's target, and keeps what it reached for the status.
 func (r *RedisClusterReconciler) replayShard(ctx context.Context, rc *redisv1alpha1.RedisCluster, node rdbstream.Options, src *restoreSource, step plan.ShardLoad) error {
@@ -114,10 +125,8 @@ func (r *RedisClusterReconciler) replayShard(ctx context.Context, rc *redisv1alp
 		Shard: tl.Shard, Timeline: tl.Timeline, From: tl.Base.ReplicationOffset, Until: src.archive.target})
 	var foreign *redisarchive.ForeignSlotError
 	if errors.As(err, &foreign) {
-		return fmt.Errorf("the archive of %s timeline %d writes slot %d (the command ending at offset %d), outside the slots of its base (%s): "+
-			"slots migrated inside the restore window, which a restore cannot replay; restore to a time before the migration, or to "+
-			"one after the timelines that started with the new slot map serve (the source's status.archive.shards[].baseCapturedAt), or to latest",
-			tl.Shard, tl.Timeline, foreign.Slot, foreign.Offset, nodes.FormatSlotRanges(adminRanges(tl.Base.Slots)))
+		return fmt.Errorf("the archive of %s timeline %d writes slot %d (the command ending at offset %d), outside the slots of its base (%s): %s",
+			tl.Shard, tl.Timeline, foreign.Slot, foreign.Offset, nodes.FormatSlotRanges(adminRanges(tl.Base.Slots)), migrationInWindow)
 	}
 	if err != nil {
 		return fmt.Errorf("while replaying the archive of %s timeline %d onto %s: %w", tl.Shard, tl.Timeline, step.Pod, err)
