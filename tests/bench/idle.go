@@ -82,10 +82,6 @@ func RunIdle(ctx context.Context, n int, window time.Duration, kills int, profil
 	logf("%d RedisClusters (%d redis-servers) Ready after %.0f s; settling 30 s", n, 6*n, f.FormedSeconds)
 	time.Sleep(30 * time.Second)
 
-	before, err := op.cpuSeconds()
-	if err != nil {
-		return f, err
-	}
 	profiled := make(chan error, 1)
 	if profile != "" {
 		go func() {
@@ -94,9 +90,7 @@ func RunIdle(ctx context.Context, n int, window time.Duration, kills int, profil
 	} else {
 		profiled <- nil
 	}
-	time.Sleep(window)
-	after, err := op.cpuSeconds()
-	if err != nil {
+	if f.CPUPerMinute, err = cpuPerMinute(op, window); err != nil {
 		return f, err
 	}
 	if err := <-profiled; err != nil {
@@ -107,7 +101,6 @@ func RunIdle(ctx context.Context, n int, window time.Duration, kills int, profil
 			return f, err
 		}
 	}
-	f.CPUPerMinute = (after - before) / window.Minutes()
 	f.PerCluster = f.CPUPerMinute / float64(n)
 	f.MarginalPerCluster = (f.CPUPerMinute - f.BaselinePerMinute) / float64(n)
 	logf("operator CPU over %s idle: %.2f CPU-s a minute, %.4f per cluster; %.3f with no cluster, so %.4f added by each", window,
