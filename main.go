@@ -157,7 +157,8 @@ func run(f *flags) error {
 		return fmt.Errorf("while creating the manager: %w", err)
 	}
 	if lock != nil {
-		cfg.Fence = operator.FenceOf(lock, mgr.GetAPIReader()).Check
+		fence := operator.FenceOf(lock, mgr.GetAPIReader())
+		cfg.Fence, cfg.ArchiveFence = fence.Check, fence.Cached()
 	}
 	// Set from the downward API in the shipped Deployment; empty with make run.
 	cfg.OperatorNamespace = os.Getenv("POD_NAMESPACE")

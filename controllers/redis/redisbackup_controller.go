@@ -24,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/backupstore"
+	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
@@ -37,6 +39,17 @@ import (
 // Delete).
 const BackupFinalizer = "redis.middleware-operator.io/delete-backup-files"
 
+// The keys of an object store's Secrets and the reason of a refused endpoint, as package
+// backupstore names them: kept here for the packages that use them until the controllers
+// are split (issue 49).
+const (
+	StoreAccessKeyIDKey     = backupstore.StoreAccessKeyIDKey
+	StoreSecretAccessKeyKey = backupstore.StoreSecretAccessKeyKey
+	StoreSessionTokenKey    = backupstore.StoreSessionTokenKey
+	StoreCAKey              = backupstore.StoreCAKey
+	ReasonEndpointRefused   = backupstore.ReasonEndpointRefused
+)
+
 // RedisBackupReconciler takes RedisBackups: one RDB per shard, streamed from an in-sync
 // replica to the object store, and a manifest with the slot map.
 type RedisBackupReconciler struct {
@@ -46,18 +59,25 @@ type RedisBackupReconciler struct {
 	// APIReader reads the store's Secrets and the cluster to back up (SetupWithManager sets
 	// the manager's when nil).
 	APIReader client.Reader
-	// Clusters is the RedisCluster reconciler, whose connections to each cluster (login and
-	// TLS included) a backup uses: a backup waits until it has looked at the cluster.
-	Clusters *RedisClusterReconciler
+	// Clusters holds the RedisCluster reconciler's connections to each cluster (login and
+	// TLS included), which a backup uses: a backup waits until it has looked at the cluster
+	// (RedisClusterReconciler.Connections).
+	Clusters ClusterConnections
 	// StorePolicy says which object store endpoints backups may name (any https:// one when
 	// zero).
 	StorePolicy objectstore.EndpointPolicy
 	// storeFailures counts each backup's failed looks at its store, for their back-off.
-	storeFailures failures
+	storeFailures backupstore.Failures
 	// newest is the completion time of each cluster's newest Completed backup seen, whose
 	// figures the backup series show.
 	newestMu sync.Mutex
 	newest   map[types.NamespacedName]time.Time
+}
+
+// ClusterConnections is what a backup needs of the RedisCluster controller: the connection
+// it keeps to a cluster, once it has looked at it.
+type ClusterConnections interface {
+	Lookup(cluster types.NamespacedName) (clusterconn.Conn, bool)
 }
 
 // +kubebuilder:rbac:groups=redis.middleware-operator.io,resources=redisbackups,verbs=list;watch;patch
@@ -73,7 +93,7 @@ func (r *RedisBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !b.DeletionTimestamp.IsZero() {
-		r.storeFailures.forget(req.NamespacedName)
+		r.storeFailures.Forget(req.NamespacedName)
 		return ctrl.Result{}, r.finalize(ctx, b)
 	}
 	if done, err := r.ensureFinalizer(ctx, b); done || err != nil {
@@ -85,7 +105,7 @@ func (r *RedisBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	log.FromContext(ctx).V(1).Info("backup decision", "phase", d.phase, "reason", d.reason, "message", d.message, "copy", d.copy,
 		"looked", time.Since(started).Round(time.Millisecond).String())
 	if d.terminal {
-		r.storeFailures.forget(req.NamespacedName)
+		r.storeFailures.Forget(req.NamespacedName)
 	}
 	if d.terminal && d.phase == b.Status.Phase {
 		// After an operator restart every backup is reconciled once: the Completed ones
@@ -113,7 +133,7 @@ func (r *RedisBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // snapshot, the store.
 type backupRun struct {
 	rc     *redisv1alpha1.RedisCluster
-	conn   pooledAdmin
+	conn   clusterconn.Conn
 	store  *objectstore.Client
 	slots  health.SlotMap
 	source []health.ShardSource
@@ -127,7 +147,7 @@ func (r *RedisBackupReconciler) look(ctx context.Context, b *redisv1alpha1.Redis
 	if l.phase == redisv1alpha1.BackupCompleted || l.phase == redisv1alpha1.BackupFailed {
 		return l, run
 	}
-	if err := checkEndpoint(r.StorePolicy, "spec.destination.endpoint", b.Spec.Destination.Endpoint); err != nil {
+	if err := backupstore.CheckEndpoint(r.StorePolicy, "spec.destination.endpoint", b.Spec.Destination.Endpoint); err != nil {
 		l.endpointRefused = err.Error()
 		return l, run
 	}
@@ -147,21 +167,21 @@ func (r *RedisBackupReconciler) look(ctx context.Context, b *redisv1alpha1.Redis
 			"of a cluster it does not look after; set spec.pause to false", rc.Name)
 		return l, run
 	}
-	store, err := r.stores().open(ctx, "spec.destination.endpoint", b.Namespace, b.Spec.Destination, backupFolder(b))
+	store, err := r.stores().Open(ctx, "spec.destination.endpoint", b.Namespace, b.Spec.Destination, backupstore.Folder(b))
 	if err == nil {
 		err = store.Check(ctx)
 	}
-	failing := failureKey{object: client.ObjectKeyFromObject(b), what: "store"}
+	failing := backupstore.FailureKey{Object: client.ObjectKeyFromObject(b), What: "store"}
 	if err != nil {
 		log.FromContext(ctx).Info("the backup's object store cannot be used", "error", objectstore.Detail(err))
 		l.storeProblem = err.Error()
-		r.storeFailures.fail(failing, l.storeProblem, time.Now())
-		l.storeFailures = r.storeFailures.count(failing)
+		r.storeFailures.Fail(failing, l.storeProblem, time.Now())
+		l.storeFailures = r.storeFailures.Count(failing)
 		return l, run
 	}
-	r.storeFailures.succeeded(failing)
+	r.storeFailures.Succeeded(failing)
 	run.store = store
-	conn, ok := r.Clusters.admins.lookup(client.ObjectKeyFromObject(rc))
+	conn, ok := r.Clusters.Lookup(client.ObjectKeyFromObject(rc))
 	if !ok {
 		l.unstable = "the operator has not connected to the cluster yet"
 		return l, run
@@ -175,17 +195,17 @@ func (r *RedisBackupReconciler) look(ctx context.Context, b *redisv1alpha1.Redis
 }
 
 // sources takes a snapshot of the cluster's nodes and picks the node of each shard to copy.
-func (r *RedisBackupReconciler) sources(ctx context.Context, rc *redisv1alpha1.RedisCluster, conn pooledAdmin) (health.SlotMap, []health.ShardSource, error) {
+func (r *RedisBackupReconciler) sources(ctx context.Context, rc *redisv1alpha1.RedisCluster, conn clusterconn.Conn) (health.SlotMap, []health.ShardSource, error) {
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(rc.Namespace), client.UnsafeDisableDeepCopy,
 		client.MatchingLabels(objectlabels.SelectorLabels(objectlabels.RedisClusterKind, rc.Name))); err != nil {
 		return nil, nil, fmt.Errorf("while listing the pods of %s: %w", rc.Name, err)
 	}
 	sorted := pods.Items
-	sortByOrdinal(sorted)
-	snap := observe.Snapshot{Nodes: podObservations(sorted, resources.RedisNodes(rc), nil), Masters: resources.RedisMasters(rc),
-		ReplicasPerMaster: resources.RedisReplicasPerMaster(rc), NodeTimeout: nodeTimeout, Now: time.Now()}
-	conn.admin.Observe(ctx, snap.Nodes)
+	clusterconn.SortByOrdinal(sorted)
+	snap := observe.Snapshot{Nodes: clusterconn.PodObservations(sorted, resources.RedisNodes(rc), nil), Masters: resources.RedisMasters(rc),
+		ReplicasPerMaster: resources.RedisReplicasPerMaster(rc), NodeTimeout: clusterconn.NodeTimeout, Now: time.Now()}
+	conn.Admin.Observe(ctx, snap.Nodes)
 	slots, err := health.StableSlotMap(snap, health.Assess(snap))
 	if err != nil {
 		return nil, nil, err
@@ -200,7 +220,7 @@ func (r *RedisBackupReconciler) copyAndRecord(ctx context.Context, b, next *redi
 	next.Status.Attempts++
 	now := metav1.Now()
 	next.Status.StartedAt = &now
-	next.Status.Location = storeLocation(b.Spec.Destination, backupFolder(b))
+	next.Status.Location = backupstore.Location(b.Spec.Destination, backupstore.Folder(b))
 	r.setPhase(b, next, redisv1alpha1.BackupRunning, ReasonBackupStarted,
 		fmt.Sprintf("attempt %d: copying %d shards to %s", next.Status.Attempts, len(run.source), next.Status.Location))
 	if _, err := status.Patch(ctx, r.Client, b, next, redisBackupStatus); err != nil {
@@ -211,7 +231,7 @@ func (r *RedisBackupReconciler) copyAndRecord(ctx context.Context, b, next *redi
 	if err != nil {
 		metrics.RedisBackupFailures.WithLabelValues(b.Namespace, b.Spec.Cluster).Inc()
 		log.FromContext(ctx).Info("backup attempt failed", "attempt", next.Status.Attempts, "error", objectstore.Detail(err))
-		phase, after := redisv1alpha1.BackupPending, backoff(int(next.Status.Attempts)+1)
+		phase, after := redisv1alpha1.BackupPending, backupstore.Backoff(int(next.Status.Attempts)+1)
 		message := fmt.Sprintf("attempt %d of %d failed: %v", next.Status.Attempts, backupAttempts, err)
 		if next.Status.Attempts >= backupAttempts {
 			phase, after = redisv1alpha1.BackupFailed, 0
@@ -246,7 +266,7 @@ func (r *RedisBackupReconciler) setPhase(b, next *redisv1alpha1.RedisBackup, pha
 		return
 	}
 	kind := corev1.EventTypeNormal
-	if phase == redisv1alpha1.BackupFailed || reason == ReasonBackupFailed || reason == ReasonStoreUnavailable || reason == ReasonEndpointRefused {
+	if phase == redisv1alpha1.BackupFailed || reason == ReasonBackupFailed || reason == ReasonStoreUnavailable || reason == backupstore.ReasonEndpointRefused {
 		kind = corev1.EventTypeWarning
 	}
 	r.Recorder.Eventf(b, nil, kind, reason, "Backup", "%s", message)
@@ -298,8 +318,8 @@ func (r *RedisBackupReconciler) finalize(ctx context.Context, b *redisv1alpha1.R
 	}
 	if err := r.deleteFiles(ctx, b); err != nil {
 		reason := ReasonStoreUnavailable
-		if errors.Is(err, errEndpointRefused) {
-			reason = ReasonEndpointRefused
+		if errors.Is(err, backupstore.ErrEndpointRefused) {
+			reason = backupstore.ReasonEndpointRefused
 			// No try can succeed until the spec or the flags change: no retry, one event.
 			err = reconcile.TerminalError(err)
 		}
@@ -314,7 +334,7 @@ func (r *RedisBackupReconciler) finalize(ctx context.Context, b *redisv1alpha1.R
 
 // deleteFiles deletes every object of the backup's folder.
 func (r *RedisBackupReconciler) deleteFiles(ctx context.Context, b *redisv1alpha1.RedisBackup) error {
-	store, err := r.stores().open(ctx, "spec.destination.endpoint", b.Namespace, b.Spec.Destination, backupFolder(b))
+	store, err := r.stores().Open(ctx, "spec.destination.endpoint", b.Namespace, b.Spec.Destination, backupstore.Folder(b))
 	if err != nil {
 		return err
 	}
@@ -330,8 +350,8 @@ func (r *RedisBackupReconciler) deleteFiles(ctx context.Context, b *redisv1alpha
 }
 
 // stores opens the backups' object stores.
-func (r *RedisBackupReconciler) stores() storeOpener {
-	return storeOpener{reader: r.APIReader, policy: r.StorePolicy}
+func (r *RedisBackupReconciler) stores() backupstore.Opener {
+	return backupstore.Opener{Reader: r.APIReader, Policy: r.StorePolicy}
 }
 
 func redisBackupStatus(obj client.Object) any { return obj.(*redisv1alpha1.RedisBackup).Status } //nolint:forcetypeassert // only RedisBackups

@@ -12,6 +12,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/backup"
+	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
@@ -40,7 +41,7 @@ func (d backupDone) apply(st *redisv1alpha1.RedisBackupStatus) {
 	for i, sh := range m.Shards {
 		captured := metav1.NewTime(sh.CapturedAt)
 		st.Shards[i] = redisv1alpha1.BackupShard{
-			Slots: nodes.FormatSlotRanges(adminRanges(sh.Slots)), MasterNodeID: sh.MasterNodeID, Source: d.pods[i], SourceRole: string(sh.SourceRole),
+			Slots: nodes.FormatSlotRanges(backupstore.Ranges(sh.Slots)), MasterNodeID: sh.MasterNodeID, Source: d.pods[i], SourceRole: string(sh.SourceRole),
 			ReplicationOffset: sh.ReplicationOffset, File: sh.File, Keys: sh.Keys, Bytes: sh.Bytes, SHA256: sh.SHA256,
 		}
 		if !sh.CapturedAt.IsZero() {
@@ -100,7 +101,7 @@ func copyShards(ctx context.Context, run backupRun) ([]rdbstream.Result, error) 
 			// Via disk: the node starts at once instead of waiting repl-diskless-sync-delay
 			// for replicas a backup never brings; it needs the room of one snapshot, which
 			// a BGSAVE needs too.
-			opts := rdbstream.Options{Addr: src.Addr, Username: run.conn.login.User, Password: run.conn.login.Password, TLS: run.conn.tls, ViaDisk: true}
+			opts := rdbstream.Options{Addr: src.Addr, Username: run.conn.Login.User, Password: run.conn.Login.Password, TLS: run.conn.TLS, ViaDisk: true}
 			res, _, err := backup.StreamShard(ctx, opts, run.store, backup.ShardFile(i))
 			if err != nil {
 				errs[i] = fmt.Errorf("%s (slots %s, from %s): %w", nodes.ShardName(i), nodes.FormatSlotRanges(src.Slots), src.Pod, err)
@@ -134,13 +135,4 @@ func manifestShard(src health.ShardSource, res rdbstream.Result, file string) ba
 		sh.Slots = append(sh.Slots, backup.SlotRange{Start: rg.Start, End: rg.End})
 	}
 	return sh
-}
-
-// adminRanges are a manifest's slot ranges as package nodes'.
-func adminRanges(ranges []backup.SlotRange) []nodes.SlotRange {
-	out := make([]nodes.SlotRange, len(ranges))
-	for i, rg := range ranges {
-		out[i] = nodes.SlotRange{Start: rg.Start, End: rg.End}
-	}
-	return out
 }

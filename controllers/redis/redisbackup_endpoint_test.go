@@ -21,6 +21,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 )
 
@@ -164,7 +165,7 @@ func TestStoreAnswersAreSummarised(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(env.Scheme).WithObjects(rc, creds, ca, b).WithStatusSubresource(b).Build()
 	recorder := events.NewFakeRecorder(10)
 	r := &rediscontrollers.RedisBackupReconciler{Client: c, APIReader: c, Scheme: env.Scheme, Recorder: recorder,
-		Clusters: &rediscontrollers.RedisClusterReconciler{}}
+		Clusters: &clusterconn.Pool{}}
 	res, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
 	if err != nil {
 		t.Fatal(err)

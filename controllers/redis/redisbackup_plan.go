@@ -5,6 +5,7 @@ import (
 	"time"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 )
 
 // Backup timing.
@@ -80,13 +81,13 @@ func planBackup(l backupLook) backupDecision {
 	}
 	switch {
 	case l.endpointRefused != "":
-		return backupDecision{phase: redisv1alpha1.BackupFailed, reason: ReasonEndpointRefused, terminal: true, message: l.endpointRefused}
+		return backupDecision{phase: redisv1alpha1.BackupFailed, reason: backupstore.ReasonEndpointRefused, terminal: true, message: l.endpointRefused}
 	case l.clusterReason != "":
 		return wait(l.clusterReason, l.clusterProblem)
 	case l.storeProblem != "":
 		d := wait(ReasonStoreUnavailable, l.storeProblem)
 		if !d.terminal {
-			d.after = max(backoff(l.storeFailures), backupRetry)
+			d.after = max(backupstore.Backoff(l.storeFailures), backupRetry)
 		}
 		return d
 	case l.unstable != "":

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
@@ -75,9 +76,9 @@ func (r *RedisBackupScheduleReconciler) Reconcile(ctx context.Context, req ctrl.
 		_, err := status.Patch(ctx, r.Client, sch, next, redisBackupScheduleStatus)
 		return ctrl.Result{}, err
 	}
-	if err := checkEndpoint(r.StorePolicy, "spec.destination.endpoint", sch.Spec.Destination.Endpoint); err != nil {
+	if err := backupstore.CheckEndpoint(r.StorePolicy, "spec.destination.endpoint", sch.Spec.Destination.Endpoint); err != nil {
 		// Until the spec (a new generation) or the operator's flags (a restart) change.
-		r.setScheduled(sch, next, metav1.ConditionFalse, ReasonEndpointRefused, err.Error()+"; no backup is created until then", corev1.EventTypeWarning)
+		r.setScheduled(sch, next, metav1.ConditionFalse, backupstore.ReasonEndpointRefused, err.Error()+"; no backup is created until then", corev1.EventTypeWarning)
 		_, err := status.Patch(ctx, r.Client, sch, next, redisBackupScheduleStatus)
 		return ctrl.Result{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
@@ -86,7 +87,7 @@ func (r *RedisClusterReconciler) askACLRules(ctx context.Context, s *state, sets
 		verdicts, err := func() ([]error, error) {
 			ctx, cancel := context.WithTimeout(ctx, aclCheckTimeout)
 			defer cancel()
-			return r.adminFor(s).CheckACLRules(ctx, podAddr(p), rules)
+			return r.adminFor(s).CheckACLRules(ctx, clusterconn.PodAddr(p), rules)
 		}()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))

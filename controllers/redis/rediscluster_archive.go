@@ -22,6 +22,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/backup"
+	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
@@ -255,7 +256,7 @@ func archiveFolder(namespace string, dest redisv1alpha1.ObjectStore) string {
 func (r *RedisClusterReconciler) startArchive(ctx context.Context, s *state, sources []health.ShardSource) (*clusterArchive, error) {
 	dest := s.rc.Spec.Archive.Destination
 	dir := archiveFolder(s.rc.Namespace, dest)
-	store, err := (storeOpener{reader: r.APIReader, policy: r.StorePolicy}).open(ctx, "spec.archive.destination.endpoint", s.rc.Namespace, dest, dir)
+	store, err := (backupstore.Opener{Reader: r.APIReader, Policy: r.StorePolicy}).Open(ctx, "spec.archive.destination.endpoint", s.rc.Namespace, dest, dir)
 	if err == nil {
 		err = store.Check(ctx)
 	}
@@ -263,10 +264,10 @@ func (r *RedisClusterReconciler) startArchive(ctx context.Context, s *state, sou
 		return nil, fmt.Errorf("the archive's object store cannot be used: %w", err)
 	}
 	loopCtx, cancel := context.WithCancel(context.Background())
-	ca := &clusterArchive{destination: dest, location: storeLocation(dest, path.Join(dir, s.rc.Name, "archive")), cancel: cancel}
+	ca := &clusterArchive{destination: dest, location: backupstore.Location(dest, path.Join(dir, s.rc.Name, "archive")), cancel: cancel}
 	conn := archiveConn{login: s.login(), tls: s.tls}
 	for i, src := range sources {
-		sh := &shardArchive{cluster: s.rc.Name, name: redisarchive.ShardName(i), slots: src.Slots, sink: redisarchive.StoreSink{Client: store},
+		sh := &shardArchive{cluster: s.rc.Name, name: redisarchive.ShardName(i), slots: src.Slots, sink: redisarchive.StoreSink{Client: store, Fence: r.ArchiveFence},
 			source: src, conn: conn, schedule: scheduleOf(s.rc.Spec.Archive), starting: true}
 		ca.shards = append(ca.shards, sh)
 		go sh.run(loopCtx)
@@ -501,6 +502,9 @@ func (sh *shardArchive) run(ctx context.Context) {
 		if err != nil {
 			failures++
 			sh.lastErr = err.Error()
+			if errors.Is(err, redisarchive.ErrFenced) {
+				log.FromContext(ctx).Info("the archive's write was refused", "shard", sh.name, "error", err.Error())
+			}
 		} else {
 			failures = 0
 		}
@@ -606,7 +610,7 @@ func (sh *shardArchive) findTimeline(ctx context.Context) error {
 			last, base = tl.Timeline, tl.Base
 		}
 	}
-	if last > 0 && slices.Equal(adminRanges(base.Slots), sh.slots) {
+	if last > 0 && slices.Equal(backupstore.Ranges(base.Slots), sh.slots) {
 		sh.mu.Lock()
 		sh.timeline, sh.base = last, base
 		sh.mu.Unlock()
@@ -635,6 +639,9 @@ func (sh *shardArchive) takeBase(ctx context.Context, timeline int) (backup.Shar
 	src, opts := sh.current()
 	opts.ViaDisk = true
 	file := redisarchive.BaseRDBName(sh.cluster, sh.name, timeline)
+	if err := sh.sink.Check(ctx); err != nil {
+		return backup.Shard{}, src, err
+	}
 	res, _, err := backup.StreamShard(ctx, opts, sh.sink.Client, file)
 	if err != nil {
 		return backup.Shard{}, src, fmt.Errorf("while taking the base of timeline %d: %w", timeline, err)

@@ -18,6 +18,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/backup"
+	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
@@ -55,15 +56,15 @@ func parseTarget(text string) (time.Time, error) {
 // shards' files).
 func (r *RedisClusterReconciler) openArchive(ctx context.Context, rc *redisv1alpha1.RedisCluster, spec *redisv1alpha1.ArchiveRestoreSpec) *restoreSource {
 	dir := archiveFolder(rc.Namespace, spec.Source)
-	src := &restoreSource{location: storeLocation(spec.Source, path.Join(dir, spec.Cluster, "archive"))}
+	src := &restoreSource{location: backupstore.Location(spec.Source, path.Join(dir, spec.Cluster, "archive"))}
 	target, err := parseTarget(spec.TargetTime)
 	if err != nil {
 		src.problem = err.Error()
 		return src
 	}
-	if src.store, err = (storeOpener{reader: r.APIReader, policy: r.StorePolicy}).open(ctx, "spec.restore.archive.source.endpoint", rc.Namespace, spec.Source, dir); err != nil {
+	if src.store, err = (backupstore.Opener{Reader: r.APIReader, Policy: r.StorePolicy}).Open(ctx, "spec.restore.archive.source.endpoint", rc.Namespace, spec.Source, dir); err != nil {
 		src.problem = err.Error()
-		src.refused = errors.Is(err, errEndpointRefused)
+		src.refused = errors.Is(err, backupstore.ErrEndpointRefused)
 		return src
 	}
 	all, err := redisarchive.BaseTimelines(ctx, redisarchive.StoreSink{Client: src.store}, spec.Cluster)
@@ -126,7 +127,7 @@ func (r *RedisClusterReconciler) replayShard(ctx context.Context, rc *redisv1alp
 	var foreign *redisarchive.ForeignSlotError
 	if errors.As(err, &foreign) {
 		return fmt.Errorf("the archive of %s timeline %d writes slot %d (the command ending at offset %d), outside the slots of its base (%s): %s",
-			tl.Shard, tl.Timeline, foreign.Slot, foreign.Offset, nodes.FormatSlotRanges(adminRanges(tl.Base.Slots)), migrationInWindow)
+			tl.Shard, tl.Timeline, foreign.Slot, foreign.Offset, nodes.FormatSlotRanges(backupstore.Ranges(tl.Base.Slots)), migrationInWindow)
 	}
 	if err != nil {
 		return fmt.Errorf("while replaying the archive of %s timeline %d onto %s: %w", tl.Shard, tl.Timeline, step.Pod, err)

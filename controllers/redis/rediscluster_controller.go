@@ -29,7 +29,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/caching"
+	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
@@ -45,8 +47,8 @@ type RedisClusterReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
 	Recorder events.EventRecorder
-	// NewAdmin opens a Redis admin; DefaultAdminFactory when nil.
-	NewAdmin AdminFactory
+	// NewAdmin opens a Redis admin; clusterconn.DefaultAdminFactory when nil.
+	NewAdmin clusterconn.AdminFactory
 	// APIReader reads the Secrets and ConfigMaps a user names (the manager's when nil).
 	APIReader client.Reader
 	// References is the metadata cache through which those are watched (caching.NewReferences
@@ -59,6 +61,11 @@ type RedisClusterReconciler struct {
 	// batch of slot moves); an error means this replica must not act, and the reconcile
 	// ends without writing the status (operator.LeaseFence with leader election).
 	Fence func(context.Context) error
+	// ArchiveFence, when set, is checked before every write the archive makes to the object
+	// store (a segment, a base, a deletion): the same question as Fence, asked as often as
+	// segments close, so it reads the Lease only when the hold it last saw is about to end
+	// (operator.LeaseFence.Cached).
+	ArchiveFence func(context.Context) error
 	// OperatorNamespace is the namespace the operator runs in: its pods may reach the Redis
 	// client port through the NetworkPolicy (none when empty, as outside a cluster).
 	OperatorNamespace string
@@ -83,7 +90,10 @@ type RedisClusterReconciler struct {
 	// stale keeps reconciles off cached objects older than the operator's last status write.
 	stale status.StaleGuard
 	// admins keeps each cluster's Redis connections from one reconcile to the next.
-	admins adminPool
+	admins clusterconn.Pool
+	// quietMarks keeps what the last full look of each converged cluster left for the quiet
+	// looks after it, beside the pooled Admin that read it (rediscluster_quiet.go).
+	quietMarks quietMarks
 	// certsSeen remembers which node processes serve the current certificate, coverageSet
 	// which run with the cluster-require-full-coverage of the generated redis.conf.
 	certsSeen, coverageSet nodeValues
@@ -111,7 +121,7 @@ type RedisClusterReconciler struct {
 	deletedPods deletedPods
 	// storeFailures remembers the failing reads of restores and reloads, for their back-off
 	// and so that each failure is reported once.
-	storeFailures failures
+	storeFailures backupstore.Failures
 	// sources keeps the backups of restores and reloads as read (readSource).
 	sources restoreSources
 	// archives runs the followers of the clusters with spec.archive (syncArchive).
@@ -124,7 +134,8 @@ type RedisClusterReconciler struct {
 // its metric series, connections, what it saw of its nodes, its loads and verdicts.
 func (r *RedisClusterReconciler) forgetCluster(key types.NamespacedName) {
 	metrics.ForgetRedisCluster(key.Namespace, key.Name)
-	r.admins.forget(key)
+	r.admins.Forget(key)
+	r.quietMarks.forget(key)
 	r.certsSeen.forget(key)
 	r.issued.forget(key)
 	r.coverageSet.forget(key)
@@ -133,7 +144,7 @@ func (r *RedisClusterReconciler) forgetCluster(key types.NamespacedName) {
 	r.backgroundLoads().forget(key)
 	r.aclVerdicts.forget(key)
 	r.certificates.forget(key)
-	r.storeFailures.forget(key)
+	r.storeFailures.Forget(key)
 	r.sources.forget(key)
 	r.archives.stop(key)
 	r.replays.forget(key)
@@ -420,7 +431,7 @@ func redisClusterStatus(obj client.Object) any { return obj.(*redisv1alpha1.Redi
 // watch NetworkPolicies (see NetworkPolicyVerbs).
 func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.NewAdmin == nil {
-		r.NewAdmin = DefaultAdminFactory
+		r.NewAdmin = clusterconn.DefaultAdminFactory
 	}
 	if r.NetworkPolicyAccess == nil {
 		r.NetworkPolicyAccess = NewNetworkPolicyAccess(mgr.GetClient())

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/rdbload"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
@@ -122,29 +123,30 @@ func (l *shardLoads) forget(cluster types.NamespacedName) {
 // runLoad starts load of s's cluster in the background, or collects its end: ended is true
 // once, with the load's result and error; until then the state notes a load pending. A load
 // that failed is a loadFailedError, reported in a Warning event (reason, action) only when
-// its message is new, and is not started again before its back-off (backoff) is over,
-// whatever wakes the cluster: meanwhile runLoad returns the last failure again, not ended.
+// its message is new, and is not started again before its back-off (backupstore.Backoff) is
+// over, whatever wakes the cluster: meanwhile runLoad returns the last failure again, not
+// ended.
 func (r *RedisClusterReconciler) runLoad(s *state, src *restoreSource, load plan.ShardLoad, reason, action string) (res rdbload.Result, ended bool, err error) {
 	k := loadKey{cluster: types.NamespacedName{Namespace: s.rc.Namespace, Name: s.rc.Name}, node: load.NodeID, shard: load.Shard}
-	failing := failureKey{object: k.cluster, what: "load of " + nodes.ShardName(load.Shard)}
+	failing := backupstore.FailureKey{Object: k.cluster, What: "load of " + nodes.ShardName(load.Shard)}
 	now := time.Now()
 	switch st, res, err := r.backgroundLoads().poll(k); st {
 	case loadFinished:
 		if err == nil {
-			r.storeFailures.succeeded(failing)
+			r.storeFailures.Succeeded(failing)
 			return res, true, nil
 		}
 		if errors.Is(err, objectstore.ErrAccessDenied) || errors.Is(err, objectstore.ErrTLS) || errors.Is(err, objectstore.ErrNoBucket) {
 			// The credentials or the CA may have changed since the source was read.
 			r.sources.forget(k.cluster)
 		}
-		wait, distinct := r.storeFailures.fail(failing, err.Error(), now)
+		wait, distinct := r.storeFailures.Fail(failing, err.Error(), now)
 		if distinct {
 			r.event(s, corev1.EventTypeWarning, reason, action, "%v; tried again in %s, then less and less often", err, wait)
 		}
 		return res, true, &loadFailedError{message: err.Error(), after: wait}
 	case loadNone:
-		if wait, message := r.storeFailures.waiting(failing, now); wait > 0 {
+		if wait, message := r.storeFailures.Waiting(failing, now); wait > 0 {
 			return rdbload.Result{}, false, &loadFailedError{message: message, after: wait}
 		}
 		login := s.login()

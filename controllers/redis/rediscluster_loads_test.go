@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -79,5 +80,31 @@ func cancelledLoad(t *testing.T) func(context.Context) (rdbload.Result, error) {
 			t.Errorf("the load ended with %v, want it cancelled", ctx.Err())
 		}
 		return rdbload.Result{}, ctx.Err()
+	}
+}
+
+// TestLoadBackoff: a reconcile whose only errors are failed loads looks again after the
+// shortest back-off; any other error goes to the workqueue's own retry.
+func TestLoadBackoff(t *testing.T) {
+	five := &loadFailedError{message: "checksum", after: 5 * time.Second}
+	forty := &loadFailedError{message: "access denied", after: 40 * time.Second}
+	cases := map[string]struct {
+		err   error
+		after time.Duration
+		ok    bool
+	}{
+		"none":                   {},
+		"one":                    {err: forty, after: 40 * time.Second, ok: true},
+		"wrapped":                {err: fmt.Errorf("while restoring: %w", forty), after: 40 * time.Second, ok: true},
+		"two joined":             {err: errors.Join(forty, five), after: 5 * time.Second, ok: true},
+		"with an API error":      {err: errors.Join(five, errors.New("the API server is down"))},
+		"an API error by itself": {err: errors.New("conflict")},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if after, ok := loadBackoff(tc.err); after != tc.after || ok != tc.ok {
+				t.Fatalf("loadBackoff = %s %t, want %s %t", after, ok, tc.after, tc.ok)
+			}
+		})
 	}
 }

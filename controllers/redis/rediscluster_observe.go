@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -16,15 +15,13 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/child"
+	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
-
-// nodeTimeout is the cluster-node-timeout the generated redis.conf sets.
-const nodeTimeout = 5 * time.Second
 
 // readMembers reads the member record (the pods that joined the formed cluster, with their
 // node IDs). It outlives every node, so observing can never forget that a cluster was formed.
@@ -58,7 +55,7 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 	if err := r.listPods(ctx, s); err != nil && s.err == nil {
 		s.err = err
 	}
-	obs := podObservations(s.pods, resources.RedisNodes(s.rc), func(p *corev1.Pod) bool { return r.deletedPods.pending(p, time.Now()) })
+	obs := clusterconn.PodObservations(s.pods, resources.RedisNodes(s.rc), func(p *corev1.Pod) bool { return r.deletedPods.pending(p, time.Now()) })
 	for i := range obs {
 		obs[i].Err = s.silent[obs[i].Addr] // not read again (observe.Observe)
 	}
@@ -71,7 +68,7 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 	}
 	s.snap = observe.Snapshot{
 		Nodes: obs, Members: s.recorded, Masters: resources.RedisMasters(s.rc),
-		ReplicasPerMaster: resources.RedisReplicasPerMaster(s.rc), NodeTimeout: nodeTimeout, Now: time.Now(),
+		ReplicasPerMaster: resources.RedisReplicasPerMaster(s.rc), NodeTimeout: clusterconn.NodeTimeout, Now: time.Now(),
 	}
 	s.snap.CheckIdentity()
 	r.checkCertificates(ctx, s)
@@ -79,29 +76,6 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 	r.checkCoverage(s)
 	r.readBackupsUnderWay(ctx, s)
 	s.health = health.Assess(s.snap)
-}
-
-// podObservations are the pods as the snapshot starts from them, before their nodes are
-// read: pods at ordinals from replicas up are leaving; a pod deleted reports a pod this
-// process deleted whose deletion the cache does not show yet (terminating, too).
-func podObservations(pods []corev1.Pod, replicas int32, deleted func(*corev1.Pod) bool) []observe.Observation {
-	obs := make([]observe.Observation, len(pods))
-	for i := range pods {
-		p := &pods[i]
-		// Kubernetes 1.35+ copies the node's zone onto the pod when it is scheduled (the
-		// PodTopologyLabels admission plugin), so no Node has to be read.
-		obs[i] = observe.Observation{Pod: p.Name, Host: p.Spec.NodeName, Zone: p.Labels[corev1.LabelTopologyZone],
-			Leaving: ordinal(p.Name) >= int(replicas), Running: p.Status.Phase == corev1.PodRunning,
-			Unready:     p.Status.Phase == corev1.PodRunning && !podReady(p),
-			Terminating: (deleted != nil && deleted(p)) || !p.DeletionTimestamp.IsZero(), Revision: p.Labels[appsv1.ControllerRevisionHashLabelKey], PodStarted: p.CreationTimestamp.Time}
-		if p.Status.StartTime != nil {
-			obs[i].PodStarted = p.Status.StartTime.Time
-		}
-		if p.Status.PodIP != "" && p.Status.Phase == corev1.PodRunning {
-			obs[i].Addr = podAddr(p)
-		}
-	}
-	return obs
 }
 
 // plannerDesired is the desired cluster as the planner takes it (plan.Desired): the spec,
@@ -174,7 +148,7 @@ func (r *RedisClusterReconciler) clusterPods(ctx context.Context, rc *redisv1alp
 	if err := r.List(ctx, pods, opts...); err != nil {
 		return nil, fmt.Errorf("while listing the pods of %s: %w", rc.Name, err)
 	}
-	sortByOrdinal(pods.Items)
+	clusterconn.SortByOrdinal(pods.Items)
 	return pods.Items, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -64,7 +65,7 @@ func TestReplacedPodCountsAsTerminatingUntilTheCacheShowsIt(t *testing.T) {
 	start := time.Now()
 	d.mark("old", start)
 	terminating := func(p corev1.Pod, at time.Time) bool {
-		return podObservations([]corev1.Pod{p}, 6, func(p *corev1.Pod) bool { return d.pending(p, at) })[0].Terminating
+		return clusterconn.PodObservations([]corev1.Pod{p}, 6, func(p *corev1.Pod) bool { return d.pending(p, at) })[0].Terminating
 	}
 	if !terminating(running("rc-0", "old"), start.Add(time.Second)) {
 		t.Errorf("the deleted pod, still running in the cache a second later, is not terminating")

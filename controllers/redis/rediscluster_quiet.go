@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
@@ -74,7 +76,7 @@ func podsFingerprint(pods []corev1.Pod) string {
 // none.
 func (r *RedisClusterReconciler) noteLook(s *state) {
 	m, ok := quietMarkOf(s, time.Now())
-	r.admins.setQuiet(client.ObjectKeyFromObject(s.rc), m, ok)
+	r.setQuiet(client.ObjectKeyFromObject(s.rc), m, ok)
 }
 
 // quietLook is a look at rc that ends after one CLUSTER INFO a node, when a full look
@@ -89,7 +91,7 @@ func (r *RedisClusterReconciler) quietLook(ctx context.Context, rc *redisv1alpha
 		metrics.RedisLooks.WithLabelValues("quiet").Inc()
 		return after, true, nil
 	}
-	r.admins.setQuiet(key, quietMark{}, false)
+	r.setQuiet(key, quietMark{}, false)
 	metrics.RedisLooks.WithLabelValues("full").Inc()
 	return 0, false, silent
 }
@@ -98,7 +100,7 @@ func (r *RedisClusterReconciler) quietLook(ctx context.Context, rc *redisv1alpha
 // quiet mark's full look saw them, before the mark is due; silent are the nodes whose read
 // timed out.
 func (r *RedisClusterReconciler) stillQuiet(ctx context.Context, rc *redisv1alpha1.RedisCluster, key types.NamespacedName) (time.Duration, bool, map[string]error) {
-	m, admin, ok := r.admins.quiet(key)
+	m, admin, ok := r.quiet(key)
 	if !ok || !time.Now().Before(m.until) || rc.ResourceVersion != m.resourceVersion || !rc.DeletionTimestamp.IsZero() {
 		return 0, false, nil
 	}
@@ -120,26 +122,71 @@ func (r *RedisClusterReconciler) stillQuiet(ctx context.Context, rc *redisv1alph
 	return m.after, answered && slices.Equal(heads, m.heads), silent
 }
 
-// setQuiet keeps m as cluster's quiet mark beside its Admin (ok), or drops the mark.
-func (p *adminPool) setQuiet(cluster types.NamespacedName, m quietMark, ok bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if prev, found := p.byCluster[cluster]; found {
-		prev.quiet = nil
-		if ok {
-			prev.quiet = &m
-		}
-		p.byCluster[cluster] = prev
-	}
+// quietMarks keeps each cluster's quiet mark beside the Admin of clusterconn.Pool whose
+// connections read it. A mark counts only while that Admin is still the one pooled for the
+// cluster: when the pool replaces it (a new password, another TLS configuration) or forgets
+// the cluster, the mark is gone with it. Admins are told apart with ==, as the pool's are
+// (pointers from clusterconn.DefaultAdminFactory).
+type quietMarks struct {
+	mu        sync.Mutex
+	byCluster map[types.NamespacedName]quietEntry
 }
 
-// quiet returns cluster's quiet mark with the Admin whose connections read it.
-func (p *adminPool) quiet(cluster types.NamespacedName) (quietMark, Admin, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	prev, ok := p.byCluster[cluster]
-	if !ok || prev.quiet == nil {
+// quietEntry is a quiet mark with the Admin it was left beside.
+type quietEntry struct {
+	admin clusterconn.Admin
+	mark  quietMark
+}
+
+// set keeps m as cluster's mark beside admin (ok), or drops the mark.
+func (q *quietMarks) set(cluster types.NamespacedName, admin clusterconn.Admin, m quietMark, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !ok {
+		delete(q.byCluster, cluster)
+		return
+	}
+	if q.byCluster == nil {
+		q.byCluster = map[types.NamespacedName]quietEntry{}
+	}
+	q.byCluster[cluster] = quietEntry{admin: admin, mark: m}
+}
+
+// get returns cluster's mark when it was left beside admin.
+func (q *quietMarks) get(cluster types.NamespacedName, admin clusterconn.Admin) (quietMark, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e, ok := q.byCluster[cluster]
+	if !ok || e.admin != admin {
+		return quietMark{}, false
+	}
+	return e.mark, true
+}
+
+// forget drops cluster's mark.
+func (q *quietMarks) forget(cluster types.NamespacedName) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.byCluster, cluster)
+}
+
+// setQuiet keeps m as cluster's quiet mark beside the Admin pooled for it now (ok), or drops
+// the mark; with no Admin pooled, no mark is kept.
+func (r *RedisClusterReconciler) setQuiet(cluster types.NamespacedName, m quietMark, ok bool) {
+	c, pooled := r.admins.Lookup(cluster)
+	r.quietMarks.set(cluster, c.Admin, m, ok && pooled)
+}
+
+// quiet returns cluster's quiet mark with the Admin whose connections read it, while that
+// Admin is still the one pooled for the cluster.
+func (r *RedisClusterReconciler) quiet(cluster types.NamespacedName) (quietMark, Admin, bool) {
+	c, pooled := r.admins.Lookup(cluster)
+	if !pooled {
 		return quietMark{}, nil, false
 	}
-	return *prev.quiet, prev.admin, true
+	m, ok := r.quietMarks.get(cluster, c.Admin)
+	if !ok {
+		return quietMark{}, nil, false
+	}
+	return m, c.Admin, true
 }

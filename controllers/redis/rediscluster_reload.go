@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 )
@@ -98,7 +99,7 @@ func (r *RedisClusterReconciler) finishReload(ctx context.Context, s *state) err
 		return err
 	}
 	s.next.Status.Reload = nil
-	r.sources.drop(failureKey{object: client.ObjectKeyFromObject(s.rc), what: "reload from " + st.Backup})
+	r.sources.drop(backupstore.FailureKey{Object: client.ObjectKeyFromObject(s.rc), What: "reload from " + st.Backup})
 	r.event(s, corev1.EventTypeNormal, ReasonLostSlotsReloaded, "Heal", "the lost slots %s are served again with the keys of RedisBackup %s (as of %s)",
 		st.Slots, st.Backup, s.reload.manifest.CompletedAt.Format(time.RFC3339))
 	return nil

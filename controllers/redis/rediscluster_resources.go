@@ -14,6 +14,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/child"
+	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
@@ -254,7 +255,7 @@ func (r *RedisClusterReconciler) deleteClaims(ctx context.Context, rc *redisv1al
 	}
 	for i := range claims.Items {
 		c := &claims.Items[i]
-		if ordinal(c.Name) < from || !c.DeletionTimestamp.IsZero() {
+		if clusterconn.Ordinal(c.Name) < from || !c.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if err := r.Delete(ctx, c, client.Preconditions{UID: &c.UID}); err != nil && !apierrors.IsNotFound(err) {

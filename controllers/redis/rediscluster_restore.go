@@ -18,6 +18,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/backup"
+	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/rdbload"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
@@ -94,17 +95,17 @@ func (r *RedisClusterReconciler) openBackup(ctx context.Context, rc *redisv1alph
 	case b.Status.Phase != redisv1alpha1.BackupCompleted:
 		return &restoreSource{problem: fmt.Sprintf("RedisBackup %s is %q, not Completed: only a completed backup is loaded", name, b.Status.Phase)}, nil
 	}
-	return r.openFolder(ctx, rc, "the spec.destination.endpoint of RedisBackup "+name, b.Spec.Destination, backupFolder(b)), nil
+	return r.openFolder(ctx, rc, "the spec.destination.endpoint of RedisBackup "+name, b.Spec.Destination, backupstore.Folder(b)), nil
 }
 
 // openFolder reads the manifest of the backup folder dir of store, whose endpoint is the
 // field named field, and checks that rc's Redis reads its files.
 func (r *RedisClusterReconciler) openFolder(ctx context.Context, rc *redisv1alpha1.RedisCluster, field string, store redisv1alpha1.ObjectStore, dir string) *restoreSource {
-	src := &restoreSource{location: storeLocation(store, dir)}
+	src := &restoreSource{location: backupstore.Location(store, dir)}
 	var err error
-	if src.store, err = (storeOpener{reader: r.APIReader, policy: r.StorePolicy}).open(ctx, field, rc.Namespace, store, dir); err != nil {
+	if src.store, err = (backupstore.Opener{Reader: r.APIReader, Policy: r.StorePolicy}).Open(ctx, field, rc.Namespace, store, dir); err != nil {
 		src.problem = err.Error()
-		src.refused = errors.Is(err, errEndpointRefused)
+		src.refused = errors.Is(err, backupstore.ErrEndpointRefused)
 		return src
 	}
 	var buf bytes.Buffer
@@ -144,7 +145,7 @@ func (src *restoreSource) shardSlots() [][]nodes.SlotRange {
 	}
 	out := make([][]nodes.SlotRange, len(src.manifest.Shards))
 	for i, sh := range src.manifest.Shards {
-		out[i] = adminRanges(sh.Slots)
+		out[i] = backupstore.Ranges(sh.Slots)
 	}
 	return out
 }
@@ -283,11 +284,11 @@ func restoreProgress(s *state) string {
 // on the store (or on the manifest's content) is read again only after its back-off.
 type restoreSources struct {
 	mu sync.Mutex
-	m  map[failureKey]*restoreSource
+	m  map[backupstore.FailureKey]*restoreSource
 }
 
 // get returns the source kept for k, nil when there is none (or its back-off is over).
-func (c *restoreSources) get(k failureKey) *restoreSource {
+func (c *restoreSources) get(k backupstore.FailureKey) *restoreSource {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	src := c.m[k]
@@ -299,17 +300,17 @@ func (c *restoreSources) get(k failureKey) *restoreSource {
 }
 
 // keep keeps src for k.
-func (c *restoreSources) keep(k failureKey, src *restoreSource) {
+func (c *restoreSources) keep(k backupstore.FailureKey, src *restoreSource) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = map[failureKey]*restoreSource{}
+		c.m = map[backupstore.FailureKey]*restoreSource{}
 	}
 	c.m[k] = src
 }
 
 // drop drops the source kept for k.
-func (c *restoreSources) drop(k failureKey) {
+func (c *restoreSources) drop(k backupstore.FailureKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, k)
@@ -319,7 +320,7 @@ func (c *restoreSources) drop(k failureKey) {
 func (c *restoreSources) forget(cluster types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	deleteObject(c.m, cluster)
+	backupstore.DeleteObject(c.m, cluster)
 }
 
 // readSource returns the source of what (a restore or a reload) of s's cluster kept from an
@@ -327,7 +328,7 @@ func (c *restoreSources) forget(cluster types.NamespacedName) {
 // the cluster forgets it, one whose endpoint the operator refuses for good, one whose store read failed
 // for its back-off. A problem is reported once in a Warning event.
 func (r *RedisClusterReconciler) readSource(s *state, what string, read func() (*restoreSource, error)) (*restoreSource, error) {
-	k := failureKey{object: client.ObjectKeyFromObject(s.rc), what: what}
+	k := backupstore.FailureKey{Object: client.ObjectKeyFromObject(s.rc), What: what}
 	if src := r.sources.get(k); src != nil {
 		return src, nil
 	}
@@ -337,15 +338,15 @@ func (r *RedisClusterReconciler) readSource(s *state, what string, read func() (
 	}
 	switch {
 	case src.manifest != nil:
-		r.storeFailures.succeeded(k)
+		r.storeFailures.Succeeded(k)
 		r.sources.keep(k, src)
 	case src.refused:
-		if _, distinct := r.storeFailures.fail(k, src.problem, time.Now()); distinct {
-			r.event(s, corev1.EventTypeWarning, ReasonEndpointRefused, "Restore", "%s", src.problem)
+		if _, distinct := r.storeFailures.Fail(k, src.problem, time.Now()); distinct {
+			r.event(s, corev1.EventTypeWarning, backupstore.ReasonEndpointRefused, "Restore", "%s", src.problem)
 		}
 		r.sources.keep(k, src)
 	case src.storeFailed:
-		wait, distinct := r.storeFailures.fail(k, src.problem, time.Now())
+		wait, distinct := r.storeFailures.Fail(k, src.problem, time.Now())
 		if distinct {
 			r.event(s, corev1.EventTypeWarning, ReasonRestoreFailed, "Restore", "%s; tried again in %s, then less and less often", src.problem, wait)
 		}

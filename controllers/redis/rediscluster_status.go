@@ -13,6 +13,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/child"
+	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
@@ -234,7 +235,7 @@ func missingPods(s *state) string {
 	}
 	have := map[int]bool{}
 	for _, p := range s.pods {
-		have[ordinal(p.Name)] = true
+		have[clusterconn.Ordinal(p.Name)] = true
 	}
 	var missing []string
 	for i := range int(*s.sts.Spec.Replicas) {
@@ -354,7 +355,7 @@ func nodeStatuses(s *state) []redisv1alpha1.RedisNode {
 			HostIP:     p.Status.HostIP,
 		}
 		if p.Status.PodIP != "" {
-			entry.Instance = podAddr(p)
+			entry.Instance = clusterconn.PodAddr(p)
 		}
 		var o *observe.Observation
 		if i < len(s.snap.Nodes) && s.snap.Nodes[i].Pod == p.Name {
@@ -385,10 +386,10 @@ func nodeStatuses(s *state) []redisv1alpha1.RedisNode {
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "Failing", "another node flags it as failing"
 			case o.Info["cluster_state"] != "ok":
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "ClusterStateFail", "it reports cluster_state "+o.Info["cluster_state"]
-			case !o.Started.IsZero() && s.snap.Now.Sub(o.Started) < health.SettleTime(nodeTimeout):
+			case !o.Started.IsZero() && s.snap.Now.Sub(o.Started) < health.SettleTime(clusterconn.NodeTimeout):
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "Settling",
 					fmt.Sprintf("it started %s ago; it is trusted after cluster-node-timeout + 2 s (%s), when it has heard from every peer",
-						s.snap.Now.Sub(o.Started).Round(time.Second), health.SettleTime(nodeTimeout))
+						s.snap.Now.Sub(o.Started).Round(time.Second), health.SettleTime(clusterconn.NodeTimeout))
 			case n.Role == nodes.RoleSlave && !o.InSync():
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "ReplicationDown", replicationProblem(o)
 			default:

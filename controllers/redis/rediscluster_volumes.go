@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
@@ -73,7 +74,7 @@ func (r *RedisClusterReconciler) readClaims(ctx context.Context, s *state) error
 	prefix := resources.RedisDataVolume + "-" + s.rc.Name + "-"
 	for i := range claims.Items {
 		c := &claims.Items[i]
-		if !strings.HasPrefix(c.Name, prefix) || ordinal(c.Name) >= nodes || !c.DeletionTimestamp.IsZero() {
+		if !strings.HasPrefix(c.Name, prefix) || clusterconn.Ordinal(c.Name) >= nodes || !c.DeletionTimestamp.IsZero() {
 			continue
 		}
 		request := c.Spec.Resources.Requests.Storage()
@@ -89,7 +90,9 @@ func (r *RedisClusterReconciler) readClaims(ctx context.Context, s *state) error
 	}
 	// The cache lists in no set order: by ordinal, status.volumes is the same at every look
 	// and is written only when a claim changes.
-	slices.SortFunc(v.Claims, func(a, b plan.Claim) int { return cmp.Compare(ordinal(a.Name), ordinal(b.Name)) })
+	slices.SortFunc(v.Claims, func(a, b plan.Claim) int {
+		return cmp.Compare(clusterconn.Ordinal(a.Name), clusterconn.Ordinal(b.Name))
+	})
 	s.volumes = v
 	return nil
 }

@@ -100,7 +100,7 @@ func run(m *testing.M) int {
 			return err
 		}
 		if err := (&rediscontrollers.RedisBackupReconciler{
-			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("redisbackup-controller"), Clusters: clusters,
+			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("redisbackup-controller"), Clusters: clusters.Connections(),
 		}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
 			return err
 		}

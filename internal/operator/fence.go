@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,25 +43,63 @@ type LeaseFence struct {
 // Check returns nil while the Lease names this process as holder and its last renewal has
 // not expired; ErrNotLeader (wrapped, saying why) otherwise.
 func (f LeaseFence) Check(ctx context.Context) error {
+	_, err := f.heldUntil(ctx)
+	return err
+}
+
+// heldUntil is when this process's hold of the Lease expires unless renewed: no other
+// replica can take the Lease before then. ErrNotLeader (wrapped) when it does not hold it now.
+func (f LeaseFence) heldUntil(ctx context.Context) (time.Time, error) {
 	lease := &coordinationv1.Lease{}
 	if err := f.Reader.Get(ctx, f.Lease, lease); err != nil {
-		return fmt.Errorf("while checking the leader election lease %s: %w", f.Lease, err)
+		return time.Time{}, fmt.Errorf("while checking the leader election lease %s: %w", f.Lease, err)
 	}
 	if holder := ptr.Deref(lease.Spec.HolderIdentity, ""); holder != f.Identity {
-		return fmt.Errorf("%w: %q holds it", ErrNotLeader, holder)
+		return time.Time{}, fmt.Errorf("%w: %q holds it", ErrNotLeader, holder)
 	}
 	if lease.Spec.RenewTime == nil || lease.Spec.LeaseDurationSeconds == nil {
-		return fmt.Errorf("%w: the lease has no renewal", ErrNotLeader)
-	}
-	now := time.Now
-	if f.Now != nil {
-		now = f.Now
+		return time.Time{}, fmt.Errorf("%w: the lease has no renewal", ErrNotLeader)
 	}
 	expires := lease.Spec.RenewTime.Add(time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second)
-	if !now().Before(expires) {
-		return fmt.Errorf("%w: its last renewal expired at %s", ErrNotLeader, expires.UTC().Format(time.RFC3339))
+	if !f.now().Before(expires) {
+		return time.Time{}, fmt.Errorf("%w: its last renewal expired at %s", ErrNotLeader, expires.UTC().Format(time.RFC3339))
 	}
-	return nil
+	return expires, nil
+}
+
+func (f LeaseFence) now() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
+}
+
+// cachedFenceMargin is how long before the Lease's expiry a Cached fence reads the Lease
+// again: the time a write checked just before it may take to reach the store.
+const cachedFenceMargin = 2 * time.Second
+
+// Cached is Check for frequent writers (the archive's segments: two a second per shard
+// while clients write): a Lease read holds until the hold it saw is about to expire
+// (cachedFenceMargin before), since no other replica can take the Lease before that; then
+// the next call reads it again. A replica frozen past its Lease wakes after that point, so
+// its next call reads the Lease and is refused.
+func (f LeaseFence) Cached() func(context.Context) error {
+	var mu sync.Mutex
+	var until time.Time
+	return func(ctx context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if f.now().Before(until) {
+			return nil
+		}
+		expires, err := f.heldUntil(ctx)
+		if err != nil {
+			until = time.Time{}
+			return err
+		}
+		until = expires.Add(-cachedFenceMargin)
+		return nil
+	}
 }
 
 // LeaderLock is the leader election Lease lock, with an identity this process knows so a

@@ -40,6 +40,9 @@ type Config struct {
 	// Fence, when set, is checked by the RedisCluster controller before it changes a cluster
 	// (LeaseFence.Check with leader election).
 	Fence func(context.Context) error
+	// ArchiveFence, when set, is checked by the RedisCluster controller before every write
+	// of the archive to the object store (LeaseFence.Cached with leader election).
+	ArchiveFence func(context.Context) error
 	// MonitoringNamespace is where the leader keeps the operator's ServiceMonitor and
 	// PrometheusRule once the Prometheus Operator's API is served (monitoring.Keeper);
 	// empty keeps none.
@@ -115,7 +118,7 @@ func Setup(mgr ctrl.Manager, c Config) error {
 	}
 	clusters := &rediscontrollers.RedisClusterReconciler{
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("rediscluster-controller"),
-		APIReader: mgr.GetAPIReader(), References: references, Fence: c.Fence, OperatorNamespace: c.OperatorNamespace,
+		APIReader: mgr.GetAPIReader(), References: references, Fence: c.Fence, ArchiveFence: c.ArchiveFence, OperatorNamespace: c.OperatorNamespace,
 		WatchNamespaces: c.WatchNamespaces, StorePolicy: stores, ClusterIssuers: c.ClusterIssuers,
 		RestoreMaxRecord: c.RestoreMaxRecord,
 	}
@@ -125,7 +128,7 @@ func Setup(mgr ctrl.Manager, c Config) error {
 	// Backups copy for minutes: two workers, so one slow store does not hold up every other.
 	if err := (&rediscontrollers.RedisBackupReconciler{
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("redisbackup-controller"),
-		APIReader: mgr.GetAPIReader(), Clusters: clusters, StorePolicy: stores,
+		APIReader: mgr.GetAPIReader(), Clusters: clusters.Connections(), StorePolicy: stores,
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
 		return fmt.Errorf("while setting up the RedisBackup controller: %w", err)
 	}

@@ -52,13 +52,42 @@ func segmentStart(name string) (int64, bool) {
 
 // StoreSink keeps segments in the object store, under the Client's prefix (the backups'
 // prefix: the archive sits beside the backups it continues).
-type StoreSink struct{ Client *objectstore.Client }
+type StoreSink struct {
+	Client *objectstore.Client
+	// Fence, when set, is asked before every write and deletion: an error (this operator
+	// replica no longer leads) stops it, so a leader that stalled and woke up after another
+	// took over does not overwrite the new leader's segments, which carry the same names
+	// (a segment is named by its start offset, and the new leader resumes where the last
+	// closed one ends).
+	Fence func(context.Context) error
+}
+
+// ErrFenced wraps the Fence's error of a write or deletion the sink refused.
+var ErrFenced = errors.New("the archive is written by another operator replica now")
+
+// fenced asks the Fence, if any.
+func (s StoreSink) fenced(ctx context.Context) error {
+	if s.Fence == nil {
+		return nil
+	}
+	if err := s.Fence(ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrFenced, err)
+	}
+	return nil
+}
 
 // Put uploads data as name.
 func (s StoreSink) Put(ctx context.Context, name string, data []byte) error {
+	if err := s.fenced(ctx); err != nil {
+		return err
+	}
 	_, err := s.Client.Put(ctx, name, bytes.NewReader(data), int64(len(data)))
 	return err
 }
+
+// Check asks the Fence, if any, before a write that does not go through Put (a base's
+// snapshot, streamed to the store).
+func (s StoreSink) Check(ctx context.Context) error { return s.fenced(ctx) }
 
 // Get downloads name, refusing an object larger than any segment can be (MaxObjectBytes):
 // the store may be one a tenant controls (spec.restore.archive.source), and an object of
@@ -101,7 +130,12 @@ func (s StoreSink) List(ctx context.Context, prefix string) ([]string, error) {
 }
 
 // Delete removes the object name.
-func (s StoreSink) Delete(ctx context.Context, name string) error { return s.Client.Delete(ctx, name) }
+func (s StoreSink) Delete(ctx context.Context, name string) error {
+	if err := s.fenced(ctx); err != nil {
+		return err
+	}
+	return s.Client.Delete(ctx, name)
+}
 
 // MemorySink keeps segments in memory, for tests. The zero value is ready to use.
 type MemorySink struct {

@@ -3,6 +3,9 @@ package ha
 import (
 	"context"
 	"fmt"
+	"os"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -14,6 +17,8 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
+	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 	"github.com/middleware-operator/middleware-operator/tests/teststore"
@@ -37,18 +42,8 @@ func TestOperatorKilledWhileArchiving(t *testing.T) {
 	store, _ := teststore.Start(t, "")
 	op := r.operator(t)
 	c := r.env.Client
-	ns := r.env.Namespace(t)
-	dest := createStoreSecrets(t, c, ns, store)
-	origin := redistest.NewCluster(ns, "origin", 6)
-	origin.Spec.Finalizers = "foreground" // its volumes go with it
-	origin.Spec.Archive = &redisv1alpha1.ArchiveSpec{Destination: dest}
-	if err := c.Create(t.Context(), origin); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(origin)
-	redistest.WaitShape(t, c, key, 3, 6)
-	pw := redistest.Password(t, c, ns, origin.Name)
-	rc := waitArchiving(t, c, key, time.Time{})
+	key, dest, rc, pw := createArchived(t, r, store)
+	ns := key.Namespace
 
 	w := redistest.StartAckWriter(rc.Status.Nodes[0].Instance, pw)
 	w.WriteMore(500)
@@ -95,44 +90,129 @@ func TestOperatorKilledWhileArchiving(t *testing.T) {
 		}
 	}
 
+	missing, due, acks, restored := deleteAndRestoreLatest(t, c, rc, w, dest)
+	missingDown := 0
+	for _, i := range missing {
+		if i >= killedAt && i < killedAt+down {
+			missingDown++
+		}
+	}
+	t.Logf("%d keys acknowledged (%d more than %s before the deletion, %d while no operator ran), %d missing from the restore (%d of those written while none ran); shards %+v",
+		acks, due, archiveRecoveryPoint, down, len(missing), missingDown, restored.Status.Restore.ArchiveShards)
+	if len(missing) > 0 {
+		t.Errorf("%d of the %d keys acknowledged more than %s before the deletion are missing from the restore to latest (%d of them acknowledged while no operator ran)",
+			len(missing), due, archiveRecoveryPoint, missingDown)
+	}
+}
+
+// TestStalledLeaderDoesNotOverwriteTheArchive: the leading operator freezes (SIGSTOP) while
+// it archives a cluster under a writer; the other replica takes the lease and resumes every
+// shard's timeline where the store's last segment ends, which is where the frozen leader's
+// open segments begin: the same object names. Then the old leader wakes (SIGCONT): its
+// followers close their open segments at once, before its elector notices the lost lease.
+// The archive's fence refuses those writes (the old leader's log says so), and a restore
+// to latest holds every key acknowledged more than the recovery point before the deletion.
+func TestStalledLeaderDoesNotOverwriteTheArchive(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	store, _ := teststore.Start(t, "")
+	ops := []*replica{r.operator(t), r.operator(t)}
+	c := r.env.Client
+	key, dest, rc, pw := createArchived(t, r, store)
+	w := redistest.StartAckWriter(rc.Status.Nodes[0].Instance, pw)
+	w.WriteMore(500)
+	waitArchiving(t, c, key, time.Now())
+	leader := slices.IndexFunc(ops, func(p *replica) bool { return p.leads() })
+	if leader < 0 {
+		t.Fatal("no replica says it leads")
+	}
+	if err := ops[leader].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	frozenAt := w.Count()
+	other := ops[1-leader]
+	testenv.Eventually(t, time.Minute, func(context.Context) (bool, string) { return other.leads(), "the other replica does not lead yet" })
+	took := time.Now()
+	waitArchiving(t, c, key, took.Add(time.Second))
+	w.WriteMore(500)
+	t.Logf("the leader froze with %d keys acknowledged; the other took the lease %.1f s later and archives from there", frozenAt, took.Sub(stopped).Seconds())
+	exited, ok := ops[leader].wake(t, 45*time.Second)
+	if !ok {
+		t.Fatalf("the old leader still runs 45 s after it woke without its lease")
+	}
+	log, _ := os.ReadFile(ops[leader].log)
+	refused := strings.Count(string(log), redisarchive.ErrFenced.Error())
+	t.Logf("the old leader woke and exited %s later; its archive fence refused %d writes", exited.Round(100*time.Millisecond), refused)
+	if refused == 0 {
+		t.Errorf("the old leader's log names no archive write its fence refused (%q): the test did not stage the race it is named for", redisarchive.ErrFenced.Error())
+	}
+	w.WriteMore(500)
+	if err := c.Get(t.Context(), key, rc); err != nil {
+		t.Fatal(err)
+	}
+	missing, due, acks, restored := deleteAndRestoreLatest(t, c, rc, w, dest)
+	t.Logf("%d keys acknowledged (%d more than %s before the deletion), %d missing from the restore; shards %+v",
+		acks, due, archiveRecoveryPoint, len(missing), restored.Status.Restore.ArchiveShards)
+	if len(missing) > 0 {
+		t.Errorf("%d of the %d keys acknowledged more than %s before the deletion are missing from the restore to latest (first: a:%d)",
+			len(missing), due, archiveRecoveryPoint, missing[0])
+	}
+}
+
+// createArchived creates a RedisCluster "origin" of 6 nodes with spec.archive to store (its
+// volumes go with it) in a new namespace, and waits until it archives every shard; it
+// returns its key, the store as a destination, the cluster and its password.
+func createArchived(t *testing.T, r *rig, store *localcluster.ObjectStore) (client.ObjectKey, redisv1alpha1.ObjectStore, *redisv1alpha1.RedisCluster, string) {
+	t.Helper()
+	c := r.env.Client
+	ns := r.env.Namespace(t)
+	dest := createStoreSecrets(t, c, ns, store)
+	origin := redistest.NewCluster(ns, "origin", 6)
+	origin.Spec.Finalizers = "foreground" // its volumes go with it
+	origin.Spec.Archive = &redisv1alpha1.ArchiveSpec{Destination: dest}
+	if err := c.Create(t.Context(), origin); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(origin)
+	redistest.WaitShape(t, c, key, 3, 6)
+	return key, dest, waitArchiving(t, c, key, time.Time{}), redistest.Password(t, c, ns, origin.Name)
+}
+
+// deleteAndRestoreLatest deletes the archived cluster rc while w writes to it, restores its
+// archive to latest into a new cluster "latest", and returns the keys acknowledged more than
+// the recovery point before the deletion (due of the acks the writer had) that do not read
+// back through every node of it.
+func deleteAndRestoreLatest(t *testing.T, c client.Client, rc *redisv1alpha1.RedisCluster, w *redistest.AckWriter, dest redisv1alpha1.ObjectStore) (missing []int, due, acks int, restored *redisv1alpha1.RedisCluster) {
+	t.Helper()
 	deleted := time.Now()
 	if err := c.Delete(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}
-	acks := w.Stop()
+	times := w.Stop()
 	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
-		err := c.Get(ctx, key, &redisv1alpha1.RedisCluster{})
+		err := c.Get(ctx, client.ObjectKeyFromObject(rc), &redisv1alpha1.RedisCluster{})
 		return err != nil, "the source cluster is still there"
 	})
-	due := 0
-	for due < len(acks) && acks[due].Before(deleted.Add(-archiveRecoveryPoint)) {
+	for due < len(times) && times[due].Before(deleted.Add(-archiveRecoveryPoint)) {
 		due++
 	}
-	latest := redistest.NewCluster(ns, "latest", 6)
-	latest.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: dest, Cluster: origin.Name,
+	latest := redistest.NewCluster(rc.Namespace, "latest", 6)
+	latest.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: dest, Cluster: rc.Name,
 		TargetTime: rediscontrollers.TargetLatest}}
 	if err := c.Create(t.Context(), latest); err != nil {
 		t.Fatal(err)
 	}
-	restored := redistest.WaitShape(t, c, client.ObjectKeyFromObject(latest), 3, 6)
+	restored = redistest.WaitShape(t, c, client.ObjectKeyFromObject(latest), 3, 6)
 	if restored.Status.Restore == nil || restored.Status.Restore.CompletedAt == nil {
 		t.Fatalf("the restore is Ready without having completed: %+v", restored.Status.Restore)
 	}
-	missing, missingDown := 0, 0
-	for i, f := range redistest.PresentThroughEach(t, restored, redistest.Password(t, c, ns, latest.Name), due) {
+	for i, f := range redistest.PresentThroughEach(t, restored, redistest.Password(t, c, rc.Namespace, latest.Name), due) {
 		if f != len(restored.Status.Nodes) {
-			missing++
-			if i >= killedAt && i < killedAt+down {
-				missingDown++
-			}
+			missing = append(missing, i)
 		}
 	}
-	t.Logf("%d keys acknowledged (%d more than %s before the deletion, %d while no operator ran), %d missing from the restore (%d of those written while none ran); shards %+v",
-		len(acks), due, archiveRecoveryPoint, down, missing, missingDown, restored.Status.Restore.ArchiveShards)
-	if missing > 0 {
-		t.Errorf("%d of the %d keys acknowledged more than %s before the deletion are missing from the restore to latest (%d of them acknowledged while no operator ran)",
-			missing, due, archiveRecoveryPoint, missingDown)
-	}
+	return missing, due, len(times), restored
 }
 
 // waitArchiving waits until the cluster's Archiving condition is True with every one of its

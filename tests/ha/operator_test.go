@@ -114,6 +114,25 @@ func (p *replica) stop(t *testing.T, sig syscall.Signal) time.Duration {
 	return time.Since(sent)
 }
 
+// wake resumes the stopped (SIGSTOP) process and waits at most within for it to exit, as a
+// woken leader without its lease does; it returns how long that took, and false when it
+// still ran.
+func (p *replica) wake(t *testing.T, within time.Duration) (time.Duration, bool) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	woke := time.Now()
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+		return time.Since(woke), true
+	case <-time.After(within):
+		return time.Since(woke), false
+	}
+}
+
 // selves reads every node's own line of CLUSTER NODES, keyed by address; a node that does
 // not answer is left out.
 func selves(ctx context.Context, admin *execute.Admin, addrs []string) map[string]nodes.Node {

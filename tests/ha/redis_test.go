@@ -138,19 +138,12 @@ func TestStalledLeaderResumes(t *testing.T) {
 		m, _ := run.moved(ctx)
 		return m > n, fmt.Sprintf("%d slots moved", m)
 	})
-	if err := ops[leader].cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	woke := time.Now()
-	done := make(chan struct{})
-	go func() { _ = ops[leader].cmd.Wait(); close(done) }()
-	select {
-	case <-done:
+	if exited, ok := ops[leader].wake(t, 45*time.Second); ok {
 		log, _ := os.ReadFile(ops[leader].log)
 		t.Logf("the old leader woke and exited %s later (%v); its fence stopped %d Redis steps (log lines saying %q)",
-			time.Since(woke).Round(100*time.Millisecond), ops[leader].cmd.ProcessState,
+			exited.Round(100*time.Millisecond), ops[leader].cmd.ProcessState,
 			strings.Count(string(log), controllers.ErrFenced.Error()), controllers.ErrFenced.Error())
-	case <-time.After(45 * time.Second):
+	} else {
 		t.Errorf("the old leader still runs 45 s after it woke without its lease")
 	}
 	run.finish(t)

@@ -1,4 +1,4 @@
-package redis
+package backupstore
 
 import (
 	"sync"
@@ -16,9 +16,9 @@ const (
 	retryMost  = 5 * time.Minute
 )
 
-// backoff is how long a step waits before its next try after failures consecutive failures
+// Backoff is how long a step waits before its next try after failures consecutive failures
 // (0 when none): retryFirst, doubling, at most retryMost.
-func backoff(failures int) time.Duration {
+func Backoff(failures int) time.Duration {
 	if failures <= 0 {
 		return 0
 	}
@@ -29,10 +29,10 @@ func backoff(failures int) time.Duration {
 	return min(d, retryMost)
 }
 
-// failureKey names one failing step: what (for instance "restore shard 1") of an object.
-type failureKey struct {
-	object types.NamespacedName
-	what   string
+// FailureKey names one failing step: What (for instance "restore shard 1") of an Object.
+type FailureKey struct {
+	Object types.NamespacedName
+	What   string
 }
 
 // failure is the record of a failing step: its consecutive failures, the last one's
@@ -43,22 +43,23 @@ type failure struct {
 	next    time.Time
 }
 
-// failures remembers the steps that fail, so that each waits its back-off before it is tried
+// Failures remembers the steps that fail, so that each waits its back-off before it is tried
 // again whatever wakes its object, and so that a failure is reported once, not once per try.
-// It is in memory: a new operator tries each step once more at once.
-type failures struct {
+// It is in memory: a new operator tries each step once more at once. The zero Failures
+// remembers none and is ready to use.
+type Failures struct {
 	mu sync.Mutex
-	m  map[failureKey]*failure
+	m  map[FailureKey]*failure
 }
 
-// fail records a failure of k with message at now. It returns how long until the next try,
+// Fail records a failure of k with message at now. It returns how long until the next try,
 // and whether the failure is new (the first, or another message than the last) and so
 // deserves an event.
-func (f *failures) fail(k failureKey, message string, now time.Time) (wait time.Duration, distinct bool) {
+func (f *Failures) Fail(k FailureKey, message string, now time.Time) (wait time.Duration, distinct bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.m == nil {
-		f.m = map[failureKey]*failure{}
+		f.m = map[FailureKey]*failure{}
 	}
 	rec := f.m[k]
 	if rec == nil {
@@ -68,14 +69,14 @@ func (f *failures) fail(k failureKey, message string, now time.Time) (wait time.
 	distinct = rec.count == 0 || rec.message != message
 	rec.count++
 	rec.message = message
-	wait = backoff(rec.count)
+	wait = Backoff(rec.count)
 	rec.next = now.Add(wait)
 	return wait, distinct
 }
 
-// waiting returns, while k backs off at now, how long is left and the last failure's
+// Waiting returns, while k backs off at now, how long is left and the last failure's
 // message; zero and "" when k may be tried.
-func (f *failures) waiting(k failureKey, now time.Time) (time.Duration, string) {
+func (f *Failures) Waiting(k FailureKey, now time.Time) (time.Duration, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	rec := f.m[k]
@@ -85,8 +86,8 @@ func (f *failures) waiting(k failureKey, now time.Time) (time.Duration, string) 
 	return rec.next.Sub(now), rec.message
 }
 
-// count is how many times in a row k failed.
-func (f *failures) count(k failureKey) int {
+// Count is how many times in a row k failed.
+func (f *Failures) Count(k FailureKey) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if rec := f.m[k]; rec != nil {
@@ -95,24 +96,24 @@ func (f *failures) count(k failureKey) int {
 	return 0
 }
 
-// succeeded forgets the failures of k.
-func (f *failures) succeeded(k failureKey) {
+// Succeeded forgets the failures of k.
+func (f *Failures) Succeeded(k FailureKey) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.m, k)
 }
 
-// forget drops every record of object (deleted, or done).
-func (f *failures) forget(object types.NamespacedName) {
+// Forget drops every record of object (deleted, or done).
+func (f *Failures) Forget(object types.NamespacedName) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	deleteObject(f.m, object)
+	DeleteObject(f.m, object)
 }
 
-// deleteObject deletes the entries of object from m.
-func deleteObject[V any](m map[failureKey]V, object types.NamespacedName) {
+// DeleteObject deletes the entries of object from m.
+func DeleteObject[V any](m map[FailureKey]V, object types.NamespacedName) {
 	for k := range m {
-		if k.object == object {
+		if k.Object == object {
 			delete(m, k)
 		}
 	}

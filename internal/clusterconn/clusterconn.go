@@ -1,15 +1,16 @@
-package redis
+// Package clusterconn holds what the operator keeps open to each RedisCluster: one Admin per
+// cluster across reconciles (Pool), which the RedisCluster controller opens and fences
+// (Fenced) and the RedisBackup controller reads (Pool.Lookup); and the mapping of a
+// cluster's pods to the observations a snapshot of its nodes starts from (PodObservations).
+package clusterconn
 
 import (
 	"context"
 	"crypto/tls"
-	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
@@ -48,6 +49,12 @@ type AdminFactory func(login conn.Login, tlsConfig *tls.Config) Admin
 // DefaultAdminFactory speaks the Redis protocol with go-redis.
 func DefaultAdminFactory(login conn.Login, tlsConfig *tls.Config) Admin {
 	return execute.NewAdmin(login.Password, 2*time.Second).WithUser(login.User).WithTLS(tlsConfig)
+}
+
+// Fenced returns a with fence checked before every command that changes the cluster and
+// before every batch of slot moves (fencedAdmin).
+func Fenced(a Admin, fence func(context.Context) error) Admin {
+	return fencedAdmin{Admin: a, fence: fence}
 }
 
 // fencedAdmin checks the fence before every command that changes the cluster and hands it
@@ -120,74 +127,57 @@ func (f fencedAdmin) CheckACLRules(ctx context.Context, addr string, sets []stri
 	return f.Admin.CheckACLRules(ctx, addr, sets)
 }
 
-// adminFor is the reconcile's Admin: the cluster's pooled one (adminPool), fenced when
-// Fence is set.
-func (r *RedisClusterReconciler) adminFor(s *state) Admin {
-	if s.admin == nil {
-		// A node still serving one of the cluster's earlier certificates after the trust
-		// moved on must answer, or it would never be checked and reloaded.
-		trust := s.tls
-		if trust != nil {
-			trust = r.ownCertsTLS(s)
-		}
-		s.admin = r.admins.get(client.ObjectKeyFromObject(s.rc), s.login(), trust, func() Admin { return r.NewAdmin(s.login(), trust) })
-		if r.Fence != nil {
-			s.admin = fencedAdmin{Admin: s.admin, fence: r.fence}
-		}
-	}
-	return s.admin
-}
-
-// adminPool keeps one Admin per cluster across reconciles, so a converged reconcile reads
+// Pool keeps one Admin per cluster across reconciles, so a converged reconcile reads
 // every node over a connection it already has instead of dialing and authenticating again.
 // An Admin is replaced when the login or the TLS configuration changes, and closed when its
-// cluster is gone.
-type adminPool struct {
+// cluster is gone. The zero Pool is empty and ready to use.
+type Pool struct {
 	mu        sync.Mutex
-	byCluster map[types.NamespacedName]pooledAdmin
+	byCluster map[types.NamespacedName]Conn
 }
 
-type pooledAdmin struct {
-	admin Admin
-	login conn.Login
-	tls   *tls.Config
-	quiet *quietMark // left by the last full look of a converged cluster (rediscluster_quiet.go)
+// Conn is a cluster's pooled Admin with the login and the TLS configuration it was opened
+// with.
+type Conn struct {
+	Admin Admin
+	Login conn.Login
+	TLS   *tls.Config
 }
 
-// get returns the cluster's Admin for login and tlsConfig, opening it with open when there
+// Get returns the cluster's Admin for login and tlsConfig, opening it with open when there
 // is none or the one there authenticates or verifies differently.
-func (p *adminPool) get(cluster types.NamespacedName, login conn.Login, tlsConfig *tls.Config, open func() Admin) Admin {
+func (p *Pool) Get(cluster types.NamespacedName, login conn.Login, tlsConfig *tls.Config, open func() Admin) Admin {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if prev, ok := p.byCluster[cluster]; ok {
-		if prev.login == login && sameTLS(prev.tls, tlsConfig) {
-			return prev.admin
+		if prev.Login == login && sameTLS(prev.TLS, tlsConfig) {
+			return prev.Admin
 		}
-		_ = prev.admin.Close()
+		_ = prev.Admin.Close()
 	}
 	if p.byCluster == nil {
-		p.byCluster = map[types.NamespacedName]pooledAdmin{}
+		p.byCluster = map[types.NamespacedName]Conn{}
 	}
 	a := open()
-	p.byCluster[cluster] = pooledAdmin{admin: a, login: login, tls: tlsConfig}
+	p.byCluster[cluster] = Conn{Admin: a, Login: login, TLS: tlsConfig}
 	return a
 }
 
-// lookup returns the cluster's Admin with the login and TLS configuration it was opened
+// Lookup returns the cluster's Admin with the login and TLS configuration it was opened
 // with, if a reconcile of the cluster opened one.
-func (p *adminPool) lookup(cluster types.NamespacedName) (pooledAdmin, bool) {
+func (p *Pool) Lookup(cluster types.NamespacedName) (Conn, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	prev, ok := p.byCluster[cluster]
 	return prev, ok
 }
 
-// forget closes the cluster's Admin, if any.
-func (p *adminPool) forget(cluster types.NamespacedName) {
+// Forget closes the cluster's Admin, if any.
+func (p *Pool) Forget(cluster types.NamespacedName) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if prev, ok := p.byCluster[cluster]; ok {
-		_ = prev.admin.Close()
+		_ = prev.Admin.Close()
 		delete(p.byCluster, cluster)
 	}
 }
@@ -199,19 +189,4 @@ func sameTLS(a, b *tls.Config) bool {
 		return a == b
 	}
 	return a.ServerName == b.ServerName && a.RootCAs.Equal(b.RootCAs)
-}
-
-// ErrFenced wraps the error of a Fence that forbids this replica to act.
-var ErrFenced = errors.New("not acting on Redis")
-
-// fence checks Fence, if any: nil while this replica may act on Redis, an error wrapping
-// ErrFenced otherwise.
-func (r *RedisClusterReconciler) fence(ctx context.Context) error {
-	if r.Fence == nil {
-		return nil
-	}
-	if err := r.Fence(ctx); err != nil {
-		return fmt.Errorf("%w: %w", ErrFenced, err)
-	}
-	return nil
 }

@@ -1,4 +1,9 @@
-package redis
+// Package backupstore is where backups live, as the Redis controllers see it: the operator's
+// policy on the object store endpoints users name (CheckEndpoint), the opener of those stores
+// with the credentials and CA of the Secrets they name (Opener), the naming of a backup's
+// folder and of a location (Folder, Location), a manifest's slot ranges as package nodes'
+// (Ranges), and the back-off of the steps that fail against a store (Failures, Backoff).
+package backupstore
 
 import (
 	"context"
@@ -13,7 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/backup"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
 // The keys of an object store's Secrets.
@@ -34,47 +41,50 @@ const backupPartSize = 8 << 20
 // missing Secret or key), as opposed to the store's answer.
 var errStoreConfig = errors.New("object store configuration")
 
-// errEndpointRefused marks an endpoint the operator's EndpointPolicy refuses: no request
+// ErrEndpointRefused marks an endpoint the operator's EndpointPolicy refuses: no request
 // went to it, and none will until the spec or the operator's flags change.
-var errEndpointRefused = errors.New("object store endpoint refused")
+var ErrEndpointRefused = errors.New("object store endpoint refused")
 
 // ReasonEndpointRefused is the reason of the condition and the event of a backup, schedule
 // or restore whose object store endpoint the operator's flags do not allow.
 const ReasonEndpointRefused = "EndpointRefused"
 
-// checkEndpoint returns nil when policy allows the endpoint of the field named field (as
-// spec.destination.endpoint), else an errEndpointRefused error that names the field and
+// CheckEndpoint returns nil when policy allows the endpoint of the field named field (as
+// spec.destination.endpoint), else an ErrEndpointRefused error that names the field and
 // the fix.
-func checkEndpoint(policy objectstore.EndpointPolicy, field, endpoint string) error {
+func CheckEndpoint(policy objectstore.EndpointPolicy, field, endpoint string) error {
 	err := policy.Check(endpoint)
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, objectstore.ErrPlainHTTP):
 		return fmt.Errorf("%w: %s %s is plain HTTP, which would carry the data and the store's credentials in clear: "+
-			"use the store's https:// endpoint, or have the operator started with --%s", errEndpointRefused, field, endpoint, objectstore.AllowHTTPFlag)
+			"use the store's https:// endpoint, or have the operator started with --%s", ErrEndpointRefused, field, endpoint, objectstore.AllowHTTPFlag)
 	case errors.Is(err, objectstore.ErrNotAllowed):
 		return fmt.Errorf("%w: %s %s is not an endpoint the operator may reach: use one of %s, or have the operator's --%s list it",
-			errEndpointRefused, field, endpoint, strings.Join(policy.Allowed, ", "), objectstore.EndpointsFlag)
+			ErrEndpointRefused, field, endpoint, strings.Join(policy.Allowed, ", "), objectstore.EndpointsFlag)
 	}
-	return fmt.Errorf("%w: %s: %w", errEndpointRefused, field, err)
+	return fmt.Errorf("%w: %s: %w", ErrEndpointRefused, field, err)
 }
 
-// storeOpener opens the object stores users name, under the operator's EndpointPolicy.
-type storeOpener struct {
-	reader client.Reader
-	policy objectstore.EndpointPolicy
+// Opener opens the object stores users name, under the operator's EndpointPolicy.
+type Opener struct {
+	// Reader reads the Secrets a store names: the API server's reader, as they are read
+	// once per backup or restore, not watched.
+	Reader client.Reader
+	// Policy says which endpoints may be opened.
+	Policy objectstore.EndpointPolicy
 }
 
-// open returns a client for the folder dir of store, whose endpoint is the field named
-// field, once the policy allows the endpoint (errEndpointRefused otherwise, before any
+// Open returns a client for the folder dir of store, whose endpoint is the field named
+// field, once the policy allows the endpoint (ErrEndpointRefused otherwise, before any
 // request), with the credentials (and CA) of the Secrets it names in namespace, read
 // straight from the API server: they are read once per backup or restore, not watched.
-func (o storeOpener) open(ctx context.Context, field, namespace string, store redisv1alpha1.ObjectStore, dir string) (*objectstore.Client, error) {
-	if err := checkEndpoint(o.policy, field, store.Endpoint); err != nil {
+func (o Opener) Open(ctx context.Context, field, namespace string, store redisv1alpha1.ObjectStore, dir string) (*objectstore.Client, error) {
+	if err := CheckEndpoint(o.Policy, field, store.Endpoint); err != nil {
 		return nil, err
 	}
-	reader := o.reader
+	reader := o.Reader
 	creds := &corev1.Secret{}
 	if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: store.CredentialsSecret}, creds); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -112,9 +122,9 @@ func (o storeOpener) open(ctx context.Context, field, namespace string, store re
 	return c, nil
 }
 
-// backupFolder is the folder of a RedisBackup in its destination's bucket:
+// Folder is the folder of a RedisBackup in its destination's bucket:
 // <path>/<backup name>, with <path> defaulting to <namespace>/<cluster>.
-func backupFolder(b *redisv1alpha1.RedisBackup) string {
+func Folder(b *redisv1alpha1.RedisBackup) string {
 	dir := strings.Trim(b.Spec.Destination.Path, "/")
 	if dir == "" {
 		dir = path.Join(b.Namespace, b.Spec.Cluster)
@@ -122,7 +132,16 @@ func backupFolder(b *redisv1alpha1.RedisBackup) string {
 	return path.Join(dir, b.Name)
 }
 
-// storeLocation is a folder as s3://bucket/folder, for the status and messages.
-func storeLocation(store redisv1alpha1.ObjectStore, dir string) string {
+// Location is a folder as s3://bucket/folder, for the status and messages.
+func Location(store redisv1alpha1.ObjectStore, dir string) string {
 	return (&url.URL{Scheme: "s3", Host: store.Bucket, Path: "/" + strings.Trim(dir, "/")}).String()
+}
+
+// Ranges are a manifest's slot ranges as package nodes'.
+func Ranges(ranges []backup.SlotRange) []nodes.SlotRange {
+	out := make([]nodes.SlotRange, len(ranges))
+	for i, rg := range ranges {
+		out[i] = nodes.SlotRange{Start: rg.Start, End: rg.End}
+	}
+	return out
 }
