@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/time/rate"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -46,7 +45,7 @@ type AppServiceReconciler struct {
 	// PodCheckAfter, when above 0, replaces PodCheckAfter (tests shorten it).
 	PodCheckAfter time.Duration
 	// podChecks bounds the pod LISTs (PodChecksPerSecond); SetupWithManager sets one when nil.
-	podChecks *rate.Limiter
+	podChecks *podCheckTurns
 	// echoes tells the Deployment watch which update is the echo of this reconciler's own.
 	echoes child.Echoes
 	// stale keeps reconciles off cached AppServices older than the operator's last status
@@ -77,6 +76,9 @@ func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Get(ctx, req.NamespacedName, app); err != nil {
 		if apierrors.IsNotFound(err) && r.StatusPace != nil {
 			r.StatusPace.Forget(req.NamespacedName)
+		}
+		if apierrors.IsNotFound(err) && r.podChecks != nil {
+			r.podChecks.Drop(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -106,9 +108,18 @@ func podsFailing(pods []corev1.Pod) rolloutProblem {
 // rollout has stood still long enough and the operator's pod checks allow one more (see
 // PodChecksPerSecond), and returns what stops them with the time until the next look.
 func (r *AppServiceReconciler) failingPods(ctx context.Context, app *appsv1api.AppService, d *appsv1.Deployment) (rolloutProblem, time.Duration) {
-	due, next := podCheck(d, resources.AppServiceSize(app), time.Now(), r.podCheckAfter())
-	if !due || !r.podChecks.Allow() {
+	now := time.Now()
+	key := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
+	due, next := podCheck(d, resources.AppServiceSize(app), now, r.podCheckAfter())
+	if !due {
+		r.podChecks.Drop(key)
 		return rolloutProblem{}, next
+	}
+	if mine, turn := r.podChecks.Take(key, now); !mine {
+		// Another rollout's check holds the bound: this one's comes at its turn, not a
+		// doubled stillness later (which, for a check due after seconds, came after the
+		// AppService had stood still for many times that).
+		return rolloutProblem{}, min(turn, next)
 	}
 	pods := &corev1.PodList{}
 	if err := r.APIReader.List(ctx, pods, client.InNamespace(app.Namespace),
@@ -127,5 +138,43 @@ func (r *AppServiceReconciler) podCheckAfter() time.Duration {
 	return PodCheckAfter
 }
 
+// podCheckTurns is the operator-wide bound on pod LISTs (PodChecksPerSecond), in turns: a
+// check the bound defers keeps the moment the bound reserved for it, so checks due at once
+// are made one after another at the bound's pace, each at its own turn.
+type podCheckTurns struct {
+	mu      sync.Mutex
+	limiter *rate.Limiter
+	turns   map[types.NamespacedName]time.Time
+}
+
 // newPodChecks is the operator-wide bound on pod LISTs (PodChecksPerSecond).
-func newPodChecks() *rate.Limiter { return rate.NewLimiter(PodChecksPerSecond, PodChecksPerSecond) }
+func newPodChecks() *podCheckTurns {
+	return &podCheckTurns{limiter: rate.NewLimiter(PodChecksPerSecond, PodChecksPerSecond), turns: map[types.NamespacedName]time.Time{}}
+}
+
+// Take says whether key's check is made now; when not, how long until its turn, which is
+// held for key until it comes.
+func (c *podCheckTurns) Take(key types.NamespacedName, now time.Time) (bool, time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if turn, held := c.turns[key]; held {
+		if now.Before(turn) {
+			return false, turn.Sub(now)
+		}
+		delete(c.turns, key)
+		return true, 0
+	}
+	wait := c.limiter.ReserveN(now, 1).DelayFrom(now)
+	if wait == 0 {
+		return true, 0
+	}
+	c.turns[key] = now.Add(wait)
+	return false, wait
+}
+
+// Drop forgets key's turn: its rollout no longer stands still, or it is gone.
+func (c *podCheckTurns) Drop(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.turns, key)
+}

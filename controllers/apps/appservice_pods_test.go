@@ -2,12 +2,14 @@ package apps
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -150,21 +152,47 @@ func (c *countingReader) List(context.Context, client.ObjectList, ...client.List
 }
 
 // TestPodChecksAreBounded: of many rollouts standing still at once, only as many pods are
-// read as the operator-wide bound allows; the others get their next look all the same.
+// read as the operator-wide bound allows; each of the others gets its own turn, a second
+// apart, and its check is made at that turn (a deferred check waited a doubled stillness:
+// with a 3 s check, 45 s, and a failed image went unreported for a whole test's wait).
 func TestPodChecksAreBounded(t *testing.T) {
 	reader := &countingReader{}
-	r := &AppServiceReconciler{APIReader: reader, podChecks: newPodChecks()}
+	r := &AppServiceReconciler{APIReader: reader, podChecks: newPodChecks(), PodCheckAfter: 3 * time.Second}
 	stalled := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Generation: 2, CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour))},
 		Status:     appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, UpdatedReplicas: 1, ReadyReplicas: 1},
 	}
-	app := &appsv1api.AppService{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}, Spec: appsv1api.AppServiceSpec{Size: ptr.To[int32](1)}}
-	for range 100 {
-		if _, next := r.failingPods(t.Context(), app, stalled); next != PodCheckMaxInterval {
-			t.Fatalf("next look %s, want %s", next, PodCheckMaxInterval)
-		}
+	const n = 20
+	apps := make([]*appsv1api.AppService, n)
+	var turns []time.Duration
+	for i := range apps {
+		apps[i] = &appsv1api.AppService{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", i), Namespace: "ns"}, Spec: appsv1api.AppServiceSpec{Size: ptr.To[int32](1)}}
+		_, next := r.failingPods(t.Context(), apps[i], stalled)
+		turns = append(turns, next)
 	}
 	if reader.lists < 1 || reader.lists > PodChecksPerSecond+1 {
-		t.Errorf("%d pod LISTs for 100 stalled rollouts at once, want 1 to %d", reader.lists, PodChecksPerSecond+1)
+		t.Errorf("%d pod LISTs for %d stalled rollouts at once, want 1 to %d", reader.lists, n, PodChecksPerSecond+1)
+	}
+	// The deferred ones are due at their turns: about one second apart, the last about n-1
+	// seconds on, not at PodCheckMaxInterval.
+	last := turns[n-1]
+	if last < time.Duration(n-3)*time.Second || last > time.Duration(n)*time.Second {
+		t.Errorf("the last of %d deferred checks comes after %s, want about %d s: turns %v", n, last, n-1, turns)
+	}
+	for i := 2; i < n; i++ {
+		if turns[i] <= turns[i-1] {
+			t.Fatalf("turns %v: not one after another", turns)
+		}
+	}
+	// Asked again before its turn, a rollout waits for the rest of it; at its turn it is read.
+	if ok, wait := r.podChecks.Take(types.NamespacedName{Namespace: "ns", Name: "web-5"}, time.Now()); ok || wait <= 0 {
+		t.Errorf("web-5 before its turn: check %v, wait %s", ok, wait)
+	}
+	if ok, _ := r.podChecks.Take(types.NamespacedName{Namespace: "ns", Name: "web-5"}, time.Now().Add(turns[5])); !ok {
+		t.Error("web-5 at its turn: not checked")
+	}
+	r.podChecks.Drop(types.NamespacedName{Namespace: "ns", Name: "web-6"})
+	if len(r.podChecks.turns) != n-1-2 {
+		t.Errorf("%d turns held after one taken and one dropped, want %d", len(r.podChecks.turns), n-3)
 	}
 }
