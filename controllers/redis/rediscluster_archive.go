@@ -521,14 +521,56 @@ func (sh *shardArchive) run(ctx context.Context) {
 // follow takes the shard's timeline (a new base when needed) and runs a follower on it
 // until it fails; a gap takes the next timeline's base at once.
 func (sh *shardArchive) follow(ctx context.Context) error {
-	if sh.timeline == 0 {
-		if err := sh.findTimeline(ctx); err != nil {
+	cur, err := sh.startTimeline(ctx)
+	if err != nil || cur == nil {
+		return err
+	}
+	for {
+		err := sh.runFollower(ctx, cur)
+		var gap *redisarchive.GapError
+		if (errors.As(err, &gap) || errors.Is(err, redisarchive.ErrNoMasterLink)) && sh.retryAtMaster() {
+			return fmt.Errorf("%w; its master is asked next", err)
+		}
+		sh.mu.Lock()
+		sh.askedMaster = false
+		sh.mu.Unlock()
+		if !errors.As(err, &gap) {
 			return err
+		}
+		// Once per timeline: a new base that fails (its node lost its master too) meets the
+		// same gap again at the next try.
+		if sh.gapNoted != sh.timeline {
+			sh.gapNoted = sh.timeline
+			sh.note(corev1.EventTypeWarning, ReasonArchiveGap, "%s (slots %s) timeline %d ends at offset %d: %v; timeline %d starts from a new base",
+				sh.name, nodes.FormatSlotRanges(sh.slots), sh.timeline, gap.From.Offset, err, sh.timeline+1)
+		}
+		if cur, err = sh.newBase(ctx, sh.timeline+1); err != nil {
+			return err
+		}
+		if !sh.adopt(ctx, cur) {
+			return nil
+		}
+	}
+}
+
+// startTimeline starts the shard's follower: where the archive of its timeline ends, or on
+// a new timeline (findTimeline). Nil when the shard was stopped meanwhile.
+func (sh *shardArchive) startTimeline(ctx context.Context) (*runningFollower, error) {
+	if sh.timeline == 0 {
+		cur, err := sh.findTimeline(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if cur != nil {
+			if !sh.adopt(ctx, cur) {
+				return nil, nil
+			}
+			return cur, nil
 		}
 	}
 	from, ok, err := redisarchive.Resume(ctx, sh.sink, sh.cluster, sh.name, sh.timeline)
 	if err != nil {
-		return fmt.Errorf("while reading where the archive ends: %w", err)
+		return nil, fmt.Errorf("while reading where the archive ends: %w", err)
 	}
 	if !ok {
 		from = redisarchive.Position{ReplID: sh.base.ReplicationID, Offset: sh.base.ReplicationOffset}
@@ -537,35 +579,31 @@ func (sh *shardArchive) follow(ctx context.Context) error {
 	f, err := redisarchive.NewFollower(redisarchive.Options{Conn: conn, Master: sh.address, Cluster: sh.cluster, Shard: sh.name,
 		Timeline: sh.timeline, From: from, Sink: sh.sink})
 	if err != nil {
-		return err
+		return nil, err
 	}
+	if sh.isStopped() {
+		return nil, nil
+	}
+	cur := startFollower(ctx, f)
+	if !sh.adopt(ctx, cur) {
+		return nil, nil
+	}
+	return cur, nil
+}
+
+// adopt makes cur the shard's follower and prunes the archive, or, when the shard was
+// stopped meanwhile, stops cur and says so (false).
+func (sh *shardArchive) adopt(ctx context.Context, cur *runningFollower) bool {
 	sh.mu.Lock()
 	if sh.stopped {
 		sh.mu.Unlock()
-		return nil
+		_ = cur.stopAndWait()
+		return false
 	}
-	sh.follower, sh.starting, sh.lastErr = f, false, ""
+	sh.follower, sh.starting, sh.lastErr = cur.Follower, false, ""
 	sh.mu.Unlock()
 	sh.prune(ctx)
-	err = sh.runFollower(ctx, f)
-	var gap *redisarchive.GapError
-	if (errors.As(err, &gap) || errors.Is(err, redisarchive.ErrNoMasterLink)) && sh.retryAtMaster() {
-		return fmt.Errorf("%w; its master is asked next", err)
-	}
-	sh.mu.Lock()
-	sh.askedMaster = false
-	sh.mu.Unlock()
-	if errors.As(err, &gap) {
-		// Once per timeline: a new base that fails (its node lost its master too) meets the
-		// same gap again at the next try.
-		if sh.gapNoted != sh.timeline {
-			sh.gapNoted = sh.timeline
-			sh.note(corev1.EventTypeWarning, ReasonArchiveGap, "%s (slots %s) timeline %d ends at offset %d: %v; timeline %d starts from a new base",
-				sh.name, nodes.FormatSlotRanges(sh.slots), sh.timeline, gap.From.Offset, err, sh.timeline+1)
-		}
-		return sh.newBase(ctx, sh.timeline+1)
-	}
-	return err
+	return true
 }
 
 // retryAtMaster, after a gap, says whether the history may still continue at the shard's
@@ -597,11 +635,12 @@ func (sh *shardArchive) address(context.Context) (string, error) {
 }
 
 // findTimeline takes the shard's last timeline in the archive, or starts one from a new
-// base when there is none or its base holds other slots.
-func (sh *shardArchive) findTimeline(ctx context.Context) error {
+// base when there is none or its base holds other slots, and then returns its follower
+// (nil when the archive's timeline goes on).
+func (sh *shardArchive) findTimeline(ctx context.Context) (*runningFollower, error) {
 	all, err := redisarchive.BaseTimelines(ctx, sh.sink, sh.cluster)
 	if err != nil {
-		return fmt.Errorf("while listing the archive's timelines: %w", err)
+		return nil, fmt.Errorf("while listing the archive's timelines: %w", err)
 	}
 	last := 0
 	var base backup.Shard
@@ -614,23 +653,31 @@ func (sh *shardArchive) findTimeline(ctx context.Context) error {
 		sh.mu.Lock()
 		sh.timeline, sh.base = last, base
 		sh.mu.Unlock()
-		return nil
+		return nil, nil
 	}
 	return sh.newBase(ctx, last+1)
 }
 
-// newBase takes a snapshot of the shard into the archive as the base of timeline, then its
-// description, and makes timeline the shard's.
-func (sh *shardArchive) newBase(ctx context.Context, timeline int) error {
+// newBase takes a snapshot of the shard into the archive as the base of timeline, follows
+// the shard from it until its follower has caught up with the node (catchUp), and makes
+// timeline the shard's; it returns that follower, running. Nothing goes on before it (a
+// first base, a gap, new slots): a restore to a time before the catch-up replays the
+// timeline before up to its end, and is refused when that ends before the target (see
+// redisarchive.Timeline.Uncovered).
+func (sh *shardArchive) newBase(ctx context.Context, timeline int) (*runningFollower, error) {
 	base, src, err := sh.takeBase(ctx, timeline)
-	if err == nil {
-		err = sh.describeBase(ctx, timeline, base, time.Time{})
-	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	sh.useBase(timeline, base, src, "")
-	return nil
+	_, node := sh.current()
+	mark := func() (int64, error) { return redisarchive.ReplicationOffset(ctx, node) }
+	next, servesFrom, err := sh.catchUp(ctx, timeline, base, mark, false)
+	if err != nil {
+		return nil, err
+	}
+	sh.useBase(timeline, base, src, fmt.Sprintf(" (it serves restores from %s, when its reader had caught up with the node)",
+		servesFrom.UTC().Format(time.RFC3339Nano)))
+	return next, nil
 }
 
 // takeBase takes a snapshot of the shard into the archive as the base of timeline. The
@@ -649,10 +696,11 @@ func (sh *shardArchive) takeBase(ctx context.Context, timeline int) (backup.Shar
 	return manifestShard(src, res, file), src, nil
 }
 
-// describeBase writes the description of timeline's base (servesFrom as EncodeBase says),
+// describeBase writes the description of timeline's base (servesFrom and previousWhole as
+// EncodeBase says),
 // which makes the timeline visible to restores.
-func (sh *shardArchive) describeBase(ctx context.Context, timeline int, base backup.Shard, servesFrom time.Time) error {
-	data, err := redisarchive.EncodeBase(base, servesFrom)
+func (sh *shardArchive) describeBase(ctx context.Context, timeline int, base backup.Shard, servesFrom, previousWhole time.Time) error {
+	data, err := redisarchive.EncodeBase(base, servesFrom, previousWhole)
 	if err == nil {
 		err = sh.sink.Put(ctx, redisarchive.BaseName(sh.cluster, sh.name, timeline), data)
 	}
@@ -714,8 +762,7 @@ func (r *runningFollower) stopAndWait() error {
 // runFollower runs f, then each follower that takes over from it, until one ends, and
 // moves the shard to its next timeline whenever a scheduled base is due (nextBaseAt): see
 // rebase.
-func (sh *shardArchive) runFollower(ctx context.Context, f *redisarchive.Follower) error {
-	cur := startFollower(ctx, f)
+func (sh *shardArchive) runFollower(ctx context.Context, cur *runningFollower) error {
 	for {
 		timer := time.NewTimer(max(time.Until(sh.nextBaseAt()), 0))
 		select {
@@ -761,23 +808,10 @@ func (sh *shardArchive) rebase(ctx context.Context, cur *runningFollower) (*runn
 	if err != nil {
 		return nil, err
 	}
-	_, conn := sh.current()
-	f, err := redisarchive.NewFollower(redisarchive.Options{Conn: conn, Master: sh.address, Cluster: sh.cluster, Shard: sh.name,
-		Timeline: timeline, From: redisarchive.Position{ReplID: base.ReplicationID, Offset: base.ReplicationOffset}, Sink: sh.sink})
+	mark := func() (int64, error) { return cur.Progress().Received, nil }
+	next, servesFrom, err := sh.catchUp(ctx, timeline, base, mark, true)
 	if err != nil {
-		return nil, errors.Join(err, redisarchive.DeleteTimeline(ctx, sh.sink, sh.cluster, sh.name, timeline))
-	}
-	next := startFollower(ctx, f)
-	err = waitCaughtUp(ctx, next, cur.Progress().Received)
-	servesFrom := time.Now()
-	if err == nil {
-		err = sh.describeBase(ctx, timeline, base, servesFrom)
-	}
-	if err != nil {
-		if runErr := next.stopAndWait(); runErr != nil {
-			err = fmt.Errorf("%w: %w", err, runErr)
-		}
-		return nil, errors.Join(fmt.Errorf("timeline %d: %w", timeline, err), redisarchive.DeleteTimeline(ctx, sh.sink, sh.cluster, sh.name, timeline))
+		return nil, err
 	}
 	sh.useBase(timeline, base, src, fmt.Sprintf(" (spec.archive.baseEvery %s; it serves restores from %s, when it had caught up with timeline %d)",
 		every, servesFrom.UTC().Format(time.RFC3339Nano), timeline-1))
@@ -789,6 +823,40 @@ func (sh *shardArchive) rebase(ctx context.Context, cur *runningFollower) (*runn
 		next.Stop()
 	}
 	return next, nil
+}
+
+// catchUp starts a follower on timeline from base's offset, waits until it has received the
+// stream up to mark (read once it runs), then writes the base's description with that
+// moment as servesFrom (and as the moment the timeline before was still followed, when it
+// goes on until then: previousWhole), and returns the follower, running, with that moment.
+// On an error the follower is stopped and the timeline's objects are deleted.
+func (sh *shardArchive) catchUp(ctx context.Context, timeline int, base backup.Shard, mark func() (int64, error), previousWhole bool) (*runningFollower, time.Time, error) {
+	_, conn := sh.current()
+	f, err := redisarchive.NewFollower(redisarchive.Options{Conn: conn, Master: sh.address, Cluster: sh.cluster, Shard: sh.name,
+		Timeline: timeline, From: redisarchive.Position{ReplID: base.ReplicationID, Offset: base.ReplicationOffset}, Sink: sh.sink})
+	if err != nil {
+		return nil, time.Time{}, errors.Join(err, redisarchive.DeleteTimeline(ctx, sh.sink, sh.cluster, sh.name, timeline))
+	}
+	next := startFollower(ctx, f)
+	to, err := mark()
+	if err == nil {
+		err = waitCaughtUp(ctx, next, to)
+	}
+	servesFrom := time.Now()
+	if err == nil {
+		whole := time.Time{}
+		if previousWhole {
+			whole = servesFrom
+		}
+		err = sh.describeBase(ctx, timeline, base, servesFrom, whole)
+	}
+	if err != nil {
+		if runErr := next.stopAndWait(); runErr != nil {
+			err = fmt.Errorf("%w: %w", err, runErr)
+		}
+		return nil, time.Time{}, errors.Join(fmt.Errorf("timeline %d: %w", timeline, err), redisarchive.DeleteTimeline(ctx, sh.sink, sh.cluster, sh.name, timeline))
+	}
+	return next, servesFrom, nil
 }
 
 // archiveCatchUpMax bounds how long a scheduled base's follower may take to catch up with

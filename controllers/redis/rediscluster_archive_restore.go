@@ -132,6 +132,9 @@ func (r *RedisClusterReconciler) replayShard(ctx context.Context, rc *redisv1alp
 	if err != nil {
 		return fmt.Errorf("while replaying the archive of %s timeline %d onto %s: %w", tl.Shard, tl.Timeline, step.Pod, err)
 	}
+	if err := tl.Uncovered(src.archive.target, res); err != nil {
+		return fmt.Errorf("the archive cannot restore %s: %w", src.archive.targetText, err)
+	}
 	r.replays.keep(loadKey{cluster: client.ObjectKeyFromObject(rc), node: step.NodeID, shard: step.Shard}, res)
 	return nil
 }

@@ -40,33 +40,48 @@ func BaseRDBName(cluster, shard string, timeline int) string {
 // from the base's offset while the timeline before goes on, and catches up through the
 // master's backlog, receiving those commands (acknowledged long before) all at once; until
 // it has, a restore to a time must replay the timeline before, whose receive times are the
-// writes' own. Absent (a first base, or one after a gap), the base's CapturedAt.
+// writes' own. A base after a gap or a change of the shard's slots has no timeline before
+// it that goes on: its follower catches up the same way, and ServesFrom is when it had.
+// Absent (a description written before it was kept), the base's CapturedAt.
+//
+// PreviousWhole is when the shard's timeline before was still followed, so that its archive
+// holds every write received up to then: a scheduled base's ServesFrom (the timeline
+// before goes on until then). Zero when unknown (after a gap or a change of slots): its
+// archive is then whole up to its last record only.
 type baseDescription struct {
 	backup.Shard
-	ServesFrom time.Time `json:"servesFrom,omitzero"`
+	ServesFrom    time.Time `json:"servesFrom,omitzero"`
+	PreviousWhole time.Time `json:"previousWhole,omitzero"`
 }
 
-// EncodeBase is the description of a base, as BaseName holds it; servesFrom is zero but
-// for a scheduled base (see baseDescription).
-func EncodeBase(b backup.Shard, servesFrom time.Time) ([]byte, error) {
-	return json.MarshalIndent(baseDescription{Shard: b, ServesFrom: servesFrom}, "", "  ")
+// EncodeBase is the description of a base, as BaseName holds it (see baseDescription):
+// servesFrom is when its follower had caught up, previousWhole when the timeline before
+// was still followed (zero: unknown).
+func EncodeBase(b backup.Shard, servesFrom, previousWhole time.Time) ([]byte, error) {
+	return json.MarshalIndent(baseDescription{Shard: b, ServesFrom: servesFrom, PreviousWhole: previousWhole}, "", "  ")
 }
 
 // DecodeBase reads a base's description: the base, and the time from which restores use
 // its timeline.
 func DecodeBase(data []byte) (backup.Shard, time.Time, error) {
+	d, err := decodeBase(data)
+	return d.Shard, d.ServesFrom, err
+}
+
+// decodeBase reads a base's description whole, ServesFrom defaulted to the capture.
+func decodeBase(data []byte) (baseDescription, error) {
 	var d baseDescription
 	if err := json.Unmarshal(data, &d); err != nil {
-		return d.Shard, time.Time{}, fmt.Errorf("a base description is not JSON: %w", err)
+		return d, fmt.Errorf("a base description is not JSON: %w", err)
 	}
 	b := d.Shard
 	if b.ReplicationID == "" || b.ReplicationOffset < 0 || b.File == "" || len(b.Slots) == 0 {
-		return b, time.Time{}, fmt.Errorf("a base description needs the slots, the replication ID and offset and the file")
+		return d, fmt.Errorf("a base description needs the slots, the replication ID and offset and the file")
 	}
 	if d.ServesFrom.IsZero() {
 		d.ServesFrom = b.CapturedAt
 	}
-	return b, d.ServesFrom, nil
+	return d, nil
 }
 
 // Timeline is one timeline of a shard's archive with its base.
@@ -76,6 +91,36 @@ type Timeline struct {
 	Base     backup.Shard
 	// ServesFrom is the earliest restore target the timeline serves (see baseDescription).
 	ServesFrom time.Time
+	// PreviousWhole is when the shard's timeline before this one was still followed (see
+	// baseDescription); zero when unknown.
+	PreviousWhole time.Time
+	// Next and NextWhole, set by ChooseTimelines, are the ServesFrom and PreviousWhole of
+	// the shard's next timeline (zero when there is none): a restore to a time before Next
+	// replays this timeline, whose archive may end before that time (see Uncovered).
+	Next, NextWhole time.Time
+}
+
+// Uncovered says, for a replay of tl up to target (zero: the latest) that reached res,
+// whether writes acknowledged by target may be in neither timeline: the replay read tl's
+// archive to its end without passing target, which is after the last time tl is known to
+// have been followed, and the shard's next timeline serves only from after target (its
+// base's follower caught up later). It is an error naming both times and what to choose;
+// nil when the target is covered.
+func (tl Timeline) Uncovered(target time.Time, res ReplayResult) error {
+	if target.IsZero() || tl.Next.IsZero() || !res.Complete || !target.After(tl.NextWhole) {
+		return nil
+	}
+	last, upTo := res.Reached, "up to"
+	if last.IsZero() {
+		last, upTo = tl.ServesFrom, "nothing after its base, which serves from"
+	}
+	if !target.After(last) {
+		return nil
+	}
+	return fmt.Errorf("%s's timeline %d holds %s %s, and its timeline %d serves restores only from %s (when its base's reader had caught up): "+
+		"writes between the two may be in neither, so %s cannot be restored exactly; restore to a time up to %s or from %s",
+		tl.Shard, tl.Timeline, upTo, last.UTC().Format(time.RFC3339Nano), tl.Timeline+1, tl.Next.UTC().Format(time.RFC3339Nano),
+		target.UTC().Format(time.RFC3339Nano), last.UTC().Format(time.RFC3339Nano), tl.Next.UTC().Format(time.RFC3339Nano))
 }
 
 // BaseTimelines lists the timelines of every shard of cluster's archive whose base is
@@ -95,11 +140,11 @@ func BaseTimelines(ctx context.Context, sink Sink, cluster string) ([]Timeline, 
 		if err != nil {
 			return nil, err
 		}
-		b, from, err := DecodeBase(data)
+		d, err := decodeBase(data)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", n, err)
 		}
-		out = append(out, Timeline{Shard: shard, Timeline: timeline, Base: b, ServesFrom: from})
+		out = append(out, Timeline{Shard: shard, Timeline: timeline, Base: d.Shard, ServesFrom: d.ServesFrom, PreviousWhole: d.PreviousWhole})
 	}
 	slices.SortFunc(out, func(a, b Timeline) int {
 		if c := strings.Compare(a.Shard, b.Shard); c != 0 {
@@ -137,14 +182,20 @@ func ChooseTimelines(all []Timeline, target time.Time) ([]Timeline, error) {
 	for i := 0; i < len(all); {
 		j := i
 		var pick *Timeline
+		next := -1
 		for ; j < len(all) && all[j].Shard == all[i].Shard; j++ {
 			if target.IsZero() || !all[j].ServesFrom.After(target) {
-				pick = &all[j]
+				pick, next = &all[j], j+1
 			}
 		}
-		if pick == nil {
+		switch {
+		case pick == nil:
 			missing = append(missing, fmt.Sprintf("%s (its oldest timeline serves from %s)", all[i].Shard, all[i].ServesFrom.Format(time.RFC3339Nano)))
-		} else {
+		case next < j:
+			chosen := *pick
+			chosen.Next, chosen.NextWhole = all[next].ServesFrom, all[next].PreviousWhole
+			out = append(out, chosen)
+		default:
 			out = append(out, *pick)
 		}
 		i = j

@@ -65,6 +65,47 @@ func TestChooseTimelines(t *testing.T) {
 	if _, err := ChooseTimelines(nil, time.Time{}); err == nil {
 		t.Error("ChooseTimelines of no timeline succeeded, want an error")
 	}
+	// The timeline chosen before a later one knows when that one serves from.
+	all[1].PreviousWhole = at(34)
+	got, err := ChooseTimelines(all, at(31))
+	if err != nil || !got[0].Next.Equal(at(33)) || !got[0].NextWhole.Equal(at(34)) || !got[1].Next.IsZero() {
+		t.Errorf("ChooseTimelines(31 s) = %+v, %v: want shard-000:1 followed by a timeline serving from 33 s, whole to 34 s, and shard-001:1 by none", got, err)
+	}
+}
+
+// TestUncovered: a restore to a time between the end of a timeline's archive and the
+// moment the shard's next timeline serves from is refused naming both, unless the replay
+// stopped at a later record (the timeline went on past the target) or the next base says
+// the timeline before was followed until after the target (a scheduled base).
+func TestUncovered(t *testing.T) {
+	at := func(s int) time.Time { return time.Date(2026, 11, 28, 12, 0, s, 0, time.UTC) }
+	// Timeline 1's last record came at 10 s; the slots moved, and timeline 2's base,
+	// captured at 12 s, had its reader caught up at 15 s.
+	tl := Timeline{Shard: "shard-001", Timeline: 1, ServesFrom: at(0), Next: at(15)}
+	read := ReplayResult{Reached: at(10), Complete: true}
+	for _, tc := range []struct {
+		name   string
+		tl     Timeline
+		target time.Time
+		res    ReplayResult
+		want   string // "" or the error's words
+	}{
+		{"inside the hole", tl, at(13), read, "shard-001's timeline 1 holds up to 2026-11-28T12:00:10Z, and its timeline 2 serves restores only from 2026-11-28T12:00:15Z"},
+		{"nothing replayed", tl, at(13), ReplayResult{Complete: true}, "holds nothing after its base, which serves from 2026-11-28T12:00:00Z"},
+		{"at the last record", tl, at(10), read, ""},
+		{"the timeline went on past the target", tl, at(13), ReplayResult{Reached: at(12), Complete: false}, ""},
+		{"latest", tl, time.Time{}, read, ""},
+		{"the last timeline", Timeline{Shard: "shard-001", Timeline: 2, ServesFrom: at(15)}, at(40), read, ""},
+		{"a scheduled base: followed until its catch-up", Timeline{Shard: "shard-001", Timeline: 1, Next: at(15), NextWhole: at(15)}, at(13), read, ""},
+	} {
+		err := tc.tl.Uncovered(tc.target, tc.res)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want none", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
 }
 
 // TestBaseDescription: a description without servesFrom (a first base, one after a gap, or
@@ -73,7 +114,7 @@ func TestBaseDescription(t *testing.T) {
 	captured := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	b := backup.Shard{ReplicationID: "r", ReplicationOffset: 10, File: "f", Slots: []backup.SlotRange{{Start: 0, End: 5}}, CapturedAt: captured}
 	for _, from := range []time.Time{{}, captured.Add(1500 * time.Millisecond)} {
-		data, err := EncodeBase(b, from)
+		data, err := EncodeBase(b, from, time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
