@@ -711,25 +711,7 @@ func TestRedisClusterArchiveAcrossASlotMove(t *testing.T) {
 	beforeMove := w.PauseFor(600 * time.Millisecond)
 	w.WriteMore(500)
 
-	from, to := rc.Status.Archive.Shards[0], rc.Status.Archive.Shards[1]
-	masterOf := func(slots string) redisv1alpha1.RedisNode {
-		for _, n := range rc.Status.Nodes {
-			if n.Type == "master" && n.Slots == slots {
-				return n
-			}
-		}
-		t.Fatalf("no master serves %s: %s", slots, describeNodes(rc))
-		return redisv1alpha1.RedisNode{}
-	}
-	src, dst := masterOf(from.Slots), masterOf(to.Slots)
-	moving := time.Now()
-	out, err := exec.CommandContext(t.Context(), "redis-cli", "--no-auth-warning", "-a", pw, "--cluster", "reshard", src.Instance,
-		"--cluster-from", src.NodeID, "--cluster-to", dst.NodeID, "--cluster-slots", "200", "--cluster-yes").CombinedOutput()
-	if err != nil {
-		t.Fatalf("redis-cli --cluster reshard: %v\n%s", err, out)
-	}
-	moved := time.Now()
-	t.Logf("moved 200 slots from %s (%s) to %s (%s) in %.1f s with %d keys acknowledged", src.Name, from.Shard, dst.Name, to.Shard, moved.Sub(moving).Seconds(), w.Count())
+	moved := moveSlots(t, rc, pw, w)
 	rc = waitArchivedAfter(t, key, moved.Add(time.Second), 3*time.Minute)
 	newTimelines := 0
 	for _, sh := range rc.Status.Archive.Shards {
@@ -753,7 +735,6 @@ func TestRedisClusterArchiveAcrossASlotMove(t *testing.T) {
 	if r.missing > 0 {
 		t.Errorf("latest: %d of the %d keys acknowledged more than %s before the deletion are missing", r.missing, r.due, archiveRecoveryPoint)
 	}
-	source := storeSpec(store.Bucket)
 	during := insideNewBase(t, ns)
 	// A restore to a time inside a new timeline's catch-up (after its base's capture, before
 	// its reader had caught up with the node) cannot be exact: the timeline before it ended
@@ -765,37 +746,64 @@ func TestRedisClusterArchiveAcrossASlotMove(t *testing.T) {
 		name   string
 		target time.Time
 	}{{"before", beforeMove}, {"during", during}, {"after", afterMove}} {
-		restore := redistest.NewCluster(ns, c.name, 6)
-		restore.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: source, Cluster: "origin",
-			TargetTime: c.target.UTC().Format(time.RFC3339Nano)}}
-		if err := env.Client.Create(t.Context(), restore); err != nil {
-			t.Fatal(err)
-		}
+		restore := createRestoreTo(t, ns, c.name, c.target)
 		if c.name == "during" && refusedInsideMigration(t, restore) {
 			continue
 		}
-		restored := waitRestored(t, client.ObjectKeyFromObject(restore))
-		// Receive times against acknowledgements: a write is received a little before its
-		// acknowledgement comes back (the before and after targets are in pauses).
-		const skew = 15 * time.Millisecond
-		atTarget, missing, extra := 0, 0, 0
-		for i, f := range redistest.PresentThroughEach(t, restored, redistest.Password(t, env.Client, ns, c.name), len(r.acks)) {
-			switch {
-			case r.acks[i].Before(c.target.Add(-skew)):
-				atTarget++
-				if f != len(restored.Status.Nodes) {
-					missing++
-				}
-			case r.acks[i].After(c.target.Add(skew)) && f > 0:
-				extra++
-			}
-		}
-		t.Logf("%s the move: restored to %s, shards %+v: %d of %d keys missing, %d after the target present", c.name, c.target.UTC().Format(time.RFC3339Nano),
-			restored.Status.Restore.ArchiveShards, missing, atTarget, extra)
-		if missing > 0 || extra > 0 {
-			t.Errorf("%s the move: %d of the %d keys acknowledged before the target are missing through some node, %d acknowledged after it are there", c.name, missing, atTarget, extra)
+		checkRestoredTo(t, restore, c.target, r.acks)
+	}
+}
+
+// TestRedisClusterArchiveThroughAFailoverAndASlotMove is issue 48's whole scenario in one
+// window: an archived cluster under a writer that never overwrites a key; the master of
+// shard-001 killed (its replica takes over, the archive follows the new master); then 200
+// slots moved by a user's redis-cli --cluster reshard; then the cluster and its volumes
+// deleted. A restore to latest holds every key acknowledged more than the recovery point
+// before the deletion, read through every node; a restore to a time between the failover
+// and the move holds every key acknowledged before it and none after.
+func TestRedisClusterArchiveThroughAFailoverAndASlotMove(t *testing.T) {
+	t.Parallel()
+	ns, key, _, pw := createArchived(t)
+	rc := waitArchivingOn(t, key, 1)
+	w := redistest.StartAckWriter(rc.Status.Nodes[0].Instance, pw)
+	w.WriteMore(1000)
+
+	shard := rc.Status.Archive.Shards[1]
+	var master string
+	for _, n := range rc.Status.Nodes {
+		if n.Type == "master" && n.Slots == shard.Slots {
+			master = n.Name
 		}
 	}
+	if master == "" {
+		t.Fatalf("no master serves %s's slots %s: %s", shard.Shard, shard.Slots, describeNodes(rc))
+	}
+	if err := env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: master, Namespace: ns}}, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	t.Logf("killed %s, the master of %s, with %d keys acknowledged", master, shard.Shard, w.Count())
+	w.WriteMore(500)
+	rc = waitRunning(t, key)
+	rc = waitArchivedAfter(t, key, killed.Add(time.Second), 2*time.Minute)
+	t.Logf("after the failover: %s", describeNodes(rc))
+	w.WriteMore(500)
+	middle := w.PauseFor(600 * time.Millisecond)
+	w.WriteMore(500)
+
+	moved := moveSlots(t, rc, pw, w)
+	rc = waitArchivedAfter(t, key, moved.Add(time.Second), 3*time.Minute)
+	for _, sh := range rc.Status.Archive.Shards {
+		t.Logf("after the move: %s slots %s timeline %d, read at %s", sh.Shard, sh.Slots, sh.Timeline, sh.Source)
+	}
+	w.WriteMore(1000)
+
+	r := deleteAndRestoreLatest(t, rc, w)
+	t.Logf("latest: %d keys acknowledged, %d due, %d missing; shards %+v", len(r.acks), r.due, r.missing, r.cluster.Status.Restore.ArchiveShards)
+	if r.missing > 0 {
+		t.Errorf("latest: %d of the %d keys acknowledged more than %s before the deletion are missing", r.missing, r.due, archiveRecoveryPoint)
+	}
+	checkRestoredTo(t, createRestoreTo(t, ns, "middle", middle), middle, r.acks)
 }
 
 // insideNewBase is a time inside the catch-up of a timeline the slot move started: halfway
@@ -846,4 +854,72 @@ func refusedInsideMigration(t *testing.T, rc *redisv1alpha1.RedisCluster) bool {
 		t.Fatal(err)
 	}
 	return true
+}
+
+// createRestoreTo creates the RedisCluster name restoring the suite's archive of "origin" in
+// ns to target.
+func createRestoreTo(t *testing.T, ns, name string, target time.Time) *redisv1alpha1.RedisCluster {
+	t.Helper()
+	restore := redistest.NewCluster(ns, name, 6)
+	restore.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: storeSpec(store.Bucket), Cluster: "origin",
+		TargetTime: target.UTC().Format(time.RFC3339Nano)}}
+	if err := env.Client.Create(t.Context(), restore); err != nil {
+		t.Fatal(err)
+	}
+	return restore
+}
+
+// checkRestoredTo waits until the restore rc to target is Ready and reads every key of
+// acks back through each of its nodes: every key acknowledged before target must be on
+// every node, none acknowledged after it on any (receive times against acknowledgements:
+// a write is received a little before its acknowledgement comes back, so keys within 15 ms
+// of the target count either way).
+func checkRestoredTo(t *testing.T, rc *redisv1alpha1.RedisCluster, target time.Time, acks []time.Time) {
+	t.Helper()
+	const skew = 15 * time.Millisecond
+	restored := waitRestored(t, client.ObjectKeyFromObject(rc))
+	due, missing, extra := 0, 0, 0
+	for i, f := range redistest.PresentThroughEach(t, restored, redistest.Password(t, env.Client, rc.Namespace, rc.Name), len(acks)) {
+		switch {
+		case acks[i].Before(target.Add(-skew)):
+			due++
+			if f != len(restored.Status.Nodes) {
+				missing++
+			}
+		case acks[i].After(target.Add(skew)) && f > 0:
+			extra++
+		}
+	}
+	t.Logf("%s: restored to %s, shards %+v: %d of %d keys missing, %d after the target present", rc.Name, target.UTC().Format(time.RFC3339Nano),
+		restored.Status.Restore.ArchiveShards, missing, due, extra)
+	if missing > 0 || extra > 0 {
+		t.Errorf("%s: %d of the %d keys acknowledged before %s are missing through some node, %d acknowledged after it are there",
+			rc.Name, missing, due, target.UTC().Format(time.RFC3339Nano), extra)
+	}
+}
+
+// moveSlots moves 200 slots from shard-000's master to shard-001's with redis-cli --cluster
+// reshard, as a user would, while w writes, and returns when it was done.
+func moveSlots(t *testing.T, rc *redisv1alpha1.RedisCluster, pw string, w *redistest.AckWriter) time.Time {
+	t.Helper()
+	from, to := rc.Status.Archive.Shards[0], rc.Status.Archive.Shards[1]
+	masterOf := func(slots string) redisv1alpha1.RedisNode {
+		for _, n := range rc.Status.Nodes {
+			if n.Type == "master" && n.Slots == slots {
+				return n
+			}
+		}
+		t.Fatalf("no master serves %s: %s", slots, describeNodes(rc))
+		return redisv1alpha1.RedisNode{}
+	}
+	src, dst := masterOf(from.Slots), masterOf(to.Slots)
+	moving := time.Now()
+	out, err := exec.CommandContext(t.Context(), "redis-cli", "--no-auth-warning", "-a", pw, "--cluster", "reshard", src.Instance,
+		"--cluster-from", src.NodeID, "--cluster-to", dst.NodeID, "--cluster-slots", "200", "--cluster-yes").CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli --cluster reshard: %v\n%s", err, out)
+	}
+	moved := time.Now()
+	t.Logf("moved 200 slots from %s (%s) to %s (%s) in %.1f s with %d keys acknowledged", src.Name, from.Shard, dst.Name, to.Shard, moved.Sub(moving).Seconds(), w.Count())
+	return moved
 }
