@@ -20,7 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/controllers/redisbackup"
+	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 )
@@ -54,16 +55,16 @@ func TestRedisBackupToAnHTTPEndpointIsRefused(t *testing.T) {
 	dest := storeSpec(store.Bucket)
 	dest.Endpoint, dest.CASecret = srv.URL, ""
 	key := createBackup(t, ns, "in-clear", "absent", dest)
-	b := waitBackup(t, key, redisv1alpha1.BackupFailed, rediscontrollers.ReasonEndpointRefused, 30*time.Second)
-	c := meta.FindStatusCondition(b.Status.Conditions, rediscontrollers.ConditionBackupCompleted)
+	b := waitBackup(t, key, redisv1alpha1.BackupFailed, backupstore.ReasonEndpointRefused, 30*time.Second)
+	c := meta.FindStatusCondition(b.Status.Conditions, redisbackup.ConditionBackupCompleted)
 	for _, want := range []string{"spec.destination.endpoint " + srv.URL, "--" + objectstore.AllowHTTPFlag} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("the condition says %q, want it to name %q", c.Message, want)
 		}
 	}
 	time.Sleep(3 * time.Second) // room for any retry
-	if got := eventReasons(t, ns, "in-clear"); !slices.Equal(got, []string{"Warning/" + rediscontrollers.ReasonEndpointRefused}) {
-		t.Errorf("events %v, want one Warning %s", got, rediscontrollers.ReasonEndpointRefused)
+	if got := eventReasons(t, ns, "in-clear"); !slices.Equal(got, []string{"Warning/" + backupstore.ReasonEndpointRefused}) {
+		t.Errorf("events %v, want one Warning %s", got, backupstore.ReasonEndpointRefused)
 	}
 	if n := requests.Load(); n != 0 {
 		t.Errorf("the refused endpoint got %d requests", n)
@@ -100,8 +101,8 @@ func TestStoreEndpointPolicyIsAppliedBeforeAnyRequest(t *testing.T) {
 				Spec: redisv1alpha1.RedisBackupScheduleSpec{Cluster: "absent", Schedule: "@daily", Destination: dest}}
 			c := fake.NewClientBuilder().WithScheme(env.Scheme).WithObjects(b, sch).WithStatusSubresource(b, sch).Build()
 			recorder := events.NewFakeRecorder(10)
-			backups := &rediscontrollers.RedisBackupReconciler{Client: c, APIReader: c, Scheme: env.Scheme, Recorder: recorder, StorePolicy: tc.policy}
-			schedules := &rediscontrollers.RedisBackupScheduleReconciler{Client: c, Scheme: env.Scheme, Recorder: recorder, StorePolicy: tc.policy}
+			backups := &redisbackup.RedisBackupReconciler{Client: c, APIReader: c, Scheme: env.Scheme, Recorder: recorder, StorePolicy: tc.policy}
+			schedules := &redisbackup.RedisBackupScheduleReconciler{Client: c, Scheme: env.Scheme, Recorder: recorder, StorePolicy: tc.policy}
 			for range 2 { // a second look reports nothing new
 				for _, r := range []interface {
 					Reconcile(context.Context, ctrl.Request) (ctrl.Result, error)
@@ -117,17 +118,17 @@ func TestStoreEndpointPolicyIsAppliedBeforeAnyRequest(t *testing.T) {
 				t.Fatal(err)
 			}
 			conds := map[string]*metav1.Condition{
-				"backup":   meta.FindStatusCondition(b.Status.Conditions, rediscontrollers.ConditionBackupCompleted),
-				"schedule": meta.FindStatusCondition(sch.Status.Conditions, rediscontrollers.ConditionScheduled),
+				"backup":   meta.FindStatusCondition(b.Status.Conditions, redisbackup.ConditionBackupCompleted),
+				"schedule": meta.FindStatusCondition(sch.Status.Conditions, redisbackup.ConditionScheduled),
 			}
 			var refusals []string
 			for len(recorder.Events) > 0 {
-				if e := <-recorder.Events; strings.Contains(e, rediscontrollers.ReasonEndpointRefused) {
+				if e := <-recorder.Events; strings.Contains(e, backupstore.ReasonEndpointRefused) {
 					refusals = append(refusals, e)
 				}
 			}
 			for what, cond := range conds {
-				refused := cond != nil && cond.Reason == rediscontrollers.ReasonEndpointRefused
+				refused := cond != nil && cond.Reason == backupstore.ReasonEndpointRefused
 				if refused != (len(tc.refused) > 0) {
 					t.Fatalf("the %s's condition: %+v, want refused %t", what, cond, len(tc.refused) > 0)
 				}
@@ -157,14 +158,14 @@ func TestStoreAnswersAreSummarised(t *testing.T) {
 	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	rc := &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "answers", Name: "cache"}}
 	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "answers", Name: "creds"}, Data: map[string][]byte{
-		rediscontrollers.StoreAccessKeyIDKey: []byte("id"), rediscontrollers.StoreSecretAccessKeyKey: []byte("secret")}}
-	ca := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "answers", Name: "ca"}, Data: map[string][]byte{rediscontrollers.StoreCAKey: caPEM}}
+		backupstore.StoreAccessKeyIDKey: []byte("id"), backupstore.StoreSecretAccessKeyKey: []byte("secret")}}
+	ca := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "answers", Name: "ca"}, Data: map[string][]byte{backupstore.StoreCAKey: caPEM}}
 	b := &redisv1alpha1.RedisBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "answers", Name: "b", CreationTimestamp: metav1.Now()},
 		Spec: redisv1alpha1.RedisBackupSpec{Cluster: "cache", Destination: redisv1alpha1.ObjectStore{
 			Endpoint: srv.URL, Bucket: "backups", Region: "us-east-1", CredentialsSecret: "creds", CASecret: "ca"}}}
 	c := fake.NewClientBuilder().WithScheme(env.Scheme).WithObjects(rc, creds, ca, b).WithStatusSubresource(b).Build()
 	recorder := events.NewFakeRecorder(10)
-	r := &rediscontrollers.RedisBackupReconciler{Client: c, APIReader: c, Scheme: env.Scheme, Recorder: recorder,
+	r := &redisbackup.RedisBackupReconciler{Client: c, APIReader: c, Scheme: env.Scheme, Recorder: recorder,
 		Clusters: &clusterconn.Pool{}}
 	res, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/controllers/redisbackup"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 )
 
@@ -29,7 +29,7 @@ func TestBackupSeriesAreRebuiltAtStart(t *testing.T) {
 	newer := completed("newer", time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC), 2000)
 	older := completed("older", time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), 1000)
 	c := fake.NewClientBuilder().WithScheme(env.Scheme).WithObjects(newer, older).WithStatusSubresource(newer, older).Build()
-	r := &rediscontrollers.RedisBackupReconciler{Client: c, Scheme: env.Scheme, Recorder: events.NewFakeRecorder(10)}
+	r := &redisbackup.RedisBackupReconciler{Client: c, Scheme: env.Scheme, Recorder: events.NewFakeRecorder(10)}
 	for _, b := range []*redisv1alpha1.RedisBackup{newer, older} {
 		if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)}); err != nil {
 			t.Fatal(err)

@@ -25,7 +25,9 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/controllers/redisbackup"
 	"github.com/middleware-operator/middleware-operator/internal/backup"
+	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
@@ -45,8 +47,8 @@ func createStoreSecrets(t *testing.T, ns, secretKey string) {
 	t.Helper()
 	for _, s := range []*corev1.Secret{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: storeCredentials}, Data: map[string][]byte{
-			rediscontrollers.StoreAccessKeyIDKey: []byte(store.AccessKey), rediscontrollers.StoreSecretAccessKeyKey: []byte(secretKey)}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: storeCA}, Data: map[string][]byte{rediscontrollers.StoreCAKey: store.CA}},
+			backupstore.StoreAccessKeyIDKey: []byte(store.AccessKey), backupstore.StoreSecretAccessKeyKey: []byte(secretKey)}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: storeCA}, Data: map[string][]byte{backupstore.StoreCAKey: store.CA}},
 	} {
 		if err := env.Client.Create(t.Context(), s); err != nil {
 			t.Fatal(err)
@@ -80,7 +82,7 @@ func waitBackup(t *testing.T, key client.ObjectKey, phase redisv1alpha1.BackupPh
 		if err := env.Client.Get(ctx, key, b); err != nil {
 			return false, err.Error()
 		}
-		c := meta.FindStatusCondition(b.Status.Conditions, rediscontrollers.ConditionBackupCompleted)
+		c := meta.FindStatusCondition(b.Status.Conditions, redisbackup.ConditionBackupCompleted)
 		return b.Status.Phase == phase && c != nil && c.Reason == reason,
 			fmt.Sprintf("phase %q reason %q", b.Status.Phase, b.Status.Reason)
 	})
@@ -222,39 +224,39 @@ func TestRedisBackupWaitsWithAReasonUntilItsCauseIsGone(t *testing.T) {
 	ns := env.Namespace(t)
 	createStoreSecrets(t, ns, "not-the-secret-key")
 	missing := createBackup(t, ns, "of-nothing", "absent", storeSpec(store.Bucket))
-	waitBackup(t, missing, redisv1alpha1.BackupPending, rediscontrollers.ReasonClusterNotFound, 30*time.Second)
+	waitBackup(t, missing, redisv1alpha1.BackupPending, redisbackup.ReasonClusterNotFound, 30*time.Second)
 
 	key, rc, _ := createRunning(t, redistest.NewCluster(ns, "guarded", 6), "")
 	denied := createBackup(t, ns, "denied", "guarded", storeSpec(store.Bucket))
-	b := waitBackup(t, denied, redisv1alpha1.BackupPending, rediscontrollers.ReasonStoreUnavailable, time.Minute)
+	b := waitBackup(t, denied, redisv1alpha1.BackupPending, redisbackup.ReasonStoreUnavailable, time.Minute)
 	if !strings.Contains(b.Status.Reason, "denied") && !strings.Contains(b.Status.Reason, "signature") {
 		t.Errorf("wrong credentials give the reason %q, want one that says access is denied", b.Status.Reason)
 	}
 	noBucket := createBackup(t, ns, "no-bucket", "guarded", storeSpec("no-such-bucket"))
-	waitBackup(t, noBucket, redisv1alpha1.BackupPending, rediscontrollers.ReasonStoreUnavailable, time.Minute)
+	waitBackup(t, noBucket, redisv1alpha1.BackupPending, redisbackup.ReasonStoreUnavailable, time.Minute)
 
 	// The right credentials: the waiting backup goes on by itself.
 	creds := &corev1.Secret{}
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: storeCredentials}, creds); err != nil {
 		t.Fatal(err)
 	}
-	creds.Data[rediscontrollers.StoreSecretAccessKeyKey] = []byte(store.SecretKey)
+	creds.Data[backupstore.StoreSecretAccessKeyKey] = []byte(store.SecretKey)
 	if err := env.Client.Update(t.Context(), creds); err != nil {
 		t.Fatal(err)
 	}
-	b = waitBackup(t, denied, redisv1alpha1.BackupCompleted, rediscontrollers.ReasonBackupCompleted, time.Minute)
+	b = waitBackup(t, denied, redisv1alpha1.BackupCompleted, redisbackup.ReasonBackupCompleted, time.Minute)
 	assertBackupOf(t, b, rc, 0)
-	if got := eventReasons(t, ns, "denied"); !slices.Contains(got, "Warning/"+rediscontrollers.ReasonStoreUnavailable) ||
-		!slices.Contains(got, "Normal/"+rediscontrollers.ReasonBackupCompleted) {
-		t.Errorf("events of the backup: %v, want a Warning %s and a %s", got, rediscontrollers.ReasonStoreUnavailable, rediscontrollers.ReasonBackupCompleted)
+	if got := eventReasons(t, ns, "denied"); !slices.Contains(got, "Warning/"+redisbackup.ReasonStoreUnavailable) ||
+		!slices.Contains(got, "Normal/"+redisbackup.ReasonBackupCompleted) {
+		t.Errorf("events of the backup: %v, want a Warning %s and a %s", got, redisbackup.ReasonStoreUnavailable, redisbackup.ReasonBackupCompleted)
 	}
 
 	// A paused cluster is not backed up until it is unpaused.
 	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pause":true}}`)
 	paused := createBackup(t, ns, "paused", "guarded", storeSpec(store.Bucket))
-	waitBackup(t, paused, redisv1alpha1.BackupPending, rediscontrollers.ReasonClusterPaused, 30*time.Second)
+	waitBackup(t, paused, redisv1alpha1.BackupPending, redisbackup.ReasonClusterPaused, 30*time.Second)
 	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pause":false}}`)
-	waitBackup(t, paused, redisv1alpha1.BackupCompleted, rediscontrollers.ReasonBackupCompleted, time.Minute)
+	waitBackup(t, paused, redisv1alpha1.BackupCompleted, redisbackup.ReasonBackupCompleted, time.Minute)
 }
 
 // waitRestored waits until the restoring cluster key is Running and Ready with its restore
@@ -281,7 +283,7 @@ func TestRedisBackupRestoresIntoANewClusterHereAndInAnotherNamespace(t *testing.
 	acknowledged := w.Written() // every key below this one was acknowledged before the backup started
 	start := time.Now()
 	key := createBackup(t, ns, "nightly", "origin", storeSpec(store.Bucket))
-	b := waitBackup(t, key, redisv1alpha1.BackupCompleted, rediscontrollers.ReasonBackupCompleted, 2*time.Minute)
+	b := waitBackup(t, key, redisv1alpha1.BackupCompleted, redisbackup.ReasonBackupCompleted, 2*time.Minute)
 	t.Logf("backup of %d keys (%d bytes) completed %.1f s after it was created", b.Status.Keys, b.Status.Bytes, time.Since(start).Seconds())
 	assertBackupOf(t, b, rc, acknowledged)
 	w.WaitWritten(t, acknowledged+200) // the writer goes on while the source is deleted
@@ -381,7 +383,7 @@ func TestRedisBackupScheduleRunsAndKeepsWhatItSays(t *testing.T) {
 	var kept []redisv1alpha1.RedisBackup
 	testenv.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
 		list := &redisv1alpha1.RedisBackupList{}
-		if err := env.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{rediscontrollers.ScheduleLabel: "often"}); err != nil {
+		if err := env.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{redisbackup.ScheduleLabel: "often"}); err != nil {
 			return false, err.Error()
 		}
 		kept = kept[:0]
@@ -408,8 +410,8 @@ func TestRedisBackupScheduleRunsAndKeepsWhatItSays(t *testing.T) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sch), cur); err != nil {
 			return false, err.Error()
 		}
-		c := meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionScheduled)
-		return c != nil && c.Reason == rediscontrollers.ReasonScheduleSuspended && cur.Status.NextScheduleTime == nil,
+		c := meta.FindStatusCondition(cur.Status.Conditions, redisbackup.ConditionScheduled)
+		return c != nil && c.Reason == redisbackup.ReasonScheduleSuspended && cur.Status.NextScheduleTime == nil,
 			fmt.Sprintf("condition %+v, nextScheduleTime %v", c, cur.Status.NextScheduleTime)
 	})
 	// What retention deleted is gone from the bucket too (reclaimPolicy Delete): the
@@ -441,10 +443,10 @@ func TestRedisBackupScheduleRunsAndKeepsWhatItSays(t *testing.T) {
 		return slices.ContainsFunc(kept, func(b redisv1alpha1.RedisBackup) bool { return b.Name == name })
 	}
 	testenv.Eventually(t, 30*time.Second, func(context.Context) (bool, string) {
-		_, notes = eventCount(t, ns, "often", rediscontrollers.ReasonBackupsRetired)
+		_, notes = eventCount(t, ns, "often", redisbackup.ReasonBackupsRetired)
 		for name := range seen {
 			if !isKept(name) && reportedIn(name) == 0 {
-				return false, fmt.Sprintf("the retired backup %s is in no %s event: %q", name, rediscontrollers.ReasonBackupsRetired, notes)
+				return false, fmt.Sprintf("the retired backup %s is in no %s event: %q", name, redisbackup.ReasonBackupsRetired, notes)
 			}
 		}
 		return true, ""
@@ -455,7 +457,7 @@ func TestRedisBackupScheduleRunsAndKeepsWhatItSays(t *testing.T) {
 			want = 0
 		}
 		if got := reportedIn(name); got != want {
-			t.Errorf("backup %s (kept: %t) is in %d %s events, want %d: %q", name, isKept(name), got, rediscontrollers.ReasonBackupsRetired, want, notes)
+			t.Errorf("backup %s (kept: %t) is in %d %s events, want %d: %q", name, isKept(name), got, redisbackup.ReasonBackupsRetired, want, notes)
 		}
 	}
 	t.Logf("%d backups made by the schedule; %d kept: %s, %s", len(seen), len(kept), kept[0].Name, kept[1].Name)
@@ -534,12 +536,12 @@ func TestRedisBackupAndRestoreSurviveFaults(t *testing.T) {
 	// (about 8 s) so that the test sees the attempt running and kills the replica within it.
 	slowSnapshots(t, rc, replica, pw, 8*time.Second)
 	crashed := createBackup(t, ns, "crashed", "faulty", storeSpec(store.Bucket))
-	waitBackup(t, crashed, redisv1alpha1.BackupRunning, rediscontrollers.ReasonBackupStarted, time.Minute)
+	waitBackup(t, crashed, redisv1alpha1.BackupRunning, redisbackup.ReasonBackupStarted, time.Minute)
 	if err := kubelet.Crash(ns, replica); err != nil {
 		t.Fatal(err)
 	}
-	b := waitBackup(t, crashed, redisv1alpha1.BackupCompleted, rediscontrollers.ReasonBackupCompleted, 2*time.Minute)
-	if b.Status.Attempts < 2 || !slices.Contains(eventReasons(t, ns, "crashed"), "Warning/"+rediscontrollers.ReasonBackupFailed) {
+	b := waitBackup(t, crashed, redisv1alpha1.BackupCompleted, redisbackup.ReasonBackupCompleted, 2*time.Minute)
+	if b.Status.Attempts < 2 || !slices.Contains(eventReasons(t, ns, "crashed"), "Warning/"+redisbackup.ReasonBackupFailed) {
 		t.Errorf("the backup whose source was killed took %d attempts, events %v; want a failed attempt reported, then a new one", b.Status.Attempts, eventReasons(t, ns, "crashed"))
 	}
 	rc = waitRunning(t, key)
@@ -556,7 +558,7 @@ func TestRedisBackupAndRestoreSurviveFaults(t *testing.T) {
 	// folder. The next operator copies again and records what it copied.
 	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pause":true}}`)
 	cut := createBackup(t, ns, "cut", "faulty", storeSpec(store.Bucket))
-	waitBackup(t, cut, redisv1alpha1.BackupPending, rediscontrollers.ReasonClusterPaused, 30*time.Second)
+	waitBackup(t, cut, redisv1alpha1.BackupPending, redisbackup.ReasonClusterPaused, 30*time.Second)
 	if _, err := bucketAt(t, ns+"/faulty/cut").Put(t.Context(), "shard-000.rdb", strings.NewReader("REDIS0010 cut short"), -1); err != nil {
 		t.Fatal(err)
 	}
@@ -569,7 +571,7 @@ func TestRedisBackupAndRestoreSurviveFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pause":false}}`)
-	b = waitBackup(t, cut, redisv1alpha1.BackupCompleted, rediscontrollers.ReasonBackupCompleted, time.Minute)
+	b = waitBackup(t, cut, redisv1alpha1.BackupCompleted, redisbackup.ReasonBackupCompleted, time.Minute)
 	if b.Status.Attempts != 2 {
 		t.Errorf("the backup cut short completed after %d attempts, want 2", b.Status.Attempts)
 	}
@@ -652,7 +654,7 @@ func TestRedisClusterReloadsALostShardFromABackup(t *testing.T) {
 	w.WaitWritten(t, 300)
 	acknowledged := w.Written()
 	waitBackup(t, createBackup(t, ns, "before-loss", "reload", storeSpec(store.Bucket)), redisv1alpha1.BackupCompleted,
-		rediscontrollers.ReasonBackupCompleted, 2*time.Minute)
+		redisbackup.ReasonBackupCompleted, 2*time.Minute)
 	w.WaitWritten(t, acknowledged+200)
 	lostSlots := redistest.Slots(master.Slots)
 	inLost := func(slot int) bool { _, ok := slices.BinarySearch(lostSlots, slot); return ok }

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/controllers/redisbackup"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -113,8 +113,8 @@ func TestScheduleBelowTheFloorIsRefusedByTheOperator(t *testing.T) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sch), sch); err != nil {
 			return false, err.Error()
 		}
-		c := meta.FindStatusCondition(sch.Status.Conditions, rediscontrollers.ConditionScheduled)
-		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == rediscontrollers.ReasonScheduleInvalid &&
+		c := meta.FindStatusCondition(sch.Status.Conditions, redisbackup.ConditionScheduled)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == redisbackup.ReasonScheduleInvalid &&
 			strings.Contains(c.Message, "spec.schedule") && strings.Contains(c.Message, "more often than every 5m0s"), fmt.Sprintf("condition %+v", c)
 	})
 	backups := &redisv1alpha1.RedisBackupList{}

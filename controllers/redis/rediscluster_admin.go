@@ -2,32 +2,17 @@ package redis
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
-	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 )
-
-// Admin is clusterconn.Admin, AdminFactory clusterconn.AdminFactory: the names are kept here
-// for the packages that use them until the controllers are split (issue 49).
-type (
-	Admin        = clusterconn.Admin
-	AdminFactory = clusterconn.AdminFactory
-)
-
-// DefaultAdminFactory is clusterconn.DefaultAdminFactory, kept here until the controllers
-// are split (issue 49).
-func DefaultAdminFactory(login conn.Login, tlsConfig *tls.Config) Admin {
-	return clusterconn.DefaultAdminFactory(login, tlsConfig)
-}
 
 // adminFor is the reconcile's Admin: the cluster's pooled one (clusterconn.Pool), fenced
 // when Fence is set.
-func (r *RedisClusterReconciler) adminFor(s *state) Admin {
+func (r *RedisClusterReconciler) adminFor(s *state) clusterconn.Admin {
 	if s.admin == nil {
 		// A node still serving one of the cluster's earlier certificates after the trust
 		// moved on must answer, or it would never be checked and reloaded.
@@ -35,7 +20,7 @@ func (r *RedisClusterReconciler) adminFor(s *state) Admin {
 		if trust != nil {
 			trust = r.ownCertsTLS(s)
 		}
-		s.admin = r.admins.Get(client.ObjectKeyFromObject(s.rc), s.login(), trust, func() Admin { return r.NewAdmin(s.login(), trust) })
+		s.admin = r.admins.Get(client.ObjectKeyFromObject(s.rc), s.login(), trust, func() clusterconn.Admin { return r.NewAdmin(s.login(), trust) })
 		if r.Fence != nil {
 			s.admin = clusterconn.Fenced(s.admin, r.fence)
 		}

@@ -693,7 +693,7 @@ func (sh *shardArchive) takeBase(ctx context.Context, timeline int) (backup.Shar
 	if err != nil {
 		return backup.Shard{}, src, fmt.Errorf("while taking the base of timeline %d: %w", timeline, err)
 	}
-	return manifestShard(src, res, file), src, nil
+	return backupstore.ShardEntry(src, res, file), src, nil
 }
 
 // describeBase writes the description of timeline's base (servesFrom and previousWhole as

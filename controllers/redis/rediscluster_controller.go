@@ -234,7 +234,7 @@ type state struct {
 	backupUnderWay string
 	// held are the slots this reconcile's slot move held as too big to move.
 	held  []layout.HeldSlot
-	admin Admin
+	admin clusterconn.Admin
 	err   error // the first error, reported in Degraded
 }
 

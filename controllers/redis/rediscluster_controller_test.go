@@ -31,6 +31,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/caching"
+	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
@@ -249,8 +250,8 @@ func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 		Client: testenv.CountingClient{Client: countingGets{Client: mgr.GetClient(), reads: countingReader{Reader: mgr.GetClient(), reads: &cacheReads}}, Writes: &writes}, Scheme: env.Scheme, Recorder: recorder,
 		APIReader: countingReader{Reader: mgr.GetAPIReader(), reads: &reads}, References: refs,
 		OperatorNamespace: operatorNamespace, // as the suite's reconciler, or the two rewrite the NetworkPolicy in turn
-		NewAdmin: func(login conn.Login, tlsConfig *tls.Config) rediscontrollers.Admin {
-			a := rediscontrollers.DefaultAdminFactory(login, tlsConfig)
+		NewAdmin: func(login conn.Login, tlsConfig *tls.Config) clusterconn.Admin {
+			a := clusterconn.DefaultAdminFactory(login, tlsConfig)
 			adminsMu.Lock()
 			admins = append(admins, a.(*execute.Admin))
 			adminsMu.Unlock()

@@ -25,6 +25,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
@@ -136,7 +137,7 @@ func TestRedisClusterNetworkPolicyWithoutGrant(t *testing.T) {
 	recorder := events.NewFakeRecorder(10)
 	r := &rediscontrollers.RedisClusterReconciler{
 		Client: capture, APIReader: networkPolicyReads{Reader: mgr.GetAPIReader(), n: &reads}, Scheme: env.Scheme, Recorder: recorder,
-		NewAdmin: rediscontrollers.DefaultAdminFactory, OperatorNamespace: operatorNamespace,
+		NewAdmin: clusterconn.DefaultAdminFactory, OperatorNamespace: operatorNamespace,
 		NetworkPolicyAccess: rediscontrollers.NewNetworkPolicyAccess(saClient),
 	}
 	if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: key}); err != nil {
@@ -185,7 +186,7 @@ func TestRedisClusterNetworkPolicyWithoutGrant(t *testing.T) {
 	granted := &statusCapture{Client: mgr.GetClient()}
 	r = &rediscontrollers.RedisClusterReconciler{
 		Client: granted, APIReader: networkPolicyReads{Reader: mgr.GetAPIReader(), n: &reads}, Scheme: env.Scheme, Recorder: events.NewFakeRecorder(10),
-		NewAdmin: rediscontrollers.DefaultAdminFactory, OperatorNamespace: operatorNamespace, WatchNamespaces: []string{ns},
+		NewAdmin: clusterconn.DefaultAdminFactory, OperatorNamespace: operatorNamespace, WatchNamespaces: []string{ns},
 		NetworkPolicyAccess: rediscontrollers.NewNetworkPolicyAccess(saClient), NetworkPolicyCacheAccess: rediscontrollers.NewNetworkPolicyCacheAccess(saClient),
 	}
 	if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: key}); err != nil {
@@ -223,7 +224,7 @@ func TestRedisClusterNetworkPolicyRefused(t *testing.T) {
 	recorder := events.NewFakeRecorder(10)
 	r := &rediscontrollers.RedisClusterReconciler{
 		Client: capture, APIReader: hidingNetworkPolicies{Reader: mgr.GetAPIReader()}, Scheme: env.Scheme, Recorder: recorder,
-		NewAdmin: rediscontrollers.DefaultAdminFactory, OperatorNamespace: operatorNamespace,
+		NewAdmin: clusterconn.DefaultAdminFactory, OperatorNamespace: operatorNamespace,
 	}
 	if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: key}); err != nil {
 		t.Fatalf("a reconcile whose NetworkPolicy was refused failed: %v", err)

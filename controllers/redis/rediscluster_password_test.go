@@ -18,6 +18,7 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/caching"
+	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
@@ -214,7 +215,7 @@ func TestRedisClusterWaitsForAMissingPasswordSecret(t *testing.T) {
 	}
 	key := client.ObjectKeyFromObject(rc)
 	r := &rediscontrollers.RedisClusterReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: env.Scheme,
-		Recorder: events.NewFakeRecorder(100), NewAdmin: rediscontrollers.DefaultAdminFactory, OperatorNamespace: operatorNamespace}
+		Recorder: events.NewFakeRecorder(100), NewAdmin: clusterconn.DefaultAdminFactory, OperatorNamespace: operatorNamespace}
 	testenv.Eventually(t, 10*time.Second, func(ctx context.Context) (bool, string) {
 		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
 		return err == nil && res.RequeueAfter > 0 && res.RequeueAfter <= plan.LookIdle,

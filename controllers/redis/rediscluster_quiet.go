@@ -179,7 +179,7 @@ func (r *RedisClusterReconciler) setQuiet(cluster types.NamespacedName, m quietM
 
 // quiet returns cluster's quiet mark with the Admin whose connections read it, while that
 // Admin is still the one pooled for the cluster.
-func (r *RedisClusterReconciler) quiet(cluster types.NamespacedName) (quietMark, Admin, bool) {
+func (r *RedisClusterReconciler) quiet(cluster types.NamespacedName) (quietMark, clusterconn.Admin, bool) {
 	c, pooled := r.admins.Lookup(cluster)
 	if !pooled {
 		return quietMark{}, nil, false

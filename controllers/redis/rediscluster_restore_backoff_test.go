@@ -16,7 +16,9 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/controllers/redisbackup"
 	"github.com/middleware-operator/middleware-operator/internal/backup"
+	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 	"github.com/middleware-operator/middleware-operator/tests/teststore"
@@ -83,7 +85,7 @@ func restoreAlteredShard(t *testing.T, ns, name string, alter func([]byte), rewr
 	t.Helper()
 	createStoreSecrets(t, ns, store.SecretKey)
 	createRunning(t, redistest.NewCluster(ns, "whole", 6), "")
-	b := waitBackup(t, createBackup(t, ns, "snap", "whole", storeSpec(store.Bucket)), redisv1alpha1.BackupCompleted, rediscontrollers.ReasonBackupCompleted, 2*time.Minute)
+	b := waitBackup(t, createBackup(t, ns, "snap", "whole", storeSpec(store.Bucket)), redisv1alpha1.BackupCompleted, redisbackup.ReasonBackupCompleted, 2*time.Minute)
 	folder := strings.TrimPrefix(b.Status.Location, "s3://"+store.Bucket+"/")
 	file := b.Status.Shards[1].File
 	path := store.DataDir + "/" + store.Bucket + "/" + folder + "/" + file
@@ -111,7 +113,7 @@ func restoreAlteredShard(t *testing.T, ns, name string, alter func([]byte), rewr
 	}
 	proxy := teststore.Count(t, store)
 	if err := env.Client.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "proxy-ca"},
-		Data: map[string][]byte{rediscontrollers.StoreCAKey: proxy.CA}}); err != nil {
+		Data: map[string][]byte{backupstore.StoreCAKey: proxy.CA}}); err != nil {
 		t.Fatal(err)
 	}
 	restored := redistest.NewCluster(ns, name, 6)

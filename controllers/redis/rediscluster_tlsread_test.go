@@ -14,6 +14,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/certs"
+	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -60,7 +61,7 @@ func TestEveryLookChecksTheCertificatesOfACARotation(t *testing.T) {
 	} {
 		c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(objects...).Build()
 		var trust *tls.Config
-		r := &RedisClusterReconciler{Client: c, APIReader: c, NewAdmin: func(_ conn.Login, cfg *tls.Config) Admin {
+		r := &RedisClusterReconciler{Client: c, APIReader: c, NewAdmin: func(_ conn.Login, cfg *tls.Config) clusterconn.Admin {
 			trust = cfg
 			return nil
 		}}
@@ -83,17 +84,17 @@ func TestEveryLookChecksTheCertificatesOfACARotation(t *testing.T) {
 			t.Fatalf("%s: the look expects no certificate or another (checked %t): a stage could end on no evidence", what, rotation.Checked)
 		}
 		// Once the old CA is dropped (ca.crt holds the new CA alone), a node still serving
-		// the cluster's earlier certificate must still answer the pooled Admin.
+		// the cluster's earlier certificate must still answer the pooled clusterconn.Admin.
 		r.issued.add(client.ObjectKeyFromObject(rc), parse(earlier.Cert).Raw)
 		pool, _ := certs.Pool(newCA.Cert)
 		s.tls.RootCAs = pool
 		r.adminFor(s)
 		if trust == nil || trust.VerifyConnection == nil {
-			t.Fatalf("%s: the Admin was opened with the plain trust of ca.crt (%v): a node left on the earlier certificate never answers", what, trust != nil)
+			t.Fatalf("%s: the clusterconn.Admin was opened with the plain trust of ca.crt (%v): a node left on the earlier certificate never answers", what, trust != nil)
 		}
 		for leaf, ok := range map[string]bool{string(earlier.Cert): true, string(current.Cert): true} {
 			if err := trust.VerifyConnection(tls.ConnectionState{PeerCertificates: []*x509.Certificate{parse([]byte(leaf))}}); (err == nil) != ok {
-				t.Errorf("%s: the pooled Admin's trust answers %v for one of the cluster's own certificates", what, err)
+				t.Errorf("%s: the pooled clusterconn.Admin's trust answers %v for one of the cluster's own certificates", what, err)
 			}
 		}
 		stranger, err := certs.NewServer(oldCA, names, nil, now, time.Hour)
@@ -101,7 +102,7 @@ func TestEveryLookChecksTheCertificatesOfACARotation(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := trust.VerifyConnection(tls.ConnectionState{PeerCertificates: []*x509.Certificate{parse(stranger.Cert)}}); err == nil {
-			t.Errorf("%s: the pooled Admin's trust accepts another certificate of the dropped CA", what)
+			t.Errorf("%s: the pooled clusterconn.Admin's trust accepts another certificate of the dropped CA", what)
 		}
 	}
 }

@@ -23,6 +23,8 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/controllers/redisbackup"
+	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/recovery"
 	"github.com/middleware-operator/middleware-operator/tests/localcluster"
@@ -43,7 +45,7 @@ var (
 
 // countingAdmin counts the topology commands (formations and recoveries) it sends.
 type countingAdmin struct {
-	rediscontrollers.Admin
+	clusterconn.Admin
 	topology *atomic.Int64
 }
 
@@ -99,12 +101,12 @@ func run(m *testing.M) int {
 		if err := clusters.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil { // as main.go ships it
 			return err
 		}
-		if err := (&rediscontrollers.RedisBackupReconciler{
+		if err := (&redisbackup.RedisBackupReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("redisbackup-controller"), Clusters: clusters.Connections(),
 		}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
 			return err
 		}
-		return (&rediscontrollers.RedisBackupScheduleReconciler{
+		return (&redisbackup.RedisBackupScheduleReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("redisbackupschedule-controller"),
 		}).SetupWithManager(mgr, controller.Options{})
 	})

@@ -19,6 +19,7 @@ import (
 	alerts "github.com/middleware-operator/middleware-operator/config/prometheus"
 	appscontrollers "github.com/middleware-operator/middleware-operator/controllers/apps"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/controllers/redisbackup"
 	"github.com/middleware-operator/middleware-operator/internal/caching"
 	"github.com/middleware-operator/middleware-operator/internal/guard"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
@@ -126,13 +127,13 @@ func Setup(mgr ctrl.Manager, c Config) error {
 		return fmt.Errorf("while setting up the RedisCluster controller: %w", err)
 	}
 	// Backups copy for minutes: two workers, so one slow store does not hold up every other.
-	if err := (&rediscontrollers.RedisBackupReconciler{
+	if err := (&redisbackup.RedisBackupReconciler{
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("redisbackup-controller"),
 		APIReader: mgr.GetAPIReader(), Clusters: clusters.Connections(), StorePolicy: stores,
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
 		return fmt.Errorf("while setting up the RedisBackup controller: %w", err)
 	}
-	if err := (&rediscontrollers.RedisBackupScheduleReconciler{
+	if err := (&redisbackup.RedisBackupScheduleReconciler{
 		Client: mgr.GetClient(), Scheme: scheme, Recorder: mgr.GetEventRecorder("redisbackupschedule-controller"),
 		StorePolicy: stores,
 	}).SetupWithManager(mgr, controller.Options{}); err != nil {

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/rdbload"
 	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/redispods"
@@ -160,8 +160,8 @@ func (b *backupBench) setup(ctx context.Context) error {
 	}
 	for _, s := range []*corev1.Secret{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: backupNS, Name: "store"}, Data: map[string][]byte{
-			rediscontrollers.StoreAccessKeyIDKey: []byte(b.store.AccessKey), rediscontrollers.StoreSecretAccessKeyKey: []byte(b.store.SecretKey)}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: backupNS, Name: "store-ca"}, Data: map[string][]byte{rediscontrollers.StoreCAKey: b.store.CA}},
+			backupstore.StoreAccessKeyIDKey: []byte(b.store.AccessKey), backupstore.StoreSecretAccessKeyKey: []byte(b.store.SecretKey)}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: backupNS, Name: "store-ca"}, Data: map[string][]byte{backupstore.StoreCAKey: b.store.CA}},
 	} {
 		if err := b.env.Client.Create(ctx, s); err != nil {
 			return err

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/crashpoint"
 	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
@@ -107,8 +107,8 @@ func createStoreSecrets(t *testing.T, c client.Client, ns string, store *localcl
 	t.Helper()
 	for _, s := range []*corev1.Secret{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "store"}, Data: map[string][]byte{
-			rediscontrollers.StoreAccessKeyIDKey: []byte(store.AccessKey), rediscontrollers.StoreSecretAccessKeyKey: []byte(store.SecretKey)}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "store-ca"}, Data: map[string][]byte{rediscontrollers.StoreCAKey: store.CA}},
+			backupstore.StoreAccessKeyIDKey: []byte(store.AccessKey), backupstore.StoreSecretAccessKeyKey: []byte(store.SecretKey)}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "store-ca"}, Data: map[string][]byte{backupstore.StoreCAKey: store.CA}},
 	} {
 		if err := c.Create(t.Context(), s); err != nil {
 			t.Fatal(err)

@@ -22,7 +22,7 @@ import (
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/kubectlplugin"
 	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/redispods"
@@ -101,8 +101,8 @@ func TestReleaseManifestsInstallRunAndRemove(t *testing.T) {
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "backup-credentials"}, Data: map[string][]byte{
-			rediscontrollers.StoreAccessKeyIDKey: []byte(store.AccessKey), rediscontrollers.StoreSecretAccessKeyKey: []byte(store.SecretKey)}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "store-ca"}, Data: map[string][]byte{rediscontrollers.StoreCAKey: store.CA}},
+			backupstore.StoreAccessKeyIDKey: []byte(store.AccessKey), backupstore.StoreSecretAccessKeyKey: []byte(store.SecretKey)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "store-ca"}, Data: map[string][]byte{backupstore.StoreCAKey: store.CA}},
 		&appsv1api.AppService{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1api.AppServiceSpec{Size: ptr.To[int32](2),
 			Image: "nginx:1.27", Ports: []appsv1api.AppServicePort{{Port: 80, TargetPort: intstr.FromInt32(80)}}}},
 		cloudManager(ns),

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1api "github.com/middleware-operator/middleware-operator/api/apps/v1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/kubectlplugin"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 )
@@ -40,8 +40,8 @@ func TestPluginStatusBackupRestoreReport(t *testing.T) {
 	for _, s := range []*corev1.Secret{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache-auth"}, Data: map[string][]byte{"password": []byte(redisPassword)}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "backup-credentials"}, Data: map[string][]byte{
-			rediscontrollers.StoreAccessKeyIDKey: []byte(store.AccessKey), rediscontrollers.StoreSecretAccessKeyKey: []byte(store.SecretKey)}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "store-ca"}, Data: map[string][]byte{rediscontrollers.StoreCAKey: store.CA}},
+			backupstore.StoreAccessKeyIDKey: []byte(store.AccessKey), backupstore.StoreSecretAccessKeyKey: []byte(store.SecretKey)}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "store-ca"}, Data: map[string][]byte{backupstore.StoreCAKey: store.CA}},
 	} {
 		if err := c.Create(t.Context(), s); err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package redis
+package redisbackup
 
 import (
 	"bytes"
@@ -14,7 +14,6 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/backup"
 	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
-	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
@@ -66,7 +65,7 @@ func (r *RedisBackupReconciler) copy(ctx context.Context, run backupRun) (backup
 	var pods []string
 	for i, src := range run.source {
 		m.RedisVersion = shards[i].RedisVersion
-		m.Shards = append(m.Shards, manifestShard(src, shards[i], backup.ShardFile(i)))
+		m.Shards = append(m.Shards, backupstore.ShardEntry(src, shards[i], backup.ShardFile(i)))
 		pods = append(pods, src.Pod)
 	}
 	after, _, err := r.sources(ctx, run.rc, run.conn)
@@ -118,21 +117,4 @@ func copyShards(ctx context.Context, run backupRun) ([]rdbstream.Result, error) 
 		}
 	}
 	return results, errors.Join(errs...)
-}
-
-// manifestShard is a shard's entry of the manifest. StreamShard checked that the store
-// holds what the node sent (size and SHA-256).
-func manifestShard(src health.ShardSource, res rdbstream.Result, file string) backup.Shard {
-	sh := backup.Shard{
-		MasterNodeID: src.MasterID, SourceNodeID: src.NodeID, SourceRole: backup.RoleMaster,
-		ReplicationID: res.ReplID, ReplicationOffset: res.Offset, CapturedAt: res.Created.UTC(),
-		File: file, Bytes: res.Bytes, SHA256: res.SHA256, RDBVersion: res.RDBVersion, Keys: max(res.Keys, 0), KeysWithTTL: max(res.Expires, 0),
-	}
-	if src.Replica {
-		sh.SourceRole = backup.RoleReplica
-	}
-	for _, rg := range src.Slots {
-		sh.Slots = append(sh.Slots, backup.SlotRange{Start: rg.Start, End: rg.End})
-	}
-	return sh
 }

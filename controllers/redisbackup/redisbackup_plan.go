@@ -1,4 +1,4 @@
-package redis
+package redisbackup
 
 import (
 	"fmt"

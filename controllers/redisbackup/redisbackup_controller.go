@@ -1,4 +1,4 @@
-package redis
+package redisbackup
 
 import (
 	"context"
@@ -38,17 +38,6 @@ import (
 // BackupFinalizer makes the operator delete a RedisBackup's files with it (reclaimPolicy
 // Delete).
 const BackupFinalizer = "redis.middleware-operator.io/delete-backup-files"
-
-// The keys of an object store's Secrets and the reason of a refused endpoint, as package
-// backupstore names them: kept here for the packages that use them until the controllers
-// are split (issue 49).
-const (
-	StoreAccessKeyIDKey     = backupstore.StoreAccessKeyIDKey
-	StoreSecretAccessKeyKey = backupstore.StoreSecretAccessKeyKey
-	StoreSessionTokenKey    = backupstore.StoreSessionTokenKey
-	StoreCAKey              = backupstore.StoreCAKey
-	ReasonEndpointRefused   = backupstore.ReasonEndpointRefused
-)
 
 // RedisBackupReconciler takes RedisBackups: one RDB per shard, streamed from an in-sync
 // replica to the object store, and a manifest with the slot map.

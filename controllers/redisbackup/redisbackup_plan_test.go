@@ -1,10 +1,11 @@
-package redis
+package redisbackup
 
 import (
 	"testing"
 	"time"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 )
 
 func TestPlanBackup(t *testing.T) {
@@ -17,7 +18,7 @@ func TestPlanBackup(t *testing.T) {
 	}{
 		"an endpoint the operator refuses: failed at once": {
 			look:  backupLook{endpointRefused: "spec.destination.endpoint http://x is plain HTTP", clusterReason: ReasonClusterNotFound},
-			phase: redisv1alpha1.BackupFailed, reason: ReasonEndpointRefused},
+			phase: redisv1alpha1.BackupFailed, reason: backupstore.ReasonEndpointRefused},
 		"a store failing for the 6th time: a longer wait": {
 			look: backupLook{storeProblem: "access denied", storeFailures: 6}, phase: redisv1alpha1.BackupPending, reason: ReasonStoreUnavailable, after: 160 * time.Second},
 		"a new backup of a stable cluster copies": {look: backupLook{}, phase: redisv1alpha1.BackupRunning, reason: ReasonBackupStarted, copy: true},
