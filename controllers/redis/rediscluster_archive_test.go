@@ -20,6 +20,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/archiver"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
@@ -57,8 +58,8 @@ func TestRedisClusterArchiveRestoresToLatestAndToATime(t *testing.T) {
 	}
 	testenv.Eventually(t, 10*time.Second, func(context.Context) (bool, string) {
 		// Events of one reason about one object make a series, whose count is sent later.
-		n, _ := eventCount(t, ns, "origin", rediscontrollers.ReasonArchiveTimelineStarted)
-		return n >= 1, fmt.Sprintf("%d %s events, want at least one", n, rediscontrollers.ReasonArchiveTimelineStarted)
+		n, _ := eventCount(t, ns, "origin", archiver.ReasonTimelineStarted)
+		return n >= 1, fmt.Sprintf("%d %s events, want at least one", n, archiver.ReasonTimelineStarted)
 	})
 
 	writing := time.Now()
@@ -275,10 +276,10 @@ func TestRedisClusterArchiveStartsANewTimelineAfterAGap(t *testing.T) {
 	breakArchiveHistory(t, rc, pw)
 	rc = waitArchivingOn(t, key, 2)
 	testenv.Eventually(t, 30*time.Second, func(context.Context) (bool, string) {
-		n, notes := eventCount(t, ns, "origin", rediscontrollers.ReasonArchiveGap)
-		return n >= 1, fmt.Sprintf("%d %s events: %v", n, rediscontrollers.ReasonArchiveGap, notes)
+		n, notes := eventCount(t, ns, "origin", archiver.ReasonGap)
+		return n >= 1, fmt.Sprintf("%d %s events: %v", n, archiver.ReasonGap, notes)
 	})
-	_, notes := eventCount(t, ns, "origin", rediscontrollers.ReasonArchiveGap)
+	_, notes := eventCount(t, ns, "origin", archiver.ReasonGap)
 	t.Logf("gap event: %v", notes)
 	before := w.Count()
 	for w.Count() < before+500 {
@@ -355,7 +356,7 @@ func TestRedisClusterArchiveFollowsThroughNodeKills(t *testing.T) {
 	if err := env.Client.Get(t.Context(), key, rc); err != nil {
 		t.Fatal(err)
 	}
-	_, gaps := eventCount(t, ns, "origin", rediscontrollers.ReasonArchiveGap)
+	_, gaps := eventCount(t, ns, "origin", archiver.ReasonGap)
 	for _, sh := range rc.Status.Archive.Shards {
 		t.Logf("%s: timeline %d, read at %s, archived up to %v (offset %d), last error %q", sh.Shard, sh.Timeline, sh.Source, sh.ArchivedUpTo, sh.ArchivedOffset, sh.LastError)
 		if sh.Shard == first.Shard && sh.Timeline != 1 {
@@ -567,7 +568,7 @@ func TestRedisClusterArchiveTakesNewBasesAndKeepsItsWindow(t *testing.T) {
 		return slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "no base at or before") }), fmt.Sprintf("events %v", notes)
 	})
 	t.Logf("%d keys acknowledged; restore to latest: %d missing of %d due", len(r.acks), r.missing, r.due)
-	for _, reason := range []string{rediscontrollers.ReasonArchivePruned, rediscontrollers.ReasonArchiveFailing} {
+	for _, reason := range []string{archiver.ReasonPruned, archiver.ReasonFailing} {
 		_, notes := eventCount(t, ns, "origin", reason)
 		t.Logf("%s: %q", reason, notes)
 	}
@@ -663,9 +664,9 @@ func TestRedisClusterArchiveUndoesAFlushall(t *testing.T) {
 	// milliseconds: the event's target is the earliest flush less 1 ms.
 	target := first.Truncate(time.Millisecond).Add(-time.Millisecond)
 	testenv.Eventually(t, 30*time.Second, func(context.Context) (bool, string) {
-		_, notes := eventCount(t, ns, "origin", rediscontrollers.ReasonArchiveFlush)
+		_, notes := eventCount(t, ns, "origin", archiver.ReasonFlush)
 		return slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "targetTime "+target.UTC().Format(time.RFC3339Nano)) }),
-			fmt.Sprintf("no %s event names the target %s: %q", rediscontrollers.ReasonArchiveFlush, target.UTC().Format(time.RFC3339Nano), notes)
+			fmt.Sprintf("no %s event names the target %s: %q", archiver.ReasonFlush, target.UTC().Format(time.RFC3339Nano), notes)
 	})
 	acks := w.Stop()
 
@@ -723,8 +724,8 @@ func TestRedisClusterArchiveAcrossASlotMove(t *testing.T) {
 	if newTimelines < 2 {
 		t.Errorf("%d shards started a new timeline after the move, want at least the two whose slots moved", newTimelines)
 	}
-	_, gaps := eventCount(t, ns, "origin", rediscontrollers.ReasonArchiveGap)
-	_, started := eventCount(t, ns, "origin", rediscontrollers.ReasonArchiveTimelineStarted)
+	_, gaps := eventCount(t, ns, "origin", archiver.ReasonGap)
+	_, started := eventCount(t, ns, "origin", archiver.ReasonTimelineStarted)
 	t.Logf("gaps %v; timelines started %v", gaps, started)
 	w.WriteMore(1000)
 	afterMove := w.PauseFor(600 * time.Millisecond)

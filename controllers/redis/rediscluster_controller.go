@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/archiver"
 	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/caching"
 	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
@@ -125,7 +126,7 @@ type RedisClusterReconciler struct {
 	// sources keeps the backups of restores and reloads as read (readSource).
 	sources restoreSources
 	// archives runs the followers of the clusters with spec.archive (syncArchive).
-	archives archives
+	archives archiver.Registry
 	// replays keeps what each restore's archive replay reached (loadShard).
 	replays archiveReplays
 }
@@ -146,7 +147,7 @@ func (r *RedisClusterReconciler) forgetCluster(key types.NamespacedName) {
 	r.certificates.forget(key)
 	r.storeFailures.Forget(key)
 	r.sources.forget(key)
-	r.archives.stop(key)
+	r.archives.Stop(key)
 	r.replays.forget(key)
 }
 

@@ -17,6 +17,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/archiver"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
 	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
@@ -85,7 +86,7 @@ func TestOperatorKilledWhileArchiving(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range events.Items {
-		if e.Reason == rediscontrollers.ReasonArchiveGap {
+		if e.Reason == archiver.ReasonGap {
 			t.Errorf("an %s event after the operator's restart: %s", e.Reason, e.Message)
 		}
 	}
