@@ -138,7 +138,7 @@ type Event struct {
 	At time.Time
 }
 
-// get returns the running archive of cluster, nil when none runs.
+// Get returns the running archive of cluster, nil when none runs.
 func (a *Registry) Get(cluster types.NamespacedName) *Cluster {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -160,7 +160,7 @@ func (a *Registry) put(cluster types.NamespacedName, ca *Cluster) {
 // the last closed segment ends).
 const stopGrace = 10 * time.Second
 
-// stop stops the followers of cluster: each writes its open segment and ends (a deleted
+// Stop stops the followers of cluster: each writes its open segment and ends (a deleted
 // cluster's last writes are archived).
 func (a *Registry) Stop(cluster types.NamespacedName) {
 	a.mu.Lock()
