@@ -22,7 +22,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 )
 
-// stop ends the shard's loop, its follower writing its open segment first.
+// Stop ends the shard's loop, its follower writing its open segment first.
 func (sh *Shard) Stop() {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -34,21 +34,21 @@ func (sh *Shard) Stop() {
 	}
 }
 
-// isStopped reports whether stop was called.
+// isStopped reports whether Stop was called.
 func (sh *Shard) isStopped() bool {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	return sh.stopped
 }
 
-// update tells the shard's loop where its shard is followed now and how to log in.
+// Update tells the shard's loop where its shard is followed now and how to log in.
 func (sh *Shard) Update(src health.ShardSource, conn Conn) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.source, sh.conn = src, conn
 }
 
-// setSchedule tells the shard's loop when to take bases and how long to keep them.
+// SetSchedule tells the shard's loop when to take bases and how long to keep them.
 func (sh *Shard) SetSchedule(schedule Schedule) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -62,7 +62,7 @@ func (sh *Shard) current() (health.ShardSource, rdbstream.Options) {
 	return sh.source, rdbstream.Options{Addr: sh.source.Addr, Username: sh.conn.Login.User, Password: sh.conn.Login.Password, TLS: sh.conn.TLS}
 }
 
-// report is the shard's status, the events not yet sent, whether its follower runs, and
+// Report is the shard's status, the events not yet sent, whether its follower runs, and
 // its last failure.
 func (sh *Shard) Report() (redisv1alpha1.ArchiveShardStatus, []Event, bool, string) {
 	sh.mu.Lock()
@@ -115,7 +115,7 @@ func (sh *Shard) note(kind, reason, format string, args ...any) {
 	sh.events = append(sh.events, Event{Kind: kind, Reason: reason, Message: fmt.Sprintf(format, args...)})
 }
 
-// run follows the shard until ctx ends: from the end of its timeline's archive (Resume),
+// Run follows the shard until ctx ends: from the end of its timeline's archive (Resume),
 // or from a new base when there is none or the history broke (a GapError: the next
 // timeline). A failure is tried again after a growing wait.
 func (sh *Shard) Run(ctx context.Context) {
@@ -390,7 +390,7 @@ func (r *runningFollower) stopAndWait() error {
 	return r.err
 }
 
-// runFollower runs f, then each follower that takes over from it, until one ends, and
+// runFollower runs cur, then each follower that takes over from it, until one ends, and
 // moves the shard to its next timeline whenever a scheduled base is due (nextBaseAt): see
 // rebase.
 func (sh *Shard) runFollower(ctx context.Context, cur *runningFollower) error {
