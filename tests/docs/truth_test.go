@@ -480,3 +480,43 @@ func TestShippedCodeImportsNoTestMachinery(t *testing.T) {
 		t.Fatalf("go list -deps named %d of the module's packages, want the operator's (%v)", ours, deps)
 	}
 }
+
+// TestSourceLayoutNamesEveryPackage: docs/architecture.md's source layout lists every
+// package of the operator (api/, controllers/, internal/ folders with Go code) by its path,
+// and every folder it lists exists: a package moved or added without the page fails here.
+func TestSourceLayoutNamesEveryPackage(t *testing.T) {
+	page := read(t, "docs/architecture.md")
+	_, layout, ok := strings.Cut(page, "## Source layout")
+	if !ok {
+		t.Fatal("docs/architecture.md has no Source layout section")
+	}
+	listed := map[string]bool{}
+	for line := range strings.SplitSeq(layout, "\n") {
+		first, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+		if strings.HasSuffix(first, "/") && (strings.HasPrefix(first, "api/") || strings.HasPrefix(first, "controllers/") || strings.HasPrefix(first, "internal/")) {
+			listed[strings.TrimSuffix(first, "/")] = true
+		}
+	}
+	packages := map[string]bool{}
+	for path := range operatorSources(t) {
+		if dir := filepath.ToSlash(filepath.Dir(path)); dir != "." { // main.go, listed as a file
+			packages[dir] = true
+		}
+	}
+	for _, dir := range []string{"internal/crashpoint"} { // compiled out of the operator, listed all the same
+		packages[dir] = true
+	}
+	for p := range packages {
+		if !listed[p] {
+			t.Errorf("docs/architecture.md's source layout does not list the package %s/", p)
+		}
+	}
+	for p := range listed {
+		if !packages[p] {
+			t.Errorf("docs/architecture.md's source layout lists %s/, which holds no package of the operator", p)
+		}
+	}
+	if len(packages) < 20 {
+		t.Errorf("found only %d packages: the scan is broken", len(packages))
+	}
+}
