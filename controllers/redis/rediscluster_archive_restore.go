@@ -78,6 +78,13 @@ func (r *RedisClusterReconciler) openArchive(ctx context.Context, rc *redisv1alp
 		src.problem, src.storeFailed = fmt.Sprintf("the archive at %s: %v", src.location, err), true
 		return src
 	}
+	if problem, err := uncoveredTarget(ctx, redisarchive.StoreSink{Client: src.store}, spec.Cluster, chosen, target); err != nil || problem != "" {
+		if err != nil {
+			problem = fmt.Sprintf("cannot read the archive at %s: %v", src.location, err)
+		}
+		src.problem, src.storeFailed = problem, true
+		return src
+	}
 	slices.SortFunc(chosen, func(a, b redisarchive.Timeline) int { return a.Base.Slots[0].Start - b.Base.Slots[0].Start })
 	m := &backup.Manifest{Kind: backup.Kind, FormatVersion: backup.FormatVersion, Cluster: backup.ClusterRef{Namespace: dir, Name: spec.Cluster}}
 	for _, tl := range chosen {
@@ -102,6 +109,33 @@ func (r *RedisClusterReconciler) openArchive(ctx context.Context, rc *redisv1alp
 			needs, rc.Spec.Version)
 	}
 	return src
+}
+
+// uncoveredTarget says, before anything is loaded, why the chosen timelines cannot restore
+// target exactly ("" when they can): a shard whose timeline's archive ends before target
+// while its next timeline serves only from after it (redisarchive.Timeline.Uncovered, which
+// the replay checks again).
+func uncoveredTarget(ctx context.Context, sink redisarchive.StoreSink, cluster string, chosen []redisarchive.Timeline, target time.Time) (string, error) {
+	var problems []string
+	for _, tl := range chosen {
+		if target.IsZero() || tl.Next.IsZero() || !target.After(tl.NextWhole) {
+			continue
+		}
+		last, err := redisarchive.LastWrite(ctx, sink, cluster, tl.Shard, tl.Timeline)
+		if err != nil {
+			return "", err
+		}
+		if last.After(target) {
+			continue // the timeline went on past the target
+		}
+		if err := tl.Uncovered(target, redisarchive.ReplayResult{Reached: last, Complete: true}); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if len(problems) == 0 {
+		return "", nil
+	}
+	return "the archive cannot restore " + target.UTC().Format(time.RFC3339Nano) + ": " + strings.Join(problems, "; "), nil
 }
 
 func maxTime(a, b time.Time) time.Time {

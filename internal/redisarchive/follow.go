@@ -632,3 +632,30 @@ func Resume(ctx context.Context, sink Sink, cluster, shard string, timeline int)
 	}
 	return pos, false, nil
 }
+
+// LastWrite is the receive time of the last command a timeline's archive holds (its last
+// segment with commands; zero when it holds none): a replay of the timeline to a later time
+// reads it to its end.
+func LastWrite(ctx context.Context, sink Sink, cluster, shard string, timeline int) (time.Time, error) {
+	names, err := sink.List(ctx, TimelinePrefix(cluster, shard, timeline))
+	if err != nil {
+		return time.Time{}, err
+	}
+	for i := len(names) - 1; i >= 0; i-- {
+		if _, isSeg := segmentStart(names[i]); !isSeg {
+			continue
+		}
+		data, err := sink.Get(ctx, names[i])
+		if err != nil {
+			return time.Time{}, err
+		}
+		m, _, err := DecodeSegment(data)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%s: %w", names[i], err)
+		}
+		if m.Commands > 0 {
+			return m.Last(), nil
+		}
+	}
+	return time.Time{}, nil
+}
