@@ -153,8 +153,11 @@ func newPodChecks() *podCheckTurns {
 }
 
 // Take says whether key's check is made now; when not, how long until its turn, which is
-// held for key until it comes.
+// held for key until it comes. Nil bounds nothing.
 func (c *podCheckTurns) Take(key types.NamespacedName, now time.Time) (bool, time.Duration) {
+	if c == nil {
+		return true, 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if turn, held := c.turns[key]; held {
@@ -174,6 +177,9 @@ func (c *podCheckTurns) Take(key types.NamespacedName, now time.Time) (bool, tim
 
 // Drop forgets key's turn: its rollout no longer stands still, or it is gone.
 func (c *podCheckTurns) Drop(key types.NamespacedName) {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.turns, key)
