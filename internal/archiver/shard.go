@@ -71,12 +71,12 @@ func (sh *Shard) Report() (redisv1alpha1.ArchiveShardStatus, []Event, bool, stri
 		Source: sh.source.Pod, LastError: sh.lastErr}
 	if sh.timeline > 0 {
 		st.BaseOffset = sh.base.ReplicationOffset
-		captured := metav1.NewTime(sh.base.CapturedAt)
+		captured := metav1.NewTime(sh.base.CapturedAt).Rfc3339Copy() // what the API keeps: see status.Patch
 		st.BaseCapturedAt = &captured
 		st.ArchivedOffset = sh.base.ReplicationOffset
 	}
 	if !sh.oldest.IsZero() {
-		oldest := metav1.NewTime(sh.oldest)
+		oldest := metav1.NewTime(sh.oldest).Rfc3339Copy()
 		st.OldestBase = &oldest
 	}
 	running, p := false, sh.last

@@ -34,10 +34,16 @@ func patch(ctx context.Context, c client.Client, before, obj client.Object, stat
 	if equality.Semantic.DeepEqual(statusOf(before), statusOf(obj)) {
 		return false, nil
 	}
+	version := before.GetResourceVersion()
 	if err := c.Status().Patch(ctx, obj, p); err != nil {
 		return false, fmt.Errorf("while writing the status of %s: %w", obj.GetName(), err)
 	}
-	return true, nil
+	// A status that differs only below what the API keeps (a time's nanoseconds, which
+	// metav1.Time drops) is the same object to the API server: it keeps the resource
+	// version, and nothing was written. Said as written, a StaleGuard would hold every later
+	// look off that version, which no newer one ever replaces (a RedisCluster's status
+	// stood still for minutes that way).
+	return obj.GetResourceVersion() != version, nil
 }
 
 // Set sets a condition stamped with generation. lastTransitionTime changes only when the
