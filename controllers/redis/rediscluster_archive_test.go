@@ -785,7 +785,7 @@ func TestRedisClusterArchiveThroughAFailoverAndASlotMove(t *testing.T) {
 	killed := time.Now()
 	t.Logf("killed %s, the master of %s, with %d keys acknowledged", master, shard.Shard, w.Count())
 	w.WriteMore(500)
-	rc = waitRunning(t, key)
+	waitRunning(t, key)
 	rc = waitArchivedAfter(t, key, killed.Add(time.Second), 2*time.Minute)
 	t.Logf("after the failover: %s", describeNodes(rc))
 	w.WriteMore(500)
