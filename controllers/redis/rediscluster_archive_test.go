@@ -335,15 +335,7 @@ func TestRedisClusterArchiveFollowsThroughNodeKills(t *testing.T) {
 	waitArchivingOn(t, key, 1)
 	rc = waitRunning(t, key)
 	second := rc.Status.Archive.Shards[1]
-	var master string
-	for _, n := range rc.Status.Nodes {
-		if n.Type == "master" && n.Slots == second.Slots {
-			master = n.Name
-		}
-	}
-	if master == "" {
-		t.Fatalf("no master serves %s's slots %s: %s", second.Shard, second.Slots, describeNodes(rc))
-	}
+	master := masterOfShard(t, rc, second)
 	kill(master, "the master of "+second.Shard+", read at "+second.Source)
 	killed := time.Now()
 	w.WriteMore(500)
@@ -770,15 +762,7 @@ func TestRedisClusterArchiveThroughAFailoverAndASlotMove(t *testing.T) {
 	w.WriteMore(1000)
 
 	shard := rc.Status.Archive.Shards[1]
-	var master string
-	for _, n := range rc.Status.Nodes {
-		if n.Type == "master" && n.Slots == shard.Slots {
-			master = n.Name
-		}
-	}
-	if master == "" {
-		t.Fatalf("no master serves %s's slots %s: %s", shard.Shard, shard.Slots, describeNodes(rc))
-	}
+	master := masterOfShard(t, rc, shard)
 	if err := env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: master, Namespace: ns}}, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
@@ -923,4 +907,16 @@ func moveSlots(t *testing.T, rc *redisv1alpha1.RedisCluster, pw string, w *redis
 	moved := time.Now()
 	t.Logf("moved 200 slots from %s (%s) to %s (%s) in %.1f s with %d keys acknowledged", src.Name, from.Shard, dst.Name, to.Shard, moved.Sub(moving).Seconds(), w.Count())
 	return moved
+}
+
+// masterOfShard is the pod of rc's master that serves the archived shard's slots.
+func masterOfShard(t *testing.T, rc *redisv1alpha1.RedisCluster, shard redisv1alpha1.ArchiveShardStatus) string {
+	t.Helper()
+	for _, n := range rc.Status.Nodes {
+		if n.Type == "master" && n.Slots == shard.Slots {
+			return n.Name
+		}
+	}
+	t.Fatalf("no master serves %s's slots %s: %s", shard.Shard, shard.Slots, describeNodes(rc))
+	return ""
 }
