@@ -116,8 +116,8 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = stop() }()
 	code := m.Run()
-	code = env.CheckManagerGrants(code, mayBeUnused, "controllers/redis/rediscluster_controller.go", "controllers/redis/redisbackup_controller.go",
-		"controllers/redis/redisbackupschedule_controller.go")
+	code = env.CheckManagerGrants(code, mayBeUnused, "controllers/redis/rediscluster_controller.go", "controllers/redisbackup/redisbackup_controller.go",
+		"controllers/redisbackup/redisbackupschedule_controller.go")
 	reportReconcileTimes()
 	if reconcileTooSlow && code == 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: a reconcile held a worker longer than 15 s, or a step longer than %d s\n", stepTooSlow)
