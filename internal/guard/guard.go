@@ -73,7 +73,7 @@ func Check(ctx context.Context, c client.Writer, namespace string) (State, error
 }
 
 // Reporter checks the admission guard when the operator starts and every Interval
-// after, and reports it in the log (a line on each change) and in the metric
+// after (sooner while it is not active: RecheckFirst), and reports it in the log (a line on each change) and in the metric
 // middleware_operator_admission_guard. It runs on every replica, leader or not.
 type Reporter struct {
 	Client    client.Writer
@@ -85,9 +85,16 @@ type Reporter struct {
 // NeedLeaderElection is false: every replica reports what its own token can do.
 func (g *Reporter) NeedLeaderElection() bool { return false }
 
+// RecheckFirst is how soon a Reporter looks again while the guard is not active: a guard
+// applied just after the operator started (kubectl apply of the release's install.yaml and
+// guard.yaml together, whose policy the API server enforces a moment later) shows within
+// seconds, not at the next Interval. The wait doubles up to Interval while it stays so.
+const RecheckFirst = 5 * time.Second
+
 // Start checks until ctx ends.
 func (g *Reporter) Start(ctx context.Context) error {
 	last := State(-2)
+	recheck := RecheckFirst
 	for {
 		state, err := Check(ctx, g.Client, g.Namespace)
 		metrics.AdmissionGuard.WithLabelValues().Set(float64(state))
@@ -102,10 +109,14 @@ func (g *Reporter) Start(ctx context.Context) error {
 			}
 			last = state
 		}
+		wait := g.Interval
+		if state != Active && recheck < g.Interval {
+			wait, recheck = recheck, 2*recheck
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(g.Interval):
+		case <-time.After(wait):
 		}
 	}
 }

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -64,5 +68,40 @@ func TestCheck(t *testing.T) {
 				t.Errorf("the probe's dryRun = %v, want [All]: it must never store a token Secret", dryRun)
 			}
 		})
+	}
+}
+
+// TestReporterSeesALateGuardSoon: a guard the API server enforces only after the operator's
+// first check (applied with the operator, as the release's manifests are) is reported active
+// after RecheckFirst, not after Interval (an hour here).
+func TestReporterSeesALateGuardSoon(t *testing.T) {
+	refusal := errors.New(`ValidatingAdmissionPolicy 'middleware-operator-guard' denied request: ` + Marker)
+	var calls atomic.Int32
+	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+			if calls.Add(1) == 1 {
+				return nil // not enforced yet: missing
+			}
+			return refusal
+		},
+	}).Build()
+	lines := make(chan string, 10)
+	log := funcr.New(func(_, args string) { lines <- args }, funcr.Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	start := time.Now()
+	go func() { _ = (&Reporter{Client: c, Namespace: "ops", Interval: time.Hour, Log: log}).Start(ctx) }()
+	for {
+		select {
+		case l := <-lines:
+			if strings.Contains(l, "admission guard active") {
+				if d := time.Since(start); d > RecheckFirst+2*time.Second {
+					t.Errorf("the guard reported active after %s, want about %s", d, RecheckFirst)
+				}
+				return
+			}
+		case <-time.After(RecheckFirst + 5*time.Second):
+			t.Fatalf("no 'admission guard active' within %s of a guard enforced after the first check (%d checks)", RecheckFirst+5*time.Second, calls.Load())
+		}
 	}
 }
