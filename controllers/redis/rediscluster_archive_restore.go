@@ -118,7 +118,7 @@ func (r *RedisClusterReconciler) openArchive(ctx context.Context, rc *redisv1alp
 func uncoveredTarget(ctx context.Context, sink redisarchive.StoreSink, cluster string, chosen []redisarchive.Timeline, target time.Time) (string, error) {
 	var problems []string
 	for _, tl := range chosen {
-		if target.IsZero() || tl.Next.IsZero() || !target.After(tl.NextWhole) {
+		if !tl.MayNotCover(target) {
 			continue
 		}
 		last, err := redisarchive.LastWrite(ctx, sink, cluster, tl.Shard, tl.Timeline)

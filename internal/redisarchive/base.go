@@ -100,6 +100,13 @@ type Timeline struct {
 	Next, NextWhole time.Time
 }
 
+// MayNotCover says whether a restore to target (zero: the latest) may need more of tl than
+// it holds: a later timeline of the shard serves only from after target, and tl is not known
+// to have been followed up to target. Only then does Uncovered need to know how far tl goes.
+func (tl Timeline) MayNotCover(target time.Time) bool {
+	return !target.IsZero() && !tl.Next.IsZero() && target.After(tl.NextWhole)
+}
+
 // Uncovered says, for a replay of tl up to target (zero: the latest) that reached res,
 // whether writes acknowledged by target may be in neither timeline: the replay read tl's
 // archive to its end without passing target, which is after the last time tl is known to
@@ -107,7 +114,7 @@ type Timeline struct {
 // base's follower caught up later). It is an error naming both times and what to choose;
 // nil when the target is covered.
 func (tl Timeline) Uncovered(target time.Time, res ReplayResult) error {
-	if target.IsZero() || tl.Next.IsZero() || !res.Complete || !target.After(tl.NextWhole) {
+	if !tl.MayNotCover(target) || !res.Complete {
 		return nil
 	}
 	last, upTo := res.Reached, "up to"
