@@ -152,13 +152,19 @@ func (a *Admin) executeFitted(ctx context.Context, topo *topology, moves []layou
 
 // rolledBackHeld are the slots of moves that fixes rolled back to their owner (a target
 // answered OOM mid-move), as held slots: their size as the fitting measured it (or as the
-// fix did, when larger), the target's room before the move. The next plans go around them
-// until the room changes (StillHeld). It is pure.
+// fix did, when larger), and the room the fitting counted on for them: the target's room
+// before the move less what the plan sent it before that slot (a slot late in a large move
+// met a target nearly as full as the estimate allowed, not an empty one). The next plans
+// go around them until a master has more room than that (StillHeld). It is pure.
 func rolledBackHeld(fixes []SlotFix, moves []layout.Move, facts layout.MoveFacts) []layout.HeldSlot {
 	target := map[int]string{}
+	left := map[int]int64{} // the target's room the fitting counted on when it admitted the slot
+	charged := map[string]int64{}
 	for _, m := range moves {
 		for _, s := range m.Slots {
 			target[s] = m.Target
+			left[s] = max(facts.Rooms[m.Target].Bytes-charged[m.Target], 0)
+			charged[m.Target] += facts.Sizes[s].Bytes
 		}
 	}
 	var out []layout.HeldSlot
@@ -171,7 +177,9 @@ func rolledBackHeld(fixes []SlotFix, moves []layout.Move, facts layout.MoveFacts
 		if f.Size.Bytes > size.Bytes {
 			size = f.Size
 		}
-		out = append(out, layout.HeldSlot{Slot: f.Slot, Source: f.Owner, Target: t, Size: size, Room: facts.Rooms[t], RolledBack: true})
+		room := facts.Rooms[t]
+		room.Bytes = left[f.Slot]
+		out = append(out, layout.HeldSlot{Slot: f.Slot, Source: f.Owner, Target: t, Size: size, Room: room, RolledBack: true})
 	}
 	return out
 }

@@ -13,14 +13,19 @@ type halfMovedSlot struct {
 // some of its keys) is closed: FixFinished when the keys left on the owner fit in the
 // target's room; else FixRolledBack when the keys that moved fit in the owner's spare
 // memory (it held them a moment ago, but writes may have filled it since); else
-// FixKeptOpen: closing either way would meet OOM half-way, so the slot stays open (both
-// serve it, through ASK) until one side has room. It is pure.
+// FixFinished when the keys left fit in the target's spare memory (past FillPercent, below
+// maxmemory: a slot open on two nodes is worse than a target nearly full, which the
+// autoscaler or the user can relieve); else FixKeptOpen: closing either way would meet OOM
+// half-way, so the slot stays open (both serve it, through ASK) until one side has room.
+// It is pure.
 func closeWay(f halfMovedSlot) string {
 	switch {
 	case f.TargetRoom.Fits(f.Left.Bytes):
 		return FixFinished
 	case rollBackFits(f):
 		return FixRolledBack
+	case f.Left.Bytes <= f.TargetRoom.Spare:
+		return FixFinished
 	}
 	return FixKeptOpen
 }

@@ -29,7 +29,11 @@ func TestCloseWay(t *testing.T) {
 			halfMovedSlot{Left: layout.SlotSize{Keys: 20000, Bytes: 25 * mib}, Moved: layout.SlotSize{Keys: 18000, Bytes: 22 * mib}, OwnerRoom: layout.Room{Bytes: 0, Spare: 3 * mib}, TargetRoom: layout.Room{Bytes: 0}}, FixKeptOpen,
 		},
 		"keep open: a byte short on each side": {
-			halfMovedSlot{Left: layout.SlotSize{Keys: 1, Bytes: 1001}, Moved: layout.SlotSize{Keys: 1, Bytes: 1001}, OwnerRoom: layout.Room{Bytes: 1000, Spare: 1000}, TargetRoom: layout.Room{Bytes: 1000, Spare: 2000}}, FixKeptOpen,
+			halfMovedSlot{Left: layout.SlotSize{Keys: 1, Bytes: 1001}, Moved: layout.SlotSize{Keys: 1, Bytes: 1001}, OwnerRoom: layout.Room{Bytes: 1000, Spare: 1000}, TargetRoom: layout.Room{Bytes: 1000, Spare: 1000}}, FixKeptOpen,
+		},
+		"finish into the target's spare when the owner cannot take back what moved (a giant slot, stop 59)": {
+			halfMovedSlot{Left: layout.SlotSize{Keys: 35, Bytes: 2800 << 10}, Moved: layout.SlotSize{Keys: 294, Bytes: 23 * mib}, OwnerRoom: layout.Room{Bytes: 19 * mib, Spare: 22 * mib},
+				TargetRoom: layout.Room{Bytes: 655 << 10, Spare: 4 * mib}}, FixFinished,
 		},
 		"roll back into an owner past fillPercent but below maxmemory": {
 			halfMovedSlot{Left: layout.SlotSize{Keys: 10, Bytes: 5 * mib}, Moved: layout.SlotSize{Keys: 10, Bytes: 2 * mib}, OwnerRoom: layout.Room{Bytes: 0, Spare: 2 * mib}, TargetRoom: layout.Room{Bytes: mib}}, FixRolledBack,
@@ -62,8 +66,9 @@ func TestMeanSizesOf(t *testing.T) {
 }
 
 // TestRolledBackHeld: a slot of the plan that a fix rolled back after OOM is held, with
-// its target and the target's room before the move; a finished slot, or one not of the
-// plan, is not.
+// its target and the room the fitting counted on for it (the target's room before the
+// move less the slots sent before it: slot 8 comes after 5's 1000 bytes); a finished slot,
+// or one not of the plan, is not.
 func TestRolledBackHeld(t *testing.T) {
 	t.Parallel()
 	moves := []layout.Move{{Source: "a", Target: "d", Slots: []int{5, 6, 8}}}
@@ -77,7 +82,7 @@ func TestRolledBackHeld(t *testing.T) {
 	got := rolledBackHeld(fixes, moves, facts)
 	want := []layout.HeldSlot{
 		{Slot: 5, Source: "a", Target: "d", Size: layout.SlotSize{Keys: 10, Bytes: 1000}, Room: layout.Room{Bytes: 2000}, RolledBack: true},
-		{Slot: 8, Source: "a", Target: "d", Size: layout.SlotSize{Keys: 5, Bytes: 4000}, Room: layout.Room{Bytes: 2000}, RolledBack: true},
+		{Slot: 8, Source: "a", Target: "d", Size: layout.SlotSize{Keys: 5, Bytes: 4000}, Room: layout.Room{Bytes: 1000}, RolledBack: true},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("held = %+v\nwant %+v", got, want)
