@@ -638,6 +638,31 @@ func TestRedisBackupAndRestoreSurviveFaults(t *testing.T) {
 	w.Verify(t, env.Client, waitRunning(t, key), pw) // the source lost nothing through all of it
 }
 
+// reloadLostShards sets the reload annotation of the cluster at key to from, waits until the
+// reload is over (status.reload and the annotation gone, Ready) and the cluster has its 3
+// masters and 6 nodes, and returns it.
+func reloadLostShards(t *testing.T, key client.ObjectKey, from string) *redisv1alpha1.RedisCluster {
+	t.Helper()
+	cur := &redisv1alpha1.RedisCluster{}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, rediscontrollers.RestoreLostShardsAnnotation, from)
+	if err := env.Client.Patch(t.Context(), &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}},
+		client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+	annotated := time.Now()
+	testenv.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		_, still := cur.Annotations[rediscontrollers.RestoreLostShardsAnnotation]
+		return cur.Status.Reload == nil && !still && meta.IsStatusConditionTrue(cur.Status.Conditions, rediscontrollers.ConditionReady),
+			fmt.Sprintf("phase %s (%s), reload %+v", cur.Status.Phase, cur.Status.Reason, cur.Status.Reload)
+	})
+	rc := redistest.WaitShape(t, env.Client, key, 3, 6)
+	t.Logf("the lost slots were reloaded from %s and the cluster Ready %s after the annotation", from, time.Since(annotated).Round(time.Second))
+	return rc
+}
+
 // TestRedisClusterReloadsALostShardFromABackup: a master and its only replica lose their
 // volumes after a backup; the user names the backup in the reload annotation instead of
 // accepting the loss. The lost slots are given up, served again by a live master, and the
@@ -678,21 +703,7 @@ func TestRedisClusterReloadsALostShardFromABackup(t *testing.T) {
 		return cur.Status.Phase == redisv1alpha1.PhaseFailed && strings.Contains(cur.Status.Reason, rediscontrollers.RestoreLostShardsAnnotation),
 			fmt.Sprintf("phase %s (%s)", cur.Status.Phase, cur.Status.Reason)
 	})
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"before-loss"}}}`, rediscontrollers.RestoreLostShardsAnnotation)
-	if err := env.Client.Patch(t.Context(), cur, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		t.Fatal(err)
-	}
-	annotated := time.Now()
-	testenv.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, string) {
-		if err := env.Client.Get(ctx, key, cur); err != nil {
-			return false, err.Error()
-		}
-		_, still := cur.Annotations[rediscontrollers.RestoreLostShardsAnnotation]
-		return cur.Status.Reload == nil && !still && meta.IsStatusConditionTrue(cur.Status.Conditions, "Ready"),
-			fmt.Sprintf("phase %s (%s), reload %+v", cur.Status.Phase, cur.Status.Reason, cur.Status.Reload)
-	})
-	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
-	t.Logf("the lost slots were reloaded and the cluster Ready %s after the annotation", time.Since(annotated).Round(time.Second))
+	rc = reloadLostShards(t, key, "before-loss")
 	if n, notes := eventCount(t, ns, "reload", rediscontrollers.ReasonLostSlotsReloaded); n != 1 {
 		t.Errorf("%d %s events %q, want one: the reload ended once", n, rediscontrollers.ReasonLostSlotsReloaded, notes)
 	}

@@ -52,6 +52,6 @@ func lossAcceptedBy(annotations map[string]string, reloading string) string {
 	if annotations[AcceptDataLossAnnotation] == "true" || reloading == "" {
 		return AcceptDataLossAnnotation + " is set"
 	}
-	return fmt.Sprintf("%s names RedisBackup %s: the lost slots are given up, served again empty, then their keys reloaded from it",
-		RestoreLostShardsAnnotation, reloading)
+	return fmt.Sprintf("%s names %s: the lost slots are given up, served again empty, then their keys reloaded from it",
+		RestoreLostShardsAnnotation, reloadSourceName(reloading))
 }

@@ -31,12 +31,14 @@ import (
 const TargetLatest = "latest"
 
 // archiveRestore is what a restore from an archive replays: for each shard of the
-// restore's manifest (in its order), the timeline whose base it loads.
+// restore's manifest (in its order), the timeline whose base it loads. For a reload of
+// lost slots (reload), each replay is kept to the slots it reloads.
 type archiveRestore struct {
 	cluster    string
 	target     time.Time // zero: the latest
 	targetText string
 	timelines  []redisarchive.Timeline
+	reload     bool
 }
 
 // parseTarget reads spec.restore.archive.targetTime: zero for latest.
@@ -55,14 +57,38 @@ func parseTarget(text string) (time.Time, error) {
 // target, and makes of them the manifest the restore loads (the bases' snapshots are its
 // shards' files).
 func (r *RedisClusterReconciler) openArchive(ctx context.Context, rc *redisv1alpha1.RedisCluster, spec *redisv1alpha1.ArchiveRestoreSpec) *restoreSource {
-	dir := archiveFolder(rc.Namespace, spec.Source)
-	src := &restoreSource{location: backupstore.Location(spec.Source, path.Join(dir, spec.Cluster, "archive"))}
 	target, err := parseTarget(spec.TargetTime)
 	if err != nil {
-		src.problem = err.Error()
-		return src
+		return &restoreSource{problem: err.Error()}
 	}
-	if src.store, err = (backupstore.Opener{Reader: r.APIReader, Policy: r.StorePolicy}).Open(ctx, "spec.restore.archive.source.endpoint", rc.Namespace, spec.Source, dir); err != nil {
+	return r.openArchiveAt(ctx, rc, "spec.restore.archive.source.endpoint", spec.Source, spec.Cluster, target, spec.TargetTime, false)
+}
+
+// openReloadArchive reads the cluster's own archive (spec.archive) for a reload of the lost
+// slots status.reload records: the timelines that served when they were lost (the reload
+// was recorded seconds after the loss; StartedAt is in whole seconds, so a second more),
+// replayed to that time, each kept to the lost slots of its shard.
+func (r *RedisClusterReconciler) openReloadArchive(ctx context.Context, rc *redisv1alpha1.RedisCluster, st *redisv1alpha1.ShardReloadStatus) *restoreSource {
+	if rc.Spec.Archive == nil || st.StartedAt == nil {
+		return &restoreSource{problem: fmt.Sprintf("%s is %s but the cluster has no spec.archive: name a Completed RedisBackup of it instead",
+			RestoreLostShardsAnnotation, plan.ReloadFromArchive)}
+	}
+	target := st.StartedAt.Add(time.Second)
+	return r.openArchiveAt(ctx, rc, "spec.archive.destination.endpoint", rc.Spec.Archive.Destination, rc.Name, target, target.UTC().Format(time.RFC3339), true)
+}
+
+// openArchiveAt reads the archive of cluster at source for target (zero: the latest): its
+// bases, the timeline of each shard, and makes of them the manifest the load reads (the
+// bases' snapshots are its shards' files). For a reload, a timeline that ended before
+// target is what there is (the lost shard's archive ends at the loss), so coverage is not
+// checked.
+func (r *RedisClusterReconciler) openArchiveAt(ctx context.Context, rc *redisv1alpha1.RedisCluster, field string, source redisv1alpha1.ObjectStore, cluster string,
+	target time.Time, targetText string, reload bool) *restoreSource {
+	spec := &redisv1alpha1.ArchiveRestoreSpec{Source: source, Cluster: cluster, TargetTime: targetText}
+	dir := archiveFolder(rc.Namespace, spec.Source)
+	src := &restoreSource{location: backupstore.Location(spec.Source, path.Join(dir, spec.Cluster, "archive"))}
+	var err error
+	if src.store, err = (backupstore.Opener{Reader: r.APIReader, Policy: r.StorePolicy}).Open(ctx, field, rc.Namespace, spec.Source, dir); err != nil {
 		src.problem = err.Error()
 		src.refused = errors.Is(err, backupstore.ErrEndpointRefused)
 		return src
@@ -78,12 +104,14 @@ func (r *RedisClusterReconciler) openArchive(ctx context.Context, rc *redisv1alp
 		src.problem, src.storeFailed = fmt.Sprintf("the archive at %s: %v", src.location, err), true
 		return src
 	}
-	if problem, err := uncoveredTarget(ctx, redisarchive.StoreSink{Client: src.store}, spec.Cluster, chosen, target); err != nil || problem != "" {
-		if err != nil {
-			problem = fmt.Sprintf("cannot read the archive at %s: %v", src.location, err)
+	if !reload {
+		if problem, err := uncoveredTarget(ctx, redisarchive.StoreSink{Client: src.store}, spec.Cluster, chosen, target); err != nil || problem != "" {
+			if err != nil {
+				problem = fmt.Sprintf("cannot read the archive at %s: %v", src.location, err)
+			}
+			src.problem, src.storeFailed = problem, true
+			return src
 		}
-		src.problem, src.storeFailed = problem, true
-		return src
 	}
 	slices.SortFunc(chosen, func(a, b redisarchive.Timeline) int { return a.Base.Slots[0].Start - b.Base.Slots[0].Start })
 	m := &backup.Manifest{Kind: backup.Kind, FormatVersion: backup.FormatVersion, Cluster: backup.ClusterRef{Namespace: dir, Name: spec.Cluster}}
@@ -103,7 +131,7 @@ func (r *RedisClusterReconciler) openArchive(ctx context.Context, rc *redisv1alp
 		return src
 	}
 	src.manifest = m
-	src.archive = &archiveRestore{cluster: spec.Cluster, target: target, targetText: spec.TargetTime, timelines: chosen}
+	src.archive = &archiveRestore{cluster: spec.Cluster, target: target, targetText: spec.TargetTime, timelines: chosen, reload: reload}
 	if reads, needs := resources.RedisRDBVersion(rc), m.RDBVersion(); reads > 0 && needs > reads {
 		src.problem = fmt.Sprintf("the archive's bases are RDB version %d, which the Redis of spec.version %s cannot read: restore into the same Redis version or a later one",
 			needs, rc.Spec.Version)
@@ -138,6 +166,13 @@ func uncoveredTarget(ctx context.Context, sink redisarchive.StoreSink, cluster s
 	return "the archive cannot restore " + target.UTC().Format(time.RFC3339Nano) + ": " + strings.Join(problems, "; "), nil
 }
 
+// slotSet reports whether a slot is in ranges.
+func slotSet(ranges []nodes.SlotRange) func(int) bool {
+	return func(slot int) bool {
+		return slices.ContainsFunc(ranges, func(rg nodes.SlotRange) bool { return rg.Start <= slot && slot <= rg.End })
+	}
+}
+
 func maxTime(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
@@ -156,8 +191,11 @@ const migrationInWindow = "slots migrated inside the restore window, which a res
 // up to the restore's target, and keeps what it reached for the status.
 func (r *RedisClusterReconciler) replayShard(ctx context.Context, rc *redisv1alpha1.RedisCluster, node rdbstream.Options, src *restoreSource, step plan.ShardLoad) error {
 	tl := src.archive.timelines[step.Shard]
-	res, err := redisarchive.Replay(ctx, redisarchive.StoreSink{Client: src.store}, redisarchive.ReplayOptions{Target: node, Cluster: src.archive.cluster,
-		Shard: tl.Shard, Timeline: tl.Timeline, From: tl.Base.ReplicationOffset, Until: src.archive.target})
+	opts := redisarchive.ReplayOptions{Target: node, Cluster: src.archive.cluster, Shard: tl.Shard, Timeline: tl.Timeline, From: tl.Base.ReplicationOffset, Until: src.archive.target}
+	if src.archive.reload {
+		opts.Only = slotSet(step.Slots) // the reloading master serves other slots too
+	}
+	res, err := redisarchive.Replay(ctx, redisarchive.StoreSink{Client: src.store}, opts)
 	var foreign *redisarchive.ForeignSlotError
 	if errors.As(err, &foreign) {
 		return fmt.Errorf("the archive of %s timeline %d writes slot %d (the command ending at offset %d), outside the slots of its base (%s): %s",
@@ -166,7 +204,7 @@ func (r *RedisClusterReconciler) replayShard(ctx context.Context, rc *redisv1alp
 	if err != nil {
 		return fmt.Errorf("while replaying the archive of %s timeline %d onto %s: %w", tl.Shard, tl.Timeline, step.Pod, err)
 	}
-	if err := tl.Uncovered(src.archive.target, res); err != nil {
+	if err := tl.Uncovered(src.archive.target, res); err != nil && !src.archive.reload {
 		return fmt.Errorf("the archive cannot restore %s: %w", src.archive.targetText, err)
 	}
 	r.replays.keep(loadKey{cluster: client.ObjectKeyFromObject(rc), node: step.NodeID, shard: step.Shard}, res)
@@ -177,7 +215,7 @@ func (r *RedisClusterReconciler) replayShard(ctx context.Context, rc *redisv1alp
 // an event.
 func (r *RedisClusterReconciler) recordReplay(s *state, src *restoreSource, load plan.ShardLoad) {
 	tl := src.archive.timelines[load.Shard]
-	res, _ := r.replays.take(loadKey{cluster: client.ObjectKeyFromObject(s.rc), node: load.NodeID, shard: load.Shard})
+	res := r.replays.take(loadKey{cluster: client.ObjectKeyFromObject(s.rc), node: load.NodeID, shard: load.Shard})
 	shard := redisv1alpha1.RestoreArchiveShard{Shard: tl.Shard, Timeline: int32(tl.Timeline), Offset: max(res.Offset, tl.Base.ReplicationOffset), //nolint:gosec // timelines are few
 		Commands: int64(res.Commands)}
 	reached := "its base"
@@ -222,13 +260,13 @@ func (a *archiveReplays) keep(k loadKey, res redisarchive.ReplayResult) {
 	a.m[k] = res
 }
 
-// take returns, and forgets, what k's replay reached.
-func (a *archiveReplays) take(k loadKey) (redisarchive.ReplayResult, bool) {
+// take returns, and forgets, what k's replay reached (zero when nothing is kept).
+func (a *archiveReplays) take(k loadKey) redisarchive.ReplayResult {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	res, ok := a.m[k]
+	res := a.m[k]
 	delete(a.m, k)
-	return res, ok
+	return res
 }
 
 // forget drops what is kept of cluster's replays.

@@ -24,6 +24,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/archiver"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -221,13 +222,16 @@ func waitArchivingOn(t *testing.T, key client.ObjectKey, timeline int32) *redisv
 
 // createArchived creates a running cluster "origin" of 6 nodes with spec.archive to the
 // suite's store (its volumes go with it), in a namespace of its own.
-func createArchived(t *testing.T) (string, client.ObjectKey, *redisv1alpha1.RedisCluster, string) {
+func createArchived(t *testing.T, change ...func(*redisv1alpha1.RedisCluster)) (string, client.ObjectKey, *redisv1alpha1.RedisCluster, string) {
 	t.Helper()
 	ns := env.Namespace(t)
 	createStoreSecrets(t, ns, store.SecretKey)
 	origin := redistest.NewCluster(ns, "origin", 6)
 	origin.Spec.Finalizers = "foreground"
 	origin.Spec.Archive = &redisv1alpha1.ArchiveSpec{Destination: storeSpec(store.Bucket)}
+	for _, c := range change {
+		c(origin)
+	}
 	key, rc, pw := createRunning(t, origin, "")
 	return ns, key, rc, pw
 }
@@ -264,6 +268,7 @@ func deleteAndRestoreLatest(t *testing.T, rc *redisv1alpha1.RedisCluster, w *red
 		out.due++
 	}
 	latest := redistest.NewCluster(rc.Namespace, "latest", 6)
+	latest.Spec.ACL = rc.Spec.ACL.DeepCopy() // a cluster with users restores into one with the same
 	latest.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: storeSpec(store.Bucket), Cluster: rc.Name,
 		TargetTime: rediscontrollers.TargetLatest}}
 	if err := env.Client.Create(t.Context(), latest); err != nil {
@@ -297,6 +302,39 @@ func deleteAndRestoreLatest(t *testing.T, rc *redisv1alpha1.RedisCluster, w *red
 	t.Logf("the archive ended %s before the deletion (the recovery point under this load); %d of %d due keys missing, %d of them holes",
 		out.lag.Round(time.Millisecond), missing, out.due, holes)
 	return out
+}
+
+// TestRedisClusterArchiveOfAnACLClusterRestores: a cluster with spec.acl (the operator's
+// user may run none of the application's commands) is archived while a writer runs, then
+// deleted; a restore to latest into a cluster with spec.acl replays every shard's archive
+// (as the replay user the operator makes for the load) and holds every key acknowledged
+// more than the recovery point before the deletion, read through every node.
+func TestRedisClusterArchiveOfAnACLClusterRestores(t *testing.T) {
+	t.Parallel()
+	_, key, _, pw := createArchived(t, func(rc *redisv1alpha1.RedisCluster) { rc.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true} })
+	rc := waitArchivingOn(t, key, 1)
+	w := redistest.StartAckWriter(rc.Status.Nodes[0].Instance, pw)
+	w.WriteMore(1500)
+	r := deleteAndRestoreLatest(t, rc, w)
+	if r.missing > 0 {
+		t.Errorf("%d of the %d keys acknowledged more than %s before the deletion are missing", r.missing, r.due, archiveRecoveryPoint)
+	}
+	for _, sh := range r.cluster.Status.Restore.ArchiveShards {
+		if sh.Commands == 0 {
+			t.Errorf("%s: no archived command replayed (%+v): the test shows nothing of the replay", sh.Shard, sh)
+		}
+	}
+	t.Logf("%d keys acknowledged (%d more than %s before the deletion), %d missing; shards %s",
+		len(r.acks), r.due, archiveRecoveryPoint, r.missing, archiveShardsText(r.cluster.Status.Restore.ArchiveShards))
+}
+
+// archiveShardsText says per shard of a restore its timeline and the commands replayed.
+func archiveShardsText(shards []redisv1alpha1.RestoreArchiveShard) string {
+	parts := make([]string, len(shards))
+	for i, sh := range shards {
+		parts[i] = fmt.Sprintf("%s timeline %d: %d commands", sh.Shard, sh.Timeline, sh.Commands)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // TestRedisClusterArchiveStartsANewTimelineAfterAGap: a shard whose history the archive
@@ -997,4 +1035,78 @@ func masterOfShard(t *testing.T, rc *redisv1alpha1.RedisCluster, shard redisv1al
 	}
 	t.Fatalf("no master serves %s's slots %s: %s", shard.Shard, shard.Slots, describeNodes(rc))
 	return ""
+}
+
+// TestRedisClusterReloadsALostShardFromTheArchive: an archived cluster loses a master and its
+// only replica with their volumes while a writer runs; the user sets the reload annotation
+// to @archive instead of naming a backup. The lost slots are given up, served again by a
+// live master, and their keys come back from the archive up to the loss, replayed only into
+// those slots: every key acknowledged more than the recovery point before the loss, and
+// every key acknowledged after it (those the writer wrote once the slots were served again
+// included), reads back through every node. The other shards keep serving throughout: a
+// probe writing to their slots meets no error.
+func TestRedisClusterReloadsALostShardFromTheArchive(t *testing.T) {
+	t.Parallel()
+	ns, key, _, pw := createArchived(t)
+	rc := waitArchivingOn(t, key, 1)
+	master, replica, seed := oneShard(rc)
+	lostSlots := redistest.Slots(master.Slots)
+	inLost := func(slot int) bool { _, ok := slices.BinarySearch(lostSlots, slot); return ok }
+	probe := redistest.StartProbe(seed.Instance, pw, inLost)
+	w := redistest.StartAckWriter(seed.Instance, pw)
+	w.WriteMore(2000)
+	for probe.Acked() < 100 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	lost := time.Now()
+	for _, n := range []redisv1alpha1.RedisNode{master, replica} {
+		if err := kubelet.LoseData(ns, n.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%s and %s lost their data with %d keys acknowledged", master.Name, replica.Name, w.Count())
+	cur := &redisv1alpha1.RedisCluster{}
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		return cur.Status.Phase == redisv1alpha1.PhaseFailed && strings.Contains(cur.Status.Reason, "="+plan.ReloadFromArchive),
+			fmt.Sprintf("phase %s (%s)", cur.Status.Phase, cur.Status.Reason)
+	})
+	rc = reloadLostShards(t, key, plan.ReloadFromArchive)
+	n, notes := eventCount(t, ns, "origin", rediscontrollers.ReasonLostSlotsReloaded)
+	if n != 1 || !strings.Contains(notes[0], "the archive") {
+		t.Errorf("%d %s events %q, want one naming the archive", n, rediscontrollers.ReasonLostSlotsReloaded, notes)
+	}
+	_, loaded := eventCount(t, ns, "origin", rediscontrollers.ReasonRestoreShardLoaded)
+	t.Logf("loads: %q", loaded)
+
+	acks := w.Stop()
+	var inLostBefore, missing, window int
+	for i, f := range redistest.PresentThroughEach(t, rc, pw, len(acks)) {
+		before := acks[i].Before(lost.Add(-archiveRecoveryPoint))
+		if before && inLost(redistest.KeySlot("a:"+strconv.Itoa(i))) {
+			inLostBefore++
+		}
+		if f == len(rc.Status.Nodes) {
+			continue
+		}
+		if !before && acks[i].Before(lost) {
+			window++ // within the recovery point before the loss
+			continue
+		}
+		missing++
+		if missing <= 5 {
+			t.Logf("a:%d missing: acknowledged %s before the loss", i, lost.Sub(acks[i]).Round(time.Millisecond))
+		}
+	}
+	t.Logf("%d keys acknowledged, %d of them in the lost slots more than %s before the loss; %d missing within the recovery point",
+		len(acks), inLostBefore, archiveRecoveryPoint, window)
+	if missing > 0 {
+		t.Errorf("%d acknowledged keys are missing after the reload from the archive", missing)
+	}
+	if inLostBefore == 0 {
+		t.Error("no key of the lost slots was acknowledged before the loss: the test shows nothing of the reload")
+	}
+	t.Logf("the probe wrote %d keys to the other shards' slots from before the loss to the end of the reload", probe.Verify(t, rc, pw))
 }

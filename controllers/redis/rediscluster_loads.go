@@ -152,7 +152,8 @@ func (r *RedisClusterReconciler) runLoad(s *state, src *restoreSource, load plan
 		login := s.login()
 		node := rdbstream.Options{Addr: load.Addr, Username: login.User, Password: login.Password, TLS: s.tls}
 		rc := s.rc
-		r.backgroundLoads().start(k, restoreShardTimeout, func(ctx context.Context) (rdbload.Result, error) { return r.loadShard(ctx, rc, node, src, load) })
+		retry := r.storeFailures.Count(failing) > 0
+		r.backgroundLoads().start(k, restoreShardTimeout, func(ctx context.Context) (rdbload.Result, error) { return r.loadShard(ctx, rc, node, src, load, retry) })
 	}
 	s.loadsPending = true
 	return rdbload.Result{}, false, nil

@@ -36,11 +36,16 @@ func (r *RedisClusterReconciler) readReload(ctx context.Context, s *state) error
 	if st == nil {
 		return nil
 	}
-	src, err := r.readSource(s, "reload from "+st.Backup, func() (*restoreSource, error) { return r.openBackup(ctx, s.rc, st.Backup) })
+	src, err := r.readSource(s, "reload from "+st.Backup, func() (*restoreSource, error) {
+		if st.Backup == plan.ReloadFromArchive {
+			return r.openReloadArchive(ctx, s.rc, st), nil
+		}
+		return r.openBackup(ctx, s.rc, st.Backup)
+	})
 	if err != nil {
 		return err
 	}
-	if m := src.manifest; m != nil && (m.Cluster.Name != s.rc.Name || m.Cluster.Namespace != s.rc.Namespace) {
+	if m := src.manifest; m != nil && src.archive == nil && (m.Cluster.Name != s.rc.Name || m.Cluster.Namespace != s.rc.Namespace) {
 		src.problem = fmt.Sprintf("RedisBackup %s is a backup of %s/%s, not of this cluster: name a backup of %s in %s",
 			st.Backup, m.Cluster.Namespace, m.Cluster.Name, s.rc.Name, RestoreLostShardsAnnotation)
 	}
@@ -55,7 +60,7 @@ func plannerReload(s *state) *plan.Reload {
 		return nil
 	}
 	slots, err := nodes.ParseSlotRanges(st.Slots)
-	out := &plan.Reload{Slots: slots, Shards: s.reload.shardSlots(), Problem: s.reload.problem}
+	out := &plan.Reload{Source: st.Backup, Slots: slots, Shards: s.reload.shardSlots(), Problem: s.reload.problem}
 	if err != nil {
 		out.Problem = fmt.Sprintf("status.reload.slots %q: %v", st.Slots, err)
 	}
@@ -70,8 +75,8 @@ func (r *RedisClusterReconciler) recordReload(s *state) {
 	now := metav1.Now()
 	backup := s.rc.Annotations[RestoreLostShardsAnnotation]
 	s.next.Status.Reload = &redisv1alpha1.ShardReloadStatus{Backup: backup, Slots: nodes.FormatSlotRanges(s.step.Slots), StartedAt: &now}
-	r.event(s, corev1.EventTypeWarning, ReasonReloadingLostSlots, "Heal", "slots %s have no copy left: they are given up, served again empty, then reloaded from RedisBackup %s",
-		s.next.Status.Reload.Slots, backup)
+	r.event(s, corev1.EventTypeWarning, ReasonReloadingLostSlots, "Heal", "slots %s have no copy left: they are given up, served again empty, then reloaded from %s",
+		s.next.Status.Reload.Slots, reloadSourceName(backup))
 }
 
 // reloadShard loads the backup's keys in the lost slots of the step's shard.
@@ -87,9 +92,29 @@ func (r *RedisClusterReconciler) reloadShard(s *state) error {
 		st.LoadedShards = append(st.LoadedShards, int32(s.step.Shard)) //nolint:gosec // a shard index
 	}
 	sh := s.reload.manifest.Shards[s.step.Shard]
+	if a := s.reload.archive; a != nil {
+		tl := a.timelines[s.step.Shard]
+		replayed := r.replays.take(loadKey{cluster: client.ObjectKeyFromObject(s.rc), node: step.NodeID, shard: step.Shard})
+		reached := "its base"
+		if !replayed.Reached.IsZero() {
+			reached = replayed.Reached.UTC().Format(time.RFC3339Nano)
+		}
+		r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Heal",
+			"reloaded slots %s from the archive's %s timeline %d: %d keys of its base (captured at %s) and %d archived commands of those slots, up to %s, into %s",
+			nodes.FormatSlotRanges(step.Slots), tl.Shard, tl.Timeline, res.Restored, sh.CapturedAt.Format(time.RFC3339), replayed.Commands, reached, step.Pod)
+		return nil
+	}
 	r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Heal", "reloaded %d keys of slots %s from RedisBackup %s (%s, captured at %s) into %s",
 		res.Restored, nodes.FormatSlotRanges(s.step.Slots), st.Backup, nodes.ShardName(s.step.Shard), sh.CapturedAt.Format(time.RFC3339), s.step.Pod)
 	return nil
+}
+
+// reloadSourceName names what a reload reads, for events: a RedisBackup, or the archive.
+func reloadSourceName(value string) string {
+	if value == plan.ReloadFromArchive {
+		return "the archive (spec.archive), up to the loss"
+	}
+	return "RedisBackup " + value
 }
 
 // finishReload ends the reload: the status forgets it and the annotation is removed.
@@ -100,6 +125,10 @@ func (r *RedisClusterReconciler) finishReload(ctx context.Context, s *state) err
 	}
 	s.next.Status.Reload = nil
 	r.sources.drop(backupstore.FailureKey{Object: client.ObjectKeyFromObject(s.rc), What: "reload from " + st.Backup})
+	if s.reload.archive != nil {
+		r.event(s, corev1.EventTypeNormal, ReasonLostSlotsReloaded, "Heal", "the lost slots %s are served again with the keys of %s", st.Slots, reloadSourceName(st.Backup))
+		return nil
+	}
 	r.event(s, corev1.EventTypeNormal, ReasonLostSlotsReloaded, "Heal", "the lost slots %s are served again with the keys of RedisBackup %s (as of %s)",
 		st.Slots, st.Backup, s.reload.manifest.CompletedAt.Format(time.RFC3339))
 	return nil

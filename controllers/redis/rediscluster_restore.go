@@ -22,6 +22,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/rdbload"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
+	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
@@ -199,18 +200,41 @@ func (r *RedisClusterReconciler) restoreShard(s *state) error {
 // a load tried again (after a failed replay, or by an operator restarted during one) would
 // otherwise replay onto what the failed attempt applied, and count an INCR or an RPUSH of a
 // key the base lacks twice. A restoring cluster admits no client (see ensureNetworkPolicy),
-// so what is emptied is the failed attempt's alone.
-func (r *RedisClusterReconciler) loadShard(ctx context.Context, rc *redisv1alpha1.RedisCluster, node rdbstream.Options, src *restoreSource, step plan.ShardLoad) (rdbload.Result, error) {
-	if src.archive != nil {
-		if _, err := rdbload.ClearSlots(ctx, node, loadSlots(step)); err != nil {
+// so what is emptied is the failed attempt's alone. A reload of lost slots from the archive
+// empties them only when retry says an attempt failed before: the slots are served again
+// meanwhile, and clients' new keys in them stay, as with a reload from a backup. With
+// spec.acl, the emptying and the replay run as redisarchive.ReplayUser, made on the master
+// for the load and switched off after it: the operator's own user may run none of the
+// application's commands.
+func (r *RedisClusterReconciler) loadShard(ctx context.Context, rc *redisv1alpha1.RedisCluster, node rdbstream.Options, src *restoreSource, step plan.ShardLoad, retry bool) (rdbload.Result, error) {
+	if src.archive == nil {
+		return r.loadShardFile(ctx, rc, node, src, step)
+	}
+	replay := node
+	if resources.RedisACLEnabled(rc) {
+		var done func(context.Context) error
+		var err error
+		if replay, done, err = redisarchive.WithReplayUser(ctx, node); err != nil {
+			return rdbload.Result{}, fmt.Errorf("before replaying %s onto %s: %w", nodes.ShardName(step.Shard), step.Pod, err)
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := done(ctx); err != nil {
+				log.FromContext(ctx).Info("cannot switch the replay user off", "cluster", rc.Name, "pod", step.Pod, "error", err)
+			}
+		}()
+	}
+	if !src.archive.reload || retry {
+		if _, err := rdbload.ClearSlots(ctx, replay, loadSlots(step)); err != nil {
 			return rdbload.Result{}, fmt.Errorf("while emptying the slots of %s on %s before its load: %w", nodes.ShardName(step.Shard), step.Pod, err)
 		}
 	}
 	res, err := r.loadShardFile(ctx, rc, node, src, step)
-	if err != nil || src.archive == nil {
+	if err != nil {
 		return res, err
 	}
-	return res, r.replayShard(ctx, rc, node, src, step)
+	return res, r.replayShard(ctx, rc, replay, src, step)
 }
 
 // loadShardFile loads the keys of the step's slots from the shard's file into node.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/middleware-operator/middleware-operator/internal/rdbload"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 )
 
@@ -38,6 +39,44 @@ type ReplayOptions struct {
 	UntilOffset int64
 	// Window is how many commands may wait for their replies (default DefaultWindow).
 	Window int
+	// Only, when set, keeps the replay to the keys of the slots it holds (a reload of lost
+	// slots into a master that serves others): a command whose key is in another slot is
+	// skipped (ReplayResult.Filtered), and one that reaches every key (FLUSHALL, FLUSHDB,
+	// SWAPDB) stops the replay with a *NodeWideError rather than touch the other slots.
+	Only func(slot int) bool
+}
+
+// NodeWideError is a command of the archive that reaches every key of its node (FLUSHALL,
+// FLUSHDB, SWAPDB), met by a replay kept to some slots (ReplayOptions.Only).
+type NodeWideError struct {
+	// Command is its name, Offset the replication offset after it, Time its receive time.
+	Command string
+	Offset  int64
+	Time    time.Time
+}
+
+// Error names the command and where it is.
+func (e *NodeWideError) Error() string {
+	return fmt.Sprintf("the archive holds a %s at offset %d (received %s), which a replay kept to some slots cannot apply without reaching the other slots' keys",
+		strings.ToUpper(e.Command), e.Offset, e.Time.UTC().Format(time.RFC3339Nano))
+}
+
+// keyedSlot is the slot of the keys of a replicated command (every key of a command is in
+// one slot in a cluster), and false for a command without keys (SELECT, MULTI, EXEC,
+// FUNCTION). The key is the first argument, but for XGROUP and BITOP (after a subcommand or
+// an operation).
+func keyedSlot(name string, args [][]byte) (int, bool) {
+	i := 1
+	switch name {
+	case "select", "multi", "exec", "discard", "function", "script":
+		return 0, false
+	case "xgroup", "bitop":
+		i = 2
+	}
+	if len(args) <= i {
+		return 0, false
+	}
+	return rdbload.KeySlot(args[i]), true
 }
 
 // ReplayResult is where a replay got to.
@@ -52,6 +91,8 @@ type ReplayResult struct {
 	// Complete is true when the archive was read to its end without reaching the target
 	// (restore to "latest"), false when the target time or offset stopped the replay.
 	Complete bool
+	// Filtered counts the commands left out for their keys' slot (ReplayOptions.Only).
+	Filtered int
 }
 
 // Command is a command of the archive, as Scan shows it.
@@ -232,6 +273,21 @@ func Replay(ctx context.Context, sink Sink, opts ReplayOptions) (ReplayResult, e
 		if !inMulti && ((until >= 0 && r.Time > until) || (opts.UntilOffset > 0 && r.Offset > opts.UntilOffset)) {
 			res.Complete = false
 			return errStop
+		}
+		if opts.Only != nil {
+			switch name {
+			case "flushall", "flushdb", "swapdb":
+				return &NodeWideError{Command: name, Offset: r.Offset, Time: time.UnixMilli(r.Time)}
+			}
+			args, err := splitCommand(r.Command)
+			if err != nil {
+				return err
+			}
+			if slot, keyed := keyedSlot(name, args); keyed && !opts.Only(slot) {
+				res.Filtered++
+				res.Offset = r.Offset
+				return nil
+			}
 		}
 		if name == "multi" {
 			inMulti, beforeMulti = true, res

@@ -280,8 +280,23 @@ type Desired struct {
 	Announce *Announce
 }
 
+// ReloadFromArchive is the value of the reload annotation that reloads lost slots from the
+// cluster's own archive (spec.archive) up to the loss, rather than from a RedisBackup (a
+// name never starts with @).
+const ReloadFromArchive = "@archive"
+
+// ReloadSource names what a reload annotation's value reloads from, for messages.
+func ReloadSource(value string) string {
+	if value == ReloadFromArchive {
+		return "the archive"
+	}
+	return "backup " + value
+}
+
 // Reload is a reload of lost slots from a backup, under way.
 type Reload struct {
+	// Source is what the keys come from: a RedisBackup's name, or ReloadFromArchive.
+	Source string
 	// Slots are the lost slots.
 	Slots []nodes.SlotRange
 	// Shards are the slot ranges of each of the backup's shards, and Loaded the indexes of
@@ -460,12 +475,12 @@ func planLostShards(spec Desired, s observe.Snapshot, _ health.Health) (Step, bo
 		}
 		lost = nodes.MergeSlots(lost)
 		return Step{Kind: StepRecordReload, Operation: OpHealing, Slots: lost, After: LookSoon,
-			Reason: fmt.Sprintf("%d slots have no copy left (master %s): recording them to reload from backup %s", slots, strings.Join(names, ", "), spec.ReloadFrom)}, true
+			Reason: fmt.Sprintf("%d slots have no copy left (master %s): recording them to reload from %s", slots, strings.Join(names, ", "), ReloadSource(spec.ReloadFrom))}, true
 	}
 	if !spec.AcceptDataLoss && spec.Reload == nil {
 		return Step{Kind: StepLost, After: LookIdle, Reason: fmt.Sprintf("%d slots have no copy left: master %s and every replica of it came back without data or never answered; "+
 			"%s. The operator gives no slot up by itself; to reload their keys from a backup "+
-			"(a Completed RedisBackup of this cluster), run: kubectl annotate rediscluster %s %s=<backup name>; "+
+			"(a Completed RedisBackup of this cluster), run: kubectl annotate rediscluster %s %s=<backup name> (or ="+ReloadFromArchive+" to reload them from the cluster's spec.archive, up to the loss); "+
 			"to accept the loss of the keys in those slots and serve them again, empty, run: kubectl annotate rediscluster %s %s=true",
 			slots, strings.Join(names, ", "), whileUncovered(spec.Coverage), spec.Name, spec.ReloadAnnotation, spec.Name, spec.AcceptAnnotation)}, true
 	}
@@ -589,10 +604,10 @@ func planReload(spec Desired, s observe.Snapshot, h health.Health) (Step, bool) 
 			return Step{Kind: StepWait, Operation: OpHealing, After: LookSoon, Reason: fmt.Sprintf("waiting for master %s to answer", nodes.ShortID(owner))}, true
 		}
 		return Step{Kind: StepReloadShard, Operation: OpHealing, Shard: i, Slots: slots, Addr: o.Addr, NodeID: owner, Pod: o.Pod, After: LookSoon,
-			Reason: fmt.Sprintf("reloading the lost slots %s from the backup's %s into %s", nodes.FormatSlotRanges(slots), nodes.ShardName(i), o.Pod)}, true
+			Reason: fmt.Sprintf("reloading the lost slots %s from %s's %s into %s", nodes.FormatSlotRanges(slots), ReloadSource(r.Source), nodes.ShardName(i), o.Pod)}, true
 	}
 	return Step{Kind: StepFinishReload, Operation: OpHealing, After: LookSoon,
-		Reason: fmt.Sprintf("the lost slots %s are reloaded from the backup", nodes.FormatSlotRanges(r.Slots))}, true
+		Reason: fmt.Sprintf("the lost slots %s are reloaded from %s", nodes.FormatSlotRanges(r.Slots), ReloadSource(r.Source))}, true
 }
 
 // intersectSlots returns the slots both a and b hold (each sorted, without overlaps).

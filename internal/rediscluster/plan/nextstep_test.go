@@ -49,7 +49,7 @@ func restoringSix(spec Desired, loaded ...string) Desired {
 
 // reloading is spec reloading slots 0-5460 from a backup of the shards given.
 func reloading(spec Desired, shards [][]nodes.SlotRange) Desired {
-	spec.Reload = &Reload{Slots: []nodes.SlotRange{{Start: 0, End: 5460}}, Shards: shards}
+	spec.Reload = &Reload{Source: "nightly", Slots: []nodes.SlotRange{{Start: 0, End: 5460}}, Shards: shards}
 	return spec
 }
 
@@ -195,7 +195,7 @@ func TestNextStep(t *testing.T) {
 			check: func(t *testing.T, s Step) {
 				expect(t, s.Shard == 1 && nodes.FormatSlotRanges(s.Slots) == "3001-5460", "shard %d slots %s", s.Shard, nodes.FormatSlotRanges(s.Slots))
 				// Loaded says [0] as status.reload.loadedShards does: the next one is "shard 1" there and here.
-				expect(t, strings.Contains(s.Reason, "the backup's shard 1 into"), "reason %q", s.Reason)
+				expect(t, strings.Contains(s.Reason, "from backup nightly's shard 1 into"), "reason %q", s.Reason)
 			},
 		},
 		"every shard holding lost slots loaded: finish": {
