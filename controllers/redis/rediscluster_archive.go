@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
 
@@ -154,6 +156,18 @@ func (r *RedisClusterReconciler) startArchive(ctx context.Context, s *state, sou
 		archiver.ScheduleOf(s.rc.Spec.Archive)), nil
 }
 
+// replicationOffset is the replication offset (master_repl_offset of INFO replication) of
+// the pod named pod in snap, false when it did not answer.
+func replicationOffset(snap observe.Snapshot, pod string) (int64, bool) {
+	for _, o := range snap.Answering() {
+		if o.Pod == pod {
+			n, err := strconv.ParseInt(o.Replication["master_repl_offset"], 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
 // reportArchive writes the archive's status and condition from what its shards report,
 // and sends the events they left.
 func (r *RedisClusterReconciler) reportArchive(s *state, ca *archiver.Cluster) {
@@ -177,6 +191,12 @@ func (r *RedisClusterReconciler) reportArchive(s *state, ca *archiver.Cluster) {
 		}
 		if shardStatus.ArchivedUpTo != nil {
 			metrics.RedisArchiveLastWrite.WithLabelValues(ns, name, sh.Name()).Set(float64(shardStatus.ArchivedUpTo.UnixMilli()) / 1000)
+		}
+		if offset, ok := replicationOffset(s.snap, shardStatus.Source); ok && shardStatus.Timeline > 0 {
+			behind, since, added := sh.Lag(int(shardStatus.Timeline), shardStatus.BaseOffset, shardStatus.ArchivedOffset, offset, time.Now())
+			metrics.RedisArchiveLagBytes.WithLabelValues(ns, name, sh.Name()).Set(float64(behind))
+			metrics.RedisArchiveLagSeconds.WithLabelValues(ns, name, sh.Name()).Set(since.Seconds())
+			metrics.RedisArchiveBytes.WithLabelValues(ns, name).Add(float64(added))
 		}
 		switch {
 		case ok:

@@ -468,21 +468,30 @@ func waitArchivedAfter(t *testing.T, key client.ObjectKey, since time.Time, with
 }
 
 // assertArchiveMetrics waits until the operator's archive metrics of cluster say that every
-// shard is followed and holds a write received since since.
+// shard is followed, holds a write received since since and is within a minute and 1 MiB
+// of the node it follows, and that the archive stored some bytes.
 func assertArchiveMetrics(t *testing.T, ns, cluster string, shards []redisv1alpha1.ArchiveShardStatus, since time.Time) {
 	t.Helper()
 	testenv.Eventually(t, 30*time.Second, func(context.Context) (bool, string) {
 		total := testutil.ToFloat64(metrics.RedisArchiveShards.WithLabelValues(ns, cluster))
 		following := testutil.ToFloat64(metrics.RedisArchiveShardsFollowing.WithLabelValues(ns, cluster))
-		var old []string
+		stored := testutil.ToFloat64(metrics.RedisArchiveBytes.WithLabelValues(ns, cluster))
+		var old, lagging []string
 		for _, sh := range shards {
 			if last := testutil.ToFloat64(metrics.RedisArchiveLastWrite.WithLabelValues(ns, cluster, sh.Shard)); last < float64(since.Unix()) {
 				old = append(old, fmt.Sprintf("%s at %.3f", sh.Shard, last))
 			}
+			lagBytes := testutil.ToFloat64(metrics.RedisArchiveLagBytes.WithLabelValues(ns, cluster, sh.Shard))
+			lagSeconds := testutil.ToFloat64(metrics.RedisArchiveLagSeconds.WithLabelValues(ns, cluster, sh.Shard))
+			if lagBytes > 1<<20 || lagSeconds > 60 {
+				lagging = append(lagging, fmt.Sprintf("%s %.0f bytes, %.0f s", sh.Shard, lagBytes, lagSeconds))
+			}
 		}
-		return total == float64(len(shards)) && following == total && len(old) == 0,
-			fmt.Sprintf("archive_shards %v, archive_shards_following %v, want %d; shards whose newest archived write is older than the writer: %v", total, following, len(shards), old)
+		return total == float64(len(shards)) && following == total && len(old) == 0 && len(lagging) == 0 && stored > 0,
+			fmt.Sprintf("archive_shards %v, archive_shards_following %v, want %d; shards whose newest archived write is older than the writer: %v; lagging: %v; bytes stored %.0f",
+				total, following, len(shards), old, lagging, stored)
 	})
+	t.Logf("archive metrics: %.0f bytes stored", testutil.ToFloat64(metrics.RedisArchiveBytes.WithLabelValues(ns, cluster)))
 }
 
 // TestRedisClusterArchiveTakesNewBasesAndKeepsItsWindow: with spec.archive.baseEvery and

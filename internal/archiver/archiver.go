@@ -129,6 +129,9 @@ type Shard struct {
 	stopped  bool
 	lastErr  string
 	events   []Event // not yet reported
+	// lag is what Lag keeps between looks: when the archive last held all the node had, and
+	// the timeline and offset the bytes archived were last counted at.
+	lag lagState
 }
 
 // Event is an event a shard's loop leaves for the next reconcile to send.

@@ -143,10 +143,19 @@ var (
 		"namespace", "name", "shard")
 	RedisArchiveGaps = counter("rediscluster_archive_gaps_total",
 		"Times a shard's history could not be continued (event ArchiveGap) and a new timeline started from a new base: a restore cannot cross the gap.", cluster...)
+	RedisArchiveLagBytes = gauge("rediscluster_archive_lag_bytes",
+		"Bytes of the replication stream of the node a shard's archive follows that the store does not hold yet, at the operator's last look (its replication offset less the archived offset).",
+		"namespace", "name", "shard")
+	RedisArchiveLagSeconds = gauge("rediscluster_archive_lag_seconds",
+		"How long the shard's archive has not held everything the node it follows had written (0 while it is within a few hundred bytes: PINGs not yet in a closed segment), at the operator's looks, about every 10 s.",
+		"namespace", "name", "shard")
+	RedisArchiveBytes = counter("rediscluster_archive_bytes_total",
+		"Bytes of replication stream the archive stored, every shard and timeline together.", cluster...)
 )
 
 // archiveVecs are the series of spec.archive, dropped when it is removed.
-var archiveVecs = []clusterVec{RedisArchiveShards, RedisArchiveShardsFollowing, RedisArchiveLastWrite, RedisArchiveGaps}
+var archiveVecs = []clusterVec{RedisArchiveShards, RedisArchiveShardsFollowing, RedisArchiveLastWrite, RedisArchiveGaps,
+	RedisArchiveLagBytes, RedisArchiveLagSeconds, RedisArchiveBytes}
 
 // ForgetRedisArchive drops the archive series of a cluster whose spec.archive was removed.
 func ForgetRedisArchive(namespace, name string) {
@@ -170,6 +179,7 @@ var redisVecs = []clusterVec{
 	RedisMemoryUsed, RedisMaxMemory, RedisFragmentation, RedisEvictedKeys, RedisRejectedWrites,
 	RedisContainerRestarts, RedisOOMKills,
 	RedisArchiveShards, RedisArchiveShardsFollowing, RedisArchiveLastWrite, RedisArchiveGaps,
+	RedisArchiveLagBytes, RedisArchiveLagSeconds, RedisArchiveBytes,
 }
 
 // ForgetRedisCluster drops every series of a deleted cluster.

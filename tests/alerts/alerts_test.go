@@ -117,7 +117,7 @@ func TestAlertsAreComplete(t *testing.T) {
 		"RedisClusterMigrationStuck", "RedisClusterNodeFailed", "RedisClusterBackupTooOld", "RedisClusterBackupFailing",
 		"RedisClusterMemoryHigh", "RedisClusterWritesRefused", "RedisClusterNodeOOMKilled", "RedisClusterVolumeNearlyFull",
 		"AppServiceReplicasMismatch", "CloudManagerNotReady",
-		"OperatorReconcileErrorsHigh", "OperatorAbsent", "RedisClusterArchiveStopped"}
+		"OperatorReconcileErrorsHigh", "OperatorAbsent", "RedisClusterArchiveStopped", "RedisClusterArchiveLagging", "RedisClusterArchiveGap"}
 	var got []string
 	for _, r := range rules(t) {
 		got = append(got, r.Alert)

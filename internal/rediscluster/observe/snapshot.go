@@ -199,10 +199,11 @@ func clusterInfoField(field string) bool {
 
 // nodeInfoField reports whether a look keeps a field of INFO server, replication, memory,
 // stats and errorstats (about 130 fields): the process's age, its replication,
-// what MemoryOf reads, and a master's count of good replicas under min-replicas-to-write.
+// what MemoryOf reads, a master's count of good replicas under min-replicas-to-write, and the
+// replication offset the archive's lag is measured against.
 func nodeInfoField(field string) bool {
 	switch field {
-	case "uptime_in_seconds", "role", "master_host", "master_port", "master_link_status", "master_sync_in_progress", "slave_repl_offset",
+	case "uptime_in_seconds", "role", "master_host", "master_port", "master_link_status", "master_sync_in_progress", "slave_repl_offset", "master_repl_offset",
 		"used_memory", "maxmemory", "maxmemory_policy", "mem_fragmentation_ratio", "evicted_keys", "errorstat_OOM", GoodReplicasField:
 		return true
 	}
