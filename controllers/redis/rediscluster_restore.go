@@ -297,6 +297,8 @@ func restoreProgress(s *state) string {
 	switch {
 	case st != nil && st.CompletedAt != nil:
 		return ""
+	case st == nil && s.rc.Spec.Restore.Archive != nil:
+		return "restoring from the archive of " + s.rc.Spec.Restore.Archive.Cluster + ": its bases are not read yet"
 	case st == nil:
 		return "restoring from a backup: its manifest is not read yet"
 	}

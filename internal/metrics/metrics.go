@@ -202,7 +202,7 @@ func init() {
 // AdmissionGuard is what the operator's start-up check found of the admission guard on its
 // own token (config/guard; internal/guard.Reporter).
 var AdmissionGuard = gauge("admission_guard",
-	"1 when the API server refuses this operator's token a service-account-token Secret (the admission guard of config/guard is in place), 0 when it does not, -1 when the check could not tell. Checked at start and every 5 minutes.")
+	"1 when the API server refuses this operator's token a service-account-token Secret (the admission guard of config/guard is in place), 0 when it does not, -1 when the check could not tell. Checked at start and every 5 minutes; while not active, again after 5 s, doubling up to 5 minutes.")
 
 // operatorCounters are the series not per RedisCluster.
 var operatorCounters = []prometheus.Collector{RedisStatusConflicts, RedisLooks, StatusWrites, RedisStepSeconds, AdmissionGuard}
