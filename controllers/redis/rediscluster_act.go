@@ -145,6 +145,8 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		return r.fenced(ctx, func() error { return r.reloadShard(s) })
 	case plan.StepFinishReload:
 		return r.finishReload(ctx, s)
+	case plan.StepAbandonReload:
+		return r.abandonReload(ctx, s)
 	case plan.StepSetMemory:
 		return r.setMemory(ctx, s)
 	case plan.StepSetCoverage:

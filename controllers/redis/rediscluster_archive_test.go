@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
@@ -1118,4 +1119,64 @@ func TestRedisClusterReloadsALostShardFromTheArchive(t *testing.T) {
 		t.Error("no key of the lost slots was acknowledged before the loss: the test shows nothing of the reload")
 	}
 	t.Logf("the probe wrote %d keys to the other shards' slots from before the loss to the end of the reload", probe.Verify(t, rc, pw))
+}
+
+// TestRedisClusterGivesUpAReloadThatCannotGoOn: a shard loses every copy; the user asks for
+// a reload from the archive of a cluster that has none, so the reload cannot go on (its
+// reason says why). Setting accept-data-loss then gives the reload up: status.reload and both
+// annotations go, a ReloadAbandoned event says so, the cluster is Ready with the lost slots
+// served empty, and every key the writer acknowledged outside them reads back.
+func TestRedisClusterGivesUpAReloadThatCannotGoOn(t *testing.T) {
+	t.Parallel()
+	ns, key, rc, pw := formed(t, "giveup", 6, 3)
+	master, replica, seed := oneShard(rc)
+	lostSlots := redistest.Slots(master.Slots)
+	inLost := func(slot int) bool { _, ok := slices.BinarySearch(lostSlots, slot); return ok }
+	w := redistest.StartWriter(seed.Instance, pw)
+	w.WaitWritten(t, 300)
+	for _, n := range []redisv1alpha1.RedisNode{master, replica} {
+		if err := kubelet.LoseData(ns, n.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cur := &redisv1alpha1.RedisCluster{}
+	annotate := func(k, v string) {
+		t.Helper()
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, k, v)
+		if err := env.Client.Patch(t.Context(), &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}},
+			client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		return cur.Status.Phase == redisv1alpha1.PhaseFailed, fmt.Sprintf("phase %s (%s)", cur.Status.Phase, cur.Status.Reason)
+	})
+	annotate(rediscontrollers.RestoreLostShardsAnnotation, plan.ReloadFromArchive)
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		return cur.Status.Reload != nil && strings.Contains(cur.Status.Reason, "has no spec.archive"),
+			fmt.Sprintf("phase %s (%s), reload %+v", cur.Status.Phase, cur.Status.Reason, cur.Status.Reload)
+	})
+	t.Logf("stuck as expected: %s", cur.Status.Reason)
+	annotate(rediscontrollers.AcceptDataLossAnnotation, "true")
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		_, reloadSet := cur.Annotations[rediscontrollers.RestoreLostShardsAnnotation]
+		_, acceptSet := cur.Annotations[rediscontrollers.AcceptDataLossAnnotation]
+		return cur.Status.Reload == nil && !reloadSet && !acceptSet && meta.IsStatusConditionTrue(cur.Status.Conditions, rediscontrollers.ConditionReady),
+			fmt.Sprintf("phase %s (%s), reload %+v, annotations %v", cur.Status.Phase, cur.Status.Reason, cur.Status.Reload, cur.Annotations)
+	})
+	if n, notes := eventCount(t, ns, "giveup", rediscontrollers.ReasonReloadAbandoned); n != 1 || !strings.Contains(notes[0], "is given up") {
+		t.Errorf("%d %s events %q, want one saying the reload is given up", n, rediscontrollers.ReasonReloadAbandoned, notes)
+	}
+	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
+	gone := w.VerifyExcept(t, env.Client, rc, pw, inLost)
+	t.Logf("%d keys in the lost slots went with the shard; every other acknowledged key reads back through every node", gone)
 }

@@ -28,6 +28,9 @@ const RestoreLostShardsAnnotation = "redis.middleware-operator.io/restore-lost-s
 const (
 	ReasonReloadingLostSlots = "ReloadingLostSlots"
 	ReasonLostSlotsReloaded  = "LostSlotsReloaded"
+	// ReasonReloadAbandoned: the user set the accept-data-loss annotation while a reload was
+	// under way, and the operator gave the reload up (Warning event).
+	ReasonReloadAbandoned = "ReloadAbandoned"
 )
 
 // readReload reads the backup of a reload under way (status.reload).
@@ -131,5 +134,21 @@ func (r *RedisClusterReconciler) finishReload(ctx context.Context, s *state) err
 	}
 	r.event(s, corev1.EventTypeNormal, ReasonLostSlotsReloaded, "Heal", "the lost slots %s are served again with the keys of RedisBackup %s (as of %s)",
 		st.Slots, st.Backup, s.reload.manifest.CompletedAt.Format(time.RFC3339))
+	return nil
+}
+
+// abandonReload gives up the reload under way (the user accepted the loss): a load of it
+// still running is cancelled, the status forgets it and the reload annotation is removed;
+// the accept-data-loss annotation is spent at the next look (planDropAcceptance).
+func (r *RedisClusterReconciler) abandonReload(ctx context.Context, s *state) error {
+	st := s.rc.Status.Reload
+	if err := r.removeAnnotation(ctx, s, RestoreLostShardsAnnotation); err != nil {
+		return err
+	}
+	key := client.ObjectKeyFromObject(s.rc)
+	r.backgroundLoads().forget(key)
+	r.sources.drop(backupstore.FailureKey{Object: key, What: "reload from " + st.Backup})
+	s.next.Status.Reload = nil
+	r.event(s, corev1.EventTypeWarning, ReasonReloadAbandoned, "Heal", "%s", s.step.Reason)
 	return nil
 }

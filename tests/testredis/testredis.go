@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,9 +42,39 @@ func Start(t testing.TB, dir string, opts goredis.Options, extra ...string) *Ser
 		}
 		t.Skip(err)
 	}
+	for attempt := 1; ; attempt++ {
+		s, proc, err := start(dir, bin, opts, extra)
+		if err == nil {
+			t.Cleanup(func() {
+				_ = s.Client.Close()
+				proc.Stop(5 * time.Second)
+				if t.Failed() {
+					t.Logf("log of redis-server %s:\n%s", s.Addr, proc.LogTail(15))
+				}
+			})
+			return s
+		}
+		// A port drawn free can be taken before redis-server binds it (other tests draw
+		// from the same range at once): draw again, the cluster bus port too.
+		if proc == nil || attempt == 3 || !strings.Contains(proc.LogTail(15), "Address already in use") {
+			if proc != nil {
+				t.Logf("log of redis-server:\n%s", proc.LogTail(15))
+			}
+			t.Fatal(err)
+		}
+		t.Logf("redis-server could not bind its ports (attempt %d): drawing others", attempt)
+		if extra, err = redrawClusterPort(extra); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// start starts a redis-server once and waits until it answers; on failure the process (if
+// it started) is stopped and returned for its log.
+func start(dir, bin string, opts goredis.Options, extra []string) (*Server, *localcluster.Process, error) {
 	ports, err := localcluster.FreePorts(1)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	port := strconv.Itoa(ports[0])
 	listen := []string{"--port", port}
@@ -54,22 +85,32 @@ func Start(t testing.TB, dir string, opts goredis.Options, extra ...string) *Ser
 		"--daemonize", "no", "--logfile", "", "--repl-diskless-sync-delay", "0"), extra...)
 	proc, err := localcluster.StartProcess("redis-server", bin, filepath.Join(dir, "redis-"+port+".log"), args, nil)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	s := &Server{Addr: "127.0.0.1:" + port, Dir: dir}
 	opts.Addr, opts.MaxRetries = s.Addr, -1
 	s.Client = goredis.NewClient(&opts)
-	t.Cleanup(func() {
+	if err := proc.WaitFor(10*time.Second, func() error { return s.Client.Ping(context.Background()).Err() }); err != nil {
 		_ = s.Client.Close()
 		proc.Stop(5 * time.Second)
-		if t.Failed() {
-			t.Logf("log of redis-server %s:\n%s", s.Addr, proc.LogTail(15))
-		}
-	})
-	if err := proc.WaitFor(10*time.Second, func() error { return s.Client.Ping(context.Background()).Err() }); err != nil {
-		t.Fatal(err)
+		return nil, proc, err
 	}
-	return s
+	return s, proc, nil
+}
+
+// redrawClusterPort gives the --cluster-port of args (if any) another free port.
+func redrawClusterPort(args []string) ([]string, error) {
+	out := slices.Clone(args)
+	for i := range len(out) - 1 {
+		if out[i] == "--cluster-port" {
+			bus, err := localcluster.FreePorts(1)
+			if err != nil {
+				return nil, err
+			}
+			out[i+1] = strconv.Itoa(bus[0])
+		}
+	}
+	return out, nil
 }
 
 // StartClusterNode starts a cluster-mode redis-server that serves every slot alone, as one

@@ -116,6 +116,10 @@ const (
 	// StepFinishReload ends a reload of lost slots: every shard of the backup holding some
 	// of them is loaded.
 	StepFinishReload StepKind = "FinishReload"
+	// StepAbandonReload gives up a reload under way because the user set the
+	// accept-data-loss annotation (a backup that cannot be read, a FLUSHALL in the archive's
+	// window): the lost slots stay as they are, served, with what was loaded of them.
+	StepAbandonReload StepKind = "AbandonReload"
 	// StepReloadCertificates makes the nodes at Addrs, which serve an old certificate, read
 	// their certificate files again.
 	StepReloadCertificates StepKind = "ReloadCertificates"
@@ -577,6 +581,11 @@ func planReload(spec Desired, s observe.Snapshot, h health.Health) (Step, bool) 
 	if r == nil {
 		return Step{}, false
 	}
+	if spec.AcceptDataLoss {
+		return Step{Kind: StepAbandonReload, Operation: OpHealing, After: LookSoon,
+			Reason: fmt.Sprintf("%s is set: the reload of the lost slots %s from %s is given up (%d of its shards loaded); they stay served as they are",
+				spec.AcceptAnnotation, nodes.FormatSlotRanges(r.Slots), ReloadSource(r.Source), len(r.Loaded))}, true
+	}
 	if r.Problem != "" {
 		return Step{Kind: StepWait, Operation: OpHealing, After: LookIdle, Reason: "cannot reload the lost slots: " + r.Problem}, true
 	}
@@ -626,8 +635,8 @@ func intersectSlots(a, b []nodes.SlotRange) []nodes.SlotRange {
 // planDropAcceptance spends the accept-data-loss annotation once a cluster is formed and
 // no shard is lost, so it cannot accept a later loss unseen.
 func planDropAcceptance(spec Desired, _ observe.Snapshot, _ health.Health) (Step, bool) {
-	if !spec.AcceptDataLoss {
-		return Step{}, false
+	if !spec.AcceptDataLoss || spec.Reload != nil {
+		return Step{}, false // a reload under way is given up first (planReload)
 	}
 	return Step{Kind: StepDropAcceptance, After: LookSoon, Reason: "the cluster is formed: " + spec.AcceptAnnotation + " is spent"}, true
 }

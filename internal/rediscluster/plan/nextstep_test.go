@@ -206,6 +206,22 @@ func TestNextStep(t *testing.T) {
 			}(),
 			snap: fakesnapshot.Six().Current().Snap, want: StepFinishReload,
 		},
+		"a reload that cannot go on, and the loss accepted: give the reload up": {
+			spec: func() Desired {
+				s := reloading(specFor(6), [][]nodes.SlotRange{{{Start: 0, End: 16383}}})
+				s.Reload.Problem = "RedisBackup nightly does not exist"
+				s.AcceptDataLoss, s.AcceptAnnotation = true, "accept"
+				return s
+			}(),
+			snap: fakesnapshot.Six().Current().Snap, want: StepAbandonReload,
+			check: func(t *testing.T, s Step) {
+				expect(t, strings.Contains(s.Reason, "accept is set") && strings.Contains(s.Reason, "0-5460 from backup nightly is given up"), "reason %q", s.Reason)
+			},
+		},
+		"the loss accepted with no reload under way: the annotation is spent": {
+			spec: func() Desired { s := specFor(6); s.AcceptDataLoss, s.AcceptAnnotation = true, "accept"; return s }(),
+			snap: fakesnapshot.Six().Current().Snap, want: StepDropAcceptance,
+		},
 		"five of six pods answer: wait for the sixth before forming": {
 			spec: specFor(6),
 			snap: func() observe.Snapshot {
@@ -606,7 +622,7 @@ func TestNextStep(t *testing.T) {
 	}
 	for _, k := range []StepKind{StepIdle, StepWait, StepLost, StepRecordMembers, StepAcceptLostCluster, StepDropAcceptance, StepForm,
 		StepRecover, StepFixSlots, StepJoin, StepRecordTargets, StepAssign, StepRebalance, StepRemoveNode, StepShrink, StepFailover, StepReplacePod,
-		StepReloadCertificates, StepRotateCA, StepRestoreShard, StepRecordReload, StepReloadShard, StepFinishReload} {
+		StepReloadCertificates, StepRotateCA, StepRestoreShard, StepRecordReload, StepReloadShard, StepFinishReload, StepAbandonReload} {
 		if !kinds[k] {
 			t.Errorf("no case chooses %s", k)
 		}
