@@ -21,7 +21,9 @@ const failoverRetry = 8 * time.Second
 // replica's link is up and its slave_repl_offset has reached that offset, sends CLUSTER
 // FAILOVER (the coordinated kind: the master stops its clients until the replica has
 // caught up completely, so no acknowledged write is lost), and waits until the replica
-// reports itself a master, asking again if Redis gave the failover up.
+// reports itself a master, asking again if Redis gave the failover up (after a CLUSTER
+// BUMPEPOCH on the master, whose stale config epoch is what makes the masters refuse their
+// votes).
 //
 // On a node that already is a master it does nothing. When ctx has no deadline it gives up
 // after two minutes (defaultWaitTimeout).
@@ -102,6 +104,18 @@ func (a *Admin) Failover(ctx context.Context, replicaAddr string) error {
 			return true, ""
 		}
 		if time.Since(asked) > failoverRetry {
+			if !asked.IsZero() {
+				// Redis gave the failover up. The masters refuse their votes when they know the
+				// master's slots under a newer config epoch than the one its replica advertises
+				// (a master back from an older nodes.conf says epoch 1 of itself, and a replica
+				// that learned it from there asks with 1; seen in CI: 33 failovers in a row, none
+				// voted). BUMPEPOCH gives the master a new highest epoch, which everyone, the
+				// replica included, then learns; on a master whose epoch is already the highest
+				// and unique it changes nothing.
+				if err := a.Client(master.Addr).Do(ctx, "CLUSTER", "BUMPEPOCH").Err(); err != nil {
+					return false, "CLUSTER BUMPEPOCH on " + master.Addr + ": " + err.Error()
+				}
+			}
 			asked = time.Now()
 			if err := a.Client(replicaAddr).Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
 				return false, "CLUSTER FAILOVER: " + err.Error()

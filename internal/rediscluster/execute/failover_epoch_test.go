@@ -1,0 +1,93 @@
+package execute
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestFailoverPastAStaleMasterEpoch: a master and its replica come back from nodes.conf
+// files older than the master's last config epoch (the shape CI's external-access test met
+// during an upgrade: the master says epoch 1 of itself, the other masters know 4). The
+// replica asks for votes with the stale epoch and the masters refuse them, so Redis gives
+// every manual failover up; Failover bumps the master's epoch and the replica takes over.
+func TestFailoverPastAStaleMasterEpoch(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	servers := startServers(t, 4, "", "--repl-diskless-sync-delay", "0")
+	admin := NewAdmin("", 2*time.Second)
+	defer func() { _ = admin.Close() }()
+	createCluster(ctx, t, admin, servers[:3], 0)
+	m0, r0 := servers[0], servers[3]
+	if err := admin.AddNode(ctx, r0.addr, servers[1].addr, m0.addr); err != nil {
+		t.Fatal(err)
+	}
+	confOf := func(s *testServer) string {
+		return filepath.Join(filepath.Dir(s.logPath), "nodes-"+strconv.Itoa(s.port)+".conf")
+	}
+	epochOf := func(viewer *testServer, id string) int64 {
+		_, view, err := admin.Myself(ctx, viewer.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range view {
+			if n.ID == id {
+				return n.ConfigEpoch
+			}
+		}
+		t.Fatalf("%s does not list %s", viewer.addr, id)
+		return 0
+	}
+	master := roleOf(ctx, t, admin, m0.addr)
+	// Both nodes.conf files as they are now, with the master's first epoch.
+	var saved [2][]byte
+	for i, s := range []*testServer{m0, r0} {
+		b, err := os.ReadFile(confOf(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved[i] = b
+	}
+	old := epochOf(m0, master.ID)
+	if err := admin.Client(m0.addr).Do(ctx, "CLUSTER", "BUMPEPOCH").Err(); err != nil {
+		t.Fatal(err)
+	}
+	newer := epochOf(m0, master.ID)
+	if err := admin.Poll(ctx, "the other masters to learn the bumped epoch", func(ctx context.Context) (bool, string) {
+		return epochOf(servers[1], master.ID) == newer && epochOf(servers[2], master.ID) == newer, "not yet"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range []*testServer{m0, r0} {
+		_ = s.cmd.Process.Signal(syscall.SIGKILL)
+		<-s.done
+		if err := os.WriteFile(confOf(s), saved[i], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s.restart(t, "")
+	}
+	if err := admin.Poll(ctx, "the replica to replicate again", func(ctx context.Context) (bool, string) {
+		info, err := admin.replicationInfo(ctx, r0.addr)
+		return err == nil && info["master_link_status"] == "up", "link " + info["master_link_status"]
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stale, known := epochOf(m0, master.ID), epochOf(servers[1], master.ID)
+	t.Logf("the master says epoch %d of itself (it had %d, then %d); another master knows %d; its replica %d", stale, old, newer, known, epochOf(r0, master.ID))
+	if stale >= known {
+		t.Fatalf("the staging did not make the master's epoch stale: %d against %d", stale, known)
+	}
+	start := time.Now()
+	if err := admin.Failover(ctx, r0.addr); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("failover to the replica of a master with a stale epoch took %s", time.Since(start).Round(time.Millisecond))
+	if self := roleOf(ctx, t, admin, r0.addr); !self.IsMaster() {
+		t.Fatalf("%s is %s after Failover", r0.addr, self.Role)
+	}
+}
