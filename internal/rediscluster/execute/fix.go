@@ -534,5 +534,10 @@ func formatRoom(r layout.Room) string {
 	if r.Unlimited {
 		return "no maxmemory, so unlimited room"
 	}
-	return layout.FormatBytes(r.Bytes)
+	// What the node uses of its maxmemory says, when a target refused keys with OOM
+	// although the plan's estimate said they fit, how far the estimate was off.
+	if r.Spare == 0 {
+		return fmt.Sprintf("%s (using %s: at or past its maxmemory)", layout.FormatBytes(r.Bytes), layout.FormatBytes(r.Holds))
+	}
+	return fmt.Sprintf("%s (using %s of its maxmemory %s)", layout.FormatBytes(r.Bytes), layout.FormatBytes(r.Holds), layout.FormatBytes(r.Holds+r.Spare))
 }

@@ -91,3 +91,21 @@ func TestRolledBackHeld(t *testing.T) {
 		t.Errorf("message %q does not say it was rolled back after OOM", s)
 	}
 }
+
+// TestFormatRoom: a room in a message says what the node uses of its maxmemory.
+func TestFormatRoom(t *testing.T) {
+	t.Parallel()
+	const mib = 1 << 20
+	for _, c := range []struct {
+		room layout.Room
+		want string
+	}{
+		{layout.RoomOf(20*mib, 32*mib, 2*mib), "8.8 MiB (using 20.0 MiB of its maxmemory 32.0 MiB)"},
+		{layout.RoomOf(33*mib, 32*mib, 2*mib), "0 B (using 33.0 MiB: at or past its maxmemory)"},
+		{layout.RoomOf(5*mib, 0, 0), "no maxmemory, so unlimited room"},
+	} {
+		if got := formatRoom(c.room); got != c.want {
+			t.Errorf("formatRoom(%+v) = %q, want %q", c.room, got, c.want)
+		}
+	}
+}
