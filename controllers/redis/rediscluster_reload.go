@@ -123,11 +123,9 @@ func reloadSourceName(value string) string {
 // finishReload ends the reload: the status forgets it and the annotation is removed.
 func (r *RedisClusterReconciler) finishReload(ctx context.Context, s *state) error {
 	st := s.rc.Status.Reload
-	if err := r.removeAnnotation(ctx, s, RestoreLostShardsAnnotation); err != nil {
+	if err := r.endReload(ctx, s); err != nil {
 		return err
 	}
-	s.next.Status.Reload = nil
-	r.sources.drop(backupstore.FailureKey{Object: client.ObjectKeyFromObject(s.rc), What: "reload from " + st.Backup})
 	if s.reload.archive != nil {
 		r.event(s, corev1.EventTypeNormal, ReasonLostSlotsReloaded, "Heal", "the lost slots %s are served again with the keys of %s", st.Slots, reloadSourceName(st.Backup))
 		return nil
@@ -141,14 +139,22 @@ func (r *RedisClusterReconciler) finishReload(ctx context.Context, s *state) err
 // still running is cancelled, the status forgets it and the reload annotation is removed;
 // the accept-data-loss annotation is spent at the next look (planDropAcceptance).
 func (r *RedisClusterReconciler) abandonReload(ctx context.Context, s *state) error {
+	if err := r.endReload(ctx, s); err != nil {
+		return err
+	}
+	r.backgroundLoads().forget(client.ObjectKeyFromObject(s.rc))
+	r.event(s, corev1.EventTypeWarning, ReasonReloadAbandoned, "Heal", "%s", s.step.Reason)
+	return nil
+}
+
+// endReload is what ending a reload, done or given up, takes: the reload annotation
+// removed, status.reload forgotten, and the source read for it dropped.
+func (r *RedisClusterReconciler) endReload(ctx context.Context, s *state) error {
 	st := s.rc.Status.Reload
 	if err := r.removeAnnotation(ctx, s, RestoreLostShardsAnnotation); err != nil {
 		return err
 	}
-	key := client.ObjectKeyFromObject(s.rc)
-	r.backgroundLoads().forget(key)
-	r.sources.drop(backupstore.FailureKey{Object: key, What: "reload from " + st.Backup})
 	s.next.Status.Reload = nil
-	r.event(s, corev1.EventTypeWarning, ReasonReloadAbandoned, "Heal", "%s", s.step.Reason)
+	r.sources.drop(backupstore.FailureKey{Object: client.ObjectKeyFromObject(s.rc), What: "reload from " + st.Backup})
 	return nil
 }
