@@ -21,9 +21,10 @@ const failoverRetry = 8 * time.Second
 // replica's link is up and its slave_repl_offset has reached that offset, sends CLUSTER
 // FAILOVER (the coordinated kind: the master stops its clients until the replica has
 // caught up completely, so no acknowledged write is lost), and waits until the replica
-// reports itself a master, asking again if Redis gave the failover up (after a CLUSTER
-// BUMPEPOCH on the master, whose stale config epoch is what makes the masters refuse their
-// votes).
+// reports itself a master, asking again if Redis gave the failover up. Before it asks, it
+// makes sure the masters would vote (awaitVotableEpoch). Every check reads the nodes afresh,
+// so a caller whose deadline cuts a call short (a reconcile's step budget) goes on in the
+// next call from where the nodes are.
 //
 // On a node that already is a master it does nothing. When ctx has no deadline it gives up
 // after two minutes (defaultWaitTimeout).
@@ -69,6 +70,9 @@ func (a *Admin) Failover(ctx context.Context, replicaAddr string) error {
 	if err != nil {
 		return fmt.Errorf("while failing over to %s: %w", replicaAddr, err)
 	}
+	if err := a.awaitVotableEpoch(ctx, replicaAddr, *master, view); err != nil {
+		return fmt.Errorf("while failing over to %s: %w", replicaAddr, err)
+	}
 	info, err := a.replicationInfo(ctx, master.Addr)
 	if err != nil {
 		return fmt.Errorf("while failing over to %s: %w", replicaAddr, err)
@@ -104,18 +108,6 @@ func (a *Admin) Failover(ctx context.Context, replicaAddr string) error {
 			return true, ""
 		}
 		if time.Since(asked) > failoverRetry {
-			if !asked.IsZero() {
-				// Redis gave the failover up. The masters refuse their votes when they know the
-				// master's slots under a newer config epoch than the one its replica advertises
-				// (a master back from an older nodes.conf says epoch 1 of itself, and a replica
-				// that learned it from there asks with 1; seen in CI: 33 failovers in a row, none
-				// voted). BUMPEPOCH gives the master a new highest epoch, which everyone, the
-				// replica included, then learns; on a master whose epoch is already the highest
-				// and unique it changes nothing.
-				if err := a.Client(master.Addr).Do(ctx, "CLUSTER", "BUMPEPOCH").Err(); err != nil {
-					return false, "CLUSTER BUMPEPOCH on " + master.Addr + ": " + err.Error()
-				}
-			}
 			asked = time.Now()
 			if err := a.Client(replicaAddr).Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
 				return false, "CLUSTER FAILOVER: " + err.Error()
@@ -136,4 +128,61 @@ func (a *Admin) replicationInfo(ctx context.Context, addr string) (map[string]st
 		return nil, fmt.Errorf("while running INFO replication on %s: %w", addr, err)
 	}
 	return nodes.ParseClusterInfo(text), nil
+}
+
+// awaitVotableEpoch waits until no master would refuse its vote to the replica at
+// replicaAddr over the config epoch of its master. A master votes for a replica only if the
+// epoch the replica advertises for its master (the one it knows) is at least the epoch the
+// voter knows for the node serving those slots. A master back from an older nodes.conf says
+// a smaller epoch of itself than the others learned (they keep the highest they ever saw, also
+// one it advertised as a replica), and its replica learns the smaller one from it: every
+// failover then fails for want of votes (seen in CI: 33 in a row over 4 minutes, each call
+// cut short by the reconcile's 5 s budget). CLUSTER BUMPEPOCH on the master gives it a new
+// highest epoch, which every node, the replica included, learns from its next ping; it is
+// sent only while the master's own epoch is below what a voter knows of it, so a
+// healthy cluster's epochs do not move.
+func (a *Admin) awaitVotableEpoch(ctx context.Context, replicaAddr string, master nodes.Node, view []nodes.Node) error {
+	return a.Poll(ctx, "every master to know "+master.Addr+" by the config epoch its replica "+replicaAddr+" knows", func(ctx context.Context) (bool, string) {
+		_, replicaView, err := a.Myself(ctx, replicaAddr)
+		if err != nil {
+			return false, err.Error()
+		}
+		asked := configEpochOf(replicaView, master.ID)
+		own, highest, voter := int64(-1), int64(0), ""
+		for _, n := range view {
+			if !n.IsMaster() || n.Failed || n.HasFlag("handshake") || n.HasFlag("noaddr") {
+				continue
+			}
+			other, err := a.ClusterNodes(ctx, n.Addr)
+			if err != nil {
+				return false, err.Error()
+			}
+			known := configEpochOf(other, master.ID)
+			if n.ID == master.ID {
+				own = known
+			}
+			if known > highest {
+				highest, voter = known, n.Addr
+			}
+		}
+		if asked >= highest {
+			return true, ""
+		}
+		if own >= 0 && own < highest {
+			if err := a.Client(master.Addr).Do(ctx, "CLUSTER", "BUMPEPOCH").Err(); err != nil {
+				return false, "CLUSTER BUMPEPOCH on " + master.Addr + ": " + err.Error()
+			}
+		}
+		return false, fmt.Sprintf("%s knows its master by epoch %d, %s by %d (the master says %d of itself)", replicaAddr, asked, voter, highest, own)
+	})
+}
+
+// configEpochOf is the config epoch view gives the node id, or -1 when view does not list it.
+func configEpochOf(view []nodes.Node, id string) int64 {
+	for _, n := range view {
+		if n.ID == id {
+			return n.ConfigEpoch
+		}
+	}
+	return -1
 }
