@@ -135,6 +135,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err = c.WaitForDefaultServiceAccount(ctx, "default"); err != nil {
 		return c, err
 	}
+	if err = c.warmPodIPPool(ctx); err != nil {
+		return c, err
+	}
 	c.logf("local cluster ready after %s (dir %s)", time.Since(started).Round(time.Millisecond), c.Dir)
 	return c, nil
 }
