@@ -53,10 +53,7 @@ func (a *Admin) Failover(ctx context.Context, replicaAddr string) error {
 	// The master only starts a manual failover for a node it knows as its replica, and
 	// the other masters only vote for one they know as a replica of that master.
 	err = a.Poll(ctx, "every master to know "+replicaAddr+" as a replica of "+master.Addr, func(ctx context.Context) (bool, string) {
-		for _, n := range view {
-			if !n.IsMaster() || n.Failed || n.HasFlag("handshake") || n.HasFlag("noaddr") {
-				continue
-			}
+		for _, n := range voters(view) {
 			other, err := a.ClusterNodes(ctx, n.Addr)
 			if err != nil {
 				return false, err.Error()
@@ -149,10 +146,7 @@ func (a *Admin) awaitVotableEpoch(ctx context.Context, replicaAddr string, maste
 		}
 		asked := configEpochOf(replicaView, master.ID)
 		own, highest, voter := int64(-1), int64(0), ""
-		for _, n := range view {
-			if !n.IsMaster() || n.Failed || n.HasFlag("handshake") || n.HasFlag("noaddr") {
-				continue
-			}
+		for _, n := range voters(view) {
 			other, err := a.ClusterNodes(ctx, n.Addr)
 			if err != nil {
 				return false, err.Error()
@@ -185,4 +179,16 @@ func configEpochOf(view []nodes.Node, id string) int64 {
 		}
 	}
 	return -1
+}
+
+// voters are the masters of view a failover asks for votes: those not failed, out of
+// handshake and with an address.
+func voters(view []nodes.Node) []nodes.Node {
+	var out []nodes.Node
+	for _, n := range view {
+		if n.IsMaster() && !n.Failed && !n.HasFlag("handshake") && !n.HasFlag("noaddr") {
+			out = append(out, n)
+		}
+	}
+	return out
 }
