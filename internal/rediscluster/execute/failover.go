@@ -130,14 +130,17 @@ func (a *Admin) replicationInfo(ctx context.Context, addr string) (map[string]st
 // awaitVotableEpoch waits until no master would refuse its vote to the replica at
 // replicaAddr over the config epoch of its master. A master votes for a replica only if the
 // epoch the replica advertises for its master (the one it knows) is at least the epoch the
-// voter knows for the node serving those slots. A master back from an older nodes.conf says
-// a smaller epoch of itself than the others learned (they keep the highest they ever saw, also
-// one it advertised as a replica), and its replica learns the smaller one from it: every
-// failover then fails for want of votes (seen in CI: 33 in a row over 4 minutes, each call
+// voter knows for the node serving those slots. Other nodes can credit a master with a
+// higher epoch than it says of itself (they keep the highest they ever credited it with, and
+// after pods came back at each other's old IPs Redis credits what answers at an address to the
+// node it expected there, a replica's advertised epoch included), and its replica learns the
+// smaller one from the master itself: every failover then fails for want of votes (seen in CI: 33 in a row over 4 minutes, each call
 // cut short by the reconcile's 5 s budget). CLUSTER BUMPEPOCH on the master gives it a new
 // highest epoch, which every node, the replica included, learns from its next ping; it is
 // sent only while the master's own epoch is below what a voter knows of it, so a
-// healthy cluster's epochs do not move.
+// healthy cluster's epochs do not move. (The recovery recovery.ActionRaiseEpoch mends the
+// same skew at any time, so Redis's own failover works; this covers a failover asked
+// before the operator's next look.)
 func (a *Admin) awaitVotableEpoch(ctx context.Context, replicaAddr string, master nodes.Node, view []nodes.Node) error {
 	return a.Poll(ctx, "every master to know "+master.Addr+" by the config epoch its replica "+replicaAddr+" knows", func(ctx context.Context) (bool, string) {
 		_, replicaView, err := a.Myself(ctx, replicaAddr)

@@ -2,26 +2,29 @@ package execute
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/recovery"
 )
 
-// TestFailoverPastAStaleMasterEpoch: a master and its replica come back from nodes.conf
-// files older than the master's last config epoch (the shape CI's external-access test met
-// during an upgrade: the master says epoch 1 of itself, the other masters know 4). The
-// replica asks for votes with the stale epoch and the masters refuse them, so Redis gives
-// every manual failover up; Failover bumps the master's epoch and the replica takes over.
-func TestFailoverPastAStaleMasterEpoch(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+// staleMasterEpoch is a cluster of three masters where the first master's replica was
+// added, then the master and the replica came back from nodes.conf files older than the
+// master's last config epoch: the master says a smaller epoch of itself than the other
+// masters know (the skew CI's external-access test met). It returns the admin, the
+// servers, the master, its replica and the master's view of itself.
+func staleMasterEpoch(ctx context.Context, t *testing.T) (*Admin, []*testServer, *testServer, *testServer, nodes.Node) {
+	t.Helper()
 	servers := startServers(t, 4, "", "--repl-diskless-sync-delay", "0")
 	admin := NewAdmin("", 2*time.Second)
-	defer func() { _ = admin.Close() }()
+	t.Cleanup(func() { _ = admin.Close() })
 	createCluster(ctx, t, admin, servers[:3], 0)
 	m0, r0 := servers[0], servers[3]
 	if err := admin.AddNode(ctx, r0.addr, servers[1].addr, m0.addr); err != nil {
@@ -82,6 +85,19 @@ func TestFailoverPastAStaleMasterEpoch(t *testing.T) {
 	if stale >= known {
 		t.Fatalf("the staging did not make the master's epoch stale: %d against %d", stale, known)
 	}
+	return admin, servers, m0, r0, master
+}
+
+// TestFailoverPastAStaleMasterEpoch: a master and its replica come back from nodes.conf
+// files older than the master's last config epoch (the shape CI's external-access test met
+// during an upgrade: the master says epoch 1 of itself, the other masters know 4). The
+// replica asks for votes with the stale epoch and the masters refuse them, so Redis gives
+// every manual failover up; Failover bumps the master's epoch and the replica takes over.
+func TestFailoverPastAStaleMasterEpoch(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	admin, _, _, r0, _ := staleMasterEpoch(ctx, t)
 	// The reconciler calls Failover with a 5 s budget per step and calls it again on the
 	// next reconcile: each call starts afresh, so what unblocks the votes must not depend on
 	// an earlier call of the same Failover having waited.
@@ -102,4 +118,63 @@ func TestFailoverPastAStaleMasterEpoch(t *testing.T) {
 	if self := roleOf(ctx, t, admin, r0.addr); !self.IsMaster() {
 		t.Fatalf("%s is %s after Failover", r0.addr, self.Role)
 	}
+}
+
+// TestRedisFailsOverAStaleEpochMasterOnceRecoveryRaisedIt: with the same skew, Redis's own
+// failover of the master (killed) fails for want of votes, for as long as the skew lasts.
+// The recovery (recovery.ActionRaiseEpoch, run here as the operator's looks run it) raises
+// the master's epoch first; killed then, the master is replaced by its replica by Redis
+// alone, within a few node timeouts (3 s here).
+func TestRedisFailsOverAStaleEpochMasterOnceRecoveryRaisedIt(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	admin, servers, m0, r0, _ := staleMasterEpoch(ctx, t)
+	raised := 0
+	for look := 0; ; look++ {
+		obs := make([]observe.Observation, len(servers))
+		for i, s := range servers {
+			obs[i] = observe.Observation{Pod: "rc-" + strconv.Itoa(i), Addr: s.addr}
+		}
+		admin.Observe(ctx, obs)
+		a, ok := recovery.Recover(observe.Snapshot{Nodes: obs, Masters: 3, ReplicasPerMaster: 0, NodeTimeout: 3 * time.Second, Now: time.Now(), Members: map[string]string{}})
+		if !ok || a.Kind != recovery.ActionRaiseEpoch {
+			break
+		}
+		if look == 10 {
+			t.Fatalf("the recovery still raises epochs after 10 looks: %s", a.Message)
+		}
+		t.Logf("look %d: %s", look, a.Message)
+		if err := admin.Run(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		raised++
+		time.Sleep(500 * time.Millisecond) // a look's interval at least; gossip carries the epoch
+	}
+	if raised == 0 {
+		t.Fatal("the recovery never raised the master's epoch")
+	}
+	// Gossip carries the raised epoch to the replica within a ping or two; the master's
+	// death comes later than that in life.
+	if err := admin.Poll(ctx, "the replica to know its master's raised epoch", func(ctx context.Context) (bool, string) {
+		self := roleOf(ctx, t, admin, m0.addr)
+		_, view, err := admin.Myself(ctx, r0.addr)
+		if err != nil {
+			return false, err.Error()
+		}
+		known := configEpochOf(view, self.ID)
+		return known == self.ConfigEpoch, fmt.Sprintf("the replica knows %d, the master says %d", known, self.ConfigEpoch)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_ = m0.cmd.Process.Signal(syscall.SIGKILL)
+	<-m0.done
+	start := time.Now()
+	if err := admin.Poll(ctx, r0.addr+" to be promoted by Redis", func(ctx context.Context) (bool, string) {
+		self := roleOf(ctx, t, admin, r0.addr)
+		return self.IsMaster(), "still " + self.Role
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Redis promoted the replica %s after its master was killed", time.Since(start).Round(time.Millisecond))
 }

@@ -40,6 +40,9 @@ const (
 	// ActionSeparate swaps the masters of two replicas so that neither shares a Kubernetes
 	// node with its master.
 	ActionSeparate ActionKind = "ReplicasSeparated"
+	// ActionRaiseEpoch raises the config epoch of a master that says a smaller one of itself
+	// than other nodes know of it, so that its replicas can win a failover's votes.
+	ActionRaiseEpoch ActionKind = "EpochRaised"
 	// ActionCover gives slots no master serves, and no master holds keys in, to a master.
 	ActionCover ActionKind = "SlotsCovered"
 	// ActionAbandon forgets the masters of lost shards once the user accepted the loss
@@ -70,6 +73,7 @@ const (
 func Recover(s observe.Snapshot) (Action, bool) {
 	for _, plan := range []func(observe.Snapshot) (Action, bool){
 		Meet, planRepoint, planStaleMasterAddress, planFailover, planRoute, planCover, planForget, planDemote, planBalanceReplicas, planSeparate,
+		planVotableEpochs,
 	} {
 		if a, ok := plan(s); ok {
 			return a, true
