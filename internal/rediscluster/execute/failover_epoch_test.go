@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/recovery"
 )
@@ -19,8 +18,8 @@ import (
 // added, then the master and the replica came back from nodes.conf files older than the
 // master's last config epoch: the master says a smaller epoch of itself than the other
 // masters know (the skew CI's external-access test met). It returns the admin, the
-// servers, the master, its replica and the master's view of itself.
-func staleMasterEpoch(ctx context.Context, t *testing.T) (*Admin, []*testServer, *testServer, *testServer, nodes.Node) {
+// servers, the master and its replica.
+func staleMasterEpoch(ctx context.Context, t *testing.T) (*Admin, []*testServer, *testServer, *testServer) {
 	t.Helper()
 	servers := startServers(t, 4, "", "--repl-diskless-sync-delay", "0")
 	admin := NewAdmin("", 2*time.Second)
@@ -85,7 +84,7 @@ func staleMasterEpoch(ctx context.Context, t *testing.T) (*Admin, []*testServer,
 	if stale >= known {
 		t.Fatalf("the staging did not make the master's epoch stale: %d against %d", stale, known)
 	}
-	return admin, servers, m0, r0, master
+	return admin, servers, m0, r0
 }
 
 // TestFailoverPastAStaleMasterEpoch: a master and its replica come back from nodes.conf
@@ -97,7 +96,7 @@ func TestFailoverPastAStaleMasterEpoch(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	admin, _, _, r0, _ := staleMasterEpoch(ctx, t)
+	admin, _, _, r0 := staleMasterEpoch(ctx, t)
 	// The reconciler calls Failover with a 5 s budget per step and calls it again on the
 	// next reconcile: each call starts afresh, so what unblocks the votes must not depend on
 	// an earlier call of the same Failover having waited.
@@ -129,7 +128,7 @@ func TestRedisFailsOverAStaleEpochMasterOnceRecoveryRaisedIt(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	admin, servers, m0, r0, _ := staleMasterEpoch(ctx, t)
+	admin, servers, m0, r0 := staleMasterEpoch(ctx, t)
 	raised := 0
 	for look := 0; ; look++ {
 		obs := make([]observe.Observation, len(servers))
