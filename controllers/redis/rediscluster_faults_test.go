@@ -641,7 +641,11 @@ func TestRedisClusterResumesAnInterruptedAssignReceive(t *testing.T) {
 		}
 		midway = redistest.MasterSlots(cur)
 		n := midway[cur.Status.AssignTargets[0]]
-		return n > 0 && n < 2900, fmt.Sprintf("the new master has %d slots", n)
+		// Early in the first strategy's 2,000: at least 1,900 slots are still to move,
+		// more than a step (5 s) moves even on a quiet machine, so the pause, which waits
+		// for the step under way, still lands in the middle (CI once saw it come at 2,000,
+		// and the second strategy's 900 slots moved within that step).
+		return n > 0 && n < 1000, fmt.Sprintf("the new master has %d slots", n)
 	})
 	pause(t, key)
 	// The pause held: the slots stand still while it lasts (the batch under way when it
