@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"sync"
 	"time"
@@ -52,18 +54,31 @@ type shardLoad struct {
 // load takes as long as its data (up to restoreShardTimeout), a step only as long as it
 // takes to start one or to collect its end. When a load ends, its cluster is woken through
 // wake; an operator that restarts meanwhile starts the load again (RESTORE REPLACE makes
-// a second load of the same keys harmless).
+// a second load of the same keys harmless; a reload's replay, which is not, empties the
+// slots first: reloadLoadGate).
 type shardLoads struct {
 	mu    sync.Mutex
 	loads map[loadKey]*shardLoad
 	// wake, when set, gets an event for the cluster of every load that ends.
 	wake chan event.GenericEvent
+	// run names this operator process in status.reload.startedLoads (reloadLoadGate).
+	run string
 }
 
 // newShardLoads is a shardLoads whose ended loads wake their cluster through a channel
-// (for a source.Channel).
+// (for a source.Channel), with a new random run name.
 func newShardLoads() *shardLoads {
-	return &shardLoads{loads: map[loadKey]*shardLoad{}, wake: make(chan event.GenericEvent, 64)}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return &shardLoads{loads: map[loadKey]*shardLoad{}, wake: make(chan event.GenericEvent, 64), run: hex.EncodeToString(b[:])}
+}
+
+// known reports whether a load of k runs, or ended without its end collected (poll).
+func (l *shardLoads) known(k loadKey) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.loads[k]
+	return ok
 }
 
 // poll reports where the load k stands; an ended load's result and error are returned, and
@@ -120,13 +135,14 @@ func (l *shardLoads) forget(cluster types.NamespacedName) {
 	}
 }
 
-// runLoad starts load of s's cluster in the background, or collects its end: ended is true
+// runLoad starts load of s's cluster in the background (as a retry, see loadShard, when
+// mayHaveRun says another operator run may have begun it), or collects its end: ended is true
 // once, with the load's result and error; until then the state notes a load pending. A load
 // that failed is a loadFailedError, reported in a Warning event (reason, action) only when
 // its message is new, and is not started again before its back-off (backupstore.Backoff) is
 // over, whatever wakes the cluster: meanwhile runLoad returns the last failure again, not
 // ended.
-func (r *RedisClusterReconciler) runLoad(s *state, src *restoreSource, load plan.ShardLoad, reason, action string) (res rdbload.Result, ended bool, err error) {
+func (r *RedisClusterReconciler) runLoad(s *state, src *restoreSource, load plan.ShardLoad, mayHaveRun bool, reason, action string) (res rdbload.Result, ended bool, err error) {
 	k := loadKey{cluster: types.NamespacedName{Namespace: s.rc.Namespace, Name: s.rc.Name}, node: load.NodeID, shard: load.Shard}
 	failing := backupstore.FailureKey{Object: k.cluster, What: "load of " + nodes.ShardName(load.Shard)}
 	now := time.Now()
@@ -152,7 +168,7 @@ func (r *RedisClusterReconciler) runLoad(s *state, src *restoreSource, load plan
 		login := s.login()
 		node := rdbstream.Options{Addr: load.Addr, Username: login.User, Password: login.Password, TLS: s.tls}
 		rc := s.rc
-		retry := r.storeFailures.Count(failing) > 0
+		retry := mayHaveRun || r.storeFailures.Count(failing) > 0
 		r.backgroundLoads().start(k, restoreShardTimeout, func(ctx context.Context) (rdbload.Result, error) { return r.loadShard(ctx, rc, node, src, load, retry) })
 	}
 	s.loadsPending = true

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/rdbload"
 )
 
@@ -104,6 +105,36 @@ func TestLoadBackoff(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if after, ok := loadBackoff(tc.err); after != tc.after || ok != tc.ok {
 				t.Fatalf("loadBackoff = %s %t, want %s %t", after, ok, tc.after, tc.ok)
+			}
+		})
+	}
+}
+
+// TestReloadLoadGate: a reload's load from the archive begins only once the status shows it
+// recorded; it is a retry (its slots emptied first) exactly when the record names another
+// operator run, which is what a restarted operator finds after dying during the replay.
+func TestReloadLoadGate(t *testing.T) {
+	first, restarted := newShardLoads(), newShardLoads()
+	if first.run == "" || first.run == restarted.run {
+		t.Fatalf("runs %q and %q: each operator process needs a name of its own", first.run, restarted.run)
+	}
+	begun := &redisv1alpha1.ShardReloadStatus{StartedLoads: []redisv1alpha1.ShardLoadStart{{Shard: 1, Run: first.run}}}
+	for name, tc := range map[string]struct {
+		st                    *redisv1alpha1.ShardReloadStatus
+		shard                 int32
+		run                   string
+		begin, wantMayHaveRun bool
+	}{
+		"no reload":                                  {st: nil, shard: 1, run: first.run},
+		"not recorded yet: record first":             {st: &redisv1alpha1.ShardReloadStatus{}, shard: 1, run: first.run},
+		"another shard's record does not count":      {st: begun, shard: 0, run: first.run},
+		"recorded by this run: its first load":       {st: begun, shard: 1, run: first.run, begin: true},
+		"recorded by another run: empty, then again": {st: begun, shard: 1, run: restarted.run, begin: true, wantMayHaveRun: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			begin, mayHaveRun := reloadLoadGate(tc.st, tc.shard, tc.run)
+			if begin != tc.begin || mayHaveRun != tc.wantMayHaveRun {
+				t.Fatalf("begin %v, mayHaveRun %v; want %v, %v", begin, mayHaveRun, tc.begin, tc.wantMayHaveRun)
 			}
 		})
 	}

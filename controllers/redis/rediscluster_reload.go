@@ -85,8 +85,20 @@ func (r *RedisClusterReconciler) recordReload(s *state) {
 // reloadShard loads the backup's keys in the lost slots of the step's shard.
 func (r *RedisClusterReconciler) reloadShard(s *state) error {
 	step := s.step
-	res, ended, err := r.runLoad(s, s.reload, plan.ShardLoad{Shard: step.Shard, Slots: step.Slots, Addr: step.Addr, NodeID: step.NodeID, Pod: step.Pod},
-		ReasonRestoreFailed, "Heal")
+	load := plan.ShardLoad{Shard: step.Shard, Slots: step.Slots, Addr: step.Addr, NodeID: step.NodeID, Pod: step.Pod}
+	mayHaveRun := false
+	loads := r.backgroundLoads()
+	if s.reload.archive != nil && !loads.known(loadKey{cluster: client.ObjectKeyFromObject(s.rc), node: step.NodeID, shard: step.Shard}) {
+		var begin bool
+		begin, mayHaveRun = reloadLoadGate(s.rc.Status.Reload, int32(step.Shard), loads.run) //nolint:gosec // a shard index
+		if !begin {
+			st := s.next.Status.Reload
+			st.StartedLoads = append(st.StartedLoads, redisv1alpha1.ShardLoadStart{Shard: int32(step.Shard), Run: loads.run}) //nolint:gosec // a shard index
+			s.loadsPending = true
+			return nil
+		}
+	}
+	res, ended, err := r.runLoad(s, s.reload, load, mayHaveRun, ReasonRestoreFailed, "Heal")
 	if !ended || err != nil {
 		return err
 	}
@@ -157,4 +169,24 @@ func (r *RedisClusterReconciler) endReload(ctx context.Context, s *state) error 
 	s.next.Status.Reload = nil
 	r.sources.drop(backupstore.FailureKey{Object: client.ObjectKeyFromObject(s.rc), What: "reload from " + st.Backup})
 	return nil
+}
+
+// reloadLoadGate decides whether the load of shard from the archive may begin now and
+// whether it is a retry. A replay is not idempotent (an INCR, an RPUSH), so a load another
+// operator run may have begun, and left half done when it ended, must empty the slots
+// before it replays again; the first load does not (clients' new keys in the slots stay).
+// To tell them apart the record that a load begins, with this run's name, is written to
+// status.reload.startedLoads before it begins: begin is false until the status read shows
+// it (the caller records it and looks again), and mayHaveRun is true when the record
+// names another run.
+func reloadLoadGate(st *redisv1alpha1.ShardReloadStatus, shard int32, run string) (begin, mayHaveRun bool) {
+	if st == nil {
+		return false, false
+	}
+	for _, l := range st.StartedLoads {
+		if l.Shard == shard {
+			return true, l.Run != run
+		}
+	}
+	return false, false
 }

@@ -161,7 +161,7 @@ func (r *RedisClusterReconciler) restoreShard(s *state) error {
 	st := s.next.Status.Restore
 	var errs []error
 	for _, load := range s.step.Loads {
-		res, ended, err := r.runLoad(s, src, load, ReasonRestoreFailed, "Restore")
+		res, ended, err := r.runLoad(s, src, load, false, ReasonRestoreFailed, "Restore")
 		switch {
 		case err != nil:
 			errs = append(errs, err)
@@ -201,7 +201,8 @@ func (r *RedisClusterReconciler) restoreShard(s *state) error {
 // otherwise replay onto what the failed attempt applied, and count an INCR or an RPUSH of a
 // key the base lacks twice. A restoring cluster admits no client (see ensureNetworkPolicy),
 // so what is emptied is the failed attempt's alone. A reload of lost slots from the archive
-// empties them only when retry says an attempt failed before: the slots are served again
+// empties them only when retry says an attempt failed before, or was begun by another
+// operator run (reloadLoadGate): the slots are served again
 // meanwhile, and clients' new keys in them stay, as with a reload from a backup. With
 // spec.acl, the emptying and the replay run as redisarchive.ReplayUser, made on the master
 // for the load and switched off after it: the operator's own user may run none of the

@@ -994,6 +994,25 @@ type ShardReloadStatus struct {
 	// StartedAt is when the loss was recorded.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// StartedLoads are the shards whose load from the archive was begun, each with the
+	// operator run that began it, recorded before the load starts: a load found begun by
+	// another run (an operator restarted during it) empties its slots before it starts
+	// again, so no archived command (an INCR, an RPUSH) is applied twice.
+	// +kubebuilder:validation:MaxItems=1000
+	// +listType=map
+	// +listMapKey=shard
+	// +optional
+	StartedLoads []ShardLoadStart `json:"startedLoads,omitempty"`
+}
+
+// ShardLoadStart records that a shard's load was begun, and by which operator run.
+type ShardLoadStart struct {
+	// Shard is the shard's index in the backup or archive.
+	// +kubebuilder:validation:Minimum=0
+	Shard int32 `json:"shard"`
+	// Run names the operator process that began the load (random, new at each start).
+	// +kubebuilder:validation:MaxLength=64
+	Run string `json:"run"`
 }
 
 // ArchiveStatus is where a cluster's continuous archive stands.
