@@ -25,5 +25,13 @@ const BackupMidUpload = "backup-mid-upload"
 // MidUploadBytes is how far into a shard's stream BackupMidUpload is reached.
 const MidUploadBytes = 64 << 10
 
+// ArchiveReplayMidway is reached when a replay of archived commands (a restore's or a
+// reload's) has sent its first ReplayMidwayCommands commands and the target has had time to
+// apply them: a crash there leaves the slots half replayed.
+const ArchiveReplayMidway = "archive-replay-midway"
+
+// ReplayMidwayCommands is how many replayed commands ArchiveReplayMidway comes after.
+const ReplayMidwayCommands = 200
+
 // Tag is the build tag that compiles crash points in.
 const Tag = "crashpoints"

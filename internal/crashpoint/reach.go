@@ -18,3 +18,7 @@ func Reach(name string) {
 	fmt.Fprintf(os.Stderr, "crashpoint %s reached: exiting with status %d as if killed\n", name, ExitCode)
 	os.Exit(ExitCode)
 }
+
+// Armed reports whether name is the armed crash point, for a point that must prepare
+// (flush what it sent, say) before it is reached.
+func Armed(name string) bool { return armed != "" && armed == name }

@@ -13,6 +13,9 @@ import (
 // point must not end the process.
 func TestShippedBuildNeverExits(t *testing.T) {
 	if os.Getenv("CRASHPOINT_CHILD") == "1" {
+		if Armed(JoinAfterMeet) {
+			os.Exit(3) // a shipped build must not even prepare for a crash point
+		}
 		Reach(JoinAfterMeet)
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/middleware-operator/middleware-operator/internal/rdbload"
+	"github.com/middleware-operator/middleware-operator/internal/crashpoint"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 )
 
@@ -300,6 +301,12 @@ func Replay(ctx context.Context, sink Sink, opts ReplayOptions) (ReplayResult, e
 		}
 		res.Commands++
 		res.Offset, res.Reached = r.Offset, time.UnixMilli(r.Time).UTC()
+		if res.Commands == crashpoint.ReplayMidwayCommands && crashpoint.Armed(crashpoint.ArchiveReplayMidway) {
+			// The commands sent reach the target and are applied before the crash.
+			_ = w.Flush()
+			time.Sleep(500 * time.Millisecond)
+			crashpoint.Reach(crashpoint.ArchiveReplayMidway)
+		}
 		return nil
 	})
 	if err == nil && inMulti {
