@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/middleware-operator/middleware-operator/internal/rdbload"
 	"github.com/middleware-operator/middleware-operator/internal/crashpoint"
+	"github.com/middleware-operator/middleware-operator/internal/rdbload"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 )
 

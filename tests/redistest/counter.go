@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -94,7 +95,7 @@ func CheckCounts(ctx context.Context, addr, password string, acked, uncertain ma
 	var wrong []string
 	for _, k := range keys {
 		v, err := cc.Get(ctx, k).Int64()
-		if err != nil && err != goredis.Nil {
+		if err != nil && !errors.Is(err, goredis.Nil) {
 			return nil, fmt.Errorf("GET %s: %w", k, err)
 		}
 		if v < acked[k] || v > acked[k]+uncertain[k] {
