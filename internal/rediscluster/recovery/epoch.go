@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
@@ -18,7 +19,10 @@ import (
 // coordinated failover before an upgrade waits for ever. CLUSTER BUMPEPOCH on the master
 // gives it the cluster's next epoch, above every stale record, and gossip carries it to all
 // nodes within a ping or two; a master whose epoch is already the highest it knows would
-// answer STILL, so another master bumps first (epochRaiser), as planRoute does.
+// answer STILL, so another master bumps first (epochRaiser), as planRoute does. Only a
+// master every view routes its slots to is raised: an old master back from the dead still
+// claims in its own view the slots its promoted replica took over, and a raised epoch would
+// hand them back to it with the writes the replica took since.
 func planVotableEpochs(s observe.Snapshot) (Action, bool) {
 	joined := s.Joined()
 	var cmds []conn.Command
@@ -26,7 +30,7 @@ func planVotableEpochs(s observe.Snapshot) (Action, bool) {
 	raised := map[*observe.Observation]bool{}
 	for _, o := range joined {
 		self, _ := o.Self()
-		if !self.IsMaster() || len(self.Slots) == 0 {
+		if !self.IsMaster() || len(self.Slots) == 0 || !routedToItByAll(joined, self) {
 			continue
 		}
 		known, by := self.ConfigEpoch, ""
@@ -55,4 +59,19 @@ func planVotableEpochs(s observe.Snapshot) (Action, bool) {
 	return Action{ActionRaiseEpoch, cmds, fmt.Sprintf(
 		"raised the config epoch of %d masters that said a smaller one of themselves than other nodes know (%s), which made the masters refuse their replicas' failovers",
 		len(skewed), strings.Join(skewed, "; "))}, true
+}
+
+// routedToItByAll reports whether every view of joined routes each slot self claims to self.
+func routedToItByAll(joined []*observe.Observation, self nodes.Node) bool {
+	for _, o := range joined {
+		routes := o.Routes()
+		for _, r := range self.Slots {
+			for slot := r.Start; slot <= r.End; slot++ {
+				if routes[slot] != self.ID {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }

@@ -55,6 +55,9 @@ func TestPlanVotableEpochs(t *testing.T) {
 		"two skewed masters, each bumped":   {c: recordAt(recordAt(epochs(), 2, "aaaaaaaa", 3), 0, "bbbbbbbb", 3), want: bumpAt(0, 1)},
 		"a master without slots is left":    {c: recordAt(epochs().Each("aaaaaaaa", func(n *nodes.Node) { n.Slots = nil }), 1, "aaaaaaaa", 3)},
 		"a lower record is stale, not skew": {c: recordAt(epochs(), 1, "cccccccc", 1)},
+		// aaaaaaaa is back from the dead still claiming its slots in its own view, which
+		// every other view routes to its promoted replica: raising it would hand them back.
+		"an old master whose slots others route elsewhere": {c: recordAt(epochs().Promote("dddddddd", "aaaaaaaa"), 1, "aaaaaaaa", 3)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			a, ok := planVotableEpochs(tc.c.Snap)
