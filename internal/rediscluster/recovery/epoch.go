@@ -25,6 +25,11 @@ import (
 // hand them back to it with the writes the replica took since.
 func planVotableEpochs(s observe.Snapshot) (Action, bool) {
 	joined := s.Joined()
+	for _, o := range joined {
+		if self, _ := o.Self(); self.HasOpenSlots() {
+			return Action{}, false // a move under way ends with its own epoch bump; Fix settles a stopped one
+		}
+	}
 	var cmds []conn.Command
 	var skewed []string
 	raised := map[*observe.Observation]bool{}

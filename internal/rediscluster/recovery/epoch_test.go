@@ -57,6 +57,11 @@ func TestPlanVotableEpochs(t *testing.T) {
 		"a lower record is stale, not skew": {c: recordAt(epochs(), 1, "cccccccc", 1)},
 		// aaaaaaaa is back from the dead still claiming its slots in its own view, which
 		// every other view routes to its promoted replica: raising it would hand them back.
+		"not while a slot is open": {c: recordAt(epochs().Each("bbbbbbbb", func(n *nodes.Node) {
+			if n.Myself {
+				n.Migrating = map[int]string{5461: "cccccccc"}
+			}
+		}), 1, "aaaaaaaa", 3)},
 		"an old master whose slots others route elsewhere": {c: recordAt(epochs().Promote("dddddddd", "aaaaaaaa"), 1, "aaaaaaaa", 3)},
 	} {
 		t.Run(name, func(t *testing.T) {
