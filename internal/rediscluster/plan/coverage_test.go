@@ -52,7 +52,7 @@ func TestPlanCoverage(t *testing.T) {
 			expect(t, slices.Equal(got.Addrs, tc.addrs), "sets %v, want %v", got.Addrs, tc.addrs)
 			expect(t, got.Behind != nil && got.Shown().Kind == tc.behind, "the status shows %s, want %s", got.Shown().Kind, tc.behind)
 			if got.Behind != nil {
-				behind := NextStep(tc.spec, clearStale(tc.snap), health.Assess(tc.snap))
+				behind := nextStepSeen(tc.spec, clearStale(tc.snap), health.Assess(tc.snap))
 				expect(t, got.Shown().Operation == behind.Operation && got.Shown().Reason == behind.Reason,
 					"the status shows %q (%s), the step once the nodes are set is %q (%s)", got.Shown().Operation, got.Shown().Reason, behind.Operation, behind.Reason)
 			}
@@ -64,7 +64,7 @@ func TestPlanCoverage(t *testing.T) {
 // that is the kind a table checks further (check).
 func nextStepIs(t *testing.T, spec Desired, snap observe.Snapshot, want, check StepKind) (Step, bool) {
 	t.Helper()
-	got := NextStep(spec, snap, health.Assess(snap))
+	got := nextStepSeen(spec, snap, health.Assess(snap))
 	if got.Kind != want {
 		t.Fatalf("step %s (%s), want %s", got.Kind, got.Reason, want)
 	}

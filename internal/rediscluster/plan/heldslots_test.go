@@ -191,7 +191,7 @@ func TestHeldSlotSteps(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s := NextStep(tc.spec, tc.snap, health.Assess(tc.snap))
+			s := nextStepSeen(tc.spec, tc.snap, health.Assess(tc.snap))
 			if s.Kind != tc.want {
 				t.Fatalf("step %s (%s), want %s", s.Kind, s.Reason, tc.want)
 			}

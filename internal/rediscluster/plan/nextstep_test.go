@@ -604,7 +604,7 @@ func TestNextStep(t *testing.T) {
 	kinds := map[StepKind]bool{}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := NextStep(tc.spec, tc.snap, health.Assess(tc.snap))
+			got := nextStepSeen(tc.spec, tc.snap, health.Assess(tc.snap))
 			if got.Kind != tc.want {
 				t.Fatalf("step %s (%s), want %s", got.Kind, got.Reason, tc.want)
 			}
@@ -691,7 +691,7 @@ func TestNextStepAutoscale(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			step := NextStep(tc.spec, tc.snap, health.Assess(tc.snap))
+			step := nextStepSeen(tc.spec, tc.snap, health.Assess(tc.snap))
 			if step.Kind != tc.want {
 				t.Fatalf("step %s (%s), want %s", step.Kind, step.Reason, tc.want)
 			}

@@ -83,6 +83,9 @@ func TestPlanRotation(t *testing.T) {
 			if acts != (tc.want != "") || step.Kind != tc.want {
 				t.Fatalf("step %q (acts %t), want %q", step.Kind, acts, tc.want)
 			}
+			if got := nextStepSeen(tc.spec, snap, health.Assess(snap)); acts && got.Kind != tc.want && (got.Behind == nil || got.Behind.Kind != tc.want) {
+				t.Errorf("NextStep chose %s (%s), want %s", got.Kind, got.Reason, tc.want)
+			}
 			if acts && (step.Credential != tc.cred || step.Reason == "") {
 				t.Errorf("step for credential %d (%q), want %d with a reason", step.Credential, step.Reason, tc.cred)
 			}
@@ -104,11 +107,11 @@ func TestNextStepRotation(t *testing.T) {
 	c := fakesnapshot.Six().Current()
 	v := &c.Snap.Nodes[4].View[1]
 	v.Addr, v.Flags = "10.9.9.9:6379", append(v.Flags, "noaddr")
-	if got := NextStep(spec, c.Snap, health.Assess(c.Snap)); got.Kind != StepAddPassword {
+	if got := nextStepSeen(spec, c.Snap, health.Assess(c.Snap)); got.Kind != StepAddPassword {
 		t.Errorf("a rotation and an introduction due: %s, want the rotation first", got.Kind)
 	}
 	spec.Rotation.Credentials[0].Desired = "a"
-	if got := NextStep(spec, c.Snap, health.Assess(c.Snap)); got.Kind != StepRecover || got.Rotation != RotationCurrent {
+	if got := nextStepSeen(spec, c.Snap, health.Assess(c.Snap)); got.Kind != StepRecover || got.Rotation != RotationCurrent {
 		t.Errorf("rotation current, introduction due: %s with rotation %q, want Recover with %q", got.Kind, got.Rotation, RotationCurrent)
 	}
 	// A new cluster's pods wait for the record (the exporter sidecar mounts it): it is
@@ -120,11 +123,11 @@ func TestNextStepRotation(t *testing.T) {
 	for i := range waiting.Nodes {
 		waiting.Nodes[i] = observe.Observation{Pod: waiting.Nodes[i].Pod, Err: errors.New("the pod has no IP")}
 	}
-	if got := NextStep(fresh, waiting, health.Assess(waiting)); got.Kind != StepWriteRecord {
+	if got := nextStepSeen(fresh, waiting, health.Assess(waiting)); got.Kind != StepWriteRecord {
 		t.Errorf("a new cluster whose pods do not run yet: %s (%s), want WriteRecord first", got.Kind, got.Reason)
 	}
 	spec.Paused = true
-	if got := NextStep(spec, c.Snap, health.Assess(c.Snap)); got.Rotation != "" {
+	if got := nextStepSeen(spec, c.Snap, health.Assess(c.Snap)); got.Rotation != "" {
 		t.Errorf("paused: rotation %q, want it not looked at", got.Rotation)
 	}
 }

@@ -128,7 +128,7 @@ func TestPlanVolumes(t *testing.T) {
 			if snap.Nodes == nil {
 				snap = fakesnapshot.Six().Current().Snap
 			}
-			got := NextStep(tc.spec, snap, health.Assess(snap))
+			got := nextStepSeen(tc.spec, snap, health.Assess(snap))
 			if got.Kind != tc.want {
 				t.Fatalf("step %s (%s), want %s", got.Kind, got.Reason, tc.want)
 			}

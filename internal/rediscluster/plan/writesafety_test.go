@@ -15,7 +15,7 @@ func TestPlanWriteSafety(t *testing.T) {
 	strict := WriteSafety{MinReplicas: 1, MaxLag: 2, Managed: true}
 	off := WriteSafety{MaxLag: 10, Managed: true}
 	withGood := func(pods ...int) observe.Snapshot {
-		c := fakesnapshot.Six()
+		c := fakesnapshot.Six().Current()
 		for _, i := range pods {
 			c.Snap.Nodes[i].Replication[observe.GoodReplicasField] = "1"
 		}
@@ -40,6 +40,11 @@ func TestPlanWriteSafety(t *testing.T) {
 			}
 			if ok && (step.Kind != StepSetWriteSafety || step.WriteSafety != tc.want) {
 				t.Errorf("step %v sets %v, want %v", step.Kind, step.WriteSafety, tc.want)
+			}
+			spec := specFor(6)
+			spec.WriteSafety = tc.want
+			if got := nextStepSeen(spec, tc.snap, health.Assess(tc.snap)); ok && got.Kind != StepSetWriteSafety {
+				t.Errorf("NextStep chose %s (%s), want %s", got.Kind, got.Reason, StepSetWriteSafety)
 			}
 		})
 	}
