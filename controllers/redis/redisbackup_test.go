@@ -674,7 +674,7 @@ func TestRedisClusterReloadsALostShardFromABackup(t *testing.T) {
 	t.Parallel()
 	ns, key, rc, pw := formed(t, "reload", 6, 3)
 	createStoreSecrets(t, ns, store.SecretKey)
-	master, replica, seed := oneShard(rc)
+	master, replica, seed := redistest.OneShard(rc)
 	w := redistest.StartWriter(seed.Instance, pw)
 	w.WaitWritten(t, 300)
 	acknowledged := w.Written()

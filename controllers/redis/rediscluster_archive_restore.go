@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
@@ -207,7 +206,7 @@ func (r *RedisClusterReconciler) replayShard(ctx context.Context, rc *redisv1alp
 	if err := tl.Uncovered(src.archive.target, res); err != nil && !src.archive.reload {
 		return fmt.Errorf("the archive cannot restore %s: %w", src.archive.targetText, err)
 	}
-	r.replays.keep(loadKey{cluster: client.ObjectKeyFromObject(rc), node: step.NodeID, shard: step.Shard}, res)
+	r.replays.keep(keyOf(rc, step), res)
 	return nil
 }
 
@@ -215,7 +214,7 @@ func (r *RedisClusterReconciler) replayShard(ctx context.Context, rc *redisv1alp
 // an event.
 func (r *RedisClusterReconciler) recordReplay(s *state, src *restoreSource, load plan.ShardLoad) {
 	tl := src.archive.timelines[load.Shard]
-	res := r.replays.take(loadKey{cluster: client.ObjectKeyFromObject(s.rc), node: load.NodeID, shard: load.Shard})
+	res := r.replays.take(keyOf(s.rc, load))
 	shard := redisv1alpha1.RestoreArchiveShard{Shard: tl.Shard, Timeline: int32(tl.Timeline), Offset: max(res.Offset, tl.Base.ReplicationOffset), //nolint:gosec // timelines are few
 		Commands: int64(res.Commands)}
 	reached := "its base"

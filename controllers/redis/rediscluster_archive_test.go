@@ -1059,7 +1059,7 @@ func TestRedisClusterReloadsALostShardFromTheArchive(t *testing.T) {
 	t.Parallel()
 	ns, key, _, pw := createArchived(t)
 	rc := waitArchivingOn(t, key, 1)
-	master, replica, seed := oneShard(rc)
+	master, replica, seed := redistest.OneShard(rc)
 	lostSlots := redistest.Slots(master.Slots)
 	inLost := func(slot int) bool { _, ok := slices.BinarySearch(lostSlots, slot); return ok }
 	probe := redistest.StartProbe(seed.Instance, pw, inLost)
@@ -1129,7 +1129,7 @@ func TestRedisClusterReloadsALostShardFromTheArchive(t *testing.T) {
 func TestRedisClusterGivesUpAReloadThatCannotGoOn(t *testing.T) {
 	t.Parallel()
 	ns, key, rc, pw := formed(t, "giveup", 6, 3)
-	master, replica, seed := oneShard(rc)
+	master, replica, seed := redistest.OneShard(rc)
 	lostSlots := redistest.Slots(master.Slots)
 	inLost := func(slot int) bool { _, ok := slices.BinarySearch(lostSlots, slot); return ok }
 	w := redistest.StartWriter(seed.Instance, pw)

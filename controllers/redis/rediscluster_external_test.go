@@ -19,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
@@ -405,7 +404,11 @@ func deleteEveryPodUntilOneMoves(t *testing.T, ns, name string, rc *redisv1alpha
 	}
 	start := time.Now()
 	for try := 1; ; try++ {
-		freeSpareIPs(t, ns, len(ips))
+		// Spare addresses first: kwok hands a freed address out before a new one, and a pod
+		// recreated alone would otherwise find only its own old address free.
+		if err := env.Cluster.CycleIPs(t.Context(), ns, len(ips)); err != nil {
+			t.Fatal(err)
+		}
 		if err := env.Client.DeleteAllOf(t.Context(), &corev1.Pod{}, client.InNamespace(ns),
 			client.MatchingLabels{"app.kubernetes.io/instance": name}, client.GracePeriodSeconds(0)); err != nil {
 			t.Fatal(err)
@@ -436,53 +439,6 @@ func deleteEveryPodUntilOneMoves(t *testing.T, ns, name string, rc *redisv1alpha
 			t.Fatalf("every pod came back at its old IP three times: the fault (new IPs) was never injected")
 		}
 	}
-}
-
-// freeSpareIPs has kwok hand n addresses to pods of no cluster and take them back, so its
-// pool holds free addresses besides the ones the deleted pods give back: kwok hands out a
-// freed address before a new one, and a pod recreated alone (the StatefulSet replaces the
-// pods as kwok reports them gone, one after another) would otherwise find only its own
-// address free and come back at it every time.
-func freeSpareIPs(t *testing.T, ns string, n int) {
-	t.Helper()
-	var names []string
-	for i := range n {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("spare-ip-%d", i)},
-			Spec: corev1.PodSpec{NodeName: env.Cluster.Nodes[0], AutomountServiceAccountToken: ptr.To(false),
-				SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(int64(65534)),
-					SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
-				Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10", SecurityContext: &corev1.SecurityContext{
-					AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}}},
-		}
-		if err := env.Client.Create(t.Context(), pod); err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, pod.Name)
-	}
-	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
-		for _, name := range names {
-			pod := &corev1.Pod{}
-			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil || pod.Status.PodIP == "" {
-				return false, name + " has no IP yet"
-			}
-		}
-		return true, ""
-	})
-	for _, name := range names {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-		if err := env.Client.Delete(t.Context(), pod, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
-			t.Fatal(err)
-		}
-	}
-	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
-		for _, name := range names {
-			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Pod{}); !apierrors.IsNotFound(err) {
-				return false, name + " is not gone yet"
-			}
-		}
-		return true, ""
-	})
 }
 
 // TestRedisClusterServesOutsideClientsOverTLS: with spec.tls and spec.externalAccess, a

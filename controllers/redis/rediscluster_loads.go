@@ -29,6 +29,11 @@ type loadKey struct {
 	shard   int
 }
 
+// keyOf is the key of load, a load into rc.
+func keyOf(rc *redisv1alpha1.RedisCluster, load plan.ShardLoad) loadKey {
+	return loadKey{cluster: types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name}, node: load.NodeID, shard: load.Shard}
+}
+
 // loadState is where a shard load stands.
 type loadState int
 
@@ -143,7 +148,7 @@ func (l *shardLoads) forget(cluster types.NamespacedName) {
 // over, whatever wakes the cluster: meanwhile runLoad returns the last failure again, not
 // ended.
 func (r *RedisClusterReconciler) runLoad(s *state, src *restoreSource, load plan.ShardLoad, mayHaveRun bool, reason, action string) (res rdbload.Result, ended bool, err error) {
-	k := loadKey{cluster: types.NamespacedName{Namespace: s.rc.Namespace, Name: s.rc.Name}, node: load.NodeID, shard: load.Shard}
+	k := keyOf(s.rc, load)
 	failing := backupstore.FailureKey{Object: k.cluster, What: "load of " + nodes.ShardName(load.Shard)}
 	now := time.Now()
 	switch st, res, err := r.backgroundLoads().poll(k); st {

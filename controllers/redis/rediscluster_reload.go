@@ -88,7 +88,7 @@ func (r *RedisClusterReconciler) reloadShard(s *state) error {
 	load := plan.ShardLoad{Shard: step.Shard, Slots: step.Slots, Addr: step.Addr, NodeID: step.NodeID, Pod: step.Pod}
 	mayHaveRun := false
 	loads := r.backgroundLoads()
-	if s.reload.archive != nil && !loads.known(loadKey{cluster: client.ObjectKeyFromObject(s.rc), node: step.NodeID, shard: step.Shard}) {
+	if s.reload.archive != nil && !loads.known(keyOf(s.rc, load)) {
 		var begin bool
 		begin, mayHaveRun = reloadLoadGate(s.rc.Status.Reload, int32(step.Shard), loads.run) //nolint:gosec // a shard index
 		if !begin {
@@ -109,7 +109,7 @@ func (r *RedisClusterReconciler) reloadShard(s *state) error {
 	sh := s.reload.manifest.Shards[s.step.Shard]
 	if a := s.reload.archive; a != nil {
 		tl := a.timelines[s.step.Shard]
-		replayed := r.replays.take(loadKey{cluster: client.ObjectKeyFromObject(s.rc), node: step.NodeID, shard: step.Shard})
+		replayed := r.replays.take(keyOf(s.rc, load))
 		reached := "its base"
 		if !replayed.Reached.IsZero() {
 			reached = replayed.Reached.UTC().Format(time.RFC3339Nano)

@@ -17,19 +17,6 @@ import (
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
-// oneShard returns a master of rc, its replica, and another master (a writer's seed that
-// stays when the shard goes).
-func oneShard(rc *redisv1alpha1.RedisCluster) (master, replica, seed redisv1alpha1.RedisNode) {
-	master = podOfRole(rc, "master")
-	i := slices.IndexFunc(rc.Status.Nodes, func(n redisv1alpha1.RedisNode) bool {
-		return n.Type == "slave" && n.MasterNodeID == master.NodeID
-	})
-	j := slices.IndexFunc(rc.Status.Nodes, func(n redisv1alpha1.RedisNode) bool {
-		return n.Type == "master" && n.NodeID != master.NodeID
-	})
-	return master, rc.Status.Nodes[i], rc.Status.Nodes[j]
-}
-
 // TestRedisClusterLosesAWholeShard: a master and its only replica lose their volumes at once
 // (the local disks of one zone, say). Their slots have no copy left, and with full coverage
 // required the cluster refuses every write. The operator gives nothing up by itself: phase
@@ -40,7 +27,7 @@ func oneShard(rc *redisv1alpha1.RedisCluster) (master, replica, seed redisv1alph
 func TestRedisClusterLosesAWholeShard(t *testing.T) {
 	t.Parallel()
 	ns, key, rc, pw := formed(t, "shard", 6, 3)
-	master, replica, seed := oneShard(rc)
+	master, replica, seed := redistest.OneShard(rc)
 	w := redistest.StartWriter(seed.Instance, pw)
 	w.WaitWritten(t, 300)
 	lostSlots := redistest.Slots(master.Slots)

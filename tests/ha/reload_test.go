@@ -36,19 +36,7 @@ func TestOperatorKilledDuringAReloadReplay(t *testing.T) {
 	c := r.env.Client
 	key, _, rc, pw := createArchived(t, r, store)
 	ns := key.Namespace
-	var master, replica, seed redisv1alpha1.RedisNode
-	for _, n := range rc.Status.Nodes {
-		if n.Type == "master" && master.Name == "" {
-			master = n
-		} else if n.Type == "master" {
-			seed = n
-		}
-	}
-	for _, n := range rc.Status.Nodes {
-		if n.Type == "slave" && n.MasterNodeID == master.NodeID {
-			replica = n
-		}
-	}
+	master, replica, seed := redistest.OneShard(rc)
 	lost := redistest.Slots(master.Slots)
 	keys := redistest.CounterKeys(20, func(slot int) bool { _, ok := slices.BinarySearch(lost, slot); return ok })
 	counter := redistest.StartCounter(seed.Instance, pw, keys)

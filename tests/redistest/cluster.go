@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -105,6 +106,20 @@ func CliCheck(t *testing.T, addr, pw string) {
 		}
 	}
 	t.Errorf("redis-cli --cluster check %s: %v\n%s", addr, err, out)
+}
+
+// OneShard returns the first master of rc's status, its replica, and another master (a
+// writer's seed that stays when the shard goes).
+func OneShard(rc *redisv1alpha1.RedisCluster) (master, replica, seed redisv1alpha1.RedisNode) {
+	i := slices.IndexFunc(rc.Status.Nodes, func(n redisv1alpha1.RedisNode) bool { return n.Type == "master" })
+	master = rc.Status.Nodes[i]
+	j := slices.IndexFunc(rc.Status.Nodes, func(n redisv1alpha1.RedisNode) bool {
+		return n.Type == "slave" && n.MasterNodeID == master.NodeID
+	})
+	k := slices.IndexFunc(rc.Status.Nodes, func(n redisv1alpha1.RedisNode) bool {
+		return n.Type == "master" && n.NodeID != master.NodeID
+	})
+	return master, rc.Status.Nodes[j], rc.Status.Nodes[k]
 }
 
 // MasterSlots maps each master's node id to its slot count, from the status.

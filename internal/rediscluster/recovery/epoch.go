@@ -35,7 +35,7 @@ func planVotableEpochs(s observe.Snapshot) (Action, bool) {
 	raised := map[*observe.Observation]bool{}
 	for _, o := range joined {
 		self, _ := o.Self()
-		if !self.IsMaster() || len(self.Slots) == 0 || !routedToItByAll(joined, self) {
+		if !self.IsMaster() || len(self.Slots) == 0 {
 			continue
 		}
 		known, by := self.ConfigEpoch, ""
@@ -46,7 +46,7 @@ func planVotableEpochs(s observe.Snapshot) (Action, bool) {
 				}
 			}
 		}
-		if by == "" {
+		if by == "" || !routedToItByAll(joined, self) { // the slot walk only on a skew: this runs every healthy look
 			continue
 		}
 		skewed = append(skewed, fmt.Sprintf("%s says %d, %s knows %d", o.Pod, self.ConfigEpoch, by, known))
