@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -347,6 +348,17 @@ func sideBySide(b *testing.B, n int, do func(i int)) time.Duration {
 	return time.Since(start)
 }
 
+// ownCPU is the CPU time, user and system, this process and its reaped children used so far,
+// in seconds.
+func ownCPU() float64 {
+	var self, children syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &self) != nil || syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children) != nil {
+		return 0
+	}
+	d := func(t syscall.Timeval) float64 { return float64(t.Nano()) / 1e9 }
+	return d(self.Utime) + d(self.Stime) + d(children.Utime) + d(children.Stime)
+}
+
 // redisCPU is the CPU time node used so far, user and system, in seconds.
 func redisCPU(b *testing.B, c *goredis.Client) float64 {
 	b.Helper()
@@ -397,9 +409,10 @@ func BenchmarkLoadShardsAgainstRedisCLI(b *testing.B) {
 			"--user", "restorer", "on", ">pw", "~*", "&*", "+@all", "-set")
 	}
 	// run empties the nodes, runs load(i) into each side by side, checks every key arrived,
-	// and returns the wall time, the nodes' CPU time, and the first node's time per call of
+	// and returns the wall time, the nodes' CPU time, the loaders' (this process's and its
+	// reaped children's: Load's or redis-cli's), and the first node's time per call of
 	// each command (INFO commandstats: executing it, without reading and parsing it).
-	run := func(load func(i int)) (time.Duration, float64, map[string]float64) {
+	run := func(load func(i int)) (time.Duration, float64, float64, map[string]float64) {
 		var cpu float64
 		for _, n := range nodes {
 			emptied(b, n)
@@ -408,7 +421,9 @@ func BenchmarkLoadShardsAgainstRedisCLI(b *testing.B) {
 			}
 			cpu -= redisCPU(b, n.Client)
 		}
+		loader := -ownCPU()
 		took := sideBySide(b, shards, load)
+		loader += ownCPU()
 		var total int64
 		for _, n := range nodes {
 			cpu += redisCPU(b, n.Client)
@@ -421,7 +436,7 @@ func BenchmarkLoadShardsAgainstRedisCLI(b *testing.B) {
 		if total != int64(keys) {
 			b.Fatalf("the nodes hold %d keys, want %d", total, keys)
 		}
-		return took, cpu, commandUsec(b, nodes[0].Client)
+		return took, cpu, loader, commandUsec(b, nodes[0].Client)
 	}
 	loadAs := func(user string) func(i int) {
 		return func(i int) {
@@ -450,13 +465,15 @@ func BenchmarkLoadShardsAgainstRedisCLI(b *testing.B) {
 	}
 	took := map[string][]time.Duration{}
 	cpu := map[string][]float64{}
+	loaderCPU := map[string][]float64{}
 	usec := map[string][]float64{}
 	var rss int64
 	for b.Loop() {
 		for r := range 3 {
 			for _, m := range methods {
 				resetPeakRSS()
-				t, c, cmds := run(m.load)
+				t, c, l, cmds := run(m.load)
+				loaderCPU[m.name] = append(loaderCPU[m.name], l)
 				if r == 0 && m.name != "pipe" {
 					rss = max(rss, peakRSS())
 				}
@@ -468,8 +485,9 @@ func BenchmarkLoadShardsAgainstRedisCLI(b *testing.B) {
 		}
 	}
 	for _, m := range methods {
-		b.Logf("%d keys in %d shards side by side, %s: %v (nodes' CPU %.2v s)", keys, shards, m.name, took[m.name], cpu[m.name])
+		b.Logf("%d keys in %d shards side by side, %s: %v (nodes' CPU %.2v s, loaders' %.2v s)", keys, shards, m.name, took[m.name], cpu[m.name], loaderCPU[m.name])
 		b.ReportMetric(median(took[m.name]).Seconds(), m.name+"-s")
+		b.ReportMetric(medianOf(loaderCPU[m.name])*1e6/float64(keys), "loader-cpu-us/key-"+m.name)
 		b.ReportMetric(medianOf(cpu[m.name])*1e6/float64(keys), "redis-cpu-us/key-"+m.name)
 		if m.name != "pipe" {
 			b.ReportMetric(median(took[m.name]).Seconds()/median(took["pipe"]).Seconds(), m.name+"/pipe")

@@ -88,6 +88,7 @@ func Load(ctx context.Context, opts Options, r io.Reader) (Result, error) {
 	rd := NewReader(r)
 	rd.SetMaxRecord(opts.MaxRecord)
 	rd.gated(ctx)
+	rd.unsealed = true // feed seals the payloads it sends as RESTORE
 	defer rd.release()
 	if err == nil {
 		err = feed(rd, p, slots, opts.Now, useSet, &res)
@@ -143,6 +144,7 @@ func feed(rd *Reader, p *pipeline, slots *slotSet, now func() time.Time, useSet 
 			case isString:
 				err = p.send(verbSet, rec.Key, cmdSet, rec.Key, value, cmdPXAt, ttl)
 			default:
+				seal(rec.Payload)
 				err = p.send(verbRestore, rec.Key, cmdRestore, rec.Key, ttl, rec.Payload, cmdReplace, cmdAbsTTL)
 			}
 			res.Restored++

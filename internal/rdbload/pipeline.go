@@ -10,18 +10,21 @@ import (
 	"time"
 )
 
-// pipeline sends commands on one connection with up to window of them unanswered, and reads
-// the answers on its own goroutine. The first error answer stops it.
+// pipeline sends commands on one connection with up to about window of them unanswered,
+// and reads the answers on its own goroutine. The first error answer stops it.
 //
-// inflight is both the window and the queue of unanswered commands: the writer puts each
-// command's ring index in it before sending, the reader takes one out per answer. labels is
-// a ring of window+2 entries naming each command's key (window in the channel, one the
-// reader holds, one the writer fills before it may block), so the writer never overwrites a
-// label the reader may still read.
+// The writer hands the reader its commands in batches (a token per batch of up to batch
+// commands, through inflight, whose room is the window): a channel operation and a wake-up
+// per command cost the loader more than encoding the command did. labels is a ring naming
+// each command's key, long enough for every command the writer may have queued before it
+// blocks (the window's tokens, the batch the reader holds, the one the writer fills), so the
+// writer never overwrites a label the reader may still read.
 type pipeline struct {
 	conn     net.Conn
 	w        *bufio.Writer
-	inflight chan int
+	inflight chan batchToken
+	batch    int      // commands per token
+	first    int      // seq of the first command of the batch being filled
 	labels   [][]byte // each command's key, cut after maxQuotedKey bytes
 	lengths  []int    // each key's whole length
 	verbs    []string // each command's name, for errors
@@ -36,16 +39,26 @@ type pipeline struct {
 	stop   func() bool // stops the context's watch
 }
 
+// batchToken is n commands from seq first on, whose answers the reader is to read.
+type batchToken struct{ first, n int }
+
+// batchOf is the number of commands per token for a window: a sixteenth of it, at least 1.
+func batchOf(window int) int { return max(1, window/16) }
+
 func newPipeline(ctx context.Context, conn net.Conn, window int, idle time.Duration) *pipeline {
 	l := &link{conn: conn, idle: idle}
+	batch := batchOf(window)
+	tokens := max(1, window/batch)
+	ring := (tokens + 2) * batch
 	p := &pipeline{
 		conn:     conn,
 		link:     l,
 		w:        bufio.NewWriterSize(writerOf(l), 64<<10),
-		inflight: make(chan int, window),
-		labels:   make([][]byte, window+2),
-		lengths:  make([]int, window+2),
-		verbs:    make([]string, window+2),
+		inflight: make(chan batchToken, tokens),
+		batch:    batch,
+		labels:   make([][]byte, ring),
+		lengths:  make([]int, ring),
+		verbs:    make([]string, ring),
 		failed:   make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -59,32 +72,13 @@ func newPipeline(ctx context.Context, conn net.Conn, window int, idle time.Durat
 func (p *pipeline) start() { go p.read(p.r) }
 
 // send queues one command, verb and label (a key, nil for a function library) naming it in
-// errors, and waits when window commands are unanswered (after sending what is buffered).
+// errors; once a batch is full it hands it to the reader, waiting when the window is full
+// (after sending what is buffered).
 func (p *pipeline) send(verb string, label []byte, args ...[]byte) error {
 	i := p.seq % len(p.labels)
-	// Only a key's first bytes are kept to name it: the ring holds window+2 of them.
+	// Only a key's first bytes are kept to name it: the ring holds a bounded number of them.
 	p.labels[i] = append(p.labels[i][:0], label[:min(len(label), maxQuotedKey)]...)
 	p.lengths[i], p.verbs[i] = len(label), verb
-	// Two non-blocking steps, cheap, rather than one select of three cases (a tenth of the
-	// loader's CPU in BenchmarkLoadShardsAgainstRedisCLI's profile); the blocking select
-	// only when the window is full.
-	select {
-	case <-p.failed:
-		return p.err
-	default:
-	}
-	select {
-	case p.inflight <- i:
-	default:
-		if err := p.w.Flush(); err != nil {
-			return fmt.Errorf("while sending commands: %w", err)
-		}
-		select {
-		case p.inflight <- i:
-		case <-p.failed:
-			return p.err
-		}
-	}
 	p.seq++
 	// The command is encoded into cmd, but for large arguments, written as they are.
 	p.cmd = append(p.cmd[:0], '*')
@@ -111,7 +105,37 @@ func (p *pipeline) send(verb string, label []byte, args ...[]byte) error {
 	if _, err := p.w.Write(cmd); err != nil {
 		return fmt.Errorf("while sending commands: %w", err)
 	}
-	return nil
+	if p.seq-p.first < p.batch {
+		return nil
+	}
+	return p.handOver()
+}
+
+// handOver gives the reader the batch being filled (if any): at once when the window has
+// room, else after sending what is buffered and waiting for room. It returns the reader's
+// error once it stopped on one.
+func (p *pipeline) handOver() error {
+	if p.seq == p.first {
+		return nil
+	}
+	t := batchToken{first: p.first, n: p.seq - p.first}
+	p.first = p.seq
+	select {
+	case <-p.failed:
+		return p.err
+	case p.inflight <- t:
+		return nil
+	default:
+	}
+	if err := p.w.Flush(); err != nil {
+		return fmt.Errorf("while sending commands: %w", err)
+	}
+	select {
+	case p.inflight <- t:
+		return nil
+	case <-p.failed:
+		return p.err
+	}
 }
 
 // The commands' names in errors.
@@ -124,13 +148,18 @@ const (
 // inlineArg is the largest argument send copies into its command buffer.
 const inlineArg = 4 << 10
 
-// close ends the pipeline: with ok, after sending what is buffered and reading every answer;
-// without, at once. It returns the first error of sending or of an answer.
+// close ends the pipeline: with ok, after handing over the last batch, sending what is
+// buffered and reading every answer; without, at once. It returns the first error of
+// sending or of an answer.
 func (p *pipeline) close(ok bool) error {
 	defer p.stop()
 	var err error
 	if ok {
-		err = p.w.Flush()
+		if err = p.handOver(); err == nil {
+			err = p.w.Flush()
+		} else {
+			ok = false
+		}
 	}
 	if !ok || err != nil {
 		_ = p.conn.Close()
@@ -139,7 +168,7 @@ func (p *pipeline) close(ok bool) error {
 	<-p.done
 	_ = p.conn.Close()
 	if !ok {
-		return nil
+		return err
 	}
 	if err != nil {
 		return fmt.Errorf("while sending commands: %w", err)
@@ -147,23 +176,50 @@ func (p *pipeline) close(ok bool) error {
 	return p.err
 }
 
-// read reads one answer per command taken from inflight, until inflight is closed and empty
-// or an answer is an error.
+// read reads the answers of each batch taken from inflight, until inflight is closed and
+// empty or an answer is an error.
 func (p *pipeline) read(r *bufio.Reader) {
 	defer close(p.done)
-	for i := range p.inflight {
-		if err := readReply(r); err != nil {
-			var reply replyError
-			if errors.As(err, &reply) {
-				err = fmt.Errorf("the node refused %s: %s", p.what(i), string(reply))
-			} else {
-				err = fmt.Errorf("while reading the answer to %s: %w", p.what(i), err)
+	for t := range p.inflight {
+		for j := 0; j < t.n; {
+			// Most answers are +OK: those already buffered are skipped together.
+			if k := skipOKs(r, t.n-j); k > 0 {
+				j += k
+				continue
 			}
-			p.err = err
-			close(p.failed)
-			return
+			if err := readReply(r); err != nil {
+				i := (t.first + j) % len(p.labels)
+				var reply replyError
+				if errors.As(err, &reply) {
+					err = fmt.Errorf("the node refused %s: %s", p.what(i), string(reply))
+				} else {
+					err = fmt.Errorf("while reading the answer to %s: %w", p.what(i), err)
+				}
+				p.err = err
+				close(p.failed)
+				return
+			}
+			j++
 		}
 	}
+}
+
+// okReply is the answer of a SET or a RESTORE that worked.
+const okReply = "+OK\r\n"
+
+// skipOKs discards the +OK answers at the start of what r has buffered, at most n of them,
+// without reading more, and returns how many it discarded.
+func skipOKs(r *bufio.Reader, n int) int {
+	buf, _ := r.Peek(min(r.Buffered(), n*len(okReply)))
+	k := 0
+	for len(buf) >= len(okReply) && string(buf[:len(okReply)]) == okReply {
+		buf = buf[len(okReply):]
+		k++
+	}
+	if k > 0 {
+		_, _ = r.Discard(k * len(okReply))
+	}
+	return k
 }
 
 // what names command i of the ring.

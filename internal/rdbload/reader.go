@@ -80,6 +80,9 @@ type Reader struct {
 	// Checksummed is set at the end when the RDB carried a CRC-64 (it matched); false when
 	// the writer ran with rdbchecksum no.
 	checksummed bool
+	// unsealed: keys' payloads are left without their CRC-64 (eight zero bytes) until seal;
+	// Load sets it, as most strings go as SET, which needs none.
+	unsealed bool
 }
 
 // NewReader returns a Reader of the RDB r holds, holding records up to DefaultMaxRecord.
@@ -249,9 +252,20 @@ func (r *Reader) keyValue(t byte) (*Record, error) {
 		return nil, fmt.Errorf("in the value of key %s: %w", quoteKey(r.rec.Key), err)
 	}
 	s.rec = binary.LittleEndian.AppendUint16(s.rec, uint16(r.version))
-	s.rec = binary.LittleEndian.AppendUint64(s.rec, rdbstream.CRC64(0, s.rec))
+	if r.unsealed {
+		s.rec = binary.LittleEndian.AppendUint64(s.rec, 0)
+	} else {
+		s.rec = binary.LittleEndian.AppendUint64(s.rec, rdbstream.CRC64(0, s.rec))
+	}
 	r.rec.Kind, r.rec.Payload, r.rec.Slot = KindKey, s.rec, KeySlot(r.rec.Key)
 	return &r.rec, nil
+}
+
+// seal writes the CRC-64 into the trailer of a key's payload that an unsealed Reader
+// returned, making it a DUMP payload RESTORE accepts.
+func seal(payload []byte) {
+	body := len(payload) - 8
+	binary.LittleEndian.PutUint64(payload[body:], rdbstream.CRC64(0, payload[:body]))
 }
 
 // end checks the checksum after the EOF opcode.

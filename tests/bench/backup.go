@@ -273,6 +273,7 @@ func (b *backupBench) pipe(ctx context.Context, rc *redisv1alpha1.RedisCluster, 
 	if err != nil {
 		return err
 	}
+	cpu := b.cpuOf(ctx, rc.Name)
 	start := time.Now()
 	each, err := sideBySide(ctx, len(addrs), func(ctx context.Context, i int) error {
 		in, err := os.Open(b.pipes[i])
@@ -296,6 +297,7 @@ func (b *backupBench) pipe(ctx context.Context, rc *redisv1alpha1.RedisCluster, 
 		return err
 	}
 	wall := time.Since(start).Seconds()
+	used := cpuSince(cpu, b.cpuOf(ctx, rc.Name))
 	n, err := b.masterKeys(ctx, rc, pw)
 	if err != nil {
 		return err
@@ -304,7 +306,7 @@ func (b *backupBench) pipe(ctx context.Context, rc *redisv1alpha1.RedisCluster, 
 		return fmt.Errorf("%s holds %d keys after redis-cli --pipe, want %d", rc.Name, n, f.Keys)
 	}
 	f.Pipe = append(f.Pipe, wall)
-	b.logf("redis-cli --pipe: %d keys into %s in %.2f s (masters side by side: %s)", f.Keys, rc.Name, wall, seconds(each))
+	b.logf("redis-cli --pipe: %d keys into %s in %.2f s (masters side by side: %s); CPU s: %s", f.Keys, rc.Name, wall, seconds(each), cpuLine(used))
 	return nil
 }
 
@@ -452,6 +454,7 @@ func (b *backupBench) restore(ctx context.Context, name, from string, f *BackupF
 	rc := redistest.NewCluster(backupNS, name, 6)
 	rc.Spec.Finalizers = "foreground"
 	rc.Spec.Restore = &redisv1alpha1.RestoreSpec{Backup: from}
+	profiled := b.profileOperator(ctx, name)
 	start := time.Now()
 	if err := b.env.Client.Create(ctx, rc); err != nil {
 		mem.stop()
@@ -462,6 +465,9 @@ func (b *backupBench) restore(ctx context.Context, name, from string, f *BackupF
 	took := time.Since(start).Seconds()
 	shards := loads()
 	rss, heap := mem.stop()
+	if perr := profiled(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return err
 	}
@@ -479,14 +485,32 @@ func (b *backupBench) restore(ctx context.Context, name, from string, f *BackupF
 	first, last := shards.span()
 	f.Restore, f.RestoreLoad, f.RestoreShards = append(f.Restore, took), append(f.RestoreLoad, last-first), shards.each()
 	f.RestorePeakRSS, f.RestorePeakHeap = max(f.RestorePeakRSS, rss), max(f.RestorePeakHeap, heap)
-	b.logf("%s: %d keys restored, Ready %.2f s after creation; keys loading from %.2f s to %.2f s (per shard: %s); operator peak RSS %d MiB, heap %d MiB",
-		name, n, took, first, last, seconds(shards.each()), rss>>20, heap>>20)
+	b.logf("%s: %d keys restored, Ready %.2f s after creation; keys loading from %.2f s to %.2f s (per shard: %s); operator peak RSS %d MiB, heap %d MiB; CPU s while loading: %s",
+		name, n, took, first, last, seconds(shards.each()), rss>>20, heap>>20, cpuLine(cpuSince(shards.cpuFirst, shards.cpuLast)))
 	return b.deleteCluster(ctx, restored)
 }
 
+// profileOperator starts, when MWO_BENCH_CPUPROFILE is set, a 30 s CPU profile of the
+// operator written to bin/bench-restore-<name>.pprof, and returns the function that waits
+// for it.
+func (b *backupBench) profileOperator(ctx context.Context, name string) func() error {
+	if os.Getenv("MWO_BENCH_CPUPROFILE") == "" {
+		return func() error { return nil }
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- b.op.saveProfile(ctx, "profile?seconds=30", filepath.Join(testenv.RepoRoot(), "bin", "bench-restore-"+name+".pprof"))
+	}()
+	return func() error { return <-done }
+}
+
 // shardLoads are, per master, when (seconds after the watch started) its first key and
-// its last were seen.
-type shardLoads struct{ first, last []float64 }
+// its last were seen; and the CPU seconds used so far (cpuOf the restoring cluster) when
+// the first key was seen on any master and when the last change was.
+type shardLoads struct {
+	first, last       []float64
+	cpuFirst, cpuLast map[string]float64
+}
 
 // span is the first key seen on any master and the last master complete.
 func (s shardLoads) span() (first, last float64) {
@@ -545,6 +569,10 @@ func (b *backupBench) watchLoads(ctx context.Context, key client.ObjectKey) func
 					out.first[i] = now
 				}
 				out.last[i], last[a] = now, n
+				out.cpuLast = b.cpuOf(ctx, key.Name)
+				if out.cpuFirst == nil {
+					out.cpuFirst = out.cpuLast
+				}
 			}
 		}
 	}()
@@ -632,14 +660,17 @@ func BackupTable(all []BackupFigures) string {
 // cpu is the CPU seconds used so far by the operator, the object store, the source
 // cluster's redis-servers with the snapshot forks they reaped, and the redis-cli processes
 // this bench ran and reaped; with the machine's busy and total seconds.
-func (b *backupBench) cpu(ctx context.Context) map[string]float64 {
+func (b *backupBench) cpu(ctx context.Context) map[string]float64 { return b.cpuOf(ctx, "source") }
+
+// cpuOf is cpu with the redis-servers of the cluster name.
+func (b *backupBench) cpuOf(ctx context.Context, name string) map[string]float64 {
 	out := map[string]float64{}
 	out["operator"], _ = processCPU(b.op.cmd.Process.Pid)
 	if pid := b.store.PID(); pid > 0 {
 		out["object store"], _ = processCPU(pid)
 	}
 	rc := &redisv1alpha1.RedisCluster{}
-	if err := b.env.Client.Get(ctx, client.ObjectKey{Namespace: backupNS, Name: "source"}, rc); err == nil {
+	if err := b.env.Client.Get(ctx, client.ObjectKey{Namespace: backupNS, Name: name}, rc); err == nil {
 		for _, n := range rc.Status.Nodes {
 			for _, pid := range b.kubelet.Processes(backupNS, n.Name) {
 				own, forks, _ := processAndChildrenCPU(pid)
