@@ -325,6 +325,28 @@ func TestLoadRefused(t *testing.T) {
 	}
 }
 
+// TestLoadRefusedNamesTheKey: a node that refuses one key in the middle of a long load (its
+// user may write only key:*) stops the load with an error naming that key, not another of
+// the batch the refusal came in; the keys before it stay.
+func TestLoadRefusedNamesTheKey(t *testing.T) {
+	src := testredis.Start(t, t.TempDir(), goredis.Options{})
+	testredis.Dataset{Strings: 5000}.Write(t, src.Client)
+	if err := src.Client.Set(t.Context(), "outside", "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	path := fetchRDB(t, src)
+	dst := testredis.Start(t, t.TempDir(), goredis.Options{}, "--user", "loader", "on", ">pw", "~key:*", "+@all")
+	res, err := load(t, rdbload.Options{Node: rdbstream.Options{Addr: dst.Addr, Username: "loader", Password: "pw"}}, path)
+	if err == nil || !strings.Contains(err.Error(), `of key "outside"`) || !strings.Contains(err.Error(), "NOPERM") {
+		t.Fatalf("error %v, want one naming the key outside and NOPERM", err)
+	}
+	// Where the key falls in the RDB is the source's hash order: somewhere in the middle.
+	if res.Restored < 2 || res.Restored > 5000 {
+		t.Fatalf("%d keys sent before the refusal; want the refused key after some of the 5,000 others", res.Restored)
+	}
+	t.Logf("%v (%d keys sent)", err, res.Restored)
+}
+
 // TestLoadCorrupt: a truncated RDB fails where it ends; a byte changed inside a value loads
 // to the end and fails there, on the checksum, with ErrCorrupt.
 func TestLoadCorrupt(t *testing.T) {
