@@ -115,6 +115,10 @@ func failFlag(n nodes.Node) string {
 // side, the cut-off master still serves its old slots to the clients that reach it, and
 // writes it takes there are lost when it rejoins.
 func dualClaims(s observe.Snapshot) []string {
+	joined := s.Joined()
+	if !claimsOverlap(joined) {
+		return nil // every look of a healthy cluster: no slot walk
+	}
 	// owner holds, per slot, 1 + the index in joined of the first master claiming it: an
 	// array of small integers, not of strings, so a look does not put 256 KiB the garbage
 	// collector must scan on the heap (issue 53: every idle look runs this).
@@ -122,7 +126,6 @@ func dualClaims(s observe.Snapshot) []string {
 	type pair struct{ a, b string }
 	shared := map[pair][]nodes.SlotRange{}
 	var order []pair
-	joined := s.Joined()
 	for i, o := range joined {
 		self, _ := o.Self()
 		if !self.IsMaster() {
@@ -147,6 +150,27 @@ func dualClaims(s observe.Snapshot) []string {
 		out = append(out, fmt.Sprintf("slots %s are claimed as master by both %s and %s", nodes.FormatSlotRanges(shared[k]), k.a, k.b))
 	}
 	return out
+}
+
+// claimsOverlap reports whether any two slot ranges the answering masters claim as their
+// own (each in its own view) overlap: the claims sorted by start, each must begin after
+// every earlier one ended. Only then does dualClaims walk the slots.
+func claimsOverlap(joined []*observe.Observation) bool {
+	var claims []nodes.SlotRange
+	for _, o := range joined {
+		if self, _ := o.Self(); self.IsMaster() {
+			claims = append(claims, self.Slots...)
+		}
+	}
+	slices.SortFunc(claims, func(a, b nodes.SlotRange) int { return a.Start - b.Start })
+	end := -1
+	for _, r := range claims {
+		if r.Start <= end {
+			return true
+		}
+		end = max(end, r.End)
+	}
+	return false
 }
 
 // appendSlot adds slot to ranges, extending the last range when it follows it.
