@@ -60,29 +60,36 @@ func (r *RedisClusterReconciler) openArchive(ctx context.Context, rc *redisv1alp
 	if err != nil {
 		return &restoreSource{problem: err.Error()}
 	}
-	return r.openArchiveAt(ctx, rc, "spec.restore.archive.source.endpoint", spec.Source, spec.Cluster, target, spec.TargetTime, false)
+	return r.openArchiveAt(ctx, rc, "spec.restore.archive.source.endpoint", spec.Source, spec.Cluster, time.Time{}, target, spec.TargetTime, false)
 }
 
 // openReloadArchive reads the cluster's own archive (spec.archive) for a reload of the lost
-// slots status.reload records: the timelines that served when they were lost (the reload
-// was recorded seconds after the loss; StartedAt is in whole seconds, so a second more),
-// replayed to that time, each kept to the lost slots of its shard.
+// slots status.reload records: the timelines that served when the lost masters were last
+// heard from (LostAt; without it, when the loss was recorded), replayed up to the record
+// (StartedAt, in whole seconds, so a second more), each kept to the lost slots of its shard.
+// Choosing by the record's time instead took a timeline the archive had begun, between the
+// loss and the record, from the lost master's pod back empty: an empty base.
 func (r *RedisClusterReconciler) openReloadArchive(ctx context.Context, rc *redisv1alpha1.RedisCluster, st *redisv1alpha1.ShardReloadStatus) *restoreSource {
 	if rc.Spec.Archive == nil || st.StartedAt == nil {
 		return &restoreSource{problem: fmt.Sprintf("%s is %s but the cluster has no spec.archive: name a Completed RedisBackup of it instead",
 			RestoreLostShardsAnnotation, plan.ReloadFromArchive)}
 	}
 	target := st.StartedAt.Add(time.Second)
-	return r.openArchiveAt(ctx, rc, "spec.archive.destination.endpoint", rc.Spec.Archive.Destination, rc.Name, target, target.UTC().Format(time.RFC3339), true)
+	var lostAt time.Time
+	if st.LostAt != nil {
+		lostAt = st.LostAt.Time
+	}
+	return r.openArchiveAt(ctx, rc, "spec.archive.destination.endpoint", rc.Spec.Archive.Destination, rc.Name, lostAt, target, target.UTC().Format(time.RFC3339), true)
 }
 
 // openArchiveAt reads the archive of cluster at source for target (zero: the latest): its
 // bases, the timeline of each shard, and makes of them the manifest the load reads (the
-// bases' snapshots are its shards' files). For a reload, a timeline that ended before
-// target is what there is (the lost shard's archive ends at the loss), so coverage is not
-// checked.
+// bases' snapshots are its shards' files); each is replayed up to target. For a reload, the
+// timelines are those that served at lostAt (redisarchive.ChooseReloadTimelines), and one
+// that ended before target is what there is (the lost shard's archive ends at the loss), so
+// coverage is not checked.
 func (r *RedisClusterReconciler) openArchiveAt(ctx context.Context, rc *redisv1alpha1.RedisCluster, field string, source redisv1alpha1.ObjectStore, cluster string,
-	target time.Time, targetText string, reload bool) *restoreSource {
+	lostAt, target time.Time, targetText string, reload bool) *restoreSource {
 	spec := &redisv1alpha1.ArchiveRestoreSpec{Source: source, Cluster: cluster, TargetTime: targetText}
 	dir := archiveFolder(rc.Namespace, spec.Source)
 	src := &restoreSource{location: backupstore.Location(spec.Source, path.Join(dir, spec.Cluster, "archive"))}
@@ -99,6 +106,9 @@ func (r *RedisClusterReconciler) openArchiveAt(ctx context.Context, rc *redisv1a
 		return src
 	}
 	chosen, err := redisarchive.ChooseTimelines(all, target)
+	if reload {
+		chosen, err = redisarchive.ChooseReloadTimelines(all, lostAt, target)
+	}
 	if err != nil {
 		src.problem, src.storeFailed = fmt.Sprintf("the archive at %s: %v", src.location, err), true
 		return src

@@ -78,6 +78,9 @@ func (r *RedisClusterReconciler) recordReload(s *state) {
 	now := metav1.Now()
 	backup := s.rc.Annotations[RestoreLostShardsAnnotation]
 	s.next.Status.Reload = &redisv1alpha1.ShardReloadStatus{Backup: backup, Slots: nodes.FormatSlotRanges(s.step.Slots), StartedAt: &now}
+	if !s.step.LostAt.IsZero() {
+		s.next.Status.Reload.LostAt = &metav1.Time{Time: s.step.LostAt}
+	}
 	r.event(s, corev1.EventTypeWarning, ReasonReloadingLostSlots, "Heal", "slots %s have no copy left: they are given up, served again empty, then reloaded from %s",
 		s.next.Status.Reload.Slots, reloadSourceName(backup))
 }

@@ -130,6 +130,37 @@ func (tl Timeline) Uncovered(target time.Time, res ReplayResult) error {
 		target.UTC().Format(time.RFC3339Nano), last.UTC().Format(time.RFC3339Nano), tl.Next.UTC().Format(time.RFC3339Nano))
 }
 
+// ChooseReloadTimelines is ChooseTimelines for a reload of lost slots: each shard's timeline
+// that served at lostAt, when the lost masters were last heard from, rather than at target,
+// when the reload was recorded. Between the two the archive may have begun a timeline from
+// a lost master's pod back empty (its history broke: a new base at once), and that base
+// holds none of the lost keys. A shard without a timeline at lostAt (its slots changed
+// since), or a zero lostAt, gets the one serving at target.
+func ChooseReloadTimelines(all []Timeline, lostAt, target time.Time) ([]Timeline, error) {
+	if lostAt.IsZero() || !lostAt.Before(target) {
+		return ChooseTimelines(all, target)
+	}
+	var out []Timeline
+	for i := 0; i < len(all); {
+		j := i
+		for j < len(all) && all[j].Shard == all[i].Shard {
+			j++
+		}
+		chosen, err := ChooseTimelines(all[i:j], lostAt)
+		if err != nil {
+			if chosen, err = ChooseTimelines(all[i:j], target); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, chosen...)
+		i = j
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the archive holds no base yet")
+	}
+	return out, nil
+}
+
 // BaseTimelines lists the timelines of every shard of cluster's archive whose base is
 // whole (its description written), by shard then timeline.
 func BaseTimelines(ctx context.Context, sink Sink, cluster string) ([]Timeline, error) {

@@ -1,6 +1,7 @@
 package redisarchive
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,45 @@ func TestParseBaseName(t *testing.T) {
 		if shard != tc.shard || timeline != tc.timeline || ok != tc.ok {
 			t.Errorf("parseBaseName(%q) = %q, %d, %v; want %q, %d, %v", tc.name, shard, timeline, ok, tc.shard, tc.timeline, tc.ok)
 		}
+	}
+}
+
+// TestChooseReloadTimelines: a reload takes each shard's timeline that served when the lost
+// masters were last heard from, not the one the archive began afterwards from a pod back
+// empty; a shard with none then (its slots changed since) takes the one serving when the
+// reload was recorded.
+func TestChooseReloadTimelines(t *testing.T) {
+	at := func(s int) time.Time { return time.Date(2026, 11, 30, 12, 0, s, 0, time.UTC) }
+	tl := func(shard string, timeline, from int) Timeline {
+		return Timeline{Shard: shard, Timeline: timeline, Base: backup.Shard{CapturedAt: at(from)}, ServesFrom: at(from)}
+	}
+	// shard-002 lost its master at 40 s; its pod came back empty and the archive began
+	// timeline 2 from it at 45 s; the reload was recorded at 55 s. shard-003's only timeline
+	// began at 42 s (a slot change).
+	all := []Timeline{tl("shard-001", 1, 0), tl("shard-002", 1, 0), tl("shard-002", 2, 45), tl("shard-003", 1, 42)}
+	for _, tc := range []struct {
+		name           string
+		lostAt, target time.Time
+		want           string
+	}{
+		{"chosen at the loss", at(40), at(56), "shard-001:1 shard-002:1 shard-003:1"},
+		{"no loss time: at the record", time.Time{}, at(56), "shard-001:1 shard-002:2 shard-003:1"},
+		{"a loss time after the record: at the record", at(57), at(56), "shard-001:1 shard-002:2 shard-003:1"},
+	} {
+		got, err := ChooseReloadTimelines(all, tc.lostAt, tc.target)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var parts []string
+		for _, g := range got {
+			parts = append(parts, fmt.Sprintf("%s:%d", g.Shard, g.Timeline))
+		}
+		if text := strings.Join(parts, " "); text != tc.want {
+			t.Errorf("%s: chose %s, want %s", tc.name, text, tc.want)
+		}
+	}
+	if _, err := ChooseReloadTimelines(all, at(40), at(41)); err == nil {
+		t.Error("a shard with no timeline by the record: no error")
 	}
 }
 

@@ -994,6 +994,11 @@ type ShardReloadStatus struct {
 	// StartedAt is when the loss was recorded.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// LostAt is when the rest of the cluster last heard from the lost masters (the earliest
+	// of them): a reload from the archive takes each shard's timeline that served then, not
+	// one begun later from a node that came back empty.
+	// +optional
+	LostAt *metav1.Time `json:"lostAt,omitempty"`
 	// StartedLoads are the shards whose load from the archive was begun, each with the
 	// operator run that began it, recorded before the load starts: a load found begun by
 	// another run (an operator restarted during it) empties its slots before it starts

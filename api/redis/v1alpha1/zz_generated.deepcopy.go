@@ -1072,6 +1072,10 @@ func (in *ShardReloadStatus) DeepCopyInto(out *ShardReloadStatus) {
 		in, out := &in.StartedAt, &out.StartedAt
 		*out = (*in).DeepCopy()
 	}
+	if in.LostAt != nil {
+		in, out := &in.LostAt, &out.LostAt
+		*out = (*in).DeepCopy()
+	}
 	if in.StartedLoads != nil {
 		in, out := &in.StartedLoads, &out.StartedLoads
 		*out = make([]ShardLoadStart, len(*in))

@@ -331,6 +331,15 @@ func (s *Snapshot) Cluster() []*Known {
 	return out
 }
 
+// LastHeard is when any joined view last heard from a node (its newest pong), zero when
+// none recorded one.
+func (s *Snapshot) LastHeard(k *Known) time.Time {
+	if k.lastPong == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(k.lastPong)
+}
+
 // SilentFor is how long a node has not been heard of by any joined view.
 func (s *Snapshot) SilentFor(k *Known) time.Duration {
 	if k.lastPong == 0 {

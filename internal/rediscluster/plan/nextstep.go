@@ -177,6 +177,9 @@ type Step struct {
 	Shard int
 	Slots []nodes.SlotRange
 	Loads []ShardLoad
+	// LostAt is, for StepRecordReload, when the lost masters were last heard from (the
+	// earliest of them; zero when unknown).
+	LostAt time.Time
 	// Rotation is the state of password rotations whatever the step: RotationCurrent, what
 	// a rotation under way waits for, or "" when they were not looked at.
 	Rotation string
@@ -474,11 +477,15 @@ func planLostShards(spec Desired, s observe.Snapshot, _ health.Health) (Step, bo
 	}
 	if spec.ReloadFrom != "" && spec.Reload == nil {
 		var lost []nodes.SlotRange
+		var lostAt time.Time
 		for _, sh := range shards {
 			lost = append(lost, sh.Slots...)
+			if !sh.LastHeard.IsZero() && (lostAt.IsZero() || sh.LastHeard.Before(lostAt)) {
+				lostAt = sh.LastHeard
+			}
 		}
 		lost = nodes.MergeSlots(lost)
-		return Step{Kind: StepRecordReload, Operation: OpHealing, Slots: lost, After: LookSoon,
+		return Step{Kind: StepRecordReload, Operation: OpHealing, Slots: lost, LostAt: lostAt, After: LookSoon,
 			Reason: fmt.Sprintf("%d slots have no copy left (master %s): recording them to reload from %s", slots, strings.Join(names, ", "), ReloadSource(spec.ReloadFrom))}, true
 	}
 	if !spec.AcceptDataLoss && spec.Reload == nil {

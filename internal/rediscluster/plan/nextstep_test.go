@@ -171,6 +171,8 @@ func TestNextStep(t *testing.T) {
 			spec: func() Desired { s := specFor(6); s.ReloadFrom = "nightly"; return s }(), snap: fakesnapshot.LostShard(20 * time.Second).Snap, want: StepRecordReload,
 			check: func(t *testing.T, s Step) {
 				expect(t, nodes.FormatSlotRanges(s.Slots) == "0-5460" && s.Operation == OpHealing, "slots %s", nodes.FormatSlotRanges(s.Slots))
+				// The reload from the archive chooses the timelines that served then.
+				expect(t, s.LostAt.Equal(fakesnapshot.Now.Add(-20*time.Second)), "lost at %s, want 20 s before the look", s.LostAt)
 			},
 		},
 		"a lost shard with its reload recorded: give it up, as an accepted loss": {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
@@ -20,6 +21,9 @@ type LostShard struct {
 	ID, Addr string
 	// Slots are the slots it owned.
 	Slots []nodes.SlotRange
+	// LastHeard is when the rest of the cluster last heard from it (its newest pong in any
+	// joined view): the loss came after; zero when no view recorded one.
+	LastHeard time.Time
 }
 
 // LostShards lists the lost shards of s (see LostShard), in ID order.
@@ -30,7 +34,7 @@ func LostShards(s observe.Snapshot) []LostShard {
 			s.SilentFor(k) < forceFailoverAfter*s.NodeTimeout || promotable(s, k.Node.ID) != nil {
 			continue
 		}
-		out = append(out, LostShard{ID: k.Node.ID, Addr: k.Node.Addr, Slots: k.Slots})
+		out = append(out, LostShard{ID: k.Node.ID, Addr: k.Node.Addr, Slots: k.Slots, LastHeard: s.LastHeard(k)})
 	}
 	return out
 }

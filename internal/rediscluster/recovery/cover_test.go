@@ -12,12 +12,13 @@ import (
 
 func TestLostShards(t *testing.T) {
 	cases := map[string]struct {
-		snap observe.Snapshot
-		want []string // lost master IDs
+		snap      observe.Snapshot
+		want      []string      // lost master IDs
+		lastHeard time.Duration // how long before the look they were last heard from
 	}{
 		"a healthy cluster has none":                                          {snap: fakesnapshot.Six().Snap},
 		"master and replica silent for 8 s: not yet":                          {snap: fakesnapshot.LostShard(8 * time.Second).Snap},
-		"master and replica silent for 20 s: lost":                            {snap: fakesnapshot.LostShard(20 * time.Second).Snap, want: []string{"aaaaaaaa"}},
+		"master and replica silent for 20 s: lost":                            {snap: fakesnapshot.LostShard(20 * time.Second).Snap, want: []string{"aaaaaaaa"}, lastHeard: 20 * time.Second},
 		"master dead, its replica answers and synced: a failover, not a loss": {snap: fakesnapshot.Six().Silence(0, fakesnapshot.ErrDown).Fail("aaaaaaaa", time.Minute).Snap},
 		"master dead, its only replica answers but never synced: lost": {
 			snap: func() observe.Snapshot {
@@ -35,6 +36,9 @@ func TestLostShards(t *testing.T) {
 				got = append(got, sh.ID)
 				if nodes.CountSlots(sh.Slots) != 5461 {
 					t.Errorf("lost shard %s has %d slots, want 5461", sh.ID, nodes.CountSlots(sh.Slots))
+				}
+				if tc.lastHeard != 0 && !sh.LastHeard.Equal(fakesnapshot.Now.Add(-tc.lastHeard)) {
+					t.Errorf("lost shard %s last heard at %s, want %s before the look", sh.ID, sh.LastHeard, tc.lastHeard)
 				}
 			}
 			if !slices.Equal(got, tc.want) {
