@@ -334,7 +334,8 @@ const RedisLockdownConf = "enable-debug-command no\nenable-module-command no\nen
 // empty). The memory directives (redisMemoryConf) and the write-safety ones
 // (redisWriteSafetyConf) come after the cluster settings, and RedisLockdownConf last of all.
 func RedisConfigMap(rc *redisv1alpha1.RedisCluster, userConf string) *corev1.ConfigMap {
-	conf := RedisConf(userConf, RedisTLSClientAuth(rc)) + redisMemoryConf(rc, userConf) + redisWriteSafetyConf(rc)
+	conf := RedisConf(userConf, RedisTLSClientAuth(rc)) + redisMemoryConf(rc, userConf) + redisWriteSafetyConf(rc) +
+		redisReplicaSyncConf(rc, userConf)
 	if rc.Spec.ExternalAccess != nil {
 		conf += redisExternalConf
 	}
@@ -343,6 +344,21 @@ func RedisConfigMap(rc *redisv1alpha1.RedisCluster, userConf string) *corev1.Con
 		ObjectMeta: redisMeta(rc, RedisConfigMapName(rc)),
 		Data:       map[string]string{RedisConfigFile: conf},
 	}
+}
+
+// redisReplicaSyncConf lets a master start a replica's full sync as soon as all of its
+// replicasPerMaster replicas ask for one, instead of waiting out repl-diskless-sync-delay
+// (5 s) for more that will not come: a new cluster's replicas, a restored cluster's (its
+// load waits for them) and a healed replica are in sync that much sooner. With fewer replicas
+// asking (one of two back after a restart), the master still waits the delay for the other.
+// A user redis.conf that sets repl-diskless-sync-max-replicas keeps its own value; nothing
+// without replicas.
+func redisReplicaSyncConf(rc *redisv1alpha1.RedisCluster, userConf string) string {
+	n := RedisReplicasPerMaster(rc)
+	if _, set := confDirective(userConf, "repl-diskless-sync-max-replicas"); set || n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("repl-diskless-sync-max-replicas %d\n", n)
 }
 
 // redisLockdownHeader starts RedisLockdownConf in the generated redis.conf.

@@ -79,6 +79,38 @@ func TestRedisConfAOFSync(t *testing.T) {
 	}
 }
 
+// TestRedisConfReplicaSync: a master starts its replicas' full sync once all
+// replicasPerMaster of them ask, not after repl-diskless-sync-delay; nothing without
+// replicas; a user redis.conf's value stands.
+func TestRedisConfReplicaSync(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		perMaster int32
+		userConf  string
+		want      string // the last repl-diskless-sync-max-replicas line, "" for none
+	}{
+		{"one replica each", 1, "", "repl-diskless-sync-max-replicas 1"},
+		{"two replicas each", 2, "maxmemory 1gb", "repl-diskless-sync-max-replicas 2"},
+		{"no replicas", 0, "", ""},
+		{"the user's value", 2, "repl-diskless-sync-max-replicas 5", "repl-diskless-sync-max-replicas 5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := redistest.NewCluster("ns", "rc", 3*(1+tc.perMaster))
+			rc.Spec.ReplicasPerMaster = &tc.perMaster
+			conf := resources.RedisConfigMap(rc, tc.userConf).Data[resources.RedisConfigFile]
+			got := ""
+			for line := range strings.Lines(conf) {
+				if strings.HasPrefix(line, "repl-diskless-sync-max-replicas ") {
+					got = strings.TrimSpace(line)
+				}
+			}
+			if got != tc.want {
+				t.Errorf("repl-diskless-sync-max-replicas: got %q, want %q\n%s", got, tc.want, conf)
+			}
+		})
+	}
+}
+
 // openingUserConf is a user redis.conf that tries to open what RedisLockdownConf closes,
 // in the spellings Redis accepts (any case, quoted, local for loopback clients only).
 const openingUserConf = "enable-debug-command yes\nENABLE-MODULE-COMMAND \"yes\"\nenable-protected-configs local\nmaxmemory 100mb\n"
