@@ -1049,7 +1049,9 @@ func masterOfShard(t *testing.T, rc *redisv1alpha1.RedisCluster, shard redisv1al
 
 // TestRedisClusterReloadsALostShardFromTheArchive: an archived cluster loses a master and its
 // only replica with their volumes while a writer runs; the user sets the reload annotation
-// to @archive instead of naming a backup. The lost slots are given up, served again by a
+// to @archive instead of naming a backup, once the archive has begun the shard's next
+// timeline from the lost master's pod back empty (as a user who notices the loss later
+// meets it). The lost slots are given up, served again by a
 // live master, and their keys come back from the archive up to the loss, replayed only into
 // those slots: every key acknowledged more than the recovery point before the loss, and
 // every key acknowledged after it (those the writer wrote once the slots were served again
@@ -1083,6 +1085,22 @@ func TestRedisClusterReloadsALostShardFromTheArchive(t *testing.T) {
 		return cur.Status.Phase == redisv1alpha1.PhaseFailed && strings.Contains(cur.Status.Reason, "="+plan.ReloadFromArchive),
 			fmt.Sprintf("phase %s (%s)", cur.Status.Phase, cur.Status.Reason)
 	})
+	// The user annotates after the archive moved on: the lost master's pod came back empty
+	// at its address, so the archive's follower met a broken history and began the shard's
+	// next timeline from that empty node. The reload must still take the timeline that held
+	// the lost keys.
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		for _, sh := range archiveShards(cur) {
+			if sh.Slots == master.Slots {
+				return sh.Timeline >= 2, fmt.Sprintf("%s (slots %s) is on timeline %d", sh.Shard, sh.Slots, sh.Timeline)
+			}
+		}
+		return false, fmt.Sprintf("no archived shard has slots %s: %+v", master.Slots, archiveShards(cur))
+	})
+	t.Log("the archive began the lost shard's next timeline from its empty pod before the reload was asked for")
 	rc = reloadLostShards(t, key, plan.ReloadFromArchive)
 	n, notes := eventCount(t, ns, "origin", rediscontrollers.ReasonLostSlotsReloaded)
 	if n != 1 || !strings.Contains(notes[0], "the archive") {
@@ -1179,4 +1197,12 @@ func TestRedisClusterGivesUpAReloadThatCannotGoOn(t *testing.T) {
 	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
 	gone := w.VerifyExcept(t, env.Client, rc, pw, inLost)
 	t.Logf("%d keys in the lost slots went with the shard; every other acknowledged key reads back through every node", gone)
+}
+
+// archiveShards is rc's status.archive.shards, nil without an archive status.
+func archiveShards(rc *redisv1alpha1.RedisCluster) []redisv1alpha1.ArchiveShardStatus {
+	if rc.Status.Archive == nil {
+		return nil
+	}
+	return rc.Status.Archive.Shards
 }
