@@ -105,9 +105,11 @@ func (r *RedisClusterReconciler) openArchiveAt(ctx context.Context, rc *redisv1a
 		src.problem, src.storeFailed = fmt.Sprintf("cannot read the archive at %s: %v", src.location, err), true
 		return src
 	}
-	chosen, err := redisarchive.ChooseTimelines(all, target)
+	var chosen []redisarchive.Timeline
 	if reload {
 		chosen, err = redisarchive.ChooseReloadTimelines(all, lostAt, target)
+	} else {
+		chosen, err = redisarchive.ChooseTimelines(all, target)
 	}
 	if err != nil {
 		src.problem, src.storeFailed = fmt.Sprintf("the archive at %s: %v", src.location, err), true

@@ -1093,12 +1093,12 @@ func TestRedisClusterReloadsALostShardFromTheArchive(t *testing.T) {
 		if err := env.Client.Get(ctx, key, cur); err != nil {
 			return false, err.Error()
 		}
-		for _, sh := range archiveShards(cur) {
-			if sh.Slots == master.Slots {
+		for i := 0; cur.Status.Archive != nil && i < len(cur.Status.Archive.Shards); i++ {
+			if sh := cur.Status.Archive.Shards[i]; sh.Slots == master.Slots {
 				return sh.Timeline >= 2, fmt.Sprintf("%s (slots %s) is on timeline %d", sh.Shard, sh.Slots, sh.Timeline)
 			}
 		}
-		return false, fmt.Sprintf("no archived shard has slots %s: %+v", master.Slots, archiveShards(cur))
+		return false, fmt.Sprintf("no archived shard has slots %s: %+v", master.Slots, cur.Status.Archive)
 	})
 	t.Log("the archive began the lost shard's next timeline from its empty pod before the reload was asked for")
 	rc = reloadLostShards(t, key, plan.ReloadFromArchive)
@@ -1197,12 +1197,4 @@ func TestRedisClusterGivesUpAReloadThatCannotGoOn(t *testing.T) {
 	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
 	gone := w.VerifyExcept(t, env.Client, rc, pw, inLost)
 	t.Logf("%d keys in the lost slots went with the shard; every other acknowledged key reads back through every node", gone)
-}
-
-// archiveShards is rc's status.archive.shards, nil without an archive status.
-func archiveShards(rc *redisv1alpha1.RedisCluster) []redisv1alpha1.ArchiveShardStatus {
-	if rc.Status.Archive == nil {
-		return nil
-	}
-	return rc.Status.Archive.Shards
 }

@@ -273,7 +273,7 @@ func (b *backupBench) pipe(ctx context.Context, rc *redisv1alpha1.RedisCluster, 
 	if err != nil {
 		return err
 	}
-	cpu := b.cpuOf(ctx, rc.Name)
+	cpu := b.cpu(ctx, rc.Name)
 	start := time.Now()
 	each, err := sideBySide(ctx, len(addrs), func(ctx context.Context, i int) error {
 		in, err := os.Open(b.pipes[i])
@@ -297,7 +297,7 @@ func (b *backupBench) pipe(ctx context.Context, rc *redisv1alpha1.RedisCluster, 
 		return err
 	}
 	wall := time.Since(start).Seconds()
-	used := cpuSince(cpu, b.cpuOf(ctx, rc.Name))
+	used := cpuSince(cpu, b.cpu(ctx, rc.Name))
 	n, err := b.masterKeys(ctx, rc, pw)
 	if err != nil {
 		return err
@@ -363,7 +363,7 @@ func (b *backupBench) backup(ctx context.Context, name string, f *BackupFigures)
 	if err != nil {
 		return err
 	}
-	cpu := b.cpu(ctx)
+	cpu := b.cpu(ctx, "source")
 	rb := &redisv1alpha1.RedisBackup{ObjectMeta: metav1.ObjectMeta{Namespace: backupNS, Name: name},
 		Spec: redisv1alpha1.RedisBackupSpec{Cluster: "source", Destination: redisv1alpha1.ObjectStore{
 			Endpoint: b.store.Endpoint, Bucket: b.store.Bucket, Region: b.store.Region, CredentialsSecret: "store", CASecret: "store-ca"}}}
@@ -382,7 +382,7 @@ func (b *backupBench) backup(ctx context.Context, name string, f *BackupFigures)
 		return rb.Status.Phase == redisv1alpha1.BackupCompleted, nil
 	})
 	seen := time.Since(start).Seconds()
-	used := cpuSince(cpu, b.cpu(ctx))
+	used := cpuSince(cpu, b.cpu(ctx, "source"))
 	rss, heap := mem.stop()
 	if err != nil {
 		return err
@@ -415,7 +415,7 @@ func (b *backupBench) redisCLIRDB(ctx context.Context, rc *redisv1alpha1.RedisCl
 		return err
 	}
 	sizes := make([]int64, len(rb.Status.Shards))
-	cpu := b.cpu(ctx)
+	cpu := b.cpu(ctx, "source")
 	start := time.Now()
 	each, err := sideBySide(ctx, len(rb.Status.Shards), func(ctx context.Context, i int) error {
 		out := filepath.Join(b.work, fmt.Sprintf("cli-%d.rdb", i))
@@ -434,7 +434,7 @@ func (b *backupBench) redisCLIRDB(ctx context.Context, rc *redisv1alpha1.RedisCl
 		return err
 	}
 	wall := time.Since(start).Seconds()
-	used := cpuSince(cpu, b.cpu(ctx))
+	used := cpuSince(cpu, b.cpu(ctx, "source"))
 	f.RDB, f.RDBCPU = append(f.RDB, wall), append(f.RDBCPU, used)
 	var total int64
 	for _, s := range sizes {
@@ -454,7 +454,11 @@ func (b *backupBench) restore(ctx context.Context, name, from string, f *BackupF
 	rc := redistest.NewCluster(backupNS, name, 6)
 	rc.Spec.Finalizers = "foreground"
 	rc.Spec.Restore = &redisv1alpha1.RestoreSpec{Backup: from}
-	profiled := b.profileOperator(ctx, name)
+	profile := "" // MWO_BENCH_CPUPROFILE: the operator's first 30 s of the restore
+	if os.Getenv("MWO_BENCH_CPUPROFILE") != "" {
+		profile = filepath.Join(testenv.RepoRoot(), "bin", "bench-restore-"+name+".pprof")
+	}
+	profiled := b.op.startCPUProfile(ctx, 30*time.Second, profile)
 	start := time.Now()
 	if err := b.env.Client.Create(ctx, rc); err != nil {
 		mem.stop()
@@ -490,22 +494,8 @@ func (b *backupBench) restore(ctx context.Context, name, from string, f *BackupF
 	return b.deleteCluster(ctx, restored)
 }
 
-// profileOperator starts, when MWO_BENCH_CPUPROFILE is set, a 30 s CPU profile of the
-// operator written to bin/bench-restore-<name>.pprof, and returns the function that waits
-// for it.
-func (b *backupBench) profileOperator(ctx context.Context, name string) func() error {
-	if os.Getenv("MWO_BENCH_CPUPROFILE") == "" {
-		return func() error { return nil }
-	}
-	done := make(chan error, 1)
-	go func() {
-		done <- b.op.saveProfile(ctx, "profile?seconds=30", filepath.Join(testenv.RepoRoot(), "bin", "bench-restore-"+name+".pprof"))
-	}()
-	return func() error { return <-done }
-}
-
 // shardLoads are, per master, when (seconds after the watch started) its first key and
-// its last were seen; and the CPU seconds used so far (cpuOf the restoring cluster) when
+// its last were seen; and the CPU seconds used so far (cpu of the restoring cluster) when
 // the first key was seen on any master and when the last change was.
 type shardLoads struct {
 	first, last       []float64
@@ -569,7 +559,7 @@ func (b *backupBench) watchLoads(ctx context.Context, key client.ObjectKey) func
 					out.first[i] = now
 				}
 				out.last[i], last[a] = now, n
-				out.cpuLast = b.cpuOf(ctx, key.Name)
+				out.cpuLast = b.cpu(ctx, key.Name)
 				if out.cpuFirst == nil {
 					out.cpuFirst = out.cpuLast
 				}
@@ -657,13 +647,10 @@ func BackupTable(all []BackupFigures) string {
 	return b.String()
 }
 
-// cpu is the CPU seconds used so far by the operator, the object store, the source
-// cluster's redis-servers with the snapshot forks they reaped, and the redis-cli processes
-// this bench ran and reaped; with the machine's busy and total seconds.
-func (b *backupBench) cpu(ctx context.Context) map[string]float64 { return b.cpuOf(ctx, "source") }
-
-// cpuOf is cpu with the redis-servers of the cluster name.
-func (b *backupBench) cpuOf(ctx context.Context, name string) map[string]float64 {
+// cpu is the CPU seconds used so far by the operator, the object store, the redis-servers of
+// the cluster name with the snapshot forks they reaped, and the redis-cli processes this
+// bench ran and reaped; with the machine's busy and total seconds.
+func (b *backupBench) cpu(ctx context.Context, name string) map[string]float64 {
 	out := map[string]float64{}
 	out["operator"], _ = processCPU(b.op.cmd.Process.Pid)
 	if pid := b.store.PID(); pid > 0 {

@@ -82,18 +82,11 @@ func RunIdle(ctx context.Context, n int, window time.Duration, kills int, profil
 	logf("%d RedisClusters (%d redis-servers) Ready after %.0f s; settling 30 s", n, 6*n, f.FormedSeconds)
 	time.Sleep(30 * time.Second)
 
-	profiled := make(chan error, 1)
-	if profile != "" {
-		go func() {
-			profiled <- op.saveProfile(ctx, fmt.Sprintf("profile?seconds=%d", int(window.Seconds())), profile)
-		}()
-	} else {
-		profiled <- nil
-	}
+	profiled := op.startCPUProfile(ctx, window, profile)
 	if f.CPUPerMinute, err = cpuPerMinute(op, window); err != nil {
 		return f, err
 	}
-	if err := <-profiled; err != nil {
+	if err := profiled(); err != nil {
 		return f, err
 	}
 	if profile != "" {

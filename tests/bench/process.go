@@ -90,6 +90,17 @@ func (p *process) saveHeapProfile(ctx context.Context, path string) error {
 	return p.saveProfile(ctx, "heap?gc=1", path)
 }
 
+// startCPUProfile starts a CPU profile of the process over window, written to path, and
+// returns the function that waits for it; with path "" it profiles nothing.
+func (p *process) startCPUProfile(ctx context.Context, window time.Duration, path string) (wait func() error) {
+	if path == "" {
+		return func() error { return nil }
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.saveProfile(ctx, fmt.Sprintf("profile?seconds=%d", int(window.Seconds())), path) }()
+	return func() error { return <-done }
+}
+
 // saveProfile writes what the process's pprof endpoint serves at /debug/pprof/<query> to path.
 func (p *process) saveProfile(ctx context.Context, query, path string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.pprof+"/debug/pprof/"+query, nil)

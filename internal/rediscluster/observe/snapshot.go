@@ -342,10 +342,11 @@ func (s *Snapshot) LastHeard(k *Known) time.Time {
 
 // SilentFor is how long a node has not been heard of by any joined view.
 func (s *Snapshot) SilentFor(k *Known) time.Duration {
-	if k.lastPong == 0 {
+	heard := s.LastHeard(k)
+	if heard.IsZero() {
 		return time.Duration(1<<62 - 1)
 	}
-	return s.Now.Sub(time.UnixMilli(k.lastPong))
+	return s.Now.Sub(heard)
 }
 
 // MemberRecord is the member record after s: every joined pod with its node ID, and every other
