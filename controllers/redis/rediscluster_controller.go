@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -305,8 +306,7 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	case s.err != nil:
 		return ctrl.Result{}, s.err
 	}
-	r.noteLook(s)
-	return ctrl.Result{RequeueAfter: s.lookAgain()}, nil
+	return ctrl.Result{RequeueAfter: r.noteLook(s)}, nil
 }
 
 // load reads the RedisCluster and handles what comes before a reconcile proper: a stale
@@ -453,6 +453,12 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 		r.changes.touch(key)
 		return []reconcile.Request{{NamespacedName: key}}
 	})
+	// The prober makes the quiet looks of converged clusters and wakes those it finds
+	// changed (rediscluster_quiet.go); it runs on the leader only, as the controller does.
+	changed := make(chan event.GenericEvent, 64)
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return r.quietMarks.run(ctx, changed) })); err != nil {
+		return fmt.Errorf("while adding the prober of converged clusters: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		// The operator's own status writes need no reconcile: spec, annotation and label
 		// changes (and deletion, which bumps the generation) do.
@@ -470,6 +476,8 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 		WatchesRawSource(source.Kind(r.References, caching.Metadata("ConfigMap"), handler.TypedEnqueueRequestsFromMapFunc(r.referencing))).
 		// A shard load that ended in the background wakes its cluster.
 		WatchesRawSource(source.Channel(r.backgroundLoads().wake, &handler.EnqueueRequestForObject{})).
+		// So does a change the prober found.
+		WatchesRawSource(source.Channel(changed, &handler.EnqueueRequestForObject{})).
 		WithOptions(opts).
 		Named("rediscluster").
 		Complete(r)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,15 +20,20 @@ import (
 
 // A converged cluster is looked at every IdleLook (2.5 s) so that a cut-off master shows
 // before a second master claims its slots, but reading every node whole, planning and
-// deriving the status that often cost about 6 ms of CPU a look, mostly garbage. So after
-// a full look that found the cluster Ready with nothing to do, the looks until LookIdle
-// has passed are quiet: when the RedisCluster and its pods are as that look saw them, each
-// node is asked only CLUSTER INFO, and when every node answers with the same head
-// (observe.Observation.InfoHead: state, slot counts, failing slots, known nodes, epochs),
-// the look ends there. Anything else (a node that does not answer, another head, a changed
-// object) makes it a full look at once. What a quiet look cannot see (memory, replication
-// offsets and links, key counts, children drifting) waits for the next full look, at most
-// LookIdle after the last.
+// deriving the status that often cost about 6 ms of CPU a look, mostly garbage, and even a
+// reconcile that only asked CLUSTER INFO cost 1.5 ms (issue 53). So after a full look that
+// found the cluster Ready with nothing to do, and until the next full look is due
+// (steadyLook: a minute, or 10 s for clusters that scale on memory or archive), the looks
+// are quiet and made by the prober (quietMarks.run), outside any reconcile: every IdleLook
+// it asks each node only CLUSTER INFO and compares the head of each answer
+// (observe.Observation.InfoHead: state, slot counts, failing slots, known nodes, epochs)
+// with the full look's. A different head or a node that does not answer wakes the cluster's
+// reconcile, which looks whole at once. A reconcile that comes meanwhile for another reason
+// checks what the prober cannot see (the RedisCluster and its pods as the full look saw
+// them) and ends there when nothing differs. What a quiet look cannot see (memory,
+// replication offsets and links, key counts, children drifting without a watch) waits for
+// the next full look. Without a running prober (a reconciler outside a manager) a reconcile
+// makes the quiet look itself, as the prober would.
 
 // quietMark is what a full look of a converged cluster leaves for the quiet looks after it.
 type quietMark struct {
@@ -48,7 +52,7 @@ func quietMarkOf(s *state, now time.Time) (quietMark, bool) {
 		return quietMark{}, false
 	}
 	m := quietMark{resourceVersion: s.next.ResourceVersion, pods: podsFingerprint(s.pods),
-		until: now.Add(plan.LookIdle), after: s.lookAgain()}
+		until: now.Add(steadyLook(s.rc)), after: s.lookAgain()}
 	for i := range s.snap.Nodes {
 		o := &s.snap.Nodes[i]
 		if !o.Answered() || o.InfoHead == "" || o.Terminating || o.Leaving {
@@ -57,6 +61,18 @@ func quietMarkOf(s *state, now time.Time) (quietMark, bool) {
 		m.addrs, m.heads = append(m.addrs, o.Addr), append(m.heads, o.InfoHead)
 	}
 	return m, true
+}
+
+// steadyLook is how long after a full look that found rc converged the next full look
+// comes, while the quiet looks find nothing changed: plan.LookSteady, or plan.LookIdle with
+// spec.autoscale (it scales on the masters' memory, which only a full look reads) or
+// spec.archive (status.archive and the archive's lag metric are written by full looks: a
+// minute-old archivedUpTo would be a minute of doubt about what a restore can reach).
+func steadyLook(rc *redisv1alpha1.RedisCluster) time.Duration {
+	if rc != nil && (rc.Spec.Autoscale != nil || rc.Spec.Archive != nil) {
+		return plan.LookIdle
+	}
+	return plan.LookSteady
 }
 
 // podsFingerprint names each pod with its resource version: any change Kubernetes makes to
@@ -72,23 +88,31 @@ func podsFingerprint(pods []corev1.Pod) string {
 	return b.String()
 }
 
-// noteLook records the end of a full look that ended without error: its quiet mark, or
-// none.
-func (r *RedisClusterReconciler) noteLook(s *state) {
-	m, ok := quietMarkOf(s, time.Now())
+// noteLook records the end of a full look that ended without error, its quiet mark or
+// none, and returns how soon the cluster is to be reconciled again: when the step asks,
+// or, with a mark and the prober running, when the next full look is due (the prober
+// wakes the cluster sooner on any change).
+func (r *RedisClusterReconciler) noteLook(s *state) time.Duration {
+	now := time.Now()
+	m, ok := quietMarkOf(s, now)
 	r.setQuiet(client.ObjectKeyFromObject(s.rc), m, ok)
+	if ok && r.quietMarks.probing() {
+		return m.until.Sub(now)
+	}
+	return s.lookAgain()
 }
 
-// quietLook is a look at rc that ends after one CLUSTER INFO a node, when a full look
-// left a quiet mark less than LookIdle ago and nothing it can see differs from that look:
-// it returns how soon to look again and true. Otherwise it drops the mark and the reconcile
-// goes on to a full look (which leaves a new mark if it ends as quietly); silent holds the
-// nodes whose CLUSTER INFO timed out, so that look does not wait on them a second time.
+// quietLook is a look at rc that ends without reading the nodes whole, when a full look
+// left a quiet mark that is not due yet, the RedisCluster and its pods are as that look
+// saw them, and the quiet looks since (the prober's, or one made here when the prober has
+// not looked lately) found every node's CLUSTER INFO head unchanged: it returns how soon
+// to look again and true. Otherwise it drops the mark and the reconcile goes on to a full
+// look (which leaves a new mark if it ends as quietly); silent holds the nodes whose CLUSTER
+// INFO timed out, so that look does not wait on them a second time.
 func (r *RedisClusterReconciler) quietLook(ctx context.Context, rc *redisv1alpha1.RedisCluster) (after time.Duration, quiet bool, silent map[string]error) {
 	key := client.ObjectKeyFromObject(rc)
 	after, quiet, silent = r.stillQuiet(ctx, rc, key)
 	if quiet {
-		metrics.RedisLooks.WithLabelValues("quiet").Inc()
 		return after, true, nil
 	}
 	r.setQuiet(key, quietMark{}, false)
@@ -97,19 +121,42 @@ func (r *RedisClusterReconciler) quietLook(ctx context.Context, rc *redisv1alpha
 }
 
 // stillQuiet reports whether rc, its pods and every node's CLUSTER INFO head are as the
-// quiet mark's full look saw them, before the mark is due; silent are the nodes whose read
-// timed out.
+// quiet mark's full look saw them, before the mark is due, and how soon to look again;
+// silent are the nodes whose read timed out.
 func (r *RedisClusterReconciler) stillQuiet(ctx context.Context, rc *redisv1alpha1.RedisCluster, key types.NamespacedName) (time.Duration, bool, map[string]error) {
-	m, admin, ok := r.quiet(key)
-	if !ok || !time.Now().Before(m.until) || rc.ResourceVersion != m.resourceVersion || !rc.DeletionTimestamp.IsZero() {
+	now := time.Now()
+	e, ok := r.quiet(key)
+	if !ok || !now.Before(e.mark.until) || rc.ResourceVersion != e.mark.resourceVersion || !rc.DeletionTimestamp.IsZero() {
 		return 0, false, nil
 	}
-	if pods, err := r.clusterPods(ctx, rc); err != nil || podsFingerprint(pods) != m.pods {
+	if e.changed {
+		return 0, false, e.silent
+	}
+	if pods, err := r.clusterPods(ctx, rc); err != nil || podsFingerprint(pods) != e.mark.pods {
 		return 0, false, nil
 	}
+	if !r.quietMarks.probing() || now.Sub(e.probed) > e.mark.after+probeTimeout {
+		// No prober looked lately: look here, as it would.
+		unchanged, silent := quietProbe(ctx, e.admin, e.mark)
+		if !unchanged {
+			return 0, false, silent
+		}
+		r.quietMarks.probedAt(key, e.gen, now)
+	}
+	if r.quietMarks.probing() {
+		return e.mark.until.Sub(now), true, nil
+	}
+	return e.mark.after, true, nil
+}
+
+// quietProbe is one quiet look at the nodes of m: one CLUSTER INFO a node through admin,
+// within probeTimeout. unchanged: every node answered with the head m saw; silent are the
+// nodes whose read timed out.
+func quietProbe(ctx context.Context, admin clusterconn.Admin, m quietMark) (unchanged bool, silent map[string]error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
 	heads, errs := admin.InfoHeads(ctx, m.addrs)
 	answered := true
-	var silent map[string]error
 	for i, err := range errs {
 		answered = answered && err == nil
 		if observe.TimedOut(err) {
@@ -119,55 +166,11 @@ func (r *RedisClusterReconciler) stillQuiet(ctx context.Context, rc *redisv1alph
 			silent[m.addrs[i]] = err
 		}
 	}
-	return m.after, answered && slices.Equal(heads, m.heads), silent
-}
-
-// quietMarks keeps each cluster's quiet mark beside the Admin of clusterconn.Pool whose
-// connections read it. A mark counts only while that Admin is still the one pooled for the
-// cluster: when the pool replaces it (a new password, another TLS configuration) or forgets
-// the cluster, the mark is gone with it. Admins are told apart with ==, as the pool's are
-// (pointers from clusterconn.DefaultAdminFactory).
-type quietMarks struct {
-	mu        sync.Mutex
-	byCluster map[types.NamespacedName]quietEntry
-}
-
-// quietEntry is a quiet mark with the Admin it was left beside.
-type quietEntry struct {
-	admin clusterconn.Admin
-	mark  quietMark
-}
-
-// set keeps m as cluster's mark beside admin (ok), or drops the mark.
-func (q *quietMarks) set(cluster types.NamespacedName, admin clusterconn.Admin, m quietMark, ok bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if !ok {
-		delete(q.byCluster, cluster)
-		return
+	unchanged = answered && slices.Equal(heads, m.heads)
+	if unchanged {
+		metrics.RedisLooks.WithLabelValues("quiet").Inc()
 	}
-	if q.byCluster == nil {
-		q.byCluster = map[types.NamespacedName]quietEntry{}
-	}
-	q.byCluster[cluster] = quietEntry{admin: admin, mark: m}
-}
-
-// get returns cluster's mark when it was left beside admin.
-func (q *quietMarks) get(cluster types.NamespacedName, admin clusterconn.Admin) (quietMark, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	e, ok := q.byCluster[cluster]
-	if !ok || e.admin != admin {
-		return quietMark{}, false
-	}
-	return e.mark, true
-}
-
-// forget drops cluster's mark.
-func (q *quietMarks) forget(cluster types.NamespacedName) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	delete(q.byCluster, cluster)
+	return unchanged, silent
 }
 
 // setQuiet keeps m as cluster's quiet mark beside the Admin pooled for it now (ok), or drops
@@ -177,16 +180,12 @@ func (r *RedisClusterReconciler) setQuiet(cluster types.NamespacedName, m quietM
 	r.quietMarks.set(cluster, c.Admin, m, ok && pooled)
 }
 
-// quiet returns cluster's quiet mark with the Admin whose connections read it, while that
-// Admin is still the one pooled for the cluster.
-func (r *RedisClusterReconciler) quiet(cluster types.NamespacedName) (quietMark, clusterconn.Admin, bool) {
+// quiet returns cluster's quiet entry, while the Admin it was left beside is still the one
+// pooled for the cluster.
+func (r *RedisClusterReconciler) quiet(cluster types.NamespacedName) (quietEntry, bool) {
 	c, pooled := r.admins.Lookup(cluster)
 	if !pooled {
-		return quietMark{}, nil, false
+		return quietEntry{}, false
 	}
-	m, ok := r.quietMarks.get(cluster, c.Admin)
-	if !ok {
-		return quietMark{}, nil, false
-	}
-	return m, c.Admin, true
+	return r.quietMarks.get(cluster, c.Admin)
 }

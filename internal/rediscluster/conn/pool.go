@@ -28,7 +28,10 @@ type Pool struct {
 
 	mu      sync.Mutex
 	clients map[string]*goredis.Client
-	dials   atomic.Int64 // connections opened to nodes, slot moves' included
+	// infoConns are the connections of ClusterInfos, by address; closed: Close was called.
+	infoConns map[string]*infoConn
+	closed    bool
+	dials     atomic.Int64 // connections opened to nodes, slot moves' included
 }
 
 // NewPool returns a Pool that authenticates with password (none when empty) and gives
@@ -63,6 +66,11 @@ func (p *Pool) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var errs []error
+	p.closed = true
+	for addr, c := range p.infoConns {
+		_ = c.c.Close()
+		delete(p.infoConns, addr)
+	}
 	for addr, c := range p.clients {
 		if err := c.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("while closing the client of %s: %w", addr, err))

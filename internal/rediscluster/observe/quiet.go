@@ -1,12 +1,11 @@
 package observe
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strings"
-	"sync"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 )
@@ -28,26 +27,23 @@ func infoHead(clusterInfo string) string {
 	return clusterInfo
 }
 
-// InfoHeads reads CLUSTER INFO from every node at addrs at once, over pool's kept
-// connections, and returns each reply's head (as Observation.InfoHead keeps it) in the
-// order of addrs, or, for a node that did not answer, why (errs[i], nil for the others). It
-// is a quiet look's whole conversation with Redis: one short read-only command a node. The
-// heads are compared and dropped, so they share the replies' memory.
+// InfoHeads reads CLUSTER INFO from every node at addrs at once, over pool's connections
+// kept for it (conn.Pool.ClusterInfos), and returns each reply's head (as
+// Observation.InfoHead keeps it) in the order of addrs, or, for a node that did not answer,
+// why (errs[i], nil for the others). It is a quiet look's whole conversation with Redis: one
+// short read-only command a node.
 func InfoHeads(ctx context.Context, pool *conn.Pool, addrs []string) (heads []string, errs []error) {
-	heads, errs = make([]string, len(addrs)), make([]error, len(addrs))
-	var wg sync.WaitGroup
-	for i, addr := range addrs {
-		wg.Go(func() {
-			text, err := pool.Client(addr).ClusterInfo(ctx).Result()
-			if err != nil {
-				errs[i] = fmt.Errorf("while reading the cluster state of %s: %w", addr, err)
-				return
-			}
-			heads[i] = infoHead(text)
-		})
-	}
-	wg.Wait()
+	heads = make([]string, len(addrs))
+	errs = pool.ClusterInfos(ctx, addrs, func(i int, reply []byte) { heads[i] = string(infoHeadBytes(reply)) })
 	return heads, errs
+}
+
+// infoHeadBytes is infoHead of a reply read into a buffer.
+func infoHeadBytes(clusterInfo []byte) []byte {
+	if i := bytes.Index(clusterInfo, []byte("cluster_stats_messages")); i >= 0 {
+		return clusterInfo[:i]
+	}
+	return clusterInfo
 }
 
 // TimedOut reports whether err is a read that waited out its timeout: the node is there

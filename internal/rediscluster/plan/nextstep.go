@@ -26,6 +26,11 @@ const (
 	// LookIdle: a formed cluster's nodes are read again this often: a failover or a crashed
 	// node is not a Kubernetes event.
 	LookIdle = 10 * time.Second
+	// LookSteady: a cluster found Ready with nothing to do is read whole again this often,
+	// while the prober finds every node's CLUSTER INFO unchanged between (what only a full
+	// look reads, memory, key counts, replication offsets, is then up to this old). With
+	// spec.autoscale the memory it scales on is read every LookIdle instead.
+	LookSteady = time.Minute
 	// lostAfter is how long every recorded member must stay silent or empty after its pod
 	// started before the cluster is called lost (pods restarting together are not).
 	lostAfter = time.Minute
