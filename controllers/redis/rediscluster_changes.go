@@ -46,6 +46,14 @@ func (c *childChanges) touch(key types.NamespacedName) {
 	c.dirty[key] = true
 }
 
+// pending reports whether an event marked the cluster since its children were last
+// ensured, without taking the mark.
+func (c *childChanges) pending(key types.NamespacedName) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dirty[key]
+}
+
 // due reports whether rc's children must be ensured now, and takes the mark: an event
 // that comes while they are being ensured marks them again for the next reconcile.
 func (c *childChanges) due(rc *redisv1alpha1.RedisCluster, now time.Time) bool {

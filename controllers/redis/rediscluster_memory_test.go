@@ -18,6 +18,7 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -278,7 +279,9 @@ func TestRedisClusterFillsUntilWritesAreRefused(t *testing.T) {
 			t.Errorf("%s restarted during the fill", pod)
 		}
 	}
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
+	// Memory is read by full looks: a converged cluster without spec.autoscale gets one at
+	// least every plan.LookSteady.
+	testenv.Eventually(t, plan.LookSteady+30*time.Second, func(ctx context.Context) (bool, string) {
 		cur := &redisv1alpha1.RedisCluster{}
 		if err := env.Client.Get(ctx, key, cur); err != nil {
 			return false, err.Error()
@@ -298,7 +301,7 @@ func TestRedisClusterFillsUntilWritesAreRefused(t *testing.T) {
 	if refused > 0 || len(more) < 450 {
 		t.Errorf("under allkeys-lru %d writes acknowledged, %d refused; want them all acknowledged", len(more), refused)
 	}
-	testenv.Eventually(t, 30*time.Second, func(context.Context) (bool, string) {
+	testenv.Eventually(t, plan.LookSteady+30*time.Second, func(context.Context) (bool, string) {
 		evicted := metricSum(t, "middleware_operator_rediscluster_evicted_keys_total", ns, "fill")
 		return evicted > 0, fmt.Sprintf("evicted keys %v", evicted)
 	})

@@ -33,6 +33,8 @@ type quietMarks struct {
 	byCluster map[types.NamespacedName]*quietEntry
 	gen       uint64      // numbers the marks set, so a probe of a replaced mark is ignored
 	running   atomic.Bool // run is probing
+	// marked wakes run when a mark is set while it waits with none (nil until run starts).
+	marked chan struct{}
 }
 
 // quietEntry is a quiet mark with the Admin it was left beside and what the quiet looks
@@ -64,6 +66,10 @@ func (q *quietMarks) set(cluster types.NamespacedName, admin clusterconn.Admin, 
 	}
 	q.gen++
 	q.byCluster[cluster] = &quietEntry{admin: admin, mark: m, gen: q.gen, probed: time.Now()}
+	select {
+	case q.marked <- struct{}{}:
+	default:
+	}
 }
 
 // get returns a copy of cluster's entry when its mark was left beside admin.
@@ -101,6 +107,10 @@ func (q *quietMarks) probing() bool { return q.running.Load() }
 // event for each cluster where a look found something changed. Clusters are looked at side
 // by side, one goroutine a look; one whose nodes are slow delays no other.
 func (q *quietMarks) run(ctx context.Context, wake chan<- event.GenericEvent) error {
+	q.mu.Lock()
+	q.marked = make(chan struct{}, 1)
+	marked := q.marked
+	q.mu.Unlock()
 	q.running.Store(true)
 	defer q.running.Store(false)
 	tick := time.NewTicker(probeTick)
@@ -108,6 +118,16 @@ func (q *quietMarks) run(ctx context.Context, wake chan<- event.GenericEvent) er
 	var looks sync.WaitGroup
 	defer looks.Wait()
 	for {
+		if q.empty() {
+			// No converged cluster: no tick either (a wake-up costs an idle operator too).
+			tick.Stop()
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-marked:
+			}
+			tick.Reset(probeTick)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -117,6 +137,13 @@ func (q *quietMarks) run(ctx context.Context, wake chan<- event.GenericEvent) er
 			}
 		}
 	}
+}
+
+// empty reports whether no cluster has a quiet mark.
+func (q *quietMarks) empty() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.byCluster) == 0
 }
 
 // due returns a copy of the entries due a quiet look at now, marking them in flight.

@@ -30,7 +30,9 @@ import (
 // with the full look's. A different head or a node that does not answer wakes the cluster's
 // reconcile, which looks whole at once. A reconcile that comes meanwhile for another reason
 // checks what the prober cannot see (the RedisCluster and its pods as the full look saw
-// them) and ends there when nothing differs. What a quiet look cannot see (memory,
+// them, no event since about a pod, a child, a Secret or ConfigMap it names) and ends there
+// when nothing differs. A full look leaves no mark while something is under way that only
+// a full look would see end (underWay). What a quiet look cannot see (memory,
 // replication offsets and links, key counts, children drifting without a watch) waits for
 // the next full look. Without a running prober (a reconciler outside a manager) a reconcile
 // makes the quiet look itself, as the prober would.
@@ -45,10 +47,11 @@ type quietMark struct {
 }
 
 // quietMarkOf is the mark s's full look leaves: ok only when it ended without error on the
-// idle step with the cluster Ready and every pod's node answering.
+// idle step with the cluster Ready, nothing under way that only a full look follows
+// (underWay), and every pod's node answering.
 func quietMarkOf(s *state, now time.Time) (quietMark, bool) {
 	if s.err != nil || s.step.Kind != plan.StepIdle || len(s.snap.Nodes) == 0 ||
-		!meta.IsStatusConditionTrue(s.next.Status.Conditions, ConditionReady) {
+		!meta.IsStatusConditionTrue(s.next.Status.Conditions, ConditionReady) || underWay(s) != "" {
 		return quietMark{}, false
 	}
 	m := quietMark{resourceVersion: s.next.ResourceVersion, pods: podsFingerprint(s.pods),
@@ -61,6 +64,23 @@ func quietMarkOf(s *state, now time.Time) (quietMark, bool) {
 		m.addrs, m.heads = append(m.addrs, o.Addr), append(m.heads, o.InfoHead)
 	}
 	return m, true
+}
+
+// underWay names what is under way while the step is idle that neither the prober nor an
+// event would see end ("" for nothing): a password rotation waiting out its grace period
+// (a time), claims growing (no watch on them), an operation the status calls progressing.
+func underWay(s *state) string {
+	conds := s.next.Status.Conditions
+	switch {
+	case s.step.Rotation != "" && s.step.Rotation != plan.RotationCurrent:
+		return "a password rotation"
+	case meta.IsStatusConditionTrue(conds, ConditionProgressing):
+		return "an operation"
+	}
+	if c := meta.FindStatusCondition(conds, ConditionVolumeSize); c != nil && c.Reason == ReasonVolumesGrowing {
+		return "claims growing"
+	}
+	return ""
 }
 
 // steadyLook is how long after a full look that found rc converged the next full look
@@ -132,6 +152,10 @@ func (r *RedisClusterReconciler) stillQuiet(ctx context.Context, rc *redisv1alph
 	if e.changed {
 		return 0, false, e.silent
 	}
+	if r.changes.pending(key) {
+		// An event since the full look: a pod, a child, a Secret or ConfigMap it names.
+		return 0, false, nil
+	}
 	if pods, err := r.clusterPods(ctx, rc); err != nil || podsFingerprint(pods) != e.mark.pods {
 		return 0, false, nil
 	}
@@ -148,6 +172,10 @@ func (r *RedisClusterReconciler) stillQuiet(ctx context.Context, rc *redisv1alph
 	}
 	return e.mark.after, true, nil
 }
+
+// quietLooks counts the quiet looks that found nothing changed (looked up once: the prober
+// counts every 2.5 s for every converged cluster).
+var quietLooks = metrics.RedisLooks.WithLabelValues("quiet")
 
 // quietProbe is one quiet look at the nodes of m: one CLUSTER INFO a node through admin,
 // within probeTimeout. unchanged: every node answered with the head m saw; silent are the
@@ -168,7 +196,7 @@ func quietProbe(ctx context.Context, admin clusterconn.Admin, m quietMark) (unch
 	}
 	unchanged = answered && slices.Equal(heads, m.heads)
 	if unchanged {
-		metrics.RedisLooks.WithLabelValues("quiet").Inc()
+		quietLooks.Inc()
 	}
 	return unchanged, silent
 }

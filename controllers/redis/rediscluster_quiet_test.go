@@ -36,7 +36,9 @@ func TestQuietMarkOf(t *testing.T) {
 		return s
 	}
 	now := time.Unix(1000, 0)
-	m, ok := quietMarkOf(converged(), now)
+	s := converged()
+	s.step.Rotation = plan.RotationCurrent
+	m, ok := quietMarkOf(s, now)
 	if !ok {
 		t.Fatal("a converged look left no quiet mark")
 	}
@@ -54,6 +56,13 @@ func TestQuietMarkOf(t *testing.T) {
 		"a pod terminating":    func(s *state) { s.snap.Nodes[0].Terminating = true },
 		"a pod leaving":        func(s *state) { s.snap.Nodes[1].Leaving = true },
 		"no nodes at all":      func(s *state) { s.snap.Nodes = nil },
+		"a rotation waiting":   func(s *state) { s.step.Rotation = "every node accepts both passwords until 12:00" },
+		"an operation": func(s *state) {
+			s.next.Status.Conditions = append(s.next.Status.Conditions, metav1.Condition{Type: ConditionProgressing, Status: metav1.ConditionTrue})
+		},
+		"claims growing": func(s *state) {
+			s.next.Status.Conditions = append(s.next.Status.Conditions, metav1.Condition{Type: ConditionVolumeSize, Status: metav1.ConditionFalse, Reason: ReasonVolumesGrowing})
+		},
 	} {
 		s := converged()
 		spoil(s)
@@ -192,5 +201,32 @@ func TestProberWakesOnlyChangedClusters(t *testing.T) {
 	}
 	if q.probing() {
 		t.Error("the prober still counts as running after it returned")
+	}
+}
+
+// TestProberWaitsForTheFirstMark: with no converged cluster the prober does not tick; the
+// first mark set wakes it, and that cluster is looked at (and woken, its head changed).
+func TestProberWaitsForTheFirstMark(t *testing.T) {
+	var q quietMarks
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	wake := make(chan event.GenericEvent, 1)
+	done := make(chan error)
+	go func() { done <- q.run(ctx, wake) }()
+	time.Sleep(3 * probeTick)
+	a := &headsAdmin{heads: map[string]string{"a:1": "changed"}, errs: map[string]error{}}
+	q.set(types.NamespacedName{Namespace: "ns", Name: "late"}, a,
+		quietMark{addrs: []string{"a:1"}, heads: []string{"h"}, after: 100 * time.Millisecond, until: time.Now().Add(time.Minute)}, true)
+	select {
+	case ev := <-wake:
+		if ev.Object.GetName() != "late" {
+			t.Errorf("woken: %s, want late", ev.Object.GetName())
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("the cluster marked after the prober started was not woken within 5 s (looked at %d times)", a.count())
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -40,6 +40,10 @@ type IdleFigures struct {
 	// RSSIdleMiB at the end of the idle window; RSSPerClusterMiB the growth divided by
 	// Clusters.
 	RSSBeforeMiB, RSSIdleMiB, RSSPerClusterMiB float64
+	// FullLooks, QuietLooks and Reconciles are, per cluster and minute over the window, the
+	// operator's full looks, its quiet looks (middleware_operator_rediscluster_looks_total)
+	// and its RedisCluster reconciles (controller_runtime_reconcile_total).
+	FullLooks, QuietLooks, Reconciles float64
 }
 
 // RunIdle starts a fresh local cluster with real redis-server pods, runs the operator's
@@ -82,10 +86,25 @@ func RunIdle(ctx context.Context, n int, window time.Duration, kills int, profil
 	logf("%d RedisClusters (%d redis-servers) Ready after %.0f s; settling 30 s", n, 6*n, f.FormedSeconds)
 	time.Sleep(30 * time.Second)
 
+	looksBefore, err := op.scrape(ctx)
+	if err != nil {
+		return f, err
+	}
 	profiled := op.startCPUProfile(ctx, window, profile)
 	if f.CPUPerMinute, err = cpuPerMinute(op, window); err != nil {
 		return f, err
 	}
+	looksAfter, err := op.scrape(ctx)
+	if err != nil {
+		return f, err
+	}
+	perClusterMinute := func(family, label, value string) float64 {
+		return (counterWhere(looksAfter, family, label, value) - counterWhere(looksBefore, family, label, value)) / float64(n) / window.Minutes()
+	}
+	f.FullLooks = perClusterMinute("middleware_operator_rediscluster_looks_total", "look", "full")
+	f.QuietLooks = perClusterMinute("middleware_operator_rediscluster_looks_total", "look", "quiet")
+	f.Reconciles = perClusterMinute("controller_runtime_reconcile_total", "controller", "rediscluster")
+	logf("per cluster and minute: %.1f full looks, %.1f quiet looks, %.1f reconciles", f.FullLooks, f.QuietLooks, f.Reconciles)
 	if err := profiled(); err != nil {
 		return f, err
 	}
@@ -281,7 +300,7 @@ func cpuPerMinute(op *process, window time.Duration) (float64, error) {
 // IdleTable formats the idle figures as a Markdown table.
 func IdleTable(all []IdleFigures) string {
 	var b strings.Builder
-	b.WriteString("| idle RedisClusters (6 nodes each) | formed in | operator CPU-s/min | per cluster | with no cluster | added per cluster | RSS before, idle (MiB) | RSS per cluster (MiB) | frozen master -> not Ready (median, max) |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| idle RedisClusters (6 nodes each) | formed in | operator CPU-s/min | per cluster | with no cluster | added per cluster | RSS before, idle (MiB) | RSS per cluster (MiB) | full, quiet looks, reconciles /min/cluster | frozen master -> not Ready (median, max) |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, f := range all {
 		d := slices.Clone(f.DetectSeconds)
 		sort.Float64s(d)
@@ -289,8 +308,8 @@ func IdleTable(all []IdleFigures) string {
 		if len(d) > 0 {
 			med, worst = d[len(d)/2], d[len(d)-1]
 		}
-		fmt.Fprintf(&b, "| %d | %.0f s | %.2f | %.4f | %.3f | %.4f | %.0f, %.0f | %.2f | %.1f s, %.1f s |\n", f.Clusters, f.FormedSeconds, f.CPUPerMinute, f.PerCluster,
-			f.BaselinePerMinute, f.MarginalPerCluster, f.RSSBeforeMiB, f.RSSIdleMiB, f.RSSPerClusterMiB, med, worst)
+		fmt.Fprintf(&b, "| %d | %.0f s | %.2f | %.4f | %.3f | %.4f | %.0f, %.0f | %.2f | %.1f, %.1f, %.1f | %.1f s, %.1f s |\n", f.Clusters, f.FormedSeconds, f.CPUPerMinute, f.PerCluster,
+			f.BaselinePerMinute, f.MarginalPerCluster, f.RSSBeforeMiB, f.RSSIdleMiB, f.RSSPerClusterMiB, f.FullLooks, f.QuietLooks, f.Reconciles, med, worst)
 	}
 	return b.String()
 }

@@ -209,6 +209,19 @@ func apiWrites(families map[string]*dto.MetricFamily) int64 {
 	return int64(n)
 }
 
+// counterWhere sums the counters of family whose label is value.
+func counterWhere(families map[string]*dto.MetricFamily, family, label, value string) float64 {
+	var v float64
+	for _, m := range families[family].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label && l.GetValue() == value {
+				v += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return v
+}
+
 // settled reports whether the named controller has reconciled at least n times and has
 // nothing queued or in progress.
 func settled(families map[string]*dto.MetricFamily, controller string, n int) bool {
