@@ -86,7 +86,7 @@ var (
 	// (every node's CLUSTER INFO only, found unchanged since a full look of a converged
 	// cluster, so nothing else ran).
 	RedisLooks = counter("rediscluster_looks_total",
-		"RedisCluster looks by kind: full (a reconcile that read every node whole, planned and derived the status) or quiet (the prober's, or a reconcile's, CLUSTER INFO of a converged cluster found unchanged on every node; nothing else ran). A converged cluster gets a full look at least every minute (10 s with spec.autoscale).",
+		"RedisCluster looks by kind: full (a reconcile that read every node whole, planned and derived the status) or quiet (the prober's, or a reconcile's, CLUSTER INFO of a converged cluster found unchanged on every node; nothing else ran). A converged cluster gets a full look at least every minute (10 s with spec.autoscale or spec.archive).",
 		"look")
 	// StatusWrites counts the status writes of AppServices by what changed, so every write
 	// can be accounted for (make bench prints them per wave).

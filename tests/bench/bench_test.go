@@ -75,8 +75,9 @@ func BenchmarkAppServices(b *testing.B) {
 	fmt.Println("figures written to", path)
 }
 
-// BenchmarkIdleRedisClusters measures the operator's CPU with idle RedisClusters of six
-// nodes, for each number in MWO_BENCH_IDLE (comma-separated, default 20,50), over
+// BenchmarkIdleRedisClusters measures the operator's CPU with idle RedisClusters of
+// MWO_BENCH_IDLE_NODES nodes (default 6: three masters and their replicas; 3: masters
+// only), for each number in MWO_BENCH_IDLE (comma-separated, default 20,50), over
 // MWO_BENCH_IDLE_WINDOW (default 1m), and how long a frozen master takes to show in the
 // status (five, one cluster each), then prints the table. MWO_BENCH_CPUPROFILE=1 writes the
 // operator's CPU profile of the window to bin/bench-idle-cpu-N.pprof and its heap profile
@@ -84,6 +85,7 @@ func BenchmarkAppServices(b *testing.B) {
 func BenchmarkIdleRedisClusters(b *testing.B) {
 	counts := intsFromEnv(b, "MWO_BENCH_IDLE", 20, 50)
 	window := durationFromEnv(b, "MWO_BENCH_IDLE_WINDOW", time.Minute)
+	nodes := intsFromEnv(b, "MWO_BENCH_IDLE_NODES", 6)[0]
 	var all []IdleFigures
 	for range b.N {
 		for _, n := range counts {
@@ -91,7 +93,7 @@ func BenchmarkIdleRedisClusters(b *testing.B) {
 			if os.Getenv("MWO_BENCH_CPUPROFILE") != "" {
 				profile = filepath.Join(testenv.RepoRoot(), "bin", fmt.Sprintf("bench-idle-cpu-%d.pprof", n))
 			}
-			f, err := RunIdle(b.Context(), n, window, 5, profile, func(format string, args ...any) { b.Logf(format, args...) })
+			f, err := RunIdle(b.Context(), n, nodes, window, 5, profile, func(format string, args ...any) { b.Logf(format, args...) })
 			if err != nil {
 				b.Fatal(err)
 			}

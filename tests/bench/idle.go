@@ -17,16 +17,16 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/tests/redispods"
-	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
 // IdleFigures is what RunIdle measured for one number of idle RedisClusters.
 type IdleFigures struct {
-	// Clusters is how many RedisClusters of six nodes ran; FormedSeconds how long after
+	// Clusters is how many RedisClusters of Nodes nodes ran (three masters, Nodes/3-1
+	// replicas each); FormedSeconds how long after
 	// their creation all were Running and Ready.
-	Clusters      int
-	FormedSeconds float64
+	Clusters, Nodes int
+	FormedSeconds   float64
 	// CPUPerMinute is the operator process's CPU-seconds per minute over the window, once
 	// every cluster was Ready; PerCluster that divided by Clusters. BaselinePerMinute is
 	// its CPU-seconds per minute with no cluster (leader election, informers, metrics),
@@ -47,12 +47,12 @@ type IdleFigures struct {
 }
 
 // RunIdle starts a fresh local cluster with real redis-server pods, runs the operator's
-// binary against it, creates n RedisClusters of six nodes, waits until all are Ready, lets
+// binary against it, creates n RedisClusters of nodes nodes, waits until all are Ready, lets
 // them settle, then measures the operator's CPU over window (and writes its CPU profile of
 // the window to profile, unless ""), and how long a frozen master takes to show in the
 // status (kills times, one cluster each).
-func RunIdle(ctx context.Context, n int, window time.Duration, kills int, profile string, logf func(string, ...any)) (IdleFigures, error) {
-	f := IdleFigures{Clusters: n}
+func RunIdle(ctx context.Context, n, nodes int, window time.Duration, kills int, profile string, logf func(string, ...any)) (IdleFigures, error) {
+	f := IdleFigures{Clusters: n, Nodes: nodes}
 	rb, err := startRedisBench(ctx)
 	if err != nil {
 		return f, err
@@ -75,7 +75,7 @@ func RunIdle(ctx context.Context, n int, window time.Duration, kills int, profil
 	}
 	start := time.Now()
 	for i := range n {
-		if err := env.Client.Create(ctx, redistest.NewCluster(ns, fmt.Sprintf("rc-%d", i), 6)); err != nil {
+		if err := env.Client.Create(ctx, createShape(ns, fmt.Sprintf("rc-%d", i), nodes)); err != nil {
 			return f, err
 		}
 	}
@@ -83,7 +83,7 @@ func RunIdle(ctx context.Context, n int, window time.Duration, kills int, profil
 		return f, err
 	}
 	f.FormedSeconds = time.Since(start).Seconds()
-	logf("%d RedisClusters (%d redis-servers) Ready after %.0f s; settling 30 s", n, 6*n, f.FormedSeconds)
+	logf("%d RedisClusters (%d redis-servers) Ready after %.0f s; settling 30 s", n, nodes*n, f.FormedSeconds)
 	time.Sleep(30 * time.Second)
 
 	looksBefore, err := op.scrape(ctx)
@@ -300,7 +300,7 @@ func cpuPerMinute(op *process, window time.Duration) (float64, error) {
 // IdleTable formats the idle figures as a Markdown table.
 func IdleTable(all []IdleFigures) string {
 	var b strings.Builder
-	b.WriteString("| idle RedisClusters (6 nodes each) | formed in | operator CPU-s/min | per cluster | with no cluster | added per cluster | RSS before, idle (MiB) | RSS per cluster (MiB) | full, quiet looks, reconciles /min/cluster | frozen master -> not Ready (median, max) |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| idle RedisClusters (nodes each) | formed in | operator CPU-s/min | per cluster | with no cluster | added per cluster | RSS before, idle (MiB) | RSS per cluster (MiB) | full, quiet looks, reconciles /min/cluster | frozen master -> not Ready (median, max) |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, f := range all {
 		d := slices.Clone(f.DetectSeconds)
 		sort.Float64s(d)
@@ -308,7 +308,7 @@ func IdleTable(all []IdleFigures) string {
 		if len(d) > 0 {
 			med, worst = d[len(d)/2], d[len(d)-1]
 		}
-		fmt.Fprintf(&b, "| %d | %.0f s | %.2f | %.4f | %.3f | %.4f | %.0f, %.0f | %.2f | %.1f, %.1f, %.1f | %.1f s, %.1f s |\n", f.Clusters, f.FormedSeconds, f.CPUPerMinute, f.PerCluster,
+		fmt.Fprintf(&b, "| %d (%d) | %.0f s | %.2f | %.4f | %.3f | %.4f | %.0f, %.0f | %.2f | %.1f, %.1f, %.1f | %.1f s, %.1f s |\n", f.Clusters, f.Nodes, f.FormedSeconds, f.CPUPerMinute, f.PerCluster,
 			f.BaselinePerMinute, f.MarginalPerCluster, f.RSSBeforeMiB, f.RSSIdleMiB, f.RSSPerClusterMiB, f.FullLooks, f.QuietLooks, f.Reconciles, med, worst)
 	}
 	return b.String()
