@@ -21,86 +21,99 @@ var clusterInfoCommand = rdbstream.Encode("CLUSTER", "INFO")
 const maxClusterInfo = 64 << 10
 
 // infoConn is a kept connection that only ever sends CLUSTER INFO, with the buffer its
-// replies are read into.
+// replies are read into; kept: it served an earlier call (the node may have closed it).
 type infoConn struct {
-	c   net.Conn
-	buf []byte
+	c    net.Conn
+	buf  []byte
+	kept bool
 }
 
-// ClusterInfos sends CLUSTER INFO to every node at addrs at once, over connections kept for
-// it alone (plain net.Conns authenticated as the Pool's login, with its TLS), and calls
-// each(i, reply) with each node's reply, or returns why the node did not answer in errs[i].
-// The reply is valid only during the call; calls of each may come at once. It is the cheap
-// read of a quiet look, made every 2.5 s on every idle cluster: no client library, no
-// allocation per reply once the connections are open. A connection that fails is closed and
+// lateGrace is how long a node's reply is still waited for once the call's deadline has
+// passed while other nodes were read: it was sent with the others, so it is there or late.
+const lateGrace = 50 * time.Millisecond
+
+// ClusterInfos sends CLUSTER INFO to every node at addrs, then reads the replies in turn,
+// over connections kept for it alone (plain net.Conns authenticated as the Pool's login,
+// with its TLS), and calls each(i, reply) with each node's reply, or returns why the node
+// did not answer in errs[i]. The reply is valid only during the call. It is the cheap read
+// of a quiet look, made every 2.5 s on every idle cluster: no client library, no goroutine
+// and no allocation per node once the connections are open, and the replies mostly read
+// without waiting, all commands being sent first. A connection that fails is closed and
 // dialled again next time; a kept one the node closed (it restarted) is dialled again at
-// once, once. ctx's deadline (else the Pool's dial timeout) bounds each node's answer.
+// once, once; connections are dialled side by side. ctx's deadline (else the Pool's dial
+// timeout) bounds the answers; a reply read after it, behind a silent node, gets lateGrace.
 func (p *Pool) ClusterInfos(ctx context.Context, addrs []string, each func(i int, reply []byte)) (errs []error) {
 	errs = make([]error, len(addrs))
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(p.dialTimeout)
 	}
-	var wg sync.WaitGroup
+	conns := make([]*infoConn, len(addrs))
+	var dials sync.WaitGroup
 	for i, addr := range addrs {
-		wg.Go(func() {
-			if err := p.clusterInfo(ctx, addr, deadline, func(reply []byte) { each(i, reply) }); err != nil {
-				errs[i] = fmt.Errorf("while reading the cluster state of %s: %w", addr, err)
+		if c := p.takeInfoConn(addr); c != nil {
+			if err := c.send(deadline); err == nil {
+				conns[i] = c
+				continue
 			}
-		})
+			_ = c.c.Close()
+		}
+		dials.Go(func() { conns[i], errs[i] = p.dialInfo(ctx, addr, deadline) })
 	}
-	wg.Wait()
+	dials.Wait()
+	for i, addr := range addrs {
+		c := conns[i]
+		if c == nil {
+			errs[i] = fmt.Errorf("while reading the cluster state of %s: %w", addr, errs[i])
+			continue
+		}
+		if !time.Now().Before(deadline) {
+			_ = c.c.SetDeadline(time.Now().Add(lateGrace))
+		}
+		reply, err := c.receive()
+		if err != nil && c.kept && !timedOut(err) {
+			// The node closed a kept connection (it restarted): ask again on a new one.
+			_ = c.c.Close()
+			if c, err = p.dialInfo(ctx, addr, time.Now().Add(p.dialTimeout)); err == nil {
+				reply, err = c.receive()
+			}
+		}
+		if err != nil {
+			if c != nil {
+				_ = c.c.Close()
+			}
+			errs[i] = fmt.Errorf("while reading the cluster state of %s: %w", addr, err)
+			continue
+		}
+		each(i, reply)
+		p.keepInfoConn(addr, c)
+	}
 	return errs
 }
 
-// clusterInfo asks the node at addr CLUSTER INFO (see ClusterInfos).
-func (p *Pool) clusterInfo(ctx context.Context, addr string, deadline time.Time, each func(reply []byte)) error {
-	c := p.takeInfoConn(addr)
-	kept := c != nil
-	if !kept {
-		var err error
-		if c, err = p.dialInfo(ctx, addr); err != nil {
-			return err
-		}
-	}
-	reply, err := c.ask(deadline)
-	if err != nil && kept && !timedOut(err) {
-		// The node closed a kept connection (it restarted): ask again on a new one.
-		_ = c.c.Close()
-		if c, err = p.dialInfo(ctx, addr); err != nil {
-			return err
-		}
-		reply, err = c.ask(deadline)
-	}
-	if err != nil {
-		_ = c.c.Close()
-		return err
-	}
-	each(reply)
-	p.keepInfoConn(addr, c)
-	return nil
-}
-
-// dialInfo opens a connection for CLUSTER INFO.
-func (p *Pool) dialInfo(ctx context.Context, addr string) (*infoConn, error) {
+// dialInfo opens a connection for CLUSTER INFO and sends the command, by deadline.
+func (p *Pool) dialInfo(ctx context.Context, addr string, deadline time.Time) (*infoConn, error) {
 	p.dials.Add(1)
 	c, err := rdbstream.Dial(ctx, rdbstream.Options{Addr: addr, Username: p.login.User, Password: p.login.Password,
 		TLS: p.tls, DialTimeout: p.dialTimeout})
 	if err != nil {
 		return nil, err
 	}
-	return &infoConn{c: c}, nil
+	ic := &infoConn{c: c}
+	if err := ic.send(deadline); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return ic, nil
 }
 
-// ask writes CLUSTER INFO and reads its reply, both by deadline.
-func (ic *infoConn) ask(deadline time.Time) ([]byte, error) {
+// send writes CLUSTER INFO, with deadline for it and its reply.
+func (ic *infoConn) send(deadline time.Time) error {
 	if err := ic.c.SetDeadline(deadline); err != nil {
-		return nil, err
+		return err
 	}
-	if _, err := ic.c.Write(clusterInfoCommand); err != nil {
-		return nil, err
-	}
-	return ic.receive()
+	_, err := ic.c.Write(clusterInfoCommand)
+	return err
 }
 
 // receive reads one CLUSTER INFO reply, a bulk string, into the connection's buffer.
@@ -172,6 +185,9 @@ func (p *Pool) takeInfoConn(addr string) *infoConn {
 	defer p.mu.Unlock()
 	c := p.infoConns[addr]
 	delete(p.infoConns, addr)
+	if c != nil {
+		c.kept = true
+	}
 	return c
 }
 
