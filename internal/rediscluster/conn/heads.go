@@ -17,8 +17,12 @@ import (
 // clusterInfoCommand is CLUSTER INFO in the Redis protocol.
 var clusterInfoCommand = rdbstream.Encode("CLUSTER", "INFO")
 
-// maxClusterInfo bounds a CLUSTER INFO reply (about 700 bytes from Redis 7.0).
-const maxClusterInfo = 64 << 10
+// maxClusterInfo bounds a CLUSTER INFO reply (about 700 bytes from Redis 7.0), and
+// maxErrorReply the part of an error reply an error carries.
+const (
+	maxClusterInfo = 64 << 10
+	maxErrorReply  = 256
+)
 
 // infoConn is a kept connection that only ever sends CLUSTER INFO, with the buffer its
 // replies are read into; kept: it served an earlier call (the node may have closed it).
@@ -157,7 +161,8 @@ func bulkString(buf []byte) (reply []byte, complete bool, err error) {
 	}
 	switch {
 	case buf[0] == '-':
-		return nil, false, errors.New(string(buf[1:line]))
+		// The node's own words, at most maxErrorReply bytes of them.
+		return nil, false, errors.New(string(buf[1:min(line, 1+maxErrorReply)]))
 	case buf[0] != '$':
 		return nil, false, fmt.Errorf("%w: %q", rdbstream.ErrProtocol, buf[:line])
 	}
