@@ -99,7 +99,7 @@ func RunIdle(ctx context.Context, n, nodes int, window time.Duration, kills int,
 		return f, err
 	}
 	perClusterMinute := func(family, label, value string) float64 {
-		return (counterWhere(looksAfter, family, label, value) - counterWhere(looksBefore, family, label, value)) / float64(n) / window.Minutes()
+		return (sumWhere(looksAfter, family, label, value) - sumWhere(looksBefore, family, label, value)) / float64(n) / window.Minutes()
 	}
 	f.FullLooks = perClusterMinute("middleware_operator_rediscluster_looks_total", "look", "full")
 	f.QuietLooks = perClusterMinute("middleware_operator_rediscluster_looks_total", "look", "quiet")

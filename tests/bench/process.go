@@ -209,13 +209,13 @@ func apiWrites(families map[string]*dto.MetricFamily) int64 {
 	return int64(n)
 }
 
-// counterWhere sums the counters of family whose label is value.
-func counterWhere(families map[string]*dto.MetricFamily, family, label, value string) float64 {
+// sumWhere sums the values (counter or gauge) of family's series whose label is value.
+func sumWhere(families map[string]*dto.MetricFamily, family, label, value string) float64 {
 	var v float64
 	for _, m := range families[family].GetMetric() {
 		for _, l := range m.GetLabel() {
 			if l.GetName() == label && l.GetValue() == value {
-				v += m.GetCounter().GetValue()
+				v += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 			}
 		}
 	}
@@ -225,19 +225,9 @@ func counterWhere(families map[string]*dto.MetricFamily, family, label, value st
 // settled reports whether the named controller has reconciled at least n times and has
 // nothing queued or in progress.
 func settled(families map[string]*dto.MetricFamily, controller string, n int) bool {
-	value := func(family, label string) float64 {
-		var v float64
-		for _, m := range families[family].GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == controller {
-					v += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-				}
-			}
-		}
-		return v
-	}
-	return value("controller_runtime_reconcile_total", "controller") >= float64(n) &&
-		value("workqueue_depth", "name") == 0 && value("controller_runtime_active_workers", "controller") == 0
+	return sumWhere(families, "controller_runtime_reconcile_total", "controller", controller) >= float64(n) &&
+		sumWhere(families, "workqueue_depth", "name", controller) == 0 &&
+		sumWhere(families, "controller_runtime_active_workers", "controller", controller) == 0
 }
 
 // waitSettled waits until the process's controller has reconciled n objects and is idle.

@@ -68,7 +68,6 @@ func (p *Pool) ClusterInfos(ctx context.Context, addrs []string, each func(i int
 	for i, addr := range addrs {
 		c := conns[i]
 		if c == nil {
-			errs[i] = fmt.Errorf("while reading the cluster state of %s: %w", addr, errs[i])
 			continue
 		}
 		if !time.Now().Before(deadline) {
@@ -86,11 +85,16 @@ func (p *Pool) ClusterInfos(ctx context.Context, addrs []string, each func(i int
 			if c != nil {
 				_ = c.c.Close()
 			}
-			errs[i] = fmt.Errorf("while reading the cluster state of %s: %w", addr, err)
+			errs[i] = err
 			continue
 		}
 		each(i, reply)
 		p.keepInfoConn(addr, c)
+	}
+	for i, err := range errs {
+		if err != nil {
+			errs[i] = fmt.Errorf("while reading the cluster state of %s: %w", addrs[i], err)
+		}
 	}
 	return errs
 }
