@@ -15,6 +15,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/logging"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/operator"
+	"github.com/middleware-operator/middleware-operator/internal/restore"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -77,7 +78,7 @@ func parseFlags() (*flags, zap.Options) {
 		"RedisBackupSchedules and restores may name, for example https://s3.eu-west-1.amazonaws.com,https://minio.backup.svc:9000; empty allows any")
 	flag.StringVar(&f.clusterIssuers, rediscontrollers.ClusterIssuersFlag, "", "comma-separated cert-manager ClusterIssuers that a RedisCluster's spec.tls.issuerRef may name: names, "+
 		"or prefixes ending in * (tenant-a-*); * allows any. Empty allows none: a ClusterIssuer signs for every namespace, and every cluster it issues for trusts every other's certificates")
-	flag.StringVar(&f.restoreMaxRecord, rediscontrollers.RestoreMaxRecordFlag, "32Mi", "the largest RDB record (a key with its value) a restore or reload loads, a quantity from 1Mi to 512Mi; "+
+	flag.StringVar(&f.restoreMaxRecord, restore.MaxRecordFlag, "32Mi", "the largest RDB record (a key with its value) a restore or reload loads, a quantity from 1Mi to 512Mi; "+
 		"one record over 1 MiB is held at a time, so the operator's memory limit must leave room for it")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -193,7 +194,7 @@ func leaderLock(lock *resourcelock.LeaseLock) resourcelock.Interface {
 func parseMaxRecord(v string) (int64, error) {
 	q, err := resource.ParseQuantity(v)
 	if err != nil || q.Value() < 1<<20 || q.Value() > 512<<20 {
-		return 0, fmt.Errorf("--%s=%q: want a quantity from 1Mi to 512Mi, for example 64Mi", rediscontrollers.RestoreMaxRecordFlag, v)
+		return 0, fmt.Errorf("--%s=%q: want a quantity from 1Mi to 512Mi, for example 64Mi", restore.MaxRecordFlag, v)
 	}
 	return q.Value(), nil
 }

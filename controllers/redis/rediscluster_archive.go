@@ -25,6 +25,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/internal/restore"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
 
@@ -129,20 +130,10 @@ func sameShards(shards []*archiver.Shard, sources []health.ShardSource) bool {
 	return true
 }
 
-// archiveFolder is where a cluster's archive goes in its destination's bucket: the
-// destination's path, the cluster's namespace when empty (the archive is the folder
-// <cluster>/archive under it).
-func archiveFolder(namespace string, dest redisv1alpha1.ObjectStore) string {
-	if dir := strings.Trim(dest.Path, "/"); dir != "" {
-		return dir
-	}
-	return namespace
-}
-
 // startArchive opens the archive's store and starts a follower loop per shard.
 func (r *RedisClusterReconciler) startArchive(ctx context.Context, s *state, sources []health.ShardSource) (*archiver.Cluster, error) {
 	dest := s.rc.Spec.Archive.Destination
-	dir := archiveFolder(s.rc.Namespace, dest)
+	dir := restore.ArchiveFolder(s.rc.Namespace, dest)
 	store, err := (backupstore.Opener{Reader: r.APIReader, Policy: r.StorePolicy}).Open(ctx, "spec.archive.destination.endpoint", s.rc.Namespace, dest, dir)
 	if err == nil {
 		err = store.Check(ctx)

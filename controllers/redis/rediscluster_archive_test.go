@@ -26,6 +26,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
+	"github.com/middleware-operator/middleware-operator/internal/restore"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -109,7 +110,7 @@ func TestRedisClusterArchiveRestoresToLatestAndToATime(t *testing.T) {
 
 	source := storeSpec(store.Bucket)
 	latest := redistest.NewCluster(ns, "latest", 6)
-	latest.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: source, Cluster: "origin", TargetTime: rediscontrollers.TargetLatest}}
+	latest.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: source, Cluster: "origin", TargetTime: restore.TargetLatest}}
 	attime := redistest.NewCluster(ns, "attime", 6)
 	attime.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: source, Cluster: "origin",
 		TargetTime: target.UTC().Format(time.RFC3339Nano)}}
@@ -271,7 +272,7 @@ func deleteAndRestoreLatest(t *testing.T, rc *redisv1alpha1.RedisCluster, w *red
 	latest := redistest.NewCluster(rc.Namespace, "latest", 6)
 	latest.Spec.ACL = rc.Spec.ACL.DeepCopy() // a cluster with users restores into one with the same
 	latest.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: storeSpec(store.Bucket), Cluster: rc.Name,
-		TargetTime: rediscontrollers.TargetLatest}}
+		TargetTime: restore.TargetLatest}}
 	if err := env.Client.Create(t.Context(), latest); err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/internal/restore"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
 
@@ -114,7 +115,7 @@ type RedisClusterReconciler struct {
 	podsIndexed bool
 	// loads runs the shard loads of restores and reloads off the workers (backgroundLoads).
 	loadsOnce sync.Once
-	loads     *shardLoads
+	loads     *restore.Loads
 	// aclVerdicts remembers what a node said of each cluster's new ACL rules (checkACLRules).
 	aclVerdicts aclVerdicts
 	// certificates remembers the cert-manager Certificates kept as wanted (ensureCertificate).
@@ -125,11 +126,9 @@ type RedisClusterReconciler struct {
 	// and so that each failure is reported once.
 	storeFailures backupstore.Failures
 	// sources keeps the backups of restores and reloads as read (readSource).
-	sources restoreSources
+	sources restore.Sources
 	// archives runs the followers of the clusters with spec.archive (syncArchive).
 	archives archiver.Registry
-	// replays keeps what each restore's archive replay reached (loadShard).
-	replays archiveReplays
 }
 
 // forgetCluster drops everything the reconciler keeps of a cluster that is gone or going:
@@ -143,19 +142,18 @@ func (r *RedisClusterReconciler) forgetCluster(key types.NamespacedName) {
 	r.coverageSet.forget(key)
 	r.announced.forget(key)
 	r.changes.forget(key)
-	r.backgroundLoads().forget(key)
+	r.backgroundLoads().Forget(key)
 	r.aclVerdicts.forget(key)
 	r.certificates.forget(key)
 	r.storeFailures.Forget(key)
-	r.sources.forget(key)
+	r.sources.Forget(key)
 	r.archives.Stop(key)
-	r.replays.forget(key)
 }
 
-// backgroundLoads is the reconciler's shardLoads, made on first use (a reconciler built
+// backgroundLoads is the reconciler's restore.Loads, made on first use (a reconciler built
 // without SetupWithManager, as in unit tests, has one too; its ends then wake nobody).
-func (r *RedisClusterReconciler) backgroundLoads() *shardLoads {
-	r.loadsOnce.Do(func() { r.loads = newShardLoads() })
+func (r *RedisClusterReconciler) backgroundLoads() *restore.Loads {
+	r.loadsOnce.Do(func() { r.loads = restore.NewLoads() })
 	return r.loads
 }
 
@@ -222,7 +220,7 @@ type state struct {
 	step plan.Step
 	// restore is the backup a restoring cluster loads (nil when it restores none, or is done);
 	// reload the backup lost slots are reloaded from (nil when none is under way).
-	restore, reload *restoreSource
+	restore, reload *restore.Source
 	// applied are the applied-password records by name.
 	applied map[string]*corev1.Secret
 	// loadsPending: a shard load of a restore or reload runs in the background; its end
@@ -285,7 +283,7 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	r.observe(s)
 	r.syncArchive(ctx, s)
 	recordMetrics(s)
-	retryAfter, backingOff := loadBackoff(s.err)
+	retryAfter, backingOff := restore.Backoff(s.err)
 	wrote, err := status.Patch(ctx, r.Client, s.rc, s.next, redisClusterStatus)
 	if wrote {
 		r.stale.Wrote(req.NamespacedName, s.rc.ResourceVersion)
@@ -475,7 +473,7 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 		WatchesRawSource(source.Kind(r.References, caching.Metadata("Secret"), handler.TypedEnqueueRequestsFromMapFunc(r.referencing))).
 		WatchesRawSource(source.Kind(r.References, caching.Metadata("ConfigMap"), handler.TypedEnqueueRequestsFromMapFunc(r.referencing))).
 		// A shard load that ended in the background wakes its cluster.
-		WatchesRawSource(source.Channel(r.backgroundLoads().wake, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.backgroundLoads().Wake(), &handler.EnqueueRequestForObject{})).
 		// So does a change the prober found.
 		WatchesRawSource(source.Channel(changed, &handler.EnqueueRequestForObject{})).
 		WithOptions(opts).

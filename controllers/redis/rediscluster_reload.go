@@ -14,6 +14,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
+	"github.com/middleware-operator/middleware-operator/internal/restore"
 )
 
 // RestoreLostShardsAnnotation, set on a RedisCluster to the name of a Completed RedisBackup
@@ -39,21 +40,40 @@ func (r *RedisClusterReconciler) readReload(ctx context.Context, s *state) error
 	if st == nil {
 		return nil
 	}
-	src, err := r.readSource(s, "reload from "+st.Backup, func() (*restoreSource, error) {
+	src, err := r.readSource(s, "reload from "+st.Backup, func() (*restore.Source, error) {
 		if st.Backup == plan.ReloadFromArchive {
 			return r.openReloadArchive(ctx, s.rc, st), nil
 		}
-		return r.openBackup(ctx, s.rc, st.Backup)
+		return r.opener().Backup(ctx, s.rc, st.Backup)
 	})
 	if err != nil {
 		return err
 	}
-	if m := src.manifest; m != nil && src.archive == nil && (m.Cluster.Name != s.rc.Name || m.Cluster.Namespace != s.rc.Namespace) {
-		src.problem = fmt.Sprintf("RedisBackup %s is a backup of %s/%s, not of this cluster: name a backup of %s in %s",
+	if m := src.Manifest; m != nil && src.Archive == nil && (m.Cluster.Name != s.rc.Name || m.Cluster.Namespace != s.rc.Namespace) {
+		src.Problem = fmt.Sprintf("RedisBackup %s is a backup of %s/%s, not of this cluster: name a backup of %s in %s",
 			st.Backup, m.Cluster.Namespace, m.Cluster.Name, s.rc.Name, RestoreLostShardsAnnotation)
 	}
 	s.reload = src
 	return nil
+}
+
+// openReloadArchive reads the cluster's own archive (spec.archive) for a reload of the lost
+// slots status.reload records: the timelines that served when the lost masters were last
+// heard from (LostAt; without it, when the loss was recorded), replayed up to the record
+// (StartedAt, in whole seconds, so a second more), each kept to the lost slots of its shard.
+// Choosing by the record's time instead took a timeline the archive had begun, between the
+// loss and the record, from the lost master's pod back empty: an empty base.
+func (r *RedisClusterReconciler) openReloadArchive(ctx context.Context, rc *redisv1alpha1.RedisCluster, st *redisv1alpha1.ShardReloadStatus) *restore.Source {
+	if rc.Spec.Archive == nil || st.StartedAt == nil {
+		return &restore.Source{Problem: fmt.Sprintf("%s is %s but the cluster has no spec.archive: name a Completed RedisBackup of it instead",
+			RestoreLostShardsAnnotation, plan.ReloadFromArchive)}
+	}
+	target := st.StartedAt.Add(time.Second)
+	var lostAt time.Time
+	if st.LostAt != nil {
+		lostAt = st.LostAt.Time
+	}
+	return r.opener().ArchiveAt(ctx, rc, "spec.archive.destination.endpoint", rc.Spec.Archive.Destination, rc.Name, lostAt, target, target.UTC().Format(time.RFC3339), true)
 }
 
 // plannerReload is the reload under way in the planner's terms, nil when there is none.
@@ -63,7 +83,7 @@ func plannerReload(s *state) *plan.Reload {
 		return nil
 	}
 	slots, err := nodes.ParseSlotRanges(st.Slots)
-	out := &plan.Reload{Source: st.Backup, Slots: slots, Shards: s.reload.shardSlots(), Problem: s.reload.problem}
+	out := &plan.Reload{Source: st.Backup, Slots: slots, Shards: s.reload.ShardSlots(), Problem: s.reload.Problem}
 	if err != nil {
 		out.Problem = fmt.Sprintf("status.reload.slots %q: %v", st.Slots, err)
 	}
@@ -91,12 +111,12 @@ func (r *RedisClusterReconciler) reloadShard(s *state) error {
 	load := plan.ShardLoad{Shard: step.Shard, Slots: step.Slots, Addr: step.Addr, NodeID: step.NodeID, Pod: step.Pod}
 	mayHaveRun := false
 	loads := r.backgroundLoads()
-	if s.reload.archive != nil && !loads.known(keyOf(s.rc, load)) {
+	if s.reload.Archive != nil && !loads.Known(restore.KeyOf(client.ObjectKeyFromObject(s.rc), load)) {
 		var begin bool
-		begin, mayHaveRun = reloadLoadGate(s.rc.Status.Reload, int32(step.Shard), loads.run) //nolint:gosec // a shard index
+		begin, mayHaveRun = reloadLoadGate(s.rc.Status.Reload, int32(step.Shard), loads.Run()) //nolint:gosec // a shard index
 		if !begin {
 			st := s.next.Status.Reload
-			st.StartedLoads = append(st.StartedLoads, redisv1alpha1.ShardLoadStart{Shard: int32(step.Shard), Run: loads.run}) //nolint:gosec // a shard index
+			st.StartedLoads = append(st.StartedLoads, redisv1alpha1.ShardLoadStart{Shard: int32(step.Shard), Run: loads.Run()}) //nolint:gosec // a shard index
 			s.loadsPending = true
 			return nil
 		}
@@ -109,10 +129,10 @@ func (r *RedisClusterReconciler) reloadShard(s *state) error {
 	if !slices.Contains(st.LoadedShards, int32(s.step.Shard)) { //nolint:gosec // a shard index
 		st.LoadedShards = append(st.LoadedShards, int32(s.step.Shard)) //nolint:gosec // a shard index
 	}
-	sh := s.reload.manifest.Shards[s.step.Shard]
-	if a := s.reload.archive; a != nil {
-		tl := a.timelines[s.step.Shard]
-		replayed := r.replays.take(keyOf(s.rc, load))
+	sh := s.reload.Manifest.Shards[s.step.Shard]
+	if a := s.reload.Archive; a != nil {
+		tl := a.Timelines[s.step.Shard]
+		replayed := res.Replay
 		reached := "its base"
 		if !replayed.Reached.IsZero() {
 			reached = replayed.Reached.UTC().Format(time.RFC3339Nano)
@@ -141,12 +161,12 @@ func (r *RedisClusterReconciler) finishReload(ctx context.Context, s *state) err
 	if err := r.endReload(ctx, s); err != nil {
 		return err
 	}
-	if s.reload.archive != nil {
+	if s.reload.Archive != nil {
 		r.event(s, corev1.EventTypeNormal, ReasonLostSlotsReloaded, "Heal", "the lost slots %s are served again with the keys of %s", st.Slots, reloadSourceName(st.Backup))
 		return nil
 	}
 	r.event(s, corev1.EventTypeNormal, ReasonLostSlotsReloaded, "Heal", "the lost slots %s are served again with the keys of RedisBackup %s (as of %s)",
-		st.Slots, st.Backup, s.reload.manifest.CompletedAt.Format(time.RFC3339))
+		st.Slots, st.Backup, s.reload.Manifest.CompletedAt.Format(time.RFC3339))
 	return nil
 }
 
@@ -157,7 +177,7 @@ func (r *RedisClusterReconciler) abandonReload(ctx context.Context, s *state) er
 	if err := r.endReload(ctx, s); err != nil {
 		return err
 	}
-	r.backgroundLoads().forget(client.ObjectKeyFromObject(s.rc))
+	r.backgroundLoads().Forget(client.ObjectKeyFromObject(s.rc))
 	r.event(s, corev1.EventTypeWarning, ReasonReloadAbandoned, "Heal", "%s", s.step.Reason)
 	return nil
 }
@@ -170,7 +190,7 @@ func (r *RedisClusterReconciler) endReload(ctx context.Context, s *state) error 
 		return err
 	}
 	s.next.Status.Reload = nil
-	r.sources.drop(backupstore.FailureKey{Object: client.ObjectKeyFromObject(s.rc), What: "reload from " + st.Backup})
+	r.sources.Drop(backupstore.FailureKey{Object: client.ObjectKeyFromObject(s.rc), What: "reload from " + st.Backup})
 	return nil
 }
 

@@ -1,38 +1,27 @@
 package redis
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"sync"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	"github.com/middleware-operator/middleware-operator/internal/backup"
 	"github.com/middleware-operator/middleware-operator/internal/backupstore"
-	"github.com/middleware-operator/middleware-operator/internal/objectstore"
-	"github.com/middleware-operator/middleware-operator/internal/rdbload"
-	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/internal/restore"
 )
 
-// RestoreMaxRecordFlag is the operator flag that sets RestoreMaxRecord.
-const RestoreMaxRecordFlag = "restore-max-record"
-
 // restoreShardTimeout bounds the load of one shard (its check and its load), which runs in
-// the background (shardLoads): a step only starts it or collects its end.
+// the background (restore.Loads): a step only starts it or collects its end.
 const restoreShardTimeout = 30 * time.Minute
 
 // The reasons of a restore's events.
@@ -42,88 +31,27 @@ const (
 	ReasonRestoreCompleted   = "RestoreCompleted"
 )
 
-// restoreSource is the backup a restoring cluster loads, as one reconcile read it.
-type restoreSource struct {
-	store    *objectstore.Client
-	manifest *backup.Manifest
-	location string
-	// problem says why the restore cannot go on ("" when it can); refused that it is the
-	// operator's EndpointPolicy, which no retry changes; storeFailed that the store's answer
-	// or the manifest is the cause, which is read again after retryAt.
-	problem     string
-	refused     bool
-	storeFailed bool
-	retryAt     time.Time
-	// archive is, for a restore from an archive, what each shard replays after its base
-	// (nil for a backup).
-	archive *archiveRestore
-}
-
 // readRestore reads, while the restore is not done, the backup spec.restore names: the
 // RedisBackup (which must be Completed) or the source folder, then its manifest, and checks
 // that the spec's Redis reads its files. What keeps it from going on is the problem, which
 // the planner reports instead of forming the cluster.
 func (r *RedisClusterReconciler) readRestore(ctx context.Context, s *state) error {
 	if !resources.RedisRestoring(s.rc) {
-		r.sources.forget(client.ObjectKeyFromObject(s.rc))
+		r.sources.Forget(client.ObjectKeyFromObject(s.rc))
 		return nil
 	}
 	spec := s.rc.Spec.Restore
-	src, err := r.readSource(s, "restore", func() (*restoreSource, error) {
+	src, err := r.readSource(s, "restore", func() (*restore.Source, error) {
 		switch {
 		case spec.Archive != nil:
-			return r.openArchive(ctx, s.rc, spec.Archive), nil
+			return r.opener().Archive(ctx, s.rc, spec.Archive), nil
 		case spec.Backup != "":
-			return r.openBackup(ctx, s.rc, spec.Backup)
+			return r.opener().Backup(ctx, s.rc, spec.Backup)
 		}
-		return r.openFolder(ctx, s.rc, "spec.restore.source.endpoint", *spec.Source, spec.Source.Path), nil
+		return r.opener().Folder(ctx, s.rc, "spec.restore.source.endpoint", *spec.Source, spec.Source.Path), nil
 	})
 	s.restore = src
 	return err
-}
-
-// openBackup reads the manifest of the RedisBackup name of rc's namespace, which must be
-// Completed; what keeps it from being read is the source's problem. An error is the API
-// server's.
-func (r *RedisClusterReconciler) openBackup(ctx context.Context, rc *redisv1alpha1.RedisCluster, name string) (*restoreSource, error) {
-	b := &redisv1alpha1.RedisBackup{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: rc.Namespace, Name: name}, b)
-	switch {
-	case apierrors.IsNotFound(err):
-		return &restoreSource{problem: fmt.Sprintf("RedisBackup %s does not exist in namespace %s: name a Completed RedisBackup, or the backup's folder in spec.restore.source", name, rc.Namespace)}, nil
-	case err != nil:
-		return nil, fmt.Errorf("while reading RedisBackup %s: %w", name, err)
-	case b.Status.Phase != redisv1alpha1.BackupCompleted:
-		return &restoreSource{problem: fmt.Sprintf("RedisBackup %s is %q, not Completed: only a completed backup is loaded", name, b.Status.Phase)}, nil
-	}
-	return r.openFolder(ctx, rc, "the spec.destination.endpoint of RedisBackup "+name, b.Spec.Destination, backupstore.Folder(b)), nil
-}
-
-// openFolder reads the manifest of the backup folder dir of store, whose endpoint is the
-// field named field, and checks that rc's Redis reads its files.
-func (r *RedisClusterReconciler) openFolder(ctx context.Context, rc *redisv1alpha1.RedisCluster, field string, store redisv1alpha1.ObjectStore, dir string) *restoreSource {
-	src := &restoreSource{location: backupstore.Location(store, dir)}
-	var err error
-	if src.store, err = (backupstore.Opener{Reader: r.APIReader, Policy: r.StorePolicy}).Open(ctx, field, rc.Namespace, store, dir); err != nil {
-		src.problem = err.Error()
-		src.refused = errors.Is(err, backupstore.ErrEndpointRefused)
-		return src
-	}
-	var buf bytes.Buffer
-	if _, err := src.store.Get(ctx, backup.ManifestName, &buf, nil); err != nil {
-		log.FromContext(ctx).Info("cannot read the backup's manifest", "location", src.location, "error", objectstore.Detail(err))
-		src.problem, src.storeFailed = fmt.Sprintf("cannot read the backup's manifest at %s: %v", src.location, err), true
-		return src
-	}
-	if src.manifest, err = backup.Parse(buf.Bytes()); err != nil {
-		src.problem, src.storeFailed = fmt.Sprintf("the manifest at %s is not a backup this operator reads: %v", src.location, err), true
-		return src
-	}
-	if reads, needs := resources.RedisRDBVersion(rc), src.manifest.RDBVersion(); reads > 0 && needs > reads {
-		src.problem = fmt.Sprintf("the backup's files are RDB version %d (written by Redis %s), which the Redis of spec.version %s cannot read: "+
-			"restore into the same Redis version or a later one", needs, src.manifest.RedisVersion, rc.Spec.Version)
-	}
-	return src
 }
 
 // plannerRestore is the restore in the planner's terms, nil when there is none to do.
@@ -131,23 +59,11 @@ func plannerRestore(s *state) *plan.Restore {
 	if s.restore == nil {
 		return nil
 	}
-	out := &plan.Restore{Problem: s.restore.problem}
+	out := &plan.Restore{Problem: s.restore.Problem}
 	if s.rc.Status.Restore != nil {
 		out.Loaded = s.rc.Status.Restore.LoadedShards
 	}
-	out.Shards = s.restore.shardSlots()
-	return out
-}
-
-// shardSlots are the slot ranges of each shard of the backup, nil when it was not read.
-func (src *restoreSource) shardSlots() [][]nodes.SlotRange {
-	if src.manifest == nil {
-		return nil
-	}
-	out := make([][]nodes.SlotRange, len(src.manifest.Shards))
-	for i, sh := range src.manifest.Shards {
-		out[i] = backupstore.Ranges(sh.Slots)
-	}
+	out.Shards = s.restore.ShardSlots()
 	return out
 }
 
@@ -171,121 +87,69 @@ func (r *RedisClusterReconciler) restoreShard(s *state) error {
 		}
 		st.LoadedShards = append(st.LoadedShards, load.NodeID)
 		st.Keys += res.Restored
-		if src.archive != nil {
-			r.recordReplay(s, src, load)
+		if src.Archive != nil {
+			r.recordReplay(s, src, load, res.Replay)
 			continue
 		}
 		r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Restore", "loaded %s of %d (slots %s, %d keys, captured at %s) into %s",
-			nodes.ShardName(load.Shard), len(src.manifest.Shards), nodes.FormatSlotRanges(load.Slots), res.Restored,
-			src.manifest.Shards[load.Shard].CapturedAt.Format(time.RFC3339), load.Pod)
+			nodes.ShardName(load.Shard), len(src.Manifest.Shards), nodes.FormatSlotRanges(load.Slots), res.Restored,
+			src.Manifest.Shards[load.Shard].CapturedAt.Format(time.RFC3339), load.Pod)
 	}
-	if len(st.LoadedShards) == len(src.manifest.Shards) {
+	if len(st.LoadedShards) == len(src.Manifest.Shards) {
 		now := metav1.Now()
 		st.CompletedAt = &now
-		if src.archive != nil {
+		if src.Archive != nil {
 			r.event(s, corev1.EventTypeNormal, ReasonRestoreCompleted, "Restore", "restored %d keys in %d shards from the archive %s to %s: %s",
-				st.Keys, len(st.LoadedShards), src.location, st.Target, archiveReached(st.ArchiveShards))
+				st.Keys, len(st.LoadedShards), src.Location, st.Target, archiveReached(st.ArchiveShards))
 			return errors.Join(errs...)
 		}
 		r.event(s, corev1.EventTypeNormal, ReasonRestoreCompleted, "Restore", "restored %d keys in %d shards from %s (backup completed at %s)",
-			st.Keys, len(st.LoadedShards), src.location, src.manifest.CompletedAt.Format(time.RFC3339))
+			st.Keys, len(st.LoadedShards), src.Location, src.Manifest.CompletedAt.Format(time.RFC3339))
 	}
 	return errors.Join(errs...)
 }
 
-// loadShard loads a shard of src into the master node of rc, only the keys of the load's
-// slots: it first reads the whole file once and checks its size and SHA-256 against the
-// manifest, so a corrupted or truncated object loads nothing; then it streams the file
-// again into the master as RESTOREs. From an archive, the load's slots are emptied first:
-// a load tried again (after a failed replay, or by an operator restarted during one) would
-// otherwise replay onto what the failed attempt applied, and count an INCR or an RPUSH of a
-// key the base lacks twice. A restoring cluster admits no client (see ensureNetworkPolicy),
-// so what is emptied is the failed attempt's alone. A reload of lost slots from the archive
-// empties them only when retry says an attempt failed before, or was begun by another
-// operator run (reloadLoadGate): the slots are served again
-// meanwhile, and clients' new keys in them stay, as with a reload from a backup. With
-// spec.acl, the emptying and the replay run as redisarchive.ReplayUser, made on the master
-// for the load and switched off after it: the operator's own user may run none of the
-// application's commands.
-func (r *RedisClusterReconciler) loadShard(ctx context.Context, rc *redisv1alpha1.RedisCluster, node rdbstream.Options, src *restoreSource, step plan.ShardLoad, retry bool) (rdbload.Result, error) {
-	if src.archive == nil {
-		return r.loadShardFile(ctx, rc, node, src, step)
+// recordReplay records in the restore's status how far the loaded shard was replayed, with
+// an event.
+func (r *RedisClusterReconciler) recordReplay(s *state, src *restore.Source, load plan.ShardLoad, res redisarchive.ReplayResult) {
+	tl := src.Archive.Timelines[load.Shard]
+	shard := redisv1alpha1.RestoreArchiveShard{Shard: tl.Shard, Timeline: int32(tl.Timeline), Offset: max(res.Offset, tl.Base.ReplicationOffset), //nolint:gosec // timelines are few
+		Commands: int64(res.Commands)}
+	reached := "its base"
+	if !res.Reached.IsZero() {
+		t := metav1.NewMicroTime(res.Reached)
+		shard.Reached = &t
+		reached = res.Reached.UTC().Format(time.RFC3339Nano)
 	}
-	replay := node
-	if resources.RedisACLEnabled(rc) {
-		var done func(context.Context) error
-		var err error
-		if replay, done, err = redisarchive.WithReplayUser(ctx, node); err != nil {
-			return rdbload.Result{}, fmt.Errorf("before replaying %s onto %s: %w", nodes.ShardName(step.Shard), step.Pod, err)
-		}
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			if err := done(ctx); err != nil {
-				log.FromContext(ctx).Info("cannot switch the replay user off", "cluster", rc.Name, "pod", step.Pod, "error", err)
-			}
-		}()
-	}
-	if !src.archive.reload || retry {
-		if _, err := rdbload.ClearSlots(ctx, replay, loadSlots(step)); err != nil {
-			return rdbload.Result{}, fmt.Errorf("while emptying the slots of %s on %s before its load: %w", nodes.ShardName(step.Shard), step.Pod, err)
-		}
-	}
-	res, err := r.loadShardFile(ctx, rc, node, src, step)
-	if err != nil {
-		return res, err
-	}
-	return res, r.replayShard(ctx, rc, replay, src, step)
+	st := s.next.Status.Restore
+	st.ArchiveShards = append(st.ArchiveShards, shard)
+	r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Restore", "loaded %s (slots %s) from its base of timeline %d and %d archived commands, up to %s, into %s",
+		tl.Shard, nodes.FormatSlotRanges(load.Slots), tl.Timeline, res.Commands, reached, load.Pod)
 }
 
-// loadShardFile loads the keys of the step's slots from the shard's file into node.
-func (r *RedisClusterReconciler) loadShardFile(ctx context.Context, rc *redisv1alpha1.RedisCluster, node rdbstream.Options, src *restoreSource, step plan.ShardLoad) (rdbload.Result, error) {
-	sh := src.manifest.Shards[step.Shard]
-	want := &objectstore.Digest{Size: sh.Bytes, SHA256: sh.SHA256}
-	if _, err := src.store.Get(ctx, sh.File, io.Discard, want); err != nil {
-		log.FromContext(ctx).Info("cannot read a shard's file", "cluster", rc.Name, "shard", step.Shard, "error", objectstore.Detail(err))
-		return rdbload.Result{}, fmt.Errorf("%s's file %s at %s: %w", nodes.ShardName(step.Shard), sh.File, src.location, err)
+// archiveReached says how far each shard of a restore from an archive got.
+func archiveReached(shards []redisv1alpha1.RestoreArchiveShard) string {
+	parts := make([]string, len(shards))
+	for i, sh := range shards {
+		reached := "its base"
+		if sh.Reached != nil {
+			reached = sh.Reached.UTC().Format(time.RFC3339Nano)
+		}
+		parts[i] = fmt.Sprintf("%s up to %s (%d commands)", sh.Shard, reached, sh.Commands)
 	}
-	pr, pw := io.Pipe()
-	got := make(chan error, 1)
-	go func() {
-		_, err := src.store.Get(ctx, sh.File, pw, want)
-		_ = pw.CloseWithError(err)
-		got <- err
-	}()
-	res, err := rdbload.Load(ctx, rdbload.Options{Node: node, Slots: loadSlots(step), MaxRecord: r.RestoreMaxRecord}, pr)
-	_ = pr.CloseWithError(errors.New("the load ended"))
-	if getErr := <-got; err == nil && getErr != nil {
-		err = getErr
-	}
-	if errors.Is(err, rdbload.ErrTooLarge) {
-		err = fmt.Errorf("%w (the operator's --%s raises the limit, within its memory limit)", err, RestoreMaxRecordFlag)
-	}
-	if err != nil {
-		return res, fmt.Errorf("while loading %s into %s: %w", nodes.ShardName(step.Shard), step.Pod, err)
-	}
-	return res, nil
-}
-
-// loadSlots are the step's slots in rdbload's terms.
-func loadSlots(step plan.ShardLoad) []rdbload.SlotRange {
-	slots := make([]rdbload.SlotRange, len(step.Slots))
-	for i, rg := range step.Slots {
-		slots[i] = rdbload.SlotRange{From: rg.Start, To: rg.End}
-	}
-	return slots
+	return strings.Join(parts, ", ")
 }
 
 // initRestoreStatus starts the restore's status once its backup is read.
 func initRestoreStatus(s *state) {
-	if s.restore == nil || s.restore.manifest == nil || s.next.Status.Restore != nil {
+	if s.restore == nil || s.restore.Manifest == nil || s.next.Status.Restore != nil {
 		return
 	}
-	completed := metav1.NewTime(s.restore.manifest.CompletedAt)
-	s.next.Status.Restore = &redisv1alpha1.RestoreStatus{Location: s.restore.location, BackupCompletedAt: &completed,
-		Shards: int32(len(s.restore.manifest.Shards))} //nolint:gosec // a manifest has at most 16384 shards
-	if s.restore.archive != nil {
-		s.next.Status.Restore.Target = s.restore.archive.targetText
+	completed := metav1.NewTime(s.restore.Manifest.CompletedAt)
+	s.next.Status.Restore = &redisv1alpha1.RestoreStatus{Location: s.restore.Location, BackupCompletedAt: &completed,
+		Shards: int32(len(s.restore.Manifest.Shards))} //nolint:gosec // a manifest has at most 16384 shards
+	if s.restore.Archive != nil {
+		s.next.Status.Restore.Target = s.restore.Archive.TargetText
 	}
 }
 
@@ -306,57 +170,19 @@ func restoreProgress(s *state) string {
 	return fmt.Sprintf("restoring from %s: %d of %d shards loaded", st.Location, len(st.LoadedShards), st.Shards)
 }
 
-// restoreSources keeps, per cluster, the backup it restores or reloads from as last read,
-// so that its manifest is read from the store once, not at every look; a read that failed
-// on the store (or on the manifest's content) is read again only after its back-off.
-type restoreSources struct {
-	mu sync.Mutex
-	m  map[backupstore.FailureKey]*restoreSource
-}
-
-// get returns the source kept for k, nil when there is none (or its back-off is over).
-func (c *restoreSources) get(k backupstore.FailureKey) *restoreSource {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	src := c.m[k]
-	if src != nil && !src.retryAt.IsZero() && !time.Now().Before(src.retryAt) {
-		delete(c.m, k)
-		return nil
-	}
-	return src
-}
-
-// keep keeps src for k.
-func (c *restoreSources) keep(k backupstore.FailureKey, src *restoreSource) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[backupstore.FailureKey]*restoreSource{}
-	}
-	c.m[k] = src
-}
-
-// drop drops the source kept for k.
-func (c *restoreSources) drop(k backupstore.FailureKey) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, k)
-}
-
-// forget drops what is kept of cluster's sources.
-func (c *restoreSources) forget(cluster types.NamespacedName) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	backupstore.DeleteObject(c.m, cluster)
+// opener reads the sources of restores and reloads: RedisBackups from the manager's cache,
+// the stores' credentials through APIReader.
+func (r *RedisClusterReconciler) opener() restore.Opener {
+	return restore.Opener{Objects: r.Client, Secrets: r.APIReader, Policy: r.StorePolicy}
 }
 
 // readSource returns the source of what (a restore or a reload) of s's cluster kept from an
 // earlier look, or reads it with read and keeps it: a source whose manifest was read until
 // the cluster forgets it, one whose endpoint the operator refuses for good, one whose store read failed
 // for its back-off. A problem is reported once in a Warning event.
-func (r *RedisClusterReconciler) readSource(s *state, what string, read func() (*restoreSource, error)) (*restoreSource, error) {
+func (r *RedisClusterReconciler) readSource(s *state, what string, read func() (*restore.Source, error)) (*restore.Source, error) {
 	k := backupstore.FailureKey{Object: client.ObjectKeyFromObject(s.rc), What: what}
-	if src := r.sources.get(k); src != nil {
+	if src := r.sources.Get(k); src != nil {
 		return src, nil
 	}
 	src, err := read()
@@ -364,21 +190,20 @@ func (r *RedisClusterReconciler) readSource(s *state, what string, read func() (
 		return src, err
 	}
 	switch {
-	case src.manifest != nil:
+	case src.Manifest != nil:
 		r.storeFailures.Succeeded(k)
-		r.sources.keep(k, src)
-	case src.refused:
-		if _, distinct := r.storeFailures.Fail(k, src.problem, time.Now()); distinct {
-			r.event(s, corev1.EventTypeWarning, backupstore.ReasonEndpointRefused, "Restore", "%s", src.problem)
+		r.sources.Keep(k, src, time.Time{})
+	case src.Refused:
+		if _, distinct := r.storeFailures.Fail(k, src.Problem, time.Now()); distinct {
+			r.event(s, corev1.EventTypeWarning, backupstore.ReasonEndpointRefused, "Restore", "%s", src.Problem)
 		}
-		r.sources.keep(k, src)
-	case src.storeFailed:
-		wait, distinct := r.storeFailures.Fail(k, src.problem, time.Now())
+		r.sources.Keep(k, src, time.Time{})
+	case src.StoreFailed:
+		wait, distinct := r.storeFailures.Fail(k, src.Problem, time.Now())
 		if distinct {
-			r.event(s, corev1.EventTypeWarning, ReasonRestoreFailed, "Restore", "%s; tried again in %s, then less and less often", src.problem, wait)
+			r.event(s, corev1.EventTypeWarning, ReasonRestoreFailed, "Restore", "%s; tried again in %s, then less and less often", src.Problem, wait)
 		}
-		src.retryAt = time.Now().Add(wait)
-		r.sources.keep(k, src)
+		r.sources.Keep(k, src, time.Now().Add(wait))
 	}
 	return src, nil
 }

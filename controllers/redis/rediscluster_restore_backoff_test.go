@@ -19,6 +19,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/controllers/redisbackup"
 	"github.com/middleware-operator/middleware-operator/internal/backup"
 	"github.com/middleware-operator/middleware-operator/internal/backupstore"
+	"github.com/middleware-operator/middleware-operator/internal/restore"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 	"github.com/middleware-operator/middleware-operator/tests/teststore"
@@ -68,11 +69,11 @@ func TestRestoreOfAHostileRDBFailsNamingTheCause(t *testing.T) {
 	testenv.Eventually(t, 3*time.Minute, func(context.Context) (bool, string) {
 		failures := restoreFailures(t, ns, "from-hostile")
 		for _, f := range failures {
-			if strings.Contains(f, "RDB record too large") && strings.Contains(f, "--"+rediscontrollers.RestoreMaxRecordFlag) {
+			if strings.Contains(f, "RDB record too large") && strings.Contains(f, "--"+restore.MaxRecordFlag) {
 				return true, ""
 			}
 		}
-		return false, fmt.Sprintf("RestoreFailed events %q, want one naming the record too large and --%s", failures, rediscontrollers.RestoreMaxRecordFlag)
+		return false, fmt.Sprintf("RestoreFailed events %q, want one naming the record too large and --%s", failures, restore.MaxRecordFlag)
 	})
 }
 

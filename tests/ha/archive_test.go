@@ -19,6 +19,7 @@ import (
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/archiver"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
+	"github.com/middleware-operator/middleware-operator/internal/restore"
 	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -200,7 +201,7 @@ func deleteAndRestoreLatest(t *testing.T, c client.Client, rc *redisv1alpha1.Red
 	}
 	latest := redistest.NewCluster(rc.Namespace, "latest", 6)
 	latest.Spec.Restore = &redisv1alpha1.RestoreSpec{Archive: &redisv1alpha1.ArchiveRestoreSpec{Source: dest, Cluster: rc.Name,
-		TargetTime: rediscontrollers.TargetLatest}}
+		TargetTime: restore.TargetLatest}}
 	if err := c.Create(t.Context(), latest); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,163 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/middleware-operator/middleware-operator/internal/backupstore"
+	"github.com/middleware-operator/middleware-operator/internal/objectstore"
+	"github.com/middleware-operator/middleware-operator/internal/rdbload"
+	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
+	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
+)
+
+// MaxRecordFlag is the operator flag that sets the largest record a load reads
+// (Job.MaxRecord).
+const MaxRecordFlag = "restore-max-record"
+
+// Job is one shard load: the shard of Source that Step names, loaded into its master.
+type Job struct {
+	// Cluster names the cluster loaded into, for the log.
+	Cluster string
+	// Node is how to reach the master (Step.Addr) as the operator.
+	Node rdbstream.Options
+	// Source is the backup or archive read for the load, Step the planner's load.
+	Source *Source
+	Step   plan.ShardLoad
+	// Retry: an earlier attempt at this load failed or may have run in another operator
+	// process, so a replay from an archive empties the load's slots first.
+	Retry bool
+	// ACL: the cluster runs ACL users, so the emptying and the replay run as
+	// redisarchive.ReplayUser (the operator's own user may run none of the application's
+	// commands).
+	ACL bool
+	// MaxRecord is the largest RDB record loaded (rdbload.DefaultMaxRecord when 0).
+	MaxRecord int64
+}
+
+// Result is what a load did: the keys of the shard's file it restored and, from an archive,
+// how far the replay after them reached.
+type Result struct {
+	rdbload.Result
+	Replay redisarchive.ReplayResult
+}
+
+// Run loads the keys of the job's slots from its shard: it first reads the whole file once
+// and checks its size and SHA-256 against the manifest, so a corrupted or truncated object
+// loads nothing; then it streams the file again into the master as RESTOREs. From an
+// archive, the load's slots are emptied first: a load tried again (after a failed replay, or
+// by an operator restarted during one) would otherwise replay onto what the failed attempt
+// applied, and count an INCR or an RPUSH of a key the base lacks twice. A restoring cluster
+// admits no client, so what is emptied is the failed attempt's alone. A reload of lost
+// slots from the archive empties them only on a retry: the slots are served again
+// meanwhile, and clients' new keys in them stay, as with a reload from a backup.
+func (j Job) Run(ctx context.Context) (Result, error) {
+	if j.Source.Archive == nil {
+		res, err := j.loadFile(ctx, j.Node)
+		return Result{Result: res}, err
+	}
+	replay := j.Node
+	if j.ACL {
+		var done func(context.Context) error
+		var err error
+		if replay, done, err = redisarchive.WithReplayUser(ctx, j.Node); err != nil {
+			return Result{}, fmt.Errorf("before replaying %s onto %s: %w", nodes.ShardName(j.Step.Shard), j.Step.Pod, err)
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := done(ctx); err != nil {
+				log.FromContext(ctx).Info("cannot switch the replay user off", "cluster", j.Cluster, "pod", j.Step.Pod, "error", err)
+			}
+		}()
+	}
+	if !j.Source.Archive.Reload || j.Retry {
+		if _, err := rdbload.ClearSlots(ctx, replay, j.slots()); err != nil {
+			return Result{}, fmt.Errorf("while emptying the slots of %s on %s before its load: %w", nodes.ShardName(j.Step.Shard), j.Step.Pod, err)
+		}
+	}
+	res, err := j.loadFile(ctx, j.Node)
+	if err != nil {
+		return Result{Result: res}, err
+	}
+	replayed, err := j.replay(ctx, replay)
+	return Result{Result: res, Replay: replayed}, err
+}
+
+// loadFile loads the keys of the job's slots from the shard's file into node.
+func (j Job) loadFile(ctx context.Context, node rdbstream.Options) (rdbload.Result, error) {
+	src, step := j.Source, j.Step
+	sh := src.Manifest.Shards[step.Shard]
+	want := &objectstore.Digest{Size: sh.Bytes, SHA256: sh.SHA256}
+	if _, err := src.store.Get(ctx, sh.File, io.Discard, want); err != nil {
+		log.FromContext(ctx).Info("cannot read a shard's file", "cluster", j.Cluster, "shard", step.Shard, "error", objectstore.Detail(err))
+		return rdbload.Result{}, fmt.Errorf("%s's file %s at %s: %w", nodes.ShardName(step.Shard), sh.File, src.Location, err)
+	}
+	pr, pw := io.Pipe()
+	got := make(chan error, 1)
+	go func() {
+		_, err := src.store.Get(ctx, sh.File, pw, want)
+		_ = pw.CloseWithError(err)
+		got <- err
+	}()
+	res, err := rdbload.Load(ctx, rdbload.Options{Node: node, Slots: j.slots(), MaxRecord: j.MaxRecord}, pr)
+	_ = pr.CloseWithError(errors.New("the load ended"))
+	if getErr := <-got; err == nil && getErr != nil {
+		err = getErr
+	}
+	if errors.Is(err, rdbload.ErrTooLarge) {
+		err = fmt.Errorf("%w (the operator's --%s raises the limit, within its memory limit)", err, MaxRecordFlag)
+	}
+	if err != nil {
+		return res, fmt.Errorf("while loading %s into %s: %w", nodes.ShardName(step.Shard), step.Pod, err)
+	}
+	return res, nil
+}
+
+// replay replays the archive of the job's shard onto node, which holds its base, up to the
+// restore's target.
+func (j Job) replay(ctx context.Context, node rdbstream.Options) (redisarchive.ReplayResult, error) {
+	a, step := j.Source.Archive, j.Step
+	tl := a.Timelines[step.Shard]
+	opts := redisarchive.ReplayOptions{Target: node, Cluster: a.Cluster, Shard: tl.Shard, Timeline: tl.Timeline, From: tl.Base.ReplicationOffset, Until: a.Target}
+	if a.Reload {
+		opts.Only = inRanges(step.Slots) // the reloading master serves other slots too
+	}
+	res, err := redisarchive.Replay(ctx, redisarchive.StoreSink{Client: j.Source.store}, opts)
+	var foreign *redisarchive.ForeignSlotError
+	if errors.As(err, &foreign) {
+		return res, fmt.Errorf("the archive of %s timeline %d writes slot %d (the command ending at offset %d), outside the slots of its base (%s): %s",
+			tl.Shard, tl.Timeline, foreign.Slot, foreign.Offset, nodes.FormatSlotRanges(backupstore.Ranges(tl.Base.Slots)), migrationInWindow)
+	}
+	if err != nil {
+		return res, fmt.Errorf("while replaying the archive of %s timeline %d onto %s: %w", tl.Shard, tl.Timeline, step.Pod, err)
+	}
+	if err := tl.Uncovered(a.Target, res); err != nil && !a.Reload {
+		return res, fmt.Errorf("the archive cannot restore %s: %w", a.TargetText, err)
+	}
+	return res, nil
+}
+
+// slots are the job's slots in rdbload's terms.
+func (j Job) slots() []rdbload.SlotRange {
+	slots := make([]rdbload.SlotRange, len(j.Step.Slots))
+	for i, rg := range j.Step.Slots {
+		slots[i] = rdbload.SlotRange{From: rg.Start, To: rg.End}
+	}
+	return slots
+}
+
+// inRanges reports whether a slot is in ranges.
+func inRanges(ranges []nodes.SlotRange) func(int) bool {
+	return func(slot int) bool {
+		return slices.ContainsFunc(ranges, func(rg nodes.SlotRange) bool { return rg.Start <= slot && slot <= rg.End })
+	}
+}
