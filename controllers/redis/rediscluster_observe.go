@@ -94,6 +94,7 @@ func (r *RedisClusterReconciler) plannerDesired(s *state) plan.Desired {
 	spec.CARotation = plannerCARotation(s)
 	spec.Volumes = s.volumes
 	spec.Announce = r.plannerAnnounce(s)
+	spec.Archived = rc.Spec.Archive != nil
 	if s.sts != nil {
 		spec.StatefulSetReplicas, spec.UpdateRevision = int(ptr.Deref(s.sts.Spec.Replicas, 0)), s.sts.Status.UpdateRevision
 	}

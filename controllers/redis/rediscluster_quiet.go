@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
-	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 )
 
 // A converged cluster is looked at every IdleLook (2.5 s) so that a cut-off master shows
@@ -23,7 +21,7 @@ import (
 // deriving the status that often cost about 6 ms of CPU a look, mostly garbage, and even a
 // reconcile that only asked CLUSTER INFO cost 1.5 ms (issue 53). So after a full look that
 // found the cluster Ready with nothing to do, and until the next full look is due
-// (steadyLook: a minute, or 10 s for clusters that scale on memory or archive), the looks
+// (plan.Step.Steady: a minute, or 10 s for clusters that scale on memory or archive), the looks
 // are quiet and made by the prober (quietMarks.run), outside any reconcile: every IdleLook
 // it asks each node only CLUSTER INFO and compares the head of each answer
 // (observe.Observation.InfoHead: state, slot counts, failing slots, known nodes, epochs)
@@ -32,7 +30,7 @@ import (
 // checks what the prober cannot see (the RedisCluster and its pods as the full look saw
 // them, no event since about a pod, a child, a Secret or ConfigMap it names) and ends there
 // when nothing differs. A full look leaves no mark while something is under way that only
-// a full look would see end (underWay). What a quiet look cannot see (memory,
+// a full look would see end (the planner's Step.Steady is 0 then). What a quiet look cannot see (memory,
 // replication offsets and links, key counts, children drifting without a watch) waits for
 // the next full look. Without a running prober (a reconciler outside a manager) a reconcile
 // makes the quiet look itself, as the prober would.
@@ -46,53 +44,20 @@ type quietMark struct {
 	after           time.Duration // how soon a quiet look looks again
 }
 
-// quietMarkOf is the mark s's full look leaves: ok only when it ended without error on the
-// idle step with the cluster Ready, nothing under way that only a full look follows
-// (underWay), and every pod's node answering.
+// quietMarkOf is the mark s's full look leaves: ok only when it ended without error on a
+// step the planner found steady (plan.Step.Steady: the cluster idle and Ready, every pod's
+// node answering with its CLUSTER INFO, nothing under way that only a full look follows).
 func quietMarkOf(s *state, now time.Time) (quietMark, bool) {
-	if s.err != nil || s.step.Kind != plan.StepIdle || len(s.snap.Nodes) == 0 ||
-		!meta.IsStatusConditionTrue(s.next.Status.Conditions, ConditionReady) || underWay(s) != "" {
+	if s.err != nil || s.step.Steady == 0 {
 		return quietMark{}, false
 	}
 	m := quietMark{resourceVersion: s.next.ResourceVersion, pods: podsFingerprint(s.pods),
-		until: now.Add(steadyLook(s.rc)), after: s.lookAgain()}
+		until: now.Add(s.step.Steady), after: s.lookAgain()}
 	for i := range s.snap.Nodes {
 		o := &s.snap.Nodes[i]
-		if !o.Answered() || o.InfoHead == "" || o.Terminating || o.Leaving {
-			return quietMark{}, false
-		}
 		m.addrs, m.heads = append(m.addrs, o.Addr), append(m.heads, o.InfoHead)
 	}
 	return m, true
-}
-
-// underWay names what is under way while the step is idle that neither the prober nor an
-// event would see end ("" for nothing): a password rotation waiting out its grace period
-// (a time), claims growing (no watch on them), an operation the status calls progressing.
-func underWay(s *state) string {
-	conds := s.next.Status.Conditions
-	switch {
-	case s.step.Rotation != "" && s.step.Rotation != plan.RotationCurrent:
-		return "a password rotation"
-	case meta.IsStatusConditionTrue(conds, ConditionProgressing):
-		return "an operation"
-	}
-	if c := meta.FindStatusCondition(conds, ConditionVolumeSize); c != nil && c.Reason == ReasonVolumesGrowing {
-		return "claims growing"
-	}
-	return ""
-}
-
-// steadyLook is how long after a full look that found rc converged the next full look
-// comes, while the quiet looks find nothing changed: plan.LookSteady, or plan.LookIdle with
-// spec.autoscale (it scales on the masters' memory, which only a full look reads) or
-// spec.archive (status.archive and the archive's lag metric are written by full looks: a
-// minute-old archivedUpTo would be a minute of doubt about what a restore can reach).
-func steadyLook(rc *redisv1alpha1.RedisCluster) time.Duration {
-	if rc != nil && (rc.Spec.Autoscale != nil || rc.Spec.Archive != nil) {
-		return plan.LookIdle
-	}
-	return plan.LookSteady
 }
 
 // podsFingerprint names each pod with its resource version: any change Kubernetes makes to

@@ -21,13 +21,13 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 )
 
-// TestQuietMarkOf: only a full look that ended without error on the idle step, with the
-// cluster Ready and every pod's node answering with its CLUSTER INFO, leaves a quiet mark.
+// TestQuietMarkOf: only a full look that ended without error on a step the planner found
+// steady (plan.Step.Steady, table-tested in plan's TestSteady) leaves a quiet mark, due when
+// the step says, with every node's address and CLUSTER INFO head.
 func TestQuietMarkOf(t *testing.T) {
 	converged := func() *state {
 		s := &state{rc: &redisv1alpha1.RedisCluster{}, next: &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "42"}}}
-		s.next.Status.Conditions = []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionTrue}}
-		s.step = plan.Step{Kind: plan.StepIdle, After: 2500 * time.Millisecond}
+		s.step = plan.Step{Kind: plan.StepIdle, After: 2500 * time.Millisecond, Steady: plan.LookSteady}
 		for i, name := range []string{"rc-0", "rc-1"} {
 			s.pods = append(s.pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: string(rune('7' + i))}})
 			s.snap.Nodes = append(s.snap.Nodes, observe.Observation{Pod: name, Addr: "127.1.0." + string(rune('1'+i)) + ":6379",
@@ -36,9 +36,7 @@ func TestQuietMarkOf(t *testing.T) {
 		return s
 	}
 	now := time.Unix(1000, 0)
-	s := converged()
-	s.step.Rotation = plan.RotationCurrent
-	m, ok := quietMarkOf(s, now)
+	m, ok := quietMarkOf(converged(), now)
 	if !ok {
 		t.Fatal("a converged look left no quiet mark")
 	}
@@ -46,54 +44,19 @@ func TestQuietMarkOf(t *testing.T) {
 		!m.until.Equal(now.Add(plan.LookSteady)) || m.after != 2500*time.Millisecond {
 		t.Errorf("quiet mark = %+v", m)
 	}
+	s := converged()
+	s.step.Steady = plan.LookIdle
+	if m, ok := quietMarkOf(s, now); !ok || !m.until.Equal(now.Add(plan.LookIdle)) {
+		t.Errorf("a step steady for %s left a mark due %s later (left: %v)", plan.LookIdle, m.until.Sub(now), ok)
+	}
 	for name, spoil := range map[string]func(*state){
-		"an error":             func(s *state) { s.err = errors.New("boom") },
-		"a step to take":       func(s *state) { s.step.Kind = plan.StepRebalance },
-		"not Ready":            func(s *state) { s.next.Status.Conditions[0].Status = metav1.ConditionFalse },
-		"no Ready condition":   func(s *state) { s.next.Status.Conditions = nil },
-		"a node silent":        func(s *state) { s.snap.Nodes[1].Err, s.snap.Nodes[1].View = errors.New("timeout"), nil },
-		"no CLUSTER INFO head": func(s *state) { s.snap.Nodes[0].InfoHead = "" },
-		"a pod terminating":    func(s *state) { s.snap.Nodes[0].Terminating = true },
-		"a pod leaving":        func(s *state) { s.snap.Nodes[1].Leaving = true },
-		"no nodes at all":      func(s *state) { s.snap.Nodes = nil },
-		"a rotation waiting":   func(s *state) { s.step.Rotation = "every node accepts both passwords until 12:00" },
-		"an operation": func(s *state) {
-			s.next.Status.Conditions = append(s.next.Status.Conditions, metav1.Condition{Type: ConditionProgressing, Status: metav1.ConditionTrue})
-		},
-		"claims growing": func(s *state) {
-			s.next.Status.Conditions = append(s.next.Status.Conditions, metav1.Condition{Type: ConditionVolumeSize, Status: metav1.ConditionFalse, Reason: ReasonVolumesGrowing})
-		},
+		"an error":   func(s *state) { s.err = errors.New("boom") },
+		"not steady": func(s *state) { s.step.Steady = 0 },
 	} {
 		s := converged()
 		spoil(s)
 		if m, ok := quietMarkOf(s, now); ok {
 			t.Errorf("%s: a quiet mark was left: %+v", name, m)
-		}
-	}
-}
-
-// TestQuietMarkOfWithAutoscale: a cluster that scales on memory, or archives, is read
-// whole every LookIdle (only a full look reads memory and writes status.archive); any other
-// every LookSteady.
-func TestQuietMarkOfWithAutoscale(t *testing.T) {
-	s := &state{rc: &redisv1alpha1.RedisCluster{}, next: &redisv1alpha1.RedisCluster{}}
-	s.next.Status.Conditions = []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionTrue}}
-	s.step = plan.Step{Kind: plan.StepIdle, After: 2500 * time.Millisecond}
-	s.snap.Nodes = []observe.Observation{{Pod: "rc-0", Addr: "127.1.0.1:6379", View: []nodes.Node{{ID: "a", Flags: []string{"myself", "master"}}}, InfoHead: "h"}}
-	now := time.Unix(1000, 0)
-	for name, tc := range map[string]struct {
-		autoscale *redisv1alpha1.AutoscaleSpec
-		archive   *redisv1alpha1.ArchiveSpec
-		want      time.Duration
-	}{
-		"without autoscale": {want: plan.LookSteady},
-		"with autoscale":    {autoscale: &redisv1alpha1.AutoscaleSpec{}, want: plan.LookIdle},
-		"with an archive":   {archive: &redisv1alpha1.ArchiveSpec{}, want: plan.LookIdle},
-	} {
-		s.rc.Spec.Autoscale, s.rc.Spec.Archive = tc.autoscale, tc.archive
-		m, ok := quietMarkOf(s, now)
-		if !ok || !m.until.Equal(now.Add(tc.want)) {
-			t.Errorf("%s: the next full look is due %s after this one (mark left: %v), want %s", name, m.until.Sub(now), ok, tc.want)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,15 +91,6 @@ func (r *RedisClusterReconciler) observe(s *state) {
 	}
 	if missing := missingPods(s); missing != "" && waiting == "" {
 		waiting = missing
-	}
-	// An earlier step may come before the upgrade's: pods on an old template still mean an
-	// upgrade, whatever the step. And a terminating pod answers only until its process
-	// stops, so the cluster is not Ready while one is.
-	if n := outdatedPods(s); n > 0 && opPhase == "" && lost == "" {
-		opPhase, opReason = redisv1alpha1.PhaseUpgrading, fmt.Sprintf("%d of %d pods run an old template", n, len(s.pods))
-	}
-	if p := terminatingPod(s); p != "" {
-		h.Problems = append(h.Problems, "pod "+p+" is terminating")
 	}
 	initRestoreStatus(s)
 	if p := restoreProgress(s); p != "" {
@@ -205,30 +195,6 @@ func setPasswordApplied(s *state, gen int64) {
 
 // missingPods names the ordinals the StatefulSet should run but has no pod for (a quota, a
 // failed creation), or "".
-// outdatedPods counts the pods whose revision is not the StatefulSet's update revision.
-func outdatedPods(s *state) int {
-	if s.sts == nil || s.sts.Status.UpdateRevision == "" {
-		return 0
-	}
-	n := 0
-	for _, p := range s.pods {
-		if p.Labels[appsv1.ControllerRevisionHashLabelKey] != s.sts.Status.UpdateRevision {
-			n++
-		}
-	}
-	return n
-}
-
-// terminatingPod is the name of a pod being deleted, or "".
-func terminatingPod(s *state) string {
-	for _, p := range s.pods {
-		if !p.DeletionTimestamp.IsZero() {
-			return p.Name
-		}
-	}
-	return ""
-}
-
 func missingPods(s *state) string {
 	if s.sts == nil || s.sts.Spec.Replicas == nil {
 		return ""

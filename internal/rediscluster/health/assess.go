@@ -199,6 +199,12 @@ func Assess(s observe.Snapshot) Health {
 	if open > 0 {
 		h.Problems = append(h.Problems, fmt.Sprintf("%d nodes have slots in migrating or importing state", open))
 	}
+	for i := range s.Nodes {
+		// A terminating pod's node answers only until its process stops.
+		if s.Nodes[i].Terminating {
+			h.Problems = append(h.Problems, "pod "+s.Nodes[i].Pod+" is terminating")
+		}
+	}
 	if len(joined) == 0 && len(h.Problems) == 0 {
 		h.Problems = append(h.Problems, "no node belongs to a cluster")
 	}

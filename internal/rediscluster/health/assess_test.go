@@ -50,6 +50,14 @@ func TestPlanRecovery(t *testing.T) {
 			}(),
 			ready: true, served: nodes.SlotCount,
 		},
+		"a pod terminating: its node answers only until its process stops, every slot served, not Ready": {
+			snap: func() observe.Snapshot {
+				c := fakesnapshot.Six()
+				c.Snap.Nodes[4].Terminating = true
+				return c.Snap
+			}(),
+			served: nodes.SlotCount,
+		},
 		"a replica still in its first full sync: every slot served, not Ready": {
 			snap: func() observe.Snapshot {
 				c := fakesnapshot.Six()

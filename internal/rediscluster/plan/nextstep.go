@@ -207,6 +207,9 @@ type Step struct {
 	// Desired.Autoscale): StepAutoscale carries out a scale or a rebalance; with any other
 	// step it is a wait, keeping its clocks.
 	Autoscale *autoscale.Decision
+	// Steady is how long the next full look may wait while quiet looks find nothing changed
+	// (0: the next look is full); see steady.
+	Steady time.Duration
 }
 
 // Shown is the step the status reports: Behind for a side step, else the step itself.
@@ -290,6 +293,9 @@ type Desired struct {
 	// Announce is what the nodes announce to outside clients (planAnnounce), nil when the
 	// operator leaves it alone.
 	Announce *Announce
+	// Archived: the cluster archives its write stream (spec.archive), whose status only a
+	// full look writes (Steady).
+	Archived bool
 }
 
 // ReloadFromArchive is the value of the reload annotation that reloads lost slots from the
@@ -396,8 +402,41 @@ func NextStep(spec Desired, s observe.Snapshot, h health.Health) Step {
 		side.Behind, side.Rotation, side.Autoscale = &behind, behind.Rotation, behind.Autoscale
 		step = side
 	}
-	step = planAnnounce(spec, s, step)
+	step = showUpgrade(spec, s, planAnnounce(spec, s, step))
+	step.Steady = steady(spec, s, h, step)
 	return step
+}
+
+// showUpgrade shows an upgrade under way whatever step comes first: while pods run an old
+// template, the shown step (Step.Shown) of no operation, a heal or a wait before the next
+// replacement, belongs to the upgrade (OpUpgrading), its reason led by how many pods are
+// left. A lost cluster is shown lost.
+func showUpgrade(spec Desired, s observe.Snapshot, step Step) Step {
+	shown := &step
+	if step.Behind != nil {
+		behind := *step.Behind
+		step.Behind, shown = &behind, &behind
+	}
+	if spec.UpdateRevision == "" || shown.Operation != OpNone || shown.Kind == StepLost {
+		return step
+	}
+	outdated := 0
+	for i := range s.Nodes {
+		if s.Nodes[i].Revision != spec.UpdateRevision {
+			outdated++
+		}
+	}
+	if outdated == 0 {
+		return step
+	}
+	progress := fmt.Sprintf("%d of %d pods run an old template", outdated, len(s.Nodes))
+	shown.Operation, shown.Reason = OpUpgrading, joinReasons(progress, shown.Reason)
+	return step
+}
+
+// joinReasons joins the reasons that are not empty with "; ".
+func joinReasons(reasons ...string) string {
+	return strings.Join(slices.DeleteFunc(reasons, func(r string) bool { return r == "" }), "; ")
 }
 
 // planAutoscale asks the autoscaler (autoscale.Decide) what to do once NextStep chose step:

@@ -588,6 +588,50 @@ func TestNextStep(t *testing.T) {
 				return c.Snap
 			}(), want: StepWait,
 		},
+		"a step of no operation during an upgrade is shown as part of the upgrade, its reason kept": {
+			spec: func() Desired { s := specFor(6); s.UpdateRevision = "r2"; s.MembersRecorded = false; return s }(),
+			snap: func() observe.Snapshot {
+				c := fakesnapshot.Six().Current()
+				c.Snap.Nodes[5].Revision = "r2"
+				return c.Snap
+			}(), want: StepRecordMembers,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Operation == OpUpgrading && s.Reason == "5 of 6 pods run an old template; recording 6 members",
+					"operation %q, reason %q", s.Operation, s.Reason)
+			},
+		},
+		"a heal during an upgrade is shown as the heal": {
+			spec: func() Desired { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
+			snap: func() observe.Snapshot {
+				c := fakesnapshot.Six().Current()
+				c.Snap.Nodes[3].Replication["master_host"], c.Snap.Nodes[3].Replication["master_port"] = "127.1.0.99", "6379"
+				c.Snap.Nodes[3].Replication["master_link_status"] = "down"
+				return c.Snap
+			}(), want: StepRecover,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Operation == OpHealing && !strings.Contains(s.Reason, "old template"), "operation %q, reason %q", s.Operation, s.Reason)
+			},
+		},
+		"a side step during an upgrade: what is behind it is shown as the upgrade, the side step unchanged": {
+			spec: func() Desired {
+				s := specFor(6)
+				s.UpdateRevision, s.Coverage, s.MembersRecorded = "r2", "no", false
+				return s
+			}(),
+			snap: fakesnapshot.Six().Current().Stale(0).Snap, want: StepSetCoverage,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Operation == OpNone && !strings.Contains(s.Reason, "old template") && s.Behind != nil && s.Behind.Kind == StepRecordMembers &&
+					s.Shown().Operation == OpUpgrading && s.Shown().Reason == "6 of 6 pods run an old template; recording 6 members",
+					"operation %q, reason %q, shown %q %q", s.Operation, s.Reason, s.Shown().Operation, s.Shown().Reason)
+			},
+		},
+		"an idle cluster whose pods all run the update revision shows no operation": {
+			spec: func() Desired { s := specFor(6); s.UpdateRevision = "r1"; return s }(),
+			snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Operation == OpNone && s.Reason == "", "operation %q, reason %q", s.Operation, s.Reason)
+			},
+		},
 		"an upgrade of masters without replicas: replace the master itself": {
 			spec: func() Desired { s := specFor(3); s.UpdateRevision = "r2"; return s }(),
 			snap: func() observe.Snapshot { c := fakesnapshot.ThreeShards(3, 0).Current(); return c.Snap }(), want: StepReplacePod,
