@@ -13,7 +13,6 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
-	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
 )
@@ -73,7 +72,7 @@ func TestStatusFromSnapshotHealthAndStep(t *testing.T) {
 				s.pods = append(s.pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: o.Pod}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
 			}
 			s.health = health.Assess(c.Snap)
-			s.step = plan.NextStep(spec, observe.Snapshot(c.Snap), s.health)
+			s.step = plan.NextStep(spec, c.Snap, s.health)
 			r := &RedisClusterReconciler{Recorder: events.NewFakeRecorder(100)}
 			r.observe(s)
 			st := s.next.Status
