@@ -36,6 +36,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
+	"github.com/middleware-operator/middleware-operator/internal/quietlook"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
@@ -96,7 +97,7 @@ type RedisClusterReconciler struct {
 	admins clusterconn.Pool
 	// quietMarks keeps what the last full look of each converged cluster left for the quiet
 	// looks after it, beside the pooled Admin that read it (rediscluster_quiet.go).
-	quietMarks quietMarks
+	quietMarks quietlook.Marks
 	// certsSeen remembers which node processes serve the current certificate, coverageSet
 	// which run with the cluster-require-full-coverage of the generated redis.conf.
 	certsSeen, coverageSet nodeValues
@@ -136,7 +137,7 @@ type RedisClusterReconciler struct {
 func (r *RedisClusterReconciler) forgetCluster(key types.NamespacedName) {
 	metrics.ForgetRedisCluster(key.Namespace, key.Name)
 	r.admins.Forget(key)
-	r.quietMarks.forget(key)
+	r.quietMarks.Forget(key)
 	r.certsSeen.forget(key)
 	r.issued.forget(key)
 	r.coverageSet.forget(key)
@@ -454,7 +455,13 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager, opts control
 	// The prober makes the quiet looks of converged clusters and wakes those it finds
 	// changed (rediscluster_quiet.go); it runs on the leader only, as the controller does.
 	changed := make(chan event.GenericEvent, 64)
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return r.quietMarks.run(ctx, changed) })); err != nil {
+	wake := func(ctx context.Context, cluster types.NamespacedName) {
+		select {
+		case changed <- event.GenericEvent{Object: &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.Namespace, Name: cluster.Name}}}:
+		case <-ctx.Done():
+		}
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return r.quietMarks.Run(ctx, wake) })); err != nil {
 		return fmt.Errorf("while adding the prober of converged clusters: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).

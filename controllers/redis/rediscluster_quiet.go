@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"time"
 
@@ -11,9 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
-	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/internal/quietlook"
 )
 
 // A converged cluster is looked at every IdleLook (2.5 s) so that a cut-off master shows
@@ -22,7 +20,7 @@ import (
 // reconcile that only asked CLUSTER INFO cost 1.5 ms (issue 53). So after a full look that
 // found the cluster Ready with nothing to do, and until the next full look is due
 // (plan.Step.Steady: a minute, or 10 s for clusters that scale on memory or archive), the looks
-// are quiet and made by the prober (quietMarks.run), outside any reconcile: every IdleLook
+// are quiet and made by the prober (quietlook.Marks.Run), outside any reconcile: every IdleLook
 // it asks each node only CLUSTER INFO and compares the head of each answer
 // (observe.Observation.InfoHead: state, slot counts, failing slots, known nodes, epochs)
 // with the full look's. A different head or a node that does not answer wakes the cluster's
@@ -35,27 +33,18 @@ import (
 // the next full look. Without a running prober (a reconciler outside a manager) a reconcile
 // makes the quiet look itself, as the prober would.
 
-// quietMark is what a full look of a converged cluster leaves for the quiet looks after it.
-type quietMark struct {
-	resourceVersion string        // the RedisCluster's, after the look's status write
-	pods            string        // podsFingerprint of the pods the look saw
-	addrs, heads    []string      // every node's address and observe.Observation.InfoHead
-	until           time.Time     // when a full look is due
-	after           time.Duration // how soon a quiet look looks again
-}
-
 // quietMarkOf is the mark s's full look leaves: ok only when it ended without error on a
 // step the planner found steady (plan.Step.Steady: the cluster idle and Ready, every pod's
 // node answering with its CLUSTER INFO, nothing under way that only a full look follows).
-func quietMarkOf(s *state, now time.Time) (quietMark, bool) {
+func quietMarkOf(s *state, now time.Time) (quietlook.Mark, bool) {
 	if s.err != nil || s.step.Steady == 0 {
-		return quietMark{}, false
+		return quietlook.Mark{}, false
 	}
-	m := quietMark{resourceVersion: s.next.ResourceVersion, pods: podsFingerprint(s.pods),
-		until: now.Add(s.step.Steady), after: s.lookAgain()}
+	m := quietlook.Mark{ResourceVersion: s.next.ResourceVersion, Pods: podsFingerprint(s.pods),
+		Until: now.Add(s.step.Steady), After: s.lookAgain()}
 	for i := range s.snap.Nodes {
 		o := &s.snap.Nodes[i]
-		m.addrs, m.heads = append(m.addrs, o.Addr), append(m.heads, o.InfoHead)
+		m.Addrs, m.Heads = append(m.Addrs, o.Addr), append(m.Heads, o.InfoHead)
 	}
 	return m, true
 }
@@ -81,8 +70,8 @@ func (r *RedisClusterReconciler) noteLook(s *state) time.Duration {
 	now := time.Now()
 	m, ok := quietMarkOf(s, now)
 	r.setQuiet(client.ObjectKeyFromObject(s.rc), m, ok)
-	if ok && r.quietMarks.probing() {
-		return m.until.Sub(now)
+	if ok && r.quietMarks.Probing() {
+		return m.Until.Sub(now)
 	}
 	return s.lookAgain()
 }
@@ -100,7 +89,7 @@ func (r *RedisClusterReconciler) quietLook(ctx context.Context, rc *redisv1alpha
 	if quiet {
 		return after, true, nil
 	}
-	r.setQuiet(key, quietMark{}, false)
+	r.setQuiet(key, quietlook.Mark{}, false)
 	metrics.RedisLooks.WithLabelValues("full").Inc()
 	return 0, false, silent
 }
@@ -111,74 +100,49 @@ func (r *RedisClusterReconciler) quietLook(ctx context.Context, rc *redisv1alpha
 func (r *RedisClusterReconciler) stillQuiet(ctx context.Context, rc *redisv1alpha1.RedisCluster, key types.NamespacedName) (time.Duration, bool, map[string]error) {
 	now := time.Now()
 	e, ok := r.quiet(key)
-	if !ok || !now.Before(e.mark.until) || rc.ResourceVersion != e.mark.resourceVersion || !rc.DeletionTimestamp.IsZero() {
+	if !ok || !now.Before(e.Mark.Until) || rc.ResourceVersion != e.Mark.ResourceVersion || !rc.DeletionTimestamp.IsZero() {
 		return 0, false, nil
 	}
-	if e.changed {
-		return 0, false, e.silent
+	if e.Changed {
+		return 0, false, e.Silent
 	}
 	if r.changes.pending(key) {
 		// An event since the full look: a pod, a child, a Secret or ConfigMap it names.
 		return 0, false, nil
 	}
-	if pods, err := r.clusterPods(ctx, rc); err != nil || podsFingerprint(pods) != e.mark.pods {
+	if pods, err := r.clusterPods(ctx, rc); err != nil || podsFingerprint(pods) != e.Mark.Pods {
 		return 0, false, nil
 	}
-	if !r.quietMarks.probing() || now.Sub(e.probed) > e.mark.after+probeTimeout {
+	if !r.quietMarks.Probing() || now.Sub(e.Probed) > e.Mark.After+quietlook.ProbeTimeout {
 		// No prober looked lately: look here, as it would.
-		unchanged, silent := quietProbe(ctx, e.admin, e.mark)
+		unchanged, silent := quietlook.Probe(ctx, e.Heads, e.Mark)
 		if !unchanged {
 			return 0, false, silent
 		}
-		r.quietMarks.probedAt(key, e.gen, now)
+		r.quietMarks.ProbedAt(key, e.Gen, now)
 	}
-	if r.quietMarks.probing() {
-		return e.mark.until.Sub(now), true, nil
+	if r.quietMarks.Probing() {
+		return e.Mark.Until.Sub(now), true, nil
 	}
-	return e.mark.after, true, nil
-}
-
-// quietLooks counts the quiet looks that found nothing changed (looked up once: the prober
-// counts every 2.5 s for every converged cluster).
-var quietLooks = metrics.RedisLooks.WithLabelValues("quiet")
-
-// quietProbe is one quiet look at the nodes of m: one CLUSTER INFO a node through admin,
-// within probeTimeout. unchanged: every node answered with the head m saw; silent are the
-// nodes whose read timed out.
-func quietProbe(ctx context.Context, admin clusterconn.Admin, m quietMark) (unchanged bool, silent map[string]error) {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	heads, errs := admin.InfoHeads(ctx, m.addrs)
-	answered := true
-	for i, err := range errs {
-		answered = answered && err == nil
-		if observe.TimedOut(err) {
-			if silent == nil {
-				silent = map[string]error{}
-			}
-			silent[m.addrs[i]] = err
-		}
-	}
-	unchanged = answered && slices.Equal(heads, m.heads)
-	if unchanged {
-		quietLooks.Inc()
-	}
-	return unchanged, silent
+	return e.Mark.After, true, nil
 }
 
 // setQuiet keeps m as cluster's quiet mark beside the Admin pooled for it now (ok), or drops
 // the mark; with no Admin pooled, no mark is kept.
-func (r *RedisClusterReconciler) setQuiet(cluster types.NamespacedName, m quietMark, ok bool) {
-	c, pooled := r.admins.Lookup(cluster)
-	r.quietMarks.set(cluster, c.Admin, m, ok && pooled)
+func (r *RedisClusterReconciler) setQuiet(cluster types.NamespacedName, m quietlook.Mark, ok bool) {
+	if c, pooled := r.admins.Lookup(cluster); ok && pooled {
+		r.quietMarks.Set(cluster, c.Admin, m)
+		return
+	}
+	r.quietMarks.Forget(cluster)
 }
 
 // quiet returns cluster's quiet entry, while the Admin it was left beside is still the one
 // pooled for the cluster.
-func (r *RedisClusterReconciler) quiet(cluster types.NamespacedName) (quietEntry, bool) {
+func (r *RedisClusterReconciler) quiet(cluster types.NamespacedName) (quietlook.Entry, bool) {
 	c, pooled := r.admins.Lookup(cluster)
 	if !pooled {
-		return quietEntry{}, false
+		return quietlook.Entry{}, false
 	}
-	return r.quietMarks.get(cluster, c.Admin)
+	return r.quietMarks.Get(cluster, c.Admin)
 }
