@@ -129,6 +129,8 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		}
 	case plan.StepGrowClaims:
 		return r.growClaims(ctx, s)
+	case plan.StepDeleteClaims:
+		return r.deleteLeftClaims(ctx, s)
 	case plan.StepRecreateStatefulSet:
 		return r.recreateStatefulSet(ctx, s)
 	case plan.StepReplacePod:

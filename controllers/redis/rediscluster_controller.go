@@ -350,7 +350,7 @@ func (r *RedisClusterReconciler) prepare(ctx context.Context, s *state) error {
 		steps = append(steps, r.readStatefulSetIfAny)
 	case ensuring:
 		steps = append(steps, r.ensurePassword, r.ensureUsers, r.ensureACLUsers, r.ensureTLS, r.ensureConfigMap, r.ensureServices,
-			r.ensurePodDisruptionBudget, r.ensureNetworkPolicy, r.checkACLRules, r.ensureStatefulSet, r.ensureExternalServices, r.deleteScaledInClaims)
+			r.ensurePodDisruptionBudget, r.ensureNetworkPolicy, r.checkACLRules, r.ensureStatefulSet, r.ensureExternalServices)
 	case !s.rc.Spec.Pause:
 		steps = append(steps, r.readStatefulSet, r.checkACLRules)
 	}

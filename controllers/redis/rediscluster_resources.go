@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
@@ -236,13 +240,21 @@ func (r *RedisClusterReconciler) writeStatefulSet(ctx context.Context, s *state,
 	return nil
 }
 
-// deleteScaledInClaims deletes, with spec.finalizers "foreground" and once the StatefulSet
-// has shrunk, the claims of ordinals at or above spec.replicas.
-func (r *RedisClusterReconciler) deleteScaledInClaims(ctx context.Context, s *state) error {
-	if s.rc.Spec.Finalizers != "foreground" || *s.sts.Spec.Replicas > resources.RedisNodes(s.rc) {
-		return nil
+// deleteLeftClaims deletes the claims the step names (StepDeleteClaims), each only while it
+// is the claim the look listed (its UID): one made again meanwhile by a scale out stays.
+func (r *RedisClusterReconciler) deleteLeftClaims(ctx context.Context, s *state) error {
+	for _, c := range s.volumes.Left {
+		if !slices.Contains(s.step.Claims, c.Name) {
+			continue
+		}
+		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: s.rc.Namespace, Name: c.Name}}
+		uid := types.UID(c.UID)
+		if err := r.Delete(ctx, claim, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("while deleting claim %s: %w", c.Name, err)
+		}
 	}
-	return r.deleteClaims(ctx, s.rc, int(resources.RedisNodes(s.rc)))
+	r.event(s, corev1.EventTypeNormal, "ClaimsDeleted", "Scale", "deleted the claims of the pods the scale in removed: %s", strings.Join(s.step.Claims, ", "))
+	return nil
 }
 
 // deleteClaims deletes the cluster's claims of ordinals at or above from, one by one, each

@@ -45,17 +45,22 @@ const (
 const resizeRefused = "only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize"
 
 // readClaims reads the pods' claims for the planner (plan.Volumes): each one's request
-// and capacity, and the API server's refusal to grow them to the spec's size, which the
+// and capacity, the claims a finished scale in left (with spec.finalizers "foreground",
+// which deletes them: planDeleteClaims), and the API server's refusal to grow them to the
+// spec's size, which the
 // VolumeSize condition carries for this generation (plan.RefusedExpansionRetry). Only
 // volumes of type pvc have claims of the operator's. No StorageClass is read: whether a
 // class allows expansion is the API server's to judge, on the claim's patch (growClaims).
 func (r *RedisClusterReconciler) readClaims(ctx context.Context, s *state) error {
 	s.volumes = plan.Volumes{}
-	want, ok := resources.RedisVolumeSize(s.rc)
-	if !ok {
+	v := plan.Volumes{DeleteLeft: s.rc.Spec.Finalizers == "foreground"}
+	want, sized := resources.RedisVolumeSize(s.rc)
+	if !sized && !v.DeleteLeft {
 		return nil
 	}
-	v := plan.Volumes{Want: want.Value(), WantText: want.String(), Refused: carriedRefusal(s.rc, time.Now())}
+	if sized {
+		v.Want, v.WantText, v.Refused = want.Value(), want.String(), carriedRefusal(s.rc, time.Now())
+	}
 	nodes := int(resources.RedisNodes(s.rc))
 	if s.sts != nil {
 		v.StatefulSetDeleting = !s.sts.DeletionTimestamp.IsZero()
@@ -74,11 +79,21 @@ func (r *RedisClusterReconciler) readClaims(ctx context.Context, s *state) error
 	prefix := resources.RedisDataVolume + "-" + s.rc.Name + "-"
 	for i := range claims.Items {
 		c := &claims.Items[i]
-		if !strings.HasPrefix(c.Name, prefix) || clusterconn.Ordinal(c.Name) >= nodes || !c.DeletionTimestamp.IsZero() {
+		if !strings.HasPrefix(c.Name, prefix) || !c.DeletionTimestamp.IsZero() {
+			continue
+		}
+		pod := strings.TrimPrefix(c.Name, resources.RedisDataVolume+"-")
+		if clusterconn.Ordinal(c.Name) >= nodes {
+			if v.DeleteLeft {
+				v.Left = append(v.Left, plan.Claim{Name: c.Name, Pod: pod, UID: string(c.UID)})
+			}
+			continue
+		}
+		if !sized {
 			continue
 		}
 		request := c.Spec.Resources.Requests.Storage()
-		claim := plan.Claim{Name: c.Name, Pod: strings.TrimPrefix(c.Name, resources.RedisDataVolume+"-"),
+		claim := plan.Claim{Name: c.Name, Pod: pod, UID: string(c.UID),
 			Request: request.Value(), RequestText: request.String(), Capacity: c.Status.Capacity.Storage().Value(),
 			Class: ptr.Deref(c.Spec.StorageClassName, "")}
 		for _, cond := range c.Status.Conditions {
@@ -90,9 +105,11 @@ func (r *RedisClusterReconciler) readClaims(ctx context.Context, s *state) error
 	}
 	// The cache lists in no set order: by ordinal, status.volumes is the same at every look
 	// and is written only when a claim changes.
-	slices.SortFunc(v.Claims, func(a, b plan.Claim) int {
+	byOrdinal := func(a, b plan.Claim) int {
 		return cmp.Compare(clusterconn.Ordinal(a.Name), clusterconn.Ordinal(b.Name))
-	})
+	}
+	slices.SortFunc(v.Claims, byOrdinal)
+	slices.SortFunc(v.Left, byOrdinal)
 	s.volumes = v
 	return nil
 }

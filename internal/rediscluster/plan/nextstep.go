@@ -198,7 +198,8 @@ type Step struct {
 	Hostname string
 	// CAStage is the stage StepRotateCA ends.
 	CAStage string
-	// Claims are the claims StepGrowClaims grows to Desired.Volumes.Want.
+	// Claims are the claims StepGrowClaims grows to Desired.Volumes.Want, or those
+	// StepDeleteClaims deletes.
 	Claims []string
 	// Behind is, for a side step that comes first (StepSetCoverage), the step the planners
 	// would take next: what is under way, which the status reports (see Shown).
@@ -384,7 +385,7 @@ func NextStep(spec Desired, s observe.Snapshot, h health.Health) Step {
 	step := Step{Kind: StepIdle, After: IdleLook(s.NodeTimeout)}
 	for _, plan := range []func(Desired, observe.Snapshot, health.Health) (Step, bool){
 		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planRotateCA, planMemory, planWriteSafety, planRecover, planFixSlots,
-		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planVolumes, planUpgrade, planReload,
+		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planVolumes, planUpgrade, planReload, planDeleteClaims,
 	} {
 		if next, ok := plan(spec, s, h); ok {
 			step = next

@@ -525,6 +525,40 @@ func TestNextStep(t *testing.T) {
 				expect(t, s.Pod == "rc-7" && s.NodeID == "hhhhhhhh" && s.Seed == fakesnapshot.Addr(0), "removes %s (%s) through %s", s.Pod, s.NodeID, s.Seed)
 			},
 		},
+		"a finished scale in with spec.finalizers foreground: delete the claims it left": {
+			spec: func() Desired {
+				s := specFor(6)
+				s.Volumes.DeleteLeft = true
+				s.Volumes.Left = []Claim{{Name: "data-rc-6", Pod: "rc-6", UID: "u6"}, {Name: "data-rc-7", Pod: "rc-7", UID: "u7"}}
+				return s
+			}(),
+			snap: fakesnapshot.Six().Current().Snap, want: StepDeleteClaims,
+			check: func(t *testing.T, s Step) {
+				expect(t, slices.Equal(s.Claims, []string{"data-rc-6", "data-rc-7"}) && s.Operation == OpNone, "claims %v, operation %q", s.Claims, s.Operation)
+			},
+		},
+		"a finished scale in without foreground keeps the claims it left": {
+			spec: func() Desired {
+				s := specFor(6)
+				s.Volumes.Left = []Claim{{Name: "data-rc-6", Pod: "rc-6", UID: "u6"}}
+				return s
+			}(),
+			snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
+		},
+		"claims left to delete wait behind a heal": {
+			spec: func() Desired {
+				s := specFor(6)
+				s.Volumes.DeleteLeft = true
+				s.Volumes.Left = []Claim{{Name: "data-rc-6", Pod: "rc-6", UID: "u6"}}
+				return s
+			}(),
+			snap: func() observe.Snapshot {
+				c := fakesnapshot.Six().Current()
+				c.Snap.Nodes[3].Replication["master_host"], c.Snap.Nodes[3].Replication["master_port"] = "127.1.0.99", "6379"
+				c.Snap.Nodes[3].Replication["master_link_status"] = "down"
+				return c.Snap
+			}(), want: StepRecover,
+		},
 		"scale in, every leaving node out of the cluster: shrink the StatefulSet": {
 			spec: func() Desired { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
 			snap: func() observe.Snapshot {

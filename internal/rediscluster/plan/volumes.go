@@ -39,6 +39,11 @@ type Volumes struct {
 	StatefulSetDeleting bool
 	// Claims are the pods' claims.
 	Claims []Claim
+	// Left are the claims of ordinals at or above both spec.replicas and the StatefulSet's
+	// replicas: those of the pods a finished scale in removed. DeleteLeft: they go with
+	// their pods (spec.finalizers "foreground"; planDeleteClaims).
+	Left       []Claim
+	DeleteLeft bool
 	// Refused is the API server's refusal to grow a claim to Want (RefusedNotExpandable),
 	// carried from the VolumeSize condition while it holds for this spec; nil when none
 	// does. No claim is asked to grow while it holds.
@@ -47,8 +52,9 @@ type Volumes struct {
 
 // Claim is one pod's claim.
 type Claim struct {
-	// Name is the claim's, Pod the pod's that mounts it.
-	Name, Pod string
+	// Name is the claim's, Pod the pod's that mounts it; UID the claim's, so that a
+	// deletion cannot touch a claim made again under the same name meanwhile.
+	Name, Pod, UID string
 	// Request is spec.resources.requests.storage and Capacity status.capacity.storage, in
 	// bytes; RequestText is the request as written.
 	Request, Capacity int64
