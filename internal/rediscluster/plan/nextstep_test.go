@@ -53,6 +53,15 @@ func reloading(spec Desired, shards [][]nodes.SlotRange) Desired {
 	return spec
 }
 
+// repointing is six nodes, rc-3 a replica dialing its master at an address it left (a
+// heal: StepRecover repoints it).
+func repointing() observe.Snapshot {
+	c := fakesnapshot.Six().Current()
+	c.Snap.Nodes[3].Replication["master_host"], c.Snap.Nodes[3].Replication["master_port"] = "127.1.0.99", "6379"
+	c.Snap.Nodes[3].Replication["master_link_status"] = "down"
+	return c.Snap
+}
+
 // uniqueAddrs gives every node of s its own address (its index's).
 func uniqueAddrs(s observe.Snapshot) observe.Snapshot {
 	for i := range s.Nodes {
@@ -552,12 +561,7 @@ func TestNextStep(t *testing.T) {
 				s.Volumes.Left = []Claim{{Name: "data-rc-6", Pod: "rc-6", UID: "u6"}}
 				return s
 			}(),
-			snap: func() observe.Snapshot {
-				c := fakesnapshot.Six().Current()
-				c.Snap.Nodes[3].Replication["master_host"], c.Snap.Nodes[3].Replication["master_port"] = "127.1.0.99", "6379"
-				c.Snap.Nodes[3].Replication["master_link_status"] = "down"
-				return c.Snap
-			}(), want: StepRecover,
+			snap: repointing(), want: StepRecover,
 		},
 		"scale in, every leaving node out of the cluster: shrink the StatefulSet": {
 			spec: func() Desired { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
@@ -636,12 +640,7 @@ func TestNextStep(t *testing.T) {
 		},
 		"a heal during an upgrade is shown as the heal": {
 			spec: func() Desired { s := specFor(6); s.UpdateRevision = "r2"; return s }(),
-			snap: func() observe.Snapshot {
-				c := fakesnapshot.Six().Current()
-				c.Snap.Nodes[3].Replication["master_host"], c.Snap.Nodes[3].Replication["master_port"] = "127.1.0.99", "6379"
-				c.Snap.Nodes[3].Replication["master_link_status"] = "down"
-				return c.Snap
-			}(), want: StepRecover,
+			snap: repointing(), want: StepRecover,
 			check: func(t *testing.T, s Step) {
 				expect(t, s.Operation == OpHealing && !strings.Contains(s.Reason, "old template"), "operation %q, reason %q", s.Operation, s.Reason)
 			},
