@@ -77,6 +77,8 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 		}
 	case plan.StepRecover:
 		return r.recover(ctx, s, step.Action)
+	case plan.StepStartCARotation:
+		return r.startCARotation(ctx, s)
 	case plan.StepRotateCA:
 		return r.advanceCA(ctx, s)
 	case plan.StepFixSlots:

@@ -51,12 +51,10 @@ func newClusterCA(rc *redisv1alpha1.RedisCluster) (certs.Pair, error) {
 	return certs.NewCA(rc.Name+"."+rc.Namespace+" Redis CA", tlsNow(), certs.CAValidity)
 }
 
-// ensureGeneratedCA keeps the generated CA Secret (as readGeneratedCA read it): made once,
-// and a rotation started when the CA is two thirds through its life or the rotate-ca
-// annotation has a new value.
+// ensureGeneratedCA keeps the generated CA Secret (as readGeneratedCA read it): made once.
+// Its rotations are the planner's (StepStartCARotation, StepRotateCA).
 func (r *RedisClusterReconciler) ensureGeneratedCA(ctx context.Context, s *state) (resources.RedisCA, error) {
 	rc := s.rc
-	live := s.caSecret
 	if s.ca == nil {
 		// Made once. A stale read cannot replace a live CA (its keys are kept), and a
 		// Secret of someone else's is refused by Ensure.
@@ -70,26 +68,11 @@ func (r *RedisClusterReconciler) ensureGeneratedCA(ctx context.Context, s *state
 		if err != nil {
 			return resources.RedisCA{}, err
 		}
-		live, s.caSecret = made, made
+		s.caSecret = made
 		read := resources.ReadRedisCA(made)
 		s.ca = &read
 	}
-	ca := *s.ca
-	if ca.RotationWanted(rc, tlsNow()) {
-		next, err := newClusterCA(rc)
-		if err != nil {
-			return resources.RedisCA{}, err
-		}
-		ca = ca.Started(next, tlsNow(), rc.Annotations[resources.RedisRotateCAAnnotation])
-		if err := r.writeCA(ctx, rc, live, ca); err != nil {
-			return resources.RedisCA{}, err
-		}
-		r.event(s, corev1.EventTypeNormal, ReasonCARotationStarted, "Rotate",
-			"rotating the CA of Secret %s: ca.crt of %s now lists the new CA next to the old one; the nodes switch to a certificate of the new CA after at least %s",
-			live.Name, resources.RedisTLSSecretName(rc), resources.RedisCAStageDue(rc, ca).Sub(ca.Since))
-	}
-	s.ca = &ca
-	return ca, nil
+	return *s.ca, nil
 }
 
 // writeCA writes ca into the live CA Secret, failing on a conflict rather than over a
@@ -111,6 +94,38 @@ func plannerCARotation(s *state) *plan.CARotation {
 	}
 	return &plan.CARotation{Stage: s.ca.Stage(), Last: s.ca.Stage() == resources.CAStageSwitch, Due: resources.RedisCAStageDue(s.rc, *s.ca),
 		Checked: s.tls != nil && s.tlsCert != nil}
+}
+
+// plannerGeneratedCA is the generated CA for the planner while no rotation of it is under
+// way, nil without one (or during one).
+func plannerGeneratedCA(s *state) *plan.GeneratedCA {
+	if s.ca == nil || s.ca.Stage() != "" {
+		return nil
+	}
+	renewAt, _ := certs.RenewAt(s.ca.Signer.Cert) // unreadable: the zero time, so it is rotated
+	return &plan.GeneratedCA{RenewAt: renewAt, Token: s.rc.Annotations[resources.RedisRotateCAAnnotation], RotatedFor: s.ca.RotatedFor}
+}
+
+// startCARotation starts the rotation the step planned: a new CA written into the CA
+// Secret next to the old one (over the Secret as read this reconcile: a newer one fails on
+// the conflict). The next look issues the nodes' certificate of the stage.
+func (r *RedisClusterReconciler) startCARotation(ctx context.Context, s *state) error {
+	if s.ca == nil || s.ca.Stage() != "" {
+		return nil // planned from another read (not expected within one reconcile)
+	}
+	next, err := newClusterCA(s.rc)
+	if err != nil {
+		return err
+	}
+	ca := s.ca.Started(next, tlsNow(), s.rc.Annotations[resources.RedisRotateCAAnnotation])
+	if err := r.writeCA(ctx, s.rc, s.caSecret, ca); err != nil {
+		return err
+	}
+	r.changes.touch(client.ObjectKeyFromObject(s.rc))
+	r.event(s, corev1.EventTypeNormal, ReasonCARotationStarted, "Rotate",
+		"rotating the CA of Secret %s (%s): ca.crt of %s now lists the new CA next to the old one; the nodes switch to a certificate of the new CA after at least %s",
+		s.caSecret.Name, s.step.Reason, resources.RedisTLSSecretName(s.rc), resources.RedisCAStageDue(s.rc, ca).Sub(ca.Since))
+	return nil
 }
 
 // advanceCA moves the CA rotation a stage on (the step planned it: every node serves the

@@ -117,17 +117,6 @@ func (c RedisCA) Advanced(now time.Time) RedisCA {
 	return c
 }
 
-// RotationWanted reports whether a rotation should start at now: none is under way, and the
-// signing CA is two thirds through its life or rc's rotate-ca annotation has a value the
-// last rotation was not for.
-func (c RedisCA) RotationWanted(rc *redisv1alpha1.RedisCluster, now time.Time) bool {
-	if c.Stage() != "" {
-		return false
-	}
-	token := rc.Annotations[RedisRotateCAAnnotation]
-	return certs.NeedsRenewal(c.Signer.Cert, now) || (token != "" && token != c.RotatedFor)
-}
-
 // RedisCAStageDue is when the current stage of rc's CA rotation may end at the earliest.
 func RedisCAStageDue(rc *redisv1alpha1.RedisCluster, ca RedisCA) time.Time {
 	overlap := defaultCARotationOverlap

@@ -69,24 +69,10 @@ func TestRedisCARotationStages(t *testing.T) {
 		})
 	}
 
-	t.Run("what starts a rotation", func(t *testing.T) {
-		annotated := rc.DeepCopy()
-		annotated.Annotations = map[string]string{resources.RedisRotateCAAnnotation: "1"}
-		if ca.RotationWanted(rc, now) {
-			t.Error("a young CA without the annotation starts a rotation")
-		}
-		if !ca.RotationWanted(annotated, now) {
-			t.Error("a new rotate-ca value does not start a rotation")
-		}
+	t.Run("the value a rotation started for is kept through its stages", func(t *testing.T) {
 		done := roundTrip(roundTrip(roundTrip(ca.Started(newCA, now, "1")).Advanced(now)).Advanced(now))
-		if done.RotatedFor != "1" || done.RotationWanted(annotated, now) {
-			t.Errorf("the value a rotation was done for (%q) starts another", done.RotatedFor)
-		}
-		if under := ca.Started(newCA, now, "1"); under.RotationWanted(annotated, now.Add(10*certs.CAValidity)) {
-			t.Error("a rotation starts while one is under way")
-		}
-		if !ca.RotationWanted(rc, now.Add(certs.CAValidity*2/3)) {
-			t.Error("a CA two thirds through its life is not rotated")
+		if done.RotatedFor != "1" || done.Stage() != "" {
+			t.Errorf("after a whole rotation for %q: RotatedFor %q, stage %q", "1", done.RotatedFor, done.Stage())
 		}
 	})
 }

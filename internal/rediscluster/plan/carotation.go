@@ -9,10 +9,46 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
-// StepRotateCA moves a rotation of the generated CA a stage on (Step.CAStage is the stage it
-// ends): the operator rewrites the CA Secret, and the next look issues the certificate of
-// the new stage, which the nodes then reload (StepReloadCertificates).
-const StepRotateCA StepKind = "RotateCA"
+// The steps of a rotation of the generated CA.
+const (
+	// StepStartCARotation starts a rotation of the generated CA (GeneratedCA says why): the
+	// operator makes a new CA and writes it into the CA Secret next to the old one, whose
+	// bundle then lists both; the next look issues the stage's certificate.
+	StepStartCARotation StepKind = "StartCARotation"
+	// StepRotateCA moves a rotation of the generated CA a stage on (Step.CAStage is the
+	// stage it ends): the operator rewrites the CA Secret, and the next look issues the
+	// certificate of the new stage, which the nodes then reload (StepReloadCertificates).
+	StepRotateCA StepKind = "RotateCA"
+)
+
+// GeneratedCA is the generated CA while no rotation of it is under way.
+type GeneratedCA struct {
+	// RenewAt is when it is two thirds through its life: a rotation starts then.
+	RenewAt time.Time
+	// Token is the rotate-ca annotation's value ("" when unset), RotatedFor the value the
+	// last rotation started for: a new value starts a rotation.
+	Token, RotatedFor string
+}
+
+// planStartCARotation starts a rotation of the generated CA when it is two thirds through
+// its life or the rotate-ca annotation has a value no rotation started for yet, and none is
+// under way.
+func planStartCARotation(spec Desired, s observe.Snapshot, _ health.Health) (Step, bool) {
+	ca := spec.GeneratedCA
+	if ca == nil || spec.CARotation != nil {
+		return Step{}, false
+	}
+	var why string
+	switch {
+	case ca.Token != "" && ca.Token != ca.RotatedFor:
+		why = fmt.Sprintf("the rotate-ca annotation asks for it (%q)", ca.Token)
+	case !s.Now.Before(ca.RenewAt):
+		why = "the CA is two thirds through its life (since " + ca.RenewAt.UTC().Format(time.RFC3339) + ")"
+	default:
+		return Step{}, false
+	}
+	return Step{Kind: StepStartCARotation, After: LookSoon, Reason: "starting a CA rotation: " + why}, true
+}
 
 // CARotation is a rotation of the generated CA under way.
 type CARotation struct {

@@ -287,8 +287,10 @@ type Desired struct {
 	// HeldSlots are slots a rebalance found too big for any target (MoveStats.Held, kept in
 	// status.heldSlots): the rebalance plans around them.
 	HeldSlots []layout.HeldSlot
-	// CARotation is the rotation of the generated CA under way, nil when none is.
-	CARotation *CARotation
+	// CARotation is the rotation of the generated CA under way, nil when none is;
+	// GeneratedCA the generated CA while none is (nil without one, or during one).
+	CARotation  *CARotation
+	GeneratedCA *GeneratedCA
 	// Volumes are the pods' claims and the size the spec asks of them (planVolumes).
 	Volumes Volumes
 	// Announce is what the nodes announce to outside clients (planAnnounce), nil when the
@@ -384,7 +386,7 @@ func NextStep(spec Desired, s observe.Snapshot, h health.Health) Step {
 	planRotate := func(Desired, observe.Snapshot, health.Health) (Step, bool) { return rotate, rotates }
 	step := Step{Kind: StepIdle, After: IdleLook(s.NodeTimeout)}
 	for _, plan := range []func(Desired, observe.Snapshot, health.Health) (Step, bool){
-		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planRotateCA, planMemory, planWriteSafety, planRecover, planFixSlots,
+		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planStartCARotation, planRotateCA, planMemory, planWriteSafety, planRecover, planFixSlots,
 		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planVolumes, planUpgrade, planReload, planDeleteClaims,
 	} {
 		if next, ok := plan(spec, s, h); ok {

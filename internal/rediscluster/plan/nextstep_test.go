@@ -25,6 +25,14 @@ func rotating(stage string, last bool, due time.Time) Desired {
 	return s
 }
 
+// generatedCA is the spec of six nodes with a generated CA due for renewal at renewAt and
+// the rotate-ca annotation token, the last rotation having been for rotatedFor.
+func generatedCA(renewAt time.Time, token, rotatedFor string) Desired {
+	s := specFor(6)
+	s.GeneratedCA = &GeneratedCA{RenewAt: renewAt, Token: token, RotatedFor: rotatedFor}
+	return s
+}
+
 // specFor is the spec of a cluster of n pods whose StatefulSet has n, all recorded.
 func specFor(n int) Desired {
 	return Desired{Name: "rc", Replicas: n, StatefulSetReplicas: n, UpdateRevision: "r1", MembersRecorded: true,
@@ -302,6 +310,25 @@ func TestNextStep(t *testing.T) {
 			spec: accept(specFor(6)), snap: fakesnapshot.Six().Current().Snap, want: StepDropAcceptance,
 		},
 
+		"a generated CA two thirds through its life: start a rotation": {
+			spec: generatedCA(fakesnapshot.Now.Add(-time.Second), "", ""), snap: fakesnapshot.Six().Current().Snap, want: StepStartCARotation,
+			check: func(t *testing.T, s Step) { expect(t, strings.Contains(s.Reason, "two thirds"), "reason %q", s.Reason) },
+		},
+		"a new rotate-ca value starts a rotation of a young CA": {
+			spec: generatedCA(fakesnapshot.Now.Add(time.Hour), "2", "1"), snap: fakesnapshot.Six().Current().Snap, want: StepStartCARotation,
+			check: func(t *testing.T, s Step) { expect(t, strings.Contains(s.Reason, `"2"`), "reason %q", s.Reason) },
+		},
+		"a young CA whose rotate-ca value was rotated for: nothing to do": {
+			spec: generatedCA(fakesnapshot.Now.Add(time.Hour), "1", "1"), snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
+		},
+		"a rotation under way starts no other, however old the CA": {
+			spec: func() Desired {
+				s := rotating("Trust", false, fakesnapshot.Now.Add(time.Second))
+				s.GeneratedCA = &GeneratedCA{RenewAt: fakesnapshot.Now.Add(-time.Hour), Token: "3"}
+				return s
+			}(),
+			snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
+		},
 		"a CA rotation's stage has lasted its overlap and every node serves its certificate: end the stage": {
 			spec: rotating("Trust", false, fakesnapshot.Now.Add(-time.Second)),
 			snap: fakesnapshot.Six().Current().Snap, want: StepRotateCA,
