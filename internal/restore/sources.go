@@ -43,14 +43,17 @@ func (c *Sources) Keep(k backupstore.FailureKey, src *Source, retryAt time.Time)
 
 // Drop drops the source kept for k.
 func (c *Sources) Drop(k backupstore.FailureKey) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, k)
+	c.locked(func() { delete(c.m, k) })
 }
 
 // Forget drops what is kept of cluster's sources.
 func (c *Sources) Forget(cluster types.NamespacedName) {
+	c.locked(func() { backupstore.DeleteObject(c.m, cluster) })
+}
+
+// locked runs f holding c's lock.
+func (c *Sources) locked(f func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	backupstore.DeleteObject(c.m, cluster)
+	f()
 }
