@@ -61,7 +61,7 @@ type Result struct {
 // meanwhile, and clients' new keys in them stay, as with a reload from a backup.
 func (j Job) Run(ctx context.Context) (Result, error) {
 	if j.Source.Archive == nil {
-		res, err := j.loadFile(ctx, j.Node)
+		res, err := j.loadFile(ctx)
 		return Result{Result: res}, err
 	}
 	replay := j.Node
@@ -84,7 +84,7 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 			return Result{}, fmt.Errorf("while emptying the slots of %s on %s before its load: %w", nodes.ShardName(j.Step.Shard), j.Step.Pod, err)
 		}
 	}
-	res, err := j.loadFile(ctx, j.Node)
+	res, err := j.loadFile(ctx)
 	if err != nil {
 		return Result{Result: res}, err
 	}
@@ -92,8 +92,8 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 	return Result{Result: res, Replay: replayed}, err
 }
 
-// loadFile loads the keys of the job's slots from the shard's file into node.
-func (j Job) loadFile(ctx context.Context, node rdbstream.Options) (rdbload.Result, error) {
+// loadFile loads the keys of the job's slots from the shard's file into the master.
+func (j Job) loadFile(ctx context.Context) (rdbload.Result, error) {
 	src, step := j.Source, j.Step
 	sh := src.Manifest.Shards[step.Shard]
 	want := &objectstore.Digest{Size: sh.Bytes, SHA256: sh.SHA256}
@@ -108,7 +108,7 @@ func (j Job) loadFile(ctx context.Context, node rdbstream.Options) (rdbload.Resu
 		_ = pw.CloseWithError(err)
 		got <- err
 	}()
-	res, err := rdbload.Load(ctx, rdbload.Options{Node: node, Slots: j.slots(), MaxRecord: j.MaxRecord}, pr)
+	res, err := rdbload.Load(ctx, rdbload.Options{Node: j.Node, Slots: j.slots(), MaxRecord: j.MaxRecord}, pr)
 	_ = pr.CloseWithError(errors.New("the load ended"))
 	if getErr := <-got; err == nil && getErr != nil {
 		err = getErr

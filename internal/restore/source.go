@@ -121,7 +121,7 @@ func (o Opener) Folder(ctx context.Context, rc *redisv1alpha1.RedisCluster, fiel
 		src.Problem, src.StoreFailed = fmt.Sprintf("the manifest at %s is not a backup this operator reads: %v", src.Location, err), true
 		return src
 	}
-	if reads, needs := resources.RedisRDBVersion(rc), src.Manifest.RDBVersion(); reads > 0 && needs > reads {
+	if needs := tooNew(rc, src.Manifest); needs > 0 {
 		src.Problem = fmt.Sprintf("the backup's files are RDB version %d (written by Redis %s), which the Redis of spec.version %s cannot read: "+
 			"restore into the same Redis version or a later one", needs, src.Manifest.RedisVersion, rc.Spec.Version)
 	}
@@ -233,11 +233,20 @@ func (o Opener) ArchiveAt(ctx context.Context, rc *redisv1alpha1.RedisCluster, f
 	}
 	src.Manifest = m
 	src.Archive = &Archive{Cluster: cluster, Target: target, TargetText: targetText, Timelines: chosen, Reload: reload}
-	if reads, needs := resources.RedisRDBVersion(rc), m.RDBVersion(); reads > 0 && needs > reads {
+	if needs := tooNew(rc, m); needs > 0 {
 		src.Problem = fmt.Sprintf("the archive's bases are RDB version %d, which the Redis of spec.version %s cannot read: restore into the same Redis version or a later one",
 			needs, rc.Spec.Version)
 	}
 	return src
+}
+
+// tooNew is the RDB version m's files are written in when rc's Redis cannot read it, 0
+// when it can (or either version is unknown).
+func tooNew(rc *redisv1alpha1.RedisCluster, m *backup.Manifest) int {
+	if reads, needs := resources.RedisRDBVersion(rc), m.RDBVersion(); reads > 0 && needs > reads {
+		return needs
+	}
+	return 0
 }
 
 // uncoveredTarget says, before anything is loaded, why the chosen timelines cannot restore

@@ -417,8 +417,7 @@ func NextStep(spec Desired, s observe.Snapshot, h health.Health) Step {
 func showUpgrade(spec Desired, s observe.Snapshot, step Step) Step {
 	shown := &step
 	if step.Behind != nil {
-		behind := *step.Behind
-		step.Behind, shown = &behind, &behind
+		shown = step.Behind // a copy of its own, made by the side step's planner
 	}
 	if spec.UpdateRevision == "" || shown.Operation != OpNone || shown.Kind == StepLost {
 		return step
