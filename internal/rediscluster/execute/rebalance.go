@@ -47,7 +47,7 @@ func (a *Admin) Rebalance(ctx context.Context, addrs []string, opts RebalanceOpt
 	if threshold == 0 {
 		threshold = layout.DefaultRebalanceThreshold
 	}
-	moves, err := layout.Rebalance(topo.masters(), weights, threshold, opts.UseEmptyMasters, opts.Pinned)
+	moves, err := layout.Rebalance(topo.masters(), weights, threshold, opts.UseEmptyMasters, opts.Pinned, nil)
 	if err != nil {
 		return MoveStats{}, fmt.Errorf("while rebalancing: %w", err)
 	}

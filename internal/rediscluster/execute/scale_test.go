@@ -80,7 +80,7 @@ func ourRebalancePlan(ctx context.Context, t *testing.T, admin *Admin, addr stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	moves, err := layout.Rebalance(topo.masters(), weights, layout.DefaultRebalanceThreshold, useEmpty, nil)
+	moves, err := layout.Rebalance(topo.masters(), weights, layout.DefaultRebalanceThreshold, useEmpty, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

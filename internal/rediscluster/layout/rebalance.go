@@ -61,12 +61,16 @@ type balanceNode struct {
 //     (most positive) to the first (most negative) until every balance is 0; each step
 //     moves the lowest-numbered slots of its source;
 //   - a pinned slot is never moved: its master gives its next slots instead (or fewer,
-//     when only pinned slots are left to it).
+//     when only pinned slots are left to it);
+//   - a master in full (its memory is full: it should receive nothing) that would not give
+//     slots keeps them and stays out of the balance: the others share the slots left, and
+//     no slot goes to it (without this, a plan whose moves into a full master were dropped
+//     kept moving rounding slots among the others for ever). redis-cli has no such set.
 //
 // It fails when a weight is negative or names no master, when the weights add up to 0, or
 // when the masters do not serve all 16384 slots between them (redis-cli refuses to
 // rebalance a cluster with problems).
-func Rebalance(masters []nodes.Node, weights map[string]float64, threshold float64, useEmptyMasters bool, pinned []int) ([]Move, error) {
+func Rebalance(masters []nodes.Node, weights map[string]float64, threshold float64, useEmptyMasters bool, pinned []int, full []string) ([]Move, error) {
 	known := map[string]bool{}
 	var owned [nodes.SlotCount]bool
 	var all []*balanceNode
@@ -120,8 +124,11 @@ func Rebalance(masters []nodes.Node, weights map[string]float64, threshold float
 		return nil, errors.New("while planning the rebalance: the weights of the masters add up to 0")
 	}
 
+	involved, perWeight := leaveOutFull(involved, total, full)
+	if len(involved) == 0 {
+		return nil, nil
+	}
 	over, totalBalance := false, 0
-	perWeight := float32(float32(nodes.SlotCount) / total)
 	for _, n := range involved {
 		expected := int(float32(perWeight * n.weight))
 		n.balance = n.count - expected
@@ -286,4 +293,29 @@ func Reshard(masters []nodes.Node, n int, from []string, to string) ([]Move, err
 		}
 	}
 	return moves, nil
+}
+
+// leaveOutFull drops from involved, until none is left to drop, the masters in full whose
+// expected count (their weight's share of the slots the others leave) is at least the
+// slots they serve: they keep those slots, and the others share the rest. It returns the
+// masters left and the slots per weight among them (redis-cli's float32 arithmetic, the
+// same as it when no master is dropped).
+func leaveOutFull(involved []*balanceNode, total float32, full []string) ([]*balanceNode, float32) {
+	slots := nodes.SlotCount
+	for {
+		perWeight := float32(float32(slots) / total)
+		i := slices.IndexFunc(involved, func(n *balanceNode) bool {
+			return slices.Contains(full, n.id) && n.count <= int(float32(perWeight*n.weight))
+		})
+		if i < 0 {
+			return involved, perWeight
+		}
+		n := involved[i]
+		involved = slices.Delete(slices.Clone(involved), i, i+1)
+		slots -= n.count
+		total -= n.weight
+		if total <= 0 {
+			return nil, 0
+		}
+	}
 }

@@ -37,6 +37,7 @@ func TestPlanRebalance(t *testing.T) {
 		threshold float64
 		useEmpty  bool
 		pinned    []int
+		full      []string
 		want      []string
 		wantErr   string
 	}{
@@ -60,6 +61,20 @@ func TestPlanRebalance(t *testing.T) {
 			masters:   []nodes.Node{master("A", nodes.SlotRange{Start: 0, End: 3}), master("B", nodes.SlotRange{Start: 4, End: 16383})},
 			threshold: 2, pinned: []int{0, 1, 2, 3, 4, 5},
 			want: []string{"B>A:6-8193"},
+		},
+		"a full master below its share keeps its slots, the others share the rest": {
+			masters:   []nodes.Node{master("A", nodes.SlotRange{Start: 0, End: 9999}), master("B", nodes.SlotRange{Start: 10000, End: 13999}), master("C", nodes.SlotRange{Start: 14000, End: 16383})},
+			threshold: 2, full: []string{"B"},
+			want: []string{"A>C:0-3807"},
+		},
+		"a full master above its share gives as before": {
+			masters:   []nodes.Node{master("A", nodes.SlotRange{Start: 0, End: 9999}), master("B", nodes.SlotRange{Start: 10000, End: 13999}), master("C", nodes.SlotRange{Start: 14000, End: 16383})},
+			threshold: 2, full: []string{"A"},
+			want: []string{"A>C:0-3076", "A>B:3077-4538"},
+		},
+		"leaving one full master out can leave the next out too (C is above 5461, below 7192)": {
+			masters:   []nodes.Node{master("A", nodes.SlotRange{Start: 0, End: 7999}), master("B", nodes.SlotRange{Start: 8000, End: 9999}), master("C", nodes.SlotRange{Start: 10000, End: 16383})},
+			threshold: 2, full: []string{"B", "C"},
 		},
 		"empty masters ignored without useEmptyMasters": {
 			masters:   append(threeMasters(), master("D")),
@@ -130,7 +145,7 @@ func TestPlanRebalance(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			moves, err := Rebalance(tc.masters, tc.weights, tc.threshold, tc.useEmpty, tc.pinned)
+			moves, err := Rebalance(tc.masters, tc.weights, tc.threshold, tc.useEmpty, tc.pinned, tc.full)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
@@ -230,7 +245,7 @@ func TestPlanRebalanceProperties(t *testing.T) {
 		}
 		useEmpty := rng.IntN(2) == 0
 		name := fmt.Sprintf("iteration %d (seed %d)", iter, seed)
-		moves, err := Rebalance(masters, weights, 2, useEmpty, nil)
+		moves, err := Rebalance(masters, weights, 2, useEmpty, nil, nil)
 		if err != nil {
 			if strings.Contains(err.Error(), "add up to 0") {
 				continue
@@ -287,7 +302,7 @@ func TestPlanRebalanceProperties(t *testing.T) {
 			}
 		}
 		if minShare > 100*float64(len(involved)) {
-			second, err := Rebalance(again, weights, 2, useEmpty, nil)
+			second, err := Rebalance(again, weights, 2, useEmpty, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,20 +13,14 @@ func full(used, maxMemory int64) bool {
 	return maxMemory > 0 && maxMemory/100*layout.FillPercent-used < maxMemory/100*fullPercent
 }
 
-// skipFullTargets drops from moves those whose target is full (Room.full, from its INFO
-// memory in s): a count balance would only fill it.
-func skipFullTargets(moves []layout.Move, s observe.Snapshot) []layout.Move {
-	isFull := map[string]bool{}
+// fullMasters are the node IDs of the masters of s that are full (Room.full, from their
+// INFO memory): a rebalance gives them no slot, a count balance would only fill them.
+func fullMasters(s observe.Snapshot) []string {
+	var out []string
 	for _, o := range s.Answering() {
 		self, _ := o.Self()
-		if m := observe.MemoryOf(o); m.Known && full(m.Used, m.MaxMemory) {
-			isFull[self.ID] = true
-		}
-	}
-	var out []layout.Move
-	for _, m := range moves {
-		if !isFull[m.Target] {
-			out = append(out, m)
+		if m := observe.MemoryOf(o); self.IsMaster() && m.Known && full(m.Used, m.MaxMemory) {
+			out = append(out, self.ID)
 		}
 	}
 	return out

@@ -58,15 +58,13 @@ func TestStillHeld(t *testing.T) {
 	}
 }
 
-// TestSkipFullTargets: a slot move plans nothing into a master with under fullPercent of its
-// maxmemory left, and the rest as before.
-func TestSkipFullTargets(t *testing.T) {
+// TestFullMasters: the masters with under fullPercent of their maxmemory left (below
+// layout.FillPercent), and no replica.
+func TestFullMasters(t *testing.T) {
 	t.Parallel()
-	snap := fakesnapshot.Six().Current().Used(50, 97, 30, 50, 97, 30).Snap
-	moves := []layout.Move{{Source: "aaaaaaaa", Target: "bbbbbbbb", Slots: []int{1}}, {Source: "aaaaaaaa", Target: "cccccccc", Slots: []int{2}}}
-	got := skipFullTargets(moves, snap)
-	if want := moves[1:]; !reflect.DeepEqual(got, want) {
-		t.Errorf("moves = %v, want %v (rc-1 is 97%% full)", got, want)
+	snap := fakesnapshot.Six().Current().Used(50, 97, 86, 50, 97, 30).Snap
+	if got, want := fullMasters(snap), []string{"bbbbbbbb", "cccccccc"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("fullMasters = %v, want %v (rc-1 is 97%% full, rc-2 86%%; rc-4 is a replica)", got, want)
 	}
 }
 

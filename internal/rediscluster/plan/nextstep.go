@@ -818,8 +818,9 @@ func pickMaster(s observe.Snapshot, counts map[string]int, joining *observe.Obse
 // planMoveSlots moves slots, a bounded batch per step: off leaving masters and off staying
 // masters beyond the spec's count; with AutoReceive until every master is within the
 // rebalance threshold of its share (the plan is made again from the current slots each
-// time, so an interruption resumes), except for held slots (Desired.HeldSlots) and into
-// masters with under fullPercent of their maxmemory left (skipFullTargets); with AssignReceive exactly the listed slots from the
+// time, so an interruption resumes), except for held slots (Desired.HeldSlots), with
+// the masters that have under fullPercent of their maxmemory left out of the balance when
+// they would receive slots (fullMasters: they keep theirs, the others share the rest); with AssignReceive exactly the listed slots from the
 // listed nodes to the empty masters recorded as targets first.
 func planMoveSlots(spec Desired, s observe.Snapshot, _ health.Health) (Step, bool) {
 	weights := drainWeights(s)
@@ -843,8 +844,11 @@ func planMoveSlots(spec Desired, s observe.Snapshot, _ health.Health) (Step, boo
 	}
 	addSlotWeights(weights, masters, spec.SlotWeights)
 	pinned := layout.HeldSlotNumbers(spec.HeldSlots)
-	planned, err := layout.Rebalance(masters, weights, layout.DefaultRebalanceThreshold, !assign, pinned)
-	moves := skipFullTargets(planned, s)
+	planned, err := layout.Rebalance(masters, weights, layout.DefaultRebalanceThreshold, !assign, pinned, nil)
+	var moves []layout.Move
+	if err == nil {
+		moves, err = layout.Rebalance(masters, weights, layout.DefaultRebalanceThreshold, !assign, pinned, fullMasters(s))
+	}
 	if draining && err == nil && len(planned) > 0 && len(moves) == 0 {
 		return Step{Kind: StepWait, Operation: OpScaling, After: LookIdle,
 			Reason: fmt.Sprintf("the scale in is held: the %d slots left on the leaving masters would go only to masters with under %d%% of their maxmemory left; "+
