@@ -95,6 +95,9 @@ func (r *RedisClusterReconciler) plannerDesired(s *state) plan.Desired {
 	spec.Volumes = s.volumes
 	spec.Announce = r.plannerAnnounce(s)
 	spec.Archived = rc.Spec.Archive != nil
+	if s.aclRejected != nil {
+		spec.TemplateHeld = s.aclRejected.Error()
+	}
 	if s.sts != nil {
 		spec.StatefulSetReplicas, spec.UpdateRevision = int(ptr.Deref(s.sts.Spec.Replicas, 0)), s.sts.Status.UpdateRevision
 	}

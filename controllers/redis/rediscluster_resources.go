@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
@@ -171,11 +172,10 @@ func (r *RedisClusterReconciler) readPassword(ctx context.Context, s *state) err
 	return client.IgnoreNotFound(err)
 }
 
-// ensureStatefulSet creates the StatefulSet and keeps its template current, with
-// spec.replicas pods, or more during a scale in: the StatefulSet keeps the leaving pods
-// until their slots are moved and their nodes are out of the cluster (StepShrink). A
-// template change restarts no pod by itself (OnDelete): the upgrade steps replace them one
-// at a time.
+// ensureStatefulSet creates the StatefulSet with spec.replicas pods and keeps its template
+// current, with the pods it has: the planner changes their number (StepGrow, and
+// StepShrink once a scale in's leaving nodes are out of the cluster). A template change
+// restarts no pod by itself (OnDelete): the upgrade steps replace them one at a time.
 func (r *RedisClusterReconciler) ensureStatefulSet(ctx context.Context, s *state) error {
 	if err := r.readStatefulSetIfAny(ctx, s); err != nil {
 		return err
@@ -184,8 +184,8 @@ func (r *RedisClusterReconciler) ensureStatefulSet(ctx context.Context, s *state
 		return nil // the pods keep the rules they run (checkACLRules)
 	}
 	replicas := resources.RedisNodes(s.rc)
-	if s.sts != nil && s.sts.Spec.Replicas != nil && *s.sts.Spec.Replicas > replicas {
-		replicas = *s.sts.Spec.Replicas
+	if s.sts != nil {
+		replicas = ptr.Deref(s.sts.Spec.Replicas, replicas)
 	}
 	return r.writeStatefulSet(ctx, s, replicas)
 }

@@ -103,6 +103,9 @@ const (
 	StepRemoveNode StepKind = "RemoveNode"
 	// StepShrink scales the StatefulSet down to Replicas once the leaving nodes are out.
 	StepShrink StepKind = "Shrink"
+	// StepGrow scales the StatefulSet up to Replicas, the pods spec.replicas asks for (a
+	// scale out's new pods; they join once they answer).
+	StepGrow StepKind = "Grow"
 	// StepFailover makes the replica at Addr take over from the master of Pod, before Pod
 	// is replaced.
 	StepFailover StepKind = "Failover"
@@ -246,8 +249,12 @@ type Desired struct {
 	Refused string
 	// Replicas is spec.replicas; pods at higher ordinals are leaving (Observation.Leaving).
 	Replicas int
-	// StatefulSetReplicas is the StatefulSet's replicas now (above Replicas during a scale in).
+	// StatefulSetReplicas is the StatefulSet's replicas now (above Replicas during a scale in,
+	// below it until StepGrow).
 	StatefulSetReplicas int
+	// TemplateHeld, when not empty, is why the StatefulSet must not be written now (new ACL
+	// rules a node refused): no StepGrow until it is mended.
+	TemplateHeld string
 	// UpdateRevision is the StatefulSet's update revision ("" while unknown).
 	UpdateRevision string
 	// Assign is the AssignReceive strategy, nil with AutoReceive.
@@ -386,7 +393,7 @@ func NextStep(spec Desired, s observe.Snapshot, h health.Health) Step {
 	planRotate := func(Desired, observe.Snapshot, health.Health) (Step, bool) { return rotate, rotates }
 	step := Step{Kind: StepIdle, After: IdleLook(s.NodeTimeout)}
 	for _, plan := range []func(Desired, observe.Snapshot, health.Health) (Step, bool){
-		planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planStartCARotation, planRotateCA, planMemory, planWriteSafety, planRecover, planFixSlots,
+		planGrow, planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planStartCARotation, planRotateCA, planMemory, planWriteSafety, planRecover, planFixSlots,
 		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planVolumes, planUpgrade, planReload, planDeleteClaims,
 	} {
 		if next, ok := plan(spec, s, h); ok {
@@ -1096,6 +1103,19 @@ func planRemove(spec Desired, s observe.Snapshot, _ health.Health) (Step, bool) 
 	// (planWaitForMembers): every leaving pod here is out of the cluster.
 	return Step{Kind: StepShrink, Operation: OpScaling, Replicas: spec.Replicas, After: LookSoon,
 		Reason: fmt.Sprintf("scaling the StatefulSet to %d once the leaving nodes are out of the cluster", spec.Replicas)}, true
+}
+
+// planGrow scales the StatefulSet up to spec.replicas pods as soon as the spec asks for
+// more, before anything else (a rotation, a heal or a lost cluster does not hold a scale
+// out's pods back; they join once they answer, planJoin), unless the StatefulSet may not
+// be written (Refused, TemplateHeld) or there is none yet (the prepare stage makes it with
+// spec.replicas pods).
+func planGrow(spec Desired, _ observe.Snapshot, _ health.Health) (Step, bool) {
+	if spec.StatefulSetReplicas == 0 || spec.StatefulSetReplicas >= spec.Replicas || spec.Refused != "" || spec.TemplateHeld != "" {
+		return Step{}, false
+	}
+	return Step{Kind: StepGrow, Operation: OpScaling, Replicas: spec.Replicas, After: LookSoon,
+		Reason: fmt.Sprintf("scaling the StatefulSet from %d to %d pods", spec.StatefulSetReplicas, spec.Replicas)}, true
 }
 
 // planUpgrade replaces pods that run an old template, one at a time, only while the cluster

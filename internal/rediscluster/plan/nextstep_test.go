@@ -598,6 +598,33 @@ func TestNextStep(t *testing.T) {
 			want:  StepShrink,
 			check: func(t *testing.T, s Step) { expect(t, s.Replicas == 6, "replicas %d", s.Replicas) },
 		},
+		"scale out: the StatefulSet grows to spec.replicas first": {
+			spec: func() Desired { s := specFor(8); s.StatefulSetReplicas = 6; return s }(),
+			snap: fakesnapshot.Six().Current().Snap, want: StepGrow,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Replicas == 8 && s.Operation == OpScaling, "replicas %d, operation %q", s.Replicas, s.Operation)
+			},
+		},
+		"scale out while a master is failed: the new pods are not held back": {
+			spec: func() Desired { s := specFor(8); s.StatefulSetReplicas = 6; return s }(),
+			snap: fakesnapshot.Six().Current().Silence(0, fakesnapshot.ErrDown).Fail("aaaaaaaa", time.Minute).Snap, want: StepGrow,
+		},
+		"scale out with ACL rules a node refused: the StatefulSet is not written": {
+			spec: func() Desired {
+				s := specFor(8)
+				s.StatefulSetReplicas, s.TemplateHeld = 6, "spec.acl.users[0].rules: Redis refused +nosuchcommand"
+				return s
+			}(),
+			snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
+		},
+		"scale out of an unsupported version: the StatefulSet is not written": {
+			spec: func() Desired {
+				s := specFor(8)
+				s.StatefulSetReplicas, s.Refused = 6, "spec.version names Redis 6.2"
+				return s
+			}(),
+			snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
+		},
 		"scale in, a leaving member silent: wait for it before removing anyone": {
 			spec: func() Desired { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
 			snap: drained().Silence(7, fakesnapshot.ErrDown).Snap, want: StepWait,
@@ -727,7 +754,7 @@ func TestNextStep(t *testing.T) {
 		kinds[tc.want] = true
 	}
 	for _, k := range []StepKind{StepIdle, StepWait, StepLost, StepRecordMembers, StepAcceptLostCluster, StepDropAcceptance, StepForm,
-		StepRecover, StepFixSlots, StepJoin, StepRecordTargets, StepAssign, StepRebalance, StepRemoveNode, StepShrink, StepFailover, StepReplacePod,
+		StepRecover, StepFixSlots, StepJoin, StepRecordTargets, StepAssign, StepRebalance, StepRemoveNode, StepShrink, StepGrow, StepFailover, StepReplacePod,
 		StepReloadCertificates, StepRotateCA, StepRestoreShard, StepRecordReload, StepReloadShard, StepFinishReload, StepAbandonReload} {
 		if !kinds[k] {
 			t.Errorf("no case chooses %s", k)
