@@ -108,7 +108,7 @@ func plannerGeneratedCA(s *state) *plan.GeneratedCA {
 
 // startCARotation starts the rotation the step planned: a new CA written into the CA
 // Secret next to the old one (over the Secret as read this reconcile: a newer one fails on
-// the conflict). The next look issues the nodes' certificate of the stage.
+// the conflict). The next look renews the nodes' certificate (StepRenewCertificate).
 func (r *RedisClusterReconciler) startCARotation(ctx context.Context, s *state) error {
 	if s.ca == nil || s.ca.Stage() != "" {
 		return nil // planned from another read (not expected within one reconcile)
@@ -130,7 +130,7 @@ func (r *RedisClusterReconciler) startCARotation(ctx context.Context, s *state) 
 
 // advanceCA moves the CA rotation a stage on (the step planned it: every node serves the
 // current stage's certificate and the overlap has passed), writing over the Secret as read
-// this reconcile: a newer one fails on the conflict. The next look issues the certificate
+// this reconcile: a newer one fails on the conflict. The next look renews the certificate
 // of the new stage.
 func (r *RedisClusterReconciler) advanceCA(ctx context.Context, s *state) error {
 	if s.ca == nil || s.ca.Stage() != s.step.CAStage {

@@ -185,7 +185,8 @@ type state struct {
 	tlsCert []byte
 	// tlsX509 is tlsCert parsed (the names it carries), nil when there is none.
 	tlsX509 *x509.Certificate
-	// tlsSecret is the TLS Secret as read this reconcile (nil: none), once tlsSecretRead.
+	// tlsSecret is the TLS Secret as read this reconcile (nil: none), once tlsSecretRead;
+	// the one ensureTLS wrote instead, once it verified.
 	tlsSecret     *corev1.Secret
 	tlsSecretRead bool
 	// caSecret is the generated CA Secret as read this reconcile (nil: none), ca the same

@@ -91,7 +91,7 @@ func (r *RedisClusterReconciler) plannerDesired(s *state) plan.Desired {
 	}
 	spec.HeldSlots = plannerHeldSlots(s)
 	plannerAutoscale(s, &spec)
-	spec.CARotation, spec.GeneratedCA = plannerCARotation(s), plannerGeneratedCA(s)
+	spec.CARotation, spec.GeneratedCA, spec.GeneratedCert = plannerCARotation(s), plannerGeneratedCA(s), plannerGeneratedCert(s)
 	spec.Volumes = s.volumes
 	spec.Announce = r.plannerAnnounce(s)
 	spec.Archived = rc.Spec.Archive != nil

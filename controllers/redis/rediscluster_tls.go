@@ -21,6 +21,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/certs"
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
@@ -113,7 +114,9 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error 
 		secret, err = r.ensureGeneratedTLS(ctx, s)
 	}
 	if err == nil && (s.tls == nil || secret != s.tlsSecret) { // readTLS checked this one already
-		s.tls, err = nodeTLSConfig(s, secret)
+		if s.tls, err = nodeTLSConfig(s, secret); err == nil {
+			s.tlsSecret = secret
+		}
 	}
 	var invalid *tlsInvalidError
 	if errors.As(err, &invalid) {
@@ -296,10 +299,10 @@ func nodeTLSConfig(s *state, secret *corev1.Secret) (*tls.Config, error) {
 }
 
 // ensureGeneratedTLS keeps the generated CA and certificate Secrets and returns the
-// certificate's: issued again when missing, invalid, due for renewal, when a CA rotation's
-// stage changed the signing CA or ca.crt, or when it does not name every external host.
+// certificate's: issued when missing, not the operator's or when it does not verify (the
+// look needs a working one); when it works but is due, of a CA rotation's earlier stage or
+// lacks an external host, the planner renews it (StepRenewCertificate, GeneratedCert).
 func (r *RedisClusterReconciler) ensureGeneratedTLS(ctx context.Context, s *state) (*corev1.Secret, error) {
-	rc := s.rc
 	ca, err := r.ensureGeneratedCA(ctx, s)
 	if err != nil {
 		return nil, err
@@ -308,9 +311,19 @@ func (r *RedisClusterReconciler) ensureGeneratedTLS(ctx context.Context, s *stat
 	if err != nil {
 		return nil, err
 	}
-	if current != nil && metav1.IsControlledBy(current, rc) && generatedCertCurrent(s, current, ca) {
-		return current, nil
+	if current != nil && metav1.IsControlledBy(current, s.rc) {
+		if _, err := nodeTLSConfig(s, current); err == nil {
+			return current, nil
+		}
 	}
+	return r.issueGeneratedCert(ctx, s, ca, current)
+}
+
+// issueGeneratedCert issues a certificate of ca's signing CA for the nodes (their names and
+// the external hosts) and writes it into the TLS Secret (current, nil when there is none),
+// with a CertificateRenewed event when it replaced one.
+func (r *RedisClusterReconciler) issueGeneratedCert(ctx context.Context, s *state, ca resources.RedisCA, current *corev1.Secret) (*corev1.Secret, error) {
+	rc := s.rc
 	external := s.tlsExternalHosts()
 	server, err := certs.NewServer(ca.Signer, resources.RedisTLSDNSNames(rc, external...), resources.RedisTLSIPs(external...), tlsNow(), certs.ServerValidity)
 	if err != nil {
@@ -328,19 +341,31 @@ func (r *RedisClusterReconciler) ensureGeneratedTLS(ctx context.Context, s *stat
 	return live, nil
 }
 
-// generatedCertCurrent reports whether the generated Secret lists ca's bundle as ca.crt and
-// holds a certificate ca's signing CA issued that verifies, is not yet due for renewal and
-// names every external host (an address a load balancer was given since is added).
-func generatedCertCurrent(s *state, secret *corev1.Secret, ca resources.RedisCA) bool {
+// renewCertificate issues the generated certificate again, as the step planned
+// (StepRenewCertificate).
+func (r *RedisClusterReconciler) renewCertificate(ctx context.Context, s *state) error {
+	if s.ca == nil {
+		return errors.New("while renewing the nodes' certificate: the generated CA was not read")
+	}
+	if _, err := r.issueGeneratedCert(ctx, s, *s.ca, s.tlsSecret); err != nil {
+		return fmt.Errorf("while renewing the nodes' certificate: %w", err)
+	}
+	return nil
+}
+
+// plannerGeneratedCert is the generated certificate for the planner: nil without TLS, with
+// a user's or cert-manager's certificate, or while the Secret is not the operator's or does
+// not verify (ensureGeneratedTLS issues it then).
+func plannerGeneratedCert(s *state) *plan.GeneratedCert {
+	rc, secret := s.rc, s.tlsSecret
+	if !resources.RedisTLSEnabled(rc) || resources.RedisTLSUserSecret(rc) || resources.RedisTLSIssued(rc) ||
+		s.ca == nil || s.tls == nil || secret == nil || !metav1.IsControlledBy(secret, rc) {
+		return nil
+	}
 	cert := secret.Data[resources.RedisTLSCertKey]
-	if string(secret.Data[resources.RedisTLSCAKey]) != string(ca.Bundle()) || certs.NeedsRenewal(cert, tlsNow()) ||
-		len(unnamedHosts(parsedPEM(cert), s.tlsExternalHosts())) > 0 {
-		return false
-	}
+	renewAt, _ := certs.RenewAt(cert) // unreadable: the zero time, so it is renewed
 	pair := certs.Pair{Cert: cert, Key: secret.Data[resources.RedisTLSKeyKey]}
-	if certs.Check(ca.Signer.Cert, pair, resources.RedisTLSServerName(s.rc), tlsNow()) != nil {
-		return false
-	}
-	_, err := nodeTLSConfig(s, secret)
-	return err == nil
+	stale := string(secret.Data[resources.RedisTLSCAKey]) != string(s.ca.Bundle()) ||
+		certs.Check(s.ca.Signer.Cert, pair, resources.RedisTLSServerName(rc), tlsNow()) != nil
+	return &plan.GeneratedCert{RenewAt: renewAt, StaleCA: stale, Unnamed: unnamedHosts(parsedPEM(cert), s.tlsExternalHosts())}
 }

@@ -13,10 +13,10 @@ import (
 const (
 	// StepStartCARotation starts a rotation of the generated CA (GeneratedCA says why): the
 	// operator makes a new CA and writes it into the CA Secret next to the old one, whose
-	// bundle then lists both; the next look issues the stage's certificate.
+	// bundle then lists both; the next look renews the certificate (StepRenewCertificate).
 	StepStartCARotation StepKind = "StartCARotation"
 	// StepRotateCA moves a rotation of the generated CA a stage on (Step.CAStage is the
-	// stage it ends): the operator rewrites the CA Secret, and the next look issues the
+	// stage it ends): the operator rewrites the CA Secret, and the next look renews the
 	// certificate of the new stage, which the nodes then reload (StepReloadCertificates).
 	StepRotateCA StepKind = "RotateCA"
 )

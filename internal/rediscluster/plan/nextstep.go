@@ -252,6 +252,9 @@ type Desired struct {
 	// StatefulSetReplicas is the StatefulSet's replicas now (above Replicas during a scale in,
 	// below it until StepGrow).
 	StatefulSetReplicas int
+	// GeneratedCert is the generated certificate of the nodes, nil without one (no TLS, a
+	// user's or cert-manager's certificate).
+	GeneratedCert *GeneratedCert
 	// TemplateHeld, when not empty, is why the StatefulSet must not be written now (new ACL
 	// rules a node refused): no StepGrow until it is mended.
 	TemplateHeld string
@@ -393,7 +396,7 @@ func NextStep(spec Desired, s observe.Snapshot, h health.Health) Step {
 	planRotate := func(Desired, observe.Snapshot, health.Health) (Step, bool) { return rotate, rotates }
 	step := Step{Kind: StepIdle, After: IdleLook(s.NodeTimeout)}
 	for _, plan := range []func(Desired, observe.Snapshot, health.Health) (Step, bool){
-		planGrow, planRotate, planRecord, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planStartCARotation, planRotateCA, planMemory, planWriteSafety, planRecover, planFixSlots,
+		planGrow, planRotate, planRecord, planRenewCertificate, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planStartCARotation, planRotateCA, planMemory, planWriteSafety, planRecover, planFixSlots,
 		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planVolumes, planUpgrade, planReload, planDeleteClaims,
 	} {
 		if next, ok := plan(spec, s, h); ok {

@@ -598,6 +598,51 @@ func TestNextStep(t *testing.T) {
 			want:  StepShrink,
 			check: func(t *testing.T, s Step) { expect(t, s.Replicas == 6, "replicas %d", s.Replicas) },
 		},
+		"a generated certificate that works and is not due: nothing to renew": {
+			spec: func() Desired {
+				s := specFor(6)
+				s.GeneratedCert = &GeneratedCert{RenewAt: fakesnapshot.Now.Add(time.Hour)}
+				return s
+			}(),
+			snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
+		},
+		"a generated certificate two thirds through its life is renewed": {
+			spec: func() Desired {
+				s := specFor(6)
+				s.GeneratedCert = &GeneratedCert{RenewAt: fakesnapshot.Now.Add(-time.Minute)}
+				return s
+			}(),
+			snap: fakesnapshot.Six().Current().Snap, want: StepRenewCertificate,
+			check: func(t *testing.T, s Step) { expect(t, strings.Contains(s.Reason, "two thirds"), "reason %q", s.Reason) },
+		},
+		"a generated certificate of a CA rotation's earlier stage is renewed, before a heal": {
+			spec: func() Desired {
+				s := specFor(6)
+				s.GeneratedCert = &GeneratedCert{RenewAt: fakesnapshot.Now.Add(time.Hour), StaleCA: true}
+				return s
+			}(),
+			snap: fakesnapshot.Six().Current().Silence(0, fakesnapshot.ErrDown).Fail("aaaaaaaa", time.Minute).Snap, want: StepRenewCertificate,
+			check: func(t *testing.T, s Step) {
+				expect(t, strings.Contains(s.Reason, "CA rotation"), "reason %q", s.Reason)
+			},
+		},
+		"a generated certificate due while a shard is lost: renewed first, the loss still waits for the user": {
+			spec: func() Desired {
+				s := specFor(6)
+				s.Coverage, s.GeneratedCert = "no", &GeneratedCert{RenewAt: fakesnapshot.Now.Add(-time.Minute)}
+				return s
+			}(),
+			snap: fakesnapshot.LostShard(time.Minute).Current().Snap, want: StepRenewCertificate,
+		},
+		"a generated certificate that lacks an external host is renewed": {
+			spec: func() Desired {
+				s := specFor(6)
+				s.GeneratedCert = &GeneratedCert{RenewAt: fakesnapshot.Now.Add(time.Hour), Unnamed: []string{"10.0.0.7"}}
+				return s
+			}(),
+			snap: fakesnapshot.Six().Current().Snap, want: StepRenewCertificate,
+			check: func(t *testing.T, s Step) { expect(t, strings.Contains(s.Reason, "10.0.0.7"), "reason %q", s.Reason) },
+		},
 		"scale out: the StatefulSet grows to spec.replicas first": {
 			spec: func() Desired { s := specFor(8); s.StatefulSetReplicas = 6; return s }(),
 			snap: fakesnapshot.Six().Current().Snap, want: StepGrow,
@@ -754,7 +799,7 @@ func TestNextStep(t *testing.T) {
 		kinds[tc.want] = true
 	}
 	for _, k := range []StepKind{StepIdle, StepWait, StepLost, StepRecordMembers, StepAcceptLostCluster, StepDropAcceptance, StepForm,
-		StepRecover, StepFixSlots, StepJoin, StepRecordTargets, StepAssign, StepRebalance, StepRemoveNode, StepShrink, StepGrow, StepFailover, StepReplacePod,
+		StepRecover, StepFixSlots, StepJoin, StepRecordTargets, StepAssign, StepRebalance, StepRemoveNode, StepShrink, StepGrow, StepRenewCertificate, StepFailover, StepReplacePod,
 		StepReloadCertificates, StepRotateCA, StepRestoreShard, StepRecordReload, StepReloadShard, StepFinishReload, StepAbandonReload} {
 		if !kinds[k] {
 			t.Errorf("no case chooses %s", k)
