@@ -30,15 +30,16 @@ type aclRulesInvalidError struct{ msg string }
 
 func (e *aclRulesInvalidError) Error() string { return e.msg }
 
-// checkACLRules stops new ACL rules that Redis refuses before any pod starts with them. A
-// redis-server whose user line holds a rule it does not know does not start, so the first pod
-// replaced with such rules would never run again. The API server checks the form of each rule
-// (the CRD's CEL rules); only Redis knows its command and category names, so when the spec's
-// rules differ from the StatefulSet's template they are given to a scratch user on a running
-// node (execute.CheckACLRules) first. A refusal is kept in s.aclRejected, and the
-// StatefulSet is then not written (writeStatefulSet): the pods keep the rules they run. Each
-// verdict is remembered for the cluster's rules, so a node is asked once per change.
-func (r *RedisClusterReconciler) checkACLRules(ctx context.Context, s *state) error {
+// readACLVerdict reads what a node said about the spec's ACL rules, without asking one. A
+// redis-server whose user line holds a rule it does not know does not start, so the first
+// pod replaced with such rules would never run again. The API server checks the form of
+// each rule (the CRD's CEL rules); only Redis knows its command and category names, so when
+// the spec's rules differ from the StatefulSet's template a node is asked first
+// (StepCheckACLRules, checkACLRules), and until it has said yes the StatefulSet is not
+// written (writeStatefulSet): s.aclUnchecked while no node was asked, s.aclRejected once
+// one refused. Each verdict is remembered for the cluster's rules, so a node is asked once
+// per change.
+func (r *RedisClusterReconciler) readACLVerdict(ctx context.Context, s *state) error {
 	if !resources.RedisACLEnabled(s.rc) {
 		return nil
 	}
@@ -50,17 +51,22 @@ func (r *RedisClusterReconciler) checkACLRules(ctx context.Context, s *state) er
 	if s.sts == nil || resources.RedisACLRulesInTemplate(s.rc, s.sts) {
 		return nil // nothing runs yet, or the pods run these rules already
 	}
+	verdict, known := r.aclVerdicts.lookup(client.ObjectKeyFromObject(s.rc), aclRulesDigest(resources.RedisACLRuleSets(s.rc)))
+	s.aclRejected, s.aclUnchecked = verdict, !known
+	return nil
+}
+
+// checkACLRules asks a running node about the spec's ACL rules (the step planned it:
+// readACLVerdict found none asked) and remembers the verdict; a refusal is a Warning event,
+// and holds the StatefulSet from this reconcile on.
+func (r *RedisClusterReconciler) checkACLRules(ctx context.Context, s *state) error {
 	sets := resources.RedisACLRuleSets(s.rc)
-	key, digest := client.ObjectKeyFromObject(s.rc), aclRulesDigest(sets)
-	if verdict, known := r.aclVerdicts.lookup(key, digest); known {
-		s.aclRejected = verdict
-		return nil
-	}
 	verdict, err := r.askACLRules(ctx, s, sets)
 	if err != nil {
 		return err
 	}
-	r.aclVerdicts.remember(key, digest, verdict)
+	r.aclVerdicts.remember(client.ObjectKeyFromObject(s.rc), aclRulesDigest(sets), verdict)
+	s.aclUnchecked = false
 	if verdict != nil {
 		s.aclRejected = verdict
 		r.event(s, corev1.EventTypeWarning, ReasonInvalidACLRules, "Configure", "%s", verdict.Error())

@@ -115,6 +115,8 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 			return fmt.Errorf("while removing %s from the cluster: %w", step.Pod, err)
 		}
 		r.event(s, corev1.EventTypeNormal, "NodeRemoved", "Scale", "removed %s from the cluster", step.Pod)
+	case plan.StepCheckACLRules:
+		return r.fenced(ctx, func() error { return r.checkACLRules(ctx, s) })
 	case plan.StepRenewCertificate:
 		return r.renewCertificate(ctx, s)
 	case plan.StepGrow:

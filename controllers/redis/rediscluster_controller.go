@@ -231,6 +231,9 @@ type state struct {
 	// aclRejected is the spec's new ACL rules as a running node refused them (nil: none, or
 	// the pods run the spec's rules already): the StatefulSet keeps the rules it has.
 	aclRejected *aclRulesInvalidError
+	// aclUnchecked: the spec's ACL rules differ from the StatefulSet's and no node was asked
+	// about them yet (StepCheckACLRules): the StatefulSet keeps the rules it has meanwhile.
+	aclUnchecked bool
 	// backupUnderWay names a backup of the cluster pending or running, with spec.autoscale
 	// ("" when none): the autoscaler waits for it.
 	backupUnderWay string
@@ -351,9 +354,9 @@ func (r *RedisClusterReconciler) prepare(ctx context.Context, s *state) error {
 		steps = append(steps, r.readStatefulSetIfAny)
 	case ensuring:
 		steps = append(steps, r.ensurePassword, r.ensureUsers, r.ensureACLUsers, r.ensureTLS, r.ensureConfigMap, r.ensureServices,
-			r.ensurePodDisruptionBudget, r.ensureNetworkPolicy, r.checkACLRules, r.ensureStatefulSet, r.ensureExternalServices)
+			r.ensurePodDisruptionBudget, r.ensureNetworkPolicy, r.readACLVerdict, r.ensureStatefulSet, r.ensureExternalServices)
 	case !s.rc.Spec.Pause:
-		steps = append(steps, r.readStatefulSet, r.checkACLRules)
+		steps = append(steps, r.readStatefulSet, r.readACLVerdict)
 	}
 	if !s.rc.Spec.Pause {
 		steps = append(steps, r.readClaims)

@@ -95,8 +95,11 @@ func (r *RedisClusterReconciler) plannerDesired(s *state) plan.Desired {
 	spec.Volumes = s.volumes
 	spec.Announce = r.plannerAnnounce(s)
 	spec.Archived = rc.Spec.Archive != nil
-	if s.aclRejected != nil {
+	switch {
+	case s.aclRejected != nil:
 		spec.TemplateHeld = s.aclRejected.Error()
+	case s.aclUnchecked:
+		spec.TemplateHeld, spec.ACLRulesUnchecked = "the new ACL rules were not checked on a node yet", true
 	}
 	if s.sts != nil {
 		spec.StatefulSetReplicas, spec.UpdateRevision = int(ptr.Deref(s.sts.Spec.Replicas, 0)), s.sts.Status.UpdateRevision

@@ -180,8 +180,8 @@ func (r *RedisClusterReconciler) ensureStatefulSet(ctx context.Context, s *state
 	if err := r.readStatefulSetIfAny(ctx, s); err != nil {
 		return err
 	}
-	if s.aclRejected != nil && s.sts != nil {
-		return nil // the pods keep the rules they run (checkACLRules)
+	if (s.aclRejected != nil || s.aclUnchecked) && s.sts != nil {
+		return nil // the pods keep the rules they run until a node took the new ones (readACLVerdict)
 	}
 	replicas := resources.RedisNodes(s.rc)
 	if s.sts != nil {
@@ -227,6 +227,9 @@ func (r *RedisClusterReconciler) warnUnsupported(s *state) {
 func (r *RedisClusterReconciler) writeStatefulSet(ctx context.Context, s *state, replicas int32) error {
 	if s.aclRejected != nil && s.sts != nil {
 		return s.aclRejected
+	}
+	if s.aclUnchecked && s.sts != nil {
+		return errors.New("the new ACL rules were not checked on a node yet: the StatefulSet keeps the rules the pods run")
 	}
 	if s.sts != nil && !s.sts.DeletionTimestamp.IsZero() {
 		return nil

@@ -256,8 +256,11 @@ type Desired struct {
 	// user's or cert-manager's certificate).
 	GeneratedCert *GeneratedCert
 	// TemplateHeld, when not empty, is why the StatefulSet must not be written now (new ACL
-	// rules a node refused): no StepGrow until it is mended.
+	// rules a node refused, or not checked yet): no StepGrow until it is mended.
 	TemplateHeld string
+	// ACLRulesUnchecked: the spec's ACL rules differ from the StatefulSet template's and no
+	// node was asked about them yet (StepCheckACLRules).
+	ACLRulesUnchecked bool
 	// UpdateRevision is the StatefulSet's update revision ("" while unknown).
 	UpdateRevision string
 	// Assign is the AssignReceive strategy, nil with AutoReceive.
@@ -396,7 +399,7 @@ func NextStep(spec Desired, s observe.Snapshot, h health.Health) Step {
 	planRotate := func(Desired, observe.Snapshot, health.Health) (Step, bool) { return rotate, rotates }
 	step := Step{Kind: StepIdle, After: IdleLook(s.NodeTimeout)}
 	for _, plan := range []func(Desired, observe.Snapshot, health.Health) (Step, bool){
-		planGrow, planRotate, planRecord, planRenewCertificate, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planStartCARotation, planRotateCA, planMemory, planWriteSafety, planRecover, planFixSlots,
+		planCheckACLRules, planGrow, planRotate, planRecord, planRenewCertificate, planLostCluster, planLostShards, planForm, planDropAcceptance, planReloadCertificates, planStartCARotation, planRotateCA, planMemory, planWriteSafety, planRecover, planFixSlots,
 		planRestore, planWaitForMembers, planJoin, planMoveSlots, planRemove, planVolumes, planUpgrade, planReload, planDeleteClaims,
 	} {
 		if next, ok := plan(spec, s, h); ok {

@@ -643,6 +643,28 @@ func TestNextStep(t *testing.T) {
 			snap: fakesnapshot.Six().Current().Snap, want: StepRenewCertificate,
 			check: func(t *testing.T, s Step) { expect(t, strings.Contains(s.Reason, "10.0.0.7"), "reason %q", s.Reason) },
 		},
+		"new ACL rules no node was asked about: a node is asked first, the growth waits": {
+			spec: func() Desired {
+				s := specFor(8)
+				s.StatefulSetReplicas, s.ACLRulesUnchecked, s.TemplateHeld = 6, true, "the new ACL rules were not checked on a node yet"
+				return s
+			}(),
+			snap: fakesnapshot.Six().Current().Silence(0, fakesnapshot.ErrDown).Fail("aaaaaaaa", time.Minute).Snap, want: StepCheckACLRules,
+		},
+		"new ACL rules and no node answers: nothing to ask, the heals go on": {
+			spec: func() Desired {
+				s := specFor(6)
+				s.ACLRulesUnchecked, s.TemplateHeld = true, "the new ACL rules were not checked on a node yet"
+				return s
+			}(),
+			snap: func() observe.Snapshot {
+				c := fakesnapshot.Six().Current()
+				for i := range 6 {
+					c.Silence(i, fakesnapshot.ErrDown)
+				}
+				return c.Snap
+			}(), want: StepWait,
+		},
 		"scale out: the StatefulSet grows to spec.replicas first": {
 			spec: func() Desired { s := specFor(8); s.StatefulSetReplicas = 6; return s }(),
 			snap: fakesnapshot.Six().Current().Snap, want: StepGrow,
@@ -799,7 +821,7 @@ func TestNextStep(t *testing.T) {
 		kinds[tc.want] = true
 	}
 	for _, k := range []StepKind{StepIdle, StepWait, StepLost, StepRecordMembers, StepAcceptLostCluster, StepDropAcceptance, StepForm,
-		StepRecover, StepFixSlots, StepJoin, StepRecordTargets, StepAssign, StepRebalance, StepRemoveNode, StepShrink, StepGrow, StepRenewCertificate, StepFailover, StepReplacePod,
+		StepRecover, StepFixSlots, StepJoin, StepRecordTargets, StepAssign, StepRebalance, StepRemoveNode, StepShrink, StepGrow, StepRenewCertificate, StepCheckACLRules, StepFailover, StepReplacePod,
 		StepReloadCertificates, StepRotateCA, StepRestoreShard, StepRecordReload, StepReloadShard, StepFinishReload, StepAbandonReload} {
 		if !kinds[k] {
 			t.Errorf("no case chooses %s", k)
