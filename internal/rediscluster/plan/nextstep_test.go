@@ -81,6 +81,15 @@ func uniqueAddrs(s observe.Snapshot) observe.Snapshot {
 
 func TestNextStep(t *testing.T) {
 	accept := func(s Desired) Desired { s.AcceptDataLoss = true; return s }
+	// scaleOut is the spec of a scale out of six pods to eight, edited by edit.
+	scaleOut := func(edit func(s *Desired)) Desired {
+		s := specFor(8)
+		s.StatefulSetReplicas = 6
+		if edit != nil {
+			edit(&s)
+		}
+		return s
+	}
 	cases := map[string]struct {
 		spec Desired
 		snap observe.Snapshot
@@ -644,11 +653,9 @@ func TestNextStep(t *testing.T) {
 			check: func(t *testing.T, s Step) { expect(t, strings.Contains(s.Reason, "10.0.0.7"), "reason %q", s.Reason) },
 		},
 		"new ACL rules no node was asked about: a node is asked first, the growth waits": {
-			spec: func() Desired {
-				s := specFor(8)
-				s.StatefulSetReplicas, s.ACLRulesUnchecked, s.TemplateHeld = 6, true, "the new ACL rules were not checked on a node yet"
-				return s
-			}(),
+			spec: scaleOut(func(s *Desired) {
+				s.ACLRulesUnchecked, s.TemplateHeld = true, "the new ACL rules were not checked on a node yet"
+			}),
 			snap: fakesnapshot.Six().Current().Silence(0, fakesnapshot.ErrDown).Fail("aaaaaaaa", time.Minute).Snap, want: StepCheckACLRules,
 		},
 		"new ACL rules and no node answers: nothing to ask, the heals go on": {
@@ -666,30 +673,22 @@ func TestNextStep(t *testing.T) {
 			}(), want: StepWait,
 		},
 		"scale out: the StatefulSet grows to spec.replicas first": {
-			spec: func() Desired { s := specFor(8); s.StatefulSetReplicas = 6; return s }(),
+			spec: scaleOut(nil),
 			snap: fakesnapshot.Six().Current().Snap, want: StepGrow,
 			check: func(t *testing.T, s Step) {
 				expect(t, s.Replicas == 8 && s.Operation == OpScaling, "replicas %d, operation %q", s.Replicas, s.Operation)
 			},
 		},
 		"scale out while a master is failed: the new pods are not held back": {
-			spec: func() Desired { s := specFor(8); s.StatefulSetReplicas = 6; return s }(),
+			spec: scaleOut(nil),
 			snap: fakesnapshot.Six().Current().Silence(0, fakesnapshot.ErrDown).Fail("aaaaaaaa", time.Minute).Snap, want: StepGrow,
 		},
 		"scale out with ACL rules a node refused: the StatefulSet is not written": {
-			spec: func() Desired {
-				s := specFor(8)
-				s.StatefulSetReplicas, s.TemplateHeld = 6, "spec.acl.users[0].rules: Redis refused +nosuchcommand"
-				return s
-			}(),
+			spec: scaleOut(func(s *Desired) { s.TemplateHeld = "spec.acl.users[0].rules: Redis refused +nosuchcommand" }),
 			snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
 		},
 		"scale out of an unsupported version: the StatefulSet is not written": {
-			spec: func() Desired {
-				s := specFor(8)
-				s.StatefulSetReplicas, s.Refused = 6, "spec.version names Redis 6.2"
-				return s
-			}(),
+			spec: scaleOut(func(s *Desired) { s.Refused = "spec.version names Redis 6.2" }),
 			snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
 		},
 		"scale in, a leaving member silent: wait for it before removing anyone": {
