@@ -66,6 +66,7 @@ func (r *RedisClusterReconciler) checkACLRules(ctx context.Context, s *state) er
 		return err
 	}
 	r.aclVerdicts.remember(client.ObjectKeyFromObject(s.rc), aclRulesDigest(sets), verdict)
+	r.changes.touch(client.ObjectKeyFromObject(s.rc)) // the next look writes the template the verdict lets through
 	s.aclUnchecked = false
 	if verdict != nil {
 		s.aclRejected = verdict

@@ -104,6 +104,7 @@ func (r *RedisClusterReconciler) plannerDesired(s *state) plan.Desired {
 	if s.sts != nil {
 		spec.StatefulSetReplicas, spec.UpdateRevision = int(ptr.Deref(s.sts.Spec.Replicas, 0)), s.sts.Status.UpdateRevision
 	}
+	spec.StatefulSetMissing = s.sts == nil
 	if c := meta.FindStatusCondition(rc.Status.Conditions, ConditionReady); c != nil && c.Status == metav1.ConditionFalse {
 		spec.NotReadySince = c.LastTransitionTime.Time
 	}

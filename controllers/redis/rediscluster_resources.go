@@ -221,7 +221,8 @@ func (r *RedisClusterReconciler) warnUnsupported(s *state) {
 }
 
 // writeStatefulSet is the one writer of the StatefulSet: the spec's template with replicas
-// pods. It writes nothing while a node refuses the spec's ACL rules (checkACLRules), nor
+// pods. It writes nothing while the spec's new ACL rules are unchecked or a node refused
+// them (readACLVerdict, checkACLRules), nor
 // while the StatefulSet is being deleted with its pods orphaned (recreateStatefulSet): once
 // it is gone, this creates it again, with the spec's claim templates, and it adopts the pods.
 func (r *RedisClusterReconciler) writeStatefulSet(ctx context.Context, s *state, replicas int32) error {

@@ -86,7 +86,8 @@ func (r *RedisClusterReconciler) expectCertificate(s *state, secret *corev1.Secr
 // ensureTLS keeps the cluster's certificate: with spec.tls.secretName it checks the user's
 // Secret (keys, key pair, chain to ca.crt, the client Service's name, server and client
 // usages); otherwise it keeps a generated CA (<name>-tls-ca, made once) and a certificate it
-// signs (<name>-tls), made again when missing, invalid or two thirds through its life. A
+// signs (<name>-tls), made again when missing or invalid (renewed when due by the planner,
+// StepRenewCertificate). A
 // user's Secret that is missing or wrong stops the reconcile: the TLS condition and a
 // Warning event say what to fix; a wrong one resumes on its next change (it is labelled and
 // watched), a missing one is looked for again after plan.LookIdle.
@@ -299,8 +300,8 @@ func nodeTLSConfig(s *state, secret *corev1.Secret) (*tls.Config, error) {
 }
 
 // ensureGeneratedTLS keeps the generated CA and certificate Secrets and returns the
-// certificate's: issued when missing, not the operator's or when it does not verify (the
-// look needs a working one); when it works but is due, of a CA rotation's earlier stage or
+// certificate's: issued when missing or when it does not verify (the look needs a working
+// one; a Secret of that name that is not the operator's is refused by child.Ensure); when it works but is due, of a CA rotation's earlier stage or
 // lacks an external host, the planner renews it (StepRenewCertificate, GeneratedCert).
 func (r *RedisClusterReconciler) ensureGeneratedTLS(ctx context.Context, s *state) (*corev1.Secret, error) {
 	ca, err := r.ensureGeneratedCA(ctx, s)
@@ -354,8 +355,8 @@ func (r *RedisClusterReconciler) renewCertificate(ctx context.Context, s *state)
 }
 
 // plannerGeneratedCert is the generated certificate for the planner: nil without TLS, with
-// a user's or cert-manager's certificate, or while the Secret is not the operator's or does
-// not verify (ensureGeneratedTLS issues it then).
+// a user's or cert-manager's certificate, while the Secret is not the operator's, or while
+// it does not verify (ensureGeneratedTLS issues it then).
 func plannerGeneratedCert(s *state) *plan.GeneratedCert {
 	rc, secret := s.rc, s.tlsSecret
 	if !resources.RedisTLSEnabled(rc) || resources.RedisTLSUserSecret(rc) || resources.RedisTLSIssued(rc) ||

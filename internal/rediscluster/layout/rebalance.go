@@ -314,8 +314,8 @@ func leaveOutFull(involved []*balanceNode, total float32, full []string) ([]*bal
 		involved = slices.Delete(slices.Clone(involved), i, i+1)
 		slots -= n.count
 		total -= n.weight
-		if total <= 0 {
-			return nil, 0
+		if !slices.ContainsFunc(involved, func(n *balanceNode) bool { return n.weight > 0 }) {
+			return nil, 0 // none left that may receive: nothing moves
 		}
 	}
 }

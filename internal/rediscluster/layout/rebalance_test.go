@@ -76,6 +76,11 @@ func TestPlanRebalance(t *testing.T) {
 			masters:   []nodes.Node{master("A", nodes.SlotRange{Start: 0, End: 7999}), master("B", nodes.SlotRange{Start: 8000, End: 9999}), master("C", nodes.SlotRange{Start: 10000, End: 16383})},
 			threshold: 2, full: []string{"B", "C"},
 		},
+		"a draining master whose only receiver is full: nothing moves": {
+			masters:   []nodes.Node{master("A", nodes.SlotRange{Start: 0, End: 8191}), master("B", nodes.SlotRange{Start: 8192, End: 16383})},
+			weights:   map[string]float64{"B": 0},
+			threshold: 2, full: []string{"A"},
+		},
 		"empty masters ignored without useEmptyMasters": {
 			masters:   append(threeMasters(), master("D")),
 			threshold: 2,

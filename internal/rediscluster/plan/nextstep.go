@@ -172,7 +172,7 @@ type Step struct {
 	// DrainHeld, on a Wait of a scale in, are the held slots that keep a leaving master
 	// from emptying (drainBlocked): the scale in stays where it is until they fit somewhere.
 	DrainHeld []layout.HeldSlot
-	// Replicas is StepShrink's StatefulSet size.
+	// Replicas is StepShrink's and StepGrow's StatefulSet size.
 	Replicas int
 	// Credential indexes Desired.Rotation.Credentials for a rotation step; Record is what
 	// StepWriteRecord writes; Addrs the nodes StepAddPassword and StepKeepOnlyPassword
@@ -250,8 +250,9 @@ type Desired struct {
 	// Replicas is spec.replicas; pods at higher ordinals are leaving (Observation.Leaving).
 	Replicas int
 	// StatefulSetReplicas is the StatefulSet's replicas now (above Replicas during a scale in,
-	// below it until StepGrow).
+	// below it until StepGrow); StatefulSetMissing: there is none (the prepare stage makes it).
 	StatefulSetReplicas int
+	StatefulSetMissing  bool
 	// GeneratedCert is the generated certificate of the nodes, nil without one (no TLS, a
 	// user's or cert-manager's certificate).
 	GeneratedCert *GeneratedCert
@@ -379,7 +380,9 @@ type Strategy struct {
 
 // NextStep decides the one next step for a cluster from the desired cluster, the snapshot
 // and its health (Assess of the snapshot). It is pure. The order matters: nothing is judged while
-// the nodes refuse the password; password rotations come first (planRotation: a new
+// the nodes refuse the password; new ACL rules are checked on a node before the template
+// may carry them, and a scale out's StatefulSet grows, before anything else; password
+// rotations come next (planRotation: a new
 // cluster's applied-password record must exist before its pods can start, as the exporter
 // sidecar mounts it); then the member record, as the pods' start guards read it; lost data
 // is reported before anything could paper over it; a new cluster is formed only from
@@ -1107,17 +1110,21 @@ func planRemove(spec Desired, s observe.Snapshot, _ health.Health) (Step, bool) 
 	}
 	// A leaving pod that does not answer but is still a member was waited for
 	// (planWaitForMembers): every leaving pod here is out of the cluster.
+	if spec.TemplateHeld != "" {
+		return Step{Kind: StepWait, Operation: OpScaling, After: LookIdle,
+			Reason: "the leaving nodes are out of the cluster; the StatefulSet keeps their pods until it may be written again: " + spec.TemplateHeld}, true
+	}
 	return Step{Kind: StepShrink, Operation: OpScaling, Replicas: spec.Replicas, After: LookSoon,
 		Reason: fmt.Sprintf("scaling the StatefulSet to %d once the leaving nodes are out of the cluster", spec.Replicas)}, true
 }
 
 // planGrow scales the StatefulSet up to spec.replicas pods as soon as the spec asks for
-// more, before anything else (a rotation, a heal or a lost cluster does not hold a scale
-// out's pods back; they join once they answer, planJoin), unless the StatefulSet may not
-// be written (Refused, TemplateHeld) or there is none yet (the prepare stage makes it with
-// spec.replicas pods).
+// more (or someone scaled it down by hand), before a rotation, a heal or a lost cluster,
+// which do not hold a scale out's pods back (they join once they answer, planJoin), unless
+// the StatefulSet may not be written (Refused, TemplateHeld) or there is none yet (the
+// prepare stage makes it with spec.replicas pods).
 func planGrow(spec Desired, _ observe.Snapshot, _ health.Health) (Step, bool) {
-	if spec.StatefulSetReplicas == 0 || spec.StatefulSetReplicas >= spec.Replicas || spec.Refused != "" || spec.TemplateHeld != "" {
+	if spec.StatefulSetMissing || spec.StatefulSetReplicas >= spec.Replicas || spec.Refused != "" || spec.TemplateHeld != "" {
 		return Step{}, false
 	}
 	return Step{Kind: StepGrow, Operation: OpScaling, Replicas: spec.Replicas, After: LookSoon,

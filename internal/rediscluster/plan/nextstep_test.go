@@ -683,6 +683,28 @@ func TestNextStep(t *testing.T) {
 			spec: scaleOut(nil),
 			snap: fakesnapshot.Six().Current().Silence(0, fakesnapshot.ErrDown).Fail("aaaaaaaa", time.Minute).Snap, want: StepGrow,
 		},
+		"a StatefulSet scaled to 0 by hand grows back to spec.replicas": {
+			spec: func() Desired { s := specFor(6); s.StatefulSetReplicas = 0; return s }(),
+			snap: fakesnapshot.Six().Current().Silence(0, fakesnapshot.ErrDown).Snap, want: StepGrow,
+		},
+		"no StatefulSet yet: the prepare stage makes it, nothing to grow": {
+			spec: func() Desired { s := specFor(6); s.StatefulSetReplicas, s.StatefulSetMissing = 0, true; return s }(),
+			snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
+		},
+		"scale in done but the template held: the StatefulSet is not shrunk, the wait says why": {
+			spec: func() Desired {
+				s := specFor(6)
+				s.StatefulSetReplicas, s.TemplateHeld = 8, "spec.acl.users[0].rules: Redis refused +nosuchcommand"
+				return s
+			}(),
+			snap: func() observe.Snapshot {
+				return fakesnapshot.Six().Current().Fresh("rc-6", "x1", "n1").Fresh("rc-7", "x2", "n2").Leaving(6).Snap
+			}(),
+			want: StepWait,
+			check: func(t *testing.T, s Step) {
+				expect(t, strings.Contains(s.Reason, "+nosuchcommand"), "reason %q", s.Reason)
+			},
+		},
 		"scale out with ACL rules a node refused: the StatefulSet is not written": {
 			spec: scaleOut(func(s *Desired) { s.TemplateHeld = "spec.acl.users[0].rules: Redis refused +nosuchcommand" }),
 			snap: fakesnapshot.Six().Current().Snap, want: StepIdle,

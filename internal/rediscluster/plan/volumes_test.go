@@ -50,6 +50,16 @@ func TestPlanVolumes(t *testing.T) {
 		"claims grown, the StatefulSet's template still old: recreate it": {
 			spec: growing(2*gi, gi, sixClaims(2*gi, "kwok-volume")), want: StepRecreateStatefulSet,
 		},
+		"claims grown but the template held (refused ACL rules): no recreation, the wait says why": {
+			spec: func() Desired {
+				s := growing(2*gi, gi, sixClaims(2*gi, "kwok-volume"))
+				s.TemplateHeld = "spec.acl.users[0].rules: Redis refused +nosuchcommand"
+				return s
+			}(), want: StepWait,
+			check: func(t *testing.T, s Step) {
+				expect(t, strings.Contains(s.Reason, "+nosuchcommand"), "reason %q", s.Reason)
+			},
+		},
 		"the StatefulSet being deleted: wait for it": {
 			spec: func() Desired {
 				s := growing(2*gi, gi, sixClaims(2*gi, "kwok-volume"))
