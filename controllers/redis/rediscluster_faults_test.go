@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -783,5 +784,48 @@ func TestRedisClusterLosesAKubeNodeWithItsDisks(t *testing.T) {
 	rc = redistest.CheckLayout(t, env.Client, key)
 	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	t.Logf("kube node %s lost %v with their disks; healthy again after %s", host, victims, time.Since(start).Round(time.Second))
+	w.Verify(t, env.Client, rc, pw)
+}
+
+// TestRedisClusterStatefulSetScaledToZeroByHand: someone runs `kubectl scale sts
+// --replicas=0` on a running cluster while a writer writes. The operator grows the
+// StatefulSet back to spec.replicas (plan.StepGrow: a StatefulSet at 0 is not one that does
+// not exist yet); the pods the StatefulSet controller deleted meanwhile come back on their
+// volumes, and every acknowledged key reads back through every node.
+func TestRedisClusterStatefulSetScaledToZeroByHand(t *testing.T) {
+	t.Parallel()
+	ns, key, rc, pw := formed(t, "handscaled", 6, 3)
+	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
+	defer w.Stop()
+	w.WaitWritten(t, 300)
+
+	before := podUIDs(t, ns, rc.Name)
+	sts := &appsv1.StatefulSet{}
+	if err := env.Client.Get(t.Context(), key, sts); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := env.Client.Patch(t.Context(), sts, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":0}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if got := ptr.Deref(sts.Spec.Replicas, -1); got != 0 {
+		t.Fatalf("the patch left the StatefulSet at %d replicas, want 0", got)
+	}
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		cur := &appsv1.StatefulSet{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		return ptr.Deref(cur.Spec.Replicas, 0) == 6, fmt.Sprintf("the StatefulSet has %d replicas", ptr.Deref(cur.Spec.Replicas, 0))
+	})
+	t.Logf("the StatefulSet scaled to 0 by hand in %s was back at 6 replicas after %s", ns, time.Since(start).Round(time.Millisecond))
+	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
+	replaced := 0
+	for name, uid := range podUIDs(t, ns, rc.Name) {
+		if before[name] != uid {
+			replaced++
+		}
+	}
+	t.Logf("Ready with 3 masters and 6 nodes %s after the scale to 0 (%d of 6 pods were deleted and came back meanwhile)", time.Since(start).Round(time.Second), replaced)
 	w.Verify(t, env.Client, rc, pw)
 }
