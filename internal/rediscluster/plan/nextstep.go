@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -409,6 +410,9 @@ func NextStep(spec Desired, s observe.Snapshot, h health.Health) Step {
 			step = next
 			break
 		}
+	}
+	if step.Kind == StepIdle {
+		step = heldGrowth(spec, step)
 	}
 	step.Rotation = note
 	if spec.Autoscale != nil {
@@ -1129,6 +1133,21 @@ func planGrow(spec Desired, _ observe.Snapshot, _ health.Health) (Step, bool) {
 	}
 	return Step{Kind: StepGrow, Operation: OpScaling, Replicas: spec.Replicas, After: LookSoon,
 		Reason: fmt.Sprintf("scaling the StatefulSet from %d to %d pods", spec.StatefulSetReplicas, spec.Replicas)}, true
+}
+
+// heldGrowth turns idle into a wait that says why a scale out's pods do not come: the spec
+// asks for more pods than the StatefulSet has, and it may not be written (Refused,
+// TemplateHeld). Only an idle step: whatever else is to be done goes first.
+func heldGrowth(spec Desired, idle Step) Step {
+	if spec.StatefulSetMissing || spec.StatefulSetReplicas >= spec.Replicas {
+		return idle
+	}
+	held := cmp.Or(spec.TemplateHeld, spec.Refused)
+	if held == "" {
+		return idle
+	}
+	return Step{Kind: StepWait, Operation: OpScaling, After: LookIdle,
+		Reason: fmt.Sprintf("the scale out to %d pods waits until the StatefulSet may be written again: %s", spec.Replicas, held)}
 }
 
 // planUpgrade replaces pods that run an old template, one at a time, only while the cluster

@@ -705,13 +705,21 @@ func TestNextStep(t *testing.T) {
 				expect(t, strings.Contains(s.Reason, "+nosuchcommand"), "reason %q", s.Reason)
 			},
 		},
-		"scale out with ACL rules a node refused: the StatefulSet is not written": {
+		"scale out with ACL rules a node refused: the StatefulSet is not written, the wait says why": {
 			spec: scaleOut(func(s *Desired) { s.TemplateHeld = "spec.acl.users[0].rules: Redis refused +nosuchcommand" }),
-			snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
+			snap: fakesnapshot.Six().Current().Snap, want: StepWait,
+			check: func(t *testing.T, s Step) {
+				expect(t, s.Operation == OpScaling && strings.Contains(s.Reason, "8 pods") && strings.Contains(s.Reason, "+nosuchcommand"), "%s: %q", s.Operation, s.Reason)
+			},
 		},
-		"scale out of an unsupported version: the StatefulSet is not written": {
+		"scale out of an unsupported version: the StatefulSet is not written, the wait says why": {
 			spec: scaleOut(func(s *Desired) { s.Refused = "spec.version names Redis 6.2" }),
-			snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
+			snap: fakesnapshot.Six().Current().Snap, want: StepWait,
+			check: func(t *testing.T, s Step) { expect(t, strings.Contains(s.Reason, "Redis 6.2"), "reason %q", s.Reason) },
+		},
+		"a held scale out does not hold a heal back": {
+			spec: scaleOut(func(s *Desired) { s.TemplateHeld = "spec.acl.users[0].rules: Redis refused +nosuchcommand" }),
+			snap: fakesnapshot.Six().Current().Silence(0, fakesnapshot.ErrDown).Fail("aaaaaaaa", time.Minute).Snap, want: StepRecover,
 		},
 		"scale in, a leaving member silent: wait for it before removing anyone": {
 			spec: func() Desired { s := specFor(6); s.StatefulSetReplicas = 8; return s }(),
