@@ -233,12 +233,6 @@ func unnamedHosts(cert *x509.Certificate, hosts []string) []string {
 	return out
 }
 
-// parsedPEM is the first certificate of certPEM, nil when there is none.
-func parsedPEM(certPEM []byte) *x509.Certificate {
-	cert, _ := certs.ParseCert(certPEM)
-	return cert
-}
-
 // tlsInvalidError: the TLS Secret is missing or its content is wrong.
 type tlsInvalidError struct {
 	msg string
@@ -312,10 +306,8 @@ func (r *RedisClusterReconciler) ensureGeneratedTLS(ctx context.Context, s *stat
 	if err != nil {
 		return nil, err
 	}
-	if current != nil && metav1.IsControlledBy(current, s.rc) {
-		if _, err := nodeTLSConfig(s, current); err == nil {
-			return current, nil
-		}
+	if current != nil && metav1.IsControlledBy(current, s.rc) && s.tls != nil {
+		return current, nil // readTLS verified it (nodeTLSConfig)
 	}
 	return r.issueGeneratedCert(ctx, s, ca, current)
 }
@@ -368,5 +360,5 @@ func plannerGeneratedCert(s *state) *plan.GeneratedCert {
 	pair := certs.Pair{Cert: cert, Key: secret.Data[resources.RedisTLSKeyKey]}
 	stale := string(secret.Data[resources.RedisTLSCAKey]) != string(s.ca.Bundle()) ||
 		certs.Check(s.ca.Signer.Cert, pair, resources.RedisTLSServerName(rc), tlsNow()) != nil
-	return &plan.GeneratedCert{RenewAt: renewAt, StaleCA: stale, Unnamed: unnamedHosts(parsedPEM(cert), s.tlsExternalHosts())}
+	return &plan.GeneratedCert{RenewAt: renewAt, StaleCA: stale, Unnamed: unnamedHosts(s.tlsX509, s.tlsExternalHosts())}
 }

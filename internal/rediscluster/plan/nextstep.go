@@ -864,15 +864,14 @@ func planMoveSlots(spec Desired, s observe.Snapshot, _ health.Health) (Step, boo
 	}
 	addSlotWeights(weights, masters, spec.SlotWeights)
 	pinned := layout.HeldSlotNumbers(spec.HeldSlots)
-	planned, err := layout.Rebalance(masters, weights, layout.DefaultRebalanceThreshold, !assign, pinned, nil)
-	var moves []layout.Move
-	if err == nil {
-		moves, err = layout.Rebalance(masters, weights, layout.DefaultRebalanceThreshold, !assign, pinned, fullMasters(s))
-	}
-	if draining && err == nil && len(planned) > 0 && len(moves) == 0 {
-		return Step{Kind: StepWait, Operation: OpScaling, After: LookIdle,
-			Reason: fmt.Sprintf("the scale in is held: the %d slots left on the leaving masters would go only to masters with under %d%% of their maxmemory left; "+
-				"raise the memory limit (or maxMemoryPercent), delete keys, or keep the masters", layout.CountMoved(planned), fullPercent)}, true
+	moves, err := layout.Rebalance(masters, weights, layout.DefaultRebalanceThreshold, !assign, pinned, fullMasters(s))
+	if draining && err == nil && len(moves) == 0 {
+		// What the drain would move were no master full: only full masters could take it.
+		if planned, _ := layout.Rebalance(masters, weights, layout.DefaultRebalanceThreshold, !assign, pinned, nil); len(planned) > 0 {
+			return Step{Kind: StepWait, Operation: OpScaling, After: LookIdle,
+				Reason: fmt.Sprintf("the scale in is held: the %d slots left on the leaving masters would go only to masters with under %d%% of their maxmemory left; "+
+					"raise the memory limit (or maxMemoryPercent), delete keys, or keep the masters", layout.CountMoved(planned), fullPercent)}, true
+		}
 	}
 	if err != nil || len(moves) == 0 {
 		return Step{}, false //nolint:nilerr // nothing to plan (no slots yet, say): the status reports it
@@ -1128,22 +1127,31 @@ func planRemove(spec Desired, s observe.Snapshot, _ health.Health) (Step, bool) 
 // the StatefulSet may not be written (Refused, TemplateHeld) or there is none yet (the
 // prepare stage makes it with spec.replicas pods).
 func planGrow(spec Desired, _ observe.Snapshot, _ health.Health) (Step, bool) {
-	if spec.StatefulSetMissing || spec.StatefulSetReplicas >= spec.Replicas || spec.Refused != "" || spec.TemplateHeld != "" {
+	if !scaleOutWanted(spec) || templateHold(spec) != "" {
 		return Step{}, false
 	}
 	return Step{Kind: StepGrow, Operation: OpScaling, Replicas: spec.Replicas, After: LookSoon,
 		Reason: fmt.Sprintf("scaling the StatefulSet from %d to %d pods", spec.StatefulSetReplicas, spec.Replicas)}, true
 }
 
+// scaleOutWanted reports whether the spec asks for more pods than the StatefulSet has (one
+// scaled down by hand included; none yet is the prepare stage's to make).
+func scaleOutWanted(spec Desired) bool {
+	return !spec.StatefulSetMissing && spec.StatefulSetReplicas < spec.Replicas
+}
+
+// templateHold is why the StatefulSet's template may not be written now for a growth
+// (TemplateHeld, else Refused), "" when it may.
+func templateHold(spec Desired) string {
+	return cmp.Or(spec.TemplateHeld, spec.Refused)
+}
+
 // heldGrowth turns idle into a wait that says why a scale out's pods do not come: the spec
 // asks for more pods than the StatefulSet has, and it may not be written (Refused,
 // TemplateHeld). Only an idle step: whatever else is to be done goes first.
 func heldGrowth(spec Desired, idle Step) Step {
-	if spec.StatefulSetMissing || spec.StatefulSetReplicas >= spec.Replicas {
-		return idle
-	}
-	held := cmp.Or(spec.TemplateHeld, spec.Refused)
-	if held == "" {
+	held := templateHold(spec)
+	if !scaleOutWanted(spec) || held == "" {
 		return idle
 	}
 	return Step{Kind: StepWait, Operation: OpScaling, After: LookIdle,
