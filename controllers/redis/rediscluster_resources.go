@@ -229,6 +229,9 @@ func (r *RedisClusterReconciler) writeStatefulSet(ctx context.Context, s *state,
 	if s.aclRejected != nil && s.sts != nil {
 		return s.aclRejected
 	}
+	if s.unsupported != "" && s.sts != nil {
+		return fmt.Errorf("%s: the StatefulSet keeps the version its pods run", s.unsupported)
+	}
 	if s.aclUnchecked && s.sts != nil {
 		return errors.New("the new ACL rules were not checked on a node yet: the StatefulSet keeps the rules the pods run")
 	}

@@ -1113,9 +1113,9 @@ func planRemove(spec Desired, s observe.Snapshot, _ health.Health) (Step, bool) 
 	}
 	// A leaving pod that does not answer but is still a member was waited for
 	// (planWaitForMembers): every leaving pod here is out of the cluster.
-	if spec.TemplateHeld != "" {
+	if held := templateHold(spec); held != "" {
 		return Step{Kind: StepWait, Operation: OpScaling, After: LookIdle,
-			Reason: "the leaving nodes are out of the cluster; the StatefulSet keeps their pods until it may be written again: " + spec.TemplateHeld}, true
+			Reason: "the leaving nodes are out of the cluster; the StatefulSet keeps their pods until it may be written again: " + held}, true
 	}
 	return Step{Kind: StepShrink, Operation: OpScaling, Replicas: spec.Replicas, After: LookSoon,
 		Reason: fmt.Sprintf("scaling the StatefulSet to %d once the leaving nodes are out of the cluster", spec.Replicas)}, true
@@ -1140,8 +1140,9 @@ func scaleOutWanted(spec Desired) bool {
 	return !spec.StatefulSetMissing && spec.StatefulSetReplicas < spec.Replicas
 }
 
-// templateHold is why the StatefulSet's template may not be written now for a growth
-// (TemplateHeld, else Refused), "" when it may.
+// templateHold is why the StatefulSet may not be written now (TemplateHeld, else Refused),
+// "" when it may: every step that writes it (StepGrow, StepShrink, StepRecreateStatefulSet)
+// waits on it, since a write carries the template the spec asks for.
 func templateHold(spec Desired) string {
 	return cmp.Or(spec.TemplateHeld, spec.Refused)
 }

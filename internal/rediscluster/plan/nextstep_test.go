@@ -705,6 +705,20 @@ func TestNextStep(t *testing.T) {
 				expect(t, strings.Contains(s.Reason, "+nosuchcommand"), "reason %q", s.Reason)
 			},
 		},
+		"scale in done but the version unsupported: the StatefulSet is not shrunk (a write would carry the refused image)": {
+			spec: func() Desired {
+				s := specFor(6)
+				s.StatefulSetReplicas, s.Refused = 8, "spec.version names Redis 6.2"
+				return s
+			}(),
+			snap: func() observe.Snapshot {
+				return fakesnapshot.Six().Current().Fresh("rc-6", "x1", "n1").Fresh("rc-7", "x2", "n2").Leaving(6).Snap
+			}(),
+			want: StepWait,
+			check: func(t *testing.T, s Step) {
+				expect(t, strings.Contains(s.Reason, "Redis 6.2"), "reason %q", s.Reason)
+			},
+		},
 		"scale out with ACL rules a node refused: the StatefulSet is not written, the wait says why": {
 			spec: scaleOut(func(s *Desired) { s.TemplateHeld = "spec.acl.users[0].rules: Redis refused +nosuchcommand" }),
 			snap: fakesnapshot.Six().Current().Snap, want: StepWait,

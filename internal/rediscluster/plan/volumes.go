@@ -183,10 +183,10 @@ func planVolumes(spec Desired, s observe.Snapshot, h health.Health) (Step, bool)
 		if spec.StatefulSetReplicas != spec.Replicas {
 			return Step{}, false
 		}
-		if spec.TemplateHeld != "" {
+		if held := templateHold(spec); held != "" {
 			// Made again, the StatefulSet would carry the template that is held.
 			return Step{Kind: StepWait, Operation: OpUpgrading, After: LookIdle,
-				Reason: "the claims wait for the StatefulSet to be recreated, which waits until it may be written again: " + spec.TemplateHeld}, true
+				Reason: "the claims wait for the StatefulSet to be recreated, which waits until it may be written again: " + held}, true
 		}
 		return Step{Kind: StepRecreateStatefulSet, Operation: OpUpgrading, After: LookSoon,
 			Reason: "recreating the StatefulSet, its pods orphaned and kept running, so new pods get claims of " + v.WantText}, true

@@ -60,6 +60,16 @@ func TestPlanVolumes(t *testing.T) {
 				expect(t, strings.Contains(s.Reason, "+nosuchcommand"), "reason %q", s.Reason)
 			},
 		},
+		"claims grown but the version unsupported: no recreation (it would carry the refused image), the wait says why": {
+			spec: func() Desired {
+				s := growing(2*gi, gi, sixClaims(2*gi, "kwok-volume"))
+				s.Refused = "spec.version names Redis 6.2"
+				return s
+			}(), want: StepWait,
+			check: func(t *testing.T, s Step) {
+				expect(t, strings.Contains(s.Reason, "Redis 6.2"), "reason %q", s.Reason)
+			},
+		},
 		"the StatefulSet being deleted: wait for it": {
 			spec: func() Desired {
 				s := growing(2*gi, gi, sixClaims(2*gi, "kwok-volume"))
