@@ -237,6 +237,11 @@ type state struct {
 	// backupUnderWay names a backup of the cluster pending or running, with spec.autoscale
 	// ("" when none): the autoscaler waits for it.
 	backupUnderWay string
+	// announce is what the nodes are to announce (spec.externalAccess), as the planner and
+	// the status take it: nil when nothing is announced.
+	announce *plan.Announce
+	// reported are the events the status derivation calls for (deriveStatus).
+	reported []reportedEvent
 	// held are the slots this reconcile's slot move held as too big to move.
 	held  []layout.HeldSlot
 	admin clusterconn.Admin
@@ -285,7 +290,8 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		// Another replica leads now: what this one saw is not its to report.
 		return ctrl.Result{}, s.err
 	}
-	r.observe(s)
+	deriveStatus(s)
+	r.emitReported(s)
 	r.syncArchive(ctx, s)
 	recordMetrics(s)
 	retryAfter, backingOff := restore.Backoff(s.err)

@@ -149,6 +149,9 @@ func (r *RedisClusterReconciler) announce(ctx context.Context, s *state) error {
 	for i := range s.snap.Nodes {
 		if o := &s.snap.Nodes[i]; o.Pod == step.Pod && o.Addr == step.Addr {
 			r.announced.mark(client.ObjectKeyFromObject(s.rc), endpoint, o)
+			if s.announce != nil {
+				s.announce.Set[o.Pod] = true // the status says what the node announces now
+			}
 		}
 	}
 	if step.Hostname == "" {
@@ -163,8 +166,8 @@ func (r *RedisClusterReconciler) announce(ctx context.Context, s *state) error {
 // whether outside clients can reach every node: False names the pods without an address
 // yet and those that do not announce theirs. With spec.externalAccess removed the
 // condition stays until every node announces nothing again.
-func (r *RedisClusterReconciler) setExternallyReachable(s *state, gen int64) {
-	a := r.plannerAnnounce(s)
+func setExternallyReachable(s *state, gen int64) {
+	a := s.announce
 	if a == nil || (!a.On && s.step.Kind != plan.StepAnnounce) {
 		meta.RemoveStatusCondition(&s.next.Status.Conditions, ConditionExternallyReachable)
 		return
@@ -204,7 +207,7 @@ func (r *RedisClusterReconciler) setExternallyReachable(s *state, gen int64) {
 		return
 	}
 	if was != nil && was.Status == metav1.ConditionTrue {
-		r.event(s, corev1.EventTypeWarning, ReasonNotExternallyReachable, "Observe", "%s", clip(msg, eventNoteLimit))
+		s.report(corev1.EventTypeWarning, ReasonNotExternallyReachable, "Observe", "%s", clip(msg, eventNoteLimit))
 	}
 	status.Set(&s.next.Status.Conditions, gen, ConditionExternallyReachable, metav1.ConditionFalse, reason, msg)
 }

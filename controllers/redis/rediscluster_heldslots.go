@@ -78,7 +78,7 @@ func (r *RedisClusterReconciler) recordMoveOutcome(s *state, stats execute.MoveS
 // move held, at most layout.MaxHeldSlots: layout.CapHeld) and the SlotsMovable condition:
 // False ScaleInHeld, with a Warning event when it becomes so, while held slots keep a
 // scale in from ending; False SlotTooBig while giant slots are held; absent otherwise.
-func (r *RedisClusterReconciler) heldSlotsStatus(s *state, gen int64) {
+func heldSlotsStatus(s *state, gen int64) {
 	var out []layout.HeldSlot
 	for _, h := range append(plannerHeldSlots(s), s.held...) {
 		if i := slices.IndexFunc(out, func(o layout.HeldSlot) bool { return o.Slot == h.Slot }); i >= 0 {
@@ -100,7 +100,7 @@ func (r *RedisClusterReconciler) heldSlotsStatus(s *state, gen int64) {
 	}
 	if shown := s.step.Shown(); len(shown.DrainHeld) > 0 {
 		if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionSlotsMovable); c == nil || c.Reason != ReasonScaleInHeld {
-			r.event(s, corev1.EventTypeWarning, ReasonScaleInHeld, "Scale", "%s", shown.Reason)
+			s.report(corev1.EventTypeWarning, ReasonScaleInHeld, "Scale", "%s", shown.Reason)
 		}
 		status.Set(&s.next.Status.Conditions, gen, ConditionSlotsMovable, metav1.ConditionFalse, ReasonScaleInHeld, shown.Reason)
 		return

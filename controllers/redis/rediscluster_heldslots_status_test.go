@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
@@ -42,13 +41,11 @@ func TestHeldSlotsStatus(t *testing.T) {
 			heldMaster("b", bUsed), heldMaster("g", "990", nodes.SlotRange{Start: 12288, End: 12288}),
 		}}
 	}
-	recorder := events.NewFakeRecorder(10)
-	r := &RedisClusterReconciler{Recorder: recorder}
 	s := &state{rc: rc, next: rc.DeepCopy(), snap: snap("700")}
 	giant := layout.HeldSlot{Slot: 12288, Source: "g", Target: "a", Giant: true, Size: layout.SlotSize{Keys: 38000, Bytes: 47 << 20}}
 	s.step = plan.Step{Kind: plan.StepWait, Operation: plan.OpScaling, DrainHeld: []layout.HeldSlot{giant},
 		Reason: "the scale in is held: slot 12288 ..."}
-	r.heldSlotsStatus(s, gen)
+	heldSlotsStatus(s, gen)
 	var got []int32
 	for _, h := range s.next.Status.HeldSlots {
 		got = append(got, h.Slot)
@@ -60,24 +57,24 @@ func TestHeldSlotsStatus(t *testing.T) {
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonScaleInHeld || !strings.Contains(c.Message, "slot 12288") {
 		t.Fatalf("SlotsMovable = %+v, want False %s naming slot 12288", c, ReasonScaleInHeld)
 	}
-	if n := len(recorder.Events); n != 1 {
+	if n := len(s.reported); n != 1 {
 		t.Fatalf("%d events, want one %s", n, ReasonScaleInHeld)
 	}
-	if e := <-recorder.Events; !strings.Contains(e, ReasonScaleInHeld) {
-		t.Errorf("event %q, want %s", e, ReasonScaleInHeld)
+	if e := s.reported[0]; e.reason != ReasonScaleInHeld || !strings.Contains(e.note, "slot 12288") {
+		t.Errorf("event %+v, want %s naming slot 12288", e, ReasonScaleInHeld)
 	}
 	// The next look, with the condition recorded: no second event.
 	s.rc = s.next.DeepCopy()
-	s.next = s.rc.DeepCopy()
-	r.heldSlotsStatus(s, gen)
-	if n := len(recorder.Events); n != 0 {
+	s.next, s.reported = s.rc.DeepCopy(), nil
+	heldSlotsStatus(s, gen)
+	if n := len(s.reported); n != 0 {
 		t.Errorf("%d more events on the next look, want none", n)
 	}
 	// b's room grows to 800, room for slot 5 (300 bytes) besides its old room (100): it is
 	// tried again; the giant slot stays held.
 	s.snap = snap("100")
 	s.step = plan.Step{Kind: plan.StepIdle}
-	r.heldSlotsStatus(s, gen)
+	heldSlotsStatus(s, gen)
 	if h := s.next.Status.HeldSlots; len(h) != 1 || h[0].Slot != 12288 {
 		t.Errorf("heldSlots %+v once b has room, want only the giant slot 12288", h)
 	}
@@ -88,7 +85,7 @@ func TestHeldSlotsStatus(t *testing.T) {
 	for i := range layout.MaxHeldSlots + 10 {
 		s.held = append(s.held, layout.HeldSlot{Slot: 100 + i, Source: "a", Target: "b", Size: layout.SlotSize{Bytes: int64(i)}})
 	}
-	r.heldSlotsStatus(s, gen)
+	heldSlotsStatus(s, gen)
 	if n := len(s.next.Status.HeldSlots); n != layout.MaxHeldSlots {
 		t.Errorf("%d held slots in the status, want at most %d", n, layout.MaxHeldSlots)
 	}

@@ -76,6 +76,7 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 	r.checkCoverage(s)
 	r.readBackupsUnderWay(ctx, s)
 	s.health = health.Assess(s.snap)
+	s.announce = r.plannerAnnounce(s)
 }
 
 // plannerDesired is the desired cluster as the planner takes it (plan.Desired): the spec,
@@ -93,7 +94,7 @@ func (r *RedisClusterReconciler) plannerDesired(s *state) plan.Desired {
 	plannerAutoscale(s, &spec)
 	spec.CARotation, spec.GeneratedCA, spec.GeneratedCert = plannerCARotation(s), plannerGeneratedCA(s), plannerGeneratedCert(s)
 	spec.Volumes = s.volumes
-	spec.Announce = r.plannerAnnounce(s)
+	spec.Announce = s.announce
 	spec.Archived = rc.Spec.Archive != nil
 	switch {
 	case s.aclRejected != nil:

@@ -34,16 +34,16 @@ func partitioned(h health.Health) (reason, message string) {
 
 // reportPartition sends an event when a partition is first seen and when it has ended (the
 // Degraded condition of the last status said one, this look sees none).
-func (r *RedisClusterReconciler) reportPartition(s *state) {
+func reportPartition(s *state) {
 	was := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionDegraded)
 	before := was != nil && was.Reason == ReasonNetworkPartition
 	now := meta.FindStatusCondition(s.next.Status.Conditions, ConditionDegraded)
 	during := now != nil && now.Reason == ReasonNetworkPartition
 	switch {
 	case during && !before:
-		r.event(s, corev1.EventTypeWarning, ReasonNetworkPartition, "Observe", "%s", clip(now.Message, eventNoteLimit))
+		s.report(corev1.EventTypeWarning, ReasonNetworkPartition, "Observe", "%s", clip(now.Message, eventNoteLimit))
 	case before && !during && len(s.snap.Nodes) > 0:
-		r.event(s, corev1.EventTypeNormal, ReasonPartitionEnded, "Observe", "the partition has ended: no answering master is flagged failing or claims another's slots (was: %s)",
+		s.report(corev1.EventTypeNormal, ReasonPartitionEnded, "Observe", "the partition has ended: no answering master is flagged failing or claims another's slots (was: %s)",
 			clip(was.Message, eventNoteLimit-120))
 	}
 }

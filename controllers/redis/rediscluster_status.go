@@ -65,8 +65,10 @@ const (
 	ReasonUnsupportedVersion = "UnsupportedVersion"
 )
 
-// observe derives the whole status from the reconcile's snapshot and its step.
-func (r *RedisClusterReconciler) observe(s *state) {
+// deriveStatus derives the whole status from the reconcile's snapshot, its health and its
+// step, with the events the change of status calls for (s.reported; emitReported sends
+// them): a pure function of the state, table-tested without a cluster.
+func deriveStatus(s *state) {
 	h := s.health
 	next := s.next
 	gen := s.rc.Generation
@@ -78,7 +80,7 @@ func (r *RedisClusterReconciler) observe(s *state) {
 	next.Status.Nodes = nodeStatuses(s)
 	memoryStatus(s)
 	autoscaleStatus(s)
-	r.volumesStatus(s)
+	volumesStatus(s)
 	next.Status.SlotsAssigned, next.Status.SlotsOK, next.Status.Masters = int32(h.SlotsAssigned), int32(h.SlotsServed), int32(h.Masters) //nolint:gosec // at most 16384
 
 	shown := s.step.Shown()
@@ -140,18 +142,36 @@ func (r *RedisClusterReconciler) observe(s *state) {
 			fmt.Sprintf("%d of 16384 slots served: %s", h.SlotsServed, problems))
 	}
 	setPasswordApplied(s, gen)
-	r.reportLoss(s, lost)
+	reportLoss(s, lost)
 	setDegraded(s, gen)
-	r.reportPartition(s)
-	r.setSeparated(s, gen)
-	r.setWritesAccepted(s, gen)
-	r.setExternallyReachable(s, gen)
-	r.heldSlotsStatus(s, gen)
+	reportPartition(s)
+	setSeparated(s, gen)
+	setWritesAccepted(s, gen)
+	setExternallyReachable(s, gen)
+	heldSlotsStatus(s, gen)
+}
+
+// reportedEvent is an event the status derivation calls for, sent once the status is
+// derived (emitReported).
+type reportedEvent struct {
+	kind, reason, action, note string
+}
+
+// report records an event of the status derivation (see reportedEvent).
+func (s *state) report(kind, reason, action, format string, args ...any) {
+	s.reported = append(s.reported, reportedEvent{kind: kind, reason: reason, action: action, note: fmt.Sprintf(format, args...)})
+}
+
+// emitReported sends the events the status derivation recorded.
+func (r *RedisClusterReconciler) emitReported(s *state) {
+	for _, e := range s.reported {
+		r.Recorder.Eventf(s.rc, nil, e.kind, e.reason, e.action, "%s", e.note)
+	}
 }
 
 // setSeparated says whether each shard's copies run apart; it warns once when they stop
 // being, naming the pods that share a node with their master.
-func (r *RedisClusterReconciler) setSeparated(s *state, gen int64) {
+func setSeparated(s *state, gen int64) {
 	if s.health.Masters == 0 {
 		return
 	}
@@ -163,7 +183,7 @@ func (r *RedisClusterReconciler) setSeparated(s *state, gen int64) {
 	msg := strings.Join(s.health.Unseparated, "; ") +
 		": no swap of replicas separates them; add Kubernetes nodes (a shard needs as many as it has members) or free the ones the pods cannot be scheduled on"
 	if !meta.IsStatusConditionFalse(s.rc.Status.Conditions, ConditionReplicasSeparated) {
-		r.event(s, corev1.EventTypeWarning, ReasonTooFewNodes, "Place", "%s", msg)
+		s.report(corev1.EventTypeWarning, ReasonTooFewNodes, "Place", "%s", msg)
 	}
 	status.Set(&s.next.Status.Conditions, gen, ConditionReplicasSeparated, metav1.ConditionFalse, ReasonTooFewNodes, msg)
 }
@@ -216,14 +236,14 @@ func missingPods(s *state) string {
 }
 
 // reportLoss emits the Warning event once, when the cluster is first found lost.
-func (r *RedisClusterReconciler) reportLoss(s *state, lost string) {
+func reportLoss(s *state, lost string) {
 	if lost == "" {
 		return
 	}
 	if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionReady); c != nil && c.Reason == ReasonDataLost {
 		return
 	}
-	r.Recorder.Eventf(s.rc, nil, corev1.EventTypeWarning, ReasonDataLost, "Create", "%s", lost)
+	s.report(corev1.EventTypeWarning, ReasonDataLost, "Create", "%s", lost)
 }
 
 func joinNonEmpty(a, b string) string {

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -8,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
@@ -17,21 +17,46 @@ import (
 	"github.com/middleware-operator/middleware-operator/tests/fakesnapshot"
 )
 
-// TestStatusFromSnapshotHealthAndStep: the phase and the Ready and Progressing conditions
-// are what the judge (health.Assess) and the planner (plan.NextStep) decided of one snapshot,
-// and what the restore under way recorded: the status code adds no judgement of its own.
+// TestStatusFromSnapshotHealthAndStep: the phase, the Ready, Progressing and Degraded
+// conditions and the events are what the judge (health.Assess) and the planner
+// (plan.NextStep) decided of one snapshot, and what the restore under way recorded: the
+// status code adds no judgement of its own. deriveStatus runs without a reconciler, and
+// derived again from its own status it sends no event a second time.
 func TestStatusFromSnapshotHealthAndStep(t *testing.T) {
 	type want struct {
 		phase              redisv1alpha1.Phase
 		ready, progressing metav1.ConditionStatus
 		message            string // a part of the Ready condition's message, "" for no check
+		degraded           string // the Degraded condition's reason, "" for no check
+		reason             string // a part of status.reason, "" for no check
+		events             []string
 	}
 	for name, tc := range map[string]struct {
 		spec func(*plan.Desired)
 		snap func(*fakesnapshot.Cluster)
 		rc   func(*redisv1alpha1.RedisCluster)
+		step *plan.Step // instead of the planner's, for steps a fake snapshot does not lead to
 		want want
 	}{
+		"paused: the phase is kept, Progressing False Paused": {rc: func(rc *redisv1alpha1.RedisCluster) {
+			rc.Spec.Pause, rc.Status.Phase = true, redisv1alpha1.PhaseScaling
+		}, want: want{phase: redisv1alpha1.PhaseScaling, ready: metav1.ConditionTrue, progressing: metav1.ConditionFalse, degraded: ReasonAllNodesHealthy}},
+		"the cluster lost: Failed, Ready False DataLost, one Warning event": {
+			step: &plan.Step{Kind: plan.StepLost, Reason: "every recorded member came back without its data"},
+			snap: func(c *fakesnapshot.Cluster) {
+				for i := range c.Snap.Nodes {
+					c.Silence(i, fakesnapshot.ErrDown)
+				}
+			},
+			want: want{phase: redisv1alpha1.PhaseFailed, ready: metav1.ConditionFalse, progressing: metav1.ConditionFalse, message: "without its data",
+				events: []string{ReasonDataLost}}},
+		"a master cut off from the majority: Degraded NetworkPartition, one Warning event": {
+			snap: func(c *fakesnapshot.Cluster) { c.Flag(1, "aaaaaaaa", "fail").Flag(2, "aaaaaaaa", "fail") },
+			want: want{phase: redisv1alpha1.PhaseHealing, ready: metav1.ConditionFalse, progressing: metav1.ConditionTrue, degraded: ReasonNetworkPartition,
+				events: []string{ReasonNetworkPartition}}},
+		"a pod the StatefulSet has not made, the planner idle: the status names it": {
+			snap: func(c *fakesnapshot.Cluster) { c.Snap.Nodes = c.Snap.Nodes[:5] }, step: &plan.Step{Kind: plan.StepIdle},
+			want: want{phase: redisv1alpha1.PhaseHealing, ready: metav1.ConditionFalse, progressing: metav1.ConditionTrue, reason: "waiting for the StatefulSet to create rc-5"}},
 		"converged": {want: want{phase: redisv1alpha1.PhaseRunning, ready: metav1.ConditionTrue, progressing: metav1.ConditionFalse,
 			message: "3 masters serve all 16384 slots"}},
 		"a pod terminating: not Ready, healing": {snap: func(c *fakesnapshot.Cluster) { c.Snap.Nodes[4].Terminating = true },
@@ -73,13 +98,30 @@ func TestStatusFromSnapshotHealthAndStep(t *testing.T) {
 			}
 			s.health = health.Assess(c.Snap)
 			s.step = plan.NextStep(spec, c.Snap, s.health)
-			r := &RedisClusterReconciler{Recorder: events.NewFakeRecorder(100)}
-			r.observe(s)
+			if tc.step != nil {
+				s.step = *tc.step
+			}
+			deriveStatus(s)
 			st := s.next.Status
 			ready, progressing := meta.FindStatusCondition(st.Conditions, ConditionReady), meta.FindStatusCondition(st.Conditions, ConditionProgressing)
+			degraded := meta.FindStatusCondition(st.Conditions, ConditionDegraded)
 			if st.Phase != tc.want.phase || ready == nil || ready.Status != tc.want.ready || progressing == nil || progressing.Status != tc.want.progressing ||
-				!strings.Contains(ready.Message, tc.want.message) {
-				t.Fatalf("step %s (%s %q): phase %q, Ready %+v, Progressing %+v; want %+v", s.step.Kind, s.step.Operation, s.step.Reason, st.Phase, ready, progressing, tc.want)
+				!strings.Contains(ready.Message, tc.want.message) || !strings.Contains(st.Reason, tc.want.reason) || (tc.want.degraded != "" && (degraded == nil || degraded.Reason != tc.want.degraded)) {
+				t.Fatalf("step %s (%s %q): phase %q (%q), Ready %+v, Progressing %+v, Degraded %+v; want %+v", s.step.Kind, s.step.Operation, s.step.Reason, st.Phase, st.Reason, ready, progressing, degraded, tc.want)
+			}
+			var got []string
+			for _, e := range s.reported {
+				got = append(got, e.reason)
+			}
+			if !slices.Equal(got, tc.want.events) {
+				t.Fatalf("events %v (%+v), want %v", got, s.reported, tc.want.events)
+			}
+			// The next look sees the same: the status it derives is the same, with no event.
+			s.rc, s.reported = s.next.DeepCopy(), nil
+			s.next = s.rc.DeepCopy()
+			deriveStatus(s)
+			if len(s.reported) != 0 || s.next.Status.Phase != st.Phase {
+				t.Fatalf("derived again from its own status: phase %q, events %+v; want %q and no event", s.next.Status.Phase, s.reported, st.Phase)
 			}
 		})
 	}

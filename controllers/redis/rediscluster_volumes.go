@@ -177,7 +177,7 @@ func (r *RedisClusterReconciler) recreateStatefulSet(ctx context.Context, s *sta
 
 // volumesStatus reports the claims' sizes and the VolumeSize condition, with a Warning event
 // when the spec's size is newly refused.
-func (r *RedisClusterReconciler) volumesStatus(s *state) {
+func volumesStatus(s *state) {
 	v := s.volumes
 	conds := &s.next.Status.Conditions
 	if v.Want == 0 {
@@ -194,7 +194,7 @@ func (r *RedisClusterReconciler) volumesStatus(s *state) {
 	gen := s.rc.Generation
 	if refusal := plan.RefuseVolumes(v); refusal != nil {
 		if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionVolumeSize); c == nil || c.Reason != refusal.Reason || c.Message != refusal.Message {
-			r.event(s, corev1.EventTypeWarning, refusal.Reason, "Resize", "%s", refusal.Message)
+			s.report(corev1.EventTypeWarning, refusal.Reason, "Resize", "%s", refusal.Message)
 		}
 		if s.volumesRefusedNow {
 			// Refused again after RefusedExpansionRetry: the condition's time says when it

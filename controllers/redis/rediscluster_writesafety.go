@@ -40,7 +40,7 @@ func (r *RedisClusterReconciler) setWriteSafety(ctx context.Context, s *state) e
 // setWritesAccepted says which masters refuse writes under min-replicas-to-write, with an
 // event when some start to and when all accept them again. Nothing is said of a cluster
 // that runs without min-replicas-to-write, nor when no node answered this look.
-func (r *RedisClusterReconciler) setWritesAccepted(s *state, gen int64) {
+func setWritesAccepted(s *state, gen int64) {
 	if !s.writeSafety.Managed || s.writeSafety.MinReplicas == 0 || len(s.snap.Nodes) == 0 || s.health.Masters == 0 {
 		meta.RemoveStatusCondition(&s.next.Status.Conditions, ConditionWritesAccepted)
 		return
@@ -49,7 +49,7 @@ func (r *RedisClusterReconciler) setWritesAccepted(s *state, gen int64) {
 	refusing := health.RefusingWrites(s.snap)
 	if len(refusing) == 0 {
 		if was != nil && was.Status == metav1.ConditionFalse {
-			r.event(s, corev1.EventTypeNormal, ReasonWritesResumed, "Observe", "every master accepts writes again (was: %s)", clip(was.Message, eventNoteLimit-60))
+			s.report(corev1.EventTypeNormal, ReasonWritesResumed, "Observe", "every master accepts writes again (was: %s)", clip(was.Message, eventNoteLimit-60))
 		}
 		status.Set(&s.next.Status.Conditions, gen, ConditionWritesAccepted, metav1.ConditionTrue, ReasonWritesAccepted,
 			"every master has a replica that acknowledged its writes in time (spec.writeSafety Strict)")
@@ -61,7 +61,7 @@ func (r *RedisClusterReconciler) setWritesAccepted(s *state, gen int64) {
 		msg += "; under way: " + s.step.Reason
 	}
 	if was == nil || was.Status != metav1.ConditionFalse {
-		r.event(s, corev1.EventTypeWarning, ReasonNoReplicaInTime, "Observe", "%s", clip(msg, eventNoteLimit))
+		s.report(corev1.EventTypeWarning, ReasonNoReplicaInTime, "Observe", "%s", clip(msg, eventNoteLimit))
 	}
 	status.Set(&s.next.Status.Conditions, gen, ConditionWritesAccepted, metav1.ConditionFalse, ReasonNoReplicaInTime, msg)
 }
