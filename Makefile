@@ -103,6 +103,10 @@ test: tools setup verify-generated verify-bundle vet lint fuzz ## Build the tool
 	go test $$(go list ./... | grep -v '/controllers/redis$$') -p 3 -count=1 -timeout 60m || status=1; \
 	exit $$status
 
+.PHONY: test-unit
+test-unit: ## Unit tests only, no local cluster: the API, internal packages (some start redis-server processes) and the controllers' white-box tests (go test -short skips their cluster tests and does not start one).
+	go test -short ./api/... ./internal/... ./controllers/... -count=1
+
 # FUZZTIME is how long `make fuzz` fuzzes each target (go test -fuzz takes one at a time).
 FUZZTIME ?= 15s
 

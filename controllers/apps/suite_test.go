@@ -25,6 +25,9 @@ const podCheckAfter = 3 * time.Second
 var mgr ctrl.Manager
 
 func TestMain(m *testing.M) {
+	if code, ran := testenv.RunUnitTestsWhenShort(m); ran {
+		os.Exit(code)
+	}
 	var err error
 	env, err = testenv.Start(context.Background(), 3)
 	if err != nil {

@@ -64,6 +64,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	if code, ran := testenv.RunUnitTestsWhenShort(m); ran {
+		return code
+	}
 	testenv.TestsAtATime(6)
 	var err error
 	testenv.LogWriter = &logs // the operator logs at debug level here; run greps it for passwords

@@ -1,0 +1,73 @@
+package testenv
+
+import (
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// RunUnitTestsWhenShort runs, under go test -short, only the tests of the package under
+// test itself (its white-box tests, which need no cluster), without starting one: the tests
+// of the external _test package in the same folder, which drive the local cluster, are
+// skipped by name (-test.skip) and said so. It reports false, running nothing, without
+// -short: TestMain then starts the cluster and runs every test.
+func RunUnitTestsWhenShort(m *testing.M) (code int, ran bool) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if !testing.Short() {
+		return 0, false
+	}
+	names, err := externalTests(".")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "-short:", err)
+		return 1, true
+	}
+	skip := "^(" + strings.Join(names, "|") + ")$"
+	if was := flag.Lookup("test.skip").Value.String(); was != "" {
+		skip = was + "|" + skip
+	}
+	if err := flag.Set("test.skip", skip); err != nil {
+		fmt.Fprintln(os.Stderr, "-short:", err)
+		return 1, true
+	}
+	fmt.Fprintf(os.Stderr, "-short: the local cluster is not started; the %d tests that need it are skipped\n", len(names))
+	return m.Run(), true
+}
+
+// externalTests names the Test functions of the _test package's files in dir, sorted.
+func externalTests(dir string) ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	fset := token.NewFileSet()
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		if !strings.HasSuffix(f.Name.Name, "_test") {
+			continue
+		}
+		for _, d := range f.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && testName.MatchString(fn.Name.Name) {
+				names = append(names, fn.Name.Name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// testName is what go test takes for a test function's name.
+var testName = regexp.MustCompile(`^Test([^a-z].*)?$`)
