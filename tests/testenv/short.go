@@ -4,14 +4,13 @@ import (
 	"flag"
 	"fmt"
 	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/middleware-operator/middleware-operator/tests/gosource"
 )
 
 // RunUnitTestsWhenShort runs, under go test -short, only the tests of the package under
@@ -45,17 +44,12 @@ func RunUnitTestsWhenShort(m *testing.M) (code int, ran bool) {
 
 // externalTests names the Test functions of the _test package's files in dir, sorted.
 func externalTests(dir string) ([]string, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	files, err := gosource.Parse(dir, func(name string) bool { return strings.HasSuffix(name, "_test.go") })
 	if err != nil {
 		return nil, err
 	}
 	var names []string
-	fset := token.NewFileSet()
-	for _, name := range files {
-		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return nil, err
-		}
+	for _, f := range files {
 		if !strings.HasSuffix(f.Name.Name, "_test") {
 			continue
 		}

@@ -4,10 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/tests/gosource"
 )
 
 // seenKinds are the step kinds NextStep chose in this package's tests (nextStepSeen).
@@ -59,20 +58,12 @@ func TestMain(m *testing.M) {
 
 // declaredKinds are the values of the StepKind constants in dir's non-test files.
 func declaredKinds(dir string) ([]StepKind, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	files, err := gosource.Parse(dir, func(name string) bool { return !strings.HasSuffix(name, "_test.go") })
 	if err != nil {
 		return nil, err
 	}
 	var kinds []StepKind
-	fset := token.NewFileSet()
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(fset, f, nil, 0)
-		if err != nil {
-			return nil, err
-		}
+	for _, file := range files {
 		for _, d := range file.Decls {
 			gd, ok := d.(*ast.GenDecl)
 			if !ok || gd.Tok != token.CONST {
