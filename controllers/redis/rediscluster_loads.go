@@ -17,13 +17,14 @@ import (
 )
 
 // runLoad starts load of s's cluster in the background (as a retry, see restore.Job, when
-// mayHaveRun says another operator run may have begun it), or collects its end: ended is true
+// mayHaveRun says another operator run may have begun it; part of a new cluster's restore
+// when restoring), or collects its end: ended is true
 // once, with the load's result and error; until then the state notes a load pending. A load
 // that failed is a restore.FailedError, reported in a Warning event (reason, action) only when
 // its message is new, and is not started again before its back-off (backupstore.Backoff) is
 // over, whatever wakes the cluster: meanwhile runLoad returns the last failure again, not
 // ended.
-func (r *RedisClusterReconciler) runLoad(s *state, src *restore.Source, load plan.ShardLoad, mayHaveRun bool, reason, action string) (res restore.Result, ended bool, err error) {
+func (r *RedisClusterReconciler) runLoad(s *state, src *restore.Source, load plan.ShardLoad, mayHaveRun, restoring bool, reason, action string) (res restore.Result, ended bool, err error) {
 	k := restore.KeyOf(client.ObjectKeyFromObject(s.rc), load)
 	failing := backupstore.FailureKey{Object: k.Cluster, What: "load of " + nodes.ShardName(load.Shard)}
 	now := time.Now()
@@ -48,7 +49,7 @@ func (r *RedisClusterReconciler) runLoad(s *state, src *restore.Source, load pla
 		}
 		login := s.login()
 		node := rdbstream.Options{Addr: load.Addr, Username: login.User, Password: login.Password, TLS: s.tls}
-		job := restore.Job{Cluster: s.rc.Name, Node: node, Source: src, Step: load, Retry: mayHaveRun || r.storeFailures.Count(failing) > 0,
+		job := restore.Job{Cluster: s.rc.Name, Node: node, Source: src, Step: load, Restoring: restoring, Retry: mayHaveRun || r.storeFailures.Count(failing) > 0,
 			ACL: resources.RedisACLEnabled(s.rc), MaxRecord: r.RestoreMaxRecord}
 		r.backgroundLoads().Start(k, restoreShardTimeout, job.Run)
 	}

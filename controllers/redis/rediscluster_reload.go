@@ -121,7 +121,7 @@ func (r *RedisClusterReconciler) reloadShard(s *state) error {
 			return nil
 		}
 	}
-	res, ended, err := r.runLoad(s, s.reload, load, mayHaveRun, ReasonRestoreFailed, "Heal")
+	res, ended, err := r.runLoad(s, s.reload, load, mayHaveRun, false, ReasonRestoreFailed, "Heal")
 	if !ended || err != nil {
 		return err
 	}

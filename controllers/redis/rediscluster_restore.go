@@ -77,7 +77,7 @@ func (r *RedisClusterReconciler) restoreShard(s *state) error {
 	st := s.next.Status.Restore
 	var errs []error
 	for _, load := range s.step.Loads {
-		res, ended, err := r.runLoad(s, src, load, false, ReasonRestoreFailed, "Restore")
+		res, ended, err := r.runLoad(s, src, load, false, true, ReasonRestoreFailed, "Restore")
 		switch {
 		case err != nil:
 			errs = append(errs, err)

@@ -32,6 +32,12 @@ type Job struct {
 	// Source is the backup or archive read for the load, Step the planner's load.
 	Source *Source
 	Step   plan.ShardLoad
+	// Restoring: the load is part of a new cluster's restore (spec.restore, never a reload
+	// of lost slots), whose masters admit no client until it completes. Its slots are
+	// emptied before the load and again when it fails, so a master holds nothing of them but
+	// what a whole, verified file put there, and the file is read once, its size and
+	// SHA-256 checked as it ends (a reload into a serving cluster reads it whole first).
+	Restoring bool
 	// Retry: an earlier attempt at this load failed or may have run in another operator
 	// process, so a replay from an archive empties the load's slots first.
 	Retry bool
@@ -50,26 +56,27 @@ type Result struct {
 	Replay redisarchive.ReplayResult
 }
 
-// Run loads the keys of the job's slots from its shard: it first reads the whole file once
-// and checks its size and SHA-256 against the manifest, so a corrupted or truncated object
-// loads nothing; then it streams the file again into the master as RESTOREs. From an
-// archive, the load's slots are emptied first: a load tried again (after a failed replay, or
-// by an operator restarted during one) would otherwise replay onto what the failed attempt
-// applied, and count an INCR or an RPUSH of a key the base lacks twice. A restoring cluster
-// admits no client, so what is emptied is the failed attempt's alone. A reload of lost
-// slots from the archive empties them only on a retry: the slots are served again
-// meanwhile, and clients' new keys in them stay, as with a reload from a backup.
+// Run loads the keys of the job's slots from its shard. A reload into a serving cluster
+// first reads the whole file once and checks its size and SHA-256 against the manifest, so a
+// corrupted or truncated object loads nothing beside the clients' keys; then it streams the
+// file again into the master as RESTOREs (or SETs). A restore (Restoring) streams it once
+// into slots it emptied first, and empties them again when the load fails, a damaged file
+// included (its checksum is known at its end): a restoring cluster admits no client, so what
+// is emptied is the failed attempt's alone. From an archive, the load's slots are emptied
+// first too: a load tried again (after a failed replay, or by an operator restarted during
+// one) would otherwise replay onto what the failed attempt applied, and count an INCR or an
+// RPUSH of a key the base lacks twice. A reload of lost slots from the archive empties them
+// only on a retry: the slots are served again meanwhile, and clients' new keys in them
+// stay, as with a reload from a backup.
 func (j Job) Run(ctx context.Context) (Result, error) {
-	if j.Source.Archive == nil {
-		res, err := j.loadFile(ctx)
-		return Result{Result: res}, err
-	}
-	replay := j.Node
-	if j.ACL {
+	archive := j.Source.Archive
+	clearFirst := j.Restoring || (archive != nil && j.Retry)
+	writer := j.Node // who empties slots and replays: the operator, or the replay user with ACL users
+	if j.ACL && (archive != nil || j.Restoring) {
 		var done func(context.Context) error
 		var err error
-		if replay, done, err = redisarchive.WithReplayUser(ctx, j.Node); err != nil {
-			return Result{}, fmt.Errorf("before replaying %s onto %s: %w", nodes.ShardName(j.Step.Shard), j.Step.Pod, err)
+		if writer, done, err = redisarchive.WithReplayUser(ctx, j.Node); err != nil {
+			return Result{}, fmt.Errorf("before loading %s into %s: %w", nodes.ShardName(j.Step.Shard), j.Step.Pod, err)
 		}
 		defer func() {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -79,39 +86,56 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 			}
 		}()
 	}
-	if !j.Source.Archive.Reload || j.Retry {
-		if _, err := rdbload.ClearSlots(ctx, replay, j.slots()); err != nil {
+	if clearFirst {
+		if _, err := rdbload.ClearSlots(ctx, writer, j.slots()); err != nil {
 			return Result{}, fmt.Errorf("while emptying the slots of %s on %s before its load: %w", nodes.ShardName(j.Step.Shard), j.Step.Pod, err)
 		}
 	}
-	res, err := j.loadFile(ctx)
-	if err != nil {
-		return Result{Result: res}, err
+	var out Result
+	var err error
+	out.Result, err = j.loadFile(ctx)
+	if err == nil && archive != nil {
+		out.Replay, err = j.replay(ctx, writer)
 	}
-	replayed, err := j.replay(ctx, replay)
-	return Result{Result: res, Replay: replayed}, err
+	if err != nil && j.Restoring {
+		err = j.emptyAfter(ctx, writer, err)
+	}
+	return out, err
 }
 
-// loadFile loads the keys of the job's slots from the shard's file into the master.
+// emptyAfter empties the job's slots after a restore's load failed with failed, and says
+// so in the error it returns (a failure to empty them, too: the next attempt empties them
+// first).
+func (j Job) emptyAfter(ctx context.Context, writer rdbstream.Options, failed error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), emptyTimeout)
+	defer cancel()
+	removed, err := rdbload.ClearSlots(ctx, writer, j.slots())
+	if err != nil {
+		return fmt.Errorf("%w; emptying its slots again failed too (the next attempt empties them first): %w", failed, err)
+	}
+	log.FromContext(ctx).Info("emptied the slots of a failed restore load", "cluster", j.Cluster, "shard", j.Step.Shard, "keys", removed)
+	return fmt.Errorf("%w; its slots were emptied again (%d keys)", failed, removed)
+}
+
+// emptyTimeout bounds the emptying of a failed restore load's slots, which runs after the
+// load's own context may have ended.
+const emptyTimeout = 2 * time.Minute
+
+// loadFile loads the keys of the job's slots from the shard's file into the master; a
+// reload checks the whole file first (see Run).
 func (j Job) loadFile(ctx context.Context) (rdbload.Result, error) {
 	src, step := j.Source, j.Step
 	sh := src.Manifest.Shards[step.Shard]
 	want := &objectstore.Digest{Size: sh.Bytes, SHA256: sh.SHA256}
-	if _, err := src.store.Get(ctx, sh.File, io.Discard, want); err != nil {
-		log.FromContext(ctx).Info("cannot read a shard's file", "cluster", j.Cluster, "shard", step.Shard, "error", objectstore.Detail(err))
-		return rdbload.Result{}, fmt.Errorf("%s's file %s at %s: %w", nodes.ShardName(step.Shard), sh.File, src.Location, err)
+	if !j.Restoring {
+		if _, err := src.store.Get(ctx, sh.File, io.Discard, want); err != nil {
+			log.FromContext(ctx).Info("cannot read a shard's file", "cluster", j.Cluster, "shard", step.Shard, "error", objectstore.Detail(err))
+			return rdbload.Result{}, fmt.Errorf("%s's file %s at %s: %w", nodes.ShardName(step.Shard), sh.File, src.Location, err)
+		}
 	}
-	pr, pw := io.Pipe()
-	got := make(chan error, 1)
-	go func() {
-		_, err := src.store.Get(ctx, sh.File, pw, want)
-		_ = pw.CloseWithError(err)
-		got <- err
-	}()
-	res, err := rdbload.Load(ctx, rdbload.Options{Node: j.Node, Slots: j.slots(), MaxRecord: j.MaxRecord}, pr)
-	_ = pr.CloseWithError(errors.New("the load ended"))
-	if getErr := <-got; err == nil && getErr != nil {
-		err = getErr
+	res, err := rdbload.LoadObject(ctx, rdbload.Options{Node: j.Node, Slots: j.slots(), MaxRecord: j.MaxRecord}, src.store, sh.File, *want)
+	if errors.Is(err, objectstore.ErrChecksum) {
+		log.FromContext(ctx).Info("a shard's file is not the one its manifest names", "cluster", j.Cluster, "shard", step.Shard, "error", objectstore.Detail(err))
 	}
 	if errors.Is(err, rdbload.ErrTooLarge) {
 		err = fmt.Errorf("%w (the operator's --%s raises the limit, within its memory limit)", err, MaxRecordFlag)
