@@ -90,13 +90,7 @@ func TestNextStep(t *testing.T) {
 		}
 		return s
 	}
-	cases := map[string]struct {
-		spec Desired
-		snap observe.Snapshot
-		want StepKind
-		// check, when set, looks at the step beyond its kind.
-		check func(t *testing.T, s Step)
-	}{
+	cases := map[string]nextStepCase{
 		"a healthy, current cluster: idle, look again in half a node timeout": {
 			spec: specFor(6), snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
 			check: func(t *testing.T, s Step) { expect(t, s.After == 2500*time.Millisecond, "after %s", s.After) },
@@ -691,34 +685,12 @@ func TestNextStep(t *testing.T) {
 			spec: func() Desired { s := specFor(6); s.StatefulSetReplicas, s.StatefulSetMissing = 0, true; return s }(),
 			snap: fakesnapshot.Six().Current().Snap, want: StepIdle,
 		},
-		"scale in done but the template held: the StatefulSet is not shrunk, the wait says why": {
-			spec: func() Desired {
-				s := specFor(6)
-				s.StatefulSetReplicas, s.TemplateHeld = 8, "spec.acl.users[0].rules: Redis refused +nosuchcommand"
-				return s
-			}(),
-			snap: func() observe.Snapshot {
-				return fakesnapshot.Six().Current().Fresh("rc-6", "x1", "n1").Fresh("rc-7", "x2", "n2").Leaving(6).Snap
-			}(),
-			want: StepWait,
-			check: func(t *testing.T, s Step) {
-				expect(t, strings.Contains(s.Reason, "+nosuchcommand"), "reason %q", s.Reason)
-			},
-		},
-		"scale in done but the version unsupported: the StatefulSet is not shrunk (a write would carry the refused image)": {
-			spec: func() Desired {
-				s := specFor(6)
-				s.StatefulSetReplicas, s.Refused = 8, "spec.version names Redis 6.2"
-				return s
-			}(),
-			snap: func() observe.Snapshot {
-				return fakesnapshot.Six().Current().Fresh("rc-6", "x1", "n1").Fresh("rc-7", "x2", "n2").Leaving(6).Snap
-			}(),
-			want: StepWait,
-			check: func(t *testing.T, s Step) {
-				expect(t, strings.Contains(s.Reason, "Redis 6.2"), "reason %q", s.Reason)
-			},
-		},
+		"scale in done but the template held: the StatefulSet is not shrunk, the wait says why": heldShrink(func(s *Desired) {
+			s.TemplateHeld = "spec.acl.users[0].rules: Redis refused +nosuchcommand"
+		}, "+nosuchcommand"),
+		"scale in done but the version unsupported: the StatefulSet is not shrunk (a write would carry the refused image)": heldShrink(func(s *Desired) {
+			s.Refused = "spec.version names Redis 6.2"
+		}, "Redis 6.2"),
 		"scale out with ACL rules a node refused: the StatefulSet is not written, the wait says why": {
 			spec: scaleOut(func(s *Desired) { s.TemplateHeld = "spec.acl.users[0].rules: Redis refused +nosuchcommand" }),
 			snap: fakesnapshot.Six().Current().Snap, want: StepWait,
@@ -992,4 +964,29 @@ func assigned(moved int) observe.Snapshot {
 		c.Each("gggggggg", func(n *nodes.Node) { n.Slots = []nodes.SlotRange{{Start: 0, End: moved - 1}} })
 	}
 	return c.Snap
+}
+
+// nextStepCase is a row of TestNextStep: the step NextStep plans for spec and snap.
+type nextStepCase struct {
+	spec Desired
+	snap observe.Snapshot
+	want StepKind
+	// check, when set, looks at the step beyond its kind.
+	check func(t *testing.T, s Step)
+}
+
+// heldShrink is a row of a scale in from 8 to 6 pods whose leaving nodes are out of the
+// cluster while hold keeps the StatefulSet from being written: a wait whose reason names
+// the hold (says).
+func heldShrink(hold func(*Desired), says string) nextStepCase {
+	spec := specFor(6)
+	spec.StatefulSetReplicas = 8
+	hold(&spec)
+	return nextStepCase{
+		spec: spec, want: StepWait,
+		snap: fakesnapshot.Six().Current().Fresh("rc-6", "x1", "n1").Fresh("rc-7", "x2", "n2").Leaving(6).Snap,
+		check: func(t *testing.T, s Step) {
+			expect(t, strings.Contains(s.Reason, says), "reason %q, want it to name %q", s.Reason, says)
+		},
+	}
 }

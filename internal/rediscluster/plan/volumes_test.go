@@ -31,13 +31,7 @@ func growing(want, template int64, claims []Claim) Desired {
 }
 
 func TestPlanVolumes(t *testing.T) {
-	cases := map[string]struct {
-		spec    Desired
-		snap    observe.Snapshot
-		want    StepKind
-		refusal string // the refusal's reason, "" for none
-		check   func(t *testing.T, s Step)
-	}{
+	cases := map[string]volumesCase{
 		"every claim at the size: nothing to do": {
 			spec: growing(gi, gi, sixClaims(gi, "kwok-volume")), want: StepIdle,
 		},
@@ -50,26 +44,12 @@ func TestPlanVolumes(t *testing.T) {
 		"claims grown, the StatefulSet's template still old: recreate it": {
 			spec: growing(2*gi, gi, sixClaims(2*gi, "kwok-volume")), want: StepRecreateStatefulSet,
 		},
-		"claims grown but the template held (refused ACL rules): no recreation, the wait says why": {
-			spec: func() Desired {
-				s := growing(2*gi, gi, sixClaims(2*gi, "kwok-volume"))
-				s.TemplateHeld = "spec.acl.users[0].rules: Redis refused +nosuchcommand"
-				return s
-			}(), want: StepWait,
-			check: func(t *testing.T, s Step) {
-				expect(t, strings.Contains(s.Reason, "+nosuchcommand"), "reason %q", s.Reason)
-			},
-		},
-		"claims grown but the version unsupported: no recreation (it would carry the refused image), the wait says why": {
-			spec: func() Desired {
-				s := growing(2*gi, gi, sixClaims(2*gi, "kwok-volume"))
-				s.Refused = "spec.version names Redis 6.2"
-				return s
-			}(), want: StepWait,
-			check: func(t *testing.T, s Step) {
-				expect(t, strings.Contains(s.Reason, "Redis 6.2"), "reason %q", s.Reason)
-			},
-		},
+		"claims grown but the template held (refused ACL rules): no recreation, the wait says why": heldRecreation(func(s *Desired) {
+			s.TemplateHeld = "spec.acl.users[0].rules: Redis refused +nosuchcommand"
+		}, "+nosuchcommand"),
+		"claims grown but the version unsupported: no recreation (it would carry the refused image), the wait says why": heldRecreation(func(s *Desired) {
+			s.Refused = "spec.version names Redis 6.2"
+		}, "Redis 6.2"),
 		"the StatefulSet being deleted: wait for it": {
 			spec: func() Desired {
 				s := growing(2*gi, gi, sixClaims(2*gi, "kwok-volume"))
@@ -212,4 +192,23 @@ func TestExpansionRefusedNamesTheClaimTheClassAndTheFix(t *testing.T) {
 	if got := ExpansionRefused(v, v.Claims[0], "x"); !strings.Contains(got.Message, `StorageClass "local-path"`) {
 		t.Errorf("the class is not named: %s", got.Message)
 	}
+}
+
+// volumesCase is a row of TestPlanVolumes: the step planned for spec and snap.
+type volumesCase struct {
+	spec    Desired
+	snap    observe.Snapshot
+	want    StepKind
+	refusal string // the refusal's reason, "" for none
+	check   func(t *testing.T, s Step)
+}
+
+// heldRecreation is a row of claims grown to 2Gi under a template of 1Gi while hold keeps
+// the StatefulSet from being written: a wait whose reason names the hold (says).
+func heldRecreation(hold func(*Desired), says string) volumesCase {
+	spec := growing(2*gi, gi, sixClaims(2*gi, "kwok-volume"))
+	hold(&spec)
+	return volumesCase{spec: spec, want: StepWait, check: func(t *testing.T, s Step) {
+		expect(t, strings.Contains(s.Reason, says), "reason %q, want it to name %q", s.Reason, says)
+	}}
 }
