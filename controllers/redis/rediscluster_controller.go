@@ -291,13 +291,17 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, s.err
 	}
 	deriveStatus(s)
-	r.emitReported(s)
 	r.syncArchive(ctx, s)
 	recordMetrics(s)
 	retryAfter, backingOff := restore.Backoff(s.err)
 	wrote, err := status.Patch(ctx, r.Client, s.rc, s.next, redisClusterStatus)
 	if wrote {
 		r.stale.Wrote(req.NamespacedName, s.rc.ResourceVersion)
+	}
+	if err == nil {
+		// A status change's events go with the status: after a conflict, the next look
+		// derives the same change again and sends them then, once.
+		r.emitReported(s)
 	}
 	switch {
 	case apierrors.IsConflict(err):

@@ -50,7 +50,7 @@ func (r *RedisClusterReconciler) runLoad(s *state, src *restore.Source, load pla
 		login := s.login()
 		node := rdbstream.Options{Addr: load.Addr, Username: login.User, Password: login.Password, TLS: s.tls}
 		job := restore.Job{Cluster: s.rc.Name, Node: node, Source: src, Step: load, Restoring: restoring, Retry: mayHaveRun || r.storeFailures.Count(failing) > 0,
-			ACL: resources.RedisACLEnabled(s.rc), MaxRecord: r.RestoreMaxRecord}
+			ACL: resources.RedisACLEnabled(s.rc), MaxRecord: r.RestoreMaxRecord, Fence: r.fence}
 		r.backgroundLoads().Start(k, restoreShardTimeout, job.Run)
 	}
 	s.loadsPending = true

@@ -1,6 +1,7 @@
 package rdbload
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -23,8 +24,7 @@ func ClearSlots(ctx context.Context, node rdbstream.Options, slots []SlotRange) 
 	if err != nil {
 		return 0, err
 	}
-	c := goredis.NewClient(&goredis.Options{Addr: node.Addr, Protocol: 2, DisableIdentity: true, PoolSize: 1, MaxRetries: -1,
-		Dialer: func(ctx context.Context, _, _ string) (net.Conn, error) { return rdbstream.Dial(ctx, node) }})
+	c := clientOf(node)
 	defer func() { _ = c.Close() }()
 	var all []int
 	for s := range Slots {
@@ -62,4 +62,49 @@ func ClearSlots(ctx context.Context, node rdbstream.Options, slots []SlotRange) 
 		}
 	}
 	return removed, nil
+}
+
+// clientOf is a client of one connection to node, dialled as rdbstream dials it.
+func clientOf(node rdbstream.Options) *goredis.Client {
+	return goredis.NewClient(&goredis.Options{Addr: node.Addr, Protocol: 2, DisableIdentity: true, PoolSize: 1, MaxRetries: -1,
+		Dialer: func(ctx context.Context, _, _ string) (net.Conn, error) { return rdbstream.Dial(ctx, node) }})
+}
+
+// FlushFunctions deletes every function library of node (FUNCTION FLUSH SYNC): a new
+// cluster's master emptied after a failed load keeps none of the libraries the load sent
+// (ClearSlots deletes keys only).
+func FlushFunctions(ctx context.Context, node rdbstream.Options) error {
+	c := clientOf(node)
+	defer func() { _ = c.Close() }()
+	if err := c.Do(ctx, "FUNCTION", "FLUSH", "SYNC").Err(); err != nil {
+		return fmt.Errorf("while deleting the function libraries of %s: %w", node.Addr, err)
+	}
+	return nil
+}
+
+// SanitizePayloads makes node check every RESTORE payload's structure in depth
+// (sanitize-dump-payload yes) until undo sets it back: a damaged value of a file whose
+// checksum is only known at its end is then refused by the node (an error that stops the
+// load) instead of being taken as it is, which can crash it. SET of a plain string is not
+// concerned.
+func SanitizePayloads(ctx context.Context, node rdbstream.Options) (undo func(context.Context) error, err error) {
+	c := clientOf(node)
+	was, err := c.ConfigGet(ctx, "sanitize-dump-payload").Result()
+	if err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("while reading sanitize-dump-payload of %s: %w", node.Addr, err)
+	}
+	before := was["sanitize-dump-payload"]
+	if before == "yes" {
+		_ = c.Close()
+		return func(context.Context) error { return nil }, nil
+	}
+	if err := c.ConfigSet(ctx, "sanitize-dump-payload", "yes").Err(); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("while setting sanitize-dump-payload of %s: %w", node.Addr, err)
+	}
+	return func(ctx context.Context) error {
+		defer func() { _ = c.Close() }()
+		return c.ConfigSet(ctx, "sanitize-dump-payload", cmp.Or(before, "no")).Err()
+	}, nil
 }

@@ -36,5 +36,10 @@ func LoadObject(ctx context.Context, opts Options, store *objectstore.Client, na
 		// The download failed first; the load only saw its error come through the pipe.
 		return res, fmt.Errorf("while loading %s into %s: %w", name, opts.Node.Addr, getErr)
 	}
+	if err == nil && getErr != nil {
+		// Load reads its input to the end, so it sees a failed download; should it not, the
+		// download's check (size, SHA-256) still decides.
+		return res, fmt.Errorf("while loading %s into %s: %w", name, opts.Node.Addr, getErr)
+	}
 	return res, err
 }

@@ -38,6 +38,9 @@ type Job struct {
 	// what a whole, verified file put there, and the file is read once, its size and
 	// SHA-256 checked as it ends (a reload into a serving cluster reads it whole first).
 	Restoring bool
+	// Fence, when set, is checked before the load's slots are emptied: a process that lost
+	// the lead while its load ran (frozen, cut off) empties nothing the new leader loaded.
+	Fence func(context.Context) error
 	// Retry: an earlier attempt at this load failed or may have run in another operator
 	// process, so a replay from an archive empties the load's slots first.
 	Retry bool
@@ -87,9 +90,23 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 		}()
 	}
 	if clearFirst {
-		if _, err := rdbload.ClearSlots(ctx, writer, j.slots()); err != nil {
+		if _, err := j.empty(ctx, writer); err != nil {
 			return Result{}, fmt.Errorf("while emptying the slots of %s on %s before its load: %w", nodes.ShardName(j.Step.Shard), j.Step.Pod, err)
 		}
+	}
+	if j.Restoring {
+		// The file's checksum is known at its end: the node checks each payload meanwhile.
+		undo, err := rdbload.SanitizePayloads(ctx, writer)
+		if err != nil {
+			return Result{}, err
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := undo(ctx); err != nil {
+				log.FromContext(ctx).Info("cannot set sanitize-dump-payload back", "cluster", j.Cluster, "pod", j.Step.Pod, "error", err)
+			}
+		}()
 	}
 	var out Result
 	var err error
@@ -103,13 +120,28 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 	return out, err
 }
 
-// emptyAfter empties the job's slots after a restore's load failed with failed, and says
-// so in the error it returns (a failure to empty them, too: the next attempt empties them
-// first).
+// empty deletes the keys of the job's slots on its master, and with Restoring its function
+// libraries (a new cluster holds none but the load's), once the fence lets it.
+func (j Job) empty(ctx context.Context, writer rdbstream.Options) (int64, error) {
+	if j.Fence != nil {
+		if err := j.Fence(ctx); err != nil {
+			return 0, err
+		}
+	}
+	removed, err := rdbload.ClearSlots(ctx, writer, j.slots())
+	if err != nil || !j.Restoring {
+		return removed, err
+	}
+	return removed, rdbload.FlushFunctions(ctx, writer)
+}
+
+// emptyAfter empties the job's slots and function libraries after a restore's load failed
+// with failed, and says so in the error it returns (a failure to empty them, too: the next
+// attempt empties them first).
 func (j Job) emptyAfter(ctx context.Context, writer rdbstream.Options, failed error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), emptyTimeout)
 	defer cancel()
-	removed, err := rdbload.ClearSlots(ctx, writer, j.slots())
+	removed, err := j.empty(ctx, writer)
 	if err != nil {
 		return fmt.Errorf("%w; emptying its slots again failed too (the next attempt empties them first): %w", failed, err)
 	}
