@@ -1,6 +1,9 @@
 package rdbload_test
 
 import (
+	"bytes"
+	"encoding/binary"
+	"strings"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -59,5 +62,45 @@ func TestFlushFunctionsDeletesTheLoadedLibraries(t *testing.T) {
 	}
 	if libs := srv.Client.FunctionList(t.Context(), goredis.FunctionListQuery{}).Val(); len(libs) != 0 {
 		t.Fatalf("%d libraries after FlushFunctions, want none: %+v", len(libs), libs)
+	}
+}
+
+// TestSanitizedNodeRefusesADamagedPayload: a hash's listpack with one entry's back-length
+// damaged and its DUMP checksum made right again (as the loader seals every payload it
+// sends) is taken as it is by a node with Redis's default sanitize-dump-payload no, and
+// refused while SanitizePayloads holds it on: the damage a file's checksum reveals only at
+// its end does not reach the master's memory meanwhile.
+func TestSanitizedNodeRefusesADamagedPayload(t *testing.T) {
+	srv := testredis.Start(t, t.TempDir(), goredis.Options{})
+	c := srv.Client
+	if err := c.HSet(t.Context(), "h", "f1", "v1", "f2", "v2").Err(); err != nil {
+		t.Fatal(err)
+	}
+	dump, err := c.Dump(t.Context(), "h").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := []byte(dump)
+	entry := bytes.Index(payload, []byte{0x82, 'f', '1', 0x03}) // a 2-byte string entry and its back-length
+	if entry < 0 {
+		t.Fatalf("no listpack entry f1 in the DUMP of a small hash: % x", payload)
+	}
+	payload[entry+3] = 0x05
+	body := len(payload) - 8
+	binary.LittleEndian.PutUint64(payload[body:], rdbstream.CRC64(0, payload[:body]))
+
+	undo, err := rdbload.SanitizePayloads(t.Context(), rdbstream.Options{Addr: srv.Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Restore(t.Context(), "damaged", 0, string(payload)).Err()
+	if err == nil || !strings.Contains(err.Error(), "Bad data format") {
+		t.Fatalf("RESTORE of the damaged payload while sanitizing: %v, want Bad data format", err)
+	}
+	if err := undo(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restore(t.Context(), "damaged", 0, string(payload)).Err(); err != nil {
+		t.Fatalf("without sanitizing, RESTORE of the damaged payload: %v, want it taken (the damage is one only the deep check sees)", err)
 	}
 }
