@@ -28,7 +28,7 @@ const (
 
 // readGeneratedCA reads the generated CA Secret from the cache once per reconcile, for the
 // planner to see a rotation under way and for ensureGeneratedCA and advanceCA to write;
-// s.ca stays nil when it does not exist yet or is not the operator's.
+// s.certs.ca stays nil when it does not exist yet or is not the operator's.
 func (r *RedisClusterReconciler) readGeneratedCA(ctx context.Context, s *state) error {
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisTLSCASecretName(s.rc)}
@@ -38,10 +38,10 @@ func (r *RedisClusterReconciler) readGeneratedCA(ctx context.Context, s *state) 
 		}
 		return fmt.Errorf("while reading Secret %s: %w", key.Name, err)
 	}
-	s.caSecret = secret
+	s.certs.caSecret = secret
 	if metav1.IsControlledBy(secret, s.rc) {
 		ca := resources.ReadRedisCA(secret)
-		s.ca = &ca
+		s.certs.ca = &ca
 	}
 	return nil
 }
@@ -55,7 +55,7 @@ func newClusterCA(rc *redisv1alpha1.RedisCluster) (certs.Pair, error) {
 // Its rotations are the planner's (StepStartCARotation, StepRotateCA).
 func (r *RedisClusterReconciler) ensureGeneratedCA(ctx context.Context, s *state) (resources.RedisCA, error) {
 	rc := s.rc
-	if s.ca == nil {
+	if s.certs.ca == nil {
 		// Made once. A stale read cannot replace a live CA (its keys are kept), and a
 		// Secret of someone else's is refused by Ensure.
 		fresh, err := newClusterCA(rc)
@@ -68,11 +68,11 @@ func (r *RedisClusterReconciler) ensureGeneratedCA(ctx context.Context, s *state
 		if err != nil {
 			return resources.RedisCA{}, err
 		}
-		s.caSecret = made
+		s.certs.caSecret = made
 		read := resources.ReadRedisCA(made)
-		s.ca = &read
+		s.certs.ca = &read
 	}
-	return *s.ca, nil
+	return *s.certs.ca, nil
 }
 
 // writeCA writes ca into the live CA Secret, failing on a conflict rather than over a
@@ -89,42 +89,42 @@ func (r *RedisClusterReconciler) writeCA(ctx context.Context, rc *redisv1alpha1.
 
 // plannerCARotation is the rotation under way for the planner, nil when none is.
 func plannerCARotation(s *state) *plan.CARotation {
-	if s.ca == nil || s.ca.Stage() == "" {
+	if s.certs.ca == nil || s.certs.ca.Stage() == "" {
 		return nil
 	}
-	return &plan.CARotation{Stage: s.ca.Stage(), Last: s.ca.Stage() == resources.CAStageSwitch, Due: resources.RedisCAStageDue(s.rc, *s.ca),
-		Checked: s.tls != nil && s.tlsCert != nil}
+	return &plan.CARotation{Stage: s.certs.ca.Stage(), Last: s.certs.ca.Stage() == resources.CAStageSwitch, Due: resources.RedisCAStageDue(s.rc, *s.certs.ca),
+		Checked: s.certs.config != nil && s.certs.cert != nil}
 }
 
 // plannerGeneratedCA is the generated CA for the planner while no rotation of it is under
 // way, nil without one (or during one).
 func plannerGeneratedCA(s *state) *plan.GeneratedCA {
-	if s.ca == nil || s.ca.Stage() != "" {
+	if s.certs.ca == nil || s.certs.ca.Stage() != "" {
 		return nil
 	}
-	renewAt, _ := certs.RenewAt(s.ca.Signer.Cert) // unreadable: the zero time, so it is rotated
-	return &plan.GeneratedCA{RenewAt: renewAt, Token: s.rc.Annotations[resources.RedisRotateCAAnnotation], RotatedFor: s.ca.RotatedFor}
+	renewAt, _ := certs.RenewAt(s.certs.ca.Signer.Cert) // unreadable: the zero time, so it is rotated
+	return &plan.GeneratedCA{RenewAt: renewAt, Token: s.rc.Annotations[resources.RedisRotateCAAnnotation], RotatedFor: s.certs.ca.RotatedFor}
 }
 
 // startCARotation starts the rotation the step planned: a new CA written into the CA
 // Secret next to the old one (over the Secret as read this reconcile: a newer one fails on
 // the conflict). The next look renews the nodes' certificate (StepRenewCertificate).
 func (r *RedisClusterReconciler) startCARotation(ctx context.Context, s *state) error {
-	if s.ca == nil || s.ca.Stage() != "" {
+	if s.certs.ca == nil || s.certs.ca.Stage() != "" {
 		return nil // planned from another read (not expected within one reconcile)
 	}
 	next, err := newClusterCA(s.rc)
 	if err != nil {
 		return err
 	}
-	ca := s.ca.Started(next, tlsNow(), s.rc.Annotations[resources.RedisRotateCAAnnotation])
-	if err := r.writeCA(ctx, s.rc, s.caSecret, ca); err != nil {
+	ca := s.certs.ca.Started(next, tlsNow(), s.rc.Annotations[resources.RedisRotateCAAnnotation])
+	if err := r.writeCA(ctx, s.rc, s.certs.caSecret, ca); err != nil {
 		return err
 	}
 	r.changes.touch(client.ObjectKeyFromObject(s.rc))
 	r.event(s, corev1.EventTypeNormal, ReasonCARotationStarted, "Rotate",
 		"rotating the CA of Secret %s (%s): ca.crt of %s now lists the new CA next to the old one; the nodes switch to a certificate of the new CA after at least %s",
-		s.caSecret.Name, s.step.Reason, resources.RedisTLSSecretName(s.rc), resources.RedisCAStageDue(s.rc, ca).Sub(ca.Since))
+		s.certs.caSecret.Name, s.step.Reason, resources.RedisTLSSecretName(s.rc), resources.RedisCAStageDue(s.rc, ca).Sub(ca.Since))
 	return nil
 }
 
@@ -133,11 +133,11 @@ func (r *RedisClusterReconciler) startCARotation(ctx context.Context, s *state) 
 // this reconcile: a newer one fails on the conflict. The next look renews the certificate
 // of the new stage.
 func (r *RedisClusterReconciler) advanceCA(ctx context.Context, s *state) error {
-	if s.ca == nil || s.ca.Stage() != s.step.CAStage {
+	if s.certs.ca == nil || s.certs.ca.Stage() != s.step.CAStage {
 		return nil // planned from another read (not expected within one reconcile)
 	}
-	next := s.ca.Advanced(tlsNow())
-	if err := r.writeCA(ctx, s.rc, s.caSecret, next); err != nil {
+	next := s.certs.ca.Advanced(tlsNow())
+	if err := r.writeCA(ctx, s.rc, s.certs.caSecret, next); err != nil {
 		return err
 	}
 	r.changes.touch(client.ObjectKeyFromObject(s.rc))

@@ -179,21 +179,9 @@ type state struct {
 	// nodes may accept now: the first is the one every node accepts, which the operator
 	// authenticates with; a second is the one a rotation of it retires.
 	operatorPasswords []string
-	// tls is the configuration of TLS connections to the nodes, nil without spec.tls;
-	// tlsCert the certificate (DER) of the TLS Secret, which every node should serve.
-	tls     *tls.Config
-	tlsCert []byte
-	// tlsX509 is tlsCert parsed (the names it carries), nil when there is none.
-	tlsX509 *x509.Certificate
-	// tlsSecret is the TLS Secret as read this reconcile (nil: none), once tlsSecretRead;
-	// the one ensureTLS wrote instead, once it verified.
-	tlsSecret     *corev1.Secret
-	tlsSecretRead bool
-	// caSecret is the generated CA Secret as read this reconcile (nil: none), ca the same
-	// read as a rotation's stage (nil also when the Secret is not the operator's).
-	caSecret *corev1.Secret
-	ca       *resources.RedisCA
-	sts      *appsv1.StatefulSet
+	// certs is what this reconcile read and made of the nodes' certificate and its CA.
+	certs tlsFacts
+	sts   *appsv1.StatefulSet
 	// volumes are the pods' claims and the size the spec asks of them (readClaims).
 	volumes plan.Volumes
 	// volumesRefusedNow: the API server refused a claim's growth in this reconcile
@@ -246,6 +234,25 @@ type state struct {
 	held  []layout.HeldSlot
 	admin clusterconn.Admin
 	err   error // the first error, reported in Degraded
+}
+
+// tlsFacts is what a reconcile read and made of the nodes' certificate and its CA (the TLS
+// code's state: rediscluster_tls.go, rediscluster_certmanager.go, rediscluster_carotation.go).
+type tlsFacts struct {
+	// config is the configuration of TLS connections to the nodes, nil without spec.tls;
+	// cert the certificate (DER) of the TLS Secret, which every node should serve.
+	config *tls.Config
+	cert   []byte
+	// x509 is cert parsed (the names it carries), nil when there is none.
+	x509 *x509.Certificate
+	// secret is the TLS Secret as read this reconcile (nil: none), once secretRead; the
+	// one ensureTLS wrote instead, once it verified.
+	secret     *corev1.Secret
+	secretRead bool
+	// caSecret is the generated CA Secret as read this reconcile (nil: none), ca the same
+	// read as a rotation's stage (nil also when the Secret is not the operator's).
+	caSecret *corev1.Secret
+	ca       *resources.RedisCA
 }
 
 // The RBAC markers make manager-role, which OLM and config/overlays/namespaced bind per

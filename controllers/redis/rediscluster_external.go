@@ -143,7 +143,7 @@ func (r *RedisClusterReconciler) announce(ctx context.Context, s *state) error {
 	if s.rc.Spec.ExternalAccess != nil {
 		endpoint = plan.EndpointHostname
 	}
-	if err := execute.SetAnnounce(ctx, step.Addr, s.tls, s.login(), step.Hostname, endpoint); err != nil {
+	if err := execute.SetAnnounce(ctx, step.Addr, s.certs.config, s.login(), step.Hostname, endpoint); err != nil {
 		return err
 	}
 	for i := range s.snap.Nodes {
@@ -219,7 +219,7 @@ func certificateProblems(s *state) (unnamed, stale []string) {
 	if len(hosts) == 0 {
 		return nil, nil
 	}
-	unnamed = unnamedHosts(s.tlsX509, hosts) // all of them while the Secret is missing or wrong
+	unnamed = unnamedHosts(s.certs.x509, hosts) // all of them while the Secret is missing or wrong
 	for i := range s.snap.Nodes {
 		if o := &s.snap.Nodes[i]; !o.Leaving && o.Answered() && o.StaleCertificate {
 			stale = append(stale, o.Pod)

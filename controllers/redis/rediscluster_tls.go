@@ -66,7 +66,7 @@ func (r *RedisClusterReconciler) readTLS(ctx context.Context, s *state) error {
 		return err
 	}
 	if cfg, err := nodeTLSConfig(s, secret); err == nil {
-		s.tls = cfg
+		s.certs.config = cfg
 		r.expectCertificate(s, secret)
 	}
 	return nil
@@ -78,7 +78,7 @@ func (r *RedisClusterReconciler) readTLS(ctx context.Context, s *state) error {
 // rotation's stage must not end on a snapshot that checked no node.
 func (r *RedisClusterReconciler) expectCertificate(s *state, secret *corev1.Secret) *x509.Certificate {
 	cert, _ := certs.ParseCert(secret.Data[resources.RedisTLSCertKey])
-	s.tlsCert, s.tlsX509 = cert.Raw, cert
+	s.certs.cert, s.certs.x509 = cert.Raw, cert
 	r.issued.add(client.ObjectKeyFromObject(s.rc), cert.Raw)
 	return cert
 }
@@ -114,9 +114,9 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error 
 		reason = ReasonTLSGenerated
 		secret, err = r.ensureGeneratedTLS(ctx, s)
 	}
-	if err == nil && (s.tls == nil || secret != s.tlsSecret) { // readTLS checked this one already
-		if s.tls, err = nodeTLSConfig(s, secret); err == nil {
-			s.tlsSecret = secret
+	if err == nil && (s.certs.config == nil || secret != s.certs.secret) { // readTLS checked this one already
+		if s.certs.config, err = nodeTLSConfig(s, secret); err == nil {
+			s.certs.secret = secret
 		}
 	}
 	var invalid *tlsInvalidError
@@ -143,9 +143,9 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error 
 	if reason == ReasonTLSGenerated {
 		at, _ := certs.RenewAt(secret.Data[resources.RedisTLSCertKey])
 		msg += fmt.Sprintf("; renewed from %s", at.UTC().Format(time.RFC3339))
-		if s.ca != nil && s.ca.Stage() != "" {
+		if s.certs.ca != nil && s.certs.ca.Stage() != "" {
 			msg += fmt.Sprintf("; CA rotation in stage %s since %s (%s lists the old and the new CA)",
-				s.ca.Stage(), s.ca.Since.UTC().Format(time.RFC3339), resources.RedisTLSCAKey)
+				s.certs.ca.Stage(), s.certs.ca.Since.UTC().Format(time.RFC3339), resources.RedisTLSCAKey)
 		}
 	}
 	status.Set(conds, gen, ConditionTLS, metav1.ConditionTrue, reason, msg)
@@ -157,38 +157,38 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error 
 // node already seen serving this certificate since its process started is not asked again
 // (certsSeen), so a converged cluster costs no handshake.
 func (r *RedisClusterReconciler) checkCertificates(ctx context.Context, s *state) {
-	if s.tls == nil || s.tlsCert == nil {
+	if s.certs.config == nil || s.certs.cert == nil {
 		return
 	}
 	cluster := client.ObjectKeyFromObject(s.rc)
 	var trust *tls.Config // made at the first handshake: a converged cluster needs none
 	for i := range s.snap.Nodes {
 		o := &s.snap.Nodes[i]
-		if !o.Answered() || r.certsSeen.has(cluster, string(s.tlsCert), o) {
+		if !o.Answered() || r.certsSeen.has(cluster, string(s.certs.cert), o) {
 			continue
 		}
 		if trust == nil {
 			trust = r.ownCertsTLS(s)
 		}
-		ok, err := execute.ServesCertificate(ctx, o.Addr, trust, s.tlsCert)
+		ok, err := execute.ServesCertificate(ctx, o.Addr, trust, s.certs.cert)
 		switch {
 		case err != nil: // gone since it answered, or no certificate of the cluster's: no evidence either way
 			o.CertificateUnknown = true
 			logf.FromContext(ctx).V(1).Info("certificate not checked", "pod", o.Pod, "error", err.Error())
 		case ok:
-			r.certsSeen.mark(cluster, string(s.tlsCert), o)
+			r.certsSeen.mark(cluster, string(s.certs.cert), o)
 		default:
 			o.StaleCertificate = true
 		}
 	}
 }
 
-// ownCertsTLS is s.tls that also accepts a node presenting one of the cluster's latest
+// ownCertsTLS is s.certs.config that also accepts a node presenting one of the cluster's latest
 // certificates (trustingIssued): an earlier one, after a CA rotation dropped its CA, shows
 // as stale and can be reloaded.
 func (r *RedisClusterReconciler) ownCertsTLS(s *state) *tls.Config {
 	cluster := client.ObjectKeyFromObject(s.rc)
-	return trustingIssued(s.tls, func(der []byte) bool { return r.issued.has(cluster, der) })
+	return trustingIssued(s.certs.config, func(der []byte) bool { return r.issued.has(cluster, der) })
 }
 
 // reloadCertificates makes each node of the step read its certificate files again
@@ -204,7 +204,7 @@ func (r *RedisClusterReconciler) reloadCertificates(ctx context.Context, s *stat
 		if err := execute.ReloadTLS(ctx, addr, trust, s.login(), resources.RedisTLSCertFile); err != nil {
 			continue // not readable yet (the files are being replaced) or the node went away
 		}
-		if ok, err := execute.ServesCertificate(ctx, addr, s.tls, s.tlsCert); err == nil && ok {
+		if ok, err := execute.ServesCertificate(ctx, addr, s.certs.config, s.certs.cert); err == nil && ok {
 			reloaded = append(reloaded, addr)
 		}
 	}
@@ -248,8 +248,8 @@ func (e *tlsInvalidError) Error() string { return e.msg }
 // holds only the operator's own), nil when it does not exist; once per reconcile, as readTLS
 // and ensureTLS both need it.
 func (r *RedisClusterReconciler) tlsSecret(ctx context.Context, s *state) (*corev1.Secret, error) {
-	if s.tlsSecretRead {
-		return s.tlsSecret, nil
+	if s.certs.secretRead {
+		return s.certs.secret, nil
 	}
 	get := r.Get
 	if resources.RedisTLSUserSecret(s.rc) || resources.RedisTLSIssued(s.rc) {
@@ -263,7 +263,7 @@ func (r *RedisClusterReconciler) tlsSecret(ctx context.Context, s *state) (*core
 		}
 		secret = nil
 	}
-	s.tlsSecret, s.tlsSecretRead = secret, true
+	s.certs.secret, s.certs.secretRead = secret, true
 	return secret, nil
 }
 
@@ -306,7 +306,7 @@ func (r *RedisClusterReconciler) ensureGeneratedTLS(ctx context.Context, s *stat
 	if err != nil {
 		return nil, err
 	}
-	if current != nil && metav1.IsControlledBy(current, s.rc) && s.tls != nil {
+	if current != nil && metav1.IsControlledBy(current, s.rc) && s.certs.config != nil {
 		return current, nil // readTLS verified it (nodeTLSConfig)
 	}
 	return r.issueGeneratedCert(ctx, s, ca, current)
@@ -337,10 +337,10 @@ func (r *RedisClusterReconciler) issueGeneratedCert(ctx context.Context, s *stat
 // renewCertificate issues the generated certificate again, as the step planned
 // (StepRenewCertificate).
 func (r *RedisClusterReconciler) renewCertificate(ctx context.Context, s *state) error {
-	if s.ca == nil {
+	if s.certs.ca == nil {
 		return errors.New("while renewing the nodes' certificate: the generated CA was not read")
 	}
-	if _, err := r.issueGeneratedCert(ctx, s, *s.ca, s.tlsSecret); err != nil {
+	if _, err := r.issueGeneratedCert(ctx, s, *s.certs.ca, s.certs.secret); err != nil {
 		return fmt.Errorf("while renewing the nodes' certificate: %w", err)
 	}
 	return nil
@@ -350,15 +350,15 @@ func (r *RedisClusterReconciler) renewCertificate(ctx context.Context, s *state)
 // a user's or cert-manager's certificate, while the Secret is not the operator's, or while
 // it does not verify (ensureGeneratedTLS issues it then).
 func plannerGeneratedCert(s *state) *plan.GeneratedCert {
-	rc, secret := s.rc, s.tlsSecret
+	rc, secret := s.rc, s.certs.secret
 	if !resources.RedisTLSEnabled(rc) || resources.RedisTLSUserSecret(rc) || resources.RedisTLSIssued(rc) ||
-		s.ca == nil || s.tls == nil || secret == nil || !metav1.IsControlledBy(secret, rc) {
+		s.certs.ca == nil || s.certs.config == nil || secret == nil || !metav1.IsControlledBy(secret, rc) {
 		return nil
 	}
 	cert := secret.Data[resources.RedisTLSCertKey]
 	renewAt, _ := certs.RenewAt(cert) // unreadable: the zero time, so it is renewed
 	pair := certs.Pair{Cert: cert, Key: secret.Data[resources.RedisTLSKeyKey]}
-	stale := string(secret.Data[resources.RedisTLSCAKey]) != string(s.ca.Bundle()) ||
-		certs.Check(s.ca.Signer.Cert, pair, resources.RedisTLSServerName(rc), tlsNow()) != nil
-	return &plan.GeneratedCert{RenewAt: renewAt, StaleCA: stale, Unnamed: unnamedHosts(s.tlsX509, s.tlsExternalHosts())}
+	stale := string(secret.Data[resources.RedisTLSCAKey]) != string(s.certs.ca.Bundle()) ||
+		certs.Check(s.certs.ca.Signer.Cert, pair, resources.RedisTLSServerName(rc), tlsNow()) != nil
+	return &plan.GeneratedCert{RenewAt: renewAt, StaleCA: stale, Unnamed: unnamedHosts(s.certs.x509, s.tlsExternalHosts())}
 }

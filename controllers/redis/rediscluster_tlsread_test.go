@@ -75,19 +75,19 @@ func TestEveryLookChecksTheCertificatesOfACARotation(t *testing.T) {
 			t.Fatalf("%s: the planner sees rotation %+v, want stage Switch", what, rotation)
 		}
 		if len(objects) == 1 {
-			if rotation.Checked || s.tlsCert != nil {
+			if rotation.Checked || s.certs.cert != nil {
 				t.Errorf("%s: the planner may end the stage (checked %t) with no certificate to check against", what, rotation.Checked)
 			}
 			continue
 		}
-		if !bytes.Equal(s.tlsCert, parse(current.Cert).Raw) || !rotation.Checked {
+		if !bytes.Equal(s.certs.cert, parse(current.Cert).Raw) || !rotation.Checked {
 			t.Fatalf("%s: the look expects no certificate or another (checked %t): a stage could end on no evidence", what, rotation.Checked)
 		}
 		// Once the old CA is dropped (ca.crt holds the new CA alone), a node still serving
 		// the cluster's earlier certificate must still answer the pooled clusterconn.Admin.
 		r.issued.add(client.ObjectKeyFromObject(rc), parse(earlier.Cert).Raw)
 		pool, _ := certs.Pool(newCA.Cert)
-		s.tls.RootCAs = pool
+		s.certs.config.RootCAs = pool
 		r.adminFor(s)
 		if trust == nil || trust.VerifyConnection == nil {
 			t.Fatalf("%s: the clusterconn.Admin was opened with the plain trust of ca.crt (%v): a node left on the earlier certificate never answers", what, trust != nil)
