@@ -180,7 +180,7 @@ func (r *RedisClusterReconciler) ensureStatefulSet(ctx context.Context, s *state
 	if err := r.readStatefulSetIfAny(ctx, s); err != nil {
 		return err
 	}
-	if (s.aclRejected != nil || s.aclUnchecked) && s.sts != nil {
+	if statefulSetHold(s) != nil && s.sts != nil {
 		return nil // the pods keep the rules they run until a node took the new ones (readACLVerdict)
 	}
 	replicas := resources.RedisNodes(s.rc)
@@ -226,14 +226,8 @@ func (r *RedisClusterReconciler) warnUnsupported(s *state) {
 // while the StatefulSet is being deleted with its pods orphaned (recreateStatefulSet): once
 // it is gone, this creates it again, with the spec's claim templates, and it adopts the pods.
 func (r *RedisClusterReconciler) writeStatefulSet(ctx context.Context, s *state, replicas int32) error {
-	if s.aclRejected != nil && s.sts != nil {
-		return s.aclRejected
-	}
-	if s.unsupported != "" && s.sts != nil {
-		return fmt.Errorf("%s: the StatefulSet keeps the version its pods run", s.unsupported)
-	}
-	if s.aclUnchecked && s.sts != nil {
-		return errors.New("the new ACL rules were not checked on a node yet: the StatefulSet keeps the rules the pods run")
+	if err := statefulSetHold(s); err != nil && s.sts != nil {
+		return err
 	}
 	if s.sts != nil && !s.sts.DeletionTimestamp.IsZero() {
 		return nil
@@ -244,6 +238,22 @@ func (r *RedisClusterReconciler) writeStatefulSet(ctx context.Context, s *state,
 		return err
 	}
 	s.sts = sts
+	return nil
+}
+
+// statefulSetHold is why the StatefulSet may not be written now, nil when it may: new ACL
+// rules a node refused, an unsupported Redis version (prepare then does not ensure the
+// children), new ACL rules no node was asked about yet. The planner waits on the same
+// holds (plannerDesired: TemplateHeld, Refused).
+func statefulSetHold(s *state) error {
+	switch {
+	case s.aclRejected != nil:
+		return s.aclRejected
+	case s.unsupported != "":
+		return fmt.Errorf("%s: the StatefulSet keeps the version its pods run", s.unsupported)
+	case s.aclUnchecked:
+		return errors.New("the new ACL rules were not checked on a node yet: the StatefulSet keeps the rules the pods run")
+	}
 	return nil
 }
 

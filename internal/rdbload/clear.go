@@ -88,23 +88,23 @@ func FlushFunctions(ctx context.Context, node rdbstream.Options) error {
 // load) instead of being taken as it is, which can crash it. SET of a plain string is not
 // concerned.
 func SanitizePayloads(ctx context.Context, node rdbstream.Options) (undo func(context.Context) error, err error) {
+	const setting = "sanitize-dump-payload"
 	c := clientOf(node)
-	was, err := c.ConfigGet(ctx, "sanitize-dump-payload").Result()
+	defer func() { _ = c.Close() }()
+	was, err := c.ConfigGet(ctx, setting).Result()
 	if err != nil {
-		_ = c.Close()
-		return nil, fmt.Errorf("while reading sanitize-dump-payload of %s: %w", node.Addr, err)
+		return nil, fmt.Errorf("while reading %s of %s: %w", setting, node.Addr, err)
 	}
-	before := was["sanitize-dump-payload"]
+	before := was[setting]
 	if before == "yes" {
-		_ = c.Close()
 		return func(context.Context) error { return nil }, nil
 	}
-	if err := c.ConfigSet(ctx, "sanitize-dump-payload", "yes").Err(); err != nil {
-		_ = c.Close()
-		return nil, fmt.Errorf("while setting sanitize-dump-payload of %s: %w", node.Addr, err)
+	if err := c.ConfigSet(ctx, setting, "yes").Err(); err != nil {
+		return nil, fmt.Errorf("while setting %s of %s: %w", setting, node.Addr, err)
 	}
 	return func(ctx context.Context) error {
+		c := clientOf(node) // the load may last long after this connection would have been idle
 		defer func() { _ = c.Close() }()
-		return c.ConfigSet(ctx, "sanitize-dump-payload", cmp.Or(before, "no")).Err()
+		return c.ConfigSet(ctx, setting, cmp.Or(before, "no")).Err()
 	}, nil
 }

@@ -32,13 +32,10 @@ func LoadObject(ctx context.Context, opts Options, store *objectstore.Client, na
 	_ = pr.CloseWithError(errLoadEnded) // unblocks a download still writing
 	cancel()
 	getErr := <-downloaded
-	if err != nil && getErr != nil && !errors.Is(getErr, errLoadEnded) && !errors.Is(getErr, context.Canceled) {
-		// The download failed first; the load only saw its error come through the pipe.
-		return res, fmt.Errorf("while loading %s into %s: %w", name, opts.Node.Addr, getErr)
-	}
-	if err == nil && getErr != nil {
-		// Load reads its input to the end, so it sees a failed download; should it not, the
-		// download's check (size, SHA-256) still decides.
+	// A failed download is the cause when the load only saw its error come through the pipe,
+	// and decides when the load succeeded (Load reads its input to the end, so it should
+	// not): the download's check (size, SHA-256) has the last word.
+	if getErr != nil && (err == nil || !errors.Is(getErr, errLoadEnded) && !errors.Is(getErr, context.Canceled)) {
 		return res, fmt.Errorf("while loading %s into %s: %w", name, opts.Node.Addr, getErr)
 	}
 	return res, err

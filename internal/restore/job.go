@@ -81,13 +81,7 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 		if writer, done, err = redisarchive.WithReplayUser(ctx, j.Node); err != nil {
 			return Result{}, fmt.Errorf("before loading %s into %s: %w", nodes.ShardName(j.Step.Shard), j.Step.Pod, err)
 		}
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			if err := done(ctx); err != nil {
-				log.FromContext(ctx).Info("cannot switch the replay user off", "cluster", j.Cluster, "pod", j.Step.Pod, "error", err)
-			}
-		}()
+		defer j.undo(ctx, "cannot switch the replay user off", done)
 	}
 	if clearFirst {
 		if _, err := j.empty(ctx, writer); err != nil {
@@ -100,13 +94,7 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			if err := undo(ctx); err != nil {
-				log.FromContext(ctx).Info("cannot set sanitize-dump-payload back", "cluster", j.Cluster, "pod", j.Step.Pod, "error", err)
-			}
-		}()
+		defer j.undo(ctx, "cannot set sanitize-dump-payload back", undo)
 	}
 	var out Result
 	var err error
@@ -118,6 +106,16 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 		err = j.emptyAfter(ctx, writer, err)
 	}
 	return out, err
+}
+
+// undo runs a setting's undo once the load ended, whatever ended it (its own 10 s, past
+// the load's context), and logs as failure what went wrong.
+func (j Job) undo(ctx context.Context, failure string, undo func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := undo(ctx); err != nil {
+		log.FromContext(ctx).Info(failure, "cluster", j.Cluster, "pod", j.Step.Pod, "error", err)
+	}
 }
 
 // empty deletes the keys of the job's slots on its master, and with Restoring its function
@@ -158,14 +156,14 @@ const emptyTimeout = 2 * time.Minute
 func (j Job) loadFile(ctx context.Context) (rdbload.Result, error) {
 	src, step := j.Source, j.Step
 	sh := src.Manifest.Shards[step.Shard]
-	want := &objectstore.Digest{Size: sh.Bytes, SHA256: sh.SHA256}
+	want := objectstore.Digest{Size: sh.Bytes, SHA256: sh.SHA256}
 	if !j.Restoring {
-		if _, err := src.store.Get(ctx, sh.File, io.Discard, want); err != nil {
+		if _, err := src.store.Get(ctx, sh.File, io.Discard, &want); err != nil {
 			log.FromContext(ctx).Info("cannot read a shard's file", "cluster", j.Cluster, "shard", step.Shard, "error", objectstore.Detail(err))
 			return rdbload.Result{}, fmt.Errorf("%s's file %s at %s: %w", nodes.ShardName(step.Shard), sh.File, src.Location, err)
 		}
 	}
-	res, err := rdbload.LoadObject(ctx, rdbload.Options{Node: j.Node, Slots: j.slots(), MaxRecord: j.MaxRecord}, src.store, sh.File, *want)
+	res, err := rdbload.LoadObject(ctx, rdbload.Options{Node: j.Node, Slots: j.slots(), MaxRecord: j.MaxRecord}, src.store, sh.File, want)
 	if errors.Is(err, objectstore.ErrChecksum) {
 		log.FromContext(ctx).Info("a shard's file is not the one its manifest names", "cluster", j.Cluster, "shard", step.Shard, "error", objectstore.Detail(err))
 	}

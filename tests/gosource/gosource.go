@@ -7,11 +7,12 @@ import (
 	"go/parser"
 	"go/token"
 	"path/filepath"
+	"strings"
 )
 
-// Parse parses the Go files of dir whose names keep accepts (all when keep is nil), in the
-// order of their names.
-func Parse(dir string, keep func(name string) bool) ([]*ast.File, error) {
+// Parse parses dir's test files (_test.go) when tests is true, else its other Go files, in
+// the order of their names.
+func Parse(dir string, tests bool) ([]*ast.File, error) {
 	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		return nil, err
@@ -19,7 +20,7 @@ func Parse(dir string, keep func(name string) bool) ([]*ast.File, error) {
 	fset := token.NewFileSet()
 	var files []*ast.File
 	for _, name := range names {
-		if keep != nil && !keep(name) {
+		if strings.HasSuffix(name, "_test.go") != tests {
 			continue
 		}
 		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)

@@ -25,32 +25,37 @@ func RunUnitTestsWhenShort(m *testing.M) (code int, ran bool) {
 	if !testing.Short() {
 		return 0, false
 	}
-	names, err := externalTests(".")
+	skipped, err := skipClusterTests()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "-short:", err)
 		return 1, true
+	}
+	fmt.Fprintf(os.Stderr, "-short: the local cluster is not started; the %d tests that need it are skipped\n", skipped)
+	return m.Run(), true
+}
+
+// skipClusterTests adds the external test package's tests (externalTests) to -test.skip,
+// and says how many.
+func skipClusterTests() (int, error) {
+	names, err := externalTests(".")
+	if err != nil {
+		return 0, err
 	}
 	skip := "^(" + strings.Join(names, "|") + ")$"
 	if was := flag.Lookup("test.skip").Value.String(); was != "" {
 		if strings.Contains(was, "/") {
 			// go test splits a -skip on "/" into levels: the cluster tests' names would
 			// then be matched against subtests only, and they would run without a cluster.
-			fmt.Fprintf(os.Stderr, "-short: -skip %q names subtests; drop -short or the subtest part\n", was)
-			return 1, true
+			return 0, fmt.Errorf("-skip %q names subtests; drop -short or the subtest part", was)
 		}
 		skip = was + "|" + skip
 	}
-	if err := flag.Set("test.skip", skip); err != nil {
-		fmt.Fprintln(os.Stderr, "-short:", err)
-		return 1, true
-	}
-	fmt.Fprintf(os.Stderr, "-short: the local cluster is not started; the %d tests that need it are skipped\n", len(names))
-	return m.Run(), true
+	return len(names), flag.Set("test.skip", skip)
 }
 
 // externalTests names the Test functions of the _test package's files in dir, sorted.
 func externalTests(dir string) ([]string, error) {
-	files, err := gosource.Parse(dir, func(name string) bool { return strings.HasSuffix(name, "_test.go") })
+	files, err := gosource.Parse(dir, true)
 	if err != nil {
 		return nil, err
 	}

@@ -144,12 +144,12 @@ func TestRedisFailsOverAStaleEpochMasterOnceRecoveryRaisedIt(t *testing.T) {
 	lastReason := ""
 	if err := admin.Poll(ctx, "the recovery to raise the epoch first", func(ctx context.Context) (bool, string) {
 		a, ok := look()
+		if ok && a.Kind == recovery.ActionRaiseEpoch {
+			return true, ""
+		}
 		reason := "the recovery has nothing to do"
 		if ok {
 			reason = "the recovery would first: " + a.Message
-		}
-		if ok && a.Kind == recovery.ActionRaiseEpoch {
-			return true, ""
 		}
 		if reason != lastReason {
 			t.Logf("not yet: %s", reason)
@@ -160,7 +160,7 @@ func TestRedisFailsOverAStaleEpochMasterOnceRecoveryRaisedIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	raised := 0
-	for look := look; ; {
+	for {
 		a, ok := look()
 		if !ok || a.Kind != recovery.ActionRaiseEpoch {
 			break
