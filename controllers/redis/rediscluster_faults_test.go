@@ -819,13 +819,37 @@ func TestRedisClusterStatefulSetScaledToZeroByHand(t *testing.T) {
 		return ptr.Deref(cur.Spec.Replicas, 0) == 6, fmt.Sprintf("the StatefulSet has %d replicas", ptr.Deref(cur.Spec.Replicas, 0))
 	})
 	t.Logf("the StatefulSet scaled to 0 by hand in %s was back at 6 replicas after %s", ns, time.Since(start).Round(time.Millisecond))
-	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
+	// The StatefulSet controller may have begun deleting pods for the 0 before it saw the 6:
+	// wait until it has seen the 6 and its 6 pods are ready, so that the pods it deleted meanwhile
+	// are counted and back.
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		cur := &appsv1.StatefulSet{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		return cur.Status.ObservedGeneration >= cur.Generation && cur.Status.Replicas == 6 && cur.Status.ReadyReplicas == 6,
+			fmt.Sprintf("the StatefulSet controller saw generation %d of %d: %d pods, %d ready", cur.Status.ObservedGeneration, cur.Generation, cur.Status.Replicas, cur.Status.ReadyReplicas)
+	})
+	back := time.Now()
 	replaced := 0
 	for name, uid := range podUIDs(t, ns, rc.Name) {
 		if before[name] != uid {
 			replaced++
 		}
 	}
+	if replaced > 0 {
+		// Pods came back from their volumes: the cluster is Ready again only once a look
+		// after their return found them settled.
+		testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+			cur := &redisv1alpha1.RedisCluster{}
+			if err := env.Client.Get(ctx, key, cur); err != nil {
+				return false, err.Error()
+			}
+			c := meta.FindStatusCondition(cur.Status.Conditions, "Ready")
+			return c != nil && c.Status == metav1.ConditionTrue && c.LastTransitionTime.After(back), fmt.Sprintf("Ready %+v", c)
+		})
+	}
+	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
 	t.Logf("Ready with 3 masters and 6 nodes %s after the scale to 0 (%d of 6 pods were deleted and came back meanwhile)", time.Since(start).Round(time.Second), replaced)
 	w.Verify(t, env.Client, rc, pw)
 }
