@@ -94,7 +94,7 @@ func (r *RedisClusterReconciler) askACLRules(ctx context.Context, s *state, sets
 		verdicts, err := func() ([]error, error) {
 			ctx, cancel := context.WithTimeout(ctx, aclCheckTimeout)
 			defer cancel()
-			return r.adminFor(s).CheckACLRules(ctx, clusterconn.PodAddr(p), rules)
+			return r.adminFor(s).CheckACLRules(ctx, clusterconn.PodAddr(s.rc, p), rules)
 		}()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))

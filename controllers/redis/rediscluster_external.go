@@ -7,11 +7,13 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
@@ -40,6 +42,9 @@ const (
 	// Warning event when outside clients stop reaching every node.
 	ReasonAnnounced              = "Announced"
 	ReasonNotExternallyReachable = "NotExternallyReachable"
+	// ReasonNodePortRefused is the Warning event of a node's NodePort Service the API server
+	// refused: its node port is outside the cluster's range or taken.
+	ReasonNodePortRefused = "NodePortRefused"
 )
 
 // externalHosts are the hosts outside clients reach each pod at, by pod: only the pods
@@ -72,6 +77,15 @@ func (r *RedisClusterReconciler) ensureExternalServices(ctx context.Context, s *
 			pod := fmt.Sprintf("%s-%d", s.rc.Name, i)
 			want[pod] = true
 			live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, resources.RedisExternalService(s.rc, pod), child.MergeService)
+			if resources.RedisOnNodePorts(s.rc) && (apierrors.IsInvalid(err)) {
+				// A node port the API server refuses (outside its range, or taken) leaves
+				// that pod without an outside address (ExternallyReachable says so); the
+				// cluster itself works at its pod addresses, so the look goes on.
+				r.event(s, corev1.EventTypeWarning, ReasonNodePortRefused, "Expose",
+					"Service %s: %v; spec.externalAccess.firstNodePort (%d) + %s's ordinal must be a node port inside the cluster's node port range that no other Service uses: create a new RedisCluster with another firstNodePort (and restore a backup into it), or free the port",
+					resources.RedisExternalServiceName(pod), err, *s.rc.Spec.ExternalAccess.FirstNodePort, pod)
+				continue
+			}
 			r.record(s, live, outcome, err)
 			if err != nil {
 				return err
@@ -104,11 +118,33 @@ func (r *RedisClusterReconciler) readExternalHosts(ctx context.Context, s *state
 	if err != nil {
 		return err
 	}
+	if resources.RedisOnNodePorts(s.rc) {
+		return r.readNodePortHosts(ctx, s, live)
+	}
 	for i := range live {
 		// A host Redis would refuse (an IPv6 address) is left out: the node stays pending
 		// rather than fail the same CONFIG SET every look ahead of every other step.
 		if pod, host := resources.RedisExternalPod(&live[i]), resources.RedisExternalHost(&live[i]); pod != "" && resources.RedisAnnounceable(host) {
 			s.external[pod] = host
+		}
+	}
+	return nil
+}
+
+// readNodePortHosts reads, with NodePort external access, the host of each pod whose
+// Service has its node port: the address of the Kubernetes node the pod runs on.
+func (r *RedisClusterReconciler) readNodePortHosts(ctx context.Context, s *state, services []corev1.Service) error {
+	pods, err := r.clusterPods(ctx, s.rc)
+	if err != nil {
+		return err
+	}
+	byPod := map[string]*corev1.Service{}
+	for i := range services {
+		byPod[resources.RedisExternalPod(&services[i])] = &services[i]
+	}
+	for i := range pods {
+		if host := resources.RedisNodePortHost(s.rc, byPod[pods[i].Name], &pods[i]); resources.RedisAnnounceable(host) {
+			s.external[pods[i].Name] = host
 		}
 	}
 	return nil
@@ -179,7 +215,7 @@ func setExternallyReachable(s *state, gen int64) {
 	}
 	for i := range s.next.Status.Nodes {
 		if host := s.external[s.next.Status.Nodes[i].Name]; host != "" {
-			s.next.Status.Nodes[i].ExternalAddress = fmt.Sprintf("%s:%d", host, resources.RedisPort)
+			s.next.Status.Nodes[i].ExternalAddress = resources.RedisExternalAddress(s.rc, s.next.Status.Nodes[i].Name, host)
 		}
 	}
 	pending, unannounced := externalProblems(s, a)
@@ -188,8 +224,7 @@ func setExternallyReachable(s *state, gen int64) {
 	var reason, msg string
 	switch {
 	case len(pending) > 0:
-		reason, msg = ReasonAddressPending, "no external address yet for "+strings.Join(pending, ", ")+
-			" (their Services <pod>-external have no load-balancer ingress, or one Redis cannot announce, such as an IPv6 address): clients outside cannot reach what they serve"
+		reason, msg = ReasonAddressPending, "no external address yet for "+strings.Join(pending, ", ")+externalPendingWhy(s.rc)+": clients outside cannot reach what they serve"
 	case len(unannounced) > 0:
 		reason, msg = ReasonNotAnnounced, strings.Join(unannounced, ", ")+" do not announce their external address yet: clients outside may be sent to addresses they cannot reach"
 	case len(unnamed) > 0:
@@ -249,4 +284,14 @@ func externalProblems(s *state, a *plan.Announce) (pending, unannounced []string
 	}
 	slices.Sort(unannounced)
 	return pending, unannounced
+}
+
+// externalPendingWhy says why a pod may have no external address yet, by the kind of
+// Service.
+func externalPendingWhy(rc *redisv1alpha1.RedisCluster) string {
+	if resources.RedisOnNodePorts(rc) {
+		return fmt.Sprintf(" (their Services <pod>-external do not have their node ports yet, firstNodePort %d + the pod's ordinal: see the events for a port the API server refused, outside its node port range or taken; or the pod is not scheduled yet)",
+			*rc.Spec.ExternalAccess.FirstNodePort)
+	}
+	return " (their Services <pod>-external have no load-balancer ingress, or one Redis cannot announce, such as an IPv6 address)"
 }

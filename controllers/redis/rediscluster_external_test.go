@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -29,12 +30,16 @@ import (
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
-// outsideDialer dials only the load balancers' addresses (cloudlb.ExternalPrefix), as a
-// client outside the Kubernetes cluster network: a pod address is refused, and counted.
-type outsideDialer struct{ refused chan string }
+// outsideDialer dials only the load balancers' addresses (cloudlb.ExternalPrefix), or
+// with prefix set only addresses that start with it, as a client outside the Kubernetes
+// cluster network: a pod address is refused, and counted.
+type outsideDialer struct {
+	refused chan string
+	prefix  string
+}
 
 func (d outsideDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	if !strings.HasPrefix(addr, cloudlb.ExternalPrefix) {
+	if !strings.HasPrefix(addr, cmp.Or(d.prefix, cloudlb.ExternalPrefix)) {
 		select {
 		case d.refused <- addr:
 		default:
@@ -91,24 +96,7 @@ func TestRedisClusterServesClientsOutsideKubernetes(t *testing.T) {
 	w.WaitWritten(t, 100)
 	assertSlotsExternal(t, rc, pw, d.dial)
 
-	var master, oldIP string
-	for _, n := range rc.Status.Nodes {
-		if n.Type == "master" && n.Slots != "" {
-			master, oldIP = n.Name, n.Instance
-			break
-		}
-	}
-	if err := env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: master, Namespace: ns}}, client.GracePeriodSeconds(0)); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("deleted master %s (was at %s)", master, oldIP)
-	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
-		p := &corev1.Pod{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: master}, p); err != nil {
-			return false, err.Error()
-		}
-		return p.Status.PodIP != "" && p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodRunning, "pod " + master + " is not running again"
-	})
+	master := deleteAMaster(t, ns, rc)
 	redistest.WaitShape(t, env.Client, key, 4, 8)
 	rc = waitExternallyReachable(t, key, 8)
 	// Writes go on through the external addresses.
@@ -140,19 +128,7 @@ func TestRedisClusterServesClientsOutsideKubernetes(t *testing.T) {
 	redistest.WaitShape(t, env.Client, key, 4, 8)
 	w.WaitWritten(t, 100)
 
-	written, outage := w.Stop()
-	t.Logf("%d keys acknowledged through the external addresses; longest write outage %s; %d connections forwarded", written, outage, lb.Forwarded())
-	keys := w.Keys()
-	for _, addr := range externalAddrs(rc) {
-		if missing := readThroughOutside(t, addr, pw, d.dial, keys); missing > 0 {
-			t.Errorf("%d of %d acknowledged keys not read back through %s", missing, len(keys), addr)
-		}
-	}
-	select {
-	case addr := <-d.refused:
-		t.Errorf("the outside client was sent to %s, which it cannot reach", addr)
-	default:
-	}
+	readBackOutside(t, w, rc, pw, d.dial, d, lb)
 
 	// Removing spec.externalAccess deletes the Services and sets every node back to naming
 	// pod IPs (the pods are replaced one at a time: their start script changes).
@@ -179,6 +155,51 @@ func TestRedisClusterServesClientsOutsideKubernetes(t *testing.T) {
 	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
 	for _, n := range rc.Status.Nodes {
 		assertSlotsNamePodIPs(t, n.Instance, pw)
+	}
+}
+
+// deleteAMaster deletes the pod of a master that serves slots and waits until the
+// StatefulSet's new pod runs; it returns the pod's name.
+func deleteAMaster(t *testing.T, ns string, rc *redisv1alpha1.RedisCluster) string {
+	t.Helper()
+	var master, oldAddr string
+	for _, n := range rc.Status.Nodes {
+		if n.Type == "master" && n.Slots != "" {
+			master, oldAddr = n.Name, n.Instance
+			break
+		}
+	}
+	if err := env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: master, Namespace: ns}}, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("deleted master %s (was at %s)", master, oldAddr)
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
+		p := &corev1.Pod{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: master}, p); err != nil {
+			return false, err.Error()
+		}
+		return p.Status.PodIP != "" && p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodRunning, "pod " + master + " is not running again"
+	})
+	return master
+}
+
+// readBackOutside stops w and reads every key it had acknowledged back through each of
+// rc's external addresses, dialing with dial (d's, or over it): none may be missing, and no
+// answer may have sent the client to an address d refused.
+func readBackOutside(t *testing.T, w *redistest.Writer, rc *redisv1alpha1.RedisCluster, pw string, dial redistest.Dial, d outsideDialer, lb *cloudlb.Controller) {
+	t.Helper()
+	written, outage := w.Stop()
+	t.Logf("%d keys acknowledged through the external addresses; longest write outage %s; %d connections forwarded", written, outage, lb.Forwarded())
+	keys := w.Keys()
+	for _, addr := range externalAddrs(rc) {
+		if missing := readThroughOutside(t, addr, pw, dial, keys); missing > 0 {
+			t.Errorf("%d of %d acknowledged keys not read back through %s", missing, len(keys), addr)
+		}
+	}
+	select {
+	case addr := <-d.refused:
+		t.Errorf("the outside client was sent to %s, which it cannot reach", addr)
+	default:
 	}
 }
 
@@ -255,6 +276,13 @@ func restartReplica(t *testing.T, ns string, rc *redisv1alpha1.RedisCluster) {
 // address, and ExternallyReachable is True.
 func waitExternallyReachable(t *testing.T, key client.ObjectKey, nodes int) *redisv1alpha1.RedisCluster {
 	t.Helper()
+	return waitExternallyReachableAt(t, key, nodes, cloudlb.ExternalPrefix)
+}
+
+// waitExternallyReachableAt is waitExternallyReachable with external addresses that start
+// with prefix.
+func waitExternallyReachableAt(t *testing.T, key client.ObjectKey, nodes int, prefix string) *redisv1alpha1.RedisCluster {
+	t.Helper()
 	rc := &redisv1alpha1.RedisCluster{}
 	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
 		if err := env.Client.Get(ctx, key, rc); err != nil {
@@ -262,7 +290,7 @@ func waitExternallyReachable(t *testing.T, key client.ObjectKey, nodes int) *red
 		}
 		with := 0
 		for _, n := range rc.Status.Nodes {
-			if strings.HasPrefix(n.ExternalAddress, cloudlb.ExternalPrefix) {
+			if strings.HasPrefix(n.ExternalAddress, prefix) {
 				with++
 			}
 		}
@@ -362,8 +390,10 @@ func readThroughOutside(t *testing.T, addr, pw string, dial redistest.Dial, keys
 	return missing
 }
 
-// TestRedisClusterRefusesExternalAccessItCannotServe: NodePort is refused when applied,
-// with a message naming the field and the fix; a LoadBalancer is accepted, with TLS too.
+// TestRedisClusterRefusesExternalAccessItCannotServe: NodePort without its firstNodePort,
+// a LoadBalancer with one, and node ports whose bus ports would pass 65535 are refused when
+// applied, with a message naming the field and the fix; a LoadBalancer is accepted, with
+// TLS too, and NodePort with a firstNodePort.
 func TestRedisClusterRefusesExternalAccessItCannotServe(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
@@ -372,8 +402,13 @@ func TestRedisClusterRefusesExternalAccessItCannotServe(t *testing.T) {
 		tls    bool
 		want   string // "" when accepted
 	}{
-		"node port": {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort},
-			want: "spec.externalAccess.type NodePort is not supported yet"},
+		"node port without its first": {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort},
+			want: "spec.externalAccess.firstNodePort goes with type NodePort"},
+		"load balancer with a first node port": {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer, FirstNodePort: ptrTo[int32](30000)},
+			want: "spec.externalAccess.firstNodePort goes with type NodePort"},
+		"node ports too high": {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: ptrTo[int32](55535)},
+			want: "spec.externalAccess.firstNodePort is too high"},
+		"node ports":    {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: ptrTo[int32](30000)}},
 		"with TLS":      {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer}, tls: true},
 		"load balancer": {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer}},
 	}
@@ -424,7 +459,7 @@ func deleteEveryPodUntilOneMoves(t *testing.T, ns, name string, rc *redisv1alpha
 			for _, p := range pods.Items {
 				if p.DeletionTimestamp.IsZero() && p.Status.PodIP != "" && p.CreationTimestamp.After(start.Add(-time.Second)) {
 					running++
-					if net.JoinHostPort(p.Status.PodIP, "6379") != ips[p.Name] {
+					if host, _, _ := net.SplitHostPort(ips[p.Name]); p.Status.PodIP != host {
 						moved++
 					}
 				}
@@ -510,19 +545,7 @@ func TestRedisClusterServesOutsideClientsOverTLS(t *testing.T) {
 	w.WaitWritten(t, 200)
 	assertSlotsExternal(t, rc, pw, dial)
 
-	written, outage := w.Stop()
-	t.Logf("%d keys acknowledged over TLS through the external addresses; longest write outage %s", written, outage)
-	keys := w.Keys()
-	for _, addr := range externalAddrs(rc) {
-		if missing := readThroughOutside(t, addr, pw, dial, keys); missing > 0 {
-			t.Errorf("%d of %d acknowledged keys not read back through %s", missing, len(keys), addr)
-		}
-	}
-	select {
-	case addr := <-d.refused:
-		t.Errorf("the outside client was sent to %s, which it cannot reach", addr)
-	default:
-	}
+	readBackOutside(t, w, rc, pw, dial, d, lb)
 }
 
 // externalOf is pod's external address in rc's status.

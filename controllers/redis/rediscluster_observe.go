@@ -55,7 +55,7 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 	if err := r.listPods(ctx, s); err != nil && s.err == nil {
 		s.err = err
 	}
-	obs := clusterconn.PodObservations(s.pods, resources.RedisNodes(s.rc), func(p *corev1.Pod) bool { return r.deletedPods.pending(p, time.Now()) })
+	obs := clusterconn.PodObservations(s.rc, s.pods, func(p *corev1.Pod) bool { return r.deletedPods.pending(p, time.Now()) })
 	for i := range obs {
 		obs[i].Err = s.silent[obs[i].Addr] // not read again (observe.Observe)
 	}

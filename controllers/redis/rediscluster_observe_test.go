@@ -61,11 +61,12 @@ func TestReplacedPodCountsAsTerminatingUntilTheCacheShowsIt(t *testing.T) {
 		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid)},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "127.1.0.1", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 	}
+	rc6 := &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Name: "rc"}, Spec: redisv1alpha1.RedisClusterSpec{Replicas: 6}}
 	var d deletedPods
 	start := time.Now()
 	d.mark("old", start)
 	terminating := func(p corev1.Pod, at time.Time) bool {
-		return clusterconn.PodObservations([]corev1.Pod{p}, 6, func(p *corev1.Pod) bool { return d.pending(p, at) })[0].Terminating
+		return clusterconn.PodObservations(rc6, []corev1.Pod{p}, func(p *corev1.Pod) bool { return d.pending(p, at) })[0].Terminating
 	}
 	if !terminating(running("rc-0", "old"), start.Add(time.Second)) {
 		t.Errorf("the deleted pod, still running in the cache a second later, is not terminating")

@@ -139,7 +139,13 @@ func (r *RedisClusterReconciler) ensureConfigMap(ctx context.Context, s *state) 
 }
 
 func (r *RedisClusterReconciler) ensureServices(ctx context.Context, s *state) error {
-	for _, svc := range []*corev1.Service{resources.RedisHeadlessService(s.rc), resources.RedisClientService(s.rc)} {
+	services := []*corev1.Service{resources.RedisHeadlessService(s.rc), resources.RedisClientService(s.rc)}
+	if resources.RedisOnNodePorts(s.rc) {
+		// No one Service port reaches every node when each listens on its own: clients inside
+		// start from any node's <pod>-external Service (port 6379) or node address instead.
+		services = services[:1]
+	}
+	for _, svc := range services {
 		live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, svc, child.MergeService)
 		r.record(s, live, outcome, err)
 		if err != nil {

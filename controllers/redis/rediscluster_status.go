@@ -341,7 +341,7 @@ func nodeStatuses(s *state) []redisv1alpha1.RedisNode {
 			HostIP:     p.Status.HostIP,
 		}
 		if p.Status.PodIP != "" {
-			entry.Instance = clusterconn.PodAddr(p)
+			entry.Instance = clusterconn.PodAddr(s.rc, p)
 		}
 		var o *observe.Observation
 		if i < len(s.snap.Nodes) && s.snap.Nodes[i].Pod == p.Name {

@@ -192,7 +192,7 @@ func (r *RedisBackupReconciler) sources(ctx context.Context, rc *redisv1alpha1.R
 	}
 	sorted := pods.Items
 	clusterconn.SortByOrdinal(sorted)
-	snap := observe.Snapshot{Nodes: clusterconn.PodObservations(sorted, resources.RedisNodes(rc), nil), Masters: resources.RedisMasters(rc),
+	snap := observe.Snapshot{Nodes: clusterconn.PodObservations(rc, sorted, nil), Masters: resources.RedisMasters(rc),
 		ReplicasPerMaster: resources.RedisReplicasPerMaster(rc), NodeTimeout: clusterconn.NodeTimeout, Now: time.Now()}
 	conn.Admin.Observe(ctx, snap.Nodes)
 	slots, err := health.StableSlotMap(snap, health.Assess(snap))

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
@@ -17,10 +18,11 @@ import (
 // NodeTimeout is the cluster-node-timeout the generated redis.conf sets.
 const NodeTimeout = 5 * time.Second
 
-// PodObservations are the pods as the snapshot starts from them, before their nodes are
-// read: pods at ordinals from replicas up are leaving; a pod deleted reports a pod this
-// process deleted whose deletion the cache does not show yet (terminating, too).
-func PodObservations(pods []corev1.Pod, replicas int32, deleted func(*corev1.Pod) bool) []observe.Observation {
+// PodObservations are rc's pods as the snapshot starts from them, before their nodes are
+// read: pods at ordinals from resources.RedisNodes up are leaving; a pod deleted reports a
+// pod this process deleted whose deletion the cache does not show yet (terminating, too).
+func PodObservations(rc *redisv1alpha1.RedisCluster, pods []corev1.Pod, deleted func(*corev1.Pod) bool) []observe.Observation {
+	replicas := resources.RedisNodes(rc)
 	obs := make([]observe.Observation, len(pods))
 	for i := range pods {
 		p := &pods[i]
@@ -34,7 +36,7 @@ func PodObservations(pods []corev1.Pod, replicas int32, deleted func(*corev1.Pod
 			obs[i].PodStarted = p.Status.StartTime.Time
 		}
 		if p.Status.PodIP != "" && p.Status.Phase == corev1.PodRunning {
-			obs[i].Addr = PodAddr(p)
+			obs[i].Addr = PodAddr(rc, p)
 		}
 	}
 	return obs
@@ -51,9 +53,10 @@ func Ordinal(pod string) int {
 	return n
 }
 
-// PodAddr is the address of the pod's Redis node: its IP and the Redis port.
-func PodAddr(p *corev1.Pod) string {
-	return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(resources.RedisPort))
+// PodAddr is the address of the Redis node of rc's pod p: its IP and the port it listens
+// on (resources.RedisClientPort).
+func PodAddr(rc *redisv1alpha1.RedisCluster, p *corev1.Pod) string {
+	return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(resources.RedisClientPort(rc, p.Name))))
 }
 
 // PodReady reports whether Kubernetes counts the pod Ready.

@@ -183,7 +183,7 @@ func RedisAppliedPasswordSecret(rc *redisv1alpha1.RedisCluster, name, password, 
 // or REDIS_PASSWORD_FILE): a JSON object from the address it scrapes, RedisExporterAddr or
 // with TLS RedisExporterTLSAddr (both are listed), to the password.
 func RedisExporterPasswordJSON(password string) []byte {
-	data, _ := json.Marshal(map[string]string{RedisExporterAddr: password, RedisExporterTLSAddr: password}) //nolint:errchkjson // a map of strings always encodes
+	data, _ := json.Marshal(map[string]string{RedisExporterAddr: password, RedisExporterTLSAddr: password, RedisExporterSocketAddr: password}) //nolint:errchkjson // a map of strings always encodes
 	return data
 }
 
@@ -388,6 +388,9 @@ func RedisHeadlessService(rc *redisv1alpha1.RedisCluster) *corev1.Service {
 		{Name: "redis", Port: RedisPort, TargetPort: intstr.FromInt32(RedisPort), Protocol: corev1.ProtocolTCP},
 		{Name: "bus", Port: RedisBusPort, TargetPort: intstr.FromInt32(RedisBusPort), Protocol: corev1.ProtocolTCP},
 	}
+	if RedisOnNodePorts(rc) {
+		ports = nil // each pod has its own ports (RedisClientPort): the names give addresses only
+	}
 	if RedisPodSpec(rc).MonitorImage != "" {
 		ports = append(ports, corev1.ServicePort{Name: "metrics", Port: RedisExporterPort, TargetPort: intstr.FromInt32(RedisExporterPort), Protocol: corev1.ProtocolTCP})
 	}
@@ -539,6 +542,14 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 	if RedisTLSEnabled(rc) {
 		redis.VolumeMounts = append(redis.VolumeMounts, redisTLSMount())
 	}
+	if RedisOnNodePorts(rc) {
+		// Each pod listens on its own port: the template names none, and the probes use the
+		// node's Unix socket.
+		redis.Env = append(redis.Env, redisNodePortEnv(rc)...)
+		redis.Ports = nil
+		redis.ReadinessProbe, redis.LivenessProbe = redisNodePortProbes()
+		redis.VolumeMounts = append(redis.VolumeMounts, corev1.VolumeMount{Name: RedisSocketVolume, MountPath: RedisSocketDir})
+	}
 	if RedisACLEnabled(rc) {
 		redis.VolumeMounts = append(redis.VolumeMounts, redisUsersMount())
 		redis.Env = append(redis.Env, redisACLEnv(rc)...)
@@ -548,7 +559,11 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 	}
 	containers := []corev1.Container{redis}
 	if pod.MonitorImage != "" {
-		containers = append(containers, redisExporterContainer(pod.MonitorImage, RedisTLSClientAuth(rc), RedisACLEnabled(rc)))
+		exporter := redisExporterContainer(pod.MonitorImage, RedisTLSClientAuth(rc), RedisACLEnabled(rc))
+		if RedisOnNodePorts(rc) {
+			exporter = redisExporterOnSocket(exporter)
+		}
+		containers = append(containers, exporter)
 	}
 	return containers
 }
@@ -643,6 +658,11 @@ func redisVolumes(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) []c
 	}
 	if RedisTLSEnabled(rc) {
 		volumes = append(volumes, redisTLSVolume(rc))
+	}
+	if RedisOnNodePorts(rc) {
+		volumes = append(volumes, corev1.Volume{Name: RedisSocketVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("1Mi")),
+		}}})
 	}
 	if RedisACLEnabled(rc) {
 		volumes = append(volumes, redisUsersVolume(rc))

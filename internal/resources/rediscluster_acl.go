@@ -250,6 +250,9 @@ func redisStartScript(rc *redisv1alpha1.RedisCluster) string {
 	if RedisACLEnabled(rc) {
 		auth = redisUsersAuth
 	}
+	if RedisOnNodePorts(rc) {
+		return redisStartHead + auth + redisNodePortAtStart(RedisTLSEnabled(rc)) + redisStartGuard
+	}
 	if rc.Spec.ExternalAccess != nil {
 		return redisStartHead + auth + redisAnnounceAtStart + redisStartGuard
 	}

@@ -42,15 +42,34 @@ func RedisExternalService(rc *redisv1alpha1.RedisCluster, pod string) *corev1.Se
 	}
 	selector := objectlabels.SelectorLabels(objectlabels.RedisClusterKind, rc.Name)
 	selector[appsv1.StatefulSetPodNameLabel] = pod
+	port := corev1.ServicePort{Name: "redis", Port: RedisPort, TargetPort: intstr.FromInt32(RedisPort), Protocol: corev1.ProtocolTCP}
+	if RedisOnNodePorts(rc) {
+		// The node listens on its node port itself: the port it announces is the one clients
+		// outside dial on the Kubernetes node and its replicas dial at the pod.
+		nodePort := RedisClientPort(rc, pod)
+		port.TargetPort, port.NodePort = intstr.FromInt32(nodePort), nodePort
+	}
 	return &corev1.Service{
 		ObjectMeta: meta,
 		Spec: corev1.ServiceSpec{
 			Type:                     svcType,
 			Selector:                 selector,
 			PublishNotReadyAddresses: true,
-			Ports:                    []corev1.ServicePort{{Name: "redis", Port: RedisPort, TargetPort: intstr.FromInt32(RedisPort), Protocol: corev1.ProtocolTCP}},
+			Ports:                    []corev1.ServicePort{port},
 		},
 	}
+}
+
+// RedisNodePortHost is, with NodePort external access, the host outside clients reach
+// pod's node at: the address of the Kubernetes node it runs on (status.hostIP), once its
+// Service svc has the pod's node port; "" before (no Service yet, or one whose node port
+// was refused or changed by hand).
+func RedisNodePortHost(rc *redisv1alpha1.RedisCluster, svc *corev1.Service, pod *corev1.Pod) string {
+	if svc == nil || pod == nil || svc.Spec.Type != corev1.ServiceTypeNodePort || len(svc.Spec.Ports) != 1 ||
+		svc.Spec.Ports[0].NodePort != RedisClientPort(rc, pod.Name) {
+		return ""
+	}
+	return pod.Status.HostIP
 }
 
 // RedisExternalHost is the host outside clients reach svc at: its load balancer's first
@@ -82,16 +101,6 @@ func RedisAnnounceable(host string) bool {
 	return host != ""
 }
 
-// RedisExternalAddress is host:port of svc for clients outside ("" while no host is
-// assigned): the Service's port is the node's own client port.
-func RedisExternalAddress(svc *corev1.Service) string {
-	host := RedisExternalHost(svc)
-	if host == "" {
-		return ""
-	}
-	return net.JoinHostPort(host, strconv.Itoa(RedisPort))
-}
-
 // RedisExternalPod is the pod an external Service exposes ("" for another Service).
 func RedisExternalPod(svc *corev1.Service) string {
 	if svc.Labels[objectlabels.LabelComponent] != RedisExternalComponent {
@@ -109,7 +118,7 @@ func RedisExternalPod(svc *corev1.Service) string {
 // it would send outside clients to pod IPs until the operator's next look. nil without
 // spec.externalAccess.
 func RedisAnnounceFiles(rc *redisv1alpha1.RedisCluster, hosts map[string]string) map[string]string {
-	if rc.Spec.ExternalAccess == nil {
+	if rc.Spec.ExternalAccess == nil || RedisOnNodePorts(rc) { // on node ports the start script announces HOST_IP
 		return nil
 	}
 	files := map[string]string{}
@@ -138,3 +147,10 @@ if [ -n "$POD_NAME" ] && [ -s "$announce" ]; then
   set -- "$@" --cluster-announce-hostname "$host"
 fi
 `
+
+// RedisExternalAddress is host:port at which clients outside reach pod's node once its
+// Service has host: the node's own client port, 6379 behind a load balancer or its node
+// port.
+func RedisExternalAddress(rc *redisv1alpha1.RedisCluster, pod, host string) string {
+	return net.JoinHostPort(host, strconv.Itoa(int(RedisClientPort(rc, pod))))
+}

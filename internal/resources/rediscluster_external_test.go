@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
@@ -17,19 +18,24 @@ func TestRedisExternalService(t *testing.T) {
 		access      *redisv1alpha1.ExternalAccessSpec
 		wantType    corev1.ServiceType
 		annotations map[string]string
+		// wantTarget is the pod port the Service sends to, wantNodePort its node port.
+		wantTarget, wantNodePort int32
 	}{
 		"load balancer with the user's annotations": {
 			access:      &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer, Annotations: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-internal": "true"}},
 			wantType:    corev1.ServiceTypeLoadBalancer,
 			annotations: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-internal": "true"},
+			wantTarget:  6379,
 		},
 		"load balancer without annotations": {
-			access:   &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer},
-			wantType: corev1.ServiceTypeLoadBalancer,
+			access:     &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer},
+			wantType:   corev1.ServiceTypeLoadBalancer,
+			wantTarget: 6379,
 		},
-		"node port": {
-			access:   &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort},
-			wantType: corev1.ServiceTypeNodePort,
+		"node port: the pod listens on its node port": {
+			access:     &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: ptr.To[int32](31000)},
+			wantType:   corev1.ServiceTypeNodePort,
+			wantTarget: 31004, wantNodePort: 31004,
 		},
 	}
 	for name, c := range cases {
@@ -49,8 +55,8 @@ func TestRedisExternalService(t *testing.T) {
 			if !reflect.DeepEqual(svc.Spec.Selector, wantSelector) {
 				t.Errorf("selector %v, want %v", svc.Spec.Selector, wantSelector)
 			}
-			if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 6379 || svc.Spec.Ports[0].TargetPort.IntVal != 6379 {
-				t.Errorf("ports %v, want only the client port 6379", svc.Spec.Ports)
+			if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 6379 || svc.Spec.Ports[0].TargetPort.IntVal != c.wantTarget || svc.Spec.Ports[0].NodePort != c.wantNodePort {
+				t.Errorf("ports %v, want only the client port 6379, to the pod's %d, node port %d", svc.Spec.Ports, c.wantTarget, c.wantNodePort)
 			}
 			if !svc.Spec.PublishNotReadyAddresses {
 				t.Error("not-ready addresses are not published: an outside client could not reach a node that serves slots while its probe fails")
@@ -65,7 +71,7 @@ func TestRedisExternalService(t *testing.T) {
 	}
 }
 
-func TestRedisExternalAddress(t *testing.T) {
+func TestRedisExternalHost(t *testing.T) {
 	lb := func(in ...corev1.LoadBalancerIngress) *corev1.Service {
 		return &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}, Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: in}}}
 	}
@@ -74,16 +80,47 @@ func TestRedisExternalAddress(t *testing.T) {
 		want string
 	}{
 		"not assigned yet":         {svc: lb(), want: ""},
-		"an IP":                    {svc: lb(corev1.LoadBalancerIngress{IP: "203.0.113.7"}), want: "203.0.113.7:6379"},
-		"a hostname":               {svc: lb(corev1.LoadBalancerIngress{Hostname: "a1.elb.example.com"}), want: "a1.elb.example.com:6379"},
-		"IP and hostname: the IP":  {svc: lb(corev1.LoadBalancerIngress{IP: "203.0.113.7", Hostname: "a1.elb.example.com"}), want: "203.0.113.7:6379"},
-		"an empty first ingress":   {svc: lb(corev1.LoadBalancerIngress{}, corev1.LoadBalancerIngress{IP: "203.0.113.8"}), want: "203.0.113.8:6379"},
+		"an IP":                    {svc: lb(corev1.LoadBalancerIngress{IP: "203.0.113.7"}), want: "203.0.113.7"},
+		"a hostname":               {svc: lb(corev1.LoadBalancerIngress{Hostname: "a1.elb.example.com"}), want: "a1.elb.example.com"},
+		"IP and hostname: the IP":  {svc: lb(corev1.LoadBalancerIngress{IP: "203.0.113.7", Hostname: "a1.elb.example.com"}), want: "203.0.113.7"},
+		"an empty first ingress":   {svc: lb(corev1.LoadBalancerIngress{}, corev1.LoadBalancerIngress{IP: "203.0.113.8"}), want: "203.0.113.8"},
 		"a NodePort Service: none": {svc: &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort}}, want: ""},
 	}
 	for name, c := range cases {
-		if got := resources.RedisExternalAddress(c.svc); got != c.want {
-			t.Errorf("%s: RedisExternalAddress = %q, want %q", name, got, c.want)
+		if got := resources.RedisExternalHost(c.svc); got != c.want {
+			t.Errorf("%s: RedisExternalHost = %q, want %q", name, got, c.want)
 		}
+	}
+}
+
+// TestRedisNodePortHost: with NodePort external access a pod's host is its Kubernetes
+// node's address once its Service has the pod's node port, and its external address that
+// host with the node port; behind a load balancer the port is 6379.
+func TestRedisNodePortHost(t *testing.T) {
+	rc := &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Name: "cache"}, Spec: redisv1alpha1.RedisClusterSpec{
+		ExternalAccess: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: ptr.To[int32](31000)}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cache-2"}, Status: corev1.PodStatus{HostIP: "10.0.0.12"}}
+	svc := resources.RedisExternalService(rc, "cache-2")
+	if got := resources.RedisNodePortHost(rc, svc, pod); got != "10.0.0.12" {
+		t.Errorf("host %q, want the pod's hostIP 10.0.0.12", got)
+	}
+	if got := resources.RedisExternalAddress(rc, "cache-2", "10.0.0.12"); got != "10.0.0.12:31002" {
+		t.Errorf("external address %q, want 10.0.0.12:31002", got)
+	}
+	moved := svc.DeepCopy()
+	moved.Spec.Ports[0].NodePort = 31999 // changed by hand: the node does not listen there
+	for name, c := range map[string]struct {
+		svc *corev1.Service
+		pod *corev1.Pod
+	}{"no Service yet": {nil, pod}, "another node port": {moved, pod}, "not scheduled": {svc, &corev1.Pod{ObjectMeta: pod.ObjectMeta}}} {
+		if got := resources.RedisNodePortHost(rc, c.svc, c.pod); got != "" {
+			t.Errorf("%s: host %q, want none", name, got)
+		}
+	}
+	lb := rc.DeepCopy()
+	lb.Spec.ExternalAccess = &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer}
+	if got := resources.RedisExternalAddress(lb, "cache-2", "203.0.113.7"); got != "203.0.113.7:6379" {
+		t.Errorf("load balancer's external address %q, want 203.0.113.7:6379", got)
 	}
 }
 

@@ -75,11 +75,11 @@ func RedisNetworkPolicy(rc *redisv1alpha1.RedisCluster, operatorNamespace string
 		if len(clients) == 0 {
 			clients = RedisDefaultClients(rc)
 		}
-		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(RedisPort), From: clients})
+		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: redisClientPolicyPorts(rc), From: clients})
 	}
-	rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(RedisPort, RedisBusPort), From: ownPods})
+	rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: redisPeerPolicyPorts(rc), From: ownPods})
 	if operatorNamespace != "" {
-		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(RedisPort), From: []networkingv1.NetworkPolicyPeer{{
+		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: redisClientPolicyPorts(rc), From: []networkingv1.NetworkPolicyPeer{{
 			NamespaceSelector: namespaceNamed(operatorNamespace)[0].NamespaceSelector,
 			PodSelector:       &metav1.LabelSelector{MatchLabels: OperatorPodLabels()},
 		}}})
@@ -89,7 +89,7 @@ func RedisNetworkPolicy(rc *redisv1alpha1.RedisCluster, operatorNamespace string
 	}
 	udp, tcp, dns := corev1.ProtocolUDP, corev1.ProtocolTCP, intstr.FromInt32(dnsPort)
 	egress := []networkingv1.NetworkPolicyEgressRule{
-		{Ports: tcpPorts(RedisPort, RedisBusPort), To: ownPods},
+		{Ports: redisPeerPolicyPorts(rc), To: ownPods},
 		{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dns}, {Protocol: &tcp, Port: &dns}}},
 	}
 	return &networkingv1.NetworkPolicy{

@@ -412,7 +412,7 @@ func TestRedisExporterReadsThePasswordFromAFile(t *testing.T) {
 	if err := json.Unmarshal(secret.Data[resources.RedisExporterPasswordFileKey], &file); err != nil {
 		t.Fatalf("the exporter's password file is not JSON: %v", err)
 	}
-	if want := map[string]string{env["REDIS_ADDR"]: password, resources.RedisExporterTLSAddr: password}; !reflect.DeepEqual(file, want) {
+	if want := map[string]string{env["REDIS_ADDR"]: password, resources.RedisExporterTLSAddr: password, resources.RedisExporterSocketAddr: password}; !reflect.DeepEqual(file, want) {
 		t.Errorf("password file %q, want %q", file, want)
 	}
 	if string(secret.Data[resources.RedisPasswordKey]) != password {

@@ -10,6 +10,13 @@
 // reached at its new IP. A Service deleted loses its address and listener; one made again
 // under the same name gets a new address, as a cloud gives it a new load balancer.
 //
+// It also stands in for kube-proxy's node ports: for each NodePort Service it listens on
+// NodeIP (the address kwok gives every node, and so every pod's status.hostIP) at each
+// port's node port, and forwards as above. What differs from a cluster: every node has the
+// same address, so a node port is reached at the one address whatever node the pod runs
+// on (as with externalTrafficPolicy Cluster); no other node port of the machine's range is
+// served.
+//
 // What differs from a cloud: the address is on this machine's loopback, so nothing stops a
 // client from dialing the pods directly (tests enforce that with their own dialer); the
 // source address the pod sees is the forwarder's, as behind a proxying load balancer with
@@ -38,6 +45,10 @@ import (
 // ExternalPrefix is the address range the load balancers get: 127.2.0.0/16.
 const ExternalPrefix = "127.2."
 
+// NodeIP is the address of every node of the local cluster (kwok's --node-ip), where the
+// node ports listen.
+const NodeIP = "127.0.0.1"
+
 // Controller assigns addresses to LoadBalancer Services and forwards their traffic.
 type Controller struct {
 	c          client.Client
@@ -56,7 +67,7 @@ type balancer struct {
 	listeners []net.Listener
 }
 
-// Start watches the LoadBalancer Services of namespaces until Stop.
+// Start watches the LoadBalancer and NodePort Services of namespaces until Stop.
 func Start(c client.Client, namespaces ...string) *Controller {
 	ctx, cancel := context.WithCancel(context.Background())
 	lb := &Controller{c: c, namespaces: namespaces, lbs: map[types.NamespacedName]*balancer{}, cancel: cancel, done: make(chan struct{})}
@@ -106,7 +117,8 @@ func (lb *Controller) sync(ctx context.Context, ns string) {
 	seen := map[types.NamespacedName]bool{}
 	for i := range list.Items {
 		svc := &list.Items[i]
-		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !svc.DeletionTimestamp.IsZero() {
+		nodePorts := svc.Spec.Type == corev1.ServiceTypeNodePort
+		if (svc.Spec.Type != corev1.ServiceTypeLoadBalancer && !nodePorts) || !svc.DeletionTimestamp.IsZero() {
 			continue
 		}
 		key := client.ObjectKeyFromObject(svc)
@@ -121,7 +133,12 @@ func (lb *Controller) sync(ctx context.Context, ns string) {
 		lb.mu.Unlock()
 		if b == nil {
 			var err error
-			if b, err = lb.open(ctx, key, svc.Spec.Ports); err != nil {
+			if nodePorts {
+				b, err = lb.listen(ctx, key, NodeIP, svc.Spec.Ports, func(p corev1.ServicePort) int32 { return p.NodePort })
+			} else {
+				b, err = lb.open(ctx, key, svc.Spec.Ports)
+			}
+			if err != nil {
 				continue
 			}
 			b.uid = svc.UID
@@ -129,7 +146,7 @@ func (lb *Controller) sync(ctx context.Context, ns string) {
 			lb.lbs[key] = b
 			lb.mu.Unlock()
 		}
-		if len(svc.Status.LoadBalancer.Ingress) != 1 || svc.Status.LoadBalancer.Ingress[0].IP != b.ip {
+		if !nodePorts && (len(svc.Status.LoadBalancer.Ingress) != 1 || svc.Status.LoadBalancer.Ingress[0].IP != b.ip) {
 			svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: b.ip}}
 			_ = lb.c.Status().Update(ctx, svc)
 		}
@@ -148,23 +165,26 @@ func (lb *Controller) sync(ctx context.Context, ns string) {
 func (lb *Controller) open(ctx context.Context, key types.NamespacedName, ports []corev1.ServicePort) (*balancer, error) {
 	for try := 0; try < 50; try++ {
 		ip := ExternalPrefix + strconv.Itoa(rand.IntN(254)+1) + "." + strconv.Itoa(rand.IntN(254)+1)
-		b := &balancer{ip: ip}
-		ok := true
-		for _, p := range ports {
-			l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(int(p.Port))))
-			if err != nil {
-				ok = false
-				break
-			}
-			b.listeners = append(b.listeners, l)
-			go lb.serve(ctx, key, p, l)
-		}
-		if ok {
+		if b, err := lb.listen(ctx, key, ip, ports, func(p corev1.ServicePort) int32 { return p.Port }); err == nil {
 			return b, nil
 		}
-		b.close()
 	}
 	return nil, errors.New("no free address in " + ExternalPrefix + "0.0/16")
+}
+
+// listen listens on ip at the port of each of ports that port gives, all or none.
+func (lb *Controller) listen(ctx context.Context, key types.NamespacedName, ip string, ports []corev1.ServicePort, port func(corev1.ServicePort) int32) (*balancer, error) {
+	b := &balancer{ip: ip}
+	for _, p := range ports {
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(int(port(p)))))
+		if err != nil {
+			b.close()
+			return nil, err
+		}
+		b.listeners = append(b.listeners, l)
+		go lb.serve(ctx, key, p, l)
+	}
+	return b, nil
 }
 
 func (b *balancer) close() {

@@ -19,10 +19,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -80,6 +82,7 @@ type Kubelet struct {
 type server struct {
 	uid    string
 	ip     string
+	port   int // the client port redis-server listens on
 	cmd    *exec.Cmd
 	done   chan struct{}
 	exited time.Time // when the process ended; zero while it runs
@@ -283,7 +286,7 @@ func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod, cms *configMaps) e
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	s := &server{uid: string(pod.UID), ip: ip, cmd: cmd, done: make(chan struct{}), started: time.Now(), cg: cg}
+	s := &server{uid: string(pod.UID), ip: ip, port: listenPort(pod.Name, env), cmd: cmd, done: make(chan struct{}), started: time.Now(), cg: cg}
 	if cg != nil {
 		// Before the start script execs redis-server, so the server and its forks are in it.
 		if err := cg.add(cmd.Process.Pid); err != nil {
@@ -310,7 +313,7 @@ func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod, cms *configMaps) e
 	k.mu.Lock()
 	k.running[pod.Namespace+"/"+pod.Name] = s
 	k.mu.Unlock()
-	k.logf("redispods: started the redis container of %s/%s at %s:6379", pod.Namespace, pod.Name, ip)
+	k.logf("redispods: started the redis container of %s/%s at %s:%d", pod.Namespace, pod.Name, ip, s.port)
 	return nil
 }
 
@@ -530,6 +533,8 @@ func (k *Kubelet) resolveEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 			switch e.ValueFrom.FieldRef.FieldPath {
 			case "status.podIP":
 				env[e.Name] = pod.Status.PodIP
+			case "status.hostIP":
+				env[e.Name] = pod.Status.HostIP
 			case "metadata.name":
 				env[e.Name] = pod.Name
 			case "metadata.namespace":
@@ -640,7 +645,7 @@ func (k *Kubelet) Addr(namespace, pod string) string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if s := k.running[namespace+"/"+pod]; s != nil {
-		return s.ip + ":6379"
+		return net.JoinHostPort(s.ip, strconv.Itoa(s.port))
 	}
 	return ""
 }
@@ -688,4 +693,15 @@ func (k *Kubelet) StopAll() {
 		k.stop(key)
 	}
 	k.memcg.close()
+}
+
+// listenPort is the client port the start script makes redis-server listen on: 6379, or
+// with NodePort external access REDIS_FIRST_PORT plus the pod's ordinal.
+func listenPort(pod string, env map[string]string) int {
+	first, err := strconv.Atoi(env["REDIS_FIRST_PORT"])
+	if err != nil {
+		return 6379
+	}
+	ordinal, _ := strconv.Atoi(pod[strings.LastIndex(pod, "-")+1:])
+	return first + ordinal
 }

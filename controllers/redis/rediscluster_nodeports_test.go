@@ -1,0 +1,205 @@
+package redis_test
+
+import (
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/certs"
+	"github.com/middleware-operator/middleware-operator/tests/cloudlb"
+	"github.com/middleware-operator/middleware-operator/tests/redistest"
+)
+
+// freeStaticNodePorts is the first of n node ports free on the nodes' address, in the low
+// band of the API server's node port range (30000-30085 of 30000-32767), which it hands out
+// only when asked for by number: the LoadBalancer Services of other tests get theirs above.
+func freeStaticNodePorts(t *testing.T, n int) int32 {
+	t.Helper()
+	for range 100 {
+		first := 30000 + rand.IntN(86-n)
+		var held []net.Listener
+		for p := first; p < first+n; p++ {
+			l, err := net.Listen("tcp", net.JoinHostPort(cloudlb.NodeIP, strconv.Itoa(p)))
+			if err != nil {
+				break
+			}
+			held = append(held, l)
+		}
+		for _, l := range held {
+			_ = l.Close()
+		}
+		if len(held) == n {
+			return int32(first) //nolint:gosec // below 30086
+		}
+	}
+	t.Fatalf("no %d free node ports in 30000-30085", n)
+	return 0
+}
+
+// TestRedisClusterServesClientsOutsideKubernetesOnNodePorts: with spec.externalAccess
+// NodePort, each node listens on its own node port (firstNodePort + ordinal) behind a
+// NodePort Service, and announces its Kubernetes node's address with it. A client that can
+// reach only the nodes' address (cloudlb.NodeIP, where the stand-in for kube-proxy serves
+// the node ports) writes and reads through them while the cluster scales out from 3 to 4
+// masters, a master's pod is deleted, and then every pod is deleted at once (until some
+// come back at new pod IPs); every acknowledged key reads back through every external
+// address, and CLUSTER SLOTS from every node names only external addresses.
+func TestRedisClusterServesClientsOutsideKubernetesOnNodePorts(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	lb := cloudlb.Start(env.Client, ns)
+	t.Cleanup(lb.Stop)
+	first := freeStaticNodePorts(t, 8)
+	rc := redistest.NewCluster(ns, "nodeports", 6)
+	rc.Spec.ExternalAccess = &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: &first}
+	if err := env.Client.Create(t.Context(), rc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rc)
+	waitRunning(t, key)
+	pw := redistest.Password(t, env.Client, ns, "nodeports")
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpViews(t, ns, pw)
+		}
+	})
+	outside := cloudlb.NodeIP + ":"
+	rc = waitExternallyReachableAt(t, key, 6, outside)
+	for i, n := range rc.Status.Nodes {
+		svc := &corev1.Service{}
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: n.Name + "-external"}, svc); err != nil {
+			t.Fatal(err)
+		}
+		port := first + int32(i) //nolint:gosec // 6 nodes
+		if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.Ports[0].NodePort != port || svc.Spec.Ports[0].TargetPort.IntVal != port {
+			t.Errorf("Service %s: type %s, ports %+v, want NodePort %d to the pod's %d", svc.Name, svc.Spec.Type, svc.Spec.Ports, port, port)
+		}
+		if want := net.JoinHostPort(cloudlb.NodeIP, strconv.Itoa(int(port))); n.ExternalAddress != want {
+			t.Errorf("%s's external address %s, want %s", n.Name, n.ExternalAddress, want)
+		}
+		if _, p, _ := net.SplitHostPort(n.Instance); p != strconv.Itoa(int(port)) {
+			t.Errorf("%s's instance %s: its node does not listen on its node port %d", n.Name, n.Instance, port)
+		}
+	}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "nodeports-client"}, &corev1.Service{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the client Service: %v, want none (no one port reaches every node)", err)
+	}
+
+	d := outsideDialer{refused: make(chan string, 1), prefix: outside}
+	w := redistest.StartDialingWriter(externalAddrs(rc), pw, d.dial)
+	w.WaitWritten(t, 300)
+	assertSlotsExternal(t, rc, pw, d.dial)
+
+	redistest.PatchSpec(t, env.Client, key, `{"spec":{"replicas":8}}`)
+	redistest.WaitShape(t, env.Client, key, 4, 8)
+	rc = waitExternallyReachableAt(t, key, 8, outside)
+	w.WaitWritten(t, 100)
+	assertSlotsExternal(t, rc, pw, d.dial)
+
+	deleteAMaster(t, ns, rc)
+	redistest.WaitShape(t, env.Client, key, 4, 8)
+	rc = waitExternallyReachableAt(t, key, 8, outside)
+	w.WaitWritten(t, 100)
+	assertSlotsExternal(t, rc, pw, d.dial)
+
+	deleteEveryPodUntilOneMoves(t, ns, "nodeports", rc)
+	redistest.WaitShape(t, env.Client, key, 4, 8)
+	rc = waitExternallyReachableAt(t, key, 8, outside)
+	w.WaitWritten(t, 100)
+	assertSlotsExternal(t, rc, pw, d.dial)
+
+	readBackOutside(t, w, rc, pw, d.dial, d, lb)
+}
+
+// TestRedisClusterNodePortsAreFixedAtCreation: NodePort external access and its
+// firstNodePort cannot be set, changed or removed on an existing cluster (its nodes listen
+// on those ports), each refused with a message naming the field and the fix.
+func TestRedisClusterNodePortsAreFixedAtCreation(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	plain := redistest.NewCluster(ns, "plain", 6)
+	plain.Spec.Pause = true
+	onPorts := redistest.NewCluster(ns, "on-ports", 6)
+	onPorts.Spec.Pause = true
+	onPorts.Spec.ExternalAccess = &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: ptrTo[int32](30100)}
+	for _, rc := range []*redisv1alpha1.RedisCluster{plain, onPorts} {
+		if err := env.Client.Create(t.Context(), rc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const want = "spec.externalAccess type NodePort and its firstNodePort cannot be set, changed or removed"
+	for name, c := range map[string]struct {
+		rc    *redisv1alpha1.RedisCluster
+		patch string
+	}{
+		"turned on":               {plain, `{"spec":{"externalAccess":{"type":"NodePort","firstNodePort":30200}}}`},
+		"firstNodePort changed":   {onPorts, `{"spec":{"externalAccess":{"firstNodePort":30200}}}`},
+		"turned off":              {onPorts, `{"spec":{"externalAccess":null}}`},
+		"changed to LoadBalancer": {onPorts, `{"spec":{"externalAccess":{"type":"LoadBalancer","firstNodePort":null}}}`},
+	} {
+		err := env.Client.Patch(t.Context(), c.rc.DeepCopy(), client.RawPatch("application/merge-patch+json", []byte(c.patch)))
+		if !apierrors.IsInvalid(err) || !containsAll(err.Error(), want, "create a new RedisCluster") {
+			t.Errorf("%s: %v, want Invalid saying %q", name, err, want)
+		}
+	}
+	// The annotations may change.
+	redistest.PatchSpec(t, env.Client, client.ObjectKeyFromObject(onPorts), `{"spec":{"externalAccess":{"annotations":{"a":"b"}}}}`)
+}
+
+// ptrTo is a pointer to v.
+func ptrTo[T any](v T) *T { return &v }
+
+// containsAll reports whether s contains every part.
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestRedisClusterServesOutsideClientsOverTLSOnNodePorts: with spec.tls and NodePort
+// external access, each node serves TLS on its node port, the nodes' certificate names the
+// Kubernetes nodes' address they announce, and a client that reaches only that address and
+// verifies it (no server-name override) writes and reads every key back through each node.
+func TestRedisClusterServesOutsideClientsOverTLSOnNodePorts(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	lb := cloudlb.Start(env.Client, ns)
+	t.Cleanup(lb.Stop)
+	first := freeStaticNodePorts(t, 6)
+	rc := redistest.NewCluster(ns, "nodeports-tls", 6)
+	rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: true}
+	rc.Spec.ExternalAccess = &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: &first}
+	key, _, pw := createRunning(t, rc, "over TLS on node ports")
+	rc = waitExternallyReachableAt(t, key, 6, cloudlb.NodeIP+":")
+	secret := &corev1.Secret{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "nodeports-tls-tls"}, secret); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := certs.ParseCert(secret.Data["tls.crt"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cert.VerifyHostname(cloudlb.NodeIP); err != nil {
+		t.Errorf("the nodes' certificate does not name the address they announce: %v", err)
+	}
+	pool, err := certs.Pool(secret.Data["ca.crt"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := outsideDialer{refused: make(chan string, 1), prefix: cloudlb.NodeIP + ":"}
+	dial := verifyingTLS(d.dial, pool)
+	w := redistest.StartDialingWriter(externalAddrs(rc), pw, dial)
+	w.WaitWritten(t, 300)
+	assertSlotsExternal(t, rc, pw, dial)
+	readBackOutside(t, w, rc, pw, dial, d, lb)
+}
