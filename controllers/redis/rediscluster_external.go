@@ -77,7 +77,7 @@ func (r *RedisClusterReconciler) ensureExternalServices(ctx context.Context, s *
 			pod := fmt.Sprintf("%s-%d", s.rc.Name, i)
 			want[pod] = true
 			live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, resources.RedisExternalService(s.rc, pod), child.MergeService)
-			if resources.RedisOnNodePorts(s.rc) && (apierrors.IsInvalid(err)) {
+			if resources.RedisOnNodePorts(s.rc) && apierrors.IsInvalid(err) {
 				// A node port the API server refuses (outside its range, or taken) leaves
 				// that pod without an outside address (ExternallyReachable says so); the
 				// cluster itself works at its pod addresses, so the look goes on.

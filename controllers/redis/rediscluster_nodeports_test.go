@@ -1,20 +1,27 @@
 package redis_test
 
 import (
+	"context"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/certs"
 	"github.com/middleware-operator/middleware-operator/tests/cloudlb"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
 // freeStaticNodePorts is the first of n node ports free on the nodes' address, in the low
@@ -202,4 +209,28 @@ func TestRedisClusterServesOutsideClientsOverTLSOnNodePorts(t *testing.T) {
 	w.WaitWritten(t, 300)
 	assertSlotsExternal(t, rc, pw, dial)
 	readBackOutside(t, w, rc, pw, dial, d, lb)
+}
+
+// TestRedisClusterWithARefusedNodePortServesInside: node ports the API server refuses
+// (outside its node port range) leave the pods without an external address, said by
+// ExternallyReachable (AddressPending, naming the pods) and a NodePortRefused event naming
+// the field and the fix, while the cluster forms and serves every slot at its pod
+// addresses.
+func TestRedisClusterWithARefusedNodePortServesInside(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	rc := redistest.NewCluster(ns, "refused-ports", 6)
+	rc.Spec.ExternalAccess = &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: ptrTo[int32](40000)}
+	key, _, _ := createRunning(t, rc, "with refused node ports")
+	waitEvent(t, ns, rediscontrollers.ReasonNodePortRefused, "spec.externalAccess.firstNodePort (40000)")
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
+		cur := &redisv1alpha1.RedisCluster{}
+		if err := env.Client.Get(ctx, key, cur); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionExternallyReachable)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == rediscontrollers.ReasonAddressPending &&
+				containsAll(c.Message, "refused-ports-0", "refused-ports-5", "node port"),
+			fmt.Sprintf("%s %+v", rediscontrollers.ConditionExternallyReachable, c)
+	})
 }
