@@ -77,7 +77,7 @@ func (r *RedisClusterReconciler) ensureExternalServices(ctx context.Context, s *
 			pod := fmt.Sprintf("%s-%d", s.rc.Name, i)
 			want[pod] = true
 			live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, resources.RedisExternalService(s.rc, pod), child.MergeService)
-			if resources.RedisOnNodePorts(s.rc) && apierrors.IsInvalid(err) {
+			if resources.RedisOnNodePorts(s.rc) && apierrors.IsInvalid(err) && strings.Contains(err.Error(), "nodePort") {
 				// A node port the API server refuses (outside its range, or taken) leaves
 				// that pod without an outside address (ExternallyReachable says so); the
 				// cluster itself works at its pod addresses, so the look goes on.
@@ -158,7 +158,7 @@ func (r *RedisClusterReconciler) plannerAnnounce(s *state) *plan.Announce {
 	if !on && meta.FindStatusCondition(s.rc.Status.Conditions, ConditionExternallyReachable) == nil {
 		return nil
 	}
-	a := &plan.Announce{On: on, Hostnames: map[string]string{}, Set: map[string]bool{}}
+	a := &plan.Announce{On: on, Hostnames: map[string]string{}, Set: map[string]bool{}, PendingWhy: strings.TrimSpace(externalPendingWhy(s.rc))}
 	if on {
 		a.Hostnames = s.external
 	}
@@ -290,7 +290,7 @@ func externalProblems(s *state, a *plan.Announce) (pending, unannounced []string
 // Service.
 func externalPendingWhy(rc *redisv1alpha1.RedisCluster) string {
 	if resources.RedisOnNodePorts(rc) {
-		return fmt.Sprintf(" (their Services <pod>-external do not have their node ports yet, firstNodePort %d + the pod's ordinal: see the events for a port the API server refused, outside its node port range or taken; or the pod is not scheduled yet)",
+		return fmt.Sprintf(" (their Services <pod>-external do not have their node ports yet, firstNodePort %d + the pod's ordinal: see the NodePortRefused events for a port the API server refused, outside its node port range or taken; or the pod is not scheduled yet, or its node's address is one Redis cannot announce, such as an IPv6 address)",
 			*rc.Spec.ExternalAccess.FirstNodePort)
 	}
 	return " (their Services <pod>-external have no load-balancer ingress, or one Redis cannot announce, such as an IPv6 address)"

@@ -90,11 +90,7 @@ func TestRedisClusterServesClientsOutsideKubernetes(t *testing.T) {
 	assertSlotsExternal(t, rc, pw, d.dial)
 
 	redistest.PatchSpec(t, env.Client, key, `{"spec":{"replicas":8}}`)
-	redistest.WaitShape(t, env.Client, key, 4, 8)
-	rc = waitExternallyReachable(t, key, 8)
-	// Writes go on through the external addresses.
-	w.WaitWritten(t, 100)
-	assertSlotsExternal(t, rc, pw, d.dial)
+	rc = servesOutsideAgain(t, key, cloudlb.ExternalPrefix, w, pw, d.dial)
 
 	master := deleteAMaster(t, ns, rc)
 	redistest.WaitShape(t, env.Client, key, 4, 8)
@@ -109,12 +105,9 @@ func TestRedisClusterServesClientsOutsideKubernetes(t *testing.T) {
 	assertSlotsExternal(t, rc, pw, d.dial)
 
 	deleteEveryPodUntilOneMoves(t, ns, "outside", rc)
-	redistest.WaitShape(t, env.Client, key, 4, 8)
-	rc = waitExternallyReachable(t, key, 8)
 	// Writes go on through the external addresses (CI, loaded: 291 in the minute after
 	// every pod came back; 0 when the nodes named pod IPs).
-	w.WaitWritten(t, 100)
-	assertSlotsExternal(t, rc, pw, d.dial)
+	rc = servesOutsideAgain(t, key, cloudlb.ExternalPrefix, w, pw, d.dial)
 
 	// A node restarted while the operator looks away (paused) announces its external
 	// address from its first answer: Redis keeps neither its hostname nor the endpoint type
@@ -156,6 +149,39 @@ func TestRedisClusterServesClientsOutsideKubernetes(t *testing.T) {
 	for _, n := range rc.Status.Nodes {
 		assertSlotsNamePodIPs(t, n.Instance, pw)
 	}
+}
+
+// startTLSWriterOutside starts a writer through rc's external addresses over TLS, dialing
+// with d and verifying each address it dials against the cluster's TLS Secret's CA (no
+// server-name override); it waits for 300 acknowledged writes and checks CLUSTER SLOTS
+// through each node, and returns the writer, its dial and the Secret.
+func startTLSWriterOutside(t *testing.T, rc *redisv1alpha1.RedisCluster, pw string, d outsideDialer) (*redistest.Writer, redistest.Dial, *corev1.Secret) {
+	t.Helper()
+	secret := &corev1.Secret{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: rc.Namespace, Name: rc.Name + "-tls"}, secret); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := certs.Pool(secret.Data["ca.crt"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := verifyingTLS(d.dial, pool)
+	w := redistest.StartDialingWriter(externalAddrs(rc), pw, dial)
+	w.WaitWritten(t, 300)
+	assertSlotsExternal(t, rc, pw, dial)
+	return w, dial, secret
+}
+
+// servesOutsideAgain waits until the cluster has 4 masters of 8 nodes, each with an external
+// address that starts with prefix, then until w has 100 more writes acknowledged through
+// them, and checks CLUSTER SLOTS through each node's address (assertSlotsExternal).
+func servesOutsideAgain(t *testing.T, key client.ObjectKey, prefix string, w *redistest.Writer, pw string, dial redistest.Dial) *redisv1alpha1.RedisCluster {
+	t.Helper()
+	redistest.WaitShape(t, env.Client, key, 4, 8)
+	rc := waitExternallyReachableAt(t, key, 8, prefix)
+	w.WaitWritten(t, 100)
+	assertSlotsExternal(t, rc, pw, dial)
+	return rc
 }
 
 // deleteAMaster deletes the pod of a master that serves slots and waits until the
@@ -492,19 +518,8 @@ func TestRedisClusterServesOutsideClientsOverTLS(t *testing.T) {
 	rc.Spec.ExternalAccess = &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer}
 	key, _, pw := createRunning(t, rc, "over TLS with external access")
 	rc = waitExternallyReachable(t, key, 6)
-	secret := &corev1.Secret{}
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "outside-tls-tls"}, secret); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := certs.Pool(secret.Data["ca.crt"])
-	if err != nil {
-		t.Fatal(err)
-	}
 	d := outsideDialer{refused: make(chan string, 1)}
-	dial := verifyingTLS(d.dial, pool)
-	w := redistest.StartDialingWriter(externalAddrs(rc), pw, dial)
-	w.WaitWritten(t, 300)
-	assertSlotsExternal(t, rc, pw, dial)
+	w, dial, secret := startTLSWriterOutside(t, rc, pw, d)
 
 	// outside-tls-1's load balancer is replaced: its Service is deleted, the operator makes
 	// it again, and the stand-in gives it another address.

@@ -131,9 +131,10 @@ func (r *RedisClusterReconciler) networkPolicySummary(s *state, name string) str
 	if resources.RedisPodSpec(s.rc).MonitorImage == "" {
 		metrics = "no source (no exporter)"
 	}
-	return fmt.Sprintf("NetworkPolicy %s admits to port %d %s, the cluster's pods%s; to port %d the cluster's pods only; to port %d %s; "+
-		"the pods may connect only to the cluster's pods (ports %d, %d) and to DNS (port 53)",
-		name, resources.RedisPort, clients, operator, resources.RedisBusPort, resources.RedisExporterPort, metrics, resources.RedisPort, resources.RedisBusPort)
+	client, bus := resources.RedisPolicyPortNames(s.rc)
+	return fmt.Sprintf("NetworkPolicy %s admits to port %s %s, the cluster's pods%s; to port %s the cluster's pods only; to port %d %s; "+
+		"the pods may connect only to the cluster's pods (ports %s, %s) and to DNS (port 53)",
+		name, client, clients, operator, bus, resources.RedisExporterPort, metrics, client, bus)
 }
 
 const networkPolicyDisabled = "spec.networkPolicy.enabled is false: any pod may reach every port of the Redis pods"

@@ -50,6 +50,20 @@ func freeStaticNodePorts(t *testing.T, n int) int32 {
 	return 0
 }
 
+// onNodePorts starts the stand-in for kube-proxy's node ports in a new namespace and
+// returns it with a 6-node cluster named name (not created) with NodePort external access
+// on free node ports, room for ports nodes.
+func onNodePorts(t *testing.T, name string, ports int) (string, *cloudlb.Controller, *redisv1alpha1.RedisCluster) {
+	t.Helper()
+	ns := env.Namespace(t)
+	lb := cloudlb.Start(env.Client, ns)
+	t.Cleanup(lb.Stop)
+	first := freeStaticNodePorts(t, ports)
+	rc := redistest.NewCluster(ns, name, 6)
+	rc.Spec.ExternalAccess = &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: &first}
+	return ns, lb, rc
+}
+
 // TestRedisClusterServesClientsOutsideKubernetesOnNodePorts: with spec.externalAccess
 // NodePort, each node listens on its own node port (firstNodePort + ordinal) behind a
 // NodePort Service, and announces its Kubernetes node's address with it. A client that can
@@ -60,12 +74,8 @@ func freeStaticNodePorts(t *testing.T, n int) int32 {
 // address, and CLUSTER SLOTS from every node names only external addresses.
 func TestRedisClusterServesClientsOutsideKubernetesOnNodePorts(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	lb := cloudlb.Start(env.Client, ns)
-	t.Cleanup(lb.Stop)
-	first := freeStaticNodePorts(t, 8)
-	rc := redistest.NewCluster(ns, "nodeports", 6)
-	rc.Spec.ExternalAccess = &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: &first}
+	ns, lb, rc := onNodePorts(t, "nodeports", 8)
+	first := *rc.Spec.ExternalAccess.FirstNodePort
 	if err := env.Client.Create(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}
@@ -105,22 +115,13 @@ func TestRedisClusterServesClientsOutsideKubernetesOnNodePorts(t *testing.T) {
 	assertSlotsExternal(t, rc, pw, d.dial)
 
 	redistest.PatchSpec(t, env.Client, key, `{"spec":{"replicas":8}}`)
-	redistest.WaitShape(t, env.Client, key, 4, 8)
-	rc = waitExternallyReachableAt(t, key, 8, outside)
-	w.WaitWritten(t, 100)
-	assertSlotsExternal(t, rc, pw, d.dial)
+	rc = servesOutsideAgain(t, key, outside, w, pw, d.dial)
 
 	deleteAMaster(t, ns, rc)
-	redistest.WaitShape(t, env.Client, key, 4, 8)
-	rc = waitExternallyReachableAt(t, key, 8, outside)
-	w.WaitWritten(t, 100)
-	assertSlotsExternal(t, rc, pw, d.dial)
+	rc = servesOutsideAgain(t, key, outside, w, pw, d.dial)
 
 	deleteEveryPodUntilOneMoves(t, ns, "nodeports", rc)
-	redistest.WaitShape(t, env.Client, key, 4, 8)
-	rc = waitExternallyReachableAt(t, key, 8, outside)
-	w.WaitWritten(t, 100)
-	assertSlotsExternal(t, rc, pw, d.dial)
+	rc = servesOutsideAgain(t, key, outside, w, pw, d.dial)
 
 	readBackOutside(t, w, rc, pw, d.dial, d, lb)
 }
@@ -179,19 +180,12 @@ func containsAll(s string, parts ...string) bool {
 // verifies it (no server-name override) writes and reads every key back through each node.
 func TestRedisClusterServesOutsideClientsOverTLSOnNodePorts(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	lb := cloudlb.Start(env.Client, ns)
-	t.Cleanup(lb.Stop)
-	first := freeStaticNodePorts(t, 6)
-	rc := redistest.NewCluster(ns, "nodeports-tls", 6)
+	_, lb, rc := onNodePorts(t, "nodeports-tls", 6)
 	rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: true}
-	rc.Spec.ExternalAccess = &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: &first}
 	key, _, pw := createRunning(t, rc, "over TLS on node ports")
 	rc = waitExternallyReachableAt(t, key, 6, cloudlb.NodeIP+":")
-	secret := &corev1.Secret{}
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "nodeports-tls-tls"}, secret); err != nil {
-		t.Fatal(err)
-	}
+	d := outsideDialer{refused: make(chan string, 1), prefix: cloudlb.NodeIP + ":"}
+	w, dial, secret := startTLSWriterOutside(t, rc, pw, d)
 	cert, err := certs.ParseCert(secret.Data["tls.crt"])
 	if err != nil {
 		t.Fatal(err)
@@ -199,15 +193,6 @@ func TestRedisClusterServesOutsideClientsOverTLSOnNodePorts(t *testing.T) {
 	if err := cert.VerifyHostname(cloudlb.NodeIP); err != nil {
 		t.Errorf("the nodes' certificate does not name the address they announce: %v", err)
 	}
-	pool, err := certs.Pool(secret.Data["ca.crt"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := outsideDialer{refused: make(chan string, 1), prefix: cloudlb.NodeIP + ":"}
-	dial := verifyingTLS(d.dial, pool)
-	w := redistest.StartDialingWriter(externalAddrs(rc), pw, dial)
-	w.WaitWritten(t, 300)
-	assertSlotsExternal(t, rc, pw, dial)
 	readBackOutside(t, w, rc, pw, dial, d, lb)
 }
 

@@ -65,7 +65,10 @@ func redisNodePortAtStart(tls bool) string {
 		listen = "--tls-port"
 	}
 	return "port=`expr \"$REDIS_FIRST_PORT\" + \"${POD_NAME##*-}\"` || exit 1\n" +
-		`set -- "$@" ` + listen + ` "$port" --cluster-announce-hostname "$HOST_IP" --unixsocket ` + RedisSocketFile + " --unixsocketperm 770\n"
+		`set -- "$@" ` + listen + ` "$port" --unixsocket ` + RedisSocketFile + " --unixsocketperm 770\n" +
+		// Redis refuses to start with a hostname it cannot announce (an IPv6 address): the
+		// node then starts announcing none, and stays AddressPending.
+		`case "$HOST_IP" in *:*|"") ;; *) set -- "$@" --cluster-announce-hostname "$HOST_IP" ;; esac` + "\n"
 }
 
 // RedisExporterSocketAddr is the address the exporter sidecar scrapes with NodePort external
@@ -98,7 +101,8 @@ const redisSocketCLI = "redis-cli -s " + RedisSocketFile + " --askpass"
 
 // redisNodePortProbes are the redis container's probes with NodePort external access: the
 // readiness script through the Unix socket (no TLS there), and a liveness PING through it
-// that any answer passes (redis-cli exits 0 on NOAUTH too), as the TCP check it replaces.
+// that any answer from Redis passes (PONG, or NOAUTH without the password), as the TCP
+// check it replaces.
 func redisNodePortProbes() (readiness, liveness *corev1.Probe) {
 	script := strings.ReplaceAll(RedisReadinessScript, "redis-cli -h 127.0.0.1 -p 6379 --askpass", redisSocketCLI)
 	readiness = &corev1.Probe{
@@ -106,7 +110,8 @@ func redisNodePortProbes() (readiness, liveness *corev1.Probe) {
 		PeriodSeconds: 5, TimeoutSeconds: 3,
 	}
 	liveness = &corev1.Probe{
-		ProbeHandler:        corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"redis-cli", "-s", RedisSocketFile, "ping"}}},
+		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c",
+			"redis-cli -s " + RedisSocketFile + " ping 2>&1 | grep -q 'PONG\\|NOAUTH'"}}},
 		InitialDelaySeconds: 15, PeriodSeconds: 10, TimeoutSeconds: 3,
 	}
 	return readiness, liveness
@@ -136,4 +141,14 @@ func tcpRange(first int32) networkingv1.NetworkPolicyPort {
 	port, protocol := intstr.FromInt32(first), corev1.ProtocolTCP
 	end := min(first+redisNodePortWindow-1, 65535)
 	return networkingv1.NetworkPolicyPort{Protocol: &protocol, Port: &port, EndPort: &end}
+}
+
+// RedisPolicyPortNames name, for messages, the ports the NetworkPolicy admits clients and
+// the bus on: 6379 and 16379, or their windows with node ports ("31000-40999").
+func RedisPolicyPortNames(rc *redisv1alpha1.RedisCluster) (client, bus string) {
+	if !RedisOnNodePorts(rc) {
+		return strconv.Itoa(RedisPort), strconv.Itoa(RedisBusPort)
+	}
+	c, b := redisClientPolicyPorts(rc)[0], redisPeerPolicyPorts(rc)[1]
+	return c.Port.String() + "-" + strconv.Itoa(int(*c.EndPort)), b.Port.String() + "-" + strconv.Itoa(int(*b.EndPort))
 }

@@ -125,6 +125,18 @@ func TestRedisNodePortAtStart(t *testing.T) {
 	if out, err := probe(c.LivenessProbe); err == nil {
 		t.Errorf("the liveness probe passes with the node gone: %s", out)
 	}
+
+	// On a node with an IPv6 address, which Redis cannot announce, the node starts announcing
+	// none (the operator then says AddressPending) instead of refusing to start.
+	first = freeNodePort(t)
+	script = resources.RedisStatefulSet(onNodePorts(int32(first)), 6).Spec.Template.Spec.Containers[0].Command[2] //nolint:gosec // below 30000
+	srv = runStartScript(t, strings.ReplaceAll(script, resources.RedisSocketFile, filepath.Join(t.TempDir(), "redis.sock")),
+		map[string]string{resources.RedisPasswordFile: password}, "REDIS_FIRST_PORT="+strconv.Itoa(first), "HOST_IP=fd00::12")
+	srv.port = strconv.Itoa(first)
+	srv.waitFor(t, password)
+	if got := srv.cli(password, "config", "get", "cluster-announce-hostname"); got != "cluster-announce-hostname" {
+		t.Errorf("CONFIG GET cluster-announce-hostname on an IPv6 node: %q, want none", got)
+	}
 }
 
 // TestRedisNodePortChildren: with NodePort external access the headless Service names no

@@ -29,9 +29,10 @@ type ExternalAccessSpec struct {
 	// FirstNodePort is, with type NodePort, the node port of the first pod; pod i gets
 	// FirstNodePort + i, for its Service and as the port its Redis node listens on (the
 	// cluster bus on that port + 10000). The ports must be inside the Kubernetes cluster's
-	// node port range (30000-32767 by default) and free. It cannot change, and NodePort
-	// cannot be turned on or off, on an existing cluster.
-	// +kubebuilder:validation:Minimum=1
+	// node port range (30000-32767 by default) and free, and at least 10000 (the pods run
+	// without the right to bind ports below 1024, and the exporter has 9121). It cannot
+	// change, and NodePort cannot be turned on or off, on an existing cluster.
+	// +kubebuilder:validation:Minimum=10000
 	// +kubebuilder:validation:Maximum=55535
 	// +optional
 	FirstNodePort *int32 `json:"firstNodePort,omitempty"`

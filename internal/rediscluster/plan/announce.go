@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"cmp"
+
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
@@ -31,6 +33,9 @@ type Announce struct {
 	// this On: cluster-preferred-endpoint-type cannot be read back, and a restarted process
 	// starts with redis.conf's.
 	Set map[string]bool
+	// PendingWhy says, in parentheses, why a pod may have no host yet (by the kind of
+	// Service); the wait of a pod that joins without one names it.
+	PendingWhy string
 }
 
 // EndpointType is the cluster-preferred-endpoint-type a.On asks for.
@@ -75,7 +80,7 @@ func planAnnounce(spec Desired, s observe.Snapshot, next Step) Step {
 	}
 	if a.On && next.Kind == StepJoin && a.Hostnames[next.Pod] == "" {
 		return Step{Kind: StepWait, Operation: next.Operation, After: LookSoon, Rotation: next.Rotation, Autoscale: next.Autoscale,
-			Reason: next.Pod + " waits for an external address (its Service has no load-balancer ingress yet) before it joins: " +
+			Reason: next.Pod + " waits for an external address " + cmp.Or(a.PendingWhy, "(its Service has no load-balancer ingress yet)") + " before it joins: " +
 				"clients outside could not reach what it would serve"}
 	}
 	return next

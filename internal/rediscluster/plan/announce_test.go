@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,5 +161,22 @@ func TestAnnounceEndpointType(t *testing.T) {
 	}
 	if got := (Announce{}).EndpointType(); got != "ip" {
 		t.Errorf("off: %q, want ip", got)
+	}
+}
+
+// TestPlanAnnounceWaitSaysWhy: a new node waiting for its external address says why it may
+// have none, as the Service's kind gives it (a load balancer's ingress by default).
+func TestPlanAnnounceWaitSaysWhy(t *testing.T) {
+	for why, want := range map[string]string{
+		"":                            "(its Service has no load-balancer ingress yet)",
+		"(its node port was refused)": "(its node port was refused)",
+	} {
+		s, c := announced(fakesnapshot.Six().Current().Fresh("rc-6", "gggggggg", "n1"), 0, 1, 2, 3, 4, 5)
+		delete(s.Announce.Hostnames, "rc-6")
+		s.Announce.PendingWhy = why
+		got, ok := nextStepIs(t, s, c.Snap, StepWait, StepAnnounce)
+		if ok {
+			expect(t, strings.Contains(got.Reason, "rc-6 waits for an external address "+want), "the wait says %q, want it to say %q", got.Reason, want)
+		}
 	}
 }
