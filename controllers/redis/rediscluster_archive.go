@@ -25,6 +25,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/restore"
 	"github.com/middleware-operator/middleware-operator/internal/status"
 )
@@ -74,6 +75,11 @@ func (r *RedisClusterReconciler) syncArchive(ctx context.Context, s *state) {
 		ca = nil
 	}
 	if ca == nil {
+		if problem == "" && s.step.Kind == plan.StepRecover {
+			// A repair may re-point a replica (a new cluster's placement fix, say): a follower
+			// started at it would need a new base, and a new timeline, right away.
+			problem = "the archive starts once the repair under way ends (" + s.step.Reason + ")"
+		}
 		if problem != "" {
 			r.setArchiving(s, metav1.ConditionFalse, ReasonArchiveWaiting, problem)
 			return

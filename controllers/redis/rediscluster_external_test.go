@@ -64,17 +64,7 @@ func TestRedisClusterServesClientsOutsideKubernetes(t *testing.T) {
 	rc := redistest.NewCluster(ns, "outside", 6)
 	rc.Spec.ExternalAccess = &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer,
 		Annotations: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-internal": "true"}}
-	if err := env.Client.Create(t.Context(), rc); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(rc)
-	waitRunning(t, key)
-	pw := redistest.Password(t, env.Client, ns, "outside")
-	t.Cleanup(func() {
-		if t.Failed() {
-			dumpViews(t, ns, pw)
-		}
-	})
+	key, pw := createRunningViewed(t, rc)
 	rc = waitExternallyReachable(t, key, 6)
 	svc := &corev1.Service{}
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "outside-0-external"}, svc); err != nil {
@@ -170,6 +160,19 @@ func startTLSWriterOutside(t *testing.T, rc *redisv1alpha1.RedisCluster, pw stri
 	w.WaitWritten(t, 300)
 	assertSlotsExternal(t, rc, pw, dial)
 	return w, dial, secret
+}
+
+// createRunningViewed creates rc, waits until it runs, and has every node's view of the
+// cluster logged if the test fails; it returns the cluster's key and password.
+func createRunningViewed(t *testing.T, rc *redisv1alpha1.RedisCluster) (client.ObjectKey, string) {
+	t.Helper()
+	key, _, pw := createRunning(t, rc, rc.Name)
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpViews(t, rc.Namespace, pw)
+		}
+	})
+	return key, pw
 }
 
 // servesOutsideAgain waits until the cluster has 4 masters of 8 nodes, each with an external

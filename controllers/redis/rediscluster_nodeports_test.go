@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,19 +19,37 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/controllers/redisbackup"
 	"github.com/middleware-operator/middleware-operator/internal/certs"
 	"github.com/middleware-operator/middleware-operator/tests/cloudlb"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
-// freeStaticNodePorts is the first of n node ports free on the nodes' address, in the low
-// band of the API server's node port range (30000-30085 of 30000-32767), which it hands out
-// only when asked for by number: the LoadBalancer Services of other tests get theirs above.
+// nodePortsTaken are the node ports the suite's tests took (freeStaticNodePorts), so two
+// tests running at once never ask for the same.
+var nodePortsTaken = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freeStaticNodePorts is the first of n node ports free on the nodes' address and not
+// taken by another test, in the low band of the API server's node port range (30000-30085
+// of 30000-32767), which it hands out only when asked for by number: the LoadBalancer
+// Services of other tests get theirs above.
 func freeStaticNodePorts(t *testing.T, n int) int32 {
 	t.Helper()
+	nodePortsTaken.Lock()
+	defer nodePortsTaken.Unlock()
 	for range 100 {
 		first := 30000 + rand.IntN(86-n)
+		taken := false
+		for p := first; p < first+n; p++ {
+			taken = taken || nodePortsTaken.ports[p]
+		}
+		if taken {
+			continue
+		}
 		var held []net.Listener
 		for p := first; p < first+n; p++ {
 			l, err := net.Listen("tcp", net.JoinHostPort(cloudlb.NodeIP, strconv.Itoa(p)))
@@ -43,6 +62,9 @@ func freeStaticNodePorts(t *testing.T, n int) int32 {
 			_ = l.Close()
 		}
 		if len(held) == n {
+			for p := first; p < first+n; p++ {
+				nodePortsTaken.ports[p] = true
+			}
 			return int32(first) //nolint:gosec // below 30086
 		}
 	}
@@ -76,17 +98,7 @@ func TestRedisClusterServesClientsOutsideKubernetesOnNodePorts(t *testing.T) {
 	t.Parallel()
 	ns, lb, rc := onNodePorts(t, "nodeports", 8)
 	first := *rc.Spec.ExternalAccess.FirstNodePort
-	if err := env.Client.Create(t.Context(), rc); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(rc)
-	waitRunning(t, key)
-	pw := redistest.Password(t, env.Client, ns, "nodeports")
-	t.Cleanup(func() {
-		if t.Failed() {
-			dumpViews(t, ns, pw)
-		}
-	})
+	key, pw := createRunningViewed(t, rc)
 	outside := cloudlb.NodeIP + ":"
 	rc = waitExternallyReachableAt(t, key, 6, outside)
 	for i, n := range rc.Status.Nodes {
@@ -218,4 +230,36 @@ func TestRedisClusterWithARefusedNodePortServesInside(t *testing.T) {
 				containsAll(c.Message, "refused-ports-0", "refused-ports-5", "node port"),
 			fmt.Sprintf("%s %+v", rediscontrollers.ConditionExternallyReachable, c)
 	})
+}
+
+// TestRedisClusterOnNodePortsBacksUpAndRestores: a cluster on node ports is backed up (the
+// backup reads its nodes at their pod addresses and node ports) and restored into a new
+// cluster on other node ports; every key acknowledged before the backup started reads back
+// through each node of the new cluster, whose answers send the client to node addresses and
+// node ports.
+func TestRedisClusterOnNodePortsBacksUpAndRestores(t *testing.T) {
+	t.Parallel()
+	ns, _, origin := onNodePorts(t, "np-origin", 6)
+	createStoreSecrets(t, ns, store.SecretKey)
+	_, rc, pw := createRunning(t, origin, "on node ports")
+	w := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)
+	w.WaitWritten(t, 500)
+	acknowledged := w.Written()
+	b := waitBackup(t, createBackup(t, ns, "np-nightly", "np-origin", storeSpec(store.Bucket)), redisv1alpha1.BackupCompleted, redisbackup.ReasonBackupCompleted, 2*time.Minute)
+	assertBackupOf(t, b, rc, acknowledged)
+	written, _ := w.Stop()
+
+	first := freeStaticNodePorts(t, 6)
+	reborn := redistest.NewCluster(ns, "np-reborn", 6)
+	reborn.Spec.ExternalAccess = &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: &first}
+	reborn.Spec.Restore = &redisv1alpha1.RestoreSpec{Backup: "np-nightly"}
+	if err := env.Client.Create(t.Context(), reborn); err != nil {
+		t.Fatal(err)
+	}
+	waitRestored(t, client.ObjectKeyFromObject(reborn))
+	restored := waitExternallyReachableAt(t, client.ObjectKeyFromObject(reborn), 6, cloudlb.NodeIP+":")
+	t.Logf("backed up %d keys (%d acknowledged before the backup, %d in all); restored %d", b.Status.Keys, acknowledged, written, restored.Status.Restore.Keys)
+	if lost := w.VerifyFirstOn(t, restored, redistest.Password(t, env.Client, ns, "np-reborn"), acknowledged); lost > 0 {
+		t.Errorf("%d of the %d keys acknowledged before the backup are missing from the restored cluster", lost, acknowledged)
+	}
 }
