@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
@@ -433,11 +434,11 @@ func TestRedisClusterRefusesExternalAccessItCannotServe(t *testing.T) {
 	}{
 		"node port without its first": {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort},
 			want: "spec.externalAccess.firstNodePort goes with type NodePort"},
-		"load balancer with a first node port": {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer, FirstNodePort: ptrTo[int32](30000)},
+		"load balancer with a first node port": {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer, FirstNodePort: ptr.To[int32](30000)},
 			want: "spec.externalAccess.firstNodePort goes with type NodePort"},
-		"node ports too high": {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: ptrTo[int32](55535)},
+		"node ports too high": {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: ptr.To[int32](55535)},
 			want: "spec.externalAccess.firstNodePort is too high"},
-		"node ports":    {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: ptrTo[int32](30000)}},
+		"node ports":    {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: ptr.To[int32](30000)}},
 		"with TLS":      {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer}, tls: true},
 		"load balancer": {access: &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessLoadBalancer}},
 	}

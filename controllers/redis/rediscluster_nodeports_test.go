@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
@@ -148,7 +149,7 @@ func TestRedisClusterNodePortsAreFixedAtCreation(t *testing.T) {
 	plain.Spec.Pause = true
 	onPorts := redistest.NewCluster(ns, "on-ports", 6)
 	onPorts.Spec.Pause = true
-	onPorts.Spec.ExternalAccess = &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: ptrTo[int32](30100)}
+	onPorts.Spec.ExternalAccess = &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: ptr.To[int32](30100)}
 	for _, rc := range []*redisv1alpha1.RedisCluster{plain, onPorts} {
 		if err := env.Client.Create(t.Context(), rc); err != nil {
 			t.Fatal(err)
@@ -172,9 +173,6 @@ func TestRedisClusterNodePortsAreFixedAtCreation(t *testing.T) {
 	// The annotations may change.
 	redistest.PatchSpec(t, env.Client, client.ObjectKeyFromObject(onPorts), `{"spec":{"externalAccess":{"annotations":{"a":"b"}}}}`)
 }
-
-// ptrTo is a pointer to v.
-func ptrTo[T any](v T) *T { return &v }
 
 // containsAll reports whether s contains every part.
 func containsAll(s string, parts ...string) bool {
@@ -217,7 +215,7 @@ func TestRedisClusterWithARefusedNodePortServesInside(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
 	rc := redistest.NewCluster(ns, "refused-ports", 6)
-	rc.Spec.ExternalAccess = &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: ptrTo[int32](40000)}
+	rc.Spec.ExternalAccess = &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: ptr.To[int32](40000)}
 	key, _, _ := createRunning(t, rc, "with refused node ports")
 	waitEvent(t, ns, rediscontrollers.ReasonNodePortRefused, "spec.externalAccess.firstNodePort (40000)")
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {

@@ -128,7 +128,7 @@ esac
 
 // redisProbeCLI runs redis-cli against the pod's own node with the password $pw on its
 // standard input. redisReadinessScript adds the TLS options after "redis-cli".
-const redisProbeCLI = `printf '%s\n' "$pw" | redis-cli -h 127.0.0.1 -p 6379 --askpass`
+const redisProbeCLI = `printf '%s\n' "$pw" | redis-cli ` + redisProbeAddr + ` --askpass`
 
 // RedisHeadlessServiceName is the headless Service that gives each pod a stable DNS name,
 // <pod>.<cluster>.<namespace>.svc, as in the seed.
@@ -559,11 +559,7 @@ func redisContainers(rc *redisv1alpha1.RedisCluster, pod redisv1alpha1.PodSpec) 
 	}
 	containers := []corev1.Container{redis}
 	if pod.MonitorImage != "" {
-		exporter := redisExporterContainer(pod.MonitorImage, RedisTLSClientAuth(rc), RedisACLEnabled(rc))
-		if RedisOnNodePorts(rc) {
-			exporter = redisExporterOnSocket(exporter)
-		}
-		containers = append(containers, exporter)
+		containers = append(containers, redisExporterContainer(rc, pod.MonitorImage))
 	}
 	return containers
 }
@@ -593,7 +589,11 @@ func redisContainerSecurityContext() *corev1.SecurityContext {
 // names localhost; with tlsClientAuth "yes" it presents the node's certificate
 // (REDIS_EXPORTER_TLS_CLIENT_CERT_FILE and _KEY_FILE). With acl it authenticates as
 // RedisExporterUser (REDIS_USER), its password file then from the users Secret.
-func redisExporterContainer(image, tlsClientAuth string, acl bool) corev1.Container {
+func redisExporterContainer(rc *redisv1alpha1.RedisCluster, image string) corev1.Container {
+	tlsClientAuth, acl := RedisTLSClientAuth(rc), RedisACLEnabled(rc)
+	if RedisOnNodePorts(rc) {
+		tlsClientAuth = "" // the node's Unix socket: plain text, it never leaves the pod
+	}
 	c := corev1.Container{
 		Name:  "exporter",
 		Image: image,
@@ -627,6 +627,10 @@ func redisExporterContainer(image, tlsClientAuth string, acl bool) corev1.Contai
 	}
 	if acl {
 		c.Env = append(c.Env, corev1.EnvVar{Name: "REDIS_USER", Value: RedisExporterUser})
+	}
+	if RedisOnNodePorts(rc) {
+		c.Env[0].Value = RedisExporterSocketAddr
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: RedisSocketVolume, MountPath: RedisSocketDir})
 	}
 	return c
 }

@@ -75,43 +75,26 @@ func redisNodePortAtStart(tls bool) string {
 // access: the node's Unix socket (plain text there, with TLS too: it never leaves the pod).
 const RedisExporterSocketAddr = "unix://" + RedisSocketFile
 
-// redisExporterOnSocket is the exporter c scraping the node's Unix socket instead of its
-// TCP port, which differs from pod to pod with NodePort external access.
-func redisExporterOnSocket(c corev1.Container) corev1.Container {
-	env := []corev1.EnvVar{{Name: "REDIS_ADDR", Value: RedisExporterSocketAddr}}
-	for _, e := range c.Env {
-		if e.Name != "REDIS_ADDR" && !strings.HasPrefix(e.Name, "REDIS_EXPORTER_TLS_") {
-			env = append(env, e)
-		}
-	}
-	c.Env = env
-	mounts := []corev1.VolumeMount{{Name: RedisSocketVolume, MountPath: RedisSocketDir}}
-	for _, m := range c.VolumeMounts {
-		if m.Name != RedisTLSVolume {
-			mounts = append(mounts, m)
-		}
-	}
-	c.VolumeMounts = mounts
-	return c
-}
-
-// redisSocketCLI is redis-cli on the node's Unix socket, in place of redisProbeCLI's TCP
-// address with NodePort external access.
-const redisSocketCLI = "redis-cli -s " + RedisSocketFile + " --askpass"
+// redisProbeAddr is redisProbeCLI's TCP address of the node, which redisSocketAddr
+// replaces with NodePort external access.
+const (
+	redisProbeAddr  = "-h 127.0.0.1 -p 6379"
+	redisSocketAddr = "-s " + RedisSocketFile
+)
 
 // redisNodePortProbes are the redis container's probes with NodePort external access: the
 // readiness script through the Unix socket (no TLS there), and a liveness PING through it
 // that any answer from Redis passes (PONG, or NOAUTH without the password), as the TCP
 // check it replaces.
 func redisNodePortProbes() (readiness, liveness *corev1.Probe) {
-	script := strings.ReplaceAll(RedisReadinessScript, "redis-cli -h 127.0.0.1 -p 6379 --askpass", redisSocketCLI)
+	script := strings.ReplaceAll(RedisReadinessScript, redisProbeAddr, redisSocketAddr)
 	readiness = &corev1.Probe{
 		ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", script}}},
 		PeriodSeconds: 5, TimeoutSeconds: 3,
 	}
 	liveness = &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c",
-			"redis-cli -s " + RedisSocketFile + " ping 2>&1 | grep -q 'PONG\\|NOAUTH'"}}},
+			"redis-cli " + redisSocketAddr + " ping 2>&1 | grep -q 'PONG\\|NOAUTH'"}}},
 		InitialDelaySeconds: 15, PeriodSeconds: 10, TimeoutSeconds: 3,
 	}
 	return readiness, liveness
