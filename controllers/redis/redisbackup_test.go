@@ -30,6 +30,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -330,8 +331,8 @@ func TestRedisBackupRestoresIntoANewClusterHereAndInAnotherNamespace(t *testing.
 		if lost := w.VerifyFirstOn(t, restored, redistest.Password(t, env.Client, c.Namespace, c.Name), acknowledged); lost > 0 {
 			t.Errorf("%d of the %d keys acknowledged before the backup are missing from %s/%s", lost, acknowledged, c.Namespace, c.Name)
 		}
-		if got := eventReasons(t, c.Namespace, c.Name); !slices.Contains(got, "Normal/"+rediscontrollers.ReasonRestoreCompleted) {
-			t.Errorf("events of %s: %v, want %s", c.Name, got, rediscontrollers.ReasonRestoreCompleted)
+		if got := eventReasons(t, c.Namespace, c.Name); !slices.Contains(got, "Normal/"+report.ReasonRestoreCompleted) {
+			t.Errorf("events of %s: %v, want %s", c.Name, got, report.ReasonRestoreCompleted)
 		}
 	}
 }
@@ -598,7 +599,7 @@ func TestRedisBackupAndRestoreSurviveFaults(t *testing.T) {
 	}
 	testenv.Eventually(t, 2*time.Minute, func(context.Context) (bool, string) {
 		got := eventReasons(t, ns, "from-cut")
-		return slices.Contains(got, "Warning/"+rediscontrollers.ReasonRestoreFailed), fmt.Sprintf("events %v", got)
+		return slices.Contains(got, "Warning/"+report.ReasonRestoreFailed), fmt.Sprintf("events %v", got)
 	})
 	// The two whole shards load; the corrupted one does not, and the cluster is not Ready.
 	partial := &redisv1alpha1.RedisCluster{}
@@ -670,7 +671,7 @@ func reloadLostShards(t *testing.T, key client.ObjectKey, from string) *redisv1a
 			return false, err.Error()
 		}
 		_, still := cur.Annotations[rediscontrollers.RestoreLostShardsAnnotation]
-		return cur.Status.Reload == nil && !still && meta.IsStatusConditionTrue(cur.Status.Conditions, rediscontrollers.ConditionReady),
+		return cur.Status.Reload == nil && !still && meta.IsStatusConditionTrue(cur.Status.Conditions, report.ConditionReady),
 			fmt.Sprintf("phase %s (%s), reload %+v", cur.Status.Phase, cur.Status.Reason, cur.Status.Reload)
 	})
 	rc := redistest.WaitShape(t, env.Client, key, 3, 6)
@@ -719,8 +720,8 @@ func TestRedisClusterReloadsALostShardFromABackup(t *testing.T) {
 			fmt.Sprintf("phase %s (%s)", cur.Status.Phase, cur.Status.Reason)
 	})
 	rc = reloadLostShards(t, key, "before-loss")
-	if n, notes := eventCount(t, ns, "reload", rediscontrollers.ReasonLostSlotsReloaded); n != 1 {
-		t.Errorf("%d %s events %q, want one: the reload ended once", n, rediscontrollers.ReasonLostSlotsReloaded, notes)
+	if n, notes := eventCount(t, ns, "reload", report.ReasonLostSlotsReloaded); n != 1 {
+		t.Errorf("%d %s events %q, want one: the reload ended once", n, report.ReasonLostSlotsReloaded, notes)
 	}
 	// Only the reload annotation was set: the Warning says so, not that accept-data-loss is.
 	if _, notes := eventCount(t, ns, "reload", "DataLossAccepted"); len(notes) != 1 ||

@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -71,7 +71,7 @@ func TestRedisClusterWithACLUsers(t *testing.T) {
 		if err := env.Client.Get(ctx, key, cur); err != nil {
 			return false, err.Error()
 		}
-		c := meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionPasswordApplied)
+		c := meta.FindStatusCondition(cur.Status.Conditions, report.ConditionPasswordApplied)
 		return c != nil && c.Status == metav1.ConditionTrue && hasEvent(ctx, ns, "PasswordRotated"), fmt.Sprintf("condition %v", c)
 	})
 	t.Logf("the application's password rotated in %.1f s", time.Since(rotateStart).Seconds())
@@ -105,7 +105,7 @@ func TestRedisClusterWithACLUsers(t *testing.T) {
 		if err := env.Client.Get(ctx, key, cur); err != nil {
 			return false, err.Error()
 		}
-		if c := meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionPasswordApplied); c == nil || c.Status != metav1.ConditionTrue {
+		if c := meta.FindStatusCondition(cur.Status.Conditions, report.ConditionPasswordApplied); c == nil || c.Status != metav1.ConditionTrue {
 			return false, fmt.Sprintf("condition %v", c)
 		}
 		for _, n := range rc.Status.Nodes {
@@ -232,7 +232,7 @@ func refusedUntilFixed(t *testing.T, rc *redisv1alpha1.RedisCluster, event strin
 		if err := env.Client.Get(ctx, key, cur); err != nil {
 			return false, err.Error()
 		}
-		d := meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionDegraded)
+		d := meta.FindStatusCondition(cur.Status.Conditions, report.ConditionDegraded)
 		if d == nil || d.Status != metav1.ConditionTrue || (event != "" && !hasEvent(ctx, rc.Namespace, event)) {
 			return false, fmt.Sprintf("Degraded %+v", d)
 		}
@@ -268,7 +268,7 @@ func TestRedisClusterACLWaitsForAUserSecret(t *testing.T) {
 	if err := env.Client.Create(t.Context(), rc); err != nil {
 		t.Fatal(err)
 	}
-	refusedUntilFixed(t, rc, rediscontrollers.ReasonUserSecretMissing,
+	refusedUntilFixed(t, rc, report.ReasonUserSecretMissing,
 		[]string{`spec.acl.users[0].passwordSecret: Secret "app-pw" of user app not found`, `create it with a "password" key`}, func() {
 			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-pw", Namespace: ns}, Data: map[string][]byte{"password": []byte("app-password")}}
 			if err := env.Client.Create(t.Context(), secret); err != nil {
@@ -305,9 +305,9 @@ func TestRedisClusterRefusesUnknownACLRules(t *testing.T) {
 		if err := env.Client.Get(ctx, key, cur); err != nil {
 			return false, err.Error()
 		}
-		d := meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionDegraded)
-		return d != nil && d.Status == metav1.ConditionTrue && d.Reason == rediscontrollers.ReasonInvalidACLRules && d.ObservedGeneration == cur.Generation &&
-			strings.Contains(d.Message, want) && eventSays(ctx, ns, rediscontrollers.ReasonInvalidACLRules, want), fmt.Sprintf("Degraded %+v", d)
+		d := meta.FindStatusCondition(cur.Status.Conditions, report.ConditionDegraded)
+		return d != nil && d.Status == metav1.ConditionTrue && d.Reason == report.ReasonInvalidACLRules && d.ObservedGeneration == cur.Generation &&
+			strings.Contains(d.Message, want) && eventSays(ctx, ns, report.ReasonInvalidACLRules, want), fmt.Sprintf("Degraded %+v", d)
 	})
 	t.Logf("the unknown command was refused in %.1f s", time.Since(start).Seconds())
 	time.Sleep(3 * time.Second) // without the check, a pod would be replaced within a look or two
@@ -325,7 +325,7 @@ func TestRedisClusterRefusesUnknownACLRules(t *testing.T) {
 		t.Errorf("the user's old rules are not in force: SET gave %v, want NOPERM", err)
 	}
 	cur := redistest.WaitShape(t, env.Client, key, 3, 6)
-	if ready := meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
+	if ready := meta.FindStatusCondition(cur.Status.Conditions, report.ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
 		t.Errorf("the cluster stopped serving: %+v", ready)
 	}
 
@@ -342,7 +342,7 @@ func TestRedisClusterRefusesUnknownACLRules(t *testing.T) {
 				return false, fmt.Sprintf("%s not replaced yet; phase %s (%s)", name, cur.Status.Phase, cur.Status.Reason)
 			}
 		}
-		return !meta.IsStatusConditionTrue(cur.Status.Conditions, rediscontrollers.ConditionDegraded), fmt.Sprintf("phase %s (%s)", cur.Status.Phase, cur.Status.Reason)
+		return !meta.IsStatusConditionTrue(cur.Status.Conditions, report.ConditionDegraded), fmt.Sprintf("phase %s (%s)", cur.Status.Phase, cur.Status.Reason)
 	})
 	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
 	t.Logf("the corrected rules rolled out in %.1f s", time.Since(start).Seconds())

@@ -14,13 +14,9 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
-
-// ReasonInvalidACLRules: a running node refused new rules of spec.acl (a command or category
-// Redis does not know, say). The StatefulSet keeps the rules the pods run, so no pod is
-// replaced; Degraded and a Warning event name the field, the rule and Redis's reason.
-const ReasonInvalidACLRules = "InvalidACLRules"
 
 // aclCheckTimeout bounds the check of new rules on one node.
 const aclCheckTimeout = 5 * time.Second
@@ -70,7 +66,7 @@ func (r *RedisClusterReconciler) checkACLRules(ctx context.Context, s *state) er
 	s.aclUnchecked = false
 	if verdict != nil {
 		s.aclRejected = verdict
-		r.event(s, corev1.EventTypeWarning, ReasonInvalidACLRules, "Configure", "%s", verdict.Error())
+		r.event(s, corev1.EventTypeWarning, report.ReasonInvalidACLRules, "Configure", "%s", verdict.Error())
 	}
 	return nil
 }

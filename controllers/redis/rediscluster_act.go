@@ -295,3 +295,11 @@ func bounded(ctx context.Context, act func(ctx context.Context) error) (done boo
 	}
 	return err == nil, err
 }
+
+// countMoves adds a batch of slot moves to the cluster's counters and records what is left.
+func countMoves(s *state, stats execute.MoveStats, left int) {
+	ns, name := s.rc.Namespace, s.rc.Name
+	metrics.RedisSlotsMoved.WithLabelValues(ns, name).Add(float64(stats.Slots))
+	metrics.RedisKeysMoved.WithLabelValues(ns, name).Add(float64(stats.Keys))
+	metrics.RedisMigrationSlotsLeft.WithLabelValues(ns, name).Set(float64(max(left, 0)))
+}

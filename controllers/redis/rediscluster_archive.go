@@ -26,23 +26,9 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/restore"
 	"github.com/middleware-operator/middleware-operator/internal/status"
-)
-
-// ConditionArchiving says whether every shard of a cluster with spec.archive is archived.
-const ConditionArchiving = "Archiving"
-
-// The reasons of the Archiving condition (and archiver.ReasonFailing); the archive's events
-// have archiver's reasons.
-const (
-	// ReasonArchiving: every shard's follower runs on its timeline.
-	ReasonArchiving = "Archiving"
-	// ReasonArchiveStarting: a shard's base is being taken, or its follower starts.
-	ReasonArchiveStarting = "ArchiveStarting"
-	// ReasonArchiveWaiting: the archive waits for the cluster (a restore, a slot map that
-	// is not stable yet).
-	ReasonArchiveWaiting = "ArchiveWaiting"
 )
 
 // syncArchive starts, keeps or stops the followers of s's cluster as spec.archive says,
@@ -55,15 +41,15 @@ func (r *RedisClusterReconciler) syncArchive(ctx context.Context, s *state) {
 		r.archives.Stop(key)
 		if spec == nil {
 			s.next.Status.Archive = nil
-			meta.RemoveStatusCondition(&s.next.Status.Conditions, ConditionArchiving)
+			meta.RemoveStatusCondition(&s.next.Status.Conditions, report.ConditionArchiving)
 			metrics.ForgetRedisArchive(key.Namespace, key.Name)
 		} else {
 			metrics.RedisArchiveShardsFollowing.WithLabelValues(key.Namespace, key.Name).Set(0)
 		}
 		return
 	}
-	if restoreProgress(s) != "" {
-		r.setArchiving(s, metav1.ConditionFalse, ReasonArchiveWaiting, "the archive starts once the restore is done")
+	if report.RestoreProgress(s.next) != "" {
+		r.setArchiving(s, metav1.ConditionFalse, report.ReasonArchiveWaiting, "the archive starts once the restore is done")
 		return
 	}
 	sources, problem := archiveSources(s)
@@ -81,7 +67,7 @@ func (r *RedisClusterReconciler) syncArchive(ctx context.Context, s *state) {
 			problem = "the archive starts once the repair under way ends (" + s.step.Reason + ")"
 		}
 		if problem != "" {
-			r.setArchiving(s, metav1.ConditionFalse, ReasonArchiveWaiting, problem)
+			r.setArchiving(s, metav1.ConditionFalse, report.ReasonArchiveWaiting, problem)
 			return
 		}
 		var err error
@@ -171,7 +157,7 @@ func (r *RedisClusterReconciler) reportArchive(s *state, ca *archiver.Cluster) {
 	st := &redisv1alpha1.ArchiveStatus{Location: ca.Location}
 	running, failing := 0, ""
 	var flushes []archiver.Event
-	reason := ReasonArchiving
+	reason := report.ReasonArchiving
 	ns, name := s.rc.Namespace, s.rc.Name
 	for _, sh := range ca.Shards {
 		shardStatus, events, ok, problem := sh.Report()
@@ -219,11 +205,11 @@ func (r *RedisClusterReconciler) reportArchive(s *state, ca *archiver.Cluster) {
 	metrics.RedisArchiveShardsFollowing.WithLabelValues(ns, name).Set(float64(running))
 	switch {
 	case running == len(ca.Shards):
-		r.setArchiving(s, metav1.ConditionTrue, ReasonArchiving, fmt.Sprintf("every shard's writes go to %s", ca.Location))
+		r.setArchiving(s, metav1.ConditionTrue, report.ReasonArchiving, fmt.Sprintf("every shard's writes go to %s", ca.Location))
 	case failing != "":
 		r.setArchiving(s, metav1.ConditionFalse, reason, failing)
 	default:
-		r.setArchiving(s, metav1.ConditionFalse, ReasonArchiveStarting, fmt.Sprintf("%d of %d shards archived; the others take their base", running, len(ca.Shards)))
+		r.setArchiving(s, metav1.ConditionFalse, report.ReasonArchiveStarting, fmt.Sprintf("%d of %d shards archived; the others take their base", running, len(ca.Shards)))
 	}
 }
 
@@ -245,7 +231,7 @@ func recoverableFrom(shards []redisv1alpha1.ArchiveShardStatus) *metav1.Time {
 
 // setArchiving sets the Archiving condition.
 func (r *RedisClusterReconciler) setArchiving(s *state, cond metav1.ConditionStatus, reason, message string) {
-	status.Set(&s.next.Status.Conditions, s.rc.Generation, ConditionArchiving, cond, reason, message)
+	status.Set(&s.next.Status.Conditions, s.rc.Generation, report.ConditionArchiving, cond, reason, message)
 }
 
 // minTime is the earlier of a and b.

@@ -26,6 +26,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/restore"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -63,7 +64,7 @@ func TestRedisClusterArchiveRestoresToLatestAndToATime(t *testing.T) {
 		if err := env.Client.Get(ctx, key, rc); err != nil {
 			return false, err.Error()
 		}
-		c := meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionArchiving)
+		c := meta.FindStatusCondition(rc.Status.Conditions, report.ConditionArchiving)
 		return c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("Archiving: %+v, archive %+v", c, rc.Status.Archive)
 	})
 	for _, sh := range rc.Status.Archive.Shards {
@@ -212,7 +213,7 @@ func waitArchivingOn(t *testing.T, key client.ObjectKey, timeline int32) *redisv
 		if err := env.Client.Get(ctx, key, rc); err != nil {
 			return false, err.Error()
 		}
-		c := meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionArchiving)
+		c := meta.FindStatusCondition(rc.Status.Conditions, report.ConditionArchiving)
 		ok := c != nil && c.Status == metav1.ConditionTrue && rc.Status.Archive != nil && len(rc.Status.Archive.Shards) == 3
 		for _, sh := range rc.Status.Archive.Shards {
 			ok = ok && sh.Timeline == timeline
@@ -456,7 +457,7 @@ func waitArchivedAfter(t *testing.T, key client.ObjectKey, since time.Time, with
 		if err := env.Client.Get(ctx, key, rc); err != nil {
 			return false, err.Error()
 		}
-		c := meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionArchiving)
+		c := meta.FindStatusCondition(rc.Status.Conditions, report.ConditionArchiving)
 		var behind []string
 		for _, sh := range rc.Status.Archive.Shards {
 			if sh.ArchivedUpTo == nil || !sh.ArchivedUpTo.After(since) {
@@ -643,7 +644,7 @@ func TestRedisClusterArchiveTakesNewBasesAndKeepsItsWindow(t *testing.T) {
 		}
 	}
 	testenv.Eventually(t, time.Minute, func(context.Context) (bool, string) {
-		_, notes := eventCount(t, ns, "tooold", rediscontrollers.ReasonRestoreFailed)
+		_, notes := eventCount(t, ns, "tooold", report.ReasonRestoreFailed)
 		return slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "no base at or before") }), fmt.Sprintf("events %v", notes)
 	})
 	t.Logf("%d keys acknowledged; restore to latest: %d missing of %d due", len(r.acks), r.missing, r.due)
@@ -1103,11 +1104,11 @@ func TestRedisClusterReloadsALostShardFromTheArchive(t *testing.T) {
 	})
 	t.Log("the archive began the lost shard's next timeline from its empty pod before the reload was asked for")
 	rc = reloadLostShards(t, key, plan.ReloadFromArchive)
-	n, notes := eventCount(t, ns, "origin", rediscontrollers.ReasonLostSlotsReloaded)
+	n, notes := eventCount(t, ns, "origin", report.ReasonLostSlotsReloaded)
 	if n != 1 || !strings.Contains(notes[0], "the archive") {
-		t.Errorf("%d %s events %q, want one naming the archive", n, rediscontrollers.ReasonLostSlotsReloaded, notes)
+		t.Errorf("%d %s events %q, want one naming the archive", n, report.ReasonLostSlotsReloaded, notes)
 	}
-	_, loaded := eventCount(t, ns, "origin", rediscontrollers.ReasonRestoreShardLoaded)
+	_, loaded := eventCount(t, ns, "origin", report.ReasonRestoreShardLoaded)
 	t.Logf("loads: %q", loaded)
 
 	acks := w.Stop()
@@ -1189,11 +1190,11 @@ func TestRedisClusterGivesUpAReloadThatCannotGoOn(t *testing.T) {
 		}
 		_, reloadSet := cur.Annotations[rediscontrollers.RestoreLostShardsAnnotation]
 		_, acceptSet := cur.Annotations[rediscontrollers.AcceptDataLossAnnotation]
-		return cur.Status.Reload == nil && !reloadSet && !acceptSet && meta.IsStatusConditionTrue(cur.Status.Conditions, rediscontrollers.ConditionReady),
+		return cur.Status.Reload == nil && !reloadSet && !acceptSet && meta.IsStatusConditionTrue(cur.Status.Conditions, report.ConditionReady),
 			fmt.Sprintf("phase %s (%s), reload %+v, annotations %v", cur.Status.Phase, cur.Status.Reason, cur.Status.Reload, cur.Annotations)
 	})
-	if n, notes := eventCount(t, ns, "giveup", rediscontrollers.ReasonReloadAbandoned); n != 1 || !strings.Contains(notes[0], "is given up") {
-		t.Errorf("%d %s events %q, want one saying the reload is given up", n, rediscontrollers.ReasonReloadAbandoned, notes)
+	if n, notes := eventCount(t, ns, "giveup", report.ReasonReloadAbandoned); n != 1 || !strings.Contains(notes[0], "is given up") {
+		t.Errorf("%d %s events %q, want one saying the reload is given up", n, report.ReasonReloadAbandoned, notes)
 	}
 	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
 	gone := w.VerifyExcept(t, env.Client, rc, pw, inLost)

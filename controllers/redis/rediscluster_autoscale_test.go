@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -155,7 +155,7 @@ func TestRedisClusterAutoscalesOnMemory(t *testing.T) {
 		t.Errorf("status.autoscale %+v: want 4 masters and the reason of the change", st)
 	}
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
-		return eventSays(ctx, ns, rediscontrollers.ReasonAutoscaledOut, "adding a shard (4 masters)"), "no AutoscaledOut event saying why"
+		return eventSays(ctx, ns, report.ReasonAutoscaledOut, "adding a shard (4 masters)"), "no AutoscaledOut event saying why"
 	})
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
 		name, share, err := fullestMaster(ctx, rc, pw)

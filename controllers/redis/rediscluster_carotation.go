@@ -13,17 +13,8 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/certs"
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
-)
-
-// The events of a rotation of the generated CA (see resources.CAStageTrust).
-const (
-	// ReasonCARotationStarted: a new CA is trusted next to the old one.
-	ReasonCARotationStarted = "CARotationStarted"
-	// ReasonCARotationSwitched: the new CA signs the nodes' certificate.
-	ReasonCARotationSwitched = "CARotationSwitched"
-	// ReasonCARotationCompleted: the old CA is no longer trusted.
-	ReasonCARotationCompleted = "CARotationCompleted"
 )
 
 // readGeneratedCA reads the generated CA Secret from the cache once per reconcile, for the
@@ -122,7 +113,7 @@ func (r *RedisClusterReconciler) startCARotation(ctx context.Context, s *state) 
 		return err
 	}
 	r.changes.touch(client.ObjectKeyFromObject(s.rc))
-	r.event(s, corev1.EventTypeNormal, ReasonCARotationStarted, "Rotate",
+	r.event(s, corev1.EventTypeNormal, report.ReasonCARotationStarted, "Rotate",
 		"rotating the CA of Secret %s (%s): ca.crt of %s now lists the new CA next to the old one; the nodes switch to a certificate of the new CA after at least %s",
 		s.certs.caSecret.Name, s.step.Reason, resources.RedisTLSSecretName(s.rc), resources.RedisCAStageDue(s.rc, ca).Sub(ca.Since))
 	return nil
@@ -142,10 +133,10 @@ func (r *RedisClusterReconciler) advanceCA(ctx context.Context, s *state) error 
 	}
 	r.changes.touch(client.ObjectKeyFromObject(s.rc))
 	if next.Stage() == resources.CAStageSwitch {
-		r.event(s, corev1.EventTypeNormal, ReasonCARotationSwitched, "Rotate",
+		r.event(s, corev1.EventTypeNormal, report.ReasonCARotationSwitched, "Rotate",
 			"every node trusts the new CA: it now signs the nodes' certificate; ca.crt keeps the old CA for at least %s more", resources.RedisCAStageDue(s.rc, next).Sub(next.Since))
 	} else {
-		r.event(s, corev1.EventTypeNormal, ReasonCARotationCompleted, "Rotate",
+		r.event(s, corev1.EventTypeNormal, report.ReasonCARotationCompleted, "Rotate",
 			"every node serves a certificate of the new CA: the old CA is dropped from ca.crt of %s", resources.RedisTLSSecretName(s.rc))
 	}
 	return nil

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/certs"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -147,7 +147,7 @@ func TestRedisClusterRotatesItsCA(t *testing.T) {
 		t.Errorf("stage Trust lasted %s, want at least the overlap of %s", lasted, overlap)
 	}
 	t.Logf("CA rotation: %d nodes on the new CA alone %.1f s after the annotation (overlap %s per stage)", len(rc.Status.Nodes), took.Seconds(), overlap)
-	for _, reason := range []string{rediscontrollers.ReasonCARotationStarted, rediscontrollers.ReasonCARotationSwitched, rediscontrollers.ReasonCARotationCompleted} {
+	for _, reason := range []string{report.ReasonCARotationStarted, report.ReasonCARotationSwitched, report.ReasonCARotationCompleted} {
 		waitEvent(t, ns, reason, "CA")
 	}
 

@@ -19,22 +19,8 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/caching"
 	"github.com/middleware-operator/middleware-operator/internal/child"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
-)
-
-// The TLS condition's reasons with spec.tls.issuerRef.
-const (
-	// ReasonTLSIssued: cert-manager issued the nodes' certificate, which verifies.
-	ReasonTLSIssued = "IssuedByCertManager"
-	// ReasonTLSCertManagerMissing: spec.tls.issuerRef is set, and the cluster does not serve
-	// cert-manager's Certificate kind.
-	ReasonTLSCertManagerMissing = "CertManagerMissing"
-	// ReasonTLSCertificatePending: the Certificate is kept, and cert-manager has not written
-	// its Secret yet; the message carries what the Certificate says.
-	ReasonTLSCertificatePending = "CertificatePending"
-	// ReasonTLSIssuerNotAllowed: spec.tls.issuerRef names a ClusterIssuer the operator's
-	// --cluster-issuers does not list; nothing is issued.
-	ReasonTLSIssuerNotAllowed = "IssuerNotAllowed"
 )
 
 // ClusterIssuersFlag is the operator flag listing the ClusterIssuers RedisClusters may name.
@@ -60,7 +46,7 @@ func (r *RedisClusterReconciler) issuerRefused(rc *redisv1alpha1.RedisCluster) e
 	if ref.Kind != "ClusterIssuer" || ClusterIssuerAllowed(r.ClusterIssuers, ref.Name) {
 		return nil
 	}
-	return &tlsInvalidError{reason: ReasonTLSIssuerNotAllowed, msg: fmt.Sprintf(
+	return &tlsInvalidError{reason: report.ReasonTLSIssuerNotAllowed, msg: fmt.Sprintf(
 		"spec.tls.issuerRef names %s, which the operator may not use for this cluster: its --%s lists %s. Ask the cluster admin to add it, or name an Issuer of this namespace",
 		resources.RedisIssuer(rc), ClusterIssuersFlag, allowedList(r.ClusterIssuers))}
 }
@@ -132,7 +118,7 @@ func (r *RedisClusterReconciler) ensureIssuedTLS(ctx context.Context, s *state) 
 	if status == "" {
 		msg = "no Ready condition yet"
 	}
-	return nil, &tlsInvalidError{reason: ReasonTLSCertificatePending, missing: true, msg: fmt.Sprintf(
+	return nil, &tlsInvalidError{reason: report.ReasonTLSCertificatePending, missing: true, msg: fmt.Sprintf(
 		"waiting for cert-manager to issue Secret %s from %s: Certificate %s says %q; check that the issuer exists and is Ready (kubectl describe certificate %s)",
 		resources.RedisTLSSecretName(s.rc), resources.RedisIssuer(s.rc), cert.GetName(), msg, cert.GetName())}
 }
@@ -160,7 +146,7 @@ func (r *RedisClusterReconciler) ensureCertificate(ctx context.Context, s *state
 	err = r.apiReader().Get(ctx, client.ObjectKeyFromObject(desired), live)
 	switch {
 	case meta.IsNoMatchError(err):
-		return nil, &tlsInvalidError{reason: ReasonTLSCertManagerMissing, missing: true, msg: fmt.Sprintf(
+		return nil, &tlsInvalidError{reason: report.ReasonTLSCertManagerMissing, missing: true, msg: fmt.Sprintf(
 			"spec.tls.issuerRef names %s, but this cluster does not serve cert-manager's Certificate kind (%s): install cert-manager, or create a new RedisCluster without issuerRef",
 			resources.RedisIssuer(s.rc), resources.CertificateGVK.GroupVersion())}
 	case apierrors.IsNotFound(err):

@@ -18,6 +18,7 @@ import (
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/certs"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -43,11 +44,11 @@ func TestRedisClusterTLSFromCertManager(t *testing.T) {
 	}
 	key := client.ObjectKeyFromObject(rc)
 	if !certManagerServed(t) {
-		c := waitCondition(t, key, rediscontrollers.ConditionTLS, metav1.ConditionFalse, rediscontrollers.ReasonTLSCertManagerMissing)
+		c := waitCondition(t, key, report.ConditionTLS, metav1.ConditionFalse, report.ReasonTLSCertManagerMissing)
 		if !strings.Contains(c.Message, "install cert-manager") {
 			t.Errorf("the TLS condition says %q, want how to fix it", c.Message)
 		}
-		waitEvent(t, ns, rediscontrollers.ReasonTLSCertManagerMissing, "ClusterIssuer "+issuer)
+		waitEvent(t, ns, report.ReasonTLSCertManagerMissing, "ClusterIssuer "+issuer)
 		if err := env.Client.Get(t.Context(), key, &appsv1.StatefulSet{}); err == nil {
 			t.Errorf("a StatefulSet was made before the certificate exists")
 		}
@@ -75,7 +76,7 @@ func TestRedisClusterTLSFromCertManager(t *testing.T) {
 	start := time.Now()
 	rc = waitRunning(t, key)
 	t.Logf("formed over TLS with cert-manager's certificate %.1f s after cert-manager started", time.Since(start).Seconds())
-	c := waitCondition(t, key, rediscontrollers.ConditionTLS, metav1.ConditionTrue, rediscontrollers.ReasonTLSIssued)
+	c := waitCondition(t, key, report.ConditionTLS, metav1.ConditionTrue, report.ReasonTLSIssued)
 	if !strings.Contains(c.Message, "ClusterIssuer "+issuer) {
 		t.Errorf("the TLS condition says %q, want the issuer named", c.Message)
 	}
@@ -119,7 +120,7 @@ func TestRedisClusterTLSFromCertManager(t *testing.T) {
 		return everyNodeServes(ctx, rc.Status.Nodes, appTLS, cert.Raw, "the new certificate")
 	})
 	t.Logf("issuer switched: every node serves the new certificate %.1f s later", time.Since(switched).Seconds())
-	waitEvent(t, ns, rediscontrollers.ReasonTLSReloaded, "now serve")
+	waitEvent(t, ns, report.ReasonTLSReloaded, "now serve")
 	stopWithoutFailures(t, w, "while the certificate changed")
 	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
 	w.Verify(t, env.Client, rc, pw)
@@ -140,11 +141,11 @@ func TestRedisClusterRefusesAClusterIssuerTheAdminDidNotAllow(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(rc)
-	c := waitCondition(t, key, rediscontrollers.ConditionTLS, metav1.ConditionFalse, rediscontrollers.ReasonTLSIssuerNotAllowed)
+	c := waitCondition(t, key, report.ConditionTLS, metav1.ConditionFalse, report.ReasonTLSIssuerNotAllowed)
 	if !strings.Contains(c.Message, "--cluster-issuers lists t-*") {
 		t.Errorf("the TLS condition says %q, want the flag and what it lists", c.Message)
 	}
-	waitEvent(t, ns, rediscontrollers.ReasonTLSIssuerNotAllowed, "ClusterIssuer platform-root-ca")
+	waitEvent(t, ns, report.ReasonTLSIssuerNotAllowed, "ClusterIssuer platform-root-ca")
 	if err := env.Client.Get(t.Context(), key, &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a StatefulSet for a refused issuer: %v", err)
 	}

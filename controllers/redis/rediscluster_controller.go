@@ -41,6 +41,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/restore"
 	"github.com/middleware-operator/middleware-operator/internal/status"
@@ -130,6 +131,9 @@ type RedisClusterReconciler struct {
 	sources restore.Sources
 	// archives runs the followers of the clusters with spec.archive (syncArchive).
 	archives archiver.Registry
+	// nodeCounts keeps the nodes' eviction, refused-write and restart counts from one look
+	// to the next (report.RecordMetrics).
+	nodeCounts report.NodeCounts
 }
 
 // forgetCluster drops everything the reconciler keeps of a cluster that is gone or going:
@@ -149,6 +153,7 @@ func (r *RedisClusterReconciler) forgetCluster(key types.NamespacedName) {
 	r.storeFailures.Forget(key)
 	r.sources.Forget(key)
 	r.archives.Stop(key)
+	r.nodeCounts.Forget(key)
 }
 
 // backgroundLoads is the reconciler's restore.Loads, made on first use (a reconciler built
@@ -228,8 +233,8 @@ type state struct {
 	// announce is what the nodes are to announce (spec.externalAccess), as the planner and
 	// the status take it: nil when nothing is announced.
 	announce *plan.Announce
-	// reported are the events the status derivation calls for (deriveStatus).
-	reported []reportedEvent
+	// reported are the events the status derivation calls for (report.Derive).
+	reported []report.Event
 	// held are the slots this reconcile's slot move held as too big to move.
 	held  []layout.HeldSlot
 	admin clusterconn.Admin
@@ -297,9 +302,10 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		// Another replica leads now: what this one saw is not its to report.
 		return ctrl.Result{}, s.err
 	}
-	deriveStatus(s)
+	in := s.reportInput()
+	s.reported = report.Derive(in)
 	r.syncArchive(ctx, s)
-	recordMetrics(s)
+	report.RecordMetrics(in, &r.nodeCounts)
 	retryAfter, backingOff := restore.Backoff(s.err)
 	wrote, err := status.Patch(ctx, r.Client, s.rc, s.next, redisClusterStatus)
 	if wrote {

@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,33 +17,8 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
-	"github.com/middleware-operator/middleware-operator/internal/status"
-)
-
-// The external-access condition and events (spec.externalAccess).
-const (
-	// ConditionExternallyReachable: clients outside the Kubernetes cluster can reach every
-	// node at the address its Service was given, and every node announces that address to
-	// them. False while a node has no address yet or does not announce it; absent without
-	// spec.externalAccess. Ready says nothing about it: Ready is the cluster serving every
-	// slot to clients that reach the pods.
-	ConditionExternallyReachable = "ExternallyReachable"
-	// ReasonAddressesAnnounced, ReasonAddressPending and ReasonNotAnnounced are its reasons.
-	ReasonAddressesAnnounced = "AddressesAnnounced"
-	ReasonAddressPending     = "AddressPending"
-	ReasonNotAnnounced       = "NotAnnounced"
-	// ReasonCertificatePending (with spec.tls): the certificate the nodes serve does not
-	// name every external address yet, so clients outside that verify it refuse some nodes.
-	ReasonCertificatePending = "CertificatePending"
-	// ReasonAnnounced is the Normal event of a node set to announce its external address
-	// (or, once spec.externalAccess is removed, none); ReasonNotExternallyReachable the
-	// Warning event when outside clients stop reaching every node.
-	ReasonAnnounced              = "Announced"
-	ReasonNotExternallyReachable = "NotExternallyReachable"
-	// ReasonNodePortRefused is the Warning event of a node's NodePort Service the API server
-	// refused: its node port is outside the cluster's range or taken.
-	ReasonNodePortRefused = "NodePortRefused"
 )
 
 // externalHosts are the hosts outside clients reach each pod at, by pod: only the pods
@@ -81,7 +55,7 @@ func (r *RedisClusterReconciler) ensureExternalServices(ctx context.Context, s *
 				// A node port the API server refuses (outside its range, or taken) leaves
 				// that pod without an outside address (ExternallyReachable says so); the
 				// cluster itself works at its pod addresses, so the look goes on.
-				r.event(s, corev1.EventTypeWarning, ReasonNodePortRefused, "Expose",
+				r.event(s, corev1.EventTypeWarning, report.ReasonNodePortRefused, "Expose",
 					"Service %s: %v; spec.externalAccess.firstNodePort (%d) + %s's ordinal must be a node port inside the cluster's node port range that no other Service uses: create a new RedisCluster with another firstNodePort (and restore a backup into it), or free the port",
 					resources.RedisExternalServiceName(pod), err, *s.rc.Spec.ExternalAccess.FirstNodePort, pod)
 				continue
@@ -155,7 +129,7 @@ func (r *RedisClusterReconciler) readNodePortHosts(ctx context.Context, s *state
 // when it was on: then the nodes are set back to announcing nothing first).
 func (r *RedisClusterReconciler) plannerAnnounce(s *state) *plan.Announce {
 	on := s.rc.Spec.ExternalAccess != nil
-	if !on && meta.FindStatusCondition(s.rc.Status.Conditions, ConditionExternallyReachable) == nil {
+	if !on && meta.FindStatusCondition(s.rc.Status.Conditions, report.ConditionExternallyReachable) == nil {
 		return nil
 	}
 	a := &plan.Announce{On: on, Hostnames: map[string]string{}, Set: map[string]bool{}, PendingWhy: strings.TrimSpace(externalPendingWhy(s.rc))}
@@ -191,99 +165,11 @@ func (r *RedisClusterReconciler) announce(ctx context.Context, s *state) error {
 		}
 	}
 	if step.Hostname == "" {
-		r.event(s, corev1.EventTypeNormal, ReasonAnnounced, "Announce", "%s announces its pod address to clients again (spec.externalAccess removed)", step.Pod)
+		r.event(s, corev1.EventTypeNormal, report.ReasonAnnounced, "Announce", "%s announces its pod address to clients again (spec.externalAccess removed)", step.Pod)
 	} else {
-		r.event(s, corev1.EventTypeNormal, ReasonAnnounced, "Announce", "%s announces %s to clients (cluster-announce-hostname)", step.Pod, step.Hostname)
+		r.event(s, corev1.EventTypeNormal, report.ReasonAnnounced, "Announce", "%s announces %s to clients (cluster-announce-hostname)", step.Pod, step.Hostname)
 	}
 	return nil
-}
-
-// setExternallyReachable writes each node's external address into status.nodes and says
-// whether outside clients can reach every node: False names the pods without an address
-// yet and those that do not announce theirs. With spec.externalAccess removed the
-// condition stays until every node announces nothing again.
-func setExternallyReachable(s *state, gen int64) {
-	a := s.announce
-	if a == nil || (!a.On && s.step.Kind != plan.StepAnnounce) {
-		meta.RemoveStatusCondition(&s.next.Status.Conditions, ConditionExternallyReachable)
-		return
-	}
-	if !a.On {
-		status.Set(&s.next.Status.Conditions, gen, ConditionExternallyReachable, metav1.ConditionFalse, ReasonNotAnnounced,
-			"spec.externalAccess was removed: the nodes are being set back to announcing their pod addresses")
-		return
-	}
-	for i := range s.next.Status.Nodes {
-		if host := s.external[s.next.Status.Nodes[i].Name]; host != "" {
-			s.next.Status.Nodes[i].ExternalAddress = resources.RedisExternalAddress(s.rc, s.next.Status.Nodes[i].Name, host)
-		}
-	}
-	pending, unannounced := externalProblems(s, a)
-	unnamed, stale := certificateProblems(s)
-	was := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionExternallyReachable)
-	var reason, msg string
-	switch {
-	case len(pending) > 0:
-		reason, msg = ReasonAddressPending, "no external address yet for "+strings.Join(pending, ", ")+externalPendingWhy(s.rc)+": clients outside cannot reach what they serve"
-	case len(unannounced) > 0:
-		reason, msg = ReasonNotAnnounced, strings.Join(unannounced, ", ")+" do not announce their external address yet: clients outside may be sent to addresses they cannot reach"
-	case len(unnamed) > 0:
-		reason, msg = ReasonCertificatePending, fmt.Sprintf("the certificate of Secret %s does not name %s: clients outside that verify the host they dial refuse those nodes", resources.RedisTLSSecretName(s.rc), strings.Join(unnamed, ", "))
-		if resources.RedisTLSUserSecret(s.rc) {
-			msg += "; add them to the certificate's subject alternative names (spec.tls.secretName is yours: the operator does not issue it)"
-		} else {
-			msg += "; a certificate naming them is being issued"
-		}
-	case len(stale) > 0:
-		reason, msg = ReasonCertificatePending, strings.Join(stale, ", ")+" do not serve the certificate naming every external address yet (they load it without a restart)"
-	default:
-		status.Set(&s.next.Status.Conditions, gen, ConditionExternallyReachable, metav1.ConditionTrue, ReasonAddressesAnnounced,
-			"every node announces the external address its Service was given")
-		return
-	}
-	if was != nil && was.Status == metav1.ConditionTrue {
-		s.report(corev1.EventTypeWarning, ReasonNotExternallyReachable, "Observe", "%s", clip(msg, eventNoteLimit))
-	}
-	status.Set(&s.next.Status.Conditions, gen, ConditionExternallyReachable, metav1.ConditionFalse, reason, msg)
-}
-
-// certificateProblems are, with spec.tls, the external hosts the TLS Secret's certificate
-// does not name, and the answering pods that serve another certificate than that one.
-func certificateProblems(s *state) (unnamed, stale []string) {
-	hosts := s.tlsExternalHosts()
-	if len(hosts) == 0 {
-		return nil, nil
-	}
-	unnamed = unnamedHosts(s.certs.x509, hosts) // all of them while the Secret is missing or wrong
-	for i := range s.snap.Nodes {
-		if o := &s.snap.Nodes[i]; !o.Leaving && o.Answered() && o.StaleCertificate {
-			stale = append(stale, o.Pod)
-		}
-	}
-	slices.Sort(stale)
-	return unnamed, stale
-}
-
-// externalProblems are the staying pods whose Service has no host yet, and the pods whose
-// node does not answer or does not announce its host on this process.
-func externalProblems(s *state, a *plan.Announce) (pending, unannounced []string) {
-	for i := range int(resources.RedisNodes(s.rc)) {
-		if pod := fmt.Sprintf("%s-%d", s.rc.Name, i); a.Hostnames[pod] == "" {
-			pending = append(pending, pod)
-		}
-	}
-	for i := range s.snap.Nodes {
-		o := &s.snap.Nodes[i]
-		if o.Leaving || a.Hostnames[o.Pod] == "" {
-			continue
-		}
-		self, ok := o.Self()
-		if !o.Answered() || !ok || self.Hostname != a.Hostnames[o.Pod] || !a.Set[o.Pod] {
-			unannounced = append(unannounced, o.Pod)
-		}
-	}
-	slices.Sort(unannounced)
-	return pending, unannounced
 }
 
 // externalPendingWhy says why a pod may have no external address yet, by the kind of

@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/certs"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/tests/cloudlb"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -133,8 +133,8 @@ func TestRedisClusterServesClientsOutsideKubernetes(t *testing.T) {
 				left = append(left, svc.Name)
 			}
 		}
-		c := meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionExternallyReachable)
-		return len(left) == 0 && c == nil, fmt.Sprintf("external Services left %v; %s %+v", left, rediscontrollers.ConditionExternallyReachable, c)
+		c := meta.FindStatusCondition(cur.Status.Conditions, report.ConditionExternallyReachable)
+		return len(left) == 0 && c == nil, fmt.Sprintf("external Services left %v; %s %+v", left, report.ConditionExternallyReachable, c)
 	})
 	rc = redistest.WaitShape(t, env.Client, key, 4, 8)
 	for _, n := range rc.Status.Nodes {
@@ -325,12 +325,12 @@ func waitExternallyReachableAt(t *testing.T, key client.ObjectKey, nodes int, pr
 			}
 		}
 		for _, c := range rc.Status.Conditions {
-			if c.Type == rediscontrollers.ConditionExternallyReachable {
+			if c.Type == report.ConditionExternallyReachable {
 				return c.Status == metav1.ConditionTrue && with == nodes && len(rc.Status.Nodes) == nodes,
 					fmt.Sprintf("%d of %d nodes have an external address; %s %s: %s", with, nodes, c.Type, c.Status, c.Message)
 			}
 		}
-		return false, fmt.Sprintf("no %s condition; %d of %d nodes have an external address", rediscontrollers.ConditionExternallyReachable, with, nodes)
+		return false, fmt.Sprintf("no %s condition; %d of %d nodes have an external address", report.ConditionExternallyReachable, with, nodes)
 	})
 	return rc
 }

@@ -24,6 +24,7 @@ import (
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -318,8 +319,8 @@ func TestRedisClusterRefusesToReplaceALostCluster(t *testing.T) {
 			return false, err.Error()
 		}
 		ready := meta.FindStatusCondition(cur.Status.Conditions, "Ready")
-		return cur.Status.Phase == redisv1alpha1.PhaseFailed && ready != nil && ready.Reason == rediscontrollers.ReasonDataLost &&
-				strings.Contains(cur.Status.Reason, rediscontrollers.AcceptDataLossAnnotation) && hasEvent(ctx, ns, rediscontrollers.ReasonDataLost),
+		return cur.Status.Phase == redisv1alpha1.PhaseFailed && ready != nil && ready.Reason == report.ReasonDataLost &&
+				strings.Contains(cur.Status.Reason, rediscontrollers.AcceptDataLossAnnotation) && hasEvent(ctx, ns, report.ReasonDataLost),
 			fmt.Sprintf("phase %s (%s)", cur.Status.Phase, cur.Status.Reason)
 	})
 	t.Logf("refused, phase Failed with reason DataLost, %s after every volume was lost", time.Since(start).Round(time.Second))
@@ -380,7 +381,7 @@ func TestRedisClusterPasswordSecretDeleted(t *testing.T) {
 			return false, err.Error()
 		}
 		d := meta.FindStatusCondition(cur.Status.Conditions, "Degraded")
-		return d != nil && d.Status == metav1.ConditionTrue && d.Reason == rediscontrollers.ReasonAuthenticationFailed &&
+		return d != nil && d.Status == metav1.ConditionTrue && d.Reason == report.ReasonAuthenticationFailed &&
 			strings.Contains(d.Message, "nopass-password"), fmt.Sprintf("Degraded %+v", d)
 	})
 	time.Sleep(3 * time.Second)

@@ -13,8 +13,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -79,8 +79,8 @@ func TestRedisClusterFullOfEvenlySpreadKeysScalesOut(t *testing.T) {
 		if err := env.Client.Get(ctx, key, got); err != nil {
 			return false, err.Error()
 		}
-		ready := meta.FindStatusCondition(got.Status.Conditions, rediscontrollers.ConditionReady)
-		movable := meta.FindStatusCondition(got.Status.Conditions, rediscontrollers.ConditionSlotsMovable)
+		ready := meta.FindStatusCondition(got.Status.Conditions, report.ConditionReady)
+		movable := meta.FindStatusCondition(got.Status.Conditions, report.ConditionSlotsMovable)
 		rolledBack := 0
 		for _, h := range got.Status.HeldSlots {
 			if h.RolledBack && !h.Giant {
@@ -94,7 +94,7 @@ func TestRedisClusterFullOfEvenlySpreadKeysScalesOut(t *testing.T) {
 	})
 	t.Logf("%s from the full cluster to 4 masters, Ready, nothing held but slots rolled back after OOM", time.Since(full).Round(time.Second))
 	if final := (&redisv1alpha1.RedisCluster{}); env.Client.Get(t.Context(), key, final) == nil && len(final.Status.HeldSlots) > 0 {
-		n, _ := eventCount(t, final.Namespace, final.Name, rediscontrollers.ReasonMoveRolledBack)
+		n, _ := eventCount(t, final.Namespace, final.Name, report.ReasonMoveRolledBack)
 		t.Logf("%d slots rolled back after the new master answered OOM (%d MoveRolledBack events): %s", len(final.Status.HeldSlots), n, final.Status.HeldSlots[0].Message)
 		if n == 0 {
 			t.Error("slots were rolled back without a MoveRolledBack event")

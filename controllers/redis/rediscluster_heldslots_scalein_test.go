@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -88,15 +88,15 @@ func TestRedisClusterScaleInHeldByABigSlot(t *testing.T) {
 		if err := env.Client.Get(ctx, key, got); err != nil {
 			return false, err.Error()
 		}
-		cond := meta.FindStatusCondition(got.Status.Conditions, rediscontrollers.ConditionSlotsMovable)
-		ready := meta.FindStatusCondition(got.Status.Conditions, rediscontrollers.ConditionReady)
-		held := cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == rediscontrollers.ReasonScaleInHeld &&
+		cond := meta.FindStatusCondition(got.Status.Conditions, report.ConditionSlotsMovable)
+		ready := meta.FindStatusCondition(got.Status.Conditions, report.ConditionReady)
+		held := cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == report.ReasonScaleInHeld &&
 			strings.Contains(cond.Message, fmt.Sprintf("slot %d (", slot)) && strings.Contains(cond.Message, "raise the memory limit") &&
 			strings.Contains(cond.Message, "keep 4 masters")
 		return held && ready != nil && ready.Status == metav1.ConditionTrue,
 			fmt.Sprintf("phase %s (%s), SlotsMovable %+v, heldSlots %+v", got.Status.Phase, got.Status.Reason, cond, got.Status.HeldSlots)
 	})
-	t.Logf("%s after the scale in: %s", time.Since(start).Round(time.Second), meta.FindStatusCondition(got.Status.Conditions, rediscontrollers.ConditionSlotsMovable).Message)
+	t.Logf("%s after the scale in: %s", time.Since(start).Round(time.Second), meta.FindStatusCondition(got.Status.Conditions, report.ConditionSlotsMovable).Message)
 	if masterOfSlot(got, slot) == "" || got.Status.Masters != 4 {
 		t.Errorf("slot %d is not served, or %d masters serve slots (want 4: the drained master keeps the giant slot)", slot, got.Status.Masters)
 	}
@@ -107,7 +107,7 @@ func TestRedisClusterScaleInHeldByABigSlot(t *testing.T) {
 	}
 	assertNoOpenSlot(t, got, pw)
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
-		return eventSays(ctx, ns, rediscontrollers.ReasonScaleInHeld, fmt.Sprintf("slot %d (", slot)), "no ScaleInHeld event naming the slot"
+		return eventSays(ctx, ns, report.ReasonScaleInHeld, fmt.Sprintf("slot %d (", slot)), "no ScaleInHeld event naming the slot"
 	})
 	for _, k := range acked {
 		if n, err := c.StrLen(t.Context(), k).Result(); err != nil || n != int64(len(fillValue)) {

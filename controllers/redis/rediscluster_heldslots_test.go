@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/rdbload"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -139,8 +139,8 @@ func TestRedisClusterGiantSlotsAreHeld(t *testing.T) {
 		if err := env.Client.Get(ctx, key, got); err != nil {
 			return false, err.Error()
 		}
-		cond := meta.FindStatusCondition(got.Status.Conditions, rediscontrollers.ConditionSlotsMovable)
-		ready := meta.FindStatusCondition(got.Status.Conditions, rediscontrollers.ConditionReady)
+		cond := meta.FindStatusCondition(got.Status.Conditions, report.ConditionSlotsMovable)
+		ready := meta.FindStatusCondition(got.Status.Conditions, report.ConditionReady)
 		heldGiant := 0
 		for _, h := range got.Status.HeldSlots {
 			if h.Giant && giants[int64(h.Slot)] && strings.Contains(h.Message, "fewer keys under one hash tag") {
@@ -152,7 +152,7 @@ func TestRedisClusterGiantSlotsAreHeld(t *testing.T) {
 			masters, since = got.Status.Masters, time.Now()
 		}
 		stopped := st != nil && st.Masters == masters && (st.Phase == "SlotTooBig" || st.Phase == "AtMaximum")
-		named := cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == rediscontrollers.ReasonSlotTooBig && heldGiant > 0
+		named := cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == report.ReasonSlotTooBig && heldGiant > 0
 		ok := time.Since(since) > 20*time.Second && stopped && named && got.Status.Phase == redisv1alpha1.PhaseRunning &&
 			ready != nil && ready.Status == metav1.ConditionTrue && masters >= 4
 		return ok, fmt.Sprintf("phase %s (%s), masters %d, heldSlots %+v, SlotsMovable %+v, autoscale %+v",
@@ -162,7 +162,7 @@ func TestRedisClusterGiantSlotsAreHeld(t *testing.T) {
 	rc = redistest.WaitShape(t, env.Client, key, int(masters), 2*int(masters))
 	assertNoOpenSlot(t, rc, pw)
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
-		return eventSays(ctx, ns, rediscontrollers.ReasonSlotTooBig, "fewer keys under one hash tag"), "no SlotTooBig event"
+		return eventSays(ctx, ns, report.ReasonSlotTooBig, "fewer keys under one hash tag"), "no SlotTooBig event"
 	})
 	for _, k := range acked {
 		if n, err := c.StrLen(t.Context(), k).Result(); err != nil || n != int64(len(fillValue)) {

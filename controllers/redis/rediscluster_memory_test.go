@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -157,7 +157,7 @@ func TestRedisClusterMemoryAppliedLive(t *testing.T) {
 	}
 	waitMemoryStatus(t, key, limit*60/100, "allkeys-lru", redisv1alpha1.MaxMemoryFromLimit)
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, string) {
-		return hasEvent(ctx, ns, rediscontrollers.ReasonMemoryConfigured), "no MemoryConfigured event"
+		return hasEvent(ctx, ns, report.ReasonMemoryConfigured), "no MemoryConfigured event"
 	})
 
 	// The user's redis.conf sets maxmemory: it wins over spec.memory, live too; and so does

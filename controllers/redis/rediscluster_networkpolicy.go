@@ -13,28 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/middleware-operator/middleware-operator/internal/child"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
-)
-
-// The NetworkPolicy condition and its reasons.
-const (
-	// ConditionNetworkPolicy: the cluster's NetworkPolicy is in place (True), turned off or
-	// not permitted (False), or the operator could not tell whether it may keep one (Unknown).
-	ConditionNetworkPolicy = "NetworkPolicy"
-	// ReasonNetworkPolicyApplied: the NetworkPolicy is as the spec asks.
-	ReasonNetworkPolicyApplied = "Applied"
-	// ReasonNetworkPolicyDisabled: spec.networkPolicy.enabled is false.
-	ReasonNetworkPolicyDisabled = "Disabled"
-	// ReasonMissingPermission: the operator's RBAC lacks a verb on NetworkPolicies (an
-	// older bundle's RBAC during an upgrade); the cluster runs without a policy.
-	ReasonMissingPermission = "MissingPermission"
-	// ReasonPermissionCheckFailed: the API server did not answer the access review.
-	ReasonPermissionCheckFailed = "PermissionCheckFailed"
-	// ReasonNetworkPolicyRefused: the API server refused the NetworkPolicy although the
-	// access review allowed it (an admission policy, a webhook, a namespace quota, an RBAC
-	// deny the review did not see); the cluster runs without a policy.
-	ReasonNetworkPolicyRefused = "NetworkPolicyRefused"
 )
 
 // NetworkPolicyVerbs are the verbs ensureNetworkPolicy needs on NetworkPolicies to keep one.
@@ -73,23 +54,23 @@ func (r *RedisClusterReconciler) ensureNetworkPolicy(ctx context.Context, s *sta
 	missing, err := access.Missing(ctx, s.rc.Namespace)
 	switch {
 	case err != nil:
-		status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionUnknown, ReasonPermissionCheckFailed, err.Error())
+		status.Set(conds, gen, report.ConditionNetworkPolicy, metav1.ConditionUnknown, report.ReasonPermissionCheckFailed, err.Error())
 		return nil
 	case !enabled && len(missing) > 0:
-		status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionFalse, ReasonNetworkPolicyDisabled, networkPolicyDisabled)
+		status.Set(conds, gen, report.ConditionNetworkPolicy, metav1.ConditionFalse, report.ReasonNetworkPolicyDisabled, networkPolicyDisabled)
 		return nil
 	case len(missing) > 0:
 		msg := access.Describe(s.rc.Namespace, missing) + "; until then the cluster runs without a NetworkPolicy"
-		if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionNetworkPolicy); c == nil || c.Reason != ReasonMissingPermission || c.Message != msg {
-			r.Recorder.Eventf(s.rc, nil, corev1.EventTypeWarning, ReasonMissingPermission, "Reconcile", "%s", msg)
+		if c := meta.FindStatusCondition(s.rc.Status.Conditions, report.ConditionNetworkPolicy); c == nil || c.Reason != report.ReasonMissingPermission || c.Message != msg {
+			r.Recorder.Eventf(s.rc, nil, corev1.EventTypeWarning, report.ReasonMissingPermission, "Reconcile", "%s", msg)
 		}
-		status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionFalse, ReasonMissingPermission, msg)
+		status.Set(conds, gen, report.ConditionNetworkPolicy, metav1.ConditionFalse, report.ReasonMissingPermission, msg)
 		return nil
 	case !enabled:
 		if err := r.deleteNetworkPolicy(ctx, s); err != nil {
 			return err
 		}
-		status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionFalse, ReasonNetworkPolicyDisabled, networkPolicyDisabled)
+		status.Set(conds, gen, report.ConditionNetworkPolicy, metav1.ConditionFalse, report.ReasonNetworkPolicyDisabled, networkPolicyDisabled)
 		return nil
 	}
 	desired := resources.RedisNetworkPolicy(s.rc, r.OperatorNamespace)
@@ -99,16 +80,16 @@ func (r *RedisClusterReconciler) ensureNetworkPolicy(ctx context.Context, s *sta
 		// Refused for good, not a failure a retry mends: say so and run without the policy.
 		msg := fmt.Sprintf("the API server refused NetworkPolicy %s: %v; until it accepts it the cluster runs without a NetworkPolicy "+
 			"(check the admission policies and quotas of namespace %s, or set spec.networkPolicy.enabled to false)", desired.Name, err, s.rc.Namespace)
-		if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionNetworkPolicy); c == nil || c.Reason != ReasonNetworkPolicyRefused || c.Message != msg {
-			r.Recorder.Eventf(s.rc, nil, corev1.EventTypeWarning, ReasonNetworkPolicyRefused, "Reconcile", "%s", msg)
+		if c := meta.FindStatusCondition(s.rc.Status.Conditions, report.ConditionNetworkPolicy); c == nil || c.Reason != report.ReasonNetworkPolicyRefused || c.Message != msg {
+			r.Recorder.Eventf(s.rc, nil, corev1.EventTypeWarning, report.ReasonNetworkPolicyRefused, "Reconcile", "%s", msg)
 		}
-		status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionFalse, ReasonNetworkPolicyRefused, msg)
+		status.Set(conds, gen, report.ConditionNetworkPolicy, metav1.ConditionFalse, report.ReasonNetworkPolicyRefused, msg)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	status.Set(conds, gen, ConditionNetworkPolicy, metav1.ConditionTrue, ReasonNetworkPolicyApplied, r.networkPolicySummary(s, desired.Name))
+	status.Set(conds, gen, report.ConditionNetworkPolicy, metav1.ConditionTrue, report.ReasonNetworkPolicyApplied, r.networkPolicySummary(s, desired.Name))
 	return nil
 }
 

@@ -27,6 +27,7 @@ import (
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -84,7 +85,7 @@ func TestRedisClusterNetworkPolicy(t *testing.T) {
 	if got := sourcesByPort(np); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("sources by port\n got %v\nwant %v", got, want)
 	}
-	c := waitNetworkPolicyCondition(t, key, metav1.ConditionTrue, rediscontrollers.ReasonNetworkPolicyApplied)
+	c := waitNetworkPolicyCondition(t, key, metav1.ConditionTrue, report.ReasonNetworkPolicyApplied)
 	for _, part := range []string{"to port 6379 the pods of namespace " + ns + " (list spec.networkPolicy.clients to admit others), the cluster's pods and the operator's pods in namespace " + operatorNamespace,
 		"to port 16379 the cluster's pods only", "to port 9121 namespace monitoring", "connect only to the cluster's pods (ports 6379, 16379) and to DNS"} {
 		if !strings.Contains(c.Message, part) {
@@ -111,7 +112,7 @@ func TestRedisClusterNetworkPolicy(t *testing.T) {
 		err := env.Client.Get(ctx, key, &networkingv1.NetworkPolicy{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("NetworkPolicy still there (%v)", err)
 	})
-	waitNetworkPolicyCondition(t, key, metav1.ConditionFalse, rediscontrollers.ReasonNetworkPolicyDisabled)
+	waitNetworkPolicyCondition(t, key, metav1.ConditionFalse, report.ReasonNetworkPolicyDisabled)
 }
 
 // TestRedisClusterNetworkPolicyWithoutGrant is an operator whose RBAC has no NetworkPolicy
@@ -151,9 +152,9 @@ func TestRedisClusterNetworkPolicyWithoutGrant(t *testing.T) {
 	if n := reads.Load(); n > 0 {
 		t.Errorf("it read NetworkPolicies %d times without the grant", n)
 	}
-	c := capture.condition(rediscontrollers.ConditionNetworkPolicy)
-	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != rediscontrollers.ReasonMissingPermission {
-		t.Fatalf("NetworkPolicy condition %+v, want False %s", c, rediscontrollers.ReasonMissingPermission)
+	c := capture.condition(report.ConditionNetworkPolicy)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != report.ReasonMissingPermission {
+		t.Fatalf("NetworkPolicy condition %+v, want False %s", c, report.ReasonMissingPermission)
 	}
 	for _, part := range []string{"get, create, update, delete networkpolicies.networking.k8s.io", "namespace " + ns, "upgrade the operator", "grant its ServiceAccount"} {
 		if !strings.Contains(c.Message, part) {
@@ -162,8 +163,8 @@ func TestRedisClusterNetworkPolicyWithoutGrant(t *testing.T) {
 	}
 	select {
 	case e := <-recorder.Events:
-		if !strings.HasPrefix(e, corev1.EventTypeWarning+" "+rediscontrollers.ReasonMissingPermission+" ") || !strings.Contains(e, "networkpolicies") {
-			t.Errorf("event %q, want a Warning %s naming networkpolicies", e, rediscontrollers.ReasonMissingPermission)
+		if !strings.HasPrefix(e, corev1.EventTypeWarning+" "+report.ReasonMissingPermission+" ") || !strings.Contains(e, "networkpolicies") {
+			t.Errorf("event %q, want a Warning %s naming networkpolicies", e, report.ReasonMissingPermission)
 		}
 	default:
 		t.Error("no event")
@@ -192,13 +193,13 @@ func TestRedisClusterNetworkPolicyWithoutGrant(t *testing.T) {
 	if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: key}); err != nil {
 		t.Fatalf("a reconcile without list and watch failed: %v", err)
 	}
-	c = granted.condition(rediscontrollers.ConditionNetworkPolicy)
+	c = granted.condition(report.ConditionNetworkPolicy)
 	if c == nil { // no status write: the status already said what this reconcile found (the manager's reconcile wrote it first)
 		cur := &redisv1alpha1.RedisCluster{}
 		if err := env.Client.Get(t.Context(), key, cur); err != nil {
 			t.Fatal(err)
 		}
-		c = meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionNetworkPolicy)
+		c = meta.FindStatusCondition(cur.Status.Conditions, report.ConditionNetworkPolicy)
 	}
 	if c == nil || c.Status != metav1.ConditionTrue || reads.Load() == 0 {
 		t.Errorf("without list and watch: NetworkPolicy condition %+v after %d reads from the API server, want True after at least one", c, reads.Load())
@@ -229,16 +230,16 @@ func TestRedisClusterNetworkPolicyRefused(t *testing.T) {
 	if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: key}); err != nil {
 		t.Fatalf("a reconcile whose NetworkPolicy was refused failed: %v", err)
 	}
-	c := capture.condition(rediscontrollers.ConditionNetworkPolicy)
-	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != rediscontrollers.ReasonNetworkPolicyRefused || !strings.Contains(c.Message, "denied by policy") {
-		t.Fatalf("NetworkPolicy condition %+v, want False %s with the API server's answer", c, rediscontrollers.ReasonNetworkPolicyRefused)
+	c := capture.condition(report.ConditionNetworkPolicy)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != report.ReasonNetworkPolicyRefused || !strings.Contains(c.Message, "denied by policy") {
+		t.Fatalf("NetworkPolicy condition %+v, want False %s with the API server's answer", c, report.ReasonNetworkPolicyRefused)
 	}
 	found := false
 	for len(recorder.Events) > 0 {
-		found = found || strings.HasPrefix(<-recorder.Events, corev1.EventTypeWarning+" "+rediscontrollers.ReasonNetworkPolicyRefused+" ")
+		found = found || strings.HasPrefix(<-recorder.Events, corev1.EventTypeWarning+" "+report.ReasonNetworkPolicyRefused+" ")
 	}
 	if !found {
-		t.Errorf("no Warning %s event", rediscontrollers.ReasonNetworkPolicyRefused)
+		t.Errorf("no Warning %s event", report.ReasonNetworkPolicyRefused)
 	}
 }
 
@@ -275,7 +276,7 @@ func waitNetworkPolicyCondition(t *testing.T, key client.ObjectKey, want metav1.
 		if err := env.Client.Get(ctx, key, rc); err != nil {
 			return false, err.Error()
 		}
-		c = meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionNetworkPolicy)
+		c = meta.FindStatusCondition(rc.Status.Conditions, report.ConditionNetworkPolicy)
 		return c != nil && c.Status == want && c.Reason == reason && c.ObservedGeneration == rc.Generation,
 			fmt.Sprintf("NetworkPolicy condition %+v, want %s %s", c, want, reason)
 	})

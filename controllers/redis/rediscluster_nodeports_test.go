@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/controllers/redisbackup"
 	"github.com/middleware-operator/middleware-operator/internal/certs"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/tests/cloudlb"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -217,16 +217,16 @@ func TestRedisClusterWithARefusedNodePortServesInside(t *testing.T) {
 	rc := redistest.NewCluster(ns, "refused-ports", 6)
 	rc.Spec.ExternalAccess = &redisv1alpha1.ExternalAccessSpec{Type: redisv1alpha1.ExternalAccessNodePort, FirstNodePort: ptr.To[int32](40000)}
 	key, _, _ := createRunning(t, rc, "with refused node ports")
-	waitEvent(t, ns, rediscontrollers.ReasonNodePortRefused, "spec.externalAccess.firstNodePort (40000)")
+	waitEvent(t, ns, report.ReasonNodePortRefused, "spec.externalAccess.firstNodePort (40000)")
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
 		cur := &redisv1alpha1.RedisCluster{}
 		if err := env.Client.Get(ctx, key, cur); err != nil {
 			return false, err.Error()
 		}
-		c := meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionExternallyReachable)
-		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == rediscontrollers.ReasonAddressPending &&
+		c := meta.FindStatusCondition(cur.Status.Conditions, report.ConditionExternallyReachable)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == report.ReasonAddressPending &&
 				containsAll(c.Message, "refused-ports-0", "refused-ports-5", "node port"),
-			fmt.Sprintf("%s %+v", rediscontrollers.ConditionExternallyReachable, c)
+			fmt.Sprintf("%s %+v", report.ConditionExternallyReachable, c)
 	})
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -90,7 +91,7 @@ func (r *RedisClusterReconciler) plannerDesired(s *state) plan.Desired {
 		WriteSafety: plan.WriteSafety(s.writeSafety),
 		ReloadFrom:  rc.Annotations[RestoreLostShardsAnnotation], ReloadAnnotation: RestoreLostShardsAnnotation, Reload: plannerReload(s),
 	}
-	spec.HeldSlots = plannerHeldSlots(s)
+	spec.HeldSlots = report.HeldSlots(s.rc, s.snap)
 	plannerAutoscale(s, &spec)
 	spec.CARotation, spec.GeneratedCA, spec.GeneratedCert = plannerCARotation(s), plannerGeneratedCA(s), plannerGeneratedCert(s)
 	spec.Volumes = s.volumes
@@ -106,7 +107,7 @@ func (r *RedisClusterReconciler) plannerDesired(s *state) plan.Desired {
 		spec.StatefulSetReplicas, spec.UpdateRevision = int(ptr.Deref(s.sts.Spec.Replicas, 0)), s.sts.Status.UpdateRevision
 	}
 	spec.StatefulSetMissing = s.sts == nil
-	if c := meta.FindStatusCondition(rc.Status.Conditions, ConditionReady); c != nil && c.Status == metav1.ConditionFalse {
+	if c := meta.FindStatusCondition(rc.Status.Conditions, report.ConditionReady); c != nil && c.Status == metav1.ConditionFalse {
 		spec.NotReadySince = c.LastTransitionTime.Time
 	}
 	if rc.Spec.UpdateStrategy.Type == redisv1alpha1.AssignReceive {

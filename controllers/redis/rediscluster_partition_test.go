@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/tests/netcut"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 )
@@ -96,7 +96,7 @@ func partitionMaster(t *testing.T, name string, mode redisv1alpha1.WriteSafety) 
 	for time.Since(cut.Start) < partitionFor {
 		cur := &redisv1alpha1.RedisCluster{}
 		if env.Client.Get(t.Context(), key, cur) == nil {
-			if c := meta.FindStatusCondition(cur.Status.Conditions, "Degraded"); c != nil && c.Status == metav1.ConditionTrue && c.Reason == rediscontrollers.ReasonNetworkPartition {
+			if c := meta.FindStatusCondition(cur.Status.Conditions, "Degraded"); c != nil && c.Status == metav1.ConditionTrue && c.Reason == report.ReasonNetworkPartition {
 				if !degraded {
 					t.Logf("+%s Degraded %s: %s", time.Since(cut.Start).Round(100*time.Millisecond), c.Reason, c.Message)
 				}
@@ -153,10 +153,10 @@ func partitionMaster(t *testing.T, name string, mode redisv1alpha1.WriteSafety) 
 			notReadyAfter.Round(100*time.Millisecond), (notReadyAfter - flaggedAfter).Round(100*time.Millisecond), notReadyWithin)
 	}
 	if !degraded {
-		t.Errorf("the status was never Degraded %s during the cut", rediscontrollers.ReasonNetworkPartition)
+		t.Errorf("the status was never Degraded %s during the cut", report.ReasonNetworkPartition)
 	}
-	if !hasEvent(t.Context(), ns, rediscontrollers.ReasonNetworkPartition) {
-		t.Errorf("no %s event", rediscontrollers.ReasonNetworkPartition)
+	if !hasEvent(t.Context(), ns, report.ReasonNetworkPartition) {
+		t.Errorf("no %s event", report.ReasonNetworkPartition)
 	}
 
 	n, _ := w.Stop()

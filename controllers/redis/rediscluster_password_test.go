@@ -22,6 +22,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -53,11 +54,11 @@ func TestRedisClusterRotatesThePassword(t *testing.T) {
 		if err := env.Client.Get(ctx, key, cur); err != nil {
 			return nil
 		}
-		return meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionPasswordApplied)
+		return meta.FindStatusCondition(cur.Status.Conditions, report.ConditionPasswordApplied)
 	}
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {
 		c := condition(ctx)
-		return c != nil && c.Reason == rediscontrollers.ReasonPasswordRotating && strings.Contains(c.Message, "accepts both"),
+		return c != nil && c.Reason == report.ReasonPasswordRotating && strings.Contains(c.Message, "accepts both"),
 			fmt.Sprintf("condition %v", c)
 	})
 	t.Logf("every node accepts both passwords %s after the Secret changed", time.Since(changed).Round(100*time.Millisecond))
@@ -186,7 +187,7 @@ func TestRedisClusterPasswordSecretWithANewline(t *testing.T) {
 	}
 	key := client.ObjectKeyFromObject(rc)
 	rc = redistest.WaitShape(t, env.Client, key, 3, 6)
-	if c := meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionPasswordApplied); c == nil || c.Status != metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(rc.Status.Conditions, report.ConditionPasswordApplied); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("PasswordApplied %v, want True", c)
 	}
 	for _, n := range rc.Status.Nodes {
@@ -226,7 +227,7 @@ func TestRedisClusterWaitsForAMissingPasswordSecret(t *testing.T) {
 		if err := env.Client.Get(ctx, key, cur); err != nil {
 			return false, err.Error()
 		}
-		c := meta.FindStatusCondition(cur.Status.Conditions, rediscontrollers.ConditionDegraded)
+		c := meta.FindStatusCondition(cur.Status.Conditions, report.ConditionDegraded)
 		return c != nil && strings.Contains(c.Message, `Secret "not-yet" not found`), fmt.Sprintf("Degraded %v", c)
 	})
 

@@ -17,11 +17,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/recovery"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -178,7 +178,7 @@ func TestRedisClusterSeparatesAReplicaFromItsMaster(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, func(ctx context.Context) (bool, string) {
 		return hasEvent(ctx, ns, string(recovery.ActionSeparate)), "no event says a replica was moved"
 	})
-	waitCondition(t, key, rediscontrollers.ConditionReplicasSeparated, metav1.ConditionTrue, rediscontrollers.ReasonSeparated)
+	waitCondition(t, key, report.ConditionReplicasSeparated, metav1.ConditionTrue, report.ReasonSeparated)
 	t.Logf("%s landed on its master's node %s; separated again %s later", replica.Name, masterHost, time.Since(start).Round(time.Second))
 	redistest.CliCheck(t, rc.Status.Nodes[0].Instance, pw)
 	w.Verify(t, env.Client, rc, pw)
@@ -239,17 +239,17 @@ func TestRedisClusterFinishesAnInterruptedJoin(t *testing.T) {
 func TestRedisClusterSaysWhenReplicasCannotBeSeparated(t *testing.T) {
 	t.Parallel()
 	ns, nodes, key, _, _ := onPool(t, "crowded", 1, 6, 3)
-	c := waitCondition(t, key, rediscontrollers.ConditionReplicasSeparated, metav1.ConditionFalse, rediscontrollers.ReasonTooFewNodes)
+	c := waitCondition(t, key, report.ConditionReplicasSeparated, metav1.ConditionFalse, report.ReasonTooFewNodes)
 	for _, want := range []string{"shares Kubernetes node " + nodes[0] + " with its master", "add Kubernetes nodes"} {
 		if !strings.Contains(c.Message, want) {
-			t.Errorf("the %s condition says %q, which lacks %q", rediscontrollers.ConditionReplicasSeparated, c.Message, want)
+			t.Errorf("the %s condition says %q, which lacks %q", report.ConditionReplicasSeparated, c.Message, want)
 		}
 	}
 	if n := strings.Count(c.Message, "shares Kubernetes node"); n != 3 {
 		t.Errorf("the condition names %d replicas, want all 3: %s", n, c.Message)
 	}
 	testenv.Eventually(t, 10*time.Second, func(ctx context.Context) (bool, string) {
-		return hasEvent(ctx, ns, rediscontrollers.ReasonTooFewNodes), "no Warning event says the replicas share a node"
+		return hasEvent(ctx, ns, report.ReasonTooFewNodes), "no Warning event says the replicas share a node"
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/restore"
 )
 
@@ -24,15 +25,6 @@ import (
 // them are loaded there while the rest of the cluster serves. The operator removes it once
 // the reload is done.
 const RestoreLostShardsAnnotation = "redis.middleware-operator.io/restore-lost-shards-from"
-
-// The reasons of a reload's events.
-const (
-	ReasonReloadingLostSlots = "ReloadingLostSlots"
-	ReasonLostSlotsReloaded  = "LostSlotsReloaded"
-	// ReasonReloadAbandoned: the user set the accept-data-loss annotation while a reload was
-	// under way, and the operator gave the reload up (Warning event).
-	ReasonReloadAbandoned = "ReloadAbandoned"
-)
 
 // readReload reads the backup of a reload under way (status.reload).
 func (r *RedisClusterReconciler) readReload(ctx context.Context, s *state) error {
@@ -101,7 +93,7 @@ func (r *RedisClusterReconciler) recordReload(s *state) {
 	if !s.step.LostAt.IsZero() {
 		s.next.Status.Reload.LostAt = &metav1.Time{Time: s.step.LostAt}
 	}
-	r.event(s, corev1.EventTypeWarning, ReasonReloadingLostSlots, "Heal", "slots %s have no copy left: they are given up, served again empty, then reloaded from %s",
+	r.event(s, corev1.EventTypeWarning, report.ReasonReloadingLostSlots, "Heal", "slots %s have no copy left: they are given up, served again empty, then reloaded from %s",
 		s.next.Status.Reload.Slots, reloadSourceName(backup))
 }
 
@@ -121,7 +113,7 @@ func (r *RedisClusterReconciler) reloadShard(s *state) error {
 			return nil
 		}
 	}
-	res, ended, err := r.runLoad(s, s.reload, load, mayHaveRun, false, ReasonRestoreFailed, "Heal")
+	res, ended, err := r.runLoad(s, s.reload, load, mayHaveRun, false, report.ReasonRestoreFailed, "Heal")
 	if !ended || err != nil {
 		return err
 	}
@@ -137,12 +129,12 @@ func (r *RedisClusterReconciler) reloadShard(s *state) error {
 		if !replayed.Reached.IsZero() {
 			reached = replayed.Reached.UTC().Format(time.RFC3339Nano)
 		}
-		r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Heal",
+		r.event(s, corev1.EventTypeNormal, report.ReasonRestoreShardLoaded, "Heal",
 			"reloaded slots %s from the archive's %s timeline %d: %d keys of its base (captured at %s) and %d archived commands of those slots, up to %s, into %s",
 			nodes.FormatSlotRanges(step.Slots), tl.Shard, tl.Timeline, res.Restored, sh.CapturedAt.Format(time.RFC3339), replayed.Commands, reached, step.Pod)
 		return nil
 	}
-	r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Heal", "reloaded %d keys of slots %s from RedisBackup %s (%s, captured at %s) into %s",
+	r.event(s, corev1.EventTypeNormal, report.ReasonRestoreShardLoaded, "Heal", "reloaded %d keys of slots %s from RedisBackup %s (%s, captured at %s) into %s",
 		res.Restored, nodes.FormatSlotRanges(s.step.Slots), st.Backup, nodes.ShardName(s.step.Shard), sh.CapturedAt.Format(time.RFC3339), s.step.Pod)
 	return nil
 }
@@ -162,10 +154,10 @@ func (r *RedisClusterReconciler) finishReload(ctx context.Context, s *state) err
 		return err
 	}
 	if s.reload.Archive != nil {
-		r.event(s, corev1.EventTypeNormal, ReasonLostSlotsReloaded, "Heal", "the lost slots %s are served again with the keys of %s", st.Slots, reloadSourceName(st.Backup))
+		r.event(s, corev1.EventTypeNormal, report.ReasonLostSlotsReloaded, "Heal", "the lost slots %s are served again with the keys of %s", st.Slots, reloadSourceName(st.Backup))
 		return nil
 	}
-	r.event(s, corev1.EventTypeNormal, ReasonLostSlotsReloaded, "Heal", "the lost slots %s are served again with the keys of RedisBackup %s (as of %s)",
+	r.event(s, corev1.EventTypeNormal, report.ReasonLostSlotsReloaded, "Heal", "the lost slots %s are served again with the keys of RedisBackup %s (as of %s)",
 		st.Slots, st.Backup, s.reload.Manifest.CompletedAt.Format(time.RFC3339))
 	return nil
 }
@@ -178,7 +170,7 @@ func (r *RedisClusterReconciler) abandonReload(ctx context.Context, s *state) er
 		return err
 	}
 	r.backgroundLoads().Forget(client.ObjectKeyFromObject(s.rc))
-	r.event(s, corev1.EventTypeWarning, ReasonReloadAbandoned, "Heal", "%s", s.step.Reason)
+	r.event(s, corev1.EventTypeWarning, report.ReasonReloadAbandoned, "Heal", "%s", s.step.Reason)
 	return nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -57,7 +58,7 @@ func (r *RedisClusterReconciler) ensurePassword(ctx context.Context, s *state) e
 	if kept == nil && len(s.recorded) > 0 {
 		// The nodes run with the lost password: a new one would lock the operator out and
 		// break replication for every pod restarted later.
-		return &passwordLostError{secret: key.Name}
+		return &report.PasswordLostError{Secret: key.Name}
 	}
 	if kept == nil {
 		if kept, err = child.NewPassword(); err != nil {
@@ -79,40 +80,14 @@ func (r *RedisClusterReconciler) ensurePassword(ctx context.Context, s *state) e
 }
 
 // secretPassword is the password of key of a password Secret (resources.RedisPassword), or
-// a *passwordInvalidError naming the Secret, the key and the character.
+// a *report.PasswordInvalidError naming the Secret, the key and the character.
 func secretPassword(secret *corev1.Secret, key string) (string, error) {
 	password, err := resources.RedisPassword(secret.Data[key])
 	var invalid *resources.PasswordError
 	if errors.As(err, &invalid) {
-		return "", &passwordInvalidError{secret: secret.Name, key: key, err: invalid}
+		return "", &report.PasswordInvalidError{Secret: secret.Name, Key: key, Err: invalid}
 	}
 	return password, err
-}
-
-// passwordInvalidError: a password Secret's value is not a password (resources.RedisPassword).
-type passwordInvalidError struct {
-	secret, key string
-	err         *resources.PasswordError
-}
-
-func (e *passwordInvalidError) Error() string {
-	return fmt.Sprintf("the password in Secret %q, key %q, %s", e.secret, e.key, e.err.Error())
-}
-
-// passwordLostError: the generated password Secret (or with users the users Secret) of a
-// formed cluster is gone.
-type passwordLostError struct {
-	secret string
-	users  bool
-}
-
-func (e *passwordLostError) Error() string {
-	if e.users {
-		return fmt.Sprintf("the users Secret %q of a formed cluster was deleted, and the operator does not generate new passwords over running nodes: "+
-			"recreate it with the passwords the nodes run with (keys %q and %q), or create a new RedisCluster", e.secret, resources.RedisUsersOperatorKey, resources.RedisUsersExporterKey)
-	}
-	return fmt.Sprintf("the password Secret %q of a formed cluster was deleted, and the operator does not generate a new password over running nodes: "+
-		"create a Secret of your own with the password the nodes run with (key %q) and name it in spec.passwordSecret", e.secret, resources.RedisPasswordKey)
 }
 
 // ensureConfigMap writes redis.conf, merging the user's ConfigMap (spec.pod[0].configmap).
@@ -221,8 +196,8 @@ func (r *RedisClusterReconciler) readStatefulSetIfAny(ctx context.Context, s *st
 
 // warnUnsupported records a Warning event when the cluster's Redis version is newly refused.
 func (r *RedisClusterReconciler) warnUnsupported(s *state) {
-	if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionDegraded); c == nil || c.Reason != ReasonUnsupportedVersion || c.Message != s.unsupported {
-		r.event(s, corev1.EventTypeWarning, ReasonUnsupportedVersion, "Reconcile", "%s", s.unsupported)
+	if c := meta.FindStatusCondition(s.rc.Status.Conditions, report.ConditionDegraded); c == nil || c.Reason != report.ReasonUnsupportedVersion || c.Message != s.unsupported {
+		r.event(s, corev1.EventTypeWarning, report.ReasonUnsupportedVersion, "Reconcile", "%s", s.unsupported)
 	}
 }
 

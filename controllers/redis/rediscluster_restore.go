@@ -16,6 +16,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/restore"
 )
@@ -23,13 +24,6 @@ import (
 // restoreShardTimeout bounds the load of one shard (its check and its load), which runs in
 // the background (restore.Loads): a step only starts it or collects its end.
 const restoreShardTimeout = 30 * time.Minute
-
-// The reasons of a restore's events.
-const (
-	ReasonRestoreFailed      = "RestoreFailed"
-	ReasonRestoreShardLoaded = "RestoreShardLoaded"
-	ReasonRestoreCompleted   = "RestoreCompleted"
-)
 
 // readRestore reads, while the restore is not done, the backup spec.restore names: the
 // RedisBackup (which must be Completed) or the source folder, then its manifest, and checks
@@ -73,11 +67,11 @@ func plannerRestore(s *state) *plan.Restore {
 // loaded.
 func (r *RedisClusterReconciler) restoreShard(s *state) error {
 	src := s.restore
-	initRestoreStatus(s)
+	report.InitRestoreStatus(s.next, s.restore)
 	st := s.next.Status.Restore
 	var errs []error
 	for _, load := range s.step.Loads {
-		res, ended, err := r.runLoad(s, src, load, false, true, ReasonRestoreFailed, "Restore")
+		res, ended, err := r.runLoad(s, src, load, false, true, report.ReasonRestoreFailed, "Restore")
 		switch {
 		case err != nil:
 			errs = append(errs, err)
@@ -91,7 +85,7 @@ func (r *RedisClusterReconciler) restoreShard(s *state) error {
 			r.recordReplay(s, src, load, res.Replay)
 			continue
 		}
-		r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Restore", "loaded %s of %d (slots %s, %d keys, captured at %s) into %s",
+		r.event(s, corev1.EventTypeNormal, report.ReasonRestoreShardLoaded, "Restore", "loaded %s of %d (slots %s, %d keys, captured at %s) into %s",
 			nodes.ShardName(load.Shard), len(src.Manifest.Shards), nodes.FormatSlotRanges(load.Slots), res.Restored,
 			src.Manifest.Shards[load.Shard].CapturedAt.Format(time.RFC3339), load.Pod)
 	}
@@ -99,11 +93,11 @@ func (r *RedisClusterReconciler) restoreShard(s *state) error {
 		now := metav1.Now()
 		st.CompletedAt = &now
 		if src.Archive != nil {
-			r.event(s, corev1.EventTypeNormal, ReasonRestoreCompleted, "Restore", "restored %d keys in %d shards from the archive %s to %s: %s",
+			r.event(s, corev1.EventTypeNormal, report.ReasonRestoreCompleted, "Restore", "restored %d keys in %d shards from the archive %s to %s: %s",
 				st.Keys, len(st.LoadedShards), src.Location, st.Target, archiveReached(st.ArchiveShards))
 			return errors.Join(errs...)
 		}
-		r.event(s, corev1.EventTypeNormal, ReasonRestoreCompleted, "Restore", "restored %d keys in %d shards from %s (backup completed at %s)",
+		r.event(s, corev1.EventTypeNormal, report.ReasonRestoreCompleted, "Restore", "restored %d keys in %d shards from %s (backup completed at %s)",
 			st.Keys, len(st.LoadedShards), src.Location, src.Manifest.CompletedAt.Format(time.RFC3339))
 	}
 	return errors.Join(errs...)
@@ -123,7 +117,7 @@ func (r *RedisClusterReconciler) recordReplay(s *state, src *restore.Source, loa
 	}
 	st := s.next.Status.Restore
 	st.ArchiveShards = append(st.ArchiveShards, shard)
-	r.event(s, corev1.EventTypeNormal, ReasonRestoreShardLoaded, "Restore", "loaded %s (slots %s) from its base of timeline %d and %d archived commands, up to %s, into %s",
+	r.event(s, corev1.EventTypeNormal, report.ReasonRestoreShardLoaded, "Restore", "loaded %s (slots %s) from its base of timeline %d and %d archived commands, up to %s, into %s",
 		tl.Shard, nodes.FormatSlotRanges(load.Slots), tl.Timeline, res.Commands, reached, load.Pod)
 }
 
@@ -138,36 +132,6 @@ func archiveReached(shards []redisv1alpha1.RestoreArchiveShard) string {
 		parts[i] = fmt.Sprintf("%s up to %s (%d commands)", sh.Shard, reached, sh.Commands)
 	}
 	return strings.Join(parts, ", ")
-}
-
-// initRestoreStatus starts the restore's status once its backup is read.
-func initRestoreStatus(s *state) {
-	if s.restore == nil || s.restore.Manifest == nil || s.next.Status.Restore != nil {
-		return
-	}
-	completed := metav1.NewTime(s.restore.Manifest.CompletedAt)
-	s.next.Status.Restore = &redisv1alpha1.RestoreStatus{Location: s.restore.Location, BackupCompletedAt: &completed,
-		Shards: int32(len(s.restore.Manifest.Shards))} //nolint:gosec // a manifest has at most 16384 shards
-	if s.restore.Archive != nil {
-		s.next.Status.Restore.Target = s.restore.Archive.TargetText
-	}
-}
-
-// restoreProgress says what a restore still has to do, "" once it is done (or there is none).
-func restoreProgress(s *state) string {
-	if s.rc.Spec.Restore == nil {
-		return ""
-	}
-	st := s.next.Status.Restore
-	switch {
-	case st != nil && st.CompletedAt != nil:
-		return ""
-	case st == nil && s.rc.Spec.Restore.Archive != nil:
-		return "restoring from the archive of " + s.rc.Spec.Restore.Archive.Cluster + ": its bases are not read yet"
-	case st == nil:
-		return "restoring from a backup: its manifest is not read yet"
-	}
-	return fmt.Sprintf("restoring from %s: %d of %d shards loaded", st.Location, len(st.LoadedShards), st.Shards)
 }
 
 // opener reads the sources of restores and reloads: RedisBackups from the manager's cache,
@@ -201,7 +165,7 @@ func (r *RedisClusterReconciler) readSource(s *state, what string, read func() (
 	case src.StoreFailed:
 		wait, distinct := r.storeFailures.Fail(k, src.Problem, time.Now())
 		if distinct {
-			r.event(s, corev1.EventTypeWarning, ReasonRestoreFailed, "Restore", "%s; tried again in %s, then less and less often", src.Problem, wait)
+			r.event(s, corev1.EventTypeWarning, report.ReasonRestoreFailed, "Restore", "%s; tried again in %s, then less and less often", src.Problem, wait)
 		}
 		r.sources.Keep(k, src, time.Now().Add(wait))
 	}

@@ -15,10 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/controllers/redisbackup"
 	"github.com/middleware-operator/middleware-operator/internal/backup"
 	"github.com/middleware-operator/middleware-operator/internal/backupstore"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/restore"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -43,7 +43,7 @@ func TestRestoreOfACorruptedObjectBacksOff(t *testing.T) {
 	reads, all := proxy.Requests("GET", "/"+corruptedFile), proxy.Requests("", "")
 	failures := restoreFailures(t, ns, "from-corrupted")
 	t.Logf("in the 60 s after its first read: %d reads of the corrupted file, %d requests to the store in all, %d %s events",
-		reads, all, len(failures), rediscontrollers.ReasonRestoreFailed)
+		reads, all, len(failures), report.ReasonRestoreFailed)
 	if reads > 5 {
 		t.Errorf("the corrupted file was read %d times in %s, want at most 5 (a back-off of 5 s doubling)", reads, time.Since(first).Round(time.Second))
 	}
@@ -56,7 +56,7 @@ func TestRestoreOfACorruptedObjectBacksOff(t *testing.T) {
 		}
 	}
 	if len(failures) != 1 {
-		t.Errorf("%d %s events, want one for one failure; the first: %q", len(failures), rediscontrollers.ReasonRestoreFailed, failures[:min(len(failures), 2)])
+		t.Errorf("%d %s events, want one for one failure; the first: %q", len(failures), report.ReasonRestoreFailed, failures[:min(len(failures), 2)])
 	}
 }
 
@@ -143,7 +143,7 @@ func restoreFailures(t *testing.T, ns, name string) []string {
 	t.Helper()
 	var out []string
 	for _, e := range eventsAbout(t, ns, name) {
-		if e.Reason != rediscontrollers.ReasonRestoreFailed {
+		if e.Reason != report.ReasonRestoreFailed {
 			continue
 		}
 		out = append(out, e.Note)

@@ -13,6 +13,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -44,7 +45,7 @@ func TestRedisClusterLosesAWholeShard(t *testing.T) {
 			return false, err.Error()
 		}
 		ready := meta.FindStatusCondition(cur.Status.Conditions, "Ready")
-		return cur.Status.Phase == redisv1alpha1.PhaseFailed && ready != nil && ready.Reason == rediscontrollers.ReasonDataLost &&
+		return cur.Status.Phase == redisv1alpha1.PhaseFailed && ready != nil && ready.Reason == report.ReasonDataLost &&
 				strings.Contains(cur.Status.Reason, fmt.Sprintf("%d slots have no copy left", len(lostSlots))) &&
 				strings.Contains(cur.Status.Reason, rediscontrollers.AcceptDataLossAnnotation),
 			fmt.Sprintf("phase %s (%s)", cur.Status.Phase, cur.Status.Reason)

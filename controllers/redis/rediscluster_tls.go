@@ -22,28 +22,9 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
-)
-
-// The TLS condition and its reasons.
-const (
-	// ConditionTLS: the nodes' certificate is valid and the operator speaks TLS to them
-	// (True), TLS is off (False, Disabled), or the certificate is missing or wrong (False).
-	ConditionTLS = "TLS"
-	// ReasonTLSDisabled: spec.tls.enabled is not true.
-	ReasonTLSDisabled = "Disabled"
-	// ReasonTLSGenerated: the operator's CA signed the certificate, which it renews.
-	ReasonTLSGenerated = "Generated"
-	// ReasonTLSUserCertificate: the certificate of spec.tls.secretName is valid.
-	ReasonTLSUserCertificate = "UserCertificate"
-	// ReasonTLSInvalid: the Secret is missing, lacks a key, or its certificate does not
-	// verify; the message says which and how to fix it.
-	ReasonTLSInvalid = "InvalidCertificate"
-	// ReasonTLSRenewed is the event of a renewed generated certificate.
-	ReasonTLSRenewed = "CertificateRenewed"
-	// ReasonTLSReloaded is the event of nodes that loaded a new certificate while running.
-	ReasonTLSReloaded = "CertificateReloaded"
 )
 
 // tlsNow is the clock of certificate checks and renewals (a test may move it).
@@ -94,10 +75,10 @@ func (r *RedisClusterReconciler) expectCertificate(s *state, secret *corev1.Secr
 func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error {
 	gen, conds := s.rc.Generation, &s.next.Status.Conditions
 	if !resources.RedisTLSEnabled(s.rc) {
-		status.Set(conds, gen, ConditionTLS, metav1.ConditionFalse, ReasonTLSDisabled, "spec.tls.enabled is not true: clients, replication and the cluster bus use plain text")
+		status.Set(conds, gen, report.ConditionTLS, metav1.ConditionFalse, report.ReasonTLSDisabled, "spec.tls.enabled is not true: clients, replication and the cluster bus use plain text")
 		return nil
 	}
-	reason := ReasonTLSUserCertificate
+	reason := report.ReasonTLSUserCertificate
 	var secret *corev1.Secret
 	var err error
 	switch {
@@ -108,10 +89,10 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error 
 				s.rc.Spec.TLS.SecretName, resources.RedisTLSCAKey, resources.RedisTLSCertKey, resources.RedisTLSKeyKey), missing: true}
 		}
 	case resources.RedisTLSIssued(s.rc):
-		reason = ReasonTLSIssued
+		reason = report.ReasonTLSIssued
 		secret, err = r.ensureIssuedTLS(ctx, s)
 	default:
-		reason = ReasonTLSGenerated
+		reason = report.ReasonTLSGenerated
 		secret, err = r.ensureGeneratedTLS(ctx, s)
 	}
 	if err == nil && (s.certs.config == nil || secret != s.certs.secret) { // readTLS checked this one already
@@ -121,11 +102,11 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error 
 	}
 	var invalid *tlsInvalidError
 	if errors.As(err, &invalid) {
-		why := cmp.Or(invalid.reason, ReasonTLSInvalid)
-		if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionTLS); why != ReasonTLSCertificatePending && (c == nil || c.Reason != why || c.Message != invalid.msg) {
+		why := cmp.Or(invalid.reason, report.ReasonTLSInvalid)
+		if c := meta.FindStatusCondition(s.rc.Status.Conditions, report.ConditionTLS); why != report.ReasonTLSCertificatePending && (c == nil || c.Reason != why || c.Message != invalid.msg) {
 			r.Recorder.Eventf(s.rc, nil, corev1.EventTypeWarning, why, "Reconcile", "%s", invalid.msg)
 		}
-		status.Set(conds, gen, ConditionTLS, metav1.ConditionFalse, why, invalid.msg)
+		status.Set(conds, gen, report.ConditionTLS, metav1.ConditionFalse, why, invalid.msg)
 		if invalid.missing {
 			return &userObjectMissingError{invalid.msg}
 		}
@@ -137,10 +118,10 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error 
 	cert := r.expectCertificate(s, secret)
 	msg := fmt.Sprintf("the nodes serve the certificate of Secret %s, valid until %s; clients verify it with its %s and the name %s",
 		secret.Name, cert.NotAfter.UTC().Format(time.RFC3339), resources.RedisTLSCAKey, resources.RedisTLSServerName(s.rc))
-	if reason == ReasonTLSIssued {
+	if reason == report.ReasonTLSIssued {
 		msg += fmt.Sprintf("; issued by %s through Certificate %s, which cert-manager renews", resources.RedisIssuer(s.rc), secret.Name)
 	}
-	if reason == ReasonTLSGenerated {
+	if reason == report.ReasonTLSGenerated {
 		at, _ := certs.RenewAt(secret.Data[resources.RedisTLSCertKey])
 		msg += fmt.Sprintf("; renewed from %s", at.UTC().Format(time.RFC3339))
 		if s.certs.ca != nil && s.certs.ca.Stage() != "" {
@@ -148,7 +129,7 @@ func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error 
 				s.certs.ca.Stage(), s.certs.ca.Since.UTC().Format(time.RFC3339), resources.RedisTLSCAKey)
 		}
 	}
-	status.Set(conds, gen, ConditionTLS, metav1.ConditionTrue, reason, msg)
+	status.Set(conds, gen, report.ConditionTLS, metav1.ConditionTrue, reason, msg)
 	return nil
 }
 
@@ -209,7 +190,7 @@ func (r *RedisClusterReconciler) reloadCertificates(ctx context.Context, s *stat
 		}
 	}
 	if len(reloaded) > 0 {
-		r.event(s, corev1.EventTypeNormal, ReasonTLSReloaded, "Reload",
+		r.event(s, corev1.EventTypeNormal, report.ReasonTLSReloaded, "Reload",
 			"%d nodes now serve the certificate of Secret %s (%s)", len(reloaded), resources.RedisTLSSecretName(s.rc), strings.Join(reloaded, ", "))
 	}
 	return nil
@@ -221,22 +202,10 @@ func (s *state) tlsExternalHosts() []string {
 	return resources.RedisTLSExternalHosts(s.rc, s.external)
 }
 
-// unnamedHosts are the hosts cert does not name (all of them when it is nil): a client
-// outside that dials one of them and verifies the host refuses it.
-func unnamedHosts(cert *x509.Certificate, hosts []string) []string {
-	var out []string
-	for _, host := range hosts {
-		if cert == nil || cert.VerifyHostname(host) != nil {
-			out = append(out, host)
-		}
-	}
-	return out
-}
-
 // tlsInvalidError: the TLS Secret is missing or its content is wrong.
 type tlsInvalidError struct {
 	msg string
-	// reason is the TLS condition's reason (ReasonTLSInvalid when empty).
+	// reason is the TLS condition's reason (report.ReasonTLSInvalid when empty).
 	reason string
 	// missing: the user's Secret does not exist (a bounded requeue looks for it again).
 	missing bool
@@ -328,7 +297,7 @@ func (r *RedisClusterReconciler) issueGeneratedCert(ctx context.Context, s *stat
 		return nil, err
 	}
 	if current != nil && outcome == child.Updated {
-		r.Recorder.Eventf(s.rc, live, corev1.EventTypeNormal, ReasonTLSRenewed, "Renew",
+		r.Recorder.Eventf(s.rc, live, corev1.EventTypeNormal, report.ReasonTLSRenewed, "Renew",
 			"issued a new certificate in Secret %s (the previous one was due for renewal, did not verify, or a CA rotation moved on); the nodes load it once their Secret volume shows it", live.Name)
 	}
 	return live, nil
@@ -360,5 +329,5 @@ func plannerGeneratedCert(s *state) *plan.GeneratedCert {
 	pair := certs.Pair{Cert: cert, Key: secret.Data[resources.RedisTLSKeyKey]}
 	stale := string(secret.Data[resources.RedisTLSCAKey]) != string(s.certs.ca.Bundle()) ||
 		certs.Check(s.certs.ca.Signer.Cert, pair, resources.RedisTLSServerName(rc), tlsNow()) != nil
-	return &plan.GeneratedCert{RenewAt: renewAt, StaleCA: stale, Unnamed: unnamedHosts(s.certs.x509, s.tlsExternalHosts())}
+	return &plan.GeneratedCert{RenewAt: renewAt, StaleCA: stale, Unnamed: report.UnnamedHosts(s.certs.x509, s.tlsExternalHosts())}
 }

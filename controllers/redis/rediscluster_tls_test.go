@@ -26,9 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/certs"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -46,8 +46,8 @@ func TestRedisClusterTLS(t *testing.T) {
 	rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: true}
 	key, rc, pw := createRunning(t, rc, "over TLS")
 
-	cond := meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionTLS)
-	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != rediscontrollers.ReasonTLSGenerated {
+	cond := meta.FindStatusCondition(rc.Status.Conditions, report.ConditionTLS)
+	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != report.ReasonTLSGenerated {
 		t.Errorf("TLS condition %+v, want True Generated", cond)
 	}
 	secret := &corev1.Secret{}
@@ -158,8 +158,8 @@ func TestRedisClusterTLS(t *testing.T) {
 		return everyNodeServes(ctx, rc.Status.Nodes, tlsConfig, cert.Raw, "the renewed certificate")
 	})
 	t.Logf("a certificate due for renewal was replaced and served by all %d nodes in %.1f s", len(rc.Status.Nodes), time.Since(renewStart).Seconds())
-	waitEvent(t, ns, rediscontrollers.ReasonTLSRenewed, "secure-tls")
-	waitEvent(t, ns, rediscontrollers.ReasonTLSReloaded, "secure-tls")
+	waitEvent(t, ns, report.ReasonTLSRenewed, "secure-tls")
+	waitEvent(t, ns, report.ReasonTLSReloaded, "secure-tls")
 	redistest.WaitShape(t, env.Client, key, 4, 8)
 
 	// An upgrade replaces every pod, one at a time, masters failing over first over the
@@ -272,7 +272,7 @@ func TestRedisClusterTLSBadSecret(t *testing.T) {
 	}
 	key := client.ObjectKeyFromObject(rc)
 	waitTLSCondition(t, key, `Secret "mtls-cert" not found`)
-	waitEvent(t, ns, rediscontrollers.ReasonTLSInvalid, `Secret "mtls-cert" not found`)
+	waitEvent(t, ns, report.ReasonTLSInvalid, `Secret "mtls-cert" not found`)
 
 	now := time.Now()
 	ca, err := certs.NewCA("user ca", now, certs.CAValidity)
@@ -292,7 +292,7 @@ func TestRedisClusterTLSBadSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitTLSCondition(t, key, "tls.crt does not name mtls-client."+ns+".svc")
-	waitEvent(t, ns, rediscontrollers.ReasonTLSInvalid, "does not name")
+	waitEvent(t, ns, report.ReasonTLSInvalid, "does not name")
 
 	before := secret.DeepCopy() // the operator has labelled it since: a merge patch keeps that
 	secret.Data["tls.crt"], secret.Data["tls.key"] = rsaCertificate(t, ca, 1024, "mtls-client."+ns+".svc", now)
@@ -300,7 +300,7 @@ func TestRedisClusterTLSBadSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitTLSCondition(t, key, "tls.crt has an RSA key of 1024 bits: re-issue it with an RSA key of at least 2048 bits")
-	waitEvent(t, ns, rediscontrollers.ReasonTLSInvalid, "RSA key of 1024 bits")
+	waitEvent(t, ns, report.ReasonTLSInvalid, "RSA key of 1024 bits")
 	pods := &corev1.PodList{}
 	if err := env.Client.List(t.Context(), pods, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
@@ -344,11 +344,11 @@ func waitTLSCondition(t *testing.T, key client.ObjectKey, says string) {
 		if err := env.Client.Get(ctx, key, rc); err != nil {
 			return false, err.Error()
 		}
-		c := meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionTLS)
+		c := meta.FindStatusCondition(rc.Status.Conditions, report.ConditionTLS)
 		if c == nil {
 			return false, "no TLS condition"
 		}
-		return c.Status == metav1.ConditionFalse && c.Reason == rediscontrollers.ReasonTLSInvalid && strings.Contains(c.Message, says), c.Reason + ": " + c.Message
+		return c.Status == metav1.ConditionFalse && c.Reason == report.ReasonTLSInvalid && strings.Contains(c.Message, says), c.Reason + ": " + c.Message
 	})
 }
 
@@ -369,8 +369,8 @@ func waitEvent(t *testing.T, ns, reason, says string) {
 	t.Helper()
 	want := corev1.EventTypeWarning
 	switch reason {
-	case rediscontrollers.ReasonTLSRenewed, rediscontrollers.ReasonTLSReloaded, rediscontrollers.ReasonCARotationStarted,
-		rediscontrollers.ReasonCARotationSwitched, rediscontrollers.ReasonCARotationCompleted:
+	case report.ReasonTLSRenewed, report.ReasonTLSReloaded, report.ReasonCARotationStarted,
+		report.ReasonCARotationSwitched, report.ReasonCARotationCompleted:
 		want = corev1.EventTypeNormal
 	}
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) (bool, string) {

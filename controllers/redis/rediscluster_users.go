@@ -12,6 +12,7 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
@@ -64,7 +65,7 @@ func (r *RedisClusterReconciler) ensureUsers(ctx context.Context, s *state) erro
 		return err
 	}
 	if len(passwords) < len(keys) && len(s.recorded) > 0 {
-		return &passwordLostError{secret: key.Name, users: true}
+		return &report.PasswordLostError{Secret: key.Name, Users: true}
 	}
 	if passwords == nil {
 		passwords = map[string][]byte{}
@@ -109,11 +110,6 @@ func (s *state) login() conn.Login {
 	return conn.Login{Password: s.password}
 }
 
-// ReasonUserSecretMissing is the Warning event of a Secret that spec.acl.users names and
-// that does not exist or lacks the key: the pods could not start with it, so the StatefulSet
-// is not changed until it is there.
-const ReasonUserSecretMissing = "UserSecretMissing"
-
 // readACLUsers reads the passwords of spec.acl.users from their Secrets into
 // s.aclPasswords, leaving out the ones it cannot read: ensureACLUsers reports them. Their
 // rotation (credentials) starts from these.
@@ -133,7 +129,7 @@ func (r *RedisClusterReconciler) ensureACLUsers(ctx context.Context, s *state) e
 	var missing *userObjectMissingError
 	if errors.As(problem, &missing) {
 		if s.rc.Status.Reason != missing.msg {
-			r.event(s, corev1.EventTypeWarning, ReasonUserSecretMissing, "Configure", "%s", missing.msg)
+			r.event(s, corev1.EventTypeWarning, report.ReasonUserSecretMissing, "Configure", "%s", missing.msg)
 		}
 	}
 	return problem
@@ -142,7 +138,7 @@ func (r *RedisClusterReconciler) ensureACLUsers(ctx context.Context, s *state) e
 // aclUserPasswords reads the password of each user of spec.acl.users into s.aclPasswords.
 // It returns the first user whose Secret is missing, lacks the key (a
 // *userObjectMissingError naming the field) or holds no password (a
-// *passwordInvalidError) as problem, and err for a failed read.
+// *report.PasswordInvalidError) as problem, and err for a failed read.
 func (r *RedisClusterReconciler) aclUserPasswords(ctx context.Context, s *state) (problem, err error) {
 	s.aclPasswords = map[string]string{}
 	if !resources.RedisACLEnabled(s.rc) {

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -93,14 +93,14 @@ func TestRedisClusterSeedSampleUnpausedNamesTheSupportedVersions(t *testing.T) {
 			return false, "no Degraded condition"
 		}
 		msg = c.Message
-		return c.Reason == rediscontrollers.ReasonUnsupportedVersion, "Degraded " + c.Reason + ": " + c.Message
+		return c.Reason == report.ReasonUnsupportedVersion, "Degraded " + c.Reason + ": " + c.Message
 	})
 	for _, want := range []string{"Redis 3.2", "Redis 7.0 or later", "set spec.version to 7.0.15 or later"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the condition says %q, which lacks %q", msg, want)
 		}
 	}
-	if !hasEvent(t.Context(), ns, rediscontrollers.ReasonUnsupportedVersion) {
+	if !hasEvent(t.Context(), ns, report.ReasonUnsupportedVersion) {
 		t.Error("no event says the version is unsupported")
 	}
 	for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.ConfigMap{}, &corev1.Service{}} {

@@ -20,23 +20,8 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
-	"github.com/middleware-operator/middleware-operator/internal/status"
-)
-
-const (
-	// ConditionVolumeSize: every pod's claim has spec.pod[0].volumes.size (True), grows to
-	// it, or the size is refused (False). Only volumes of type pvc have it.
-	ConditionVolumeSize = "VolumeSize"
-	// ReasonVolumesAtSize: every claim has the size the spec asks.
-	ReasonVolumesAtSize = "VolumesAtSize"
-	// ReasonVolumesGrowing: claims grow to the spec's size; the message says what is left.
-	ReasonVolumesGrowing = "VolumesGrowing"
-	// ReasonVolumeShrinkRefused: the spec asks less than a claim has (plan.RefusedShrink).
-	ReasonVolumeShrinkRefused = "VolumeShrinkRefused"
-	// ReasonVolumeExpansionNotAllowed: the API server refused to grow a claim (its
-	// StorageClass does not allow expansion, or it has none; plan.RefusedNotExpandable).
-	ReasonVolumeExpansionNotAllowed = "VolumeExpansionNotAllowed"
 )
 
 // resizeRefused is the cause the API server's PersistentVolumeClaimResize admission gives
@@ -119,8 +104,8 @@ func (r *RedisClusterReconciler) readClaims(ctx context.Context, s *state) error
 // plan.RefusedExpansionRetry after it was last refused (the StorageClass may allow
 // expansion since). Nil when none holds.
 func carriedRefusal(rc *redisv1alpha1.RedisCluster, now time.Time) *plan.VolumeRefusal {
-	c := meta.FindStatusCondition(rc.Status.Conditions, ConditionVolumeSize)
-	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonVolumeExpansionNotAllowed ||
+	c := meta.FindStatusCondition(rc.Status.Conditions, report.ConditionVolumeSize)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != report.ReasonVolumeExpansionNotAllowed ||
 		c.ObservedGeneration != rc.Generation || now.Sub(c.LastTransitionTime.Time) >= plan.RefusedExpansionRetry {
 		return nil
 	}
@@ -130,7 +115,7 @@ func carriedRefusal(rc *redisv1alpha1.RedisCluster, now time.Time) *plan.VolumeR
 // growClaims raises the request of the step's claims to the spec's size; the storage grows
 // the volumes (online where it can; otherwise FileSystemResizePending asks for a restart).
 // When the API server refuses a claim's growth (resizeRefused), no other claim is asked:
-// the refusal goes to the VolumeSize condition and a Warning event (volumesStatus), not to
+// the refusal goes to the VolumeSize condition and a Warning event (report.Derive), not to
 // the reconcile's error, and holds until the spec changes or RefusedExpansionRetry passes.
 func (r *RedisClusterReconciler) growClaims(ctx context.Context, s *state) error {
 	size := resource.NewQuantity(s.volumes.Want, resource.BinarySI)
@@ -173,40 +158,4 @@ func (r *RedisClusterReconciler) recreateStatefulSet(ctx context.Context, s *sta
 	r.event(s, corev1.EventTypeNormal, "StatefulSetRecreated", "Resize",
 		"deleted the StatefulSet, its pods kept running, to create it again with claims of %s", s.volumes.WantText)
 	return nil
-}
-
-// volumesStatus reports the claims' sizes and the VolumeSize condition, with a Warning event
-// when the spec's size is newly refused.
-func volumesStatus(s *state) {
-	v := s.volumes
-	conds := &s.next.Status.Conditions
-	if v.Want == 0 {
-		s.next.Status.Volumes = nil
-		meta.RemoveStatusCondition(conds, ConditionVolumeSize)
-		return
-	}
-	st := &redisv1alpha1.RedisVolumesStatus{Size: v.WantText, Resizing: plan.VolumesResizing(v)}
-	for _, c := range v.Claims {
-		st.Claims = append(st.Claims, redisv1alpha1.RedisClaimStatus{Name: c.Name, Requested: c.RequestText,
-			Capacity: resource.NewQuantity(c.Capacity, resource.BinarySI).String(), FileSystemResizePending: c.FileSystemResizePending})
-	}
-	s.next.Status.Volumes = st
-	gen := s.rc.Generation
-	if refusal := plan.RefuseVolumes(v); refusal != nil {
-		if c := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionVolumeSize); c == nil || c.Reason != refusal.Reason || c.Message != refusal.Message {
-			s.report(corev1.EventTypeWarning, refusal.Reason, "Resize", "%s", refusal.Message)
-		}
-		if s.volumesRefusedNow {
-			// Refused again after RefusedExpansionRetry: the condition's time says when it
-			// was last refused, so that the next ask waits as long again.
-			meta.RemoveStatusCondition(conds, ConditionVolumeSize)
-		}
-		status.Set(conds, gen, ConditionVolumeSize, metav1.ConditionFalse, refusal.Reason, refusal.Message)
-		return
-	}
-	if st.Resizing != "" {
-		status.Set(conds, gen, ConditionVolumeSize, metav1.ConditionFalse, ReasonVolumesGrowing, st.Resizing)
-		return
-	}
-	status.Set(conds, gen, ConditionVolumeSize, metav1.ConditionTrue, ReasonVolumesAtSize, "every claim has "+v.WantText)
 }

@@ -8,6 +8,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 )
 
 // TestCarriedRefusal: the API server's refusal to grow the claims holds for the spec's
@@ -17,7 +18,7 @@ func TestCarriedRefusal(t *testing.T) {
 	refused := func(gen int64, ago time.Duration, status metav1.ConditionStatus, reason string) *redisv1alpha1.RedisCluster {
 		rc := &redisv1alpha1.RedisCluster{}
 		rc.Generation = 3
-		rc.Status.Conditions = []metav1.Condition{{Type: ConditionVolumeSize, Status: status, Reason: reason, Message: "refused",
+		rc.Status.Conditions = []metav1.Condition{{Type: report.ConditionVolumeSize, Status: status, Reason: reason, Message: "refused",
 			ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(now.Add(-ago))}}
 		return rc
 	}
@@ -25,11 +26,11 @@ func TestCarriedRefusal(t *testing.T) {
 		rc   *redisv1alpha1.RedisCluster
 		hold bool
 	}{
-		"refused a minute ago for this spec: holds":        {rc: refused(3, time.Minute, metav1.ConditionFalse, ReasonVolumeExpansionNotAllowed), hold: true},
-		"refused for an older spec: asked again":           {rc: refused(2, time.Minute, metav1.ConditionFalse, ReasonVolumeExpansionNotAllowed)},
-		"refused RefusedExpansionRetry ago: asked again":   {rc: refused(3, plan.RefusedExpansionRetry, metav1.ConditionFalse, ReasonVolumeExpansionNotAllowed)},
-		"a shrink refused: the planner's own, not carried": {rc: refused(3, time.Minute, metav1.ConditionFalse, ReasonVolumeShrinkRefused)},
-		"growing: nothing carried":                         {rc: refused(3, time.Minute, metav1.ConditionFalse, ReasonVolumesGrowing)},
+		"refused a minute ago for this spec: holds":        {rc: refused(3, time.Minute, metav1.ConditionFalse, report.ReasonVolumeExpansionNotAllowed), hold: true},
+		"refused for an older spec: asked again":           {rc: refused(2, time.Minute, metav1.ConditionFalse, report.ReasonVolumeExpansionNotAllowed)},
+		"refused RefusedExpansionRetry ago: asked again":   {rc: refused(3, plan.RefusedExpansionRetry, metav1.ConditionFalse, report.ReasonVolumeExpansionNotAllowed)},
+		"a shrink refused: the planner's own, not carried": {rc: refused(3, time.Minute, metav1.ConditionFalse, report.ReasonVolumeShrinkRefused)},
+		"growing: nothing carried":                         {rc: refused(3, time.Minute, metav1.ConditionFalse, report.ReasonVolumesGrowing)},
 		"no condition: nothing carried":                    {rc: &redisv1alpha1.RedisCluster{}},
 	}
 	for name, tc := range cases {

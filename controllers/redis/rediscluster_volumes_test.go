@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -76,7 +76,7 @@ func TestRedisClusterGrowsVolumesInPlace(t *testing.T) {
 		size := sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String()
 		return sts.UID != oldSts.UID && size == "2Gi", fmt.Sprintf("StatefulSet %s with claims of %s", sts.UID, size)
 	})
-	cond := waitCondition(t, key, rediscontrollers.ConditionVolumeSize, metav1.ConditionTrue, rediscontrollers.ReasonVolumesAtSize)
+	cond := waitCondition(t, key, report.ConditionVolumeSize, metav1.ConditionTrue, report.ReasonVolumesAtSize)
 	t.Logf("VolumeSize: %s", cond.Message)
 	rc := redistest.WaitShape(t, env.Client, key, 3, 6)
 	// The pods were orphaned and adopted, not replaced.
@@ -143,7 +143,7 @@ func TestRedisClusterRefusesVolumeResizes(t *testing.T) {
 	}
 
 	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pod":[{"volumes":{"size":"3Gi","storageClassName":"local-path"}}]}}`)
-	cond := waitCondition(t, key, rediscontrollers.ConditionVolumeSize, metav1.ConditionFalse, rediscontrollers.ReasonVolumeExpansionNotAllowed)
+	cond := waitCondition(t, key, report.ConditionVolumeSize, metav1.ConditionFalse, report.ReasonVolumeExpansionNotAllowed)
 	// The operator reads no StorageClass: this is the API server's refusal of the claim's patch.
 	t.Logf("VolumeSize: %s", cond.Message)
 	for _, part := range []string{`"local-path"`, "only dynamically provisioned pvc can be resized", "allowVolumeExpansion: true", "new RedisCluster"} {
@@ -151,14 +151,14 @@ func TestRedisClusterRefusesVolumeResizes(t *testing.T) {
 			t.Errorf("the condition does not say %q (the class, the API server's cause, the fixes): %s", part, cond.Message)
 		}
 	}
-	waitEvent(t, ns, rediscontrollers.ReasonVolumeExpansionNotAllowed, "local-path")
+	waitEvent(t, ns, report.ReasonVolumeExpansionNotAllowed, "local-path")
 
 	redistest.PatchSpec(t, env.Client, key, `{"spec":{"pod":[{"volumes":{"storageClassName":"local-path"}}]}}`)
-	cond = waitCondition(t, key, rediscontrollers.ConditionVolumeSize, metav1.ConditionFalse, rediscontrollers.ReasonVolumeShrinkRefused)
+	cond = waitCondition(t, key, report.ConditionVolumeSize, metav1.ConditionFalse, report.ReasonVolumeShrinkRefused)
 	if !strings.Contains(cond.Message, "cannot shrink") || !strings.Contains(cond.Message, "2Gi") {
 		t.Errorf("the condition names neither the cause nor the size to set: %s", cond.Message)
 	}
-	waitEvent(t, ns, rediscontrollers.ReasonVolumeShrinkRefused, "cannot shrink")
+	waitEvent(t, ns, report.ReasonVolumeShrinkRefused, "cannot shrink")
 
 	// Nothing changed: the claims, the StatefulSet and its claim template.
 	time.Sleep(3 * time.Second)
@@ -231,7 +231,7 @@ func TestRedisClusterRestartsPodsForAnOfflineFilesystemResize(t *testing.T) {
 		}
 		return grown == 6, fmt.Sprintf("%d of 6 claims have 2Gi", grown)
 	})
-	waitCondition(t, key, rediscontrollers.ConditionVolumeSize, metav1.ConditionTrue, rediscontrollers.ReasonVolumesAtSize)
+	waitCondition(t, key, report.ConditionVolumeSize, metav1.ConditionTrue, report.ReasonVolumesAtSize)
 	rc := redistest.WaitShape(t, env.Client, key, 3, 6)
 	for name, uid := range podUIDs(t, ns, "offline") {
 		if pods[name] == uid {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -35,8 +35,8 @@ func TestRedisClusterStrictWriteSafetyThroughRestartAndUpgrade(t *testing.T) {
 	_, restartOutage := restart.Stop()
 	t.Logf("replica %s crashed and restarted: Ready again after %s; writes refused or blocked for at most %s",
 		replica.Name, time.Since(start).Round(100*time.Millisecond), restartOutage.Round(10*time.Millisecond))
-	if !hasEvent(t.Context(), ns, rediscontrollers.ReasonNoReplicaInTime) {
-		t.Errorf("no %s event while the replica %s was down", rediscontrollers.ReasonNoReplicaInTime, replica.Name)
+	if !hasEvent(t.Context(), ns, report.ReasonNoReplicaInTime) {
+		t.Errorf("no %s event while the replica %s was down", report.ReasonNoReplicaInTime, replica.Name)
 	}
 
 	upgrade := redistest.StartWriter(rc.Status.Nodes[0].Instance, pw)

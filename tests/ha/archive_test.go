@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/archiver"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/restore"
 	"github.com/middleware-operator/middleware-operator/tests/localcluster"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
@@ -226,7 +226,7 @@ func waitArchiving(t *testing.T, c client.Client, key client.ObjectKey, since ti
 		if err := c.Get(ctx, key, rc); err != nil {
 			return false, err.Error()
 		}
-		cond := meta.FindStatusCondition(rc.Status.Conditions, rediscontrollers.ConditionArchiving)
+		cond := meta.FindStatusCondition(rc.Status.Conditions, report.ConditionArchiving)
 		ok := cond != nil && cond.Status == metav1.ConditionTrue && rc.Status.Archive != nil && len(rc.Status.Archive.Shards) == 3
 		var behind []string
 		if ok {

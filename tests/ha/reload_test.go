@@ -16,6 +16,7 @@ import (
 	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/crashpoint"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 	"github.com/middleware-operator/middleware-operator/tests/teststore"
@@ -89,7 +90,7 @@ func TestOperatorKilledDuringAReloadReplay(t *testing.T) {
 			return false, err.Error()
 		}
 		_, still := cur.Annotations[rediscontrollers.RestoreLostShardsAnnotation]
-		return cur.Status.Reload == nil && !still && meta.IsStatusConditionTrue(cur.Status.Conditions, rediscontrollers.ConditionReady),
+		return cur.Status.Reload == nil && !still && meta.IsStatusConditionTrue(cur.Status.Conditions, report.ConditionReady),
 			fmt.Sprintf("phase %s (%s), reload %+v", cur.Status.Phase, cur.Status.Reason, cur.Status.Reload)
 	})
 	t.Logf("the next operator finished the reload %s after its start", time.Since(restarted).Round(time.Second))

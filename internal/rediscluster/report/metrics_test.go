@@ -1,4 +1,4 @@
-package redis
+package report
 
 import (
 	"testing"
@@ -43,8 +43,8 @@ func TestMetricsFromSnapshotAndHealth(t *testing.T) {
 			cluster := "metrics-" + name
 			rc := &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: cluster}}
 			t.Cleanup(func() { metrics.ForgetRedisCluster("ns", cluster) })
-			s := &state{rc: rc, next: rc.DeepCopy(), snap: c.Snap, health: health.Assess(c.Snap)}
-			recordMetrics(s)
+			s := &Input{Cluster: rc, Next: rc.DeepCopy(), Snap: c.Snap, Health: health.Assess(c.Snap)}
+			RecordMetrics(s, &NodeCounts{})
 			got := want{
 				stateOK:  testutil.ToFloat64(metrics.RedisStateOK.WithLabelValues("ns", cluster)),
 				slotsOK:  testutil.ToFloat64(metrics.RedisSlotsOK.WithLabelValues("ns", cluster)),
@@ -54,7 +54,7 @@ func TestMetricsFromSnapshotAndHealth(t *testing.T) {
 				silent:   testutil.ToFloat64(metrics.RedisNodesSilent.WithLabelValues("ns", cluster)),
 			}
 			if got != tc.want {
-				t.Fatalf("gauges %+v, want %+v (health: %+v)", got, tc.want, s.health)
+				t.Fatalf("gauges %+v, want %+v (health: %+v)", got, tc.want, s.Health)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package redis
+package report
 
 import (
 	"strings"
@@ -8,13 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
-)
-
-// The reasons of a network partition: the Degraded condition's while a look sees one, and
-// the Warning event when it starts; ReasonPartitionEnded the Normal event when it ends.
-const (
-	ReasonNetworkPartition = "NetworkPartition"
-	ReasonPartitionEnded   = "NetworkPartitionEnded"
 )
 
 // partitioned names the partition h shows (masters cut off from their peers while they
@@ -34,15 +27,15 @@ func partitioned(h health.Health) (reason, message string) {
 
 // reportPartition sends an event when a partition is first seen and when it has ended (the
 // Degraded condition of the last status said one, this look sees none).
-func reportPartition(s *state) {
-	was := meta.FindStatusCondition(s.rc.Status.Conditions, ConditionDegraded)
+func reportPartition(s *Input) {
+	was := meta.FindStatusCondition(s.Cluster.Status.Conditions, ConditionDegraded)
 	before := was != nil && was.Reason == ReasonNetworkPartition
-	now := meta.FindStatusCondition(s.next.Status.Conditions, ConditionDegraded)
+	now := meta.FindStatusCondition(s.Next.Status.Conditions, ConditionDegraded)
 	during := now != nil && now.Reason == ReasonNetworkPartition
 	switch {
 	case during && !before:
 		s.report(corev1.EventTypeWarning, ReasonNetworkPartition, "Observe", "%s", clip(now.Message, eventNoteLimit))
-	case before && !during && len(s.snap.Nodes) > 0:
+	case before && !during && len(s.Snap.Nodes) > 0:
 		s.report(corev1.EventTypeNormal, ReasonPartitionEnded, "Observe", "the partition has ended: no answering master is flagged failing or claims another's slots (was: %s)",
 			clip(was.Message, eventNoteLimit-120))
 	}

@@ -1,4 +1,4 @@
-package redis
+package report
 
 import (
 	"errors"
@@ -93,16 +93,16 @@ func TestNodeStatuses(t *testing.T) {
 			if tc.pod != nil {
 				tc.pod(pod)
 			}
-			s := &state{rc: &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rc"}}, pods: []corev1.Pod{*pod}}
-			s.snap.Now = now
+			s := &Input{Cluster: &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rc"}}, Pods: []corev1.Pod{*pod}}
+			s.Snap.Now = now
 			if tc.obs != nil {
-				s.snap.Nodes = []observe.Observation{*tc.obs}
+				s.Snap.Nodes = []observe.Observation{*tc.obs}
 			}
 			if tc.peerView != nil {
-				s.snap.Nodes = append(s.snap.Nodes, observe.Observation{Pod: "rc-1", View: tc.peerView})
+				s.Snap.Nodes = append(s.Snap.Nodes, observe.Observation{Pod: "rc-1", View: tc.peerView})
 			}
 			if tc.recorded {
-				s.recorded = map[string]string{"rc-0": masterID}
+				s.Recorded = map[string]string{"rc-0": masterID}
 			}
 			got := nodeStatuses(s)
 			if len(got) != 1 {
@@ -140,8 +140,8 @@ func TestNodeStatusesKeepTheTransitionTime(t *testing.T) {
 		previous corev1.ConditionStatus
 		kept     bool
 	}{{corev1.ConditionFalse, true}, {corev1.ConditionTrue, false}} {
-		s := &state{rc: &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rc"}}, pods: []corev1.Pod{pod}}
-		s.rc.Status.Nodes = []redisv1alpha1.RedisNode{{Name: "rc-0", Status: tc.previous, LastTransitionTime: earlier}}
+		s := &Input{Cluster: &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rc"}}, Pods: []corev1.Pod{pod}}
+		s.Cluster.Status.Nodes = []redisv1alpha1.RedisNode{{Name: "rc-0", Status: tc.previous, LastTransitionTime: earlier}}
 		got := nodeStatuses(s)[0]
 		if kept := got.LastTransitionTime.Equal(&earlier); kept != tc.kept {
 			t.Errorf("previous status %s, now %s: transition time %s kept %t, want %t", tc.previous, got.Status, got.LastTransitionTime, kept, tc.kept)

@@ -1,27 +1,27 @@
-package redis
+package report
 
 import (
 	"strconv"
 
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
-	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 )
 
-// recordMetrics sets the cluster's gauges from the reconcile's snapshot and health: what
-// clients would see, from every answering node, never from one node's opinion.
-func recordMetrics(s *state) {
-	if s.snap.Now.IsZero() {
+// RecordMetrics sets the cluster's gauges from the reconcile's snapshot and health: what
+// clients would see, from every answering node, never from one node's opinion; counters
+// keep the nodes' counts from one look to the next.
+func RecordMetrics(s *Input, counters *NodeCounts) {
+	if s.Snap.Now.IsZero() {
 		return
 	}
-	ns, name := s.rc.Namespace, s.rc.Name
-	h := s.health
+	ns, name := s.Cluster.Namespace, s.Cluster.Name
+	h := s.Health
 	stateOK, pfail, fail, known := 1.0, 0, 0, 0
 	replicasOf := map[string]int{}
 	replicas := 0
-	for i := range s.snap.Nodes {
-		o := &s.snap.Nodes[i]
+	for i := range s.Snap.Nodes {
+		o := &s.Snap.Nodes[i]
 		if !o.Joined() {
 			continue
 		}
@@ -35,12 +35,12 @@ func recordMetrics(s *state) {
 		}
 	}
 	alone := 0
-	for i := range s.snap.Nodes {
-		if self, _ := s.snap.Nodes[i].Self(); s.snap.Nodes[i].Joined() && self.IsMaster() && len(self.Slots) > 0 && replicasOf[self.ID] == 0 {
+	for i := range s.Snap.Nodes {
+		if self, _ := s.Snap.Nodes[i].Self(); s.Snap.Nodes[i].Joined() && self.IsMaster() && len(self.Slots) > 0 && replicasOf[self.ID] == 0 {
 			alone++
 		}
 	}
-	if len(s.snap.Nodes) > 0 && len(h.Silent) == len(s.snap.Nodes) {
+	if len(s.Snap.Nodes) > 0 && len(h.Silent) == len(s.Snap.Nodes) {
 		stateOK = 0
 	}
 	metrics.RedisStateOK.WithLabelValues(ns, name).Set(stateOK)
@@ -53,9 +53,9 @@ func recordMetrics(s *state) {
 	metrics.RedisReplicas.WithLabelValues(ns, name).Set(float64(replicas))
 	metrics.RedisMastersWithoutReplica.WithLabelValues(ns, name).Set(float64(alone))
 	metrics.RedisNodesSilent.WithLabelValues(ns, name).Set(float64(len(h.Silent)))
-	metrics.RedisLastCheck.WithLabelValues(ns, name).Set(float64(s.snap.Now.Unix()))
-	recordMemoryMetrics(s)
-	if s.step.Shown().Operation == "" {
+	metrics.RedisLastCheck.WithLabelValues(ns, name).Set(float64(s.Snap.Now.Unix()))
+	recordMemoryMetrics(s, counters)
+	if s.Step.Shown().Operation == "" {
 		metrics.RedisMigrationSlotsLeft.WithLabelValues(ns, name).Set(0)
 	}
 }
@@ -64,12 +64,4 @@ func recordMetrics(s *state) {
 func infoInt(o *observe.Observation, field string) int {
 	n, _ := strconv.Atoi(o.Info[field])
 	return n
-}
-
-// countMoves adds a batch of slot moves to the cluster's counters and records what is left.
-func countMoves(s *state, stats execute.MoveStats, left int) {
-	ns, name := s.rc.Namespace, s.rc.Name
-	metrics.RedisSlotsMoved.WithLabelValues(ns, name).Add(float64(stats.Slots))
-	metrics.RedisKeysMoved.WithLabelValues(ns, name).Add(float64(stats.Keys))
-	metrics.RedisMigrationSlotsLeft.WithLabelValues(ns, name).Set(float64(max(left, 0)))
 }

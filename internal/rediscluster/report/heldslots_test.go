@@ -1,4 +1,4 @@
-package redis
+package report
 
 import (
 	"strings"
@@ -41,52 +41,52 @@ func TestHeldSlotsStatus(t *testing.T) {
 			heldMaster("b", bUsed), heldMaster("g", "990", nodes.SlotRange{Start: 12288, End: 12288}),
 		}}
 	}
-	s := &state{rc: rc, next: rc.DeepCopy(), snap: snap("700")}
+	s := &Input{Cluster: rc, Next: rc.DeepCopy(), Snap: snap("700")}
 	giant := layout.HeldSlot{Slot: 12288, Source: "g", Target: "a", Giant: true, Size: layout.SlotSize{Keys: 38000, Bytes: 47 << 20}}
-	s.step = plan.Step{Kind: plan.StepWait, Operation: plan.OpScaling, DrainHeld: []layout.HeldSlot{giant},
+	s.Step = plan.Step{Kind: plan.StepWait, Operation: plan.OpScaling, DrainHeld: []layout.HeldSlot{giant},
 		Reason: "the scale in is held: slot 12288 ..."}
 	heldSlotsStatus(s, gen)
 	var got []int32
-	for _, h := range s.next.Status.HeldSlots {
+	for _, h := range s.Next.Status.HeldSlots {
 		got = append(got, h.Slot)
 	}
-	if len(got) != 2 || got[0] != 5 || got[1] != 12288 || !s.next.Status.HeldSlots[0].RolledBack {
-		t.Fatalf("heldSlots %v (%+v), want the rolled-back slot 5 and the giant 12288 (slot 6 is of an older generation)", got, s.next.Status.HeldSlots)
+	if len(got) != 2 || got[0] != 5 || got[1] != 12288 || !s.Next.Status.HeldSlots[0].RolledBack {
+		t.Fatalf("heldSlots %v (%+v), want the rolled-back slot 5 and the giant 12288 (slot 6 is of an older generation)", got, s.Next.Status.HeldSlots)
 	}
-	c := meta.FindStatusCondition(s.next.Status.Conditions, ConditionSlotsMovable)
+	c := meta.FindStatusCondition(s.Next.Status.Conditions, ConditionSlotsMovable)
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonScaleInHeld || !strings.Contains(c.Message, "slot 12288") {
 		t.Fatalf("SlotsMovable = %+v, want False %s naming slot 12288", c, ReasonScaleInHeld)
 	}
-	if n := len(s.reported); n != 1 {
+	if n := len(s.events); n != 1 {
 		t.Fatalf("%d events, want one %s", n, ReasonScaleInHeld)
 	}
-	if e := s.reported[0]; e.reason != ReasonScaleInHeld || !strings.Contains(e.note, "slot 12288") {
+	if e := s.events[0]; e.Reason != ReasonScaleInHeld || !strings.Contains(e.Note, "slot 12288") {
 		t.Errorf("event %+v, want %s naming slot 12288", e, ReasonScaleInHeld)
 	}
 	// The next look, with the condition recorded: no second event.
-	s.rc = s.next.DeepCopy()
-	s.next, s.reported = s.rc.DeepCopy(), nil
+	s.Cluster = s.Next.DeepCopy()
+	s.Next, s.events = s.Cluster.DeepCopy(), nil
 	heldSlotsStatus(s, gen)
-	if n := len(s.reported); n != 0 {
+	if n := len(s.events); n != 0 {
 		t.Errorf("%d more events on the next look, want none", n)
 	}
 	// b's room grows to 800, room for slot 5 (300 bytes) besides its old room (100): it is
 	// tried again; the giant slot stays held.
-	s.snap = snap("100")
-	s.step = plan.Step{Kind: plan.StepIdle}
+	s.Snap = snap("100")
+	s.Step = plan.Step{Kind: plan.StepIdle}
 	heldSlotsStatus(s, gen)
-	if h := s.next.Status.HeldSlots; len(h) != 1 || h[0].Slot != 12288 {
+	if h := s.Next.Status.HeldSlots; len(h) != 1 || h[0].Slot != 12288 {
 		t.Errorf("heldSlots %+v once b has room, want only the giant slot 12288", h)
 	}
-	if c := meta.FindStatusCondition(s.next.Status.Conditions, ConditionSlotsMovable); c == nil || c.Reason != ReasonSlotTooBig {
+	if c := meta.FindStatusCondition(s.Next.Status.Conditions, ConditionSlotsMovable); c == nil || c.Reason != ReasonSlotTooBig {
 		t.Errorf("SlotsMovable = %+v once the scale in is not held, want %s", c, ReasonSlotTooBig)
 	}
 	// A move that held more than the cap: at most layout.MaxHeldSlots are kept.
 	for i := range layout.MaxHeldSlots + 10 {
-		s.held = append(s.held, layout.HeldSlot{Slot: 100 + i, Source: "a", Target: "b", Size: layout.SlotSize{Bytes: int64(i)}})
+		s.Held = append(s.Held, layout.HeldSlot{Slot: 100 + i, Source: "a", Target: "b", Size: layout.SlotSize{Bytes: int64(i)}})
 	}
 	heldSlotsStatus(s, gen)
-	if n := len(s.next.Status.HeldSlots); n != layout.MaxHeldSlots {
+	if n := len(s.Next.Status.HeldSlots); n != layout.MaxHeldSlots {
 		t.Errorf("%d held slots in the status, want at most %d", n, layout.MaxHeldSlots)
 	}
 }

@@ -1,4 +1,4 @@
-package redis
+package report
 
 import (
 	"slices"
@@ -20,7 +20,7 @@ import (
 // TestStatusFromSnapshotHealthAndStep: the phase, the Ready, Progressing and Degraded
 // conditions and the events are what the judge (health.Assess) and the planner
 // (plan.NextStep) decided of one snapshot, and what the restore under way recorded: the
-// status code adds no judgement of its own. deriveStatus runs without a reconciler, and
+// status code adds no judgement of its own. Derive runs without a reconciler, and
 // derived again from its own status it sends no event a second time.
 func TestStatusFromSnapshotHealthAndStep(t *testing.T) {
 	type want struct {
@@ -90,38 +90,38 @@ func TestStatusFromSnapshotHealthAndStep(t *testing.T) {
 			if tc.rc != nil {
 				tc.rc(rc)
 			}
-			s := &state{rc: rc, next: rc.DeepCopy(), snap: c.Snap, recordExists: true,
-				sts: &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "rc"}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](6)},
+			s := &Input{Cluster: rc, Next: rc.DeepCopy(), Snap: c.Snap,
+				StatefulSet: &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "rc"}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](6)},
 					Status: appsv1.StatefulSetStatus{UpdateRevision: spec.UpdateRevision}}}
 			for _, o := range c.Snap.Nodes {
-				s.pods = append(s.pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: o.Pod}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+				s.Pods = append(s.Pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: o.Pod}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
 			}
-			s.health = health.Assess(c.Snap)
-			s.step = plan.NextStep(spec, c.Snap, s.health)
+			s.Health = health.Assess(c.Snap)
+			s.Step = plan.NextStep(spec, c.Snap, s.Health)
 			if tc.step != nil {
-				s.step = *tc.step
+				s.Step = *tc.step
 			}
-			deriveStatus(s)
-			st := s.next.Status
+			Derive(s)
+			st := s.Next.Status
 			ready, progressing := meta.FindStatusCondition(st.Conditions, ConditionReady), meta.FindStatusCondition(st.Conditions, ConditionProgressing)
 			degraded := meta.FindStatusCondition(st.Conditions, ConditionDegraded)
 			if st.Phase != tc.want.phase || ready == nil || ready.Status != tc.want.ready || progressing == nil || progressing.Status != tc.want.progressing ||
 				!strings.Contains(ready.Message, tc.want.message) || !strings.Contains(st.Reason, tc.want.reason) || (tc.want.degraded != "" && (degraded == nil || degraded.Reason != tc.want.degraded)) {
-				t.Fatalf("step %s (%s %q): phase %q (%q), Ready %+v, Progressing %+v, Degraded %+v; want %+v", s.step.Kind, s.step.Operation, s.step.Reason, st.Phase, st.Reason, ready, progressing, degraded, tc.want)
+				t.Fatalf("step %s (%s %q): phase %q (%q), Ready %+v, Progressing %+v, Degraded %+v; want %+v", s.Step.Kind, s.Step.Operation, s.Step.Reason, st.Phase, st.Reason, ready, progressing, degraded, tc.want)
 			}
 			var got []string
-			for _, e := range s.reported {
-				got = append(got, e.reason)
+			for _, e := range s.events {
+				got = append(got, e.Reason)
 			}
 			if !slices.Equal(got, tc.want.events) {
-				t.Fatalf("events %v (%+v), want %v", got, s.reported, tc.want.events)
+				t.Fatalf("events %v (%+v), want %v", got, s.events, tc.want.events)
 			}
 			// The next look sees the same: the status it derives is the same, with no event.
-			s.rc, s.reported = s.next.DeepCopy(), nil
-			s.next = s.rc.DeepCopy()
-			deriveStatus(s)
-			if len(s.reported) != 0 || s.next.Status.Phase != st.Phase {
-				t.Fatalf("derived again from its own status: phase %q, events %+v; want %q and no event", s.next.Status.Phase, s.reported, st.Phase)
+			s.Cluster, s.events = s.Next.DeepCopy(), nil
+			s.Next = s.Cluster.DeepCopy()
+			Derive(s)
+			if len(s.events) != 0 || s.Next.Status.Phase != st.Phase {
+				t.Fatalf("derived again from its own status: phase %q, events %+v; want %q and no event", s.Next.Status.Phase, s.events, st.Phase)
 			}
 		})
 	}
