@@ -11,12 +11,6 @@ import (
 	"strings"
 	"time"
 
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
-	"github.com/middleware-operator/middleware-operator/internal/logging"
-	"github.com/middleware-operator/middleware-operator/internal/objectstore"
-	"github.com/middleware-operator/middleware-operator/internal/operator"
-	"github.com/middleware-operator/middleware-operator/internal/restore"
-
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,6 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/middleware-operator/middleware-operator/internal/logging"
+	"github.com/middleware-operator/middleware-operator/internal/objectstore"
+	"github.com/middleware-operator/middleware-operator/internal/operator"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodetls"
+	"github.com/middleware-operator/middleware-operator/internal/restore"
 )
 
 // flags are the operator's command-line settings.
@@ -76,7 +76,7 @@ func parseFlags() (*flags, zap.Options) {
 		"whose data and credentials cross the network in clear (off: https:// only, and an http:// endpoint is refused with a condition)")
 	flag.StringVar(&f.objectStoreEndpoints, objectstore.EndpointsFlag, "", "comma-separated object store endpoints (scheme://host[:port]) that RedisBackups, "+
 		"RedisBackupSchedules and restores may name, for example https://s3.eu-west-1.amazonaws.com,https://minio.backup.svc:9000; empty allows any")
-	flag.StringVar(&f.clusterIssuers, rediscontrollers.ClusterIssuersFlag, "", "comma-separated cert-manager ClusterIssuers that a RedisCluster's spec.tls.issuerRef may name: names, "+
+	flag.StringVar(&f.clusterIssuers, nodetls.ClusterIssuersFlag, "", "comma-separated cert-manager ClusterIssuers that a RedisCluster's spec.tls.issuerRef may name: names, "+
 		"or prefixes ending in * (tenant-a-*); * allows any. Empty allows none: a ClusterIssuer signs for every namespace, and every cluster it issues for trusts every other's certificates")
 	flag.StringVar(&f.restoreMaxRecord, restore.MaxRecordFlag, "32Mi", "the largest RDB record (a key with its value) a restore or reload loads, a quantity from 1Mi to 512Mi; "+
 		"one record over 1 MiB is held at a time, so the operator's memory limit must leave room for it")

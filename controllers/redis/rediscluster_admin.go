@@ -16,7 +16,7 @@ func (r *RedisClusterReconciler) adminFor(s *state) clusterconn.Admin {
 	if s.admin == nil {
 		// A node still serving one of the cluster's earlier certificates after the trust
 		// moved on must answer, or it would never be checked and reloaded.
-		trust := s.certs.config
+		trust := s.certs.Config
 		if trust != nil {
 			trust = r.ownCertsTLS(s)
 		}

@@ -77,7 +77,7 @@ func (r *RedisClusterReconciler) syncArchive(ctx context.Context, s *state) {
 			return
 		}
 	}
-	conn := archiver.Conn{Login: s.login(), TLS: s.certs.config}
+	conn := archiver.Conn{Login: s.login(), TLS: s.certs.Config}
 	schedule := archiver.ScheduleOf(spec)
 	for i, sh := range ca.Shards {
 		// The schedule is the spec's whatever the cluster's state: a retention raised while a
@@ -135,7 +135,7 @@ func (r *RedisClusterReconciler) startArchive(ctx context.Context, s *state, sou
 	}
 	location := backupstore.Location(dest, path.Join(dir, s.rc.Name, "archive"))
 	sink := redisarchive.StoreSink{Client: store, Fence: r.ArchiveFence}
-	return r.archives.Start(client.ObjectKeyFromObject(s.rc), dest, location, sources, sink, archiver.Conn{Login: s.login(), TLS: s.certs.config},
+	return r.archives.Start(client.ObjectKeyFromObject(s.rc), dest, location, sources, sink, archiver.Conn{Login: s.login(), TLS: s.certs.Config},
 		archiver.ScheduleOf(s.rc.Spec.Archive)), nil
 }
 

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/certs"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
@@ -154,27 +153,6 @@ func TestRedisClusterRefusesAClusterIssuerTheAdminDidNotAllow(t *testing.T) {
 		cert.SetGroupVersionKind(resources.CertificateGVK)
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: resources.RedisTLSSecretName(rc)}, cert); !apierrors.IsNotFound(err) {
 			t.Errorf("a Certificate for a refused issuer: %v", err)
-		}
-	}
-}
-
-// TestClusterIssuerAllowed: names and prefixes of --cluster-issuers.
-func TestClusterIssuerAllowed(t *testing.T) {
-	for _, tc := range []struct {
-		allowed []string
-		name    string
-		want    bool
-	}{
-		{nil, "any", false},
-		{[]string{"redis-ca"}, "redis-ca", true},
-		{[]string{"redis-ca"}, "redis-ca-2", false},
-		{[]string{"tenant-a-*"}, "tenant-a-ca", true},
-		{[]string{"tenant-a-*"}, "tenant-b-ca", false},
-		{[]string{"x", "tenant-*"}, "tenant-", true},
-		{[]string{"*"}, "anything", true},
-	} {
-		if got := rediscontrollers.ClusterIssuerAllowed(tc.allowed, tc.name); got != tc.want {
-			t.Errorf("ClusterIssuerAllowed(%q, %q) = %v, want %v", tc.allowed, tc.name, got, tc.want)
 		}
 	}
 }

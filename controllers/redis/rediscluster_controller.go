@@ -2,8 +2,6 @@ package redis
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"sync"
@@ -39,6 +37,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/quietlook"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodetls"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
@@ -87,7 +86,7 @@ type RedisClusterReconciler struct {
 	// https:// one when zero).
 	StorePolicy objectstore.EndpointPolicy
 	// ClusterIssuers are the cert-manager ClusterIssuers spec.tls.issuerRef may name
-	// (ClusterIssuerAllowed); none when empty.
+	// (nodetls.ClusterIssuerAllowed); none when empty.
 	ClusterIssuers []string
 	// RestoreMaxRecord is the largest RDB record (a key with its value) a restore or reload
 	// loads, in bytes (rdbload.DefaultMaxRecord when 0).
@@ -105,8 +104,6 @@ type RedisClusterReconciler struct {
 	// announced remembers which node processes were set to announce (StepAnnounce), by
 	// cluster-preferred-endpoint-type.
 	announced nodeValues
-	// issued remembers the clusters' latest certificates (ownCertsTLS).
-	issued issuedCerts
 	// userObjects reads the Secrets and ConfigMaps a user names once per version
 	// (caching.Versioned over References and APIReader).
 	userObjectsOnce sync.Once
@@ -120,8 +117,6 @@ type RedisClusterReconciler struct {
 	loads     *restore.Loads
 	// aclVerdicts remembers what a node said of each cluster's new ACL rules (checkACLRules).
 	aclVerdicts aclVerdicts
-	// certificates remembers the cert-manager Certificates kept as wanted (ensureCertificate).
-	certificates keptCertificates
 	// deletedPods remembers the pods replaced until the cache shows their deletion.
 	deletedPods deletedPods
 	// storeFailures remembers the failing reads of restores and reloads, for their back-off
@@ -131,6 +126,9 @@ type RedisClusterReconciler struct {
 	sources restore.Sources
 	// archives runs the followers of the clusters with spec.archive (syncArchive).
 	archives archiver.Registry
+	// certs keeps the clusters' TLS Secrets, CAs and Certificates (certKeeper).
+	certsOnce sync.Once
+	certs     *nodetls.Keeper
 	// nodeCounts keeps the nodes' eviction, refused-write and restart counts from one look
 	// to the next (report.RecordMetrics).
 	nodeCounts report.NodeCounts
@@ -143,17 +141,29 @@ func (r *RedisClusterReconciler) forgetCluster(key types.NamespacedName) {
 	r.admins.Forget(key)
 	r.quietMarks.Forget(key)
 	r.certsSeen.forget(key)
-	r.issued.forget(key)
+	r.certKeeper().Forget(key)
 	r.coverageSet.forget(key)
 	r.announced.forget(key)
 	r.changes.forget(key)
 	r.backgroundLoads().Forget(key)
 	r.aclVerdicts.forget(key)
-	r.certificates.forget(key)
 	r.storeFailures.Forget(key)
 	r.sources.Forget(key)
 	r.archives.Stop(key)
 	r.nodeCounts.Forget(key)
+}
+
+// certKeeper is the reconciler's nodetls.Keeper, made on first use from its fields.
+func (r *RedisClusterReconciler) certKeeper() *nodetls.Keeper {
+	r.certsOnce.Do(func() {
+		api := client.Reader(r.Client) // Certificates are read past the cache
+		if r.APIReader != nil {
+			api = r.APIReader
+		}
+		r.certs = &nodetls.Keeper{Client: r.Client, Scheme: r.Scheme, Recorder: r.Recorder, APIReader: api,
+			UserObject: r.userObject, ClusterIssuers: r.ClusterIssuers}
+	})
+	return r.certs
 }
 
 // backgroundLoads is the reconciler's restore.Loads, made on first use (a reconciler built
@@ -185,7 +195,7 @@ type state struct {
 	// authenticates with; a second is the one a rotation of it retires.
 	operatorPasswords []string
 	// certs is what this reconcile read and made of the nodes' certificate and its CA.
-	certs tlsFacts
+	certs nodetls.Facts
 	sts   *appsv1.StatefulSet
 	// volumes are the pods' claims and the size the spec asks of them (readClaims).
 	volumes plan.Volumes
@@ -239,25 +249,6 @@ type state struct {
 	held  []layout.HeldSlot
 	admin clusterconn.Admin
 	err   error // the first error, reported in Degraded
-}
-
-// tlsFacts is what a reconcile read and made of the nodes' certificate and its CA (the TLS
-// code's state: rediscluster_tls.go, rediscluster_certmanager.go, rediscluster_carotation.go).
-type tlsFacts struct {
-	// config is the configuration of TLS connections to the nodes, nil without spec.tls;
-	// cert the certificate (DER) of the TLS Secret, which every node should serve.
-	config *tls.Config
-	cert   []byte
-	// x509 is cert parsed (the names it carries), nil when there is none.
-	x509 *x509.Certificate
-	// secret is the TLS Secret as read this reconcile (nil: none), once secretRead; the
-	// one ensureTLS wrote instead, once it verified.
-	secret     *corev1.Secret
-	secretRead bool
-	// caSecret is the generated CA Secret as read this reconcile (nil: none), ca the same
-	// read as a rotation's stage (nil also when the Secret is not the operator's).
-	caSecret *corev1.Secret
-	ca       *resources.RedisCA
 }
 
 // The RBAC markers make manager-role, which OLM and config/overlays/namespaced bind per

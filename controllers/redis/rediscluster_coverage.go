@@ -30,7 +30,7 @@ func (r *RedisClusterReconciler) checkCoverage(s *state) {
 // behaves only while a shard is down.
 func (r *RedisClusterReconciler) setCoverage(ctx context.Context, s *state) error {
 	set, err := r.configureNodes(ctx, s, func(addr string) error {
-		return execute.SetCoverage(ctx, addr, s.certs.config, s.login(), s.step.Coverage)
+		return execute.SetCoverage(ctx, addr, s.certs.Config, s.login(), s.step.Coverage)
 	})
 	cluster := client.ObjectKeyFromObject(s.rc)
 	for i := range s.snap.Nodes {

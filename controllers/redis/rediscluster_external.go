@@ -153,7 +153,7 @@ func (r *RedisClusterReconciler) announce(ctx context.Context, s *state) error {
 	if s.rc.Spec.ExternalAccess != nil {
 		endpoint = plan.EndpointHostname
 	}
-	if err := execute.SetAnnounce(ctx, step.Addr, s.certs.config, s.login(), step.Hostname, endpoint); err != nil {
+	if err := execute.SetAnnounce(ctx, step.Addr, s.certs.Config, s.login(), step.Hostname, endpoint); err != nil {
 		return err
 	}
 	for i := range s.snap.Nodes {

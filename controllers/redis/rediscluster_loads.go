@@ -48,7 +48,7 @@ func (r *RedisClusterReconciler) runLoad(s *state, src *restore.Source, load pla
 			return restore.Result{}, false, &restore.FailedError{Message: message, After: wait}
 		}
 		login := s.login()
-		node := rdbstream.Options{Addr: load.Addr, Username: login.User, Password: login.Password, TLS: s.certs.config}
+		node := rdbstream.Options{Addr: load.Addr, Username: login.User, Password: login.Password, TLS: s.certs.Config}
 		job := restore.Job{Cluster: s.rc.Name, Node: node, Source: src, Step: load, Restoring: restoring, Retry: mayHaveRun || r.storeFailures.Count(failing) > 0,
 			ACL: resources.RedisACLEnabled(s.rc), MaxRecord: r.RestoreMaxRecord, Fence: r.fence}
 		r.backgroundLoads().Start(k, restoreShardTimeout, job.Run)

@@ -47,7 +47,7 @@ func memoryTarget(s *state) plan.Memory {
 // setMemory carries out StepSetMemory: CONFIG SET on each node of the step.
 func (r *RedisClusterReconciler) setMemory(ctx context.Context, s *state) error {
 	return r.configureReported(ctx, s, report.ReasonMemoryConfigured, s.step.Memory.String(), func(addr string) error {
-		return execute.SetMemory(ctx, addr, s.certs.config, s.login(), s.step.Memory)
+		return execute.SetMemory(ctx, addr, s.certs.Config, s.login(), s.step.Memory)
 	})
 }
 

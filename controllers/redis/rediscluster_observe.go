@@ -18,6 +18,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodetls"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
@@ -93,7 +94,7 @@ func (r *RedisClusterReconciler) plannerDesired(s *state) plan.Desired {
 	}
 	spec.HeldSlots = report.HeldSlots(s.rc, s.snap)
 	plannerAutoscale(s, &spec)
-	spec.CARotation, spec.GeneratedCA, spec.GeneratedCert = plannerCARotation(s), plannerGeneratedCA(s), plannerGeneratedCert(s)
+	spec.CARotation, spec.GeneratedCA, spec.GeneratedCert = nodetls.CARotation(s.rc, &s.certs), nodetls.GeneratedCA(s.rc, &s.certs), nodetls.GeneratedCert(s.rc, &s.certs, s.tlsExternalHosts())
 	spec.Volumes = s.volumes
 	spec.Announce = s.announce
 	spec.Archived = rc.Spec.Archive != nil

@@ -120,7 +120,7 @@ func (r *RedisClusterReconciler) addPassword(ctx context.Context, s *state) erro
 	change := s.passwordChange(c, []string{current, previous, c.desired})
 	var missing []string
 	for _, addr := range s.step.Addrs {
-		if silent, err := rotationStep(execute.AddPassword(ctx, addr, s.certs.config, change)); err != nil {
+		if silent, err := rotationStep(execute.AddPassword(ctx, addr, s.certs.Config, change)); err != nil {
 			return fmt.Errorf("while adding the new password of Secret %s (user %s): %w", c.source, c.user, err)
 		} else if silent {
 			missing = append(missing, addr)
@@ -150,7 +150,7 @@ func (r *RedisClusterReconciler) keepOnlyPassword(ctx context.Context, s *state)
 	change := s.passwordChange(c, []string{c.desired, previous})
 	var missing []string
 	for _, addr := range s.step.Addrs {
-		if silent, err := rotationStep(execute.KeepOnlyPassword(ctx, addr, s.certs.config, change)); err != nil {
+		if silent, err := rotationStep(execute.KeepOnlyPassword(ctx, addr, s.certs.Config, change)); err != nil {
 			return fmt.Errorf("while retiring the previous password of user %s: %w", c.user, err)
 		} else if silent {
 			missing = append(missing, addr)
@@ -162,7 +162,7 @@ func (r *RedisClusterReconciler) keepOnlyPassword(ctx context.Context, s *state)
 		return nil
 	}
 	for _, addr := range s.step.Addrs {
-		ok, err := conn.Accepts(ctx, addr, s.certs.config, conn.Login{User: c.user, Password: previous})
+		ok, err := conn.Accepts(ctx, addr, s.certs.Config, conn.Login{User: c.user, Password: previous})
 		if err != nil {
 			return fmt.Errorf("while checking that the previous password of user %s was retired: %w", c.user, err)
 		}

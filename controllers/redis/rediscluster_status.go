@@ -10,7 +10,7 @@ func (s *state) reportInput() *report.Input {
 	in := &report.Input{
 		Cluster: s.rc, Next: s.next, StatefulSet: s.sts, Pods: s.pods, Recorded: s.recorded,
 		Snap: s.snap, Health: s.health, Step: s.step, Err: s.err, Unsupported: s.unsupported,
-		Restore: s.restore, External: s.external, Announce: s.announce, Certificate: s.certs.x509,
+		Restore: s.restore, External: s.external, Announce: s.announce, Certificate: s.certs.X509,
 		Held: s.held, Memory: s.memory, WriteSafety: s.writeSafety,
 		Volumes: s.volumes, VolumesRefusedNow: s.volumesRefusedNow,
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/certs"
 	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodetls"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
@@ -31,7 +32,14 @@ func TestEveryLookChecksTheCertificatesOfACARotation(t *testing.T) {
 	rc := &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rc", UID: "u1"}}
 	rc.Spec.TLS = &redisv1alpha1.TLSSpec{Enabled: true, CARotationOverlap: &metav1.Duration{Duration: time.Second}}
 	names := resources.RedisTLSDNSNames(rc)
-	oldCA, newCA := twoCAs(t, now)
+	var oldCA, newCA certs.Pair
+	for name, ca := range map[string]*certs.Pair{"old": &oldCA, "new": &newCA} {
+		pair, err := certs.NewCA(name, now, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		*ca = pair
+	}
 	earlier, err := certs.NewServer(oldCA, names, nil, now, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -70,24 +78,24 @@ func TestEveryLookChecksTheCertificatesOfACARotation(t *testing.T) {
 		if err := r.readTLS(t.Context(), s); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		rotation := plannerCARotation(s)
+		rotation := nodetls.CARotation(rc, &s.certs)
 		if rotation == nil || rotation.Stage != resources.CAStageSwitch {
 			t.Fatalf("%s: the planner sees rotation %+v, want stage Switch", what, rotation)
 		}
 		if len(objects) == 1 {
-			if rotation.Checked || s.certs.cert != nil {
+			if rotation.Checked || s.certs.Cert != nil {
 				t.Errorf("%s: the planner may end the stage (checked %t) with no certificate to check against", what, rotation.Checked)
 			}
 			continue
 		}
-		if !bytes.Equal(s.certs.cert, parse(current.Cert).Raw) || !rotation.Checked {
+		if !bytes.Equal(s.certs.Cert, parse(current.Cert).Raw) || !rotation.Checked {
 			t.Fatalf("%s: the look expects no certificate or another (checked %t): a stage could end on no evidence", what, rotation.Checked)
 		}
 		// Once the old CA is dropped (ca.crt holds the new CA alone), a node still serving
 		// the cluster's earlier certificate must still answer the pooled clusterconn.Admin.
-		r.issued.add(client.ObjectKeyFromObject(rc), parse(earlier.Cert).Raw)
+		r.certKeeper().Remember(rc, parse(earlier.Cert).Raw)
 		pool, _ := certs.Pool(newCA.Cert)
-		s.certs.config.RootCAs = pool
+		s.certs.Config.RootCAs = pool
 		r.adminFor(s)
 		if trust == nil || trust.VerifyConnection == nil {
 			t.Fatalf("%s: the clusterconn.Admin was opened with the plain trust of ca.crt (%v): a node left on the earlier certificate never answers", what, trust != nil)

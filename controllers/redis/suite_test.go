@@ -3,21 +3,19 @@ package redis_test
 import (
 	"context"
 	"encoding/json"
-	"regexp"
-	"strings"
-
 	"fmt"
 	"math"
 	"os"
+	"regexp"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/middleware-operator/middleware-operator/internal/certs"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
@@ -70,7 +71,7 @@ func certificateProblems(s *Input) (unnamed, stale []string) {
 	if len(hosts) == 0 {
 		return nil, nil
 	}
-	unnamed = UnnamedHosts(s.Certificate, hosts) // all of them while the Secret is missing or wrong
+	unnamed = certs.UnnamedHosts(s.Certificate, hosts) // all of them while the Secret is missing or wrong
 	for i := range s.Snap.Nodes {
 		if o := &s.Snap.Nodes[i]; !o.Leaving && o.Answered() && o.StaleCertificate {
 			stale = append(stale, o.Pod)

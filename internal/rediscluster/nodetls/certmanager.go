@@ -1,4 +1,4 @@
-package redis
+package nodetls
 
 import (
 	"context"
@@ -41,14 +41,14 @@ func ClusterIssuerAllowed(allowed []string, name string) bool {
 
 // issuerRefused is the TLS error of a ClusterIssuer the admin did not allow, nil otherwise
 // (an Issuer lives in the cluster's own namespace: the tenant's to name).
-func (r *RedisClusterReconciler) issuerRefused(rc *redisv1alpha1.RedisCluster) error {
+func (k *Keeper) issuerRefused(rc *redisv1alpha1.RedisCluster) error {
 	ref := rc.Spec.TLS.IssuerRef
-	if ref.Kind != "ClusterIssuer" || ClusterIssuerAllowed(r.ClusterIssuers, ref.Name) {
+	if ref.Kind != "ClusterIssuer" || ClusterIssuerAllowed(k.ClusterIssuers, ref.Name) {
 		return nil
 	}
-	return &tlsInvalidError{reason: report.ReasonTLSIssuerNotAllowed, msg: fmt.Sprintf(
+	return &invalidError{reason: report.ReasonTLSIssuerNotAllowed, msg: fmt.Sprintf(
 		"spec.tls.issuerRef names %s, which the operator may not use for this cluster: its --%s lists %s. Ask the cluster admin to add it, or name an Issuer of this namespace",
-		resources.RedisIssuer(rc), ClusterIssuersFlag, allowedList(r.ClusterIssuers))}
+		resources.RedisIssuer(rc), ClusterIssuersFlag, allowedList(k.ClusterIssuers))}
 }
 
 // allowedList is how a message quotes --cluster-issuers.
@@ -97,20 +97,20 @@ func (k *keptCertificates) forget(key types.NamespacedName) {
 	delete(k.kept, key)
 }
 
-// ensureIssuedTLS keeps the cluster's cert-manager Certificate and returns the Secret
+// ensureIssued keeps the cluster's cert-manager Certificate and returns the Secret
 // cert-manager writes for it. Until that Secret holds a certificate the reconcile stops
 // with the TLS condition saying what the Certificate says, and looks again after a bounded
 // requeue (the Secret's creation is seen by no watch until the operator labels it).
-func (r *RedisClusterReconciler) ensureIssuedTLS(ctx context.Context, s *state) (*corev1.Secret, error) {
-	if err := r.issuerRefused(s.rc); err != nil {
+func (k *Keeper) ensureIssued(ctx context.Context, rc *redisv1alpha1.RedisCluster, f *Facts, hosts []string) (*corev1.Secret, error) {
+	if err := k.issuerRefused(rc); err != nil {
 		return nil, err
 	}
-	secret, err := r.tlsSecret(ctx, s)
+	secret, err := k.secret(ctx, rc, f)
 	if err != nil {
 		return nil, err
 	}
 	issued := secret != nil && len(secret.Data[resources.RedisTLSCertKey]) > 0
-	cert, err := r.ensureCertificate(ctx, s, issued)
+	cert, err := k.ensureCertificate(ctx, rc, issued, hosts)
 	if err != nil || issued {
 		return secret, err
 	}
@@ -118,65 +118,57 @@ func (r *RedisClusterReconciler) ensureIssuedTLS(ctx context.Context, s *state) 
 	if status == "" {
 		msg = "no Ready condition yet"
 	}
-	return nil, &tlsInvalidError{reason: report.ReasonTLSCertificatePending, missing: true, msg: fmt.Sprintf(
+	return nil, &invalidError{reason: report.ReasonTLSCertificatePending, missing: true, msg: fmt.Sprintf(
 		"waiting for cert-manager to issue Secret %s from %s: Certificate %s says %q; check that the issuer exists and is Ready (kubectl describe certificate %s)",
-		resources.RedisTLSSecretName(s.rc), resources.RedisIssuer(s.rc), cert.GetName(), msg, cert.GetName())}
+		resources.RedisTLSSecretName(rc), resources.RedisIssuer(rc), cert.GetName(), msg, cert.GetName())}
 }
 
 // ensureCertificate makes the Certificate match resources.RedisCertificate, reading it from
 // the API server (Certificates are not cached) unless this process kept it as wanted within
 // certificateRecheck and its Secret is issued. It returns the Certificate as the server has
 // it (nil when skipped).
-func (r *RedisClusterReconciler) ensureCertificate(ctx context.Context, s *state, issued bool) (*unstructured.Unstructured, error) {
-	desired := resources.RedisCertificate(s.rc, map[string]string{caching.WatchLabel: caching.WatchLabelValue}, s.tlsExternalHosts()...)
-	if err := controllerutil.SetControllerReference(s.rc, desired, r.Scheme); err != nil {
+func (k *Keeper) ensureCertificate(ctx context.Context, rc *redisv1alpha1.RedisCluster, issued bool, hosts []string) (*unstructured.Unstructured, error) {
+	desired := resources.RedisCertificate(rc, map[string]string{caching.WatchLabel: caching.WatchLabelValue}, hosts...)
+	if err := controllerutil.SetControllerReference(rc, desired, k.Scheme); err != nil {
 		return nil, err
 	}
 	hash, err := child.HashOf(desired)
 	if err != nil {
 		return nil, err
 	}
-	key, now := client.ObjectKeyFromObject(s.rc), time.Now()
-	if issued && r.certificates.fresh(key, hash, now) {
+	key, now := client.ObjectKeyFromObject(rc), time.Now()
+	if issued && k.kept.fresh(key, hash, now) {
 		return nil, nil
 	}
 	desired.SetAnnotations(map[string]string{child.HashAnnotation: hash})
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(resources.CertificateGVK)
-	err = r.apiReader().Get(ctx, client.ObjectKeyFromObject(desired), live)
+	err = k.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), live)
 	switch {
 	case meta.IsNoMatchError(err):
-		return nil, &tlsInvalidError{reason: report.ReasonTLSCertManagerMissing, missing: true, msg: fmt.Sprintf(
+		return nil, &invalidError{reason: report.ReasonTLSCertManagerMissing, missing: true, msg: fmt.Sprintf(
 			"spec.tls.issuerRef names %s, but this cluster does not serve cert-manager's Certificate kind (%s): install cert-manager, or create a new RedisCluster without issuerRef",
-			resources.RedisIssuer(s.rc), resources.CertificateGVK.GroupVersion())}
+			resources.RedisIssuer(rc), resources.CertificateGVK.GroupVersion())}
 	case apierrors.IsNotFound(err):
-		if err := r.Create(ctx, desired, client.FieldOwner(child.FieldOwner)); err != nil {
+		if err := k.Client.Create(ctx, desired, client.FieldOwner(child.FieldOwner)); err != nil {
 			return nil, fmt.Errorf("while creating Certificate %s: %w", desired.GetName(), err)
 		}
-		r.record(s, desired, child.Created, nil)
+		k.record(rc, desired, child.Created, nil)
 		live = desired
 	case err != nil:
 		return nil, fmt.Errorf("while reading Certificate %s: %w", desired.GetName(), err)
-	case !metav1.IsControlledBy(live, s.rc):
-		return nil, &tlsInvalidError{msg: fmt.Sprintf(
+	case !metav1.IsControlledBy(live, rc):
+		return nil, &invalidError{msg: fmt.Sprintf(
 			"Certificate %s exists and belongs to something else than this RedisCluster: delete it or rename the RedisCluster", live.GetName())}
 	case live.GetAnnotations()[child.HashAnnotation] != hash:
 		live.Object["spec"] = desired.Object["spec"]
 		live.SetLabels(desired.GetLabels())
 		live.SetAnnotations(desired.GetAnnotations())
-		if err := r.Update(ctx, live, client.FieldOwner(child.FieldOwner)); err != nil {
+		if err := k.Client.Update(ctx, live, client.FieldOwner(child.FieldOwner)); err != nil {
 			return nil, fmt.Errorf("while updating Certificate %s: %w", live.GetName(), err)
 		}
-		r.record(s, live, child.Updated, nil)
+		k.record(rc, live, child.Updated, nil)
 	}
-	r.certificates.mark(key, hash, now)
+	k.kept.mark(key, hash, now)
 	return live, nil
-}
-
-// apiReader reads from the API server, bypassing the cache.
-func (r *RedisClusterReconciler) apiReader() client.Reader {
-	if r.APIReader != nil {
-		return r.APIReader
-	}
-	return r.Client
 }
