@@ -31,10 +31,12 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/archiver"
 	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/caching"
+	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
 	"github.com/middleware-operator/middleware-operator/internal/quietlook"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/credentials"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodetls"
@@ -58,7 +60,7 @@ type RedisClusterReconciler struct {
 	// References is the metadata cache through which those are watched (caching.NewReferences
 	// over all namespaces when nil).
 	References cache.Cache
-	// PasswordGrace is how long both passwords work during a rotation (DefaultPasswordGrace
+	// PasswordGrace is how long both passwords work during a rotation (credentials.DefaultGrace
 	// when 0).
 	PasswordGrace time.Duration
 	// Fence, when set, is checked before every command that changes a cluster (and every
@@ -126,6 +128,9 @@ type RedisClusterReconciler struct {
 	sources restore.Sources
 	// archives runs the followers of the clusters with spec.archive (syncArchive).
 	archives archiver.Registry
+	// creds keeps the clusters' password Secrets and rotations (credKeeper).
+	credsOnce sync.Once
+	creds     *credentials.Keeper
 	// certs keeps the clusters' TLS Secrets, CAs and Certificates (certKeeper).
 	certsOnce sync.Once
 	certs     *nodetls.Keeper
@@ -166,6 +171,14 @@ func (r *RedisClusterReconciler) certKeeper() *nodetls.Keeper {
 	return r.certs
 }
 
+// credKeeper is the reconciler's credentials.Keeper, made on first use from its fields.
+func (r *RedisClusterReconciler) credKeeper() *credentials.Keeper {
+	r.credsOnce.Do(func() {
+		r.creds = &credentials.Keeper{Client: r.Client, Scheme: r.Scheme, Recorder: r.Recorder, UserObject: r.userObject, Grace: r.PasswordGrace}
+	})
+	return r.creds
+}
+
 // backgroundLoads is the reconciler's restore.Loads, made on first use (a reconciler built
 // without SetupWithManager, as in unit tests, has one too; its ends then wake nobody).
 func (r *RedisClusterReconciler) backgroundLoads() *restore.Loads {
@@ -184,16 +197,8 @@ type state struct {
 	silent map[string]error
 	// external are the hosts of the pods' external Services (spec.externalAccess).
 	external externalHosts
-	password string
-	// users holds the users Secret's passwords (with ACL users), by key.
-	users map[string]string
-	// aclPasswords holds the passwords of spec.acl.users whose Secret holds a valid one,
-	// by user name.
-	aclPasswords map[string]string
-	// operatorPasswords are the passwords of resources.RedisOperatorUser (with ACL users)
-	// nodes may accept now: the first is the one every node accepts, which the operator
-	// authenticates with; a second is the one a rotation of it retires.
-	operatorPasswords []string
+	// creds is what this reconcile read of the passwords (credentials.Facts).
+	creds credentials.Facts
 	// certs is what this reconcile read and made of the nodes' certificate and its CA.
 	certs nodetls.Facts
 	sts   *appsv1.StatefulSet
@@ -226,8 +231,6 @@ type state struct {
 	// restore is the backup a restoring cluster loads (nil when it restores none, or is done);
 	// reload the backup lost slots are reloaded from (nil when none is under way).
 	restore, reload *restore.Source
-	// applied are the applied-password records by name.
-	applied map[string]*corev1.Secret
 	// loadsPending: a shard load of a restore or reload runs in the background; its end
 	// wakes the cluster, so the next look can wait longer.
 	loadsPending bool
@@ -314,7 +317,7 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{RequeueAfter: plan.LookSoon}, nil
 	case err != nil:
 		return ctrl.Result{}, err
-	case userObjectMissing(s.err):
+	case child.IsMissing(s.err):
 		// Waiting for the user's object: the condition says which; look again.
 		return ctrl.Result{RequeueAfter: plan.LookIdle}, nil
 	case backingOff:

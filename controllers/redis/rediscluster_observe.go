@@ -88,7 +88,7 @@ func (r *RedisClusterReconciler) plannerDesired(s *state) plan.Desired {
 	spec := plan.Desired{
 		Name: rc.Name, Paused: rc.Spec.Pause, Refused: s.unsupported, Replicas: int(resources.RedisNodes(rc)), MembersRecorded: s.recordExists,
 		AcceptDataLoss: rc.Annotations[AcceptDataLossAnnotation] == "true", AcceptAnnotation: AcceptDataLossAnnotation,
-		Rotation: r.rotation(s), Restore: plannerRestore(s), Memory: memoryTarget(s), Coverage: s.coverage,
+		Rotation: r.credKeeper().Rotation(s.rc, &s.creds), Restore: plannerRestore(s), Memory: memoryTarget(s), Coverage: s.coverage,
 		WriteSafety: plan.WriteSafety(s.writeSafety),
 		ReloadFrom:  rc.Annotations[RestoreLostShardsAnnotation], ReloadAnnotation: RestoreLostShardsAnnotation, Reload: plannerReload(s),
 	}

@@ -25,71 +25,6 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
 
-// ensurePassword reads the user's password Secret, or keeps (creating it once) the
-// generated one. The password is never logged, evented or put in the status.
-func (r *RedisClusterReconciler) ensurePassword(ctx context.Context, s *state) error {
-	rc := s.rc
-	key := client.ObjectKey{Namespace: rc.Namespace, Name: resources.RedisPasswordSecretName(rc)}
-	if rc.Spec.PasswordSecret != "" {
-		if s.password != "" { // readPassword found it
-			return nil
-		}
-		secret := &corev1.Secret{}
-		if err := r.userObject(ctx, key, secret); err != nil {
-			if apierrors.IsNotFound(err) {
-				return &userObjectMissingError{fmt.Sprintf("spec.passwordSecret: Secret %q not found: create it with a %q key", key.Name, resources.RedisPasswordKey)}
-			}
-			return fmt.Errorf("while reading Secret %s: %w", key.Name, err)
-		}
-		if len(secret.Data[resources.RedisPasswordKey]) == 0 {
-			return fmt.Errorf("spec.passwordSecret: Secret %q has no %q key", key.Name, resources.RedisPasswordKey)
-		}
-		password, err := secretPassword(secret, resources.RedisPasswordKey)
-		if err != nil {
-			return err
-		}
-		s.password = password
-		return nil
-	}
-	kept, err := child.KeptSecretValue(ctx, r.Client, rc, key, resources.RedisPasswordKey)
-	if err != nil {
-		return err
-	}
-	if kept == nil && len(s.recorded) > 0 {
-		// The nodes run with the lost password: a new one would lock the operator out and
-		// break replication for every pod restarted later.
-		return &report.PasswordLostError{Secret: key.Name}
-	}
-	if kept == nil {
-		if kept, err = child.NewPassword(); err != nil {
-			return err
-		}
-	}
-	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, rc, resources.RedisPasswordSecret(rc, string(kept)),
-		child.MergeSecretKeeping(resources.RedisPasswordKey))
-	r.record(s, live, outcome, err)
-	if err != nil {
-		return err
-	}
-	password, err := secretPassword(live, resources.RedisPasswordKey)
-	if err != nil {
-		return err
-	}
-	s.password = password
-	return nil
-}
-
-// secretPassword is the password of key of a password Secret (resources.RedisPassword), or
-// a *report.PasswordInvalidError naming the Secret, the key and the character.
-func secretPassword(secret *corev1.Secret, key string) (string, error) {
-	password, err := resources.RedisPassword(secret.Data[key])
-	var invalid *resources.PasswordError
-	if errors.As(err, &invalid) {
-		return "", &report.PasswordInvalidError{Secret: secret.Name, Key: key, Err: invalid}
-	}
-	return password, err
-}
-
 // ensureConfigMap writes redis.conf, merging the user's ConfigMap (spec.pod[0].configmap).
 func (r *RedisClusterReconciler) ensureConfigMap(ctx context.Context, s *state) error {
 	userConf := ""
@@ -97,7 +32,7 @@ func (r *RedisClusterReconciler) ensureConfigMap(ctx context.Context, s *state) 
 		cm := &corev1.ConfigMap{} // the user's: not in the cache, which holds only the operator's own
 		if err := r.userObject(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: name}, cm); err != nil {
 			if apierrors.IsNotFound(err) {
-				return &userObjectMissingError{fmt.Sprintf("spec.pod[0].configmap: ConfigMap %q not found: create it with a %q key or remove the field", name, resources.RedisUserConfigKey)}
+				return &child.MissingError{Msg: fmt.Sprintf("spec.pod[0].configmap: ConfigMap %q not found: create it with a %q key or remove the field", name, resources.RedisUserConfigKey)}
 			}
 			return fmt.Errorf("while reading ConfigMap %s: %w", name, err)
 		}
@@ -134,23 +69,6 @@ func (r *RedisClusterReconciler) ensurePodDisruptionBudget(ctx context.Context, 
 	live, outcome, err := child.Ensure(ctx, r.Client, r.Scheme, s.rc, resources.RedisPodDisruptionBudget(s.rc), child.MergePodDisruptionBudget)
 	r.record(s, live, outcome, err)
 	return err
-}
-
-// readPassword reads the password of an existing Secret without changing anything, so a
-// paused cluster's status can still be read from Redis. A user's Secret is read through the
-// API reader: the cache holds only the operator's own Secrets.
-func (r *RedisClusterReconciler) readPassword(ctx context.Context, s *state) error {
-	get := r.Get
-	if s.rc.Spec.PasswordSecret != "" {
-		get = r.userObject
-	}
-	secret := &corev1.Secret{}
-	err := get(ctx, client.ObjectKey{Namespace: s.rc.Namespace, Name: resources.RedisPasswordSecretName(s.rc)}, secret)
-	if err == nil {
-		// An invalid value leaves it unset: ensurePassword reports it.
-		s.password, _ = secretPassword(secret, resources.RedisPasswordKey)
-	}
-	return client.IgnoreNotFound(err)
 }
 
 // ensureStatefulSet creates the StatefulSet with spec.replicas pods and keeps its template

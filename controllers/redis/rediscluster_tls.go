@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,7 +10,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
-	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodetls"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 )
@@ -24,11 +22,7 @@ func (r *RedisClusterReconciler) readTLS(ctx context.Context, s *state) error {
 // ensureTLS keeps the cluster's certificate and its TLS condition (nodetls.Keeper.Ensure);
 // a missing Secret of the user's or cert-manager's is looked for again after plan.LookIdle.
 func (r *RedisClusterReconciler) ensureTLS(ctx context.Context, s *state) error {
-	err := r.certKeeper().Ensure(ctx, s.rc, &s.next.Status.Conditions, &s.certs, s.tlsExternalHosts())
-	if missing := (*nodetls.MissingError)(nil); errors.As(err, &missing) {
-		return &userObjectMissingError{missing.Error()}
-	}
-	return err
+	return r.certKeeper().Ensure(ctx, s.rc, &s.next.Status.Conditions, &s.certs, s.tlsExternalHosts())
 }
 
 // checkCertificates marks, in the snapshot, the answering nodes that serve another

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/tests/testenv"
@@ -77,7 +78,7 @@ func TestEnsureGeneratesTheCAAndTheCertificateOnce(t *testing.T) {
 }
 
 // TestEnsureNamesAMissingOrWrongUserSecret: spec.tls.secretName naming no Secret is a
-// *MissingError (looked for again), a Secret without the key is a terminal error; both set
+// *child.MissingError (looked for again), a Secret without the key is a terminal error; both set
 // the TLS condition False naming the Secret and send one Warning event per new message.
 func TestEnsureNamesAMissingOrWrongUserSecret(t *testing.T) {
 	rc := &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cache", UID: "u1"}}
@@ -86,7 +87,7 @@ func TestEnsureNamesAMissingOrWrongUserSecret(t *testing.T) {
 	k, rec := keeperFor(rc)
 	var conds []metav1.Condition
 	err := k.Ensure(t.Context(), rc, &conds, &Facts{}, nil)
-	var missing *MissingError
+	var missing *child.MissingError
 	if !errors.As(err, &missing) || !strings.Contains(err.Error(), `spec.tls.secretName: Secret "mine" not found`) {
 		t.Fatalf("Ensure without the user's Secret: %v, want a MissingError naming it", err)
 	}

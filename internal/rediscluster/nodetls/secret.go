@@ -18,6 +18,7 @@ import (
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
 	"github.com/middleware-operator/middleware-operator/internal/certs"
+	"github.com/middleware-operator/middleware-operator/internal/child"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
 	"github.com/middleware-operator/middleware-operator/internal/status"
@@ -66,7 +67,7 @@ func (k *Keeper) expect(rc *redisv1alpha1.RedisCluster, f *Facts, secret *corev1
 // when missing or invalid (renewed when due by the planner, StepRenewCertificate). A
 // user's Secret that is missing or wrong stops the reconcile: the condition and a Warning
 // event say what to fix; a wrong one is a terminal error (the Secret is labelled and
-// watched: its next change resumes), a missing one a *MissingError.
+// watched: its next change resumes), a missing one a *child.MissingError.
 func (k *Keeper) Ensure(ctx context.Context, rc *redisv1alpha1.RedisCluster, conds *[]metav1.Condition, f *Facts, hosts []string) error {
 	gen := rc.Generation
 	if !resources.RedisTLSEnabled(rc) {
@@ -103,7 +104,7 @@ func (k *Keeper) Ensure(ctx context.Context, rc *redisv1alpha1.RedisCluster, con
 		}
 		status.Set(conds, gen, report.ConditionTLS, metav1.ConditionFalse, why, invalid.msg)
 		if invalid.missing {
-			return &MissingError{invalid.msg}
+			return &child.MissingError{Msg: invalid.msg}
 		}
 		return reconcile.TerminalError(err)
 	}
@@ -127,12 +128,6 @@ func (k *Keeper) Ensure(ctx context.Context, rc *redisv1alpha1.RedisCluster, con
 	status.Set(conds, gen, report.ConditionTLS, metav1.ConditionTrue, reason, msg)
 	return nil
 }
-
-// MissingError: a Secret the TLS of a cluster needs does not exist yet (the user's, or the
-// one cert-manager is to write); the controller looks for it again after a bounded wait.
-type MissingError struct{ msg string }
-
-func (e *MissingError) Error() string { return e.msg }
 
 // invalidError: the TLS Secret is missing or its content is wrong.
 type invalidError struct {
