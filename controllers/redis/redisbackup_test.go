@@ -29,6 +29,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/backup"
 	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/objectstore"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/loading"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
@@ -660,7 +661,7 @@ func TestRedisBackupAndRestoreSurviveFaults(t *testing.T) {
 func reloadLostShards(t *testing.T, key client.ObjectKey, from string) *redisv1alpha1.RedisCluster {
 	t.Helper()
 	cur := &redisv1alpha1.RedisCluster{}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, rediscontrollers.RestoreLostShardsAnnotation, from)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, loading.RestoreLostShardsAnnotation, from)
 	if err := env.Client.Patch(t.Context(), &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}},
 		client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		t.Fatal(err)
@@ -670,7 +671,7 @@ func reloadLostShards(t *testing.T, key client.ObjectKey, from string) *redisv1a
 		if err := env.Client.Get(ctx, key, cur); err != nil {
 			return false, err.Error()
 		}
-		_, still := cur.Annotations[rediscontrollers.RestoreLostShardsAnnotation]
+		_, still := cur.Annotations[loading.RestoreLostShardsAnnotation]
 		return cur.Status.Reload == nil && !still && meta.IsStatusConditionTrue(cur.Status.Conditions, report.ConditionReady),
 			fmt.Sprintf("phase %s (%s), reload %+v", cur.Status.Phase, cur.Status.Reason, cur.Status.Reload)
 	})
@@ -716,7 +717,7 @@ func TestRedisClusterReloadsALostShardFromABackup(t *testing.T) {
 		if err := env.Client.Get(ctx, key, cur); err != nil {
 			return false, err.Error()
 		}
-		return cur.Status.Phase == redisv1alpha1.PhaseFailed && strings.Contains(cur.Status.Reason, rediscontrollers.RestoreLostShardsAnnotation),
+		return cur.Status.Phase == redisv1alpha1.PhaseFailed && strings.Contains(cur.Status.Reason, loading.RestoreLostShardsAnnotation),
 			fmt.Sprintf("phase %s (%s)", cur.Status.Phase, cur.Status.Reason)
 	})
 	rc = reloadLostShards(t, key, "before-loss")

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/loading"
 )
 
 // AcceptDataLossAnnotation, set to "true" on a RedisCluster whose every node came back
@@ -44,14 +45,14 @@ func (r *RedisClusterReconciler) removeAnnotation(ctx context.Context, s *state,
 
 // lossAcceptedBy says what gave lost slots up, for the DataLossAccepted event: the
 // accept-data-loss annotation, or a reload from the backup reloading names (status.reload's,
-// else RestoreLostShardsAnnotation's). It is pure.
+// else loading.RestoreLostShardsAnnotation's). It is pure.
 func lossAcceptedBy(annotations map[string]string, reloading string) string {
 	if reloading == "" {
-		reloading = annotations[RestoreLostShardsAnnotation]
+		reloading = annotations[loading.RestoreLostShardsAnnotation]
 	}
 	if annotations[AcceptDataLossAnnotation] == "true" || reloading == "" {
 		return AcceptDataLossAnnotation + " is set"
 	}
 	return fmt.Sprintf("%s names %s: the lost slots are given up, served again empty, then their keys reloaded from it",
-		RestoreLostShardsAnnotation, reloadSourceName(reloading))
+		loading.RestoreLostShardsAnnotation, loading.SourceName(reloading))
 }

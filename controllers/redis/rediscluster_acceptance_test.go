@@ -3,6 +3,8 @@ package redis
 import (
 	"strings"
 	"testing"
+
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/loading"
 )
 
 // TestLossAcceptedBySaysWhichAnnotation: the DataLossAccepted Warning names the annotation
@@ -14,10 +16,10 @@ func TestLossAcceptedBySaysWhichAnnotation(t *testing.T) {
 		want, never string
 	}{
 		"accept-data-loss": {annotations: map[string]string{AcceptDataLossAnnotation: "true"}, want: AcceptDataLossAnnotation + " is set"},
-		"only the reload annotation": {annotations: map[string]string{RestoreLostShardsAnnotation: "nightly"},
+		"only the reload annotation": {annotations: map[string]string{loading.RestoreLostShardsAnnotation: "nightly"},
 			want: "RedisBackup nightly", never: AcceptDataLossAnnotation},
 		"a reload recorded, its annotation read": {annotations: map[string]string{}, reloading: "nightly",
-			want: RestoreLostShardsAnnotation + " names RedisBackup nightly", never: AcceptDataLossAnnotation},
+			want: loading.RestoreLostShardsAnnotation + " names RedisBackup nightly", never: AcceptDataLossAnnotation},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

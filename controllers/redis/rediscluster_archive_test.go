@@ -25,6 +25,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/archiver"
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/loading"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/internal/restore"
@@ -1174,7 +1175,7 @@ func TestRedisClusterGivesUpAReloadThatCannotGoOn(t *testing.T) {
 		}
 		return cur.Status.Phase == redisv1alpha1.PhaseFailed, fmt.Sprintf("phase %s (%s)", cur.Status.Phase, cur.Status.Reason)
 	})
-	annotate(rediscontrollers.RestoreLostShardsAnnotation, plan.ReloadFromArchive)
+	annotate(loading.RestoreLostShardsAnnotation, plan.ReloadFromArchive)
 	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, string) {
 		if err := env.Client.Get(ctx, key, cur); err != nil {
 			return false, err.Error()
@@ -1188,7 +1189,7 @@ func TestRedisClusterGivesUpAReloadThatCannotGoOn(t *testing.T) {
 		if err := env.Client.Get(ctx, key, cur); err != nil {
 			return false, err.Error()
 		}
-		_, reloadSet := cur.Annotations[rediscontrollers.RestoreLostShardsAnnotation]
+		_, reloadSet := cur.Annotations[loading.RestoreLostShardsAnnotation]
 		_, acceptSet := cur.Annotations[rediscontrollers.AcceptDataLossAnnotation]
 		return cur.Status.Reload == nil && !reloadSet && !acceptSet && meta.IsStatusConditionTrue(cur.Status.Conditions, report.ConditionReady),
 			fmt.Sprintf("phase %s (%s), reload %+v, annotations %v", cur.Status.Phase, cur.Status.Reason, cur.Status.Reload, cur.Annotations)

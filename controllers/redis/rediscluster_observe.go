@@ -18,6 +18,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/objectlabels"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/loading"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodetls"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
@@ -88,9 +89,9 @@ func (r *RedisClusterReconciler) plannerDesired(s *state) plan.Desired {
 	spec := plan.Desired{
 		Name: rc.Name, Paused: rc.Spec.Pause, Refused: s.unsupported, Replicas: int(resources.RedisNodes(rc)), MembersRecorded: s.recordExists,
 		AcceptDataLoss: rc.Annotations[AcceptDataLossAnnotation] == "true", AcceptAnnotation: AcceptDataLossAnnotation,
-		Rotation: r.credKeeper().Rotation(s.rc, &s.creds), Restore: plannerRestore(s), Memory: memoryTarget(s), Coverage: s.coverage,
+		Rotation: r.credKeeper().Rotation(s.rc, &s.creds), Restore: loading.Restore(s.rc, s.restore), Memory: memoryTarget(s), Coverage: s.coverage,
 		WriteSafety: plan.WriteSafety(s.writeSafety),
-		ReloadFrom:  rc.Annotations[RestoreLostShardsAnnotation], ReloadAnnotation: RestoreLostShardsAnnotation, Reload: plannerReload(s),
+		ReloadFrom:  rc.Annotations[loading.RestoreLostShardsAnnotation], ReloadAnnotation: loading.RestoreLostShardsAnnotation, Reload: loading.Reload(s.rc, s.reload),
 	}
 	spec.HeldSlots = report.HeldSlots(s.rc, s.snap)
 	plannerAutoscale(s, &spec)

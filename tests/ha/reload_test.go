@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	rediscontrollers "github.com/middleware-operator/middleware-operator/controllers/redis"
 	"github.com/middleware-operator/middleware-operator/internal/crashpoint"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/loading"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/report"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
@@ -67,10 +67,10 @@ func TestOperatorKilledDuringAReloadReplay(t *testing.T) {
 		if err := c.Get(ctx, key, cur); err != nil {
 			return false, err.Error()
 		}
-		return cur.Status.Phase == redisv1alpha1.PhaseFailed && strings.Contains(cur.Status.Reason, rediscontrollers.RestoreLostShardsAnnotation),
+		return cur.Status.Phase == redisv1alpha1.PhaseFailed && strings.Contains(cur.Status.Reason, loading.RestoreLostShardsAnnotation),
 			fmt.Sprintf("phase %s (%s)", cur.Status.Phase, cur.Status.Reason)
 	})
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, rediscontrollers.RestoreLostShardsAnnotation, plan.ReloadFromArchive)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, loading.RestoreLostShardsAnnotation, plan.ReloadFromArchive)
 	if err := c.Patch(t.Context(), &redisv1alpha1.RedisCluster{ObjectMeta: cur.ObjectMeta}, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestOperatorKilledDuringAReloadReplay(t *testing.T) {
 		if err := c.Get(ctx, key, cur); err != nil {
 			return false, err.Error()
 		}
-		_, still := cur.Annotations[rediscontrollers.RestoreLostShardsAnnotation]
+		_, still := cur.Annotations[loading.RestoreLostShardsAnnotation]
 		return cur.Status.Reload == nil && !still && meta.IsStatusConditionTrue(cur.Status.Conditions, report.ConditionReady),
 			fmt.Sprintf("phase %s (%s), reload %+v", cur.Status.Phase, cur.Status.Reason, cur.Status.Reload)
 	})
