@@ -389,7 +389,8 @@ func redisCPU(b *testing.B, c *goredis.Client) float64 {
 // and redis-cli --pipe of each shard's SET commands. Three alternating runs of each; it
 // reports the medians, the Loads' ratios to the pipe, the nodes' CPU time per key under
 // each, the first node's time per command, and the process's peak RSS over the first run of
-// each Load.
+// each Load. MWO_BENCH_RDB_SHARD_WINDOWS (say "2048,8192") adds Loads with SET of other
+// windows, side by side with the default.
 func BenchmarkLoadShardsAgainstRedisCLI(b *testing.B) {
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
@@ -438,7 +439,7 @@ func BenchmarkLoadShardsAgainstRedisCLI(b *testing.B) {
 		}
 		return took, cpu, loader, commandUsec(b, nodes[0].Client)
 	}
-	loadAs := func(user string) func(i int) {
+	loadAs := func(user string, window int) func(i int) {
 		return func(i int) {
 			f, err := os.Open(data.rdbs[i])
 			if err != nil {
@@ -450,7 +451,7 @@ func BenchmarkLoadShardsAgainstRedisCLI(b *testing.B) {
 			if user != "" {
 				node.Username, node.Password = user, "pw"
 			}
-			if _, err := rdbload.Load(b.Context(), rdbload.Options{Node: node, Slots: data.ranges[i : i+1]}, f); err != nil {
+			if _, err := rdbload.Load(b.Context(), rdbload.Options{Node: node, Slots: data.ranges[i : i+1], Window: window}, f); err != nil {
 				b.Error(err)
 			}
 		}
@@ -459,9 +460,22 @@ func BenchmarkLoadShardsAgainstRedisCLI(b *testing.B) {
 		name string
 		load func(i int)
 	}{
-		{"load-set", loadAs("")},
-		{"load-restore", loadAs("restorer")},
+		{"load-set", loadAs("", 0)},
+		{"load-restore", loadAs("restorer", 0)},
 		{"pipe", func(i int) { pipe(b, cli, nodes[i].Addr, data.protos[i]) }},
+	}
+	// MWO_BENCH_RDB_SHARD_WINDOWS adds Loads with SET of other windows (commands in flight).
+	if v := os.Getenv("MWO_BENCH_RDB_SHARD_WINDOWS"); v != "" {
+		for w := range strings.SplitSeq(v, ",") {
+			window, err := strconv.Atoi(w)
+			if err != nil || window <= 0 {
+				b.Fatalf("MWO_BENCH_RDB_SHARD_WINDOWS=%q: want comma-separated windows", v)
+			}
+			methods = append(methods, struct {
+				name string
+				load func(i int)
+			}{"load-set-window-" + w, loadAs("", window)})
+		}
 	}
 	took := map[string][]time.Duration{}
 	cpu := map[string][]float64{}
