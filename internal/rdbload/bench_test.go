@@ -223,7 +223,7 @@ func lastBenchKeys(b *testing.B) int {
 }
 
 // BenchmarkLoadWindow times Load of 1,000,000 small keys (MWO_BENCH_RDB_LOAD_KEYS's last
-// count) with windows of 16 to 4096 commands in flight, one run each.
+// count) with windows of 16 to 8192 commands in flight, one run each.
 func BenchmarkLoadWindow(b *testing.B) {
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
@@ -232,7 +232,7 @@ func BenchmarkLoadWindow(b *testing.B) {
 	keys := lastBenchKeys(b)
 	data := newBenchData(b, cli, keys)
 	dst := testredis.Start(b, b.TempDir(), goredis.Options{ReadTimeout: time.Minute})
-	for _, window := range []int{16, 128, 512, 4096} {
+	for _, window := range []int{16, 128, 512, 4096, 8192} {
 		b.Run("window="+strconv.Itoa(window), func(b *testing.B) {
 			var took time.Duration
 			for b.Loop() {
