@@ -42,8 +42,13 @@ type Keeper struct {
 	Grace time.Duration
 }
 
-// grace is k.Grace or DefaultGrace.
-func (k *Keeper) grace() time.Duration { return cmp.Or(k.Grace, DefaultGrace) }
+// grace is k.Grace, or DefaultGrace when it is not positive.
+func (k *Keeper) grace() time.Duration {
+	if k.Grace > 0 {
+		return k.Grace
+	}
+	return DefaultGrace
+}
 
 // Rotation is rc's credentials as the planner takes them (Rotation with k's grace).
 func (k *Keeper) Rotation(rc *redisv1alpha1.RedisCluster, f *Facts) plan.Rotation {
@@ -190,9 +195,9 @@ func (k *Keeper) EnsureUsers(ctx context.Context, rc *redisv1alpha1.RedisCluster
 	if passwords == nil {
 		passwords = map[string][]byte{}
 	}
-	for _, key := range keys {
-		if passwords[key] == nil {
-			if passwords[key], err = child.NewPassword(); err != nil {
+	for _, name := range keys {
+		if passwords[name] == nil {
+			if passwords[name], err = child.NewPassword(); err != nil {
 				return err
 			}
 		}
@@ -204,8 +209,8 @@ func (k *Keeper) EnsureUsers(ctx context.Context, rc *redisv1alpha1.RedisCluster
 	if err != nil {
 		return err
 	}
-	for _, key := range keys {
-		if _, err := secretPassword(live, key); err != nil {
+	for _, name := range keys {
+		if _, err := secretPassword(live, name); err != nil {
 			return err
 		}
 	}

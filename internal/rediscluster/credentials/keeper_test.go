@@ -3,6 +3,7 @@ package credentials
 import (
 	"errors"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,5 +80,16 @@ func TestLoginIsThePasswordEveryNodeAccepts(t *testing.T) {
 	}
 	if n := len(Rotation(acl, f, 0).Credentials); n != 3 {
 		t.Errorf("%d credentials with ACL users and none of spec.acl.users, want 3 (operator, default, exporter)", n)
+	}
+}
+
+// TestRotationGrace: the planner's grace is the Keeper's when positive, DefaultGrace
+// otherwise (a zero or negative PasswordGrace would retire the old password at once).
+func TestRotationGrace(t *testing.T) {
+	rc := &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cache"}}
+	for grace, want := range map[time.Duration]time.Duration{0: DefaultGrace, -time.Second: DefaultGrace, 5 * time.Second: 5 * time.Second} {
+		if got := (&Keeper{Grace: grace}).Rotation(rc, &Facts{}).Grace; got != want {
+			t.Errorf("Grace %s: the planner waits %s, want %s", grace, got, want)
+		}
 	}
 }
