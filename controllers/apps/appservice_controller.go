@@ -80,6 +80,9 @@ func (r *AppServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		if apierrors.IsNotFound(err) && r.podChecks != nil {
 			r.podChecks.Drop(req.NamespacedName)
 		}
+		if apierrors.IsNotFound(err) {
+			r.stale.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !app.DeletionTimestamp.IsZero() {

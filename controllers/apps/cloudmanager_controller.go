@@ -88,6 +88,9 @@ type cloudManagerStep struct {
 func (r *CloudManagerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cm := &appsv1api.CloudManager{}
 	if err := r.Get(ctx, req.NamespacedName, cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.stale.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !cm.DeletionTimestamp.IsZero() {

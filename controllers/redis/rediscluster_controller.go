@@ -156,6 +156,7 @@ func (r *RedisClusterReconciler) forgetCluster(key types.NamespacedName) {
 	r.sources.Forget(key)
 	r.archives.Stop(key)
 	r.nodeCounts.Forget(key)
+	r.stale.Forget(key)
 }
 
 // certKeeper is the reconciler's nodetls.Keeper, made on first use from its fields.

@@ -33,6 +33,13 @@ func (g *StaleGuard) Wrote(key types.NamespacedName, before string) {
 	g.replaced[key][before] = true
 }
 
+// Forget drops what g keeps of key (an object that is gone).
+func (g *StaleGuard) Forget(key types.NamespacedName) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.replaced, key)
+}
+
 // Stale reports whether version is one the operator's writes replaced; a version it did
 // not write over means the cache caught up, and the record is dropped.
 func (g *StaleGuard) Stale(key types.NamespacedName, version string) bool {

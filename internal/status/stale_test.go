@@ -26,3 +26,18 @@ func TestStaleGuard(t *testing.T) {
 		t.Error("once the cache shows the written version, older ones must be forgotten (no unbounded memory) and not block")
 	}
 }
+
+// TestStaleGuardForget: an object that is gone leaves nothing behind, although the cache
+// never showed the version its last write made.
+func TestStaleGuardForget(t *testing.T) {
+	var g StaleGuard
+	a := types.NamespacedName{Namespace: "ns", Name: "a"}
+	g.Wrote(a, "7")
+	g.Forget(a)
+	if n := len(g.replaced); n != 0 {
+		t.Fatalf("%d objects kept after Forget, want 0", n)
+	}
+	if g.Stale(a, "7") {
+		t.Error("a forgotten object's version still counts as stale")
+	}
+}
