@@ -415,6 +415,11 @@ func (s *state) lookAgain() time.Duration {
 // through the API reader; an object read from the API server is labelled
 // caching.WatchLabel, so the references cache sees its changes from then on.
 func (r *RedisClusterReconciler) userObject(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return r.userObjectCache().Get(ctx, key, obj, opts...)
+}
+
+// userObjectCache is the reconciler's caching.Versioned, made on first use.
+func (r *RedisClusterReconciler) userObjectCache() *caching.Versioned {
 	r.userObjectsOnce.Do(func() {
 		var refs client.Reader
 		if r.References != nil {
@@ -422,13 +427,15 @@ func (r *RedisClusterReconciler) userObject(ctx context.Context, key client.Obje
 		}
 		r.userObjects = &caching.Versioned{Refs: refs, API: r.APIReader, Writer: r.Client}
 	})
-	return r.userObjects.Get(ctx, key, obj, opts...)
+	return r.userObjects
 }
 
 // referencing maps a Secret or ConfigMap to the clusters that name it in
 // spec.passwordSecret, spec.tls.secretName, spec.acl.users[].passwordSecret or
-// spec.pod[0].configmap.
+// spec.pod[0].configmap. Any event of one drops the copy userObject kept of it (a changed
+// one is read again anyway; a deleted one's content must not outlive it).
 func (r *RedisClusterReconciler) referencing(ctx context.Context, obj *metav1.PartialObjectMetadata) []reconcile.Request {
+	r.userObjectCache().Forget(obj.Kind, client.ObjectKeyFromObject(obj))
 	list := &redisv1alpha1.RedisClusterList{}
 	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
 		return nil

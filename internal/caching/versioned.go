@@ -107,6 +107,11 @@ func (v *Versioned) label(ctx context.Context, kind string, obj client.Object) e
 	return nil
 }
 
+// Forget drops the copy kept of the object of kind ("Secret" or "ConfigMap") at key, so
+// that a deleted object's content (a password) does not outlive it in the process; the next
+// Get reads it from the API server again.
+func (v *Versioned) Forget(kind string, key client.ObjectKey) { v.forget(versionedKey{kind, key}) }
+
 func (v *Versioned) forget(vk versionedKey) {
 	v.mu.Lock()
 	defer v.mu.Unlock()

@@ -155,3 +155,23 @@ func TestVersionedLabelsWhatItReadsFromTheAPI(t *testing.T) {
 		t.Errorf("a refused label patch: %v, want Forbidden naming the fix", err)
 	}
 }
+
+// TestVersionedForget: a forgotten object leaves no copy (its content does not outlive it),
+// and the next Get reads it from the API server again.
+func TestVersionedForget(t *testing.T) {
+	api := &secrets{objs: map[string]*corev1.Secret{
+		"pw": {ObjectMeta: metav1.ObjectMeta{Name: "pw", Namespace: "ns", ResourceVersion: "1"}, Data: map[string][]byte{"password": []byte("one")}},
+	}}
+	v := &Versioned{Refs: versions{"pw": "1"}, API: api}
+	key := client.ObjectKey{Namespace: "ns", Name: "pw"}
+	if err := v.Get(t.Context(), key, &corev1.Secret{}); err != nil {
+		t.Fatal(err)
+	}
+	v.Forget("Secret", key)
+	if n := len(v.kept); n != 0 {
+		t.Fatalf("%d copies kept after Forget, want none", n)
+	}
+	if err := v.Get(t.Context(), key, &corev1.Secret{}); err != nil || api.reads != 2 {
+		t.Errorf("the Get after Forget: %v after %d API reads, want a second read", err, api.reads)
+	}
+}
