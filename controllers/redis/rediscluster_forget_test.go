@@ -87,6 +87,7 @@ func TestForgetClusterForgetsEveryMemory(t *testing.T) {
 			t.Errorf("field %s (%s) keeps something per cluster (it can forget one) but forgetCluster never forgets it", name, typeName)
 		}
 	}
+	t.Logf("%d per-cluster memories, each forgotten with the cluster", memories)
 	if memories < 10 {
 		t.Errorf("%d per-cluster memories found, want the reconciler's dozen or more: the search is broken", memories)
 	}
