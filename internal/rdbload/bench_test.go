@@ -456,10 +456,11 @@ func BenchmarkLoadShardsAgainstRedisCLI(b *testing.B) {
 			}
 		}
 	}
-	methods := []struct {
+	type method struct {
 		name string
 		load func(i int)
-	}{
+	}
+	methods := []method{
 		{"load-set", loadAs("", 0)},
 		{"load-restore", loadAs("restorer", 0)},
 		{"pipe", func(i int) { pipe(b, cli, nodes[i].Addr, data.protos[i]) }},
@@ -471,10 +472,7 @@ func BenchmarkLoadShardsAgainstRedisCLI(b *testing.B) {
 			if err != nil || window <= 0 {
 				b.Fatalf("MWO_BENCH_RDB_SHARD_WINDOWS=%q: want comma-separated windows", v)
 			}
-			methods = append(methods, struct {
-				name string
-				load func(i int)
-			}{"load-set-window-" + w, loadAs("", window)})
+			methods = append(methods, method{"load-set-window-" + w, loadAs("", window)})
 		}
 	}
 	took := map[string][]time.Duration{}
