@@ -92,32 +92,29 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err != nil {
 		return c, err
 	}
-	ports, err := freePorts(7)
-	if err != nil {
-		return c, err
-	}
-	etcdPort, peerPort, apiPort, kcmPort, schedPort, kwokPort := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]
-	c.Ports = map[string]int{"etcd": etcdPort, "etcd-peer": peerPort, "kube-apiserver": apiPort,
-		"kube-controller-manager": kcmPort, "kube-scheduler": schedPort, "kwok": kwokPort}
+	c.Ports = map[string]int{}
 	if opts.ObjectStore {
-		c.Ports["objectstore"] = ports[6]
-		if err = c.startObjectStore(ctx, bin, ports[6]); err != nil {
+		if err = c.onFreePorts(func(p []int) error { return c.startObjectStore(ctx, bin, p[0]) }, "objectstore"); err != nil {
 			return c, err
 		}
 		c.logf("object store ready at %s after %s", c.ObjectStore.Endpoint, time.Since(started).Round(time.Millisecond))
 	}
-
-	if err = c.startEtcd(bin, etcdPort, peerPort); err != nil {
+	if err = c.onFreePorts(func(p []int) error { return c.startEtcd(bin, p[0], p[1]) }, "etcd", "etcd-peer"); err != nil {
 		return c, err
 	}
-	if err = c.startAPIServer(bin, pki, etcdPort, apiPort, opts.Profiling); err != nil {
+	if err = c.onFreePorts(func(p []int) error {
+		return c.startAPIServer(bin, pki, c.Ports["etcd"], p[0], opts.Profiling)
+	}, "kube-apiserver"); err != nil {
 		return c, err
 	}
 	c.logf("kube-apiserver ready at %s after %s", c.Config.Host, time.Since(started).Round(time.Millisecond))
-	if err = c.startControllers(bin, pki, kcmPort, schedPort); err != nil {
+	if err = c.onFreePorts(func(p []int) error { return c.startControllerManager(bin, pki, p[0]) }, "kube-controller-manager"); err != nil {
 		return c, err
 	}
-	if err = c.startKwok(bin, kwokPort); err != nil {
+	if err = c.onFreePorts(func(p []int) error { return c.startScheduler(bin, p[0]) }, "kube-scheduler"); err != nil {
+		return c, err
+	}
+	if err = c.onFreePorts(func(p []int) error { return c.startKwok(bin, p[0]) }, "kwok"); err != nil {
 		return c, err
 	}
 	if err = c.createNodes(ctx, opts); err != nil {
@@ -298,15 +295,27 @@ func (c *Cluster) startAPIServer(bin string, p *pki, etcdPort, port int, profili
 	return writeKubeconfig(c.Kubeconfig, host, p.caPEM, AdminToken)
 }
 
-func (c *Cluster) startControllers(bin string, p *pki, kcmPort, schedPort int) error {
-	kubeconfigFlags := []string{
+// controllerFlags are the flags kube-controller-manager and kube-scheduler share.
+func (c *Cluster) controllerFlags(port int, certDir string) []string {
+	return []string{
 		"--kubeconfig=" + c.Kubeconfig,
 		"--authentication-kubeconfig=" + c.Kubeconfig, "--authorization-kubeconfig=" + c.Kubeconfig,
 		"--bind-address=127.0.0.1", "--leader-elect=false",
+		"--secure-port=" + strconv.Itoa(port), "--cert-dir=" + filepath.Join(c.Dir, certDir),
+		"--kube-api-qps=200", "--kube-api-burst=400",
 	}
+}
+
+// waitHealthy waits until the component's secure port answers /healthz.
+func waitHealthy(p *process, port int) error {
+	tlsConf := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // health probe of our own loopback server
+	return p.waitFor(60*time.Second, func() error {
+		return httpOK(tlsConf, fmt.Sprintf("https://127.0.0.1:%d/healthz", port), "")
+	})
+}
+
+func (c *Cluster) startControllerManager(bin string, p *pki, port int) error {
 	kcm, err := c.start("kube-controller-manager", filepath.Join(bin, "kube-controller-manager"), append([]string{
-		"--secure-port=" + strconv.Itoa(kcmPort),
-		"--cert-dir=" + filepath.Join(c.Dir, "kcm-certs"),
 		// Pod IPs here are loopback addresses (real processes stand in for pods), which
 		// Endpoints and EndpointSlices reject: their controllers would only fill the event
 		// stream with Warnings. Without them Services have no endpoint objects; nothing
@@ -322,28 +331,49 @@ func (c *Cluster) startControllers(bin string, p *pki, kcmPort, schedPort int) e
 		"--node-monitor-grace-period=60s",
 		"--concurrent-deployment-syncs=10", "--concurrent-replicaset-syncs=10", "--concurrent-statefulset-syncs=10",
 		"--concurrent-gc-syncs=40",
-		"--kube-api-qps=200", "--kube-api-burst=400",
-	}, kubeconfigFlags...))
+	}, c.controllerFlags(port, "kcm-certs")...))
 	if err != nil {
 		return err
 	}
-	sched, err := c.start("kube-scheduler", filepath.Join(bin, "kube-scheduler"), append([]string{
-		"--secure-port=" + strconv.Itoa(schedPort),
-		"--cert-dir=" + filepath.Join(c.Dir, "scheduler-certs"),
-		"--kube-api-qps=200", "--kube-api-burst=400",
-	}, kubeconfigFlags...))
+	return waitHealthy(kcm, port)
+}
+
+func (c *Cluster) startScheduler(bin string, port int) error {
+	sched, err := c.start("kube-scheduler", filepath.Join(bin, "kube-scheduler"), c.controllerFlags(port, "scheduler-certs"))
 	if err != nil {
 		return err
 	}
-	tlsConf := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // health probe of our own loopback server
-	if err := kcm.waitFor(60*time.Second, func() error {
-		return httpOK(tlsConf, fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort), "")
-	}); err != nil {
-		return err
+	return waitHealthy(sched, port)
+}
+
+// onFreePorts draws a free port for each name, runs start on them and records them in
+// c.Ports. When the component start launched exits because another process bound one of
+// its ports first (the ports are drawn, then bound by the component a moment later, and
+// every test's servers draw from the same range: CI met a kube-scheduler failing so), it
+// stops what this try started and draws again, up to three times.
+func (c *Cluster) onFreePorts(start func(ports []int) error, names ...string) error {
+	for try := 1; ; try++ {
+		ports, err := freePorts(len(names))
+		if err != nil {
+			return err
+		}
+		before := len(c.procs)
+		err = start(ports)
+		if err == nil {
+			for i, name := range names {
+				c.Ports[name] = ports[i]
+			}
+			return nil
+		}
+		if !errors.Is(err, errPortTaken) || try == 3 {
+			return err
+		}
+		c.logf("%s: %v; drawing other ports", names[0], err)
+		for _, p := range c.procs[before:] {
+			p.stop(10 * time.Second)
+		}
+		c.procs = c.procs[:before]
 	}
-	return sched.waitFor(60*time.Second, func() error {
-		return httpOK(tlsConf, fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort), "")
-	})
 }
 
 func findBinDir(dir string) (string, error) {

@@ -129,7 +129,11 @@ func (p *process) waitFor(timeout time.Duration, check func() error) error {
 	var last error
 	for time.Now().Before(deadline) {
 		if p.exited() {
-			return fmt.Errorf("%s exited: %w; last log lines:\n%s", p.name, p.exitError(), p.logTail(20))
+			tail := p.logTail(20)
+			if strings.Contains(strings.ToLower(tail), "address already in use") {
+				return fmt.Errorf("%s exited: %w (%w); last log lines:\n%s", p.name, errPortTaken, p.exitError(), tail)
+			}
+			return fmt.Errorf("%s exited: %w; last log lines:\n%s", p.name, p.exitError(), tail)
 		}
 		if last = check(); last == nil {
 			return nil
@@ -138,6 +142,10 @@ func (p *process) waitFor(timeout time.Duration, check func() error) error {
 	}
 	return fmt.Errorf("%s not ready after %s: %w; last log lines:\n%s", p.name, timeout, last, p.logTail(20))
 }
+
+// errPortTaken marks a component that exited because another process had bound its port
+// between freePorts drawing it and the component binding it.
+var errPortTaken = errors.New("another process bound its port first")
 
 // freePorts returns n distinct free loopback TCP ports, drawn at random below the kernel's
 // ephemeral range (listenPorts): a port the kernel hands out for listen(":0") can be handed
