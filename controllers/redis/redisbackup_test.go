@@ -312,6 +312,14 @@ func TestRedisBackupRestoresIntoANewClusterHereAndInAnotherNamespace(t *testing.
 	source.Path = strings.TrimPrefix(b.Status.Location, "s3://"+store.Bucket+"/")
 	elsewhere.Spec.Restore = &redisv1alpha1.RestoreSpec{Source: &source}
 	elsewhere.Spec.ACL = &redisv1alpha1.ACLSpec{Enabled: true}
+	// Its redis.conf rewrites the AOF from 1 kB: the load outgrows that, so its nodes load
+	// with the AOF off (rdbload.WorthPausingAppendOnly); here's, with Redis's 64 MB, keep it.
+	conf := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "small-rewrites", Namespace: other},
+		Data: map[string]string{"redis.conf": "auto-aof-rewrite-min-size 1kb\n"}}
+	if err := env.Client.Create(t.Context(), conf); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere.Spec.Pod = []redisv1alpha1.PodSpec{{Configmap: conf.Name}}
 	for _, c := range []*redisv1alpha1.RedisCluster{here, elsewhere} {
 		start := time.Now()
 		if err := env.Client.Create(t.Context(), c); err != nil {
@@ -334,6 +342,39 @@ func TestRedisBackupRestoresIntoANewClusterHereAndInAnotherNamespace(t *testing.
 		}
 		if got := eventReasons(t, c.Namespace, c.Name); !slices.Contains(got, "Normal/"+report.ReasonRestoreCompleted) {
 			t.Errorf("events of %s: %v, want %s", c.Name, got, report.ReasonRestoreCompleted)
+		}
+		appendOnlyBackOn(t, restored, c == elsewhere)
+	}
+}
+
+// appendOnlyBackOn checks that each shard of a restored cluster loaded with its nodes' AOF
+// off (as its RestoreShardLoaded events say) when paused, with it on otherwise, and that
+// every node's AOF is on and rewritten when the cluster is Ready.
+func appendOnlyBackOn(t *testing.T, rc *redisv1alpha1.RedisCluster, paused bool) {
+	t.Helper()
+	loaded := 0
+	for _, e := range eventsAbout(t, rc.Namespace, rc.Name) {
+		if e.Reason != report.ReasonRestoreShardLoaded {
+			continue
+		}
+		loaded++
+		if strings.Contains(e.Note, "AOF off") != paused {
+			t.Errorf("%s/%s: %q, want the AOF paused: %t", rc.Namespace, rc.Name, e.Note, paused)
+		}
+	}
+	if loaded == 0 {
+		t.Errorf("%s/%s has no %s event", rc.Namespace, rc.Name, report.ReasonRestoreShardLoaded)
+	}
+	pw := redistest.Password(t, env.Client, rc.Namespace, rc.Name)
+	for _, n := range rc.Status.Nodes {
+		c := goredis.NewClient(&goredis.Options{Addr: n.Instance, Password: pw, MaxRetries: -1})
+		info, err := c.Info(t.Context(), "persistence").Result()
+		_ = c.Close()
+		if err != nil {
+			t.Fatalf("INFO persistence of %s: %v", n.Name, err)
+		}
+		if !strings.Contains(info, "aof_enabled:1") || !strings.Contains(info, "aof_rewrite_in_progress:0") || !strings.Contains(info, "aof_last_bgrewrite_status:ok") {
+			t.Errorf("%s/%s %s when Ready after its restore: the AOF is not on and rewritten:\n%s", rc.Namespace, rc.Name, n.Name, info)
 		}
 	}
 }

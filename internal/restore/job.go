@@ -57,6 +57,9 @@ type Job struct {
 type Result struct {
 	rdbload.Result
 	Replay redisarchive.ReplayResult
+	// AppendOnlyPaused is true when the shard's nodes loaded with their AOF off and
+	// rewrote it after (see Job.pauseAppendOnly).
+	AppendOnlyPaused bool
 }
 
 // Run loads the keys of the job's slots from its shard. A reload into a serving cluster
@@ -70,7 +73,8 @@ type Result struct {
 // one) would otherwise replay onto what the failed attempt applied, and count an INCR or an
 // RPUSH of a key the base lacks twice. A reload of lost slots from the archive empties them
 // only on a retry: the slots are served again meanwhile, and clients' new keys in them
-// stay, as with a reload from a backup.
+// stay, as with a reload from a backup. A restore of a large shard loads with the AOF of its
+// nodes off and returns once each has rewritten it (pauseAppendOnly).
 func (j Job) Run(ctx context.Context) (Result, error) {
 	archive := j.Source.Archive
 	clearFirst := j.Restoring || (archive != nil && j.Retry)
@@ -88,6 +92,7 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 			return Result{}, fmt.Errorf("while emptying the slots of %s on %s before its load: %w", nodes.ShardName(j.Step.Shard), j.Step.Pod, err)
 		}
 	}
+	var resumeAOF func(context.Context) error
 	if j.Restoring {
 		// The file's checksum is known at its end: the node checks each payload meanwhile.
 		undo, err := rdbload.SanitizePayloads(ctx, writer)
@@ -95,17 +100,53 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 			return Result{}, err
 		}
 		defer j.undo(ctx, "cannot set sanitize-dump-payload back", undo)
+		if resumeAOF, err = j.pauseAppendOnly(ctx, writer); err != nil {
+			return Result{}, err
+		}
 	}
-	var out Result
+	out := Result{AppendOnlyPaused: resumeAOF != nil}
 	var err error
 	out.Result, err = j.loadFile(ctx)
 	if err == nil && archive != nil {
 		out.Replay, err = j.replay(ctx, writer)
 	}
+	switch {
+	case resumeAOF != nil && err == nil:
+		// A load is done only once its keys are on every node's disk.
+		if aofErr := resumeAOF(ctx); aofErr != nil {
+			err = fmt.Errorf("after loading %s into %s: %w", nodes.ShardName(j.Step.Shard), j.Step.Pod, aofErr)
+		}
+	case resumeAOF != nil:
+		// After the slots are emptied below; the next attempt pauses the AOF again.
+		defer j.undo(ctx, "cannot turn the AOF on again after a failed load", resumeAOF)
+	}
 	if err != nil && j.Restoring {
 		err = j.emptyAfter(ctx, writer, err)
 	}
 	return out, err
+}
+
+// pauseAppendOnly turns the AOF of the shard's master and replicas off for the load when
+// its file is large enough for that to pay (rdbload.WorthPausingAppendOnly), and returns
+// what turns it on again; nil when it stays on.
+func (j Job) pauseAppendOnly(ctx context.Context, writer rdbstream.Options) (func(context.Context) error, error) {
+	size := j.Source.Manifest.Shards[j.Step.Shard].Bytes
+	worth, err := rdbload.WorthPausingAppendOnly(ctx, writer, size)
+	if err != nil || !worth {
+		return nil, err
+	}
+	return rdbload.PauseAppendOnly(ctx, writer, j.replicas())
+}
+
+// replicas are how the job reaches the master's replicas: as the operator reaches the
+// master.
+func (j Job) replicas() []rdbstream.Options {
+	out := make([]rdbstream.Options, len(j.Step.Replicas))
+	for i, addr := range j.Step.Replicas {
+		out[i] = j.Node
+		out[i].Addr = addr
+	}
+	return out
 }
 
 // undo runs a setting's undo once the load ended, whatever ended it (its own 10 s, past

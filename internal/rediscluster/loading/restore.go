@@ -76,12 +76,12 @@ func (l *Loader) RestoreShards(t Target, src *restore.Source, step plan.Step) (p
 		st.LoadedShards = append(st.LoadedShards, load.NodeID)
 		st.Keys += res.Restored
 		if src.Archive != nil {
-			l.recordReplay(t, src, load, res.Replay)
+			l.recordReplay(t, src, load, res.Replay, aofNote(res))
 			continue
 		}
-		l.event(t, corev1.EventTypeNormal, report.ReasonRestoreShardLoaded, "Restore", "loaded %s of %d (slots %s, %d keys, captured at %s) into %s",
+		l.event(t, corev1.EventTypeNormal, report.ReasonRestoreShardLoaded, "Restore", "loaded %s of %d (slots %s, %d keys, captured at %s) into %s%s",
 			nodes.ShardName(load.Shard), len(src.Manifest.Shards), nodes.FormatSlotRanges(load.Slots), res.Restored,
-			src.Manifest.Shards[load.Shard].CapturedAt.Format(time.RFC3339), load.Pod)
+			src.Manifest.Shards[load.Shard].CapturedAt.Format(time.RFC3339), load.Pod, aofNote(res))
 	}
 	if len(st.LoadedShards) == len(src.Manifest.Shards) {
 		now := metav1.Now()
@@ -97,9 +97,17 @@ func (l *Loader) RestoreShards(t Target, src *restore.Source, step plan.Step) (p
 	return pending, errors.Join(errs...)
 }
 
+// aofNote says, for a shard's loaded event, that its nodes loaded with their AOF off.
+func aofNote(res restore.Result) string {
+	if !res.AppendOnlyPaused {
+		return ""
+	}
+	return "; its nodes loaded with their AOF off and rewrote it once the keys were in"
+}
+
 // recordReplay records in the restore's status how far the loaded shard was replayed, with
-// an event.
-func (l *Loader) recordReplay(t Target, src *restore.Source, load plan.ShardLoad, res redisarchive.ReplayResult) {
+// an event (note ends its message).
+func (l *Loader) recordReplay(t Target, src *restore.Source, load plan.ShardLoad, res redisarchive.ReplayResult, note string) {
 	tl := src.Archive.Timelines[load.Shard]
 	shard := redisv1alpha1.RestoreArchiveShard{Shard: tl.Shard, Timeline: int32(tl.Timeline), Offset: max(res.Offset, tl.Base.ReplicationOffset), //nolint:gosec // timelines are few
 		Commands: int64(res.Commands)}
@@ -111,8 +119,8 @@ func (l *Loader) recordReplay(t Target, src *restore.Source, load plan.ShardLoad
 	}
 	st := t.Next.Status.Restore
 	st.ArchiveShards = append(st.ArchiveShards, shard)
-	l.event(t, corev1.EventTypeNormal, report.ReasonRestoreShardLoaded, "Restore", "loaded %s (slots %s) from its base of timeline %d and %d archived commands, up to %s, into %s",
-		tl.Shard, nodes.FormatSlotRanges(load.Slots), tl.Timeline, res.Commands, reached, load.Pod)
+	l.event(t, corev1.EventTypeNormal, report.ReasonRestoreShardLoaded, "Restore", "loaded %s (slots %s) from its base of timeline %d and %d archived commands, up to %s, into %s%s",
+		tl.Shard, nodes.FormatSlotRanges(load.Slots), tl.Timeline, res.Commands, reached, load.Pod, note)
 }
 
 // archiveReached says how far each shard of a restore from an archive got.

@@ -350,6 +350,9 @@ type ShardLoad struct {
 	Slots        []nodes.SlotRange
 	Addr, NodeID string
 	Pod          string
+	// Replicas are the addresses of the answering replicas of the master, for a restore
+	// (whose load turns their AOF off too, see rdbload.PauseAppendOnly).
+	Replicas []string
 }
 
 // Restore is a new cluster's restore from a backup, in the planner's terms.
@@ -635,7 +638,8 @@ func planRestore(spec Desired, s observe.Snapshot, h health.Health) (Step, bool)
 		if o == nil {
 			return Step{Kind: StepWait, Operation: OpCreating, After: LookSoon, Reason: fmt.Sprintf("waiting for master %s of %s to answer", nodes.ShortID(owner), nodes.ShardName(i))}, true
 		}
-		loads = append(loads, ShardLoad{Shard: i, Slots: slots, Addr: o.Addr, NodeID: owner, Pod: o.Pod})
+		replicas, _ := s.AnsweringWhere(func(r *observe.Observation) bool { self, ok := r.Self(); return ok && self.MasterID == owner })
+		loads = append(loads, ShardLoad{Shard: i, Slots: slots, Addr: o.Addr, NodeID: owner, Pod: o.Pod, Replicas: replicas})
 		pods = append(pods, o.Pod)
 	}
 	if len(loads) == 0 {

@@ -175,6 +175,17 @@ func TestNextStep(t *testing.T) {
 			check: func(t *testing.T, s Step) {
 				expect(t, len(s.Loads) == 3 && s.Loads[0].Shard == 0 && s.Loads[0].NodeID == "aaaaaaaa" && s.Loads[2].Pod == "rc-2" &&
 					nodes.FormatSlotRanges(s.Loads[1].Slots) == "5461-10922" && s.Operation == OpCreating, "loads %+v", s.Loads)
+				// Each load names its master's replica (the restore turns its AOF off too).
+				masterOf := map[string]string{}
+				snap := fakesnapshot.Six().Current().Snap
+				for _, o := range snap.Answering() {
+					if self, ok := o.Self(); ok {
+						masterOf[o.Addr] = self.MasterID
+					}
+				}
+				for _, l := range s.Loads {
+					expect(t, len(l.Replicas) == 1 && masterOf[l.Replicas[0]] == l.NodeID, "load of shard %d into %s: replicas %v", l.Shard, l.NodeID, l.Replicas)
+				}
 			},
 		},
 		"a restore with two shards loaded: the third": {
