@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -92,5 +93,21 @@ func TestAppendOnlyIsPausedOnlyForLoadsThatWouldRewriteIt(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("a load of %d MiB into %s: pause %t, %v; want %t", c.size>>20, c.node.Addr, got, err, c.want)
 		}
+	}
+}
+
+// TestEnsureAppendOnlyGivesUpOnANodeThatIsGone: a node that does not answer fails the check
+// within seconds, naming it (the restore's end tries again with the nodes as they are then),
+// rather than holding the restore for the load's whole time limit.
+func TestEnsureAppendOnlyGivesUpOnANodeThatIsGone(t *testing.T) {
+	free, err := localcluster.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := rdbstream.Options{Addr: "127.0.0.1:" + strconv.Itoa(free[0])}
+	start := time.Now()
+	err = rdbload.EnsureAppendOnly(t.Context(), []rdbstream.Options{gone})
+	if err == nil || !strings.Contains(err.Error(), gone.Addr) || time.Since(start) > 10*time.Second {
+		t.Fatalf("EnsureAppendOnly of a node gone returned %v after %s, want an error naming %s within 10 s", err, time.Since(start), gone.Addr)
 	}
 }

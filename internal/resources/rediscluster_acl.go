@@ -58,7 +58,8 @@ const (
 	//     streams each master's RDB the same way;
 	//   - RESTORE and FUNCTION LOAD: loading a backup into a restoring cluster;
 	//   - CONFIG SET: maxmemory and maxmemory-policy (spec.memory), tls-cert-file (a renewed
-	//     certificate), masterauth (a rotated password of this user);
+	//     certificate), masterauth (a rotated password of this user), appendonly (a
+	//     restore's large load, see rdbload.PauseAppendOnly; INFO tells its rewrite's end);
 	//   - ACL SETUSER: rotating the passwords of every user without a restart.
 	// It runs no read or write command of the application's (GET, SET, SCAN, KEYS,
 	// FLUSHALL...), no CONFIG GET, no ACL read, and no channel.

@@ -115,6 +115,7 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 		// A load is done only once its keys are on every node's disk.
 		if aofErr := resumeAOF(ctx); aofErr != nil {
 			err = fmt.Errorf("after loading %s into %s: %w", nodes.ShardName(j.Step.Shard), j.Step.Pod, aofErr)
+			defer j.undo(ctx, "cannot turn the AOF on again after a failed load", resumeAOF)
 		}
 	case resumeAOF != nil:
 		// After the slots are emptied below; the next attempt pauses the AOF again.
@@ -130,6 +131,11 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 // its file is large enough for that to pay (rdbload.WorthPausingAppendOnly), and returns
 // what turns it on again; nil when it stays on.
 func (j Job) pauseAppendOnly(ctx context.Context, writer rdbstream.Options) (func(context.Context) error, error) {
+	if j.Fence != nil { // a process that lost its lease pauses nothing
+		if err := j.Fence(ctx); err != nil {
+			return nil, err
+		}
+	}
 	size := j.Source.Manifest.Shards[j.Step.Shard].Bytes
 	worth, err := rdbload.WorthPausingAppendOnly(ctx, writer, size)
 	if err != nil || !worth {

@@ -12,6 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
+	"github.com/middleware-operator/middleware-operator/internal/backupstore"
+	"github.com/middleware-operator/middleware-operator/internal/rdbload"
+	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
@@ -84,6 +87,10 @@ func (l *Loader) RestoreShards(t Target, src *restore.Source, step plan.Step) (p
 			src.Manifest.Shards[load.Shard].CapturedAt.Format(time.RFC3339), load.Pod, aofNote(res))
 	}
 	if len(st.LoadedShards) == len(src.Manifest.Shards) {
+		ended, running, err := l.appendOnlyOn(t, step.Addrs)
+		if err != nil || !ended {
+			return pending || running, errors.Join(append(errs, err)...)
+		}
 		now := metav1.Now()
 		st.CompletedAt = &now
 		if src.Archive != nil {
@@ -95,6 +102,42 @@ func (l *Loader) RestoreShards(t Target, src *restore.Source, step plan.Step) (p
 			st.Keys, len(st.LoadedShards), src.Location, src.Manifest.CompletedAt.Format(time.RFC3339))
 	}
 	return pending, errors.Join(errs...)
+}
+
+// appendOnlyOn makes sure, before a restore counts as done, that every node of the cluster
+// (addrs, the answering ones) has its AOF on and rewritten, turning it on where a paused
+// load left it off (rdbload.EnsureAppendOnly): a load tried again after an operator that
+// died mid-load pauses and resumes the nodes of its shard as they are then, and a replica
+// re-pointed meanwhile would otherwise keep its AOF off. It runs in the background like a
+// load; ended says it finished well, running that it is under way.
+func (l *Loader) appendOnlyOn(t Target, addrs []string) (ended, running bool, _ error) {
+	k := restore.Key{Cluster: client.ObjectKeyFromObject(t.Cluster), Node: "every node's AOF", Shard: -1}
+	failing := backupstore.FailureKey{Object: k.Cluster, What: "the AOF check at the restore's end"}
+	now := time.Now()
+	switch st, _, err := l.Loads.Poll(k); st {
+	case restore.Finished:
+		if err == nil {
+			l.Failures.Succeeded(failing)
+			return true, false, nil
+		}
+		wait, distinct := l.Failures.Fail(failing, err.Error(), now)
+		if distinct {
+			l.event(t, corev1.EventTypeWarning, report.ReasonRestoreFailed, "Restore", "every shard is loaded, but %v; tried again in %s", err, wait)
+		}
+		return false, false, &restore.FailedError{Message: err.Error(), After: wait}
+	case restore.Unknown:
+		if wait, message := l.Failures.Waiting(failing, now); wait > 0 {
+			return false, false, &restore.FailedError{Message: message, After: wait}
+		}
+		nodes := make([]rdbstream.Options, len(addrs))
+		for i, addr := range addrs {
+			nodes[i] = rdbstream.Options{Addr: addr, Username: t.Login.User, Password: t.Login.Password, TLS: t.TLS}
+		}
+		l.Loads.Start(k, shardTimeout, func(ctx context.Context) (restore.Result, error) {
+			return restore.Result{}, rdbload.EnsureAppendOnly(ctx, nodes)
+		})
+	}
+	return false, true, nil
 }
 
 // aofNote says, for a shard's loaded event, that its nodes loaded with their AOF off.

@@ -177,7 +177,7 @@ type Step struct {
 	Replicas int
 	// Credential indexes Desired.Rotation.Credentials for a rotation step; Record is what
 	// StepWriteRecord writes; Addrs the nodes StepAddPassword and StepKeepOnlyPassword
-	// change.
+	// change, and the nodes whose AOF StepRestoreShard checks at the restore's end.
 	Credential int
 	Record     AppliedRecord
 	Addrs      []string
@@ -642,10 +642,12 @@ func planRestore(spec Desired, s observe.Snapshot, h health.Health) (Step, bool)
 		loads = append(loads, ShardLoad{Shard: i, Slots: slots, Addr: o.Addr, NodeID: owner, Pod: o.Pod, Replicas: replicas})
 		pods = append(pods, o.Pod)
 	}
+	all, _ := s.AnsweringWhere(func(*observe.Observation) bool { return true })
 	if len(loads) == 0 {
-		return Step{Kind: StepWait, Operation: OpCreating, After: LookSoon, Reason: "every shard is loaded; recording the restore"}, true
+		return Step{Kind: StepRestoreShard, Operation: OpCreating, Addrs: all, After: LookSoon,
+			Reason: "every shard is loaded; checking that every node's AOF is on before the restore ends"}, true
 	}
-	return Step{Kind: StepRestoreShard, Operation: OpCreating, Loads: loads, After: LookSoon,
+	return Step{Kind: StepRestoreShard, Operation: OpCreating, Loads: loads, Addrs: all, After: LookSoon,
 		Reason: fmt.Sprintf("restoring %d of %d shards at once into %s", len(loads), len(r.Shards), strings.Join(pods, ", "))}, true
 }
 

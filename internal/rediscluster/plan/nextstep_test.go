@@ -194,6 +194,12 @@ func TestNextStep(t *testing.T) {
 				expect(t, len(s.Loads) == 1 && s.Loads[0].Shard == 2 && s.Loads[0].Pod == "rc-2", "loads %+v", s.Loads)
 			},
 		},
+		"a restore with every shard loaded: check every node's AOF before it ends": {
+			spec: restoringSix(specFor(6), "aaaaaaaa", "bbbbbbbb", "cccccccc"), snap: fakesnapshot.Six().Current().Snap, want: StepRestoreShard,
+			check: func(t *testing.T, s Step) {
+				expect(t, len(s.Loads) == 0 && len(s.Addrs) == 6 && strings.Contains(s.Reason, "AOF"), "loads %+v, addrs %v, reason %q", s.Loads, s.Addrs, s.Reason)
+			},
+		},
 		"a restore while a master is down: recover first": {
 			spec: restoringSix(specFor(6)), snap: fakesnapshot.Six().Current().Silence(0, fakesnapshot.ErrDown).Fail("aaaaaaaa", time.Minute).Snap, want: StepRecover,
 		},
