@@ -106,7 +106,20 @@ func (l *Loader) readSource(rc *redisv1alpha1.RedisCluster, what string, read fu
 // runLoad returns the last failure again, not ended.
 func (l *Loader) runLoad(t Target, src *restore.Source, load plan.ShardLoad, mayHaveRun, restoring bool, reason, action string) (res restore.Result, ended, pending bool, err error) {
 	k := restore.KeyOf(client.ObjectKeyFromObject(t.Cluster), load)
-	failing := backupstore.FailureKey{Object: k.Cluster, What: "load of " + nodes.ShardName(load.Shard)}
+	return l.background(t, k, "load of "+nodes.ShardName(load.Shard), reason, action, "%v; tried again in %s, then less and less often",
+		func(retried bool) func(context.Context) (restore.Result, error) {
+			job := restore.Job{Cluster: t.Cluster.Name, Node: t.node(load.Addr), Source: src, Step: load, Restoring: restoring, Retry: mayHaveRun || retried,
+				ACL: resources.RedisACLEnabled(t.Cluster), MaxRecord: l.MaxRecord, Fence: l.Fence}
+			return job.Run
+		})
+}
+
+// background starts the work of k (what names it for its back-off) in the background, or
+// collects its end, as runLoad says; a failure's Warning event is format's (the error, then
+// the wait), and start gets whether an earlier attempt failed.
+func (l *Loader) background(t Target, k restore.Key, what, reason, action, format string,
+	start func(retried bool) func(context.Context) (restore.Result, error)) (res restore.Result, ended, pending bool, err error) {
+	failing := backupstore.FailureKey{Object: k.Cluster, What: what}
 	now := time.Now()
 	switch st, res, err := l.Loads.Poll(k); st {
 	case restore.Finished:
@@ -120,17 +133,19 @@ func (l *Loader) runLoad(t Target, src *restore.Source, load plan.ShardLoad, may
 		}
 		wait, distinct := l.Failures.Fail(failing, err.Error(), now)
 		if distinct {
-			l.event(t, corev1.EventTypeWarning, reason, action, "%v; tried again in %s, then less and less often", err, wait)
+			l.event(t, corev1.EventTypeWarning, reason, action, format, err, wait)
 		}
 		return res, true, false, &restore.FailedError{Message: err.Error(), After: wait}
 	case restore.Unknown:
 		if wait, message := l.Failures.Waiting(failing, now); wait > 0 {
 			return restore.Result{}, false, false, &restore.FailedError{Message: message, After: wait}
 		}
-		node := rdbstream.Options{Addr: load.Addr, Username: t.Login.User, Password: t.Login.Password, TLS: t.TLS}
-		job := restore.Job{Cluster: t.Cluster.Name, Node: node, Source: src, Step: load, Restoring: restoring, Retry: mayHaveRun || l.Failures.Count(failing) > 0,
-			ACL: resources.RedisACLEnabled(t.Cluster), MaxRecord: l.MaxRecord, Fence: l.Fence}
-		l.Loads.Start(k, shardTimeout, job.Run)
+		l.Loads.Start(k, shardTimeout, start(l.Failures.Count(failing) > 0))
 	}
 	return restore.Result{}, false, true, nil
+}
+
+// node is how the operator reaches the node at addr of t's cluster.
+func (t Target) node(addr string) rdbstream.Options {
+	return rdbstream.Options{Addr: addr, Username: t.Login.User, Password: t.Login.Password, TLS: t.TLS}
 }

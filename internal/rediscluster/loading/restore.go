@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	redisv1alpha1 "github.com/middleware-operator/middleware-operator/api/redis/v1alpha1"
-	"github.com/middleware-operator/middleware-operator/internal/backupstore"
 	"github.com/middleware-operator/middleware-operator/internal/rdbload"
 	"github.com/middleware-operator/middleware-operator/internal/rdbstream"
 	"github.com/middleware-operator/middleware-operator/internal/redisarchive"
@@ -112,32 +111,17 @@ func (l *Loader) RestoreShards(t Target, src *restore.Source, step plan.Step) (p
 // load; ended says it finished well, running that it is under way.
 func (l *Loader) appendOnlyOn(t Target, addrs []string) (ended, running bool, _ error) {
 	k := restore.Key{Cluster: client.ObjectKeyFromObject(t.Cluster), Node: "every node's AOF", Shard: -1}
-	failing := backupstore.FailureKey{Object: k.Cluster, What: "the AOF check at the restore's end"}
-	now := time.Now()
-	switch st, _, err := l.Loads.Poll(k); st {
-	case restore.Finished:
-		if err == nil {
-			l.Failures.Succeeded(failing)
-			return true, false, nil
-		}
-		wait, distinct := l.Failures.Fail(failing, err.Error(), now)
-		if distinct {
-			l.event(t, corev1.EventTypeWarning, report.ReasonRestoreFailed, "Restore", "every shard is loaded, but %v; tried again in %s", err, wait)
-		}
-		return false, false, &restore.FailedError{Message: err.Error(), After: wait}
-	case restore.Unknown:
-		if wait, message := l.Failures.Waiting(failing, now); wait > 0 {
-			return false, false, &restore.FailedError{Message: message, After: wait}
-		}
-		nodes := make([]rdbstream.Options, len(addrs))
-		for i, addr := range addrs {
-			nodes[i] = rdbstream.Options{Addr: addr, Username: t.Login.User, Password: t.Login.Password, TLS: t.TLS}
-		}
-		l.Loads.Start(k, shardTimeout, func(ctx context.Context) (restore.Result, error) {
-			return restore.Result{}, rdbload.EnsureAppendOnly(ctx, nodes)
+	_, ended, running, err := l.background(t, k, "the AOF check at the restore's end", report.ReasonRestoreFailed, "Restore",
+		"every shard is loaded, but %v; tried again in %s", func(bool) func(context.Context) (restore.Result, error) {
+			nodes := make([]rdbstream.Options, len(addrs))
+			for i, addr := range addrs {
+				nodes[i] = t.node(addr)
+			}
+			return func(ctx context.Context) (restore.Result, error) {
+				return restore.Result{}, rdbload.EnsureAppendOnly(ctx, nodes)
+			}
 		})
-	}
-	return false, true, nil
+	return ended && err == nil, running, err
 }
 
 // aofNote says, for a shard's loaded event, that its nodes loaded with their AOF off.
