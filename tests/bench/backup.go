@@ -454,23 +454,38 @@ func (b *backupBench) restore(ctx context.Context, name, from string, f *BackupF
 	rc := redistest.NewCluster(backupNS, name, 6)
 	rc.Spec.Finalizers = "foreground"
 	rc.Spec.Restore = &redisv1alpha1.RestoreSpec{Backup: from}
-	profile := "" // MWO_BENCH_CPUPROFILE: the operator's first 30 s of the restore
+	profile := "" // MWO_BENCH_CPUPROFILE: the operator's first 30 s of the restore, and its allocations
 	if os.Getenv("MWO_BENCH_CPUPROFILE") != "" {
 		profile = filepath.Join(testenv.RepoRoot(), "bin", "bench-restore-"+name+".pprof")
 	}
 	profiled := b.op.startCPUProfile(ctx, 30*time.Second, profile)
+	stopBenchProfile := func() {}
+	if profile != "" { // and what it allocated (the difference of these two), and this process's CPU
+		if err := b.op.saveProfile(ctx, "allocs", profile+".allocs-before"); err != nil {
+			return err
+		}
+		if stopBenchProfile, err = startCPUProfile(profile + ".bench"); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
 	if err := b.env.Client.Create(ctx, rc); err != nil {
 		mem.stop()
 		return err
 	}
 	loads := b.watchLoads(ctx, client.ObjectKeyFromObject(rc))
+	formed := traceForming(ctx, b.env.Client, client.ObjectKeyFromObject(rc), 6, 3, func() (string, error) { return b.password(ctx, name) }, start)
 	restored, err := b.waitReady(ctx, client.ObjectKeyFromObject(rc), true)
 	took := time.Since(start).Seconds()
 	shards := loads()
+	milestones := formed()
+	stopBenchProfile()
 	rss, heap := mem.stop()
 	if perr := profiled(); err == nil {
 		err = perr
+	}
+	if profile != "" && err == nil {
+		err = b.op.saveProfile(ctx, "allocs", profile+".allocs-after")
 	}
 	if err != nil {
 		return err
@@ -491,6 +506,7 @@ func (b *backupBench) restore(ctx context.Context, name, from string, f *BackupF
 	f.RestorePeakRSS, f.RestorePeakHeap = max(f.RestorePeakRSS, rss), max(f.RestorePeakHeap, heap)
 	b.logf("%s: %d keys restored, Ready %.2f s after creation; keys loading from %.2f s to %.2f s (per shard: %s); operator peak RSS %d MiB, heap %d MiB; CPU s while loading: %s",
 		name, n, took, first, last, seconds(shards.each()), rss>>20, heap>>20, cpuLine(cpuSince(shards.cpuFirst, shards.cpuLast)))
+	b.logf("%s formed, seen from outside, after its creation: %s; first key %.2f s, last key %.2f s, Ready %.2f s", name, milestones, first, last, took)
 	return b.deleteCluster(ctx, restored)
 }
 
@@ -530,7 +546,13 @@ func (b *backupBench) watchLoads(ctx context.Context, key client.ObjectKey) func
 	go func() {
 		defer close(done)
 		var addrs []string
-		var pw string
+		var counters []*goredis.Client // one connection per master, kept: the bench shares the cores
+		var readCPU func() map[string]float64
+		defer func() {
+			for _, c := range counters {
+				_ = c.Close()
+			}
+		}()
 		last := map[string]int64{}
 		for ctx.Err() == nil {
 			time.Sleep(100 * time.Millisecond)
@@ -544,13 +566,16 @@ func (b *backupBench) watchLoads(ctx context.Context, key client.ObjectKey) func
 					if err != nil {
 						continue
 					}
-					addrs, pw = a, p
+					addrs, readCPU = a, b.cpuReader(ctx, key.Name)
+					for _, addr := range a {
+						counters = append(counters, goredis.NewClient(&goredis.Options{Addr: addr, Password: p, DisableIdentity: true, Protocol: 2, PoolSize: 1}))
+					}
 					out.first, out.last = make([]float64, len(a)), make([]float64, len(a))
 				}
 				continue
 			}
 			for i, a := range addrs {
-				n, err := dbsize(ctx, a, pw)
+				n, err := counters[i].DBSize(ctx).Result()
 				if err != nil || n == last[a] {
 					continue
 				}
@@ -559,7 +584,7 @@ func (b *backupBench) watchLoads(ctx context.Context, key client.ObjectKey) func
 					out.first[i] = now
 				}
 				out.last[i], last[a] = now, n
-				out.cpuLast = b.cpu(ctx, key.Name)
+				out.cpuLast = readCPU()
 				if out.cpuFirst == nil {
 					out.cpuFirst = out.cpuLast
 				}
@@ -598,7 +623,7 @@ func (b *backupBench) watchMemory(ctx context.Context) (*memoryWatch, error) {
 				heap, _ := goMemory(families)
 				peak = max(peak, heap)
 			}
-			time.Sleep(250 * time.Millisecond)
+			time.Sleep(time.Second) // a scrape costs both processes CPU the load would use
 		}
 	}()
 	return &memoryWatch{stop: func() (uint64, uint64) {
@@ -648,31 +673,50 @@ func BackupTable(all []BackupFigures) string {
 }
 
 // cpu is the CPU seconds used so far by the operator, the object store, the redis-servers of
-// the cluster name with the snapshot forks they reaped, and the redis-cli processes this
-// bench ran and reaped; with the machine's busy and total seconds.
+// the cluster name with the snapshot forks they reaped, the local cluster's components, this
+// process, and the redis-cli processes this bench ran and reaped; with the machine's busy
+// and total seconds.
 func (b *backupBench) cpu(ctx context.Context, name string) map[string]float64 {
-	out := map[string]float64{}
-	out["operator"], _ = processCPU(b.op.cmd.Process.Pid)
+	return b.cpuReader(ctx, name)()
+}
+
+// cpuReader finds the processes cpu reads once (the redis-servers' among all of the
+// machine's) and returns what reads their CPU seconds: cheap enough to call every 100 ms
+// while a restore loads, beside it on the same cores.
+func (b *backupBench) cpuReader(ctx context.Context, name string) func() map[string]float64 {
+	pids := map[string][]int{"operator": {b.op.cmd.Process.Pid}, benchProcess: {os.Getpid()}}
 	if pid := b.store.PID(); pid > 0 {
-		out["object store"], _ = processCPU(pid)
+		pids["object store"] = []int{pid}
+	}
+	for component, pid := range b.env.Cluster.PIDs() {
+		pids[component] = []int{pid}
 	}
 	rc := &redisv1alpha1.RedisCluster{}
 	if err := b.env.Client.Get(ctx, client.ObjectKey{Namespace: backupNS, Name: name}, rc); err == nil {
 		for _, n := range rc.Status.Nodes {
-			for _, pid := range b.kubelet.Processes(backupNS, n.Name) {
-				own, forks, _ := processAndChildrenCPU(pid)
-				out["redis-server"] += own + forks
-			}
+			pids["redis-server"] = append(pids["redis-server"], b.kubelet.Processes(backupNS, n.Name)...)
 		}
 	}
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err == nil {
-		out["redis-cli"] = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	return func() map[string]float64 {
+		out := map[string]float64{}
+		for component, ps := range pids {
+			for _, pid := range ps {
+				own, forks, _ := processAndChildrenCPU(pid)
+				out[component] += own
+				if component == "redis-server" { // its snapshot forks; this process's children are the redis-clis
+					out[component] += forks
+				}
+			}
+		}
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err == nil {
+			out["redis-cli"] = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+		}
+		if busy, total, err := machineCPU(); err == nil {
+			out[machineBusy], out[machineTotal] = busy, total
+		}
+		return out
 	}
-	if busy, total, err := machineCPU(); err == nil {
-		out[machineBusy], out[machineTotal] = busy, total
-	}
-	return out
 }
 
 // cpuSince is what each of after's figures grew since before.

@@ -38,6 +38,10 @@ type Figures struct {
 	// FloorRolledOut is when, after the floor's image change, every Deployment is
 	// available with the new image: the rollouts' end.
 	FloorRolledOut float64 `json:"floorRolledOutSeconds"`
+	// FloorAvailableAsAsked is when every Deployment first counted as many available
+	// replicas as it asks for, its spec observed (availableAsAsked): what FloorRolledOut
+	// measured until 2026-12-01.
+	FloorAvailableAsAsked float64 `json:"floorAvailableAsAskedSeconds"`
 	// The user's own part of each of the operator's waves, alone, on the floor's cluster
 	// once its rollout is over and with no operator to react: N AppServices created, then
 	// each patched to the new image. No operator can make its waves cost less.
@@ -53,8 +57,11 @@ type Figures struct {
 	// patched (with the status and the watcher) and its Deployment patched as soon as the
 	// patch is answered, so the user's patches meet the rollouts as they do with an
 	// operator. Measured last on the floor's cluster.
-	FloorTogether    float64            `json:"floorTogetherSeconds"`
-	FloorTogetherCPU map[string]float64 `json:"floorTogetherCPUSeconds"`
+	FloorTogether float64 `json:"floorTogetherSeconds"`
+	// FloorTogetherRolledOut is when that wave's rollouts ended: the earliest an operator
+	// whose Deployment writes follow the user's patches could report every status settled.
+	FloorTogetherRolledOut float64            `json:"floorTogetherRolledOutSeconds"`
+	FloorTogetherCPU       map[string]float64 `json:"floorTogetherCPUSeconds"`
 	// The operator: N AppServices.
 	Children  float64 `json:"childrenSeconds"`
 	Converged float64 `json:"convergedSeconds"`
@@ -62,6 +69,9 @@ type Figures struct {
 	// UpdateSettled is when, after the image change, every status again describes its
 	// spec, Available and not Progressing: the rollouts' end as the AppServices report it.
 	UpdateSettled float64 `json:"updateSettledSeconds"`
+	// Settle is, in the same wave, when the operator's own Deployments rolled out and how
+	// long each status took to settle after its Deployment did.
+	Settle SettleTrace `json:"settle"`
 	// CPU seconds by component (the local cluster's processes, the bench's own process with
 	// its clients and the in-process operator, and the machine's busy and total seconds)
 	// during each wave.
@@ -179,12 +189,12 @@ func Table(fs []Figures) string {
 // then, for each N run more than once, the medians.
 func UpdateTable(fs []Figures) string {
 	var b strings.Builder
-	b.WriteString("| N | run | floor update + AppService patches alone (s) | operator update wave (s) | ratio to floor + patches | patches with the operator's status (s) | ratio to floor + those | a zero-cost operator's wave (s) | ratio to it | floor rolled out (s) | operator settled (s) | ratio | writes per update | reconciles per AppService: create / update | creation latency p50 / p99 with N (s) | peak RSS operator / memcached (MiB) |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| N | run | floor update + AppService patches alone (s) | operator update wave (s) | ratio to floor + patches | patches with the operator's status (s) | ratio to floor + those | a zero-cost operator's wave (s) | ratio to it | floor rolled out (s) | operator settled (s) | ratio | zero-cost wave rolled out (s) | settled / it | operator's own rollouts (s) | settled / own rollouts | rolled out to settled p99 / max (s) | writes per update | reconciles per AppService: create / update | creation latency p50 / p99 with N (s) | peak RSS operator / memcached (MiB) |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	row := func(n int, run string, r updateRow) {
-		fmt.Fprintf(&b, "| %d | %s | %.1f + %.1f | %.1f | %.2f | %.1f | %.2f | %.1f | %.2f | %.1f | %.1f | %.2f | %.2f | %.2f / %.2f | %.3f / %.3f | %.1f / %.1f |\n",
+		fmt.Fprintf(&b, "| %d | %s | %.1f + %.1f | %.1f | %.2f | %.1f | %.2f | %.1f | %.2f | %.1f | %.1f | %.2f | %.1f | %.2f | %.1f | %.2f | %.2f / %.2f | %.2f | %.2f / %.2f | %.3f / %.3f | %.1f / %.1f |\n",
 			n, run, r.floorUpdate, r.userPatch, r.update, r.updateRatio, r.userPatchStatus, r.updateRatioStatus, r.together, r.updateRatioTogether,
-			r.floorRolledOut, r.settled, r.settledRatio,
+			r.floorRolledOut, r.settled, r.settledRatio, r.togetherRolledOut, r.settledTogetherRatio, r.ownRolledOut, r.settledOwnRatio, r.lagP99, r.lagMax,
 			r.writesPerUpdate, r.createReconciles, r.updateReconciles, r.p50, r.p99, r.peakRSS, r.memcachedPeakRSS)
 	}
 	type side struct{ n, workers int }
@@ -210,6 +220,7 @@ func UpdateTable(fs []Figures) string {
 // updateRow is one row of UpdateTable.
 type updateRow struct {
 	floorUpdate, userPatch, update, updateRatio, floorRolledOut, settled, settledRatio       float64
+	ownRolledOut, settledOwnRatio, lagP99, lagMax, togetherRolledOut, settledTogetherRatio   float64
 	userPatchStatus, updateRatioStatus, together, updateRatioTogether                        float64
 	writesPerUpdate, createReconciles, updateReconciles, p50, p99, peakRSS, memcachedPeakRSS float64
 }
@@ -221,6 +232,8 @@ func rowOf(f Figures) updateRow {
 		userPatchStatus: f.FloorUserPatchStatus, updateRatioStatus: f.Update / (f.FloorUpdate + f.FloorUserPatchStatus),
 		together: f.FloorTogether, updateRatioTogether: f.Update / f.FloorTogether,
 		floorRolledOut: f.FloorRolledOut, settled: f.UpdateSettled, settledRatio: f.UpdateSettled / f.FloorRolledOut,
+		togetherRolledOut: f.FloorTogetherRolledOut, settledTogetherRatio: f.UpdateSettled / f.FloorTogetherRolledOut,
+		ownRolledOut: f.Settle.RolledOut, settledOwnRatio: f.UpdateSettled / f.Settle.RolledOut, lagP99: f.Settle.LagP99, lagMax: f.Settle.LagMax,
 		writesPerUpdate: float64(sum(f.UpdateWrites)) / n, createReconciles: float64(f.CreateReconciles) / n,
 		updateReconciles: float64(f.UpdateReconciles) / n, p50: f.LatencyP50, p99: f.LatencyP99,
 		peakRSS: mib(f.PeakRSSBytes), memcachedPeakRSS: mib(f.Memcached.PeakRSSBytes),
@@ -241,13 +254,16 @@ func medianRow(rs []updateRow) updateRow {
 		floorUpdate: col(func(r updateRow) float64 { return r.floorUpdate }), userPatch: col(func(r updateRow) float64 { return r.userPatch }),
 		userPatchStatus: col(func(r updateRow) float64 { return r.userPatchStatus }), together: col(func(r updateRow) float64 { return r.together }),
 		update: col(func(r updateRow) float64 { return r.update }), floorRolledOut: col(func(r updateRow) float64 { return r.floorRolledOut }),
-		settled: col(func(r updateRow) float64 { return r.settled }), writesPerUpdate: col(func(r updateRow) float64 { return r.writesPerUpdate }),
+		settled: col(func(r updateRow) float64 { return r.settled }), ownRolledOut: col(func(r updateRow) float64 { return r.ownRolledOut }),
+		togetherRolledOut: col(func(r updateRow) float64 { return r.togetherRolledOut }),
+		lagP99:            col(func(r updateRow) float64 { return r.lagP99 }), lagMax: col(func(r updateRow) float64 { return r.lagMax }), writesPerUpdate: col(func(r updateRow) float64 { return r.writesPerUpdate }),
 		createReconciles: col(func(r updateRow) float64 { return r.createReconciles }), updateReconciles: col(func(r updateRow) float64 { return r.updateReconciles }),
 		p50: col(func(r updateRow) float64 { return r.p50 }), p99: col(func(r updateRow) float64 { return r.p99 }),
 		peakRSS: col(func(r updateRow) float64 { return r.peakRSS }), memcachedPeakRSS: col(func(r updateRow) float64 { return r.memcachedPeakRSS }),
 	}
-	m.updateRatio, m.settledRatio = m.update/(m.floorUpdate+m.userPatch), m.settled/m.floorRolledOut
+	m.updateRatio, m.settledRatio, m.settledOwnRatio = m.update/(m.floorUpdate+m.userPatch), m.settled/m.floorRolledOut, m.settled/m.ownRolledOut
 	m.updateRatioStatus, m.updateRatioTogether = m.update/(m.floorUpdate+m.userPatchStatus), m.update/m.together
+	m.settledTogetherRatio = m.settled / m.togetherRolledOut
 	return m
 }
 
@@ -324,7 +340,7 @@ func waitFor(ctx context.Context, start time.Time, what string, cond func(ctx co
 }
 
 // deploymentsDone reports whether ns holds n Deployments that all run image and, when
-// available is set, have every replica available.
+// available is set, have rolled out (rolledOut).
 func deploymentsDone(c client.Reader, ns string, n int, image string, available bool) func(ctx context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
 		done, err := deploymentsRunning(ctx, c, ns, image, available)
@@ -333,23 +349,34 @@ func deploymentsDone(c client.Reader, ns string, n int, image string, available 
 }
 
 // deploymentsRunning counts the Deployments in ns that run image and, when available is
-// set, have every replica available.
+// set, have rolled out (rolledOut).
 func deploymentsRunning(ctx context.Context, c client.Reader, ns, image string, available bool) (int, error) {
+	return countDeployments(ctx, c, ns, func(d *appsv1.Deployment) bool {
+		return d.Spec.Template.Spec.Containers[0].Image == image && (!available || rolledOut(d, image))
+	})
+}
+
+// countDeployments counts the Deployments in ns for which counted is true.
+func countDeployments(ctx context.Context, c client.Reader, ns string, counted func(*appsv1.Deployment) bool) (int, error) {
 	list := &appsv1.DeploymentList{}
 	if err := c.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 		return 0, err
 	}
 	done := 0
-	for _, d := range list.Items {
-		if d.Spec.Template.Spec.Containers[0].Image != image {
-			continue
+	for i := range list.Items {
+		if counted(&list.Items[i]) {
+			done++
 		}
-		if available && (d.Status.ObservedGeneration != d.Generation || d.Status.AvailableReplicas != ptr.Deref(d.Spec.Replicas, 1)) {
-			continue
-		}
-		done++
 	}
 	return done, nil
+}
+
+// availableAsAsked reports whether d's controller observed its spec and counts as many
+// available replicas as it asks for: the measure of a rollout's end until 2026-12-01, which
+// an old pod still running satisfies before the new one starts (see rolledOut).
+func availableAsAsked(d *appsv1.Deployment, image string) bool {
+	return d.Spec.Template.Spec.Containers[0].Image == image && d.Status.ObservedGeneration == d.Generation &&
+		d.Status.AvailableReplicas == ptr.Deref(d.Spec.Replicas, 1)
 }
 
 // servicesExist reports whether ns holds n Services.

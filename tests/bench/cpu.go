@@ -112,7 +112,7 @@ func machineCPU() (busy, total float64, err error) {
 }
 
 // cpuLine renders one wave's CPU seconds: the machine's use of its cores, then each
-// component's seconds, largest first.
+// component's seconds, largest first, and the busy seconds of every other process.
 func cpuLine(cpu map[string]float64) string {
 	if len(cpu) == 0 {
 		return "not measured"
@@ -131,8 +131,13 @@ func cpuLine(cpu map[string]float64) string {
 		}
 		return strings.Compare(a, b)
 	})
+	named := 0.0
 	for _, n := range names {
 		parts = append(parts, fmt.Sprintf("%s %.1f", n, cpu[n]))
+		named += cpu[n]
+	}
+	if cpu[machineTotal] > 0 {
+		parts = append(parts, fmt.Sprintf("the rest of the machine %.1f", cpu[machineBusy]-named))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -175,10 +175,17 @@ func runFloor(ctx context.Context, o Options, f *Figures) error {
 		return err
 	}
 	f.FloorUpdateCPU = cpu.Reset()
+	if f.FloorAvailableAsAsked, err = waitFor(ctx, start, "the floor's Deployments available as asked", func(ctx context.Context) (bool, error) {
+		n, err := countDeployments(ctx, watched, ns, func(d *appsv1.Deployment) bool { return availableAsAsked(d, image2) })
+		return n == o.N, err
+	}); err != nil {
+		return err
+	}
 	if f.FloorRolledOut, err = waitFor(ctx, start, "the floor's rollout", deploymentsDone(watched, ns, o.N, image2, true)); err != nil {
 		return err
 	}
-	o.Logf("floor: every Deployment carries the new image after %.1f s, all rolled out after %.1f s; CPU s: %s", f.FloorUpdate, f.FloorRolledOut, cpuLine(f.FloorUpdateCPU))
+	o.Logf("floor: every Deployment carries the new image after %.1f s, all available as asked after %.1f s (the measure until 2026-12-01), rolled out after %.1f s; CPU s: %s",
+		f.FloorUpdate, f.FloorAvailableAsAsked, f.FloorRolledOut, cpuLine(f.FloorUpdateCPU))
 	if err := profiled(); err != nil {
 		return err
 	}
@@ -224,8 +231,11 @@ func floorTogether(ctx context.Context, o Options, c client.Client, watched clie
 		return err
 	}
 	f.FloorTogetherCPU = cpu.Reset()
-	o.Logf("floor: %d AppServices patched (with the operator's status and a watcher), each Deployment patched as its patch is answered: every Deployment carries the new image after %.1f s; CPU s: %s",
-		o.N, f.FloorTogether, cpuLine(f.FloorTogetherCPU))
+	if f.FloorTogetherRolledOut, err = waitFor(ctx, start, "the rollouts of the floor's update with the user's patches", deploymentsDone(watched, ns, o.N, image4, true)); err != nil {
+		return err
+	}
+	o.Logf("floor: %d AppServices patched (with the operator's status and a watcher), each Deployment patched as its patch is answered: every Deployment carries the new image after %.1f s, rolled out after %.1f s; CPU s: %s",
+		o.N, f.FloorTogether, f.FloorTogetherRolledOut, cpuLine(f.FloorTogetherCPU))
 	return nil
 }
 
@@ -416,6 +426,8 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	profiled := apiServerProfile(ctx, env.Cluster.Config, profileSeconds, o.APIServerProfiles, fmt.Sprintf("apiserver-operator-update-%d", o.N))
 	start = time.Now()
 	patched := &atomic.Int64{}
+	stopSettle := traceSettle(ctx, watched, ns, image2, start)
+	defer stopSettle()
 	if o.Trace {
 		traceCtx, stopTrace := context.WithCancel(ctx)
 		defer stopTrace()
@@ -443,6 +455,9 @@ func runOperator(ctx context.Context, o Options, f *Figures) error {
 	if f.UpdateSettled, err = waitFor(ctx, start, "converged after the update", converged(watched, ns, o.N)); err != nil {
 		return err
 	}
+	f.Settle = stopSettle()
+	o.Logf("operator: its own Deployments rolled out after %.1f s, every status settled after %.1f s (%.2fx); from a Deployment rolled out to its status settled p50 %.2f s, p99 %.2f s, max %.2f s, %d over 1 s",
+		f.Settle.RolledOut, f.UpdateSettled, f.UpdateSettled/f.Settle.RolledOut, f.Settle.LagP50, f.Settle.LagP99, f.Settle.LagMax, f.Settle.Over1s)
 	time.Sleep(2 * time.Second)
 	f.UpdateWrites, f.UpdateStatusChanges, f.UpdateReconciles = writes.Reset(), changes.Reset(), reconciled.Reset()
 	f.UpdatePodLists = podLists.Swap(0)
