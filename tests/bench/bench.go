@@ -323,6 +323,11 @@ func parallel(ctx context.Context, n int, f func(ctx context.Context, i int) err
 // waitFor polls cond every 100 ms until it holds (for at most the bench's timeout), and
 // returns how long that took from start.
 func waitFor(ctx context.Context, start time.Time, what string, cond func(ctx context.Context) (bool, error)) (float64, error) {
+	return waitForEvery(ctx, start, what, 100*time.Millisecond, cond)
+}
+
+// waitForEvery is waitFor asking cond every period.
+func waitForEvery(ctx context.Context, start time.Time, what string, period time.Duration, cond func(ctx context.Context) (bool, error)) (float64, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		ok, err := cond(ctx)
@@ -335,7 +340,7 @@ func waitFor(ctx context.Context, start time.Time, what string, cond func(ctx co
 		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("%s: not after %s", what, timeout)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(period)
 	}
 }
 

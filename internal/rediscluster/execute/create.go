@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
@@ -21,10 +23,10 @@ type emptyNode struct {
 	epochZero bool
 }
 
-// Create builds the cluster of plan the way `redis-cli --cluster create` does: it gives
+// Create builds the cluster of plan much as `redis-cli --cluster create` does: it gives
 // each master its slots (CLUSTER ADDSLOTSRANGE), gives every node its own config epoch,
-// introduces every node to the first master (CLUSTER MEET), waits until all nodes know each
-// other and agree on the slots, makes the replicas replicate their masters (CLUSTER
+// introduces every node to every other (CLUSTER MEET, see meet), waits until all nodes know
+// each other and agree on the slots, makes the replicas replicate their masters (CLUSTER
 // REPLICATE), and waits until every node reports cluster_state:ok with the planned slots
 // and every replica reports itself attached to its master (not with plan.NoReadyWait).
 //
@@ -156,20 +158,35 @@ func (a *Admin) setConfigEpochs(ctx context.Context, plan layout.Plan, nodes map
 	return nil
 }
 
-// meet introduces every node to the first master.
+// meet introduces every pair of nodes directly: each node sends, in one pipeline, a CLUSTER
+// MEET for every node after it in the plan. Every node then knows the others after one
+// handshake with each, instead of learning of them from the gossip of the one node they all
+// met (`redis-cli --cluster create` meets every node with the first master only): six nodes
+// on loopback knew each other 0.3-0.6 s after the MEETs against 0.8-3.9 s, a wait the Form
+// step spends holding one of the reconcile workers every cluster shares.
 func (a *Admin) meet(ctx context.Context, plan layout.Plan, nodes map[string]emptyNode) error {
-	first := plan.Masters[0].Addr
-	for _, e := range plan.Endpoints()[1:] {
-		n := nodes[e.Addr]
-		args := []any{"CLUSTER", "MEET", n.meetIP, n.self.Port}
-		if n.self.BusPort != 0 && n.self.BusPort != n.self.Port+10000 {
-			args = append(args, n.self.BusPort)
-		}
-		if err := a.Client(first).Do(ctx, args...).Err(); err != nil {
-			return fmt.Errorf("while introducing %s to %s: %w", e.Addr, first, err)
+	endpoints := plan.Endpoints()
+	for i, from := range endpoints[:len(endpoints)-1] {
+		if _, err := a.Client(from.Addr).Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for _, to := range endpoints[i+1:] {
+				p.Do(ctx, meetArgs(nodes[to.Addr])...)
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("while introducing the nodes after %s in the plan to it: %w", from.Addr, err)
 		}
 	}
 	return nil
+}
+
+// meetArgs is the CLUSTER MEET that introduces n, with its bus port when it is not the
+// data port + 10000.
+func meetArgs(n emptyNode) []any {
+	args := []any{"CLUSTER", "MEET", n.meetIP, n.self.Port}
+	if n.self.BusPort != 0 && n.self.BusPort != n.self.Port+10000 {
+		args = append(args, n.self.BusPort)
+	}
+	return args
 }
 
 // waitJoined waits until every node knows every other node, none in handshake, and sees

@@ -239,6 +239,41 @@ func TestCreateSixNodes(t *testing.T) {
 	})
 }
 
+// TestMeetIntroducesEveryPairAtOnce: right after the MEETs, before any gossip, every node
+// already lists every node after it in the plan (in handshake or known): each was met
+// directly, so none waits for the gossip of the first master to learn of the others.
+func TestMeetIntroducesEveryPairAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	servers := startServers(t, 6, "")
+	admin := NewAdmin("", 2*time.Second)
+	defer func() { _ = admin.Close() }()
+	plan := mustPlan(t, endpointsOf(servers), 1)
+	empty, err := admin.preflight(ctx, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, before := range []func(context.Context, layout.Plan, map[string]emptyNode) error{admin.assignSlots, admin.setConfigEpochs, admin.meet} {
+		if err := before(ctx, plan, empty); err != nil {
+			t.Fatal(err)
+		}
+	}
+	endpoints := plan.Endpoints()
+	for i, e := range endpoints {
+		view, err := admin.ClusterNodes(ctx, e.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := len(endpoints) - i; len(view) < want {
+			t.Errorf("%s (node %d of the plan) lists %d nodes right after the MEETs, want at least %d: itself and every node after it", e.Addr, i, len(view), want)
+		}
+	}
+	if err := admin.waitJoined(ctx, plan, empty); err != nil {
+		t.Fatalf("the nodes met directly did not come to know each other: %v", err)
+	}
+}
+
 func mustPlan(t *testing.T, nodes []layout.Endpoint, replicas int) layout.Plan {
 	t.Helper()
 	p, err := layout.Create(nodes, replicas)

@@ -24,6 +24,6 @@ func planCoverage(spec Desired, s observe.Snapshot, _ health.Health) (Step, bool
 	if len(addrs) == 0 {
 		return Step{}, false
 	}
-	return Step{Kind: StepSetCoverage, Addrs: addrs, Coverage: spec.Coverage, After: LookSoon,
+	return Step{Kind: StepSetCoverage, Addrs: addrs, Coverage: spec.Coverage, After: lookNext,
 		Reason: "setting cluster-require-full-coverage " + spec.Coverage + " on " + strings.Join(pods, ", ")}, true
 }

@@ -48,7 +48,7 @@ func TestPlanCoverage(t *testing.T) {
 			if !ok {
 				return
 			}
-			expect(t, got.Coverage == tc.spec.Coverage && got.After == LookSoon, "sets %q after %s, want %q", got.Coverage, got.After, tc.spec.Coverage)
+			expect(t, got.Coverage == tc.spec.Coverage && got.After == lookNext, "sets %q after %s, want %q", got.Coverage, got.After, tc.spec.Coverage)
 			expect(t, slices.Equal(got.Addrs, tc.addrs), "sets %v, want %v", got.Addrs, tc.addrs)
 			expect(t, got.Behind != nil && got.Shown().Kind == tc.behind, "the status shows %s, want %s", got.Shown().Kind, tc.behind)
 			if got.Behind != nil {

@@ -22,6 +22,10 @@ const (
 	// LookSoon: a step acted, or Redis servers are starting (a server answering is not a
 	// Kubernetes event).
 	LookSoon = time.Second
+	// lookNext: a side step whose effect the operator recorded as it acted (a setting it
+	// remembers per node process), so the step it stood in front of can come at once: a new
+	// cluster's Form, 0.9 s sooner than after LookSoon.
+	lookNext = 100 * time.Millisecond
 	// lookForPods: pods that do not answer (Pending, starting, held by their start guard).
 	lookForPods = 5 * time.Second
 	// LookIdle: a formed cluster's nodes are read again this often: a failover or a crashed
