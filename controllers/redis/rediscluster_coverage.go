@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 )
 
 // checkCoverage marks, in the snapshot, the answering nodes this operator has not set the
@@ -37,6 +38,11 @@ func (r *RedisClusterReconciler) setCoverage(ctx context.Context, s *state) erro
 		if o := &s.snap.Nodes[i]; slices.Contains(set, o.Addr) {
 			r.coverageSet.mark(cluster, s.step.Coverage, o)
 		}
+	}
+	if len(set) < len(s.step.Addrs) {
+		// A node left out without an error (it stopped answering) would be the next step
+		// again: not every 100 ms.
+		s.step.After = plan.LookSoon
 	}
 	return err
 }

@@ -22,9 +22,10 @@ const (
 	// LookSoon: a step acted, or Redis servers are starting (a server answering is not a
 	// Kubernetes event).
 	LookSoon = time.Second
-	// lookNext: a side step whose effect the operator recorded as it acted (a setting it
+	// lookNext: a side step whose effect the operator records as it acts (a setting it
 	// remembers per node process), so the step it stood in front of can come at once: a new
-	// cluster's Form, 0.9 s sooner than after LookSoon.
+	// cluster's Form, 0.9 s sooner than after LookSoon. The act falls back to LookSoon when
+	// a node was left out (setCoverage).
 	lookNext = 100 * time.Millisecond
 	// lookForPods: pods that do not answer (Pending, starting, held by their start guard).
 	lookForPods = 5 * time.Second
