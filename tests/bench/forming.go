@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	redisnodes "github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/resources"
+	"github.com/middleware-operator/middleware-operator/tests/testenv"
 )
 
 // formingPoll is how often traceForming looks at a new cluster's pods and nodes.
@@ -89,7 +90,7 @@ func (m *formingMilestones) observe(ctx context.Context, now float64, pods []cor
 	seen(&m.PodsCreated, len(pods) == nodes)
 	ready, met, assigned, stateOK, linked := 0, 0, 0, 0, 0
 	for _, p := range pods {
-		if podReady(&p) {
+		if testenv.PodReady(&p) {
 			ready++
 		}
 		if p.Status.PodIP == "" {
@@ -103,7 +104,7 @@ func (m *formingMilestones) observe(ctx context.Context, now float64, pods []cor
 		if err != nil {
 			continue
 		}
-		fields := infoFields(info)
+		fields := redisnodes.ParseClusterInfo(info)
 		if fields["cluster_known_nodes"] == strconv.Itoa(nodes) {
 			met++
 		}
@@ -114,7 +115,7 @@ func (m *formingMilestones) observe(ctx context.Context, now float64, pods []cor
 			stateOK++
 		}
 		if repl, err := rc.Info(ctx, "replication").Result(); err == nil {
-			r := infoFields(repl)
+			r := redisnodes.ParseClusterInfo(repl)
 			if r["role"] == "slave" && r["master_link_status"] == "up" {
 				linked++
 			}
@@ -125,25 +126,4 @@ func (m *formingMilestones) observe(ctx context.Context, now float64, pods []cor
 	seen(&m.SlotsAssigned, assigned == nodes)
 	seen(&m.StateOK, stateOK == nodes)
 	seen(&m.ReplicasLinked, linked == nodes-masters)
-}
-
-// podReady reports whether p's Ready condition is true.
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// infoFields parses the "key:value" lines of an INFO or CLUSTER INFO answer.
-func infoFields(info string) map[string]string {
-	out := map[string]string{}
-	for line := range strings.SplitSeq(info, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
-			out[k] = v
-		}
-	}
-	return out
 }
