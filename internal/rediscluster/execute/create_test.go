@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -269,8 +270,69 @@ func TestMeetIntroducesEveryPairAtOnce(t *testing.T) {
 			t.Errorf("%s (node %d of the plan) lists %d nodes right after the MEETs, want at least %d: itself and every node after it", e.Addr, i, len(view), want)
 		}
 	}
-	if err := admin.waitJoined(ctx, plan, empty); err != nil {
+	if err := admin.waitMet(ctx, plan, empty); err != nil {
 		t.Fatalf("the nodes met directly did not come to know each other: %v", err)
+	}
+}
+
+// TestAnnounceSlotsSendsEveryNodeAMeetFromEveryOtherMaster: once the nodes know each other,
+// each master's MEET reaches every other node (the packet a node takes a known master's
+// slots from), so no node waits for its next ping to learn them.
+func TestAnnounceSlotsSendsEveryNodeAMeetFromEveryOtherMaster(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	servers := startServers(t, 6, "")
+	admin := NewAdmin("", 2*time.Second)
+	defer func() { _ = admin.Close() }()
+	plan := mustPlan(t, endpointsOf(servers), 1)
+	empty, err := admin.preflight(ctx, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, before := range []func(context.Context, layout.Plan, map[string]emptyNode) error{admin.assignSlots, admin.setConfigEpochs, admin.meet, admin.waitMet} {
+		if err := before(ctx, plan, empty); err != nil {
+			t.Fatal(err)
+		}
+	}
+	meetsReceived := func(addr string) int {
+		info, err := admin.ClusterInfo(ctx, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := strconv.Atoi(info["cluster_stats_messages_meet_received"]) // absent until the first
+		return n
+	}
+	endpoints := plan.Endpoints()
+	before := map[string]int{}
+	for _, e := range endpoints {
+		before[e.Addr] = meetsReceived(e.Addr)
+	}
+	if err := admin.announceSlots(ctx, plan, empty); err != nil {
+		t.Fatal(err)
+	}
+	isMaster := map[string]bool{}
+	for _, m := range plan.Masters {
+		isMaster[m.Addr] = true
+	}
+	for _, e := range endpoints {
+		want := len(plan.Masters)
+		if isMaster[e.Addr] {
+			want-- // not from itself
+		}
+		// Redis sends a MEET from its cron (every 100 ms) once it has a link to the node.
+		deadline := time.Now().Add(5 * time.Second)
+		got := meetsReceived(e.Addr) - before[e.Addr]
+		for got < want && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+			got = meetsReceived(e.Addr) - before[e.Addr]
+		}
+		if got < want {
+			t.Errorf("%s received %d MEETs after every node knew the others, want one from each of the %d other masters", e.Addr, got, want)
+		}
+	}
+	if err := admin.waitSlots(ctx, plan, empty); err != nil {
+		t.Fatalf("the nodes did not come to agree on the slots: %v", err)
 	}
 }
 
