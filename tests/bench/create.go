@@ -34,6 +34,14 @@ type CreateFigures struct {
 	// OperatorCPUSeconds is the operator process's CPU over the RedisCluster phase, RSSMiB
 	// its resident memory at its end.
 	OperatorCPUSeconds, RSSMiB float64
+	// PodsReadySeconds is how long after their creation the RedisClusters' StatefulSets all
+	// had every replica Ready (the operator's phase's own pods, polled every second); LagP50,
+	// LagP90 and LagMax the spread, over the clusters, of the time from a cluster's
+	// StatefulSet being Ready to its status saying Ready.
+	PodsReadySeconds, LagP50, LagP90, LagMax float64
+	// StatefulSetsCreatedSeconds is how long after the RedisClusters' creation the operator
+	// had created the last of their StatefulSets (to the second).
+	StatefulSetsCreatedSeconds float64
 }
 
 // RunCreate starts a fresh local cluster with real redis-server pods and the operator's
@@ -74,10 +82,13 @@ func RunCreate(ctx context.Context, n, nodes int, logf func(string, ...any)) (Cr
 			return f, err
 		}
 	}
-	if err := waitAllReady(ctx, env.Client, createNamespace, n, 20*time.Minute); err != nil {
+	trace, err := traceCreate(ctx, env.Client, createNamespace, n, start, 20*time.Minute)
+	if err != nil {
 		return f, err
 	}
 	f.ClusterSeconds = time.Since(start).Seconds()
+	f.StatefulSetsCreatedSeconds = trace.lastCreated()
+	f.PodsReadySeconds, f.LagP50, f.LagP90, f.LagMax = trace.lastPodsReady(), percentile(trace.lags(), 50), percentile(trace.lags(), 90), percentile(trace.lags(), 100)
 	after, err := op.cpuSeconds()
 	if err != nil {
 		return f, err
@@ -91,7 +102,79 @@ func RunCreate(ctx context.Context, n, nodes int, logf func(string, ...any)) (Cr
 	f.Ratio = f.ClusterSeconds / f.FloorSeconds
 	logf("%d RedisClusters of %d nodes Ready after %.1f s (%.1fx the floor); operator %.1f CPU-s, RSS %.0f MiB",
 		n, nodes, f.ClusterSeconds, f.Ratio, f.OperatorCPUSeconds, f.RSSMiB)
+	logf("the operator created the last of their StatefulSets after %.0f s; they were all Ready after %.1f s; from a cluster's StatefulSet Ready to its status Ready: p50 %.1f s, p90 %.1f s, max %.1f s",
+		f.StatefulSetsCreatedSeconds, f.PodsReadySeconds, f.LagP50, f.LagP90, f.LagMax)
 	return f, nil
+}
+
+// createTrace is when, in seconds after their creation, each RedisCluster's StatefulSet first
+// had every replica Ready and its status first said Ready, seen by a poll every second.
+// Its StatefulSet's creation (creationTimestamp: whole seconds) is in created.
+type createTrace struct{ created, podsReady, ready map[string]float64 }
+
+// traceCreate polls the n RedisClusters of ns and their StatefulSets every second until every
+// cluster is Ready, or limit passes.
+func traceCreate(ctx context.Context, c client.Client, ns string, n int, start time.Time, limit time.Duration) (createTrace, error) {
+	t := createTrace{created: map[string]float64{}, podsReady: map[string]float64{}, ready: map[string]float64{}}
+	for {
+		now := time.Since(start).Seconds()
+		sets := &appsv1.StatefulSetList{}
+		if err := c.List(ctx, sets, client.InNamespace(ns)); err != nil {
+			return t, err
+		}
+		for _, sts := range sets.Items {
+			t.created[sts.Name] = sts.CreationTimestamp.Sub(start.Truncate(time.Second)).Seconds()
+			if _, seen := t.podsReady[sts.Name]; !seen && sts.Spec.Replicas != nil && sts.Status.ReadyReplicas == *sts.Spec.Replicas {
+				t.podsReady[sts.Name] = now
+			}
+		}
+		list := &redisv1alpha1.RedisClusterList{}
+		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return t, err
+		}
+		for i := range list.Items {
+			if _, seen := t.ready[list.Items[i].Name]; !seen && isReady(&list.Items[i]) {
+				t.ready[list.Items[i].Name] = now
+			}
+		}
+		if len(t.ready) == n {
+			return t, nil
+		}
+		if time.Since(start) > limit {
+			return t, fmt.Errorf("%d of %d RedisClusters Ready after %s", len(t.ready), n, limit)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// lastCreated is when the last StatefulSet was created.
+func (t createTrace) lastCreated() float64 {
+	last := 0.0
+	for _, s := range t.created {
+		last = max(last, s)
+	}
+	return last
+}
+
+// lastPodsReady is when the last StatefulSet was first seen Ready.
+func (t createTrace) lastPodsReady() float64 {
+	last := 0.0
+	for _, s := range t.podsReady {
+		last = max(last, s)
+	}
+	return last
+}
+
+// lags are, for each cluster, the seconds from its StatefulSet seen Ready to its status seen
+// Ready (the StatefulSet is named after the cluster).
+func (t createTrace) lags() []float64 {
+	var out []float64
+	for name, ready := range t.ready {
+		if pods, ok := t.podsReady[name]; ok {
+			out = append(out, ready-pods)
+		}
+	}
+	return out
 }
 
 // The namespaces of the two phases.
@@ -227,10 +310,10 @@ func floorGone(ctx context.Context, rb *redisBench, n, nodes int) error {
 // CreateTable formats the figures as a Markdown table.
 func CreateTable(all []CreateFigures) string {
 	var b strings.Builder
-	b.WriteString("| created at once | floor: StatefulSets Ready, redis-servers listening | RedisClusters Ready | ratio | operator CPU-s | operator RSS (MiB) |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| created at once | floor: StatefulSets Ready, redis-servers listening | RedisClusters Ready | ratio | their StatefulSets Ready | StatefulSet Ready -> status Ready p50 / p90 / max | operator CPU-s | operator RSS (MiB) |\n|---|---|---|---|---|---|---|---|\n")
 	for _, f := range all {
-		fmt.Fprintf(&b, "| %d x %d nodes | %.1f s, %.1f s | %.1f s | %.1f | %.1f | %.0f |\n",
-			f.Clusters, f.Nodes, f.FloorReadySeconds, f.FloorSeconds, f.ClusterSeconds, f.Ratio, f.OperatorCPUSeconds, f.RSSMiB)
+		fmt.Fprintf(&b, "| %d x %d nodes | %.1f s, %.1f s | %.1f s | %.1f | %.1f s | %.1f / %.1f / %.1f s | %.1f | %.0f |\n",
+			f.Clusters, f.Nodes, f.FloorReadySeconds, f.FloorSeconds, f.ClusterSeconds, f.Ratio, f.PodsReadySeconds, f.LagP50, f.LagP90, f.LagMax, f.OperatorCPUSeconds, f.RSSMiB)
 	}
 	return b.String()
 }
