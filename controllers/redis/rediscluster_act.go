@@ -67,6 +67,7 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 	case plan.StepDropAcceptance:
 		return r.dropAcceptance(ctx, s)
 	case plan.StepForm:
+		r.formed.mark(client.ObjectKeyFromObject(s.rc), time.Now()) // before the preflight: every node started earlier
 		done, err := bounded(ctx, func(ctx context.Context) error { return r.adminFor(s).Create(ctx, step.Create) })
 		if err != nil {
 			return fmt.Errorf("while forming the cluster: %w", err)

@@ -106,6 +106,8 @@ type RedisClusterReconciler struct {
 	// announced remembers which node processes were set to announce (StepAnnounce), by
 	// cluster-preferred-endpoint-type.
 	announced nodeValues
+	// formed remembers when each cluster's forming began, for its nodes' settling.
+	formed formedClusters
 	// userObjects reads the Secrets and ConfigMaps a user names once per version
 	// (caching.Versioned over References and APIReader).
 	userObjectsOnce sync.Once
@@ -149,6 +151,7 @@ func (r *RedisClusterReconciler) forgetCluster(key types.NamespacedName) {
 	r.certKeeper().Forget(key)
 	r.coverageSet.forget(key)
 	r.announced.forget(key)
+	r.formed.forget(key)
 	r.changes.forget(key)
 	r.backgroundLoads().Forget(key)
 	r.aclVerdicts.forget(key)

@@ -69,9 +69,11 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 			obs[i].Err = fmt.Errorf("the password is not known")
 		}
 	}
+	now := time.Now()
 	s.snap = observe.Snapshot{
 		Nodes: obs, Members: s.recorded, Masters: resources.RedisMasters(s.rc),
-		ReplicasPerMaster: resources.RedisReplicasPerMaster(s.rc), NodeTimeout: clusterconn.NodeTimeout, Now: time.Now(),
+		ReplicasPerMaster: resources.RedisReplicasPerMaster(s.rc), NodeTimeout: clusterconn.NodeTimeout, Now: now,
+		FormedAt: r.formed.since(client.ObjectKeyFromObject(s.rc), now, health.SettleTime(clusterconn.NodeTimeout)),
 	}
 	s.snap.CheckIdentity()
 	r.checkCertificates(ctx, s)

@@ -57,6 +57,20 @@ const writableDelay = 2 * time.Second
 // it answers may still meet CLUSTERDOWN.
 func SettleTime(nodeTimeout time.Duration) time.Duration { return nodeTimeout + writableDelay }
 
+// SettleLeft is how long until the node of o is trusted to report its cluster state (0 when
+// it is, or its start is unknown): SettleTime after its start, except for a node that
+// started before the operator formed the cluster from it (s.FormedAt). Such a node knew no
+// peer until the operator introduced them all, so it has no view from before a restart that
+// gossip must correct; what it reports is as current as a long-running node's.
+func SettleLeft(s *observe.Snapshot, o *observe.Observation) time.Duration {
+	if o.Started.IsZero() || !s.FormedAt.IsZero() && o.Started.Before(s.FormedAt) {
+		// Started is read as now minus INFO's whole seconds of uptime: never before the
+		// real start, so a node that restarted after the forming never passes for older.
+		return 0
+	}
+	return max(0, SettleTime(s.NodeTimeout)-s.Now.Sub(o.Started))
+}
+
 // HasFailedNodes reports whether a node ID in the cluster's tables is failed or answers nowhere.
 func (h Health) HasFailedNodes() bool { return h.FailedIDs > 0 }
 
@@ -178,10 +192,7 @@ func Assess(s observe.Snapshot) Health {
 	}
 	settling := 0
 	for _, o := range joined {
-		if o.Started.IsZero() {
-			continue
-		}
-		if left := SettleTime(s.NodeTimeout) - s.Now.Sub(o.Started); left > 0 {
+		if left := SettleLeft(&s, o); left > 0 {
 			settling++
 			h.SettledIn = max(h.SettledIn, left)
 		}

@@ -40,6 +40,29 @@ func TestPlanRecovery(t *testing.T) {
 			}(),
 			served: nodes.SlotCount,
 		},
+		"every node started 3 s ago, then the operator formed the cluster from them: Ready": {
+			snap: func() observe.Snapshot {
+				c := fakesnapshot.Six()
+				for i := range c.Snap.Nodes {
+					c.Snap.Nodes[i].Started = fakesnapshot.Now.Add(-3 * time.Second)
+				}
+				c.Snap.FormedAt = fakesnapshot.Now.Add(-2 * time.Second)
+				return c.Snap
+			}(),
+			ready: true, served: nodes.SlotCount,
+		},
+		"a master restarted 1 s ago, after the operator formed the cluster 2 s ago: not Ready until it settles": {
+			snap: func() observe.Snapshot {
+				c := fakesnapshot.Six()
+				for i := range c.Snap.Nodes {
+					c.Snap.Nodes[i].Started = fakesnapshot.Now.Add(-3 * time.Second)
+				}
+				c.Snap.Nodes[1].Started = fakesnapshot.Now.Add(-time.Second)
+				c.Snap.FormedAt = fakesnapshot.Now.Add(-2 * time.Second)
+				return c.Snap
+			}(),
+			served: nodes.SlotCount,
+		},
 		"every node started more than cluster-node-timeout + 2 s ago: Ready": {
 			snap: func() observe.Snapshot {
 				c := fakesnapshot.Six()

@@ -119,6 +119,10 @@ type Snapshot struct {
 	NodeTimeout time.Duration
 	// Now is when the snapshot was taken (CLUSTER NODES' pong times are compared to it).
 	Now time.Time
+	// FormedAt is when this operator process began forming the cluster from empty nodes,
+	// zero when it did not (or not within the nodes' settling time): a node that started
+	// before then met every peer it knows after it started, and has no older view to correct.
+	FormedAt time.Time
 }
 
 // observeParallelism bounds how many nodes Observe reads at once.

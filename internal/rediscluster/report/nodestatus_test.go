@@ -39,6 +39,7 @@ func TestNodeStatuses(t *testing.T) {
 		obs      *observe.Observation // nil: no observation for the pod
 		peerView []nodes.Node         // a second node's view, when set
 		recorded bool
+		formed   bool                    // the operator formed the cluster a second ago
 		want     redisv1alpha1.RedisNode // Status, Reason, and the identity fields
 		message  string                  // a part of the message
 	}{
@@ -70,6 +71,12 @@ func TestNodeStatuses(t *testing.T) {
 			return &o
 		}(),
 			want: redisv1alpha1.RedisNode{Status: corev1.ConditionFalse, Reason: "Settling"}, message: "started 2s ago"},
+		{name: "just started, then formed into the cluster", obs: func() *observe.Observation {
+			o := answered(master, peer(otherID))
+			o.Started = now.Add(-2 * time.Second)
+			return &o
+		}(), formed: true,
+			want: redisv1alpha1.RedisNode{Status: corev1.ConditionTrue, Reason: "Connected"}},
 		{name: "replica link down", obs: func() *observe.Observation {
 			o := answered(replica, peer(masterID))
 			o.Replication["master_link_status"] = "down"
@@ -94,7 +101,10 @@ func TestNodeStatuses(t *testing.T) {
 				tc.pod(pod)
 			}
 			s := &Input{Cluster: &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rc"}}, Pods: []corev1.Pod{*pod}}
-			s.Snap.Now = now
+			s.Snap.Now, s.Snap.NodeTimeout = now, 5*time.Second
+			if tc.formed {
+				s.Snap.FormedAt = now.Add(-time.Second)
+			}
 			if tc.obs != nil {
 				s.Snap.Nodes = []observe.Observation{*tc.obs}
 			}

@@ -324,7 +324,7 @@ func nodeStatuses(s *Input) []redisv1alpha1.RedisNode {
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "Failing", "another node flags it as failing"
 			case o.Info["cluster_state"] != "ok":
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "ClusterStateFail", "it reports cluster_state "+o.Info["cluster_state"]
-			case !o.Started.IsZero() && s.Snap.Now.Sub(o.Started) < health.SettleTime(clusterconn.NodeTimeout):
+			case health.SettleLeft(&s.Snap, o) > 0:
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "Settling",
 					fmt.Sprintf("it started %s ago; it is trusted after cluster-node-timeout + 2 s (%s), when it has heard from every peer",
 						s.Snap.Now.Sub(o.Started).Round(time.Second), health.SettleTime(clusterconn.NodeTimeout))
