@@ -13,6 +13,8 @@ import (
 
 	"github.com/middleware-operator/middleware-operator/internal/metrics"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/layout"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/observe"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/recovery"
 )
@@ -67,8 +69,12 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 	case plan.StepDropAcceptance:
 		return r.dropAcceptance(ctx, s)
 	case plan.StepForm:
-		r.formed.mark(client.ObjectKeyFromObject(s.rc), time.Now()) // before the preflight: every node started earlier
+		key := client.ObjectKeyFromObject(s.rc)
+		r.formed.mark(key, time.Now(), formedFrom(s.snap))
 		done, err := bounded(ctx, func(ctx context.Context) error { return r.adminFor(s).Create(ctx, step.Create) })
+		if errors.Is(err, layout.ErrNodeNotEmpty) {
+			r.formed.forget(key) // nothing was formed
+		}
 		if err != nil {
 			return fmt.Errorf("while forming the cluster: %w", err)
 		}
@@ -303,4 +309,17 @@ func countMoves(s *state, stats execute.MoveStats, left int) {
 	metrics.RedisSlotsMoved.WithLabelValues(ns, name).Add(float64(stats.Slots))
 	metrics.RedisKeysMoved.WithLabelValues(ns, name).Add(float64(stats.Keys))
 	metrics.RedisMigrationSlotsLeft.WithLabelValues(ns, name).Set(float64(max(left, 0)))
+}
+
+// formedFrom is the run IDs of the node processes a Form step starts from: those the
+// snapshot read, all empty (planForm). A node that restarts before the step's preflight
+// comes back with another run ID.
+func formedFrom(s observe.Snapshot) map[string]bool {
+	ids := map[string]bool{}
+	for i := range s.Nodes {
+		if id := s.Nodes[i].RunID(); id != "" {
+			ids[id] = true
+		}
+	}
+	return ids
 }

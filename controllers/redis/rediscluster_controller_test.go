@@ -31,6 +31,7 @@ import (
 	"github.com/middleware-operator/middleware-operator/internal/clusterconn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/conn"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/execute"
+	"github.com/middleware-operator/middleware-operator/internal/rediscluster/health"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/nodes"
 	"github.com/middleware-operator/middleware-operator/internal/rediscluster/plan"
 	"github.com/middleware-operator/middleware-operator/tests/redistest"
@@ -221,8 +222,11 @@ func TestRedisClusterConvergedMakesNoTopologyCommandsAndNoWrites(t *testing.T) {
 	}
 	key := client.ObjectKeyFromObject(rc)
 	waitRunning(t, key)
-	// Let gossip about the replicas settle so the status is final.
-	time.Sleep(2 * time.Second)
+	// Let gossip about the replicas settle so the status is final. The reconciler below is a
+	// second operator that did not form the cluster: to it the nodes are settling until
+	// cluster-node-timeout + 2 s after their start (health.SettleLeft), and a settling
+	// cluster's looks are full ones; so wait as long.
+	time.Sleep(health.SettleTime(clusterconn.NodeTimeout))
 	rc = waitRunning(t, key)
 	// The operator labelled the user's Secret when it first read it: the references cache,
 	// which lists only labelled Secrets, holds it, so the looks below read it from there.

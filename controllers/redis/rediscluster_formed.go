@@ -7,36 +7,42 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// formedClusters remembers when this operator process began forming each cluster from empty
-// nodes (observe.Snapshot.FormedAt): the nodes that started before then are trusted at once
-// (health.SettleLeft). An operator that restarts forgets, and its nodes settle as any do.
+// formedClusters remembers, for each cluster this operator process formed, the run IDs of
+// the node processes it formed it from (observe.Snapshot.FormedFrom): they are trusted at
+// once (health.SettleLeft). An operator that restarts forgets, and the nodes settle as any.
 type formedClusters struct {
 	mu sync.Mutex
-	at map[types.NamespacedName]time.Time
+	at map[types.NamespacedName]formed
 }
 
-// mark records that the forming of cluster begins at t.
-func (f *formedClusters) mark(cluster types.NamespacedName, t time.Time) {
+// formed is one forming: when it began and from which processes.
+type formed struct {
+	began  time.Time
+	runIDs map[string]bool
+}
+
+// mark records that the forming of cluster from the processes runIDs begins at now.
+func (f *formedClusters) mark(cluster types.NamespacedName, now time.Time, runIDs map[string]bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.at == nil {
-		f.at = map[types.NamespacedName]time.Time{}
+		f.at = map[types.NamespacedName]formed{}
 	}
-	f.at[cluster] = t
+	f.at[cluster] = formed{began: now, runIDs: runIDs}
 }
 
-// since is when the forming of cluster began, or zero when this process did not form it or
-// did so over settle before now (every node started before then has settled anyway, and the
+// from is the run IDs cluster was formed from, or nil when this process did not form it or
+// began over settle before now (the processes formed then have settled anyway, and the
 // record is dropped).
-func (f *formedClusters) since(cluster types.NamespacedName, now time.Time, settle time.Duration) time.Time {
+func (f *formedClusters) from(cluster types.NamespacedName, now time.Time, settle time.Duration) map[string]bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	at, ok := f.at[cluster]
-	if ok && now.Sub(at) > settle {
+	if ok && now.Sub(at.began) > settle {
 		delete(f.at, cluster)
-		return time.Time{}
+		return nil
 	}
-	return at
+	return at.runIDs
 }
 
 // forget drops what is known of cluster.

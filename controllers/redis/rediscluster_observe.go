@@ -73,7 +73,7 @@ func (r *RedisClusterReconciler) takeSnapshot(ctx context.Context, s *state) {
 	s.snap = observe.Snapshot{
 		Nodes: obs, Members: s.recorded, Masters: resources.RedisMasters(s.rc),
 		ReplicasPerMaster: resources.RedisReplicasPerMaster(s.rc), NodeTimeout: clusterconn.NodeTimeout, Now: now,
-		FormedAt: r.formed.since(client.ObjectKeyFromObject(s.rc), now, health.SettleTime(clusterconn.NodeTimeout)),
+		FormedFrom: r.formed.from(client.ObjectKeyFromObject(s.rc), now, health.SettleTime(clusterconn.NodeTimeout)),
 	}
 	s.snap.CheckIdentity()
 	r.checkCertificates(ctx, s)

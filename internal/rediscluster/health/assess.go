@@ -58,14 +58,13 @@ const writableDelay = 2 * time.Second
 func SettleTime(nodeTimeout time.Duration) time.Duration { return nodeTimeout + writableDelay }
 
 // SettleLeft is how long until the node of o is trusted to report its cluster state (0 when
-// it is, or its start is unknown): SettleTime after its start, except for a node that
-// started before the operator formed the cluster from it (s.FormedAt). Such a node knew no
-// peer until the operator introduced them all, so it has no view from before a restart that
-// gossip must correct; what it reports is as current as a long-running node's.
+// it is, or its start is unknown): SettleTime after its start, except for a process the
+// operator formed the cluster from (its run ID in s.FormedFrom). Such a process knew no peer
+// until the operator introduced them all, so it has no view from before a restart that
+// gossip must correct; what it reports is as current as a long-running node's. A restart
+// changes the run ID, so a node that restarted since the forming settles as any other.
 func SettleLeft(s *observe.Snapshot, o *observe.Observation) time.Duration {
-	if o.Started.IsZero() || !s.FormedAt.IsZero() && o.Started.Before(s.FormedAt) {
-		// Started is read as now minus INFO's whole seconds of uptime: never before the
-		// real start, so a node that restarted after the forming never passes for older.
+	if o.Started.IsZero() || o.RunID() != "" && s.FormedFrom[o.RunID()] {
 		return 0
 	}
 	return max(0, SettleTime(s.NodeTimeout)-s.Now.Sub(o.Started))

@@ -41,26 +41,14 @@ func TestPlanRecovery(t *testing.T) {
 			served: nodes.SlotCount,
 		},
 		"every node started 3 s ago, then the operator formed the cluster from them: Ready": {
-			snap: func() observe.Snapshot {
-				c := fakesnapshot.Six()
-				for i := range c.Snap.Nodes {
-					c.Snap.Nodes[i].Started = fakesnapshot.Now.Add(-3 * time.Second)
-				}
-				c.Snap.FormedAt = fakesnapshot.Now.Add(-2 * time.Second)
-				return c.Snap
-			}(),
+			snap:  formedFromEveryNode(3*time.Second, nil),
 			ready: true, served: nodes.SlotCount,
 		},
-		"a master restarted 1 s ago, after the operator formed the cluster 2 s ago: not Ready until it settles": {
-			snap: func() observe.Snapshot {
-				c := fakesnapshot.Six()
-				for i := range c.Snap.Nodes {
-					c.Snap.Nodes[i].Started = fakesnapshot.Now.Add(-3 * time.Second)
-				}
+		"a master restarted 1 s ago, after the operator formed the cluster: not Ready until it settles": {
+			snap: formedFromEveryNode(3*time.Second, func(c *fakesnapshot.Cluster) {
 				c.Snap.Nodes[1].Started = fakesnapshot.Now.Add(-time.Second)
-				c.Snap.FormedAt = fakesnapshot.Now.Add(-2 * time.Second)
-				return c.Snap
-			}(),
+				c.Snap.Nodes[1].Replication["run_id"] = "restarted"
+			}),
 			served: nodes.SlotCount,
 		},
 		"every node started more than cluster-node-timeout + 2 s ago: Ready": {
@@ -595,4 +583,20 @@ func TestAgreedRoutesCountLikeSlotBySlot(t *testing.T) {
 				name, fast.SlotsAssigned, fast.SlotsServed, slow.SlotsAssigned, slow.SlotsServed, unowned)
 		}
 	}
+}
+
+// formedFromEveryNode is six nodes that started ago, each with its own run ID, which the
+// operator formed the cluster from; then change, when not nil.
+func formedFromEveryNode(ago time.Duration, change func(*fakesnapshot.Cluster)) observe.Snapshot {
+	c := fakesnapshot.Six()
+	c.Snap.FormedFrom = map[string]bool{}
+	for i := range c.Snap.Nodes {
+		id := fmt.Sprintf("run-%d", i)
+		c.Snap.Nodes[i].Started, c.Snap.Nodes[i].Replication["run_id"] = fakesnapshot.Now.Add(-ago), id
+		c.Snap.FormedFrom[id] = true
+	}
+	if change != nil {
+		change(c)
+	}
+	return c.Snap
 }

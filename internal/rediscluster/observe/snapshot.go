@@ -103,6 +103,10 @@ func (o *Observation) Joined() bool {
 	return o.Answered() && ok && (len(o.View) > 1 || len(self.Slots) > 0)
 }
 
+// RunID is the node process's run ID (INFO server's run_id, new at every start), "" when
+// the node did not answer.
+func (o *Observation) RunID() string { return o.Replication["run_id"] }
+
 // Snapshot is what one reconcile knows about a cluster: every pod's node as read once, the
 // members the operator recorded, and the shape the spec asks for. Planners and the status
 // are derived from it alone.
@@ -119,10 +123,11 @@ type Snapshot struct {
 	NodeTimeout time.Duration
 	// Now is when the snapshot was taken (CLUSTER NODES' pong times are compared to it).
 	Now time.Time
-	// FormedAt is when this operator process began forming the cluster from empty nodes,
-	// zero when it did not (or not within the nodes' settling time): a node that started
-	// before then met every peer it knows after it started, and has no older view to correct.
-	FormedAt time.Time
+	// FormedFrom holds the run IDs (INFO server's run_id, new at every start of a process)
+	// of the node processes this operator formed the cluster from, within the nodes'
+	// settling time (nil otherwise): such a process met every peer it knows after it started,
+	// and has no older view to correct.
+	FormedFrom map[string]bool
 }
 
 // observeParallelism bounds how many nodes Observe reads at once.
@@ -207,7 +212,7 @@ func clusterInfoField(field string) bool {
 // replication offset the archive's lag is measured against.
 func nodeInfoField(field string) bool {
 	switch field {
-	case "uptime_in_seconds", "role", "master_host", "master_port", "master_link_status", "master_sync_in_progress", "slave_repl_offset", "master_repl_offset",
+	case "uptime_in_seconds", "run_id", "role", "master_host", "master_port", "master_link_status", "master_sync_in_progress", "slave_repl_offset", "master_repl_offset",
 		"used_memory", "maxmemory", "maxmemory_policy", "mem_fragmentation_ratio", "evicted_keys", "errorstat_OOM", GoodReplicasField:
 		return true
 	}

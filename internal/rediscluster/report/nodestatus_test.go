@@ -39,7 +39,7 @@ func TestNodeStatuses(t *testing.T) {
 		obs      *observe.Observation // nil: no observation for the pod
 		peerView []nodes.Node         // a second node's view, when set
 		recorded bool
-		formed   bool                    // the operator formed the cluster a second ago
+		formed   bool                    // the operator formed the cluster from the node's process
 		want     redisv1alpha1.RedisNode // Status, Reason, and the identity fields
 		message  string                  // a part of the message
 	}{
@@ -102,8 +102,9 @@ func TestNodeStatuses(t *testing.T) {
 			}
 			s := &Input{Cluster: &redisv1alpha1.RedisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rc"}}, Pods: []corev1.Pod{*pod}}
 			s.Snap.Now, s.Snap.NodeTimeout = now, 5*time.Second
-			if tc.formed {
-				s.Snap.FormedAt = now.Add(-time.Second)
+			if tc.formed && tc.obs != nil {
+				tc.obs.Replication["run_id"] = "formed"
+				s.Snap.FormedFrom = map[string]bool{"formed": true}
 			}
 			if tc.obs != nil {
 				s.Snap.Nodes = []observe.Observation{*tc.obs}

@@ -327,7 +327,7 @@ func nodeStatuses(s *Input) []redisv1alpha1.RedisNode {
 			case health.SettleLeft(&s.Snap, o) > 0:
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "Settling",
 					fmt.Sprintf("it started %s ago; it is trusted after cluster-node-timeout + 2 s (%s), when it has heard from every peer",
-						s.Snap.Now.Sub(o.Started).Round(time.Second), health.SettleTime(clusterconn.NodeTimeout))
+						s.Snap.Now.Sub(o.Started).Round(time.Second), health.SettleTime(s.Snap.NodeTimeout))
 			case n.Role == nodes.RoleSlave && !o.InSync():
 				entry.Status, entry.Reason, entry.Message = corev1.ConditionFalse, "ReplicationDown", replicationProblem(o)
 			default:
