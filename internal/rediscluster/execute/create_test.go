@@ -247,19 +247,7 @@ func TestMeetIntroducesEveryPairAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	servers := startServers(t, 6, "")
-	admin := NewAdmin("", 2*time.Second)
-	defer func() { _ = admin.Close() }()
-	plan := mustPlan(t, endpointsOf(servers), 1)
-	empty, err := admin.preflight(ctx, plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, before := range []func(context.Context, layout.Plan, map[string]emptyNode) error{admin.assignSlots, admin.setConfigEpochs, admin.meet} {
-		if err := before(ctx, plan, empty); err != nil {
-			t.Fatal(err)
-		}
-	}
+	admin, plan, empty := createUpTo(ctx, t, func(a *Admin) []createStep { return []createStep{a.assignSlots, a.setConfigEpochs, a.meet} })
 	endpoints := plan.Endpoints()
 	for i, e := range endpoints {
 		view, err := admin.ClusterNodes(ctx, e.Addr)
@@ -282,19 +270,7 @@ func TestAnnounceSlotsSendsEveryNodeAMeetFromEveryOtherMaster(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	servers := startServers(t, 6, "")
-	admin := NewAdmin("", 2*time.Second)
-	defer func() { _ = admin.Close() }()
-	plan := mustPlan(t, endpointsOf(servers), 1)
-	empty, err := admin.preflight(ctx, plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, before := range []func(context.Context, layout.Plan, map[string]emptyNode) error{admin.assignSlots, admin.setConfigEpochs, admin.meet, admin.waitMet} {
-		if err := before(ctx, plan, empty); err != nil {
-			t.Fatal(err)
-		}
-	}
+	admin, plan, empty := createUpTo(ctx, t, func(a *Admin) []createStep { return []createStep{a.assignSlots, a.setConfigEpochs, a.meet, a.waitMet} })
 	meetsReceived := func(addr string) int {
 		info, err := admin.ClusterInfo(ctx, addr)
 		if err != nil {
@@ -334,6 +310,30 @@ func TestAnnounceSlotsSendsEveryNodeAMeetFromEveryOtherMaster(t *testing.T) {
 	if err := admin.waitSlots(ctx, plan, empty); err != nil {
 		t.Fatalf("the nodes did not come to agree on the slots: %v", err)
 	}
+}
+
+// createStep is one of Create's steps.
+type createStep func(context.Context, layout.Plan, map[string]emptyNode) error
+
+// createUpTo starts six empty servers, plans a cluster of three masters with a replica each,
+// runs the preflight and then the Create steps that steps names, and returns the admin (closed
+// at the test's end), the plan and what the preflight learnt.
+func createUpTo(ctx context.Context, t *testing.T, steps func(*Admin) []createStep) (*Admin, layout.Plan, map[string]emptyNode) {
+	t.Helper()
+	servers := startServers(t, 6, "")
+	admin := NewAdmin("", 2*time.Second)
+	t.Cleanup(func() { _ = admin.Close() })
+	plan := mustPlan(t, endpointsOf(servers), 1)
+	empty, err := admin.preflight(ctx, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range steps(admin) {
+		if err := step(ctx, plan, empty); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return admin, plan, empty
 }
 
 func mustPlan(t *testing.T, nodes []layout.Endpoint, replicas int) layout.Plan {
