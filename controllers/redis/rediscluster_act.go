@@ -69,11 +69,10 @@ func (r *RedisClusterReconciler) act(ctx context.Context, s *state) error {
 	case plan.StepDropAcceptance:
 		return r.dropAcceptance(ctx, s)
 	case plan.StepForm:
-		key := client.ObjectKeyFromObject(s.rc)
-		r.formed.mark(key, time.Now(), formedFrom(s.snap))
+		began := time.Now()
 		done, err := bounded(ctx, func(ctx context.Context) error { return r.adminFor(s).Create(ctx, step.Create) })
-		if errors.Is(err, layout.ErrNodeNotEmpty) {
-			r.formed.forget(key) // nothing was formed
+		if !errors.Is(err, layout.ErrNodeNotEmpty) { // a refused preflight formed nothing
+			r.formed.mark(client.ObjectKeyFromObject(s.rc), began, formedFrom(s.snap))
 		}
 		if err != nil {
 			return fmt.Errorf("while forming the cluster: %w", err)

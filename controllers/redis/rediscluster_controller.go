@@ -106,7 +106,7 @@ type RedisClusterReconciler struct {
 	// announced remembers which node processes were set to announce (StepAnnounce), by
 	// cluster-preferred-endpoint-type.
 	announced nodeValues
-	// formed remembers when each cluster's forming began, for its nodes' settling.
+	// formed remembers which node processes each cluster was formed from, for their settling.
 	formed formedClusters
 	// userObjects reads the Secrets and ConfigMaps a user names once per version
 	// (caching.Versioned over References and APIReader).

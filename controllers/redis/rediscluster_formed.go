@@ -21,14 +21,14 @@ type formed struct {
 	runIDs map[string]bool
 }
 
-// mark records that the forming of cluster from the processes runIDs begins at now.
-func (f *formedClusters) mark(cluster types.NamespacedName, now time.Time, runIDs map[string]bool) {
+// mark records that cluster was formed from the processes runIDs, in a step that began at began.
+func (f *formedClusters) mark(cluster types.NamespacedName, began time.Time, runIDs map[string]bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.at == nil {
 		f.at = map[types.NamespacedName]formed{}
 	}
-	f.at[cluster] = formed{began: now, runIDs: runIDs}
+	f.at[cluster] = formed{began: began, runIDs: runIDs}
 }
 
 // from is the run IDs cluster was formed from, or nil when this process did not form it or

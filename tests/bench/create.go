@@ -87,8 +87,9 @@ func RunCreate(ctx context.Context, n, nodes int, logf func(string, ...any)) (Cr
 		return f, err
 	}
 	f.ClusterSeconds = time.Since(start).Seconds()
-	f.StatefulSetsCreatedSeconds = trace.lastCreated()
-	f.PodsReadySeconds, f.LagP50, f.LagP90, f.LagMax = trace.lastPodsReady(), percentile(trace.lags(), 50), percentile(trace.lags(), 90), percentile(trace.lags(), 100)
+	lags := trace.lags()
+	f.StatefulSetsCreatedSeconds, f.PodsReadySeconds = latest(trace.created), latest(trace.podsReady)
+	f.LagP50, f.LagP90, f.LagMax = percentile(lags, 50), percentile(lags, 90), percentile(lags, 100)
 	after, err := op.cpuSeconds()
 	if err != nil {
 		return f, err
@@ -113,7 +114,7 @@ func RunCreate(ctx context.Context, n, nodes int, logf func(string, ...any)) (Cr
 type createTrace struct{ created, podsReady, ready map[string]float64 }
 
 // traceCreate polls the n RedisClusters of ns and their StatefulSets every second until every
-// cluster is Ready, or limit passes.
+// cluster is Ready at once, or limit passes.
 func traceCreate(ctx context.Context, c client.Client, ns string, n int, start time.Time, limit time.Duration) (createTrace, error) {
 	t := createTrace{created: map[string]float64{}, podsReady: map[string]float64{}, ready: map[string]float64{}}
 	for {
@@ -132,34 +133,30 @@ func traceCreate(ctx context.Context, c client.Client, ns string, n int, start t
 		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return t, err
 		}
+		readyNow := 0
 		for i := range list.Items {
-			if _, seen := t.ready[list.Items[i].Name]; !seen && isReady(&list.Items[i]) {
+			if !isReady(&list.Items[i]) {
+				continue
+			}
+			readyNow++
+			if _, seen := t.ready[list.Items[i].Name]; !seen {
 				t.ready[list.Items[i].Name] = now
 			}
 		}
-		if len(t.ready) == n {
+		if readyNow == n {
 			return t, nil
 		}
 		if time.Since(start) > limit {
-			return t, fmt.Errorf("%d of %d RedisClusters Ready after %s", len(t.ready), n, limit)
+			return t, fmt.Errorf("%d of %d RedisClusters Ready after %s", readyNow, n, limit)
 		}
 		time.Sleep(time.Second)
 	}
 }
 
-// lastCreated is when the last StatefulSet was created.
-func (t createTrace) lastCreated() float64 {
+// latest is the largest of the times, 0 for none.
+func latest(times map[string]float64) float64 {
 	last := 0.0
-	for _, s := range t.created {
-		last = max(last, s)
-	}
-	return last
-}
-
-// lastPodsReady is when the last StatefulSet was first seen Ready.
-func (t createTrace) lastPodsReady() float64 {
-	last := 0.0
-	for _, s := range t.podsReady {
+	for _, s := range times {
 		last = max(last, s)
 	}
 	return last

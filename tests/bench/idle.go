@@ -178,26 +178,8 @@ func (rb *redisBench) stop() {
 
 // waitAllReady waits until n RedisClusters in ns are Running and Ready.
 func waitAllReady(ctx context.Context, c client.Client, ns string, n int, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for {
-		list := &redisv1alpha1.RedisClusterList{}
-		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		ready := 0
-		for i := range list.Items {
-			if isReady(&list.Items[i]) {
-				ready++
-			}
-		}
-		if ready == n {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d RedisClusters Ready after %s", ready, n, limit)
-		}
-		time.Sleep(time.Second)
-	}
+	_, err := traceCreate(ctx, c, ns, n, time.Now(), limit)
+	return err
 }
 
 func isReady(rc *redisv1alpha1.RedisCluster) bool {
