@@ -383,10 +383,12 @@ func redisCPU(b *testing.B, c *goredis.Client) float64 {
 
 // BenchmarkLoadShardsAgainstRedisCLI restores MWO_BENCH_RDB_SHARD_KEYS small string keys
 // (default 1,000,000) cut by slot into 3 shards, into 3 empty cluster-mode nodes side by
-// side, as a RedisCluster's restore loads its masters, three ways: Load of each shard's RDB
-// (its slots given, as the controller does) as a user who may SET (strings go as SET), Load
-// as a user who may RESTORE but not SET (as the operator's own: every key goes as RESTORE),
-// and redis-cli --pipe of each shard's SET commands. Three alternating runs of each; it
+// side, as a RedisCluster's restore loads its masters, four ways: Load of each shard's RDB
+// (its slots given, as the controller does) as a user who may MSET (strings go as MSETs of a
+// slot's keys), Load as a user who may SET but not MSET (strings go as SET), Load as a user
+// who may RESTORE but not SET (as the operator's own: every key goes as RESTORE), and
+// redis-cli --pipe of each shard's SET commands. MWO_BENCH_RDB_HELD_PER_SLOT sets
+// rdbload.HeldBytesPerSlot. Three alternating runs of each; it
 // reports the medians, the Loads' ratios to the pipe, the nodes' CPU time per key under
 // each, the first node's time per command, and the process's peak RSS over the first run of
 // each Load. MWO_BENCH_RDB_SHARD_WINDOWS (say "2048,8192") adds Loads with SET of other
@@ -403,11 +405,17 @@ func BenchmarkLoadShardsAgainstRedisCLI(b *testing.B) {
 			b.Fatalf("MWO_BENCH_RDB_SHARD_KEYS=%q: want a key count", v)
 		}
 	}
+	if v := os.Getenv("MWO_BENCH_RDB_HELD_PER_SLOT"); v != "" {
+		if rdbload.HeldBytesPerSlot, err = strconv.Atoi(v); err != nil || rdbload.HeldBytesPerSlot <= 0 {
+			b.Fatalf("MWO_BENCH_RDB_HELD_PER_SLOT=%q: want a byte count", v)
+		}
+	}
 	data := newShardData(b, cli, keys, shards)
 	nodes := make([]*testredis.Server, shards)
 	for i := range nodes {
 		nodes[i] = testredis.StartClusterNode(b, b.TempDir(), goredis.Options{ReadTimeout: time.Minute},
-			"--user", "restorer", "on", ">pw", "~*", "&*", "+@all", "-set")
+			"--user", "restorer", "on", ">pw", "~*", "&*", "+@all", "-set",
+			"--user", "setter", "on", ">pw", "~*", "&*", "+@all", "-mset")
 	}
 	// run empties the nodes, runs load(i) into each side by side, checks every key arrived,
 	// and returns the wall time, the nodes' CPU time, the loaders' (this process's and its
@@ -461,7 +469,8 @@ func BenchmarkLoadShardsAgainstRedisCLI(b *testing.B) {
 		load func(i int)
 	}
 	methods := []method{
-		{"load-set", loadAs("", 0)},
+		{"load-mset", loadAs("", 0)},
+		{"load-set", loadAs("setter", 0)},
 		{"load-restore", loadAs("restorer", 0)},
 		{"pipe", func(i int) { pipe(b, cli, nodes[i].Addr, data.protos[i]) }},
 	}

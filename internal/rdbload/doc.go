@@ -24,8 +24,8 @@
 // key to key and grow only as the bytes arrive, never by what a length claims: memory is
 // bounded by the largest record admitted (a key and its payload, at most DefaultMaxRecord,
 // 32 MiB, or Options.MaxRecord), held once (up to twice while its buffer grows; a buffer
-// over 1 MiB is dropped after its record), plus the read buffer and the first 128 bytes of
-// the keys of the commands in flight. Across every Load of the process, one record larger
+// over 1 MiB is dropped after its record), plus the read buffer, the first 128 bytes of
+// the keys of the commands in flight, and the small strings held for MSETs (below). Across every Load of the process, one record larger
 // than 1 MiB is held at a time. A larger record fails with ErrTooLarge at its length claim,
 // an LZF string claiming more than LZF can expand with ErrCorrupt, and an input that ends
 // early with ErrCorrupt ("truncated"). Function libraries come as their own records and are
@@ -48,17 +48,24 @@
 // error answer stops the load, naming the key and the node's words; the keys restored
 // before it stay. LoadObject feeds Load from an object store as the object downloads.
 //
-// SET for strings. A string key goes as SET key value [PXAT ms] rather than RESTORE when
-// the node lets the connection's user run SET (Load asks once, with a SET no node accepts:
-// NOPERM or a syntax error, nothing written): the node then neither parses a DUMP payload
-// nor checks its CRC-64, and its command is shorter (BenchmarkLoadShardsAgainstRedisCLI:
+// SET and MSET for strings. A string key goes as SET key value [PXAT ms] rather than
+// RESTORE when the node lets the connection's user run SET (Load asks once, with a SET no
+// node accepts: NOPERM or a syntax error, nothing written): the node then neither parses a
+// DUMP payload nor checks its CRC-64, and its command is shorter (BenchmarkLoadShardsAgainstRedisCLI:
 // RESTORE cost the nodes 8-25% more CPU per key than SET in every run; Load with SET about
 // what redis-cli --pipe of the same SETs costs them).
 // The value is the same: Redis encodes a string from its bytes either way (TestLoadEveryType
 // compares every key's DUMP). An LZF string over 64 KiB uncompressed stays a RESTORE, so the
 // loader holds no more than the record it admitted; an integer is sent as its decimal text.
+// When the user may also run MSET (asked the same way, with an MSET of an odd count), a
+// string of at most 1 KiB without an expiry is held by its slot and goes in one MSET with
+// up to 7 other keys of that slot (batch.go): per key, a node and its replicas spend most of
+// a small SET's CPU on the command itself, and an RDB lists keys in hash order, not by slot.
+// The keys held are bounded (HeldBytesPerSlot for each slot loaded, at most 2 MiB a load);
+// past the bound the slot holding the most goes first, and a slot's held keys go before any
+// other command for that slot, so each slot's writes keep the RDB's order.
 // The operator's own ACL user has RESTORE but not SET, so its restores keep to RESTORE.
-//
+
 // What point in time. The restored data is the RDB's: the instant its node forked to write
 // it (for a backup taken with rdbstream.Fetch, its replication offset). Keys keep their
 // absolute expiries (ABSTTL), so a key whose TTL ran out between the backup and the restore

@@ -86,7 +86,7 @@ func Load(ctx context.Context, opts Options, r io.Reader) (Result, error) {
 		return res, fmt.Errorf("while connecting to %s to load an RDB: %w", opts.Node.Addr, err)
 	}
 	p := newPipeline(ctx, conn, opts.Window, opts.Node.IdleTimeout)
-	useSet, err := p.setAllowed()
+	useSet, useMSet, err := p.writesAllowed()
 	p.start()
 	rd := NewReader(r)
 	rd.SetMaxRecord(opts.MaxRecord)
@@ -94,7 +94,14 @@ func Load(ctx context.Context, opts Options, r io.Reader) (Result, error) {
 	rd.unsealed = true // feed seals the payloads it sends as RESTORE
 	defer rd.release()
 	if err == nil {
-		err = feed(rd, p, slots, opts.Now, useSet, &res)
+		var batch *slotBatcher
+		if useMSet {
+			batch = newSlotBatcher(heldBudget(slots.count()), func(keys, values [][]byte) error {
+				res.Restored += int64(len(keys))
+				return p.sendMSet(keys, values)
+			})
+		}
+		err = feed(rd, p, slots, batch, opts.Now, useSet, &res)
 	}
 	res.Bytes, res.RDBVersion = rd.BytesRead(), rd.Version()
 	if cerr := p.close(err == nil); err == nil {
@@ -109,8 +116,9 @@ func Load(ctx context.Context, opts Options, r io.Reader) (Result, error) {
 	return res, nil
 }
 
-// feed sends every record of rd through p, strings as SET when useSet.
-func feed(rd *Reader, p *pipeline, slots *slotSet, now func() time.Time, useSet bool, res *Result) error {
+// feed sends every record of rd through p, strings as SET when useSet, the small ones
+// without an expiry through batch (as MSET) when it is not nil.
+func feed(rd *Reader, p *pipeline, slots *slotSet, batch *slotBatcher, now func() time.Time, useSet bool, res *Result) error {
 	var ttl []byte
 	var strs stringReader
 	nowMs := now().UnixMilli()
@@ -119,6 +127,9 @@ func feed(rd *Reader, p *pipeline, slots *slotSet, now func() time.Time, useSet 
 		rec, err := rd.Next()
 		p.link.feeding.Store(false)
 		if errors.Is(err, io.EOF) {
+			if batch != nil {
+				return batch.flushAll()
+			}
 			return nil
 		}
 		if err != nil {
@@ -136,21 +147,7 @@ func feed(rd *Reader, p *pipeline, slots *slotSet, now func() time.Time, useSet 
 		case rec.ExpireAtMs != 0 && rec.ExpireAtMs <= nowMs:
 			res.Expired++
 		default:
-			ttl = strconv.AppendInt(ttl[:0], rec.ExpireAtMs, 10)
-			value, isString := []byte(nil), false
-			if useSet {
-				value, isString = strs.plainString(rec.Payload)
-			}
-			switch {
-			case isString && rec.ExpireAtMs == 0:
-				err = p.send(verbSet, rec.Key, cmdSet, rec.Key, value)
-			case isString:
-				err = p.send(verbSet, rec.Key, cmdSet, rec.Key, value, cmdPXAt, ttl)
-			default:
-				seal(rec.Payload)
-				err = p.send(verbRestore, rec.Key, cmdRestore, rec.Key, ttl, rec.Payload, cmdReplace, cmdAbsTTL)
-			}
-			res.Restored++
+			err = sendKey(p, batch, rec, useSet, &strs, &ttl, res)
 		}
 		if err != nil {
 			return err
@@ -158,9 +155,38 @@ func feed(rd *Reader, p *pipeline, slots *slotSet, now func() time.Time, useSet 
 	}
 }
 
+// sendKey sends one key: held for an MSET when batch takes it (batch counts it as it sends
+// it), else as SET (a string, when useSet) or RESTORE, after the keys held for its slot.
+func sendKey(p *pipeline, batch *slotBatcher, rec *Record, useSet bool, strs *stringReader, ttl *[]byte, res *Result) error {
+	value, isString := []byte(nil), false
+	if useSet {
+		value, isString = strs.plainString(rec.Payload)
+	}
+	if batch != nil {
+		if isString && rec.ExpireAtMs == 0 && len(rec.Key)+len(value) <= maxHeldString {
+			return batch.add(rec.Slot, rec.Key, value)
+		}
+		if err := batch.flush(rec.Slot); err != nil {
+			return err
+		}
+	}
+	res.Restored++
+	*ttl = strconv.AppendInt((*ttl)[:0], rec.ExpireAtMs, 10)
+	switch {
+	case isString && rec.ExpireAtMs == 0:
+		return p.send(verbSet, rec.Key, cmdSet, rec.Key, value)
+	case isString:
+		return p.send(verbSet, rec.Key, cmdSet, rec.Key, value, cmdPXAt, *ttl)
+	default:
+		seal(rec.Payload)
+		return p.send(verbRestore, rec.Key, cmdRestore, rec.Key, *ttl, rec.Payload, cmdReplace, cmdAbsTTL)
+	}
+}
+
 // The words of the commands Load sends.
 var (
 	cmdSet      = []byte("SET")
+	cmdMSet     = []byte("MSET")
 	cmdPXAt     = []byte("PXAT")
 	cmdRestore  = []byte("RESTORE")
 	cmdReplace  = []byte("REPLACE")

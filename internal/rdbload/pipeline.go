@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -29,7 +30,9 @@ type pipeline struct {
 	lengths  []int    // each key's whole length
 	verbs    []string // each command's name, for errors
 	seq      int
-	cmd      []byte // the command being encoded
+	cmd      []byte   // the command being encoded
+	args     [][]byte // an MSET's arguments
+	label    []byte   // an MSET's label
 
 	link   *link
 	r      *bufio.Reader // the answers, read on the reader's goroutine once started
@@ -75,10 +78,39 @@ func (p *pipeline) start() { go p.read(p.r) }
 // errors; once a batch is full it hands it to the reader, waiting when the window is full
 // (after sending what is buffered).
 func (p *pipeline) send(verb string, label []byte, args ...[]byte) error {
+	return p.enqueue(verb, label, len(label), args)
+}
+
+// sendMSet queues MSET of the keys and values, named in errors by its keys (msetLabel).
+func (p *pipeline) sendMSet(keys, values [][]byte) error {
+	p.args = append(p.args[:0], cmdMSet)
+	p.label = p.label[:0]
+	for i, k := range keys {
+		p.args = append(p.args, k, values[i])
+		shown, mark := k, byte(0)
+		if len(shown) > maxMSetLabelKey {
+			shown, mark = shown[:maxMSetLabelKey], labelCut
+		}
+		if len(p.label)+1+len(shown) <= maxQuotedKey {
+			p.label = append(append(p.label, byte(len(shown))|mark), shown...)
+		}
+	}
+	return p.enqueue(verbMSet, p.label, len(keys), p.args)
+}
+
+// maxMSetLabelKey is the most bytes of each key an MSET's label keeps; labelCut marks, in
+// the length byte before it, a key cut there.
+const (
+	maxMSetLabelKey = 40
+	labelCut        = 0x80
+)
+
+// enqueue is send with length: the label's whole length, or an MSET's count of keys.
+func (p *pipeline) enqueue(verb string, label []byte, length int, args [][]byte) error {
 	i := p.seq % len(p.labels)
 	// Only a key's first bytes are kept to name it: the ring holds a bounded number of them.
 	p.labels[i] = append(p.labels[i][:0], label[:min(len(label), maxQuotedKey)]...)
-	p.lengths[i], p.verbs[i] = len(label), verb
+	p.lengths[i], p.verbs[i] = length, verb
 	p.seq++
 	// The command is encoded into cmd, but for large arguments, written as they are.
 	p.cmd = append(p.cmd[:0], '*')
@@ -143,6 +175,7 @@ const (
 	verbFunction = "FUNCTION LOAD"
 	verbRestore  = "RESTORE"
 	verbSet      = "SET"
+	verbMSet     = "MSET"
 )
 
 // inlineArg is the largest argument send copies into its command buffer.
@@ -224,13 +257,42 @@ func skipOKs(r *bufio.Reader, n int) int {
 
 // what names command i of the ring.
 func (p *pipeline) what(i int) string {
-	if p.verbs[i] == verbFunction {
+	switch p.verbs[i] {
+	case verbFunction:
 		return verbFunction + " of a function library"
+	case verbMSet:
+		return msetLabel(p.labels[i], p.lengths[i])
 	}
 	if p.lengths[i] > len(p.labels[i]) {
 		return fmt.Sprintf("%s of key %q... (%d bytes)", p.verbs[i], p.labels[i], p.lengths[i])
 	}
 	return fmt.Sprintf("%s of key %q", p.verbs[i], p.labels[i])
+}
+
+// msetLabel names an MSET of n keys by the keys its label holds (each a length byte, with
+// labelCut when the key was cut, then up to maxMSetLabelKey bytes of the key).
+func msetLabel(label []byte, n int) string {
+	var b strings.Builder
+	if n == 1 {
+		b.WriteString("MSET of 1 key")
+	} else {
+		fmt.Fprintf(&b, "MSET of %d keys", n)
+	}
+	shown := 0
+	for sep := " "; len(label) > 0; sep = ", " {
+		size, cut := int(label[0]&^labelCut), label[0]&labelCut != 0
+		k := label[1:min(len(label), 1+size)]
+		label = label[1+len(k):]
+		fmt.Fprintf(&b, "%s%q", sep, k)
+		if cut {
+			b.WriteString("...")
+		}
+		shown++
+	}
+	if shown < n {
+		b.WriteString(", ...")
+	}
+	return b.String()
 }
 
 // replyError is an error answer of the node, without its leading "-".

@@ -3,6 +3,7 @@ package rdbload
 import (
 	"bytes"
 	"fmt"
+	"math/bits"
 )
 
 // Slots is the number of hash slots of a Redis Cluster.
@@ -63,3 +64,15 @@ func newSlotSet(ranges []SlotRange) (*slotSet, error) {
 }
 
 func (s *slotSet) has(slot int) bool { return s[slot/64]&(1<<(slot%64)) != 0 }
+
+// count is the number of slots in the set; a nil set stands for all of them.
+func (s *slotSet) count() int {
+	if s == nil {
+		return Slots
+	}
+	n := 0
+	for _, w := range s {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
