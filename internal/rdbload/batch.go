@@ -1,5 +1,7 @@
 package rdbload
 
+import "strconv"
+
 // MSET batches. A small SET costs a node mostly for being a command: reading and dispatching
 // it, the cluster's slot check, replicating it to every replica and appending it to the AOF.
 // MSET of several keys pays that once (redis-server 7.0.15, a master and its replica with
@@ -16,10 +18,6 @@ const msetKeys = 8
 // larger string goes as its own SET, whose cost is in its bytes more than in its command.
 const maxHeldString = 1 << 10
 
-// heldOverhead is what the loader counts for a held key beside its bytes: the entry that
-// chains it.
-const heldOverhead = 64
-
 // HeldBytesPerSlot is how many bytes of held keys Load allows for each slot it loads (the
 // slots of Options.Slots, else all 16,384), up to maxHeldBytes a load, so that a whole
 // cluster's loads together hold at most 16,384 times this (6 MiB), however many masters share
@@ -35,92 +33,148 @@ const maxHeldBytes = 2 << 20
 func heldBudget(slots int) int { return min(HeldBytesPerSlot*slots, maxHeldBytes) }
 
 // slotBatcher holds small string keys by hash slot and sends each slot's keys as one MSET:
-// once a slot holds msetKeys keys; when the bytes held would pass budget, the slot that
-// holds the most; on flush, one slot before any other command for it (so the node gets each
-// slot's commands in the RDB's order); and every slot at the end. What the send function is
-// given is valid only during the call.
+// once a slot holds msetKeys keys; when the bytes held pass budget, the slot that holds the
+// most; on flush, one slot before any other command for it (so the node gets each slot's
+// commands in the RDB's order); and every slot at the end.
+//
+// A slot's keys are held as the MSET's arguments already encoded, back to back in one
+// buffer: sending them is one copy of bytes read in order (a list of keys held apart cost
+// the loader a cache miss or more per key when it sent them, more than the whole SET did).
+// The buffers come from free lists by size (heldClasses), so what the batcher allocates
+// follows the bytes it holds, not the keys it has seen: at most the budget in buffers
+// holding keys, half of it in free ones.
 type slotBatcher struct {
-	send   func(keys, values [][]byte) error
+	send   func(keys int, args []byte) error
 	budget int
-	held   int
-	slots  []heldSlot
-	// levels[n] lists the slots holding n keys, 0 < n < msetKeys; heldSlot.at is a slot's
-	// place in its level, so moving it is O(1) and the fullest slot is found at once.
-	levels       [msetKeys][]int32
-	free         *heldKey // entries sent, kept for the next keys with their buffers
-	keys, values [][]byte
+	held   int // the capacity of the buffers holding keys
+	// index is each slot's place in slots plus one (0: none yet); slots grows as new slots
+	// come, to the number of slots loaded at most.
+	index []int32
+	slots []heldSlot
+	// levels[n] lists the slots (places in slots) holding n keys, 0 < n < msetKeys;
+	// heldSlot.at is a slot's place in its level, so moving it is O(1) and the fullest slot
+	// is found at once.
+	levels [msetKeys][]int32
+	// free holds buffers sent, by size, for the next keys: freeBytes of them, at most half
+	// the budget.
+	free      [len(heldClasses)][][]byte
+	freeBytes int
 }
 
-// heldSlot is the keys held for one slot, in the order they came.
+// heldSlot is the keys held for one slot, in the order they came, encoded.
 type heldSlot struct {
-	first, last *heldKey
-	n, at       int32
+	args  []byte
+	n, at int32
 }
 
-// heldKey is one held key and its value, back to back in kv.
-type heldKey struct {
-	next *heldKey
-	kv   []byte
-	klen int
-}
+// heldClasses are the capacities of the buffers slots hold their keys in: a slot's keys
+// move to the next size up as they outgrow one, at most msetKeys keys of maxHeldString.
+var heldClasses = [...]int{64, 128, 256, 512, 1 << 10, 2 << 10, 4 << 10, 9 << 10}
 
-// newSlotBatcher returns a batcher that holds at most budget bytes and sends with send.
-func newSlotBatcher(budget int, send func(keys, values [][]byte) error) *slotBatcher {
-	return &slotBatcher{send: send, budget: budget, slots: make([]heldSlot, Slots)}
+// newSlotBatcher returns a batcher that holds at most budget bytes and sends with send the
+// number of keys and their MSET arguments (key, value, ... as RESP bulk strings), valid only
+// during the call.
+func newSlotBatcher(budget int, send func(keys int, args []byte) error) *slotBatcher {
+	return &slotBatcher{send: send, budget: budget, index: make([]int32, Slots)}
 }
 
 // add holds key and value for slot, sending what the rules above say is due.
 func (b *slotBatcher) add(slot int, key, value []byte) error {
-	s := &b.slots[slot]
-	b.leave(slot)
-	h := b.free
-	if h != nil {
-		b.free = h.next
-	} else {
-		h = &heldKey{}
+	at := b.index[slot] - 1
+	if at < 0 {
+		b.slots = append(b.slots, heldSlot{})
+		at = int32(len(b.slots) - 1)
+		b.index[slot] = at + 1
 	}
-	h.next, h.klen = nil, len(key)
-	h.kv = append(append(h.kv[:0], key...), value...)
-	if s.last == nil {
-		s.first = h
-	} else {
-		s.last.next = h
+	s := &b.slots[at]
+	b.leave(at)
+	if need := len(s.args) + bulkLen(len(key)) + bulkLen(len(value)); need > cap(s.args) {
+		b.held -= cap(s.args)
+		s.args = b.grow(s.args, need)
+		b.held += cap(s.args)
 	}
-	s.last = h
+	s.args = appendBulk(appendBulk(s.args, key), value)
 	s.n++
-	b.held += len(h.kv) + heldOverhead
 	if s.n == msetKeys {
-		return b.emit(slot)
+		return b.emit(at)
 	}
-	b.enter(slot)
+	b.enter(at)
 	for b.held > b.budget {
-		if err := b.flush(b.fullest()); err != nil {
+		if err := b.emitFullest(); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// flush sends the keys held for slot, if any, as one MSET.
-func (b *slotBatcher) flush(slot int) error {
-	if b.slots[slot].n == 0 {
-		return nil
+// bulkLen is the length of a RESP bulk string of n bytes: $n\r\n, the bytes, \r\n.
+func bulkLen(n int) int {
+	digits := 1
+	for v := n; v >= 10; v /= 10 {
+		digits++
 	}
-	b.leave(slot)
-	return b.emit(slot)
+	return 1 + digits + 2 + n + 2
 }
 
-// emit sends the keys held for slot, out of the levels already, and frees their entries.
-func (b *slotBatcher) emit(slot int) error {
-	s := &b.slots[slot]
-	b.keys, b.values = b.keys[:0], b.values[:0]
-	for h := s.first; h != nil; h = h.next {
-		b.keys = append(b.keys, h.kv[:h.klen])
-		b.values = append(b.values, h.kv[h.klen:])
-		b.held -= len(h.kv) + heldOverhead
+// appendBulk appends b as a RESP bulk string.
+func appendBulk(dst, b []byte) []byte {
+	dst = append(dst, '$')
+	dst = strconv.AppendInt(dst, int64(len(b)), 10)
+	dst = append(dst, "\r\n"...)
+	dst = append(dst, b...)
+	return append(dst, "\r\n"...)
+}
+
+// grow returns a buffer from the free lists of at least need bytes holding old's bytes,
+// and puts old back.
+func (b *slotBatcher) grow(old []byte, need int) []byte {
+	c := 0
+	for c < len(heldClasses)-1 && heldClasses[c] < need {
+		c++
 	}
-	err := b.send(b.keys, b.values)
-	s.last.next, b.free = b.free, s.first
+	var buf []byte
+	if l := b.free[c]; len(l) > 0 {
+		buf, b.free[c] = l[len(l)-1][:0], l[:len(l)-1]
+		b.freeBytes -= cap(buf)
+	} else {
+		buf = make([]byte, 0, max(heldClasses[c], need))
+	}
+	buf = append(buf, old...)
+	b.release(old)
+	return buf
+}
+
+// release puts a buffer back on the free list of its size, unless the free lists hold half
+// the budget already (then the garbage collector takes it).
+func (b *slotBatcher) release(buf []byte) {
+	if b.freeBytes+cap(buf) > b.budget/2 {
+		return
+	}
+	for c, size := range heldClasses {
+		if cap(buf) == size {
+			b.free[c] = append(b.free[c], buf)
+			b.freeBytes += size
+			return
+		}
+	}
+}
+
+// flush sends the keys held for slot, if any, as one MSET.
+func (b *slotBatcher) flush(slot int) error {
+	at := b.index[slot] - 1
+	if at < 0 || b.slots[at].n == 0 {
+		return nil
+	}
+	b.leave(at)
+	return b.emit(at)
+}
+
+// emit sends the keys held at place at, out of the levels already, and frees their buffer.
+func (b *slotBatcher) emit(at int32) error {
+	s := &b.slots[at]
+	b.held -= cap(s.args)
+	err := b.send(int(s.n), s.args)
+	b.release(s.args)
 	*s = heldSlot{}
 	return err
 }
@@ -128,25 +182,28 @@ func (b *slotBatcher) emit(slot int) error {
 // flushAll sends every slot's keys, the fullest first.
 func (b *slotBatcher) flushAll() error {
 	for b.held > 0 {
-		if err := b.flush(b.fullest()); err != nil {
+		if err := b.emitFullest(); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// fullest is a slot holding the most keys; called only while some slot holds keys.
-func (b *slotBatcher) fullest() int {
+// emitFullest sends the keys of a slot holding the most; called only while some slot holds
+// keys.
+func (b *slotBatcher) emitFullest() error {
 	for n := msetKeys - 1; ; n-- {
 		if l := b.levels[n]; len(l) > 0 {
-			return int(l[len(l)-1])
+			at := l[len(l)-1]
+			b.leave(at)
+			return b.emit(at)
 		}
 	}
 }
 
-// leave takes slot out of its level.
-func (b *slotBatcher) leave(slot int) {
-	s := &b.slots[slot]
+// leave takes the slot at place at out of its level.
+func (b *slotBatcher) leave(at int32) {
+	s := &b.slots[at]
 	if s.n == 0 {
 		return
 	}
@@ -157,9 +214,9 @@ func (b *slotBatcher) leave(slot int) {
 	b.levels[s.n] = l[:len(l)-1]
 }
 
-// enter puts slot into the level of its count.
-func (b *slotBatcher) enter(slot int) {
-	s := &b.slots[slot]
+// enter puts the slot at place at into the level of its count.
+func (b *slotBatcher) enter(at int32) {
+	s := &b.slots[at]
 	s.at = int32(len(b.levels[s.n]))
-	b.levels[s.n] = append(b.levels[s.n], int32(slot))
+	b.levels[s.n] = append(b.levels[s.n], at)
 }

@@ -1,9 +1,11 @@
 package rdbload
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -20,10 +22,11 @@ func TestSlotBatcherSendsEverySlotsKeysInOrderWithinItsBudget(t *testing.T) {
 	slotOf := map[string]int{}
 	sentOrder := map[int][]string{}
 	var batches int
-	b := newSlotBatcher(budget, func(ks, vs [][]byte) error {
+	b := newSlotBatcher(budget, func(n int, args []byte) error {
 		batches++
-		if len(ks) == 0 || len(ks) > msetKeys || len(ks) != len(vs) {
-			t.Fatalf("an MSET of %d keys and %d values", len(ks), len(vs))
+		ks, vs := splitBulks(t, args)
+		if n == 0 || n > msetKeys || len(ks) != n || len(vs) != n {
+			t.Fatalf("an MSET of %d keys with %d keys and %d values", n, len(ks), len(vs))
 		}
 		slot := slotOf[string(ks[0])]
 		for i, k := range ks {
@@ -55,8 +58,8 @@ func TestSlotBatcherSendsEverySlotsKeysInOrderWithinItsBudget(t *testing.T) {
 			if err := b.flush(s); err != nil {
 				t.Fatal(err)
 			}
-			if b.slots[s].n != 0 {
-				t.Fatalf("slot %d holds %d keys after its flush", s, b.slots[s].n)
+			if at := b.index[s] - 1; at >= 0 && b.slots[at].n != 0 {
+				t.Fatalf("slot %d holds %d keys after its flush", s, b.slots[at].n)
 			}
 		}
 	}
@@ -82,4 +85,24 @@ func TestSlotBatcherSendsEverySlotsKeysInOrderWithinItsBudget(t *testing.T) {
 	if mean < 4.5 {
 		t.Fatalf("MSETs of %.2f keys on average, want at least 4.5 with %d bytes a slot", mean, HeldBytesPerSlot)
 	}
+}
+
+// splitBulks splits RESP bulk strings into the even ones (keys) and the odd ones (values).
+func splitBulks(t *testing.T, args []byte) (keys, values [][]byte) {
+	t.Helper()
+	for i := 0; len(args) > 0; i++ {
+		end := bytes.Index(args, []byte("\r\n"))
+		n, err := strconv.Atoi(string(args[1:max(1, end)]))
+		if args[0] != '$' || end < 0 || err != nil || len(args) < end+2+n+2 || string(args[end+2+n:end+4+n]) != "\r\n" {
+			t.Fatalf("not RESP bulk strings: %q", args[:min(len(args), 40)])
+		}
+		arg := args[end+2 : end+2+n]
+		if i%2 == 0 {
+			keys = append(keys, arg)
+		} else {
+			values = append(values, arg)
+		}
+		args = args[end+4+n:]
+	}
+	return keys, values
 }

@@ -96,9 +96,9 @@ func Load(ctx context.Context, opts Options, r io.Reader) (Result, error) {
 	if err == nil {
 		var batch *slotBatcher
 		if useMSet {
-			batch = newSlotBatcher(heldBudget(slots.count()), func(keys, values [][]byte) error {
-				res.Restored += int64(len(keys))
-				return p.sendMSet(keys, values)
+			batch = newSlotBatcher(heldBudget(slots.count()), func(keys int, args []byte) error {
+				res.Restored += int64(keys)
+				return p.sendMSet(keys, args)
 			})
 		}
 		err = feed(rd, p, slots, batch, opts.Now, useSet, &res)
@@ -186,7 +186,6 @@ func sendKey(p *pipeline, batch *slotBatcher, rec *Record, useSet bool, strs *st
 // The words of the commands Load sends.
 var (
 	cmdSet      = []byte("SET")
-	cmdMSet     = []byte("MSET")
 	cmdPXAt     = []byte("PXAT")
 	cmdRestore  = []byte("RESTORE")
 	cmdReplace  = []byte("REPLACE")

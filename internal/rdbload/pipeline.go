@@ -2,6 +2,7 @@ package rdbload
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,9 +31,8 @@ type pipeline struct {
 	lengths  []int    // each key's whole length
 	verbs    []string // each command's name, for errors
 	seq      int
-	cmd      []byte   // the command being encoded
-	args     [][]byte // an MSET's arguments
-	label    []byte   // an MSET's label
+	cmd      []byte // the command being encoded
+	label    []byte // an MSET's label
 
 	link   *link
 	r      *bufio.Reader // the answers, read on the reader's goroutine once started
@@ -81,21 +81,49 @@ func (p *pipeline) send(verb string, label []byte, args ...[]byte) error {
 	return p.enqueue(verb, label, len(label), args)
 }
 
-// sendMSet queues MSET of the keys and values, named in errors by its keys (msetLabel).
-func (p *pipeline) sendMSet(keys, values [][]byte) error {
-	p.args = append(p.args[:0], cmdMSet)
-	p.label = p.label[:0]
-	for i, k := range keys {
-		p.args = append(p.args, k, values[i])
-		shown, mark := k, byte(0)
+// sendMSet queues MSET of n keys whose arguments (key, value, ... as RESP bulk strings) args
+// holds, named in errors by its keys (msetLabel).
+func (p *pipeline) sendMSet(n int, args []byte) error {
+	p.label = msetLabelOf(p.label[:0], args)
+	p.note(verbMSet, p.label, n)
+	p.cmd = append(p.cmd[:0], '*')
+	p.cmd = strconv.AppendInt(p.cmd, int64(1+2*n), 10)
+	p.cmd = append(p.cmd, "\r\n$4\r\nMSET\r\n"...)
+	if _, err := p.w.Write(p.cmd); err != nil {
+		return fmt.Errorf("while sending commands: %w", err)
+	}
+	if _, err := p.w.Write(args); err != nil {
+		return fmt.Errorf("while sending commands: %w", err)
+	}
+	return p.handOverIfFull()
+}
+
+// msetLabelOf appends to label the first keys of an MSET's arguments, each as a length byte
+// (with labelCut when the key is cut) and up to maxMSetLabelKey bytes, as many as fit in
+// maxQuotedKey bytes.
+func msetLabelOf(label, args []byte) []byte {
+	for i := 0; len(args) > 0; i++ {
+		// $<len>\r\n<bytes>\r\n
+		end := bytes.IndexByte(args, '\r')
+		n, err := strconv.Atoi(string(args[1:max(1, end)]))
+		if end < 0 || err != nil || end+2+n+2 > len(args) {
+			return label
+		}
+		arg := args[end+2 : end+2+n]
+		args = args[end+2+n+2:]
+		if i%2 == 1 {
+			continue // a value
+		}
+		shown, mark := arg, byte(0)
 		if len(shown) > maxMSetLabelKey {
 			shown, mark = shown[:maxMSetLabelKey], labelCut
 		}
-		if len(p.label)+1+len(shown) <= maxQuotedKey {
-			p.label = append(append(p.label, byte(len(shown))|mark), shown...)
+		if len(label)+1+len(shown) > maxQuotedKey {
+			return label
 		}
+		label = append(append(label, byte(len(shown))|mark), shown...)
 	}
-	return p.enqueue(verbMSet, p.label, len(keys), p.args)
+	return label
 }
 
 // maxMSetLabelKey is the most bytes of each key an MSET's label keeps; labelCut marks, in
@@ -105,13 +133,19 @@ const (
 	labelCut        = 0x80
 )
 
-// enqueue is send with length: the label's whole length, or an MSET's count of keys.
-func (p *pipeline) enqueue(verb string, label []byte, length int, args [][]byte) error {
+// note records the next command's verb, label and length (the label's whole length, or an
+// MSET's count of keys) in the ring that names commands in errors.
+func (p *pipeline) note(verb string, label []byte, length int) {
 	i := p.seq % len(p.labels)
 	// Only a key's first bytes are kept to name it: the ring holds a bounded number of them.
 	p.labels[i] = append(p.labels[i][:0], label[:min(len(label), maxQuotedKey)]...)
 	p.lengths[i], p.verbs[i] = length, verb
 	p.seq++
+}
+
+// enqueue is send with length, for note.
+func (p *pipeline) enqueue(verb string, label []byte, length int, args [][]byte) error {
+	p.note(verb, label, length)
 	// The command is encoded into cmd, but for large arguments, written as they are.
 	p.cmd = append(p.cmd[:0], '*')
 	cmd := p.cmd
@@ -137,6 +171,11 @@ func (p *pipeline) enqueue(verb string, label []byte, length int, args [][]byte)
 	if _, err := p.w.Write(cmd); err != nil {
 		return fmt.Errorf("while sending commands: %w", err)
 	}
+	return p.handOverIfFull()
+}
+
+// handOverIfFull hands the batch being filled to the reader once it is full.
+func (p *pipeline) handOverIfFull() error {
 	if p.seq-p.first < p.batch {
 		return nil
 	}
