@@ -18,15 +18,17 @@ const msetKeys = 8
 // larger string goes as its own SET, whose cost is in its bytes more than in its command.
 const maxHeldString = 1 << 10
 
-// HeldBytesPerSlot is how many bytes of held keys Load allows for each slot it loads (the
-// slots of Options.Slots, else all 16,384), up to maxHeldBytes a load, so that a whole
-// cluster's loads together hold at most 16,384 times this (6 MiB), however many masters share
-// the slots. With values of 100 bytes that is about 2 keys a slot, and the loader then sends
-// MSETs of about 5 keys.
-var HeldBytesPerSlot = 384
+// HeldBytesPerSlot is how many bytes of buffers holding keys Load allows for each slot it
+// loads (the slots of Options.Slots, else all 16,384), up to maxHeldBytes a load, so that a
+// whole cluster's loads together hold at most 16,384 times this (4 MiB), however many
+// masters share the slots. With values of 100 bytes the loader then sends MSETs of about 4
+// keys (TestSlotBatcherSendsEverySlotsKeysInOrderWithinItsBudget; 384 bytes gave 5 keys, for
+// half as much memory again, and 128 bytes 2.8).
+var HeldBytesPerSlot = 256
 
-// maxHeldBytes is the most bytes of held keys one load allows: a load of every slot (one
-// master) holds about 2 MiB of keys, as each of a three-master cluster's loads does.
+// maxHeldBytes is the most bytes of buffers holding keys one load allows (a load of every
+// slot, into a cluster of one master; a three-master cluster's loads hold 1.3 MiB each), and
+// its free buffers at most half of that again.
 const maxHeldBytes = 2 << 20
 
 // heldBudget is the bytes of held keys a load of slots slots allows.
@@ -51,10 +53,11 @@ type slotBatcher struct {
 	// come, to the number of slots loaded at most.
 	index []int32
 	slots []heldSlot
-	// levels[n] lists the slots (places in slots) holding n keys, 0 < n < msetKeys;
-	// heldSlot.at is a slot's place in its level, so moving it is O(1) and the fullest slot
-	// is found at once.
-	levels [msetKeys][]int32
+	// holding[n] counts the slots holding n keys, 0 < n < msetKeys; sweep is where the
+	// search for one of the fullest goes on, round the slots. (A list of the slots of each
+	// count, kept as keys came, cost the loader a cache miss or two a key.)
+	holding [msetKeys]int
+	sweep   int
 	// free holds buffers sent, by size, for the next keys: freeBytes of them, at most half
 	// the budget.
 	free      [len(heldClasses)][][]byte
@@ -63,8 +66,8 @@ type slotBatcher struct {
 
 // heldSlot is the keys held for one slot, in the order they came, encoded.
 type heldSlot struct {
-	args  []byte
-	n, at int32
+	args []byte
+	n    int
 }
 
 // heldClasses are the capacities of the buffers slots hold their keys in: a slot's keys
@@ -80,14 +83,16 @@ func newSlotBatcher(budget int, send func(keys int, args []byte) error) *slotBat
 
 // add holds key and value for slot, sending what the rules above say is due.
 func (b *slotBatcher) add(slot int, key, value []byte) error {
-	at := b.index[slot] - 1
+	at := int(b.index[slot]) - 1
 	if at < 0 {
 		b.slots = append(b.slots, heldSlot{})
-		at = int32(len(b.slots) - 1)
-		b.index[slot] = at + 1
+		at = len(b.slots) - 1
+		b.index[slot] = int32(at + 1)
 	}
 	s := &b.slots[at]
-	b.leave(at)
+	if s.n > 0 {
+		b.holding[s.n]--
+	}
 	if need := len(s.args) + bulkLen(len(key)) + bulkLen(len(value)); need > cap(s.args) {
 		b.held -= cap(s.args)
 		s.args = b.grow(s.args, need)
@@ -98,7 +103,7 @@ func (b *slotBatcher) add(slot int, key, value []byte) error {
 	if s.n == msetKeys {
 		return b.emit(at)
 	}
-	b.enter(at)
+	b.holding[s.n]++
 	for b.held > b.budget {
 		if err := b.emitFullest(); err != nil {
 			return err
@@ -161,19 +166,20 @@ func (b *slotBatcher) release(buf []byte) {
 
 // flush sends the keys held for slot, if any, as one MSET.
 func (b *slotBatcher) flush(slot int) error {
-	at := b.index[slot] - 1
+	at := int(b.index[slot]) - 1
 	if at < 0 || b.slots[at].n == 0 {
 		return nil
 	}
-	b.leave(at)
+	b.holding[b.slots[at].n]--
 	return b.emit(at)
 }
 
-// emit sends the keys held at place at, out of the levels already, and frees their buffer.
-func (b *slotBatcher) emit(at int32) error {
+// emit sends the keys held at place at, no longer counted in holding, and frees their
+// buffer.
+func (b *slotBatcher) emit(at int) error {
 	s := &b.slots[at]
 	b.held -= cap(s.args)
-	err := b.send(int(s.n), s.args)
+	err := b.send(s.n, s.args)
 	b.release(s.args)
 	*s = heldSlot{}
 	return err
@@ -189,34 +195,22 @@ func (b *slotBatcher) flushAll() error {
 	return nil
 }
 
-// emitFullest sends the keys of a slot holding the most; called only while some slot holds
-// keys.
+// emitFullest sends the keys of a slot holding the most, or one fewer (found sooner, in a
+// sweep that reads the slots in order); called only while some slot holds keys.
 func (b *slotBatcher) emitFullest() error {
-	for n := msetKeys - 1; ; n-- {
-		if l := b.levels[n]; len(l) > 0 {
-			at := l[len(l)-1]
-			b.leave(at)
+	most := msetKeys - 1
+	for b.holding[most] == 0 {
+		most--
+	}
+	enough := max(1, most-1)
+	for {
+		at := b.sweep
+		if b.sweep++; b.sweep == len(b.slots) {
+			b.sweep = 0
+		}
+		if n := b.slots[at].n; n >= enough {
+			b.holding[n]--
 			return b.emit(at)
 		}
 	}
-}
-
-// leave takes the slot at place at out of its level.
-func (b *slotBatcher) leave(at int32) {
-	s := &b.slots[at]
-	if s.n == 0 {
-		return
-	}
-	l := b.levels[s.n]
-	last := l[len(l)-1]
-	l[s.at] = last
-	b.slots[last].at = s.at
-	b.levels[s.n] = l[:len(l)-1]
-}
-
-// enter puts the slot at place at into the level of its count.
-func (b *slotBatcher) enter(at int32) {
-	s := &b.slots[at]
-	s.at = int32(len(b.levels[s.n]))
-	b.levels[s.n] = append(b.levels[s.n], at)
 }

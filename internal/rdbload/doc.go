@@ -61,7 +61,8 @@
 // string of at most 1 KiB without an expiry is held by its slot and goes in one MSET with
 // up to 7 other keys of that slot (batch.go): per key, a node and its replicas spend most of
 // a small SET's CPU on the command itself, and an RDB lists keys in hash order, not by slot.
-// The keys held are bounded (HeldBytesPerSlot for each slot loaded, at most 2 MiB a load);
+// The keys held are bounded (HeldBytesPerSlot, 256 bytes, for each slot loaded, at most 2 MiB
+// a load, and half as much again in free buffers);
 // past the bound the slot holding the most goes first, and a slot's held keys go before any
 // other command for that slot, so each slot's writes keep the RDB's order.
 // The operator's own ACL user has RESTORE but not SET, so its restores keep to RESTORE.
